@@ -1,0 +1,121 @@
+"""Parameter counts derived from a model's config.
+
+The runbook's section 2 asks for "parameter count derived from the config" —
+three lines of arithmetic anyone can check. Counts are in parameters (not
+billions) and follow the Hugging Face module layout of each family.
+
+Notes
+-----
+Per layer, for grouped-query attention (MHA and MQA are its limits):
+``q = H·nh·hd``, ``k = v = H·nkv·hd``, ``o = nh·hd·H``; biases and QK-norms where
+the family has them. MLA (DeepSeek-V3): ``H·q_lora + q_lora·nh·(nope+rope)`` for
+queries, ``H·(kv_lora + rope)`` and ``kv_lora·nh·(nope + v)`` for keys/values,
+``nh·v·H`` out. A gated MLP is ``3·H·I``. An MoE layer holds ``E`` routed experts
+(``3·H·I_moe`` each), shared experts and a router of ``H·E``; a token uses
+``k`` routed experts plus the shared ones. Embedding ``V·H``, plus the output
+head ``V·H`` unless tied.
+
+References
+----------
+Runbook, document 14, "The capacity note", section 2 · The model and precision.
+"""
+
+from __future__ import annotations
+
+from xlplan.specs import ModelSpec
+
+
+def attention_params_per_layer(m: ModelSpec) -> int:
+    """Attention parameters in one layer (projections, biases, norms). [parameters]"""
+    h, nh = m.hidden_size, m.num_attention_heads
+    if m.attention == "mla":
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        if m.q_lora_rank:
+            q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * nh * qk
+        else:
+            q = h * nh * qk
+        kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank + m.kv_lora_rank * nh * (m.qk_nope_head_dim + m.v_head_dim)
+        o = nh * m.v_head_dim * h
+        return q + kv + o
+    hd, nkv = m.head_dim, m.num_key_value_heads
+    n = 2 * h * nh * hd + 2 * h * nkv * hd
+    if m.attention_bias:
+        n += nh * hd + 2 * nkv * hd
+    if m.attention_out_bias:
+        n += h
+    if m.qk_norm:
+        n += 2 * hd
+    return n
+
+
+def _expert_params(m: ModelSpec) -> int:
+    n = 3 * m.hidden_size * m.moe_intermediate_size
+    if m.expert_bias:
+        n += 2 * m.moe_intermediate_size + m.hidden_size
+    return n
+
+
+def _router_params(m: ModelSpec) -> int:
+    return m.hidden_size * m.num_experts + (m.num_experts if m.router_bias else 0)
+
+
+def mlp_params_per_layer(m: ModelSpec, layer_is_moe: bool, active_only: bool) -> int:
+    """MLP parameters in one layer: all of them, or those one token uses. [parameters]"""
+    if not layer_is_moe:
+        return 3 * m.hidden_size * m.intermediate_size
+    routed = m.experts_per_token if active_only else m.num_experts
+    shared = m.shared_experts * 3 * m.hidden_size * m.moe_intermediate_size
+    return routed * _expert_params(m) + shared + _router_params(m)
+
+
+def embedding_params(m: ModelSpec) -> int:
+    """Input embedding plus output head (once if tied). [parameters]"""
+    return m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2)
+
+
+def _decoder_params(m: ModelSpec, active_only: bool) -> int:
+    moe_layers = m.num_hidden_layers - m.first_dense_layers if m.num_experts else 0
+    dense_layers = m.num_hidden_layers - moe_layers
+    per_layer_common = attention_params_per_layer(m) + m.norms_per_layer * m.hidden_size
+    return (
+        m.num_hidden_layers * per_layer_common
+        + dense_layers * mlp_params_per_layer(m, False, active_only)
+        + moe_layers * mlp_params_per_layer(m, True, active_only)
+        + m.hidden_size  # final norm
+    )
+
+
+def total_params(m: ModelSpec) -> int:
+    """All parameters held in memory, including any vision tower. [parameters]
+
+    Examples
+    --------
+    Llama-3.1-8B: 32 × 218,112,000 per layer + 2 × 128,256 × 4,096 + 4,096.
+
+    >>> from xlplan.catalog import get_model
+    >>> total_params(get_model("llama-3.1-8b"))
+    8030261248
+    """
+    return _decoder_params(m, active_only=False) + embedding_params(m) + m.vision_params
+
+
+def active_params(m: ModelSpec) -> int:
+    """Parameters one text token passes through (MoE: routed top-k plus shared). [parameters]
+
+    Includes the embedding and output head, as the runbook's 2·N FLOPs/token
+    convention does (8.03 B for Llama-3.1-8B). Excludes a vision tower.
+    """
+    return _decoder_params(m, active_only=True) + embedding_params(m)
+
+
+def attention_width(m: ModelSpec) -> int:
+    """Width of the attention score and value products per layer. [elements]
+
+    Notes
+    -----
+    ``nh·hd`` for GQA (the hidden size for Llama); for MLA the mean of the query-key
+    and value widths, ``nh·(nope + rope + v)/2``.
+    """
+    if m.attention == "mla":
+        return m.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) // 2
+    return m.num_attention_heads * m.head_dim

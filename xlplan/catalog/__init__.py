@@ -1,0 +1,107 @@
+"""The catalog of GPUs and models, read lazily from the YAML files beside this module.
+
+Every entry carries its sources. Look-ups accept the key, the display name, the
+Hugging Face id or an alias, case-insensitively; an unknown name raises
+:class:`UnknownNameError` with the closest matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+from functools import cache
+from importlib import resources
+
+from xlplan.specs import GPUSpec, ModelSpec
+from xlplan.units import GIB, MIB
+
+
+class UnknownNameError(LookupError):
+    """A GPU or model name the catalog does not have."""
+
+    def __init__(self, kind: str, name: str, suggestions: list[str], known: list[str]):
+        self.kind, self.name, self.suggestions, self.known = kind, name, suggestions, known
+        hint = f"did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else f"known: {', '.join(known)}"
+        super().__init__(f"unknown {kind} {name!r}; {hint}")
+
+
+def _load(filename: str) -> dict:
+    import yaml
+
+    text = resources.files(__package__).joinpath(filename).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def _normalise(name: str) -> str:
+    return " ".join(name.strip().lower().replace("_", "-").split())
+
+
+@cache
+def _gpus() -> dict[str, GPUSpec]:
+    out = {}
+    for key, row in _load("gpus.yaml").items():
+        row = dict(row)
+        row.pop("aliases", None)
+        row["memory_gib"] = row.pop("memory_mib_reported") * MIB / GIB
+        out[key] = GPUSpec(**row)
+    return out
+
+
+@cache
+def _models() -> dict[str, ModelSpec]:
+    out = {}
+    for key, row in _load("models.yaml").items():
+        row = dict(row)
+        row.pop("aliases", None)
+        out[key] = ModelSpec(**row)
+    return out
+
+
+@cache
+def _index(filename: str) -> dict[str, str]:
+    index = {}
+    for key, row in _load(filename).items():
+        for name in [key, row.get("name", ""), row.get("hf_id", ""), *row.get("aliases", [])]:
+            if name:
+                index[_normalise(name)] = key
+    return index
+
+
+def _resolve(kind: str, filename: str, name: str) -> str:
+    index = _index(filename)
+    key = index.get(_normalise(name))
+    if key is None:
+        keys = list(_load(filename))
+        close = difflib.get_close_matches(_normalise(name), list(index), n=3, cutoff=0.6)
+        suggestions = list(dict.fromkeys(index[c] for c in close))
+        raise UnknownNameError(kind, name, suggestions, keys)
+    return key
+
+
+def gpu_names() -> list[str]:
+    """Catalog keys of every GPU."""
+    return list(_gpus())
+
+
+def model_names() -> list[str]:
+    """Catalog keys of every model."""
+    return list(_models())
+
+
+def gpu_key(name: str) -> str:
+    """Catalog key for a GPU name, id or alias; raises UnknownNameError."""
+    return _resolve("GPU", "gpus.yaml", name)
+
+
+def model_key(name: str) -> str:
+    """Catalog key for a model name, id or alias; raises UnknownNameError."""
+    return _resolve("model", "models.yaml", name)
+
+
+def get_gpu(name: str) -> GPUSpec:
+    """The GPU called ``name`` (key, display name or alias)."""
+    return _gpus()[gpu_key(name)]
+
+
+def get_model(name: str) -> ModelSpec:
+    """The model called ``name`` (key, display name, Hugging Face id or alias)."""
+    return _models()[model_key(name)]

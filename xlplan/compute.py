@@ -1,0 +1,127 @@
+"""The compute path: prefill and decode demand against peak × MFU.
+
+Notes
+-----
+Prefill per request: ``2·N_active·E[n] + 4·layers·E[n²]·attention width`` (the
+second term is the attention score and value products, quadratic in prompt
+length: so the second moment of the fitted distribution, never the mean
+squared). Sliding-window layers attend to at most ``w`` keys, so their term uses
+``min(E[n²], w·E[n])``. A measured prefix-reuse fraction removes its share.
+Decode per output token: ``2·N_active`` (the runbook's convention); optionally plus
+``4·layers·context·attention width`` for attention over the cache.
+GPUs: ``demand ÷ (peak dense TFLOP/s × MFU)``.
+
+References
+----------
+Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU".
+"""
+
+from __future__ import annotations
+
+from xlplan import _vec
+from xlplan.units import TERA
+
+
+def prefill_flops_per_request(active_params, mean_prompt_tokens, prompt_second_moment, layers,
+                              attention_width, window_layers=0, window=None):
+    """FLOPs to prefill one prompt, averaged over the prompt distribution. [FLOP/request]
+
+    Parameters
+    ----------
+    active_params : float
+        Parameters one token passes through. [parameters]
+    mean_prompt_tokens : float or array
+        ``E[n]``. [tokens]
+    prompt_second_moment : float or array
+        ``E[n²]``. [tokens²]
+    layers : int
+        All layers. [layers]
+    attention_width : int
+        Heads × head width. [elements]
+    window_layers : int
+        Of ``layers``, those with a sliding window. [layers]
+    window : int, optional
+        The sliding window. [tokens]
+
+    Examples
+    --------
+    Llama-3.1-8B, 2,000 tokens: 2 × 8.03e9 × 2000 + 4 × 32 × 2000² × 4096 = 3.422e13.
+
+    >>> f"{prefill_flops_per_request(8030261248, 2000, 2000**2, 32, 4096):.4g}"
+    '3.422e+13'
+    """
+    linear = 2.0 * active_params * mean_prompt_tokens
+    full = (layers - window_layers) * prompt_second_moment
+    if window_layers:
+        full = full + window_layers * _vec.minimum(prompt_second_moment, window * mean_prompt_tokens)
+    return linear + 4.0 * attention_width * full
+
+
+def decode_flops_per_token(active_params, layers=0, attention_width=0, mean_context_tokens=0.0):
+    """FLOPs to generate one token. [FLOP/token]
+
+    Parameters
+    ----------
+    active_params : float
+        Parameters one token passes through. [parameters]
+    layers : int
+        Layers, for the optional attention term (0 leaves it out, as the runbook does). [layers]
+    attention_width : int
+        Heads × head width. [elements]
+    mean_context_tokens : float
+        Mean cached context a decoded token attends to. [tokens]
+
+    Notes
+    -----
+    ``2·N_active (+ 4·layers·context·width)``.
+    """
+    return 2.0 * active_params + 4.0 * layers * mean_context_tokens * attention_width
+
+
+def prefill_tflops(arrival_rate_rps, flops_per_request, prefix_reuse=0.0):
+    """Prefill demand at the peak rate. [TFLOP/s]
+
+    Parameters
+    ----------
+    arrival_rate_rps : float or array
+        Peak arrival rate. [requests/s]
+    flops_per_request : float or array
+        Prefill FLOPs per request. [FLOP/request]
+    prefix_reuse : float or array
+        Measured fraction of prompt compute served from the prefix cache. [fraction]
+    """
+    return arrival_rate_rps * flops_per_request * (1.0 - prefix_reuse) / TERA
+
+
+def decode_tflops(arrival_rate_rps, mean_output_tokens, flops_per_token):
+    """Decode demand at the peak rate. [TFLOP/s]
+
+    Examples
+    --------
+    The runbook: 40 × 300 × 2 × 8.03e9 = 192.7 TFLOP/s.
+
+    >>> round(decode_tflops(40, 300, 2 * 8030261248), 1)
+    192.7
+    """
+    return arrival_rate_rps * mean_output_tokens * flops_per_token / TERA
+
+
+def effective_tflops_per_gpu(peak_tflops, mfu):
+    """What one GPU sustains. [TFLOP/s]
+
+    Examples
+    --------
+    >>> effective_tflops_per_gpu(989, 0.40)
+    395.6
+    """
+    return peak_tflops * mfu
+
+
+def compute_gpus_exact(demand_tflops, peak_tflops, mfu):
+    """GPUs the FLOPs need before rounding. [GPUs]
+
+    Notes
+    -----
+    ``demand ÷ (peak × MFU)``: the runbook's 1,562 ÷ 395.6 = 3.95.
+    """
+    return demand_tflops / effective_tflops_per_gpu(peak_tflops, mfu)

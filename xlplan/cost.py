@@ -1,0 +1,79 @@
+"""The bill: monthly cost, tokens, $/M tokens, and the managed-API comparison.
+
+Notes
+-----
+Peak sizes the fleet; average utilisation sizes the bill ("peak for the fleet,
+average for the cost model"). Tokens per month = ``rate × E[prompt + output] ×
+utilisation × hours × 3600``. $/M tokens counts tokens of all kinds.
+
+References
+----------
+Runbook, document 14, step 7 · "5 GPUs at $3/hr × 730 hours ≈ $11,000 / month";
+"at 40% average load roughly 95 billion tokens a month, ~$0.11 per million tokens".
+"""
+
+from __future__ import annotations
+
+from xlplan import _vec
+from xlplan.units import HOURS_PER_MONTH, MILLION, SECONDS_PER_HOUR
+
+
+def monthly_cost_usd(gpus, usd_per_gpu_hour, hours_per_month=HOURS_PER_MONTH):
+    """Fixed monthly infrastructure cost. [USD/month]
+
+    Examples
+    --------
+    >>> monthly_cost_usd(5, 3.0)
+    10950.0
+    """
+    return gpus * usd_per_gpu_hour * hours_per_month
+
+
+def tokens_per_month(arrival_rate_rps, mean_tokens_per_request, average_utilisation, hours_per_month=HOURS_PER_MONTH):
+    """Tokens served in a month at the average utilisation. [tokens/month]
+
+    Parameters
+    ----------
+    arrival_rate_rps : float or array
+        Peak arrival rate. [requests/s]
+    mean_tokens_per_request : float or array
+        Mean prompt plus output tokens. [tokens/request]
+    average_utilisation : float or array
+        Average load over the month as a fraction of peak. [fraction]
+    hours_per_month : float
+        [h/month]
+
+    Examples
+    --------
+    >>> f"{tokens_per_month(40, 2300, 0.40):.4g}"
+    '9.671e+10'
+    """
+    return arrival_rate_rps * mean_tokens_per_request * average_utilisation * hours_per_month * SECONDS_PER_HOUR
+
+
+def usd_per_mtok(monthly_usd, tokens):
+    """Cost per million tokens of all kinds. [USD/Mtok]"""
+    return _vec.div_pos(monthly_usd * MILLION, tokens)
+
+
+def api_usd_per_mtok_blended(mean_prompt_tokens, mean_output_tokens, usd_per_mtok_input, usd_per_mtok_output):
+    """An API's price per million tokens at this traffic's input/output mix. [USD/Mtok]"""
+    return (mean_prompt_tokens * usd_per_mtok_input + mean_output_tokens * usd_per_mtok_output) / (
+        mean_prompt_tokens + mean_output_tokens
+    )
+
+
+def api_monthly_cost_usd(tokens_in_month, blended_usd_per_mtok):
+    """The same traffic on a managed API. [USD/month]"""
+    return tokens_in_month * blended_usd_per_mtok / MILLION
+
+
+def breakeven_tokens_per_month(fixed_monthly_usd, blended_api_usd_per_mtok):
+    """Monthly volume above which self-hosting this fleet is cheaper than the API. [tokens/month]
+
+    Notes
+    -----
+    ``(fleet + engineering/on-call per month) ÷ API price per token``; valid while the
+    fleet can carry that volume.
+    """
+    return _vec.div_pos(fixed_monthly_usd * MILLION, blended_api_usd_per_mtok)

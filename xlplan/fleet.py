@@ -1,0 +1,83 @@
+"""The fleet: whole replicas, redundancy, the purchasing unit, and which path binds.
+
+References
+----------
+Runbook, document 14, step 6 · "Take the larger, add headroom, round to something
+buyable: 4 for the load, +1 for N+1 … buy a node of 8" and "the answer is three
+numbers, not one: the load, the redundancy, and the purchasing unit".
+"""
+
+from __future__ import annotations
+
+from xlplan import _vec
+
+ROUNDING_TOLERANCE = 1e-9
+"""Relative slack before rounding up, so 4.000000000001 GPUs of float noise is 4. [fraction]"""
+
+PATHS = ("memory", "compute", "latency")
+
+
+def whole_replicas(gpus_exact, tp):
+    """Replicas of ``tp`` GPUs that cover ``gpus_exact``. [replicas]
+
+    Examples
+    --------
+    >>> whole_replicas(3.14, 1), whole_replicas(3.14, 2)
+    (4.0, 2.0)
+    """
+    x = gpus_exact / tp
+    return _vec.ceil(x - ROUNDING_TOLERANCE * x)
+
+
+def fleet_sizes(load_replicas, tp, redundancy_replicas, gpus_per_node):
+    """The three numbers: load, with redundancy, purchased. [GPUs]
+
+    Parameters
+    ----------
+    load_replicas : float or array
+        Replicas the peak needs. [replicas]
+    tp : int
+        GPUs per replica (a divisor of the node, so replicas stay inside a node). [GPUs]
+    redundancy_replicas : int
+        Spare replicas (N+k). [replicas]
+    gpus_per_node : int
+        The purchasing unit. [GPUs]
+
+    Examples
+    --------
+    The runbook: 4 for the load, 5 with N+1, a node of 8.
+
+    >>> fleet_sizes(4, 1, 1, 8)
+    (4, 5, 8.0)
+    """
+    load = load_replicas * tp
+    with_redundancy = (load_replicas + redundancy_replicas) * tp
+    purchased = _vec.ceil(with_redundancy / gpus_per_node) * gpus_per_node
+    return load, with_redundancy, purchased
+
+
+def binding_constraint(memory_gpus: float, compute_gpus: float, latency_gpus: float) -> tuple[str, tuple[str, ...]]:
+    """Which path needs the most GPUs: 'memory', 'compute', 'latency', 'both' or 'all'.
+
+    Parameters
+    ----------
+    memory_gpus, compute_gpus, latency_gpus : float
+        Each path's whole-replica GPU count. [GPUs]
+
+    Returns
+    -------
+    label : str
+        One path's name; 'both' when two tie for the most, 'all' when three do.
+    paths : tuple of str
+        The paths that tie for the most.
+
+    Examples
+    --------
+    >>> binding_constraint(4, 4, 1)
+    ('both', ('memory', 'compute'))
+    """
+    counts = dict(zip(PATHS, (memory_gpus, compute_gpus, latency_gpus)))
+    top = max(counts.values())
+    paths = tuple(p for p in PATHS if counts[p] == top)
+    label = paths[0] if len(paths) == 1 else ("both" if len(paths) == 2 else "all")
+    return label, paths

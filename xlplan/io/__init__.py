@@ -1,0 +1,1 @@
+"""Everything that reads or writes: plan files, model configs, notes. Outside names map to ours here."""

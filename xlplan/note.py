@@ -1,0 +1,181 @@
+"""The one-page capacity note, six sections in the runbook's order, as text or Markdown.
+
+Reads a :class:`~xlplan.result.PlanResult`; computes nothing.
+"""
+
+from __future__ import annotations
+
+from xlplan.result import PlanResult, Sensitivity
+
+SECTIONS = (
+    "1 · The inputs, attributed",
+    "2 · The model and precision",
+    "3 · The two constraints",
+    "4 · The fleet",
+    "5 · The cost",
+    "6 · What would change it",
+)
+
+
+def _n(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def _usd(x: float | None, digits: int = 0) -> str:
+    return "—" if x is None else f"${x:,.{digits}f}"
+
+
+def _tokens(x: float) -> str:
+    return f"{x / 1e9:,.1f} billion" if x >= 1e9 else f"{x / 1e6:,.1f} million"
+
+
+def _binding_words(r: PlanResult) -> str:
+    counts = {"memory": r.memory.gpus, "compute": r.compute.gpus, "latency": r.latency.gpus}
+    exact = {"memory": r.memory.gpus_exact, "compute": r.compute.gpus_exact, "latency": r.latency.gpus_exact}
+    detail = ", ".join(f"{k} {counts[k]} ({exact[k]:.2f} exact)" for k in counts)
+    if r.binding in ("both", "all"):
+        which = " and ".join(r.binding_paths)
+        head = f"{which.capitalize()} bind about equally ({counts[r.binding_paths[0]]} GPUs each)"
+        tail = " — either could move first if the traffic shape shifts, so watch both gauges."
+    else:
+        head = f"{r.binding.capitalize()} binds"
+        tail = {
+            "memory": " — fp8 cache, a lower context limit, quantised weights help; more compute does nothing.",
+            "compute": " — prefix reuse, shorter prompts, a smaller model help; an fp8 cache does nothing.",
+            "latency": " — the decode step at this batch is too slow for the inter-token target; more replicas, "
+            "fewer bytes per step (fp8 weights) or a faster GPU help.",
+        }[r.binding]
+    return f"{head}{tail} GPUs by path: {detail}."
+
+
+def _who_binds(binding: str, paths: list[str] | None) -> str:
+    if binding == "all":
+        return "all three paths bind"
+    if binding == "both" and paths:
+        return f"{paths[0]} and {paths[1]} bind together"
+    if binding == "infeasible":
+        return "the plan becomes infeasible"
+    return f"{binding} binds"
+
+
+def sensitivity_sentence(s: Sensitivity, base_fleet: int) -> str:
+    """'If p95 prompts reach 8,000 tokens (x4), compute binds and the fleet goes to 7.'"""
+    if not s.feasible:
+        return f"If {s.change}: the plan cannot be met — {s.note}"
+    if s.fleet == base_fleet:
+        move = f"the fleet stays at {s.fleet}"
+    else:
+        move = f"the fleet goes to {s.fleet}"
+    return f"If {s.change}, {_who_binds(s.binding, s.binding_paths)} and {move} ({s.purchased} purchased; {_usd(s.usd_per_mtok, 3)}/M tokens)."
+
+
+def _breakpoint_sentence(b, unit_fmt) -> list[str]:
+    out = []
+    name = {"peak_rps": "peak rate", "prompt_p95": "p95 prompt", "output_p50": "p50 output", "itl_s": "inter-token target"}[b.variable]
+    way = "rises" if b.direction == "up" else "falls"
+    if b.fleet_step_at is not None:
+        after = f"{b.purchased_after} GPUs" if b.purchased_after is not None else "infeasible"
+        out.append(f"{name} {way} past {unit_fmt(b.fleet_step_at)} {b.unit}: the purchase grows to {after}")
+    if b.binding_flip_at is not None:
+        out.append(f"{name} {way} past {unit_fmt(b.binding_flip_at)} {b.unit}: {_who_binds(b.binding_after, b.binding_paths_after)}")
+    return out
+
+
+def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[str]]]:
+    """The note as (title, rows of (label, value), paragraphs) per section."""
+    i, m, mem, c, lat, f, k = r.inputs, r.model, r.memory, r.compute, r.latency, r.fleet, r.cost
+
+    def pct(d):
+        p99 = "—" if d.p99 is None else _n(d.p99)
+        return f"p50 {_n(d.p50)} · p95 {_n(d.p95)} · p99 {p99} (fitted mean {_n(d.mean)})"
+
+    s1 = [
+        ("Peak arrival rate", f"{i.peak_rps:g} requests/s  [owner: {i.owners['forecast']}]"),
+        ("Prompt tokens", f"{pct(i.prompt_tokens)}  [owner: {i.owners['forecast']}]"),
+        ("Output tokens", f"{pct(i.output_tokens)}  [owner: {i.owners['forecast']}]"),
+        ("Average utilisation", f"{i.average_utilisation:.0%} of peak  [owner: {i.owners['forecast']}]"),
+        ("Prefix reuse (measured)", f"{i.prefix_reuse:.0%}"),
+        ("Promise", f"TTFT < {i.ttft_s:g} s, inter-token < {i.itl_s * 1000:g} ms ({1 / i.itl_s:g} tokens/s) at p{i.percentile:g}  [owner: {i.owners['promise']}]"),
+        ("Prices", f"${k.usd_per_gpu_hour:g}/GPU-hour; API {_usd(k.api_usd_per_mtok_blended, 3)}/M blended  [owner: {i.owners['pricing']}]"),
+    ]
+    s2 = [
+        ("Model", f"{m.name}: {m.params_total / 1e9:,.2f} B parameters from the config ({m.params_active / 1e9:,.2f} B active per token)"),
+        ("Weights", f"{m.weights_dtype}: {m.weights_gib:,.2f} GiB"),
+        ("KV cache per token", f"{m.kv_dtype}: {_n(m.kv_bytes_per_token)} bytes ({m.kv_bytes_per_token / 2**20:.3f} MiB)"),
+        ("KV per conversation", f"{mem.kv_gib_per_conversation:.3f} GiB at {_n(mem.conversation_tokens)} tokens ({mem.convention} convention)"),
+        ("GPU", f"{m.gpu}: {m.gpu_memory_gib:.2f} GiB as the driver reports it, {m.peak_tflops:g} TFLOP/s dense {m.compute_dtype}, {m.hbm_tbps:g} TB/s"),
+    ]
+    s3 = [
+        ("Time in system", f"{r.time_in_system_s:.1f} s = mean output × inter-token target"),
+        ("Concurrency (Little's Law)", f"{i.peak_rps:g} req/s × {r.time_in_system_s:.1f} s = {_n(r.concurrency, 1)} in flight"),
+        ("Memory path", f"{_n(r.concurrency, 1)} × {mem.kv_gib_per_conversation:.3f} GiB = {mem.kv_gib_total:,.1f} GiB ÷ {mem.kv_budget_gib_per_gpu:.2f} GiB per GPU = {mem.gpus_exact:.2f} → {mem.gpus} GPUs"),
+        ("KV budget per GPU", f"{m.gpu_memory_gib:.2f} GiB × utilisation − {mem.weights_gib_per_gpu:.2f} GiB weights − {mem.overhead_gib:g} GiB overhead = {mem.kv_budget_gib_per_gpu:.2f} GiB"),
+        ("Compute path", f"(prefill {_n(c.prefill_tflops)} + decode {_n(c.decode_tflops)}) TFLOP/s ÷ {c.tflops_per_gpu:,.1f} per GPU at {c.mfu:.0%} MFU = {c.gpus_exact:.2f} → {c.gpus} GPUs"),
+        ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {lat.max_decode_batch:,.0f} per replica) → {lat.gpus} GPUs; p95 prefill {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
+    ]
+    s4 = [
+        ("Load", f"{f.load} GPUs (TP {f.tp})"),
+        ("With redundancy", f"{f.with_redundancy} GPUs (N+{f.redundancy_replicas} replicas)"),
+        ("Purchased", f"{f.purchased} GPUs ({f.purchased // f.gpus_per_node} node(s) of {f.gpus_per_node})"),
+    ]
+    s5 = [
+        ("Monthly bill", f"{k.billed_gpus} GPUs ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × {k.hours_per_month:g} h = {_usd(k.monthly_usd)} / month, fixed"),
+        ("Tokens per month", f"{_tokens(k.tokens_per_month)} at {i.average_utilisation:.0%} average utilisation"),
+        ("Cost per million tokens", f"{_usd(k.usd_per_mtok, 3)} (all kinds)"),
+        ("Same traffic on the API", f"{_usd(k.api_monthly_usd)} / month" if k.api_monthly_usd is not None else "no API price given"),
+        ("Break-even volume", f"{_tokens(k.breakeven_tokens_per_month)} tokens / month" if k.breakeven_tokens_per_month is not None else "—"),
+        ("By utilisation", ", ".join(f"{u.utilisation:.0%} {_usd(u.usd_per_mtok, 3)}" for u in k.usd_per_mtok_by_utilisation)),
+    ]
+    p3 = [_binding_words(r)]
+    p4 = [f.tp_reason + "."]
+    api_words = []
+    if k.api_monthly_usd is not None:
+        ratio = k.api_monthly_usd / k.monthly_usd
+        api_words.append(
+            f"On infrastructure alone self-hosting is {ratio:.1f}× {'cheaper' if ratio >= 1 else 'dearer'} than the API at this volume. "
+            "Left out: engineering time, on-call, upgrades and re-benchmarking, idle overnight capacity, cold-start risk"
+            + (f" (ops counted in the break-even: {_usd(k.ops_usd_per_month)}/month)." if k.ops_usd_per_month else ".")
+            + " Utilisation is the biggest lever: a half-idle GPU costs what a busy one does."
+        )
+    p6 = [sensitivity_sentence(s, f.with_redundancy) for s in r.sensitivities]
+    fmt = {"requests/s": lambda x: f"{x:,.1f}", "tokens": lambda x: f"{x:,.0f}", "s/token": lambda x: f"{x:.4f}"}
+    for b in r.breakpoints:
+        p6 += [f"Breakpoint: {line}." for line in _breakpoint_sentence(b, fmt[b.unit])]
+    return [
+        (SECTIONS[0], s1, []),
+        (SECTIONS[1], s2, []),
+        (SECTIONS[2], s3, p3),
+        (SECTIONS[3], s4, p4),
+        (SECTIONS[4], s5, api_words),
+        (SECTIONS[5], [], p6),
+    ]
+
+
+def render_text(r: PlanResult) -> str:
+    """The capacity note as plain text."""
+    lines = [f"CAPACITY NOTE — {r.name}", "=" * (16 + len(r.name)), ""]
+    lines.append(f"Answer: {r.fleet.load} GPUs for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}; "
+                 f"binding: {r.binding}; ~{_usd(r.cost.monthly_usd)}/month, {_usd(r.cost.usd_per_mtok, 3)}/M tokens.")
+    for w in r.warnings:
+        lines.append(f"WARNING: {w}")
+    for title, rows, paras in note_sections(r):
+        lines += ["", title, "-" * len(title)]
+        width = max((len(a) for a, _ in rows), default=0)
+        lines += [f"  {a.ljust(width)}  {b}" for a, b in rows]
+        lines += [f"  {p}" for p in paras]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(r: PlanResult) -> str:
+    """The capacity note as Markdown."""
+    lines = [f"# Capacity note — {r.name}", ""]
+    lines.append(f"**{r.fleet.load} GPUs for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}.** "
+                 f"Binding: **{r.binding}**. ~{_usd(r.cost.monthly_usd)}/month, {_usd(r.cost.usd_per_mtok, 3)}/M tokens.")
+    for w in r.warnings:
+        lines += ["", f"> **Warning:** {w}"]
+    for title, rows, paras in note_sections(r):
+        lines += ["", f"## {title}", ""]
+        if rows:
+            lines += ["| | |", "|---|---|"] + [f"| {a} | {b.replace('|', '/')} |" for a, b in rows] + [""]
+        lines += [f"- {p}" if title == SECTIONS[5] else p for p in paras]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,255 @@
+"""The plan: a forecast, a promise, a model, hardware, a policy and prices.
+
+This is the public schema of plan files (YAML or JSON). Every field has a
+description with its unit; ``xlplan schema`` prints it as JSON Schema. Catalog
+names are checked here, so a misspelt GPU is reported against its field with the
+closest matches.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from xlplan import catalog
+from xlplan.specs import ComputeDtype, GPUSpec, KVDtype, ModelSpec, WeightDtype
+
+
+def _fraction(v: float) -> float:
+    if not 0 < v <= 1:
+        hint = f" (write {v / 100:.2f}, not {v:g})" if 1 < v <= 100 else ""
+        raise ValueError(f"expected a fraction between 0 and 1{hint}")
+    return v
+
+
+def _fraction_below_one(v: float) -> float:
+    if not 0 <= v < 1:
+        hint = f" (write {v / 100:.2f}, not {v:g})" if 1 <= v <= 100 else ""
+        raise ValueError(f"expected a fraction from 0 up to (not including) 1{hint}")
+    return v
+
+
+Fraction = Annotated[float, AfterValidator(_fraction)]
+FractionBelowOne = Annotated[float, AfterValidator(_fraction_below_one)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Percentiles(_Section):
+    """A length distribution given by its percentiles — p50, p95, p99, never the mean."""
+
+    p50: float = Field(gt=0, description="Median length. [tokens]")
+    p95: float = Field(gt=0, description="95th-percentile length, at least p50. [tokens]")
+    p99: float | None = Field(default=None, gt=0, description="99th-percentile length, at least p95; may be left out. [tokens]")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Percentiles":
+        if self.p95 < self.p50:
+            raise ValueError(f"p95 ({self.p95:g}) is below p50 ({self.p50:g}); expected p50 <= p95 <= p99")
+        if self.p99 is not None and self.p99 < self.p95:
+            raise ValueError(f"p99 ({self.p99:g}) is below p95 ({self.p95:g}); expected p50 <= p95 <= p99")
+        return self
+
+
+class Forecast(_Section):
+    """Step 1: the traffic at peak, and the average that the bill uses."""
+
+    peak_rps: float = Field(gt=0, description="Peak arrival rate the fleet must carry. [requests/s]")
+    prompt_tokens: Percentiles = Field(description="Prompt (input) length distribution. [tokens]")
+    output_tokens: Percentiles = Field(description="Output length distribution. [tokens]")
+    average_utilisation: Fraction = Field(
+        default=0.40, description="Average load over a month as a fraction of peak (0.40, not 40). [fraction]"
+    )
+    prefix_reuse: FractionBelowOne = Field(
+        default=0.0,
+        description="Measured fraction of prompt compute served from the prefix cache; 0 unless measured on real traffic. [fraction]",
+    )
+
+
+class Promise(_Section):
+    """Step 2: the latency promise, at a stated percentile."""
+
+    ttft_s: float = Field(gt=0, description="Time-to-first-token target. [s]")
+    itl_s: float | None = Field(default=None, gt=0, description="Inter-token latency target. [s/token]")
+    tokens_per_s: float | None = Field(
+        default=None, gt=0, description="Streaming speed per request, the alternative to itl_s (20 tokens/s = 0.05 s). [tokens/s]"
+    )
+    percentile: float = Field(default=95, gt=0, lt=100, description="Percentile at which the targets hold. [percent]")
+
+    @model_validator(mode="after")
+    def _one_speed(self) -> "Promise":
+        if (self.itl_s is None) == (self.tokens_per_s is None):
+            raise ValueError("give exactly one of itl_s (seconds per token) or tokens_per_s (streaming speed)")
+        return self
+
+    @property
+    def itl(self) -> float:
+        """The inter-token target, whichever way it was given. [s/token]"""
+        from xlplan.concurrency import streaming_speed_to_itl_s
+
+        return self.itl_s if self.itl_s is not None else streaming_speed_to_itl_s(self.tokens_per_s)
+
+
+class ModelChoice(_Section):
+    """The model and its precision (a catalog name, or an inline spec read from config.json)."""
+
+    name: str | None = Field(default=None, description="Catalog name, Hugging Face id or alias; see `xlplan catalog models`. [text]")
+    config: str | None = Field(default=None, description="Path to a Hugging Face config.json, read when the plan file is loaded. [path]")
+    spec: dict[str, Any] | None = Field(
+        default=None, description="Model fields given inline, overriding the catalog entry field by field (see ModelSpec). [mapping]"
+    )
+    weights_dtype: WeightDtype = Field(default="bf16", description="Weight precision: bf16, fp16, fp8, int8, int4, mxfp4, nvfp4/fp4. [text]")
+    kv_dtype: KVDtype = Field(default="bf16", description="KV-cache precision: bf16, fp16, fp8, int8. [text]")
+
+    @model_validator(mode="after")
+    def _resolvable(self) -> "ModelChoice":
+        if self.name is None and self.spec is None:
+            raise ValueError("give the model's name (see `xlplan catalog models`), its config (a config.json path) or an inline spec")
+        if self.name is not None:
+            try:
+                catalog.model_key(self.name)
+            except catalog.UnknownNameError as e:
+                if self.spec is None:
+                    raise ValueError(str(e)) from None
+        self.resolve()
+        return self
+
+    def resolve(self) -> ModelSpec:
+        """The model's spec: the catalog entry with any inline fields applied."""
+        base: dict[str, Any] = {}
+        if self.name is not None:
+            try:
+                base = catalog.get_model(self.name).model_dump()
+            except catalog.UnknownNameError:
+                base = {"name": self.name}
+        return ModelSpec(**{**base, **(self.spec or {})})
+
+
+class GPUOverride(_Section):
+    """A GPU given inline: a catalog name with fields replaced, or a new GPU in full."""
+
+    name: str = Field(description="Catalog name, or a new GPU's name. [text]")
+    memory_gib: float | None = Field(default=None, gt=0, description="Memory as the driver reports it. [GiB]")
+    bf16_tflops: float | None = Field(default=None, gt=0, description="Peak dense BF16 throughput. [TFLOP/s]")
+    fp8_tflops: float | None = Field(default=None, gt=0, description="Peak dense FP8 throughput. [TFLOP/s]")
+    fp4_tflops: float | None = Field(default=None, gt=0, description="Peak dense FP4 throughput. [TFLOP/s]")
+    hbm_tbps: float | None = Field(default=None, gt=0, description="Memory bandwidth. [TB/s]")
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0, description="Rental price. [USD/GPU-hour]")
+
+
+class Hardware(_Section):
+    """The accelerator, the purchasing unit and the price."""
+
+    gpu: str | GPUOverride = Field(description="Catalog GPU name (see `xlplan catalog gpus`) or an inline GPU. [text]")
+    gpus_per_node: int = Field(default=8, ge=1, description="The purchasing unit; tensor-parallel groups stay inside it. [GPUs]")
+    usd_per_gpu_hour: float | None = Field(default=None, gt=0, description="Price paid; left out, the catalog's representative price. [USD/GPU-hour]")
+    hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Billed hours in a month (8,760 / 12 = 730). [h/month]")
+    billing: Literal["rented", "purchased"] = Field(
+        default="rented",
+        description="What the bill counts: 'rented' (the fleet with redundancy, the runbook's 5 GPUs) or 'purchased' (whole purchasing units). [text]",
+    )
+    ops_usd_per_month: float = Field(default=0.0, ge=0, description="Engineering and on-call cost of self-hosting, used in the break-even. [USD/month]")
+
+    @field_validator("gpu")
+    @classmethod
+    def _known(cls, v):
+        name = v if isinstance(v, str) else v.name
+        try:
+            catalog.gpu_key(name)
+        except catalog.UnknownNameError as e:
+            if isinstance(v, str):
+                raise ValueError(str(e)) from None
+            missing = [f for f in ("memory_gib", "bf16_tflops", "hbm_tbps") if getattr(v, f) is None]
+            if missing:
+                raise ValueError(f"{e}; a GPU not in the catalog needs {', '.join(missing)}") from None
+        return v
+
+    def resolve(self) -> GPUSpec:
+        """The GPU's spec: the catalog entry with any inline fields applied."""
+        if isinstance(self.gpu, str):
+            return catalog.get_gpu(self.gpu)
+        fields = {k: v for k, v in self.gpu.model_dump().items() if v is not None}
+        try:
+            base = catalog.get_gpu(self.gpu.name).model_dump()
+        except catalog.UnknownNameError:
+            base = {}
+        return GPUSpec(**{**base, **fields})
+
+    def price(self) -> float:
+        """The price the plan uses. [USD/GPU-hour]"""
+        price = self.usd_per_gpu_hour or self.resolve().usd_per_gpu_hour
+        if price is None:
+            raise ValueError("no price: give hardware.usd_per_gpu_hour")
+        return price
+
+
+class Policy(_Section):
+    """Conventions and efficiencies: the assumptions a reviewer should check first."""
+
+    mfu: Fraction = Field(default=0.40, description="Achieved fraction of peak dense FLOP/s (model FLOPs utilisation). [fraction]")
+    memory_utilisation: Fraction = Field(default=0.90, description="Fraction of GPU memory the engine may use (vLLM gpu_memory_utilization). [fraction]")
+    overhead_gib: float = Field(default=3.0, ge=0, description="Activations, CUDA graphs and runtime memory per GPU. [GiB]")
+    bandwidth_efficiency: Fraction = Field(
+        default=0.60,
+        description="Achieved fraction of HBM bandwidth in decode (public measurements show 57-66%: measurements-public N01, G03). [fraction]",
+    )
+    redundancy: int = Field(default=1, ge=0, description="Spare replicas on top of the load: N+k. [replicas]")
+    memory_convention: Literal["paged", "worst_case"] = Field(
+        default="paged",
+        description="KV per conversation at p50 prompt + p50 output ('paged', the runbook's convention) or at p99 + p99 ('worst_case'). [text]",
+    )
+    tp: int | None = Field(default=None, ge=1, description="Tensor-parallel degree; left out, the planner picks the one that needs the fewest GPUs. [GPUs]")
+    compute_dtype: ComputeDtype | None = Field(
+        default=None, description="Tensor-core dtype for the peak; left out: fp8 for fp8 weights, fp4 for fp4 weights where the GPU has it, else bf16. [text]"
+    )
+    include_ttft_in_time_in_system: bool = Field(default=False, description="Add the TTFT target to time in system (the runbook leaves it out). [bool]")
+    decode_attention_flops: bool = Field(default=False, description="Add attention over the cache to decode FLOPs (the runbook leaves it out). [bool]")
+
+
+class APIPrices(_Section):
+    """A managed API's prices for the same model, for the honest comparison."""
+
+    usd_per_mtok_input: float = Field(ge=0, description="Price of input tokens. [USD/Mtok]")
+    usd_per_mtok_output: float = Field(ge=0, description="Price of output tokens. [USD/Mtok]")
+    provider: str = Field(default="", description="Provider and offer the prices come from. [text]")
+    source: str = Field(default="", description="Where and when the prices were read. [text]")
+
+
+class Owners(_Section):
+    """Who owns each input, so a wrong forecast is a forecast problem rather than an engineering one."""
+
+    forecast: str = Field(default="unassigned", description="Owner of the traffic forecast. [text]")
+    promise: str = Field(default="unassigned", description="Owner of the latency promise. [text]")
+    pricing: str = Field(default="unassigned", description="Owner of the prices. [text]")
+    model: str = Field(default="unassigned", description="Owner of the model and precision choice. [text]")
+
+
+class Plan(_Section):
+    """A capacity plan's inputs: everything the seven steps need."""
+
+    name: str = Field(default="Capacity plan", description="Title of the capacity note. [text]")
+    forecast: Forecast = Field(description="Step 1: peak rate and length distributions.")
+    promise: Promise = Field(description="Step 2: TTFT and inter-token targets at a percentile.")
+    model: ModelChoice = Field(description="The model and its precision.")
+    hardware: Hardware = Field(description="The GPU, the purchasing unit and the price.")
+    policy: Policy = Field(default_factory=Policy, description="Conventions and efficiencies.")
+    api: APIPrices | None = Field(default=None, description="Managed-API prices for the comparison; left out, no comparison.")
+    owners: Owners = Field(default_factory=Owners, description="Who owns each input.")
+
+    @model_validator(mode="after")
+    def _tp_fits_node(self) -> "Plan":
+        tp = self.policy.tp
+        if tp is not None and (tp > self.hardware.gpus_per_node or self.hardware.gpus_per_node % tp):
+            raise ValueError(
+                f"policy.tp = {tp} must divide hardware.gpus_per_node = {self.hardware.gpus_per_node} "
+                "(tensor-parallel groups stay inside a node)"
+            )
+        return self
+
+
+def plan_json_schema() -> dict:
+    """The JSON Schema of plan files."""
+    return Plan.model_json_schema()

@@ -1,0 +1,184 @@
+"""The orchestrator: a :class:`~xlplan.plan.Plan` in, a :class:`~xlplan.result.PlanResult` out.
+
+Runs the seven steps (:mod:`xlplan.steps`), the what-ifs and breakpoints
+(:mod:`xlplan.whatif`), and gathers every figure of the capacity note. No I/O.
+"""
+
+from __future__ import annotations
+
+from xlplan import _vec, architecture, cost, memory, whatif
+from xlplan.plan import Plan
+from xlplan.result import (
+    ComputeOut, CostOut, FleetOut, InputsOut, LatencyOut, LengthOut, MemoryOut, ModelOut, PlanResult, TPOption,
+    UtilisationCost,
+)
+from xlplan.scenario import Scenario, compute_dtype, resolve
+from xlplan.steps import PlanningError, Solution, solve
+
+UTILISATION_TABLE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+"""Average utilisations at which $/M tokens is tabulated. [fraction]"""
+
+__all__ = ["plan", "PlanningError", "solve", "resolve"]
+
+
+def _tp_reason(sol: Solution) -> str:
+    chosen = sol.paths
+    others = [c for c in sol.candidates if c.tp != chosen.tp]
+    if not others:
+        return f"TP {chosen.tp} as the plan fixes it"
+    parts = []
+    for c in others:
+        if c.load == _vec.INF:
+            why = "weights leave no KV room" if c.kv_budget_gib_per_gpu <= 0 else "cannot meet the inter-token target"
+            parts.append(f"TP {c.tp}: {why}")
+        else:
+            parts.append(f"TP {c.tp}: {c.load:.0f} GPUs")
+    tie = " (smallest of those tied)" if any(c.load == chosen.load for c in others) else ""
+    return f"TP {chosen.tp} needs the fewest GPUs for the load, {chosen.load:.0f}{tie}; " + ", ".join(parts)
+
+
+def _length(p50, p95, p99, mean, m2) -> LengthOut:
+    return LengthOut(p50=p50, p95=p95, p99=p99, mean=mean, second_moment=m2)
+
+
+def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
+    out = []
+    p = sol.paths
+    if p.ttft_p95_s > s.ttft_s:
+        out.append(
+            f"TTFT not met: a p95 prompt ({s.prompt_p95:,.0f} tokens) alone takes {p.ttft_p95_s:.2f} s to prefill on one "
+            f"TP-{p.tp} replica against a {s.ttft_s:g} s target; more replicas do not help — a larger TP degree, a faster "
+            "GPU, shorter prompts or prefix caching do"
+        )
+    model = plan.model.resolve()
+    if model.max_context_tokens and (s.prompt_p99 or s.prompt_p95) + (s.output_p99 or s.output_p95) > model.max_context_tokens:
+        out.append(f"p99 prompt + output exceeds the model's context limit of {model.max_context_tokens:,} tokens")
+    if sol.traffic.concurrency and p.conversations_per_replica < 8:
+        out.append(
+            f"each replica's cache holds only {p.conversations_per_replica:.1f} conversations: the weights leave almost "
+            "no room; a larger TP degree or fp8 weights would change that"
+        )
+    return out
+
+
+def plan(p: Plan) -> PlanResult:
+    """Run the seven steps, the what-ifs and the breakpoints for a validated plan.
+
+    Raises
+    ------
+    PlanningError
+        When the plan cannot be met on this hardware (the weights fit no TP degree
+        inside a node, or no batch meets the inter-token target).
+    """
+    s = resolve(p)
+    sol = solve(s)
+    tr, pa, bl = sol.traffic, sol.paths, sol.bill
+    model = p.model.resolve()
+    gpu = p.hardware.resolve()
+    by_util = [
+        UtilisationCost(
+            utilisation=u,
+            usd_per_mtok=cost.usd_per_mtok(bl.monthly_usd, cost.tokens_per_month(s.peak_rps, tr.prompt_mean + tr.output_mean, u, s.hours_per_month)),
+        )
+        for u in UTILISATION_TABLE
+    ]
+    return PlanResult(
+        name=p.name,
+        inputs=InputsOut(
+            peak_rps=s.peak_rps,
+            prompt_tokens=_length(s.prompt_p50, s.prompt_p95, s.prompt_p99, tr.prompt_mean, tr.prompt_second_moment),
+            output_tokens=_length(s.output_p50, s.output_p95, s.output_p99, tr.output_mean,
+                                  _output_m2(s)),
+            average_utilisation=s.average_utilisation,
+            prefix_reuse=s.prefix_reuse,
+            ttft_s=s.ttft_s,
+            itl_s=s.itl_s,
+            percentile=p.promise.percentile,
+            owners=p.owners.model_dump(),
+        ),
+        model=ModelOut(
+            name=model.name,
+            params_total=architecture.total_params(model),
+            params_active=architecture.active_params(model),
+            weights_dtype=p.model.weights_dtype,
+            kv_dtype=p.model.kv_dtype,
+            weights_gib=memory.weights_gib(model, p.model.weights_dtype),
+            kv_bytes_per_token=memory.kv_bytes_per_token(model, p.model.kv_dtype),
+            gpu=gpu.name,
+            gpu_memory_gib=gpu.memory_gib,
+            compute_dtype=compute_dtype(p, gpu),
+            peak_tflops=s.peak_tflops,
+            hbm_tbps=gpu.hbm_tbps,
+            sources={"model": model.source, "gpu": gpu.source, "price": gpu.price_note if p.hardware.usd_per_gpu_hour is None else "plan"},
+        ),
+        time_in_system_s=tr.time_in_system_s,
+        concurrency=tr.concurrency,
+        memory=MemoryOut(
+            convention=p.policy.memory_convention,
+            conversation_tokens=tr.conversation_tokens,
+            kv_gib_per_conversation=tr.kv_gib_per_conversation,
+            kv_gib_total=tr.kv_gib_total,
+            weights_gib_per_gpu=pa.weights_gib_per_gpu,
+            kv_budget_gib_per_gpu=pa.kv_budget_gib_per_gpu,
+            overhead_gib=s.overhead_gib,
+            conversations_per_replica=pa.conversations_per_replica,
+            gpus_exact=pa.memory_gpus_exact,
+            gpus=int(pa.memory_gpus),
+        ),
+        compute=ComputeOut(
+            prefill_tflops=tr.prefill_tflops,
+            decode_tflops=tr.decode_tflops,
+            demand_tflops=tr.prefill_tflops + tr.decode_tflops,
+            tflops_per_gpu=pa.tflops_per_gpu,
+            mfu=s.mfu,
+            gpus_exact=pa.compute_gpus_exact,
+            gpus=int(pa.compute_gpus),
+        ),
+        latency=LatencyOut(
+            max_decode_batch=pa.max_decode_batch,
+            decode_step_s=pa.decode_step_s,
+            ttft_p95_s=pa.ttft_p95_s,
+            ttft_ok=pa.ttft_p95_s <= s.ttft_s,
+            gpus_exact=pa.latency_gpus_exact,
+            gpus=int(pa.latency_gpus),
+        ),
+        binding=sol.binding,
+        binding_paths=list(sol.binding_paths),
+        tp_options=[
+            TPOption(tp=c.tp, feasible=c.load != _vec.INF, kv_budget_gib_per_gpu=c.kv_budget_gib_per_gpu,
+                     memory_gpus=c.memory_gpus, compute_gpus=c.compute_gpus, latency_gpus=c.latency_gpus, load=c.load)
+            for c in sol.candidates
+        ],
+        fleet=FleetOut(
+            tp=pa.tp,
+            tp_reason=_tp_reason(sol),
+            load=int(pa.load),
+            redundancy_replicas=s.redundancy,
+            with_redundancy=int(pa.with_redundancy),
+            gpus_per_node=s.gpus_per_node,
+            purchased=int(pa.purchased),
+        ),
+        cost=CostOut(
+            billing=p.hardware.billing,
+            billed_gpus=int(bl.billed_gpus),
+            usd_per_gpu_hour=s.usd_per_gpu_hour,
+            hours_per_month=s.hours_per_month,
+            monthly_usd=bl.monthly_usd,
+            tokens_per_month=bl.tokens_per_month,
+            usd_per_mtok=bl.usd_per_mtok,
+            api_usd_per_mtok_blended=bl.api_usd_per_mtok_blended,
+            api_monthly_usd=bl.api_monthly_usd,
+            ops_usd_per_month=s.ops_usd_per_month,
+            breakeven_tokens_per_month=bl.breakeven_tokens_per_month,
+            usd_per_mtok_by_utilisation=by_util,
+        ),
+        sensitivities=whatif.sensitivities(p, s),
+        breakpoints=whatif.breakpoints(s, sol),
+        warnings=_warnings(p, s, sol),
+    )
+
+
+def _output_m2(s: Scenario) -> float:
+    from xlplan.distributions import length_moments
+
+    return length_moments(s.output_p50, s.output_p95, s.output_p99)[1]

@@ -1,0 +1,191 @@
+"""The typed result of a plan: every figure of the capacity note, with units.
+
+Renderers (:mod:`xlplan.note`, the workbook writer) read this; it knows nothing
+of how it is shown. ``PlanResult.model_dump()`` is what ``xlplan plan --json`` prints.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class LengthOut(_Out):
+    """A length distribution as given and as fitted."""
+
+    p50: float = Field(description="Median. [tokens]")
+    p95: float = Field(description="95th percentile. [tokens]")
+    p99: float | None = Field(description="99th percentile, if given. [tokens]")
+    mean: float = Field(description="Mean of the fitted lognormal. [tokens]")
+    second_moment: float = Field(description="E[n²] of the fitted lognormal. [tokens²]")
+
+
+class InputsOut(_Out):
+    """Section 1: the inputs, attributed."""
+
+    peak_rps: float = Field(description="Peak arrival rate. [requests/s]")
+    prompt_tokens: LengthOut = Field(description="Prompt lengths. [tokens]")
+    output_tokens: LengthOut = Field(description="Output lengths. [tokens]")
+    average_utilisation: float = Field(description="Average load as a fraction of peak. [fraction]")
+    prefix_reuse: float = Field(description="Prefix-cache fraction of prompt compute. [fraction]")
+    ttft_s: float = Field(description="Time-to-first-token target. [s]")
+    itl_s: float = Field(description="Inter-token target. [s/token]")
+    percentile: float = Field(description="Percentile of the targets. [percent]")
+    owners: dict[str, str] = Field(description="Owner of each input. [text]")
+
+
+class ModelOut(_Out):
+    """Section 2: the model and precision."""
+
+    name: str = Field(description="Model. [text]")
+    params_total: int = Field(description="Parameters in memory, derived from the config. [parameters]")
+    params_active: int = Field(description="Parameters per token (FLOPs). [parameters]")
+    weights_dtype: str = Field(description="Weight precision. [text]")
+    kv_dtype: str = Field(description="KV-cache precision. [text]")
+    weights_gib: float = Field(description="Weight footprint of the whole model. [GiB]")
+    kv_bytes_per_token: float = Field(description="KV cache per token, all layers full-length. [bytes/token]")
+    gpu: str = Field(description="GPU. [text]")
+    gpu_memory_gib: float = Field(description="GPU memory as the driver reports it. [GiB]")
+    compute_dtype: str = Field(description="Tensor-core dtype of the peak used. [text]")
+    peak_tflops: float = Field(description="Peak dense throughput per GPU. [TFLOP/s]")
+    hbm_tbps: float = Field(description="Memory bandwidth per GPU. [TB/s]")
+    sources: dict[str, str] = Field(description="Where the model and GPU figures come from. [text]")
+
+
+class MemoryOut(_Out):
+    """Step 4: the memory path."""
+
+    convention: str = Field(description="'paged' (p50 + p50) or 'worst_case' (p99 + p99). [text]")
+    conversation_tokens: float = Field(description="Length the cache is sized at. [tokens]")
+    kv_gib_per_conversation: float = Field(description="KV cache per conversation. [GiB]")
+    kv_gib_total: float = Field(description="KV cache of every conversation in flight. [GiB]")
+    weights_gib_per_gpu: float = Field(description="Weights on each GPU at the chosen TP. [GiB]")
+    kv_budget_gib_per_gpu: float = Field(description="KV room per GPU: memory × utilisation − weights − overhead. [GiB]")
+    overhead_gib: float = Field(description="Activation and runtime overhead per GPU. [GiB]")
+    conversations_per_replica: float = Field(description="Conversations one replica's cache holds. [conversations]")
+    gpus_exact: float = Field(description="GPUs before rounding. [GPUs]")
+    gpus: int = Field(description="GPUs in whole replicas. [GPUs]")
+
+
+class ComputeOut(_Out):
+    """Step 5: the compute path."""
+
+    prefill_tflops: float = Field(description="Prefill demand at peak. [TFLOP/s]")
+    decode_tflops: float = Field(description="Decode demand at peak. [TFLOP/s]")
+    demand_tflops: float = Field(description="Total demand. [TFLOP/s]")
+    tflops_per_gpu: float = Field(description="Peak × MFU per GPU. [TFLOP/s]")
+    mfu: float = Field(description="Model FLOPs utilisation. [fraction]")
+    gpus_exact: float = Field(description="GPUs before rounding. [GPUs]")
+    gpus: int = Field(description="GPUs in whole replicas. [GPUs]")
+
+
+class LatencyOut(_Out):
+    """The latency check: decode step against the inter-token target, prefill against TTFT."""
+
+    max_decode_batch: float = Field(description="Largest batch per replica within the inter-token target. [conversations]")
+    decode_step_s: float = Field(description="Decode step at the batch each load replica carries. [s]")
+    ttft_p95_s: float = Field(description="Prefill of a p95 prompt alone on a replica. [s]")
+    ttft_ok: bool = Field(description="Whether that meets the TTFT target. [bool]")
+    gpus_exact: float = Field(description="GPUs before rounding. [GPUs]")
+    gpus: int = Field(description="GPUs in whole replicas. [GPUs]")
+
+
+class TPOption(_Out):
+    """One tensor-parallel degree the planner considered."""
+
+    tp: int = Field(description="GPUs per replica. [GPUs]")
+    feasible: bool = Field(description="Weights fit and the promise can be met. [bool]")
+    kv_budget_gib_per_gpu: float = Field(description="KV room per GPU. [GiB]")
+    memory_gpus: float = Field(description="Memory path. [GPUs]")
+    compute_gpus: float = Field(description="Compute path. [GPUs]")
+    latency_gpus: float = Field(description="Latency path. [GPUs]")
+    load: float = Field(description="Load. [GPUs]")
+
+
+class FleetOut(_Out):
+    """Step 6: three numbers, not one."""
+
+    tp: int = Field(description="GPUs per replica. [GPUs]")
+    tp_reason: str = Field(description="Why this tensor-parallel degree. [text]")
+    load: int = Field(description="GPUs the peak needs. [GPUs]")
+    redundancy_replicas: int = Field(description="Spare replicas (N+k). [replicas]")
+    with_redundancy: int = Field(description="Load plus redundancy. [GPUs]")
+    gpus_per_node: int = Field(description="Purchasing unit. [GPUs]")
+    purchased: int = Field(description="Rounded up to whole purchasing units. [GPUs]")
+
+
+class UtilisationCost(_Out):
+    """$/M tokens at one average utilisation."""
+
+    utilisation: float = Field(description="Average load as a fraction of peak. [fraction]")
+    usd_per_mtok: float = Field(description="Cost per million tokens. [USD/Mtok]")
+
+
+class CostOut(_Out):
+    """Step 7: the bill and the honest comparison."""
+
+    billing: str = Field(description="'rented' (fleet with redundancy) or 'purchased' (whole units). [text]")
+    billed_gpus: int = Field(description="GPUs on the bill. [GPUs]")
+    usd_per_gpu_hour: float = Field(description="Price. [USD/GPU-hour]")
+    hours_per_month: float = Field(description="Billed hours. [h/month]")
+    monthly_usd: float = Field(description="Monthly infrastructure cost, fixed. [USD/month]")
+    tokens_per_month: float = Field(description="Tokens served at the average utilisation. [tokens/month]")
+    usd_per_mtok: float = Field(description="Cost per million tokens of all kinds. [USD/Mtok]")
+    api_usd_per_mtok_blended: float | None = Field(description="API price at this input/output mix. [USD/Mtok]")
+    api_monthly_usd: float | None = Field(description="The same traffic on the API. [USD/month]")
+    ops_usd_per_month: float = Field(description="Engineering/on-call cost counted in the break-even. [USD/month]")
+    breakeven_tokens_per_month: float | None = Field(description="Volume above which self-hosting wins. [tokens/month]")
+    usd_per_mtok_by_utilisation: list[UtilisationCost] = Field(description="$/M tokens at 10%…100% utilisation.")
+
+
+class Sensitivity(_Out):
+    """One what-if: a full re-plan with one input changed."""
+
+    change: str = Field(description="What changed. [text]")
+    feasible: bool = Field(description="Whether the changed plan can be met at all. [bool]")
+    load: int | None = Field(description="Load. [GPUs]")
+    fleet: int | None = Field(description="Fleet with redundancy. [GPUs]")
+    purchased: int | None = Field(description="Purchased. [GPUs]")
+    binding: str | None = Field(description="Binding constraint. [text]")
+    binding_paths: list[str] | None = Field(default=None, description="The paths that need the most GPUs. [text]")
+    monthly_usd: float | None = Field(description="Monthly cost. [USD/month]")
+    usd_per_mtok: float | None = Field(description="Cost per million tokens. [USD/Mtok]")
+    note: str = Field(default="", description="Why it is infeasible, if it is. [text]")
+
+
+class Breakpoint(_Out):
+    """Where one input, moved in one direction, changes the answer."""
+
+    variable: str = Field(description="Input moved: peak_rps, prompt_p95, output_p50 or itl_s. [text]")
+    unit: str = Field(description="Its unit. [text]")
+    direction: str = Field(description="'up' or 'down'. [text]")
+    current: float = Field(description="Its value in the plan. [unit]")
+    fleet_step_at: float | None = Field(description="Value at which the purchase grows by one unit (None: not within the search range). [unit]")
+    purchased_after: int | None = Field(description="Purchased GPUs just past that value (None if the plan becomes infeasible). [GPUs]")
+    binding_flip_at: float | None = Field(description="Value at which the binding constraint changes. [unit]")
+    binding_after: str | None = Field(description="Binding constraint just past that value ('infeasible' if the plan cannot be met there). [text]")
+    binding_paths_after: list[str] | None = Field(default=None, description="The paths that bind just past that value. [text]")
+
+
+class PlanResult(_Out):
+    """Everything the capacity note says."""
+
+    name: str = Field(description="Plan title. [text]")
+    inputs: InputsOut
+    model: ModelOut
+    time_in_system_s: float = Field(description="Mean time a request occupies a slot. [s]")
+    concurrency: float = Field(description="Requests in flight at peak, by Little's Law. [requests]")
+    memory: MemoryOut
+    compute: ComputeOut
+    latency: LatencyOut
+    binding: str = Field(description="'memory', 'compute', 'latency', 'both' or 'all'. [text]")
+    binding_paths: list[str] = Field(description="The paths that need the most GPUs. [text]")
+    tp_options: list[TPOption]
+    fleet: FleetOut
+    cost: CostOut
+    sensitivities: list[Sensitivity]
+    breakpoints: list[Breakpoint]
+    warnings: list[str] = Field(description="What the reader must know (e.g. TTFT not met on this hardware). [text]")

@@ -1,0 +1,243 @@
+"""The seven steps on a :class:`~xlplan.scenario.Scenario`: pure arithmetic.
+
+:func:`traffic` runs steps 1-3 and the per-request demand, :func:`paths` the
+memory, compute and latency paths and the fleet at one tensor-parallel degree,
+:func:`bill` step 7. They are written with operators and :mod:`xlplan._vec`, so
+the same code runs on floats (the planner) and on numpy arrays (the sweep).
+:func:`solve` chooses the TP degree for one scalar scenario.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlplan import _vec, compute, concurrency, cost, distributions, fleet, latency, memory
+from xlplan.scenario import Scenario
+from xlplan.units import GIB
+
+
+class PlanningError(ValueError):
+    """The plan is valid but cannot be met on this hardware (e.g. the weights do not fit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic:
+    """Steps 1-3 and the demand they imply. Units in the field comments."""
+
+    prompt_mean: float  # E[prompt] [tokens]
+    prompt_second_moment: float  # E[prompt²] [tokens²]
+    output_mean: float  # E[output] [tokens]
+    conversation_tokens: float  # length the cache is sized at [tokens]
+    time_in_system_s: float  # [s]
+    concurrency: float  # [requests]
+    kv_bytes_per_conversation: float  # [bytes]
+    kv_gib_per_conversation: float  # [GiB]
+    kv_gib_total: float  # [GiB]
+    prefill_flops_per_request: float  # [FLOP]
+    prefill_flops_p95_prompt: float  # [FLOP]
+    decode_flops_per_token: float  # [FLOP/token]
+    prefill_tflops: float  # [TFLOP/s]
+    decode_tflops: float  # [TFLOP/s]
+
+
+@dataclass(frozen=True, slots=True)
+class Paths:
+    """Steps 4-6 at one tensor-parallel degree. Units in the field comments."""
+
+    tp: int  # [GPUs per replica]
+    kv_shards: int  # [GPUs]
+    weights_gib_per_gpu: float  # [GiB]
+    kv_budget_gib_per_gpu: float  # [GiB]
+    conversations_per_replica: float  # [conversations]
+    memory_gpus_exact: float  # [GPUs]
+    memory_gpus: float  # [GPUs], whole replicas
+    tflops_per_gpu: float  # peak × MFU [TFLOP/s]
+    compute_gpus_exact: float  # [GPUs]
+    compute_gpus: float  # [GPUs]
+    max_decode_batch: float  # [conversations per replica]
+    latency_gpus_exact: float  # [GPUs]
+    latency_gpus: float  # [GPUs]
+    ttft_p95_s: float  # prefill of a p95 prompt alone [s]
+    load_replicas: float  # [replicas]
+    load: float  # [GPUs]
+    with_redundancy: float  # [GPUs]
+    purchased: float  # [GPUs]
+    decode_step_s: float  # at the batch each load replica carries [s]
+
+
+@dataclass(frozen=True, slots=True)
+class Bill:
+    """Step 7. Units in the field comments."""
+
+    billed_gpus: float  # [GPUs]
+    monthly_usd: float  # [USD/month]
+    tokens_per_month: float  # [tokens/month]
+    usd_per_mtok: float  # [USD/Mtok]
+    api_usd_per_mtok_blended: float | None  # [USD/Mtok]
+    api_monthly_usd: float | None  # [USD/month]
+    breakeven_tokens_per_month: float | None  # [tokens/month]
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """One scenario solved: the chosen TP degree's paths, every candidate's, and the bill."""
+
+    traffic: Traffic
+    paths: Paths
+    candidates: tuple[Paths, ...]
+    bill: Bill
+    binding: str
+    binding_paths: tuple[str, ...]
+
+
+def _percentile_tokens(p50, p95, p99, worst_case):
+    if not worst_case:
+        return p50
+    if p99 is not None:
+        return p99
+    median, sigma = distributions.fit_lognormal(p50, p95)
+    return distributions.lognormal_quantile(median, sigma, 0.99)
+
+
+def traffic(s: Scenario) -> Traffic:
+    """Steps 1-3: the fitted lengths, Little's Law, cache per conversation, FLOP demand."""
+    prompt_mean, prompt_m2 = distributions.length_moments(s.prompt_p50, s.prompt_p95, s.prompt_p99)
+    output_mean, _ = distributions.length_moments(s.output_p50, s.output_p95, s.output_p99)
+    conv_tokens = _percentile_tokens(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.worst_case_memory) + _percentile_tokens(
+        s.output_p50, s.output_p95, s.output_p99, s.worst_case_memory
+    )
+    t_sys = concurrency.time_in_system_s(output_mean, s.itl_s, s.ttft_s if s.include_ttft else 0.0)
+    in_flight = concurrency.littles_law(s.peak_rps, t_sys)
+    kv_conv = memory.kv_bytes_per_conversation(
+        conv_tokens, s.kv_bytes_per_token_layer, s.layers - s.window_layers, s.window_layers, s.window
+    )
+    prefill_req = compute.prefill_flops_per_request(
+        s.active_params, prompt_mean, prompt_m2, s.layers, s.attention_width, s.window_layers, s.window
+    )
+    prefill_p95 = compute.prefill_flops_per_request(
+        s.active_params, s.prompt_p95, s.prompt_p95 * s.prompt_p95, s.layers, s.attention_width, s.window_layers, s.window
+    )
+    if s.decode_attention:
+        decode_tok = compute.decode_flops_per_token(s.active_params, s.layers, s.attention_width, prompt_mean + output_mean / 2.0)
+    else:
+        decode_tok = compute.decode_flops_per_token(s.active_params)
+    return Traffic(
+        prompt_mean=prompt_mean,
+        prompt_second_moment=prompt_m2,
+        output_mean=output_mean,
+        conversation_tokens=conv_tokens,
+        time_in_system_s=t_sys,
+        concurrency=in_flight,
+        kv_bytes_per_conversation=kv_conv,
+        kv_gib_per_conversation=kv_conv / GIB,
+        kv_gib_total=in_flight * kv_conv / GIB,
+        prefill_flops_per_request=prefill_req,
+        prefill_flops_p95_prompt=prefill_p95,
+        decode_flops_per_token=decode_tok,
+        prefill_tflops=compute.prefill_tflops(s.peak_rps, prefill_req, s.prefix_reuse),
+        decode_tflops=compute.decode_tflops(s.peak_rps, output_mean, decode_tok),
+    )
+
+
+def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
+    """Steps 4-6 at tensor-parallel degree ``tp``: each path in whole replicas, then the fleet."""
+    shards = memory.kv_shards(tp, s.kv_shard_limit)
+    weights_gib_gpu = s.weights_bytes / tp / GIB
+    budget = memory.kv_budget_gib(s.memory_gib, s.memory_utilisation, weights_gib_gpu, s.overhead_gib)
+    per_replica = memory.conversations_per_replica(budget, tr.kv_gib_per_conversation, shards)
+    mem_exact = memory.memory_gpus_exact(tr.concurrency, tr.kv_gib_per_conversation, budget, tp, shards)
+    mem = fleet.whole_replicas(mem_exact, tp) * tp
+
+    comp_exact = compute.compute_gpus_exact(tr.prefill_tflops + tr.decode_tflops, s.peak_tflops, s.mfu)
+    comp = fleet.whole_replicas(comp_exact, tp) * tp
+
+    batch_cap = latency.max_decode_batch(
+        s.itl_s, tr.decode_flops_per_token, s.weights_bytes, tr.kv_bytes_per_conversation, tp, shards,
+        s.peak_tflops, s.mfu, s.hbm_tbps, s.bandwidth_efficiency,
+    )
+    lat_exact = latency.latency_gpus_exact(tr.concurrency, batch_cap, tp)
+    lat = fleet.whole_replicas(lat_exact, tp) * tp
+
+    load_replicas = _vec.maximum(_vec.maximum(mem, comp), lat) / tp
+    load, with_red, purchased = fleet.fleet_sizes(load_replicas, tp, s.redundancy, s.gpus_per_node)
+    step = latency.decode_step_time_s(
+        _vec.div_pos(tr.concurrency, load_replicas), tr.decode_flops_per_token, s.weights_bytes,
+        tr.kv_bytes_per_conversation, tp, shards, s.peak_tflops, s.mfu, s.hbm_tbps, s.bandwidth_efficiency,
+    )
+    return Paths(
+        tp=tp,
+        kv_shards=shards,
+        weights_gib_per_gpu=weights_gib_gpu,
+        kv_budget_gib_per_gpu=budget,
+        conversations_per_replica=per_replica,
+        memory_gpus_exact=mem_exact,
+        memory_gpus=mem,
+        tflops_per_gpu=compute.effective_tflops_per_gpu(s.peak_tflops, s.mfu),
+        compute_gpus_exact=comp_exact,
+        compute_gpus=comp,
+        max_decode_batch=batch_cap,
+        latency_gpus_exact=lat_exact,
+        latency_gpus=lat,
+        ttft_p95_s=latency.prefill_time_s(tr.prefill_flops_p95_prompt, tp, s.peak_tflops, s.mfu),
+        load_replicas=load_replicas,
+        load=load,
+        with_redundancy=with_red,
+        purchased=purchased,
+        decode_step_s=step,
+    )
+
+
+def bill(s: Scenario, tr: Traffic, p: Paths) -> Bill:
+    """Step 7: the monthly bill, $/M tokens at the average utilisation, and the API comparison."""
+    billed = _vec.where(s.bill_purchased, p.purchased, p.with_redundancy)
+    monthly = cost.monthly_cost_usd(billed, s.usd_per_gpu_hour, s.hours_per_month)
+    tokens = cost.tokens_per_month(s.peak_rps, tr.prompt_mean + tr.output_mean, s.average_utilisation, s.hours_per_month)
+    blended = api_monthly = breakeven = None
+    if s.api_usd_per_mtok_input is not None:
+        blended = cost.api_usd_per_mtok_blended(tr.prompt_mean, tr.output_mean, s.api_usd_per_mtok_input, s.api_usd_per_mtok_output)
+        api_monthly = cost.api_monthly_cost_usd(tokens, blended)
+        breakeven = cost.breakeven_tokens_per_month(monthly + s.ops_usd_per_month, blended)
+    return Bill(
+        billed_gpus=billed,
+        monthly_usd=monthly,
+        tokens_per_month=tokens,
+        usd_per_mtok=cost.usd_per_mtok(monthly, tokens),
+        api_usd_per_mtok_blended=blended,
+        api_monthly_usd=api_monthly,
+        breakeven_tokens_per_month=breakeven,
+    )
+
+
+def _infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
+    widest = candidates[-1]
+    if widest.kv_budget_gib_per_gpu <= 0:
+        return (
+            f"the weights do not fit: at TP {widest.tp} (the widest inside a node of {s.gpus_per_node}) each GPU holds "
+            f"{widest.weights_gib_per_gpu:.2f} GiB of weights against {s.memory_gib * s.memory_utilisation:.2f} GiB usable "
+            f"({s.memory_gib:.2f} GiB x {s.memory_utilisation:.2f}) less {s.overhead_gib:g} GiB overhead, leaving "
+            f"{widest.kv_budget_gib_per_gpu:.2f} GiB for the KV cache; expected a positive budget — use a larger GPU or node, "
+            "quantised weights, or a smaller model"
+        )
+    read_s = s.weights_bytes / widest.tp / (s.hbm_tbps * s.bandwidth_efficiency * 1e12)
+    return (
+        f"the inter-token target {s.itl_s:g} s cannot be met: even at TP {widest.tp} reading the weights takes "
+        f"{read_s:.4f} s per decode step; expected a looser promise.itl_s, a faster GPU or quantised weights"
+    )
+
+
+def solve(s: Scenario) -> Solution:
+    """Solve one scalar scenario, choosing the TP degree that needs the fewest GPUs (smallest on a tie).
+
+    Raises
+    ------
+    PlanningError
+        When no tensor-parallel degree inside a node can hold the weights and meet the promise.
+    """
+    tr = traffic(s)
+    candidates = tuple(paths(s, tr, tp) for tp in s.tp_options)
+    feasible = [c for c in candidates if c.load != _vec.INF]
+    if not feasible:
+        raise PlanningError(_infeasible_reason(s, candidates))
+    best = min(feasible, key=lambda c: (c.load, c.tp))
+    label, which = fleet.binding_constraint(best.memory_gpus, best.compute_gpus, best.latency_gpus)
+    return Solution(tr, best, candidates, bill(s, tr, best), label, which)
