@@ -26,7 +26,7 @@ def whole_replicas(gpus_exact, tp):
     (4.0, 2.0)
     """
     x = gpus_exact / tp
-    return _vec.ceil(x - ROUNDING_TOLERANCE * x)
+    return _vec.ceil(x * (1.0 - ROUNDING_TOLERANCE))
 
 
 def fleet_sizes(load_replicas, tp, redundancy_replicas, gpus_per_node):

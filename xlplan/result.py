@@ -174,18 +174,18 @@ class PlanResult(_Out):
     """Everything the capacity note says."""
 
     name: str = Field(description="Plan title. [text]")
-    inputs: InputsOut
-    model: ModelOut
+    inputs: InputsOut = Field(description="Section 1: the inputs, attributed.")
+    model: ModelOut = Field(description="Section 2: the model and precision.")
     time_in_system_s: float = Field(description="Mean time a request occupies a slot. [s]")
     concurrency: float = Field(description="Requests in flight at peak, by Little's Law. [requests]")
-    memory: MemoryOut
-    compute: ComputeOut
-    latency: LatencyOut
+    memory: MemoryOut = Field(description="Step 4: the memory path.")
+    compute: ComputeOut = Field(description="Step 5: the compute path.")
+    latency: LatencyOut = Field(description="The latency check.")
     binding: str = Field(description="'memory', 'compute', 'latency', 'both' or 'all'. [text]")
     binding_paths: list[str] = Field(description="The paths that need the most GPUs. [text]")
-    tp_options: list[TPOption]
-    fleet: FleetOut
-    cost: CostOut
-    sensitivities: list[Sensitivity]
-    breakpoints: list[Breakpoint]
+    tp_options: list[TPOption] = Field(description="Every tensor-parallel degree considered.")
+    fleet: FleetOut = Field(description="Step 6: load, redundancy, purchasing unit.")
+    cost: CostOut = Field(description="Step 7: the bill and the API comparison.")
+    sensitivities: list[Sensitivity] = Field(description="Section 6: the standard what-ifs.")
+    breakpoints: list[Breakpoint] = Field(description="Section 6: where each input changes the answer.")
     warnings: list[str] = Field(description="What the reader must know (e.g. TTFT not met on this hardware). [text]")

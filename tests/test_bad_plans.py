@@ -1,0 +1,98 @@
+"""Bad plans: one clear message per problem naming the field path and the value, exit status 2, no traceback."""
+
+import pytest
+import yaml
+
+from xlplan.cli import main
+from xlplan.io.planfile import reference_plan_text
+
+GOOD = yaml.safe_load(reference_plan_text())
+
+
+def run_plan(tmp_path, capsys, data, name="plan.yaml"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data), encoding="utf-8")
+    rc = main(["plan", str(path)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return rc, err
+
+
+def with_(section, **fields):
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in GOOD.items()}
+    data[section] = {**data[section], **fields}
+    return data
+
+
+def test_good_plan_exits_0(tmp_path, capsys):
+    assert run_plan(tmp_path, capsys, GOOD)[0] == 0
+
+
+def test_missing_section(tmp_path, capsys):
+    data = {k: v for k, v in GOOD.items() if k != "forecast"}
+    rc, err = run_plan(tmp_path, capsys, data)
+    assert rc == 2 and "forecast: missing" in err
+
+
+def test_negative_rate(tmp_path, capsys):
+    rc, err = run_plan(tmp_path, capsys, with_("forecast", peak_rps=-40))
+    assert rc == 2 and "forecast.peak_rps: got -40; expected a value greater than 0" in err
+
+
+def test_utilisation_as_percent(tmp_path, capsys):
+    rc, err = run_plan(tmp_path, capsys, with_("forecast", average_utilisation=40))
+    assert rc == 2 and "forecast.average_utilisation: got 40" in err and "0.40, not 40" in err
+
+
+def test_p95_below_p50(tmp_path, capsys):
+    rc, err = run_plan(tmp_path, capsys, with_("forecast", prompt_tokens={"p50": 2000, "p95": 1500}))
+    assert rc == 2 and "forecast.prompt_tokens" in err and "p95 (1500) is below p50 (2000)" in err
+
+
+def test_unknown_gpu_did_you_mean(tmp_path, capsys):
+    rc, err = run_plan(tmp_path, capsys, with_("hardware", gpu="h100-sx"))
+    assert rc == 2 and "hardware.gpu: got 'h100-sx'" in err and "did you mean 'h100-sxm'" in err
+
+
+def test_unknown_model_did_you_mean(tmp_path, capsys):
+    rc, err = run_plan(tmp_path, capsys, with_("model", name="llama-3.1-8"))
+    assert rc == 2 and "model" in err and "did you mean" in err
+
+
+def test_several_problems_each_reported(tmp_path, capsys):
+    data = with_("forecast", peak_rps=-1, average_utilisation=40)
+    data["hardware"] = {**data["hardware"], "gpu": "h100-sx"}
+    rc, err = run_plan(tmp_path, capsys, data)
+    assert rc == 2 and "3 problem(s)" in err
+
+
+def test_misspelt_field(tmp_path, capsys):
+    rc, err = run_plan(tmp_path, capsys, with_("forecast", peak_rpm=40))
+    assert rc == 2 and "forecast.peak_rpm" in err and "unknown field" in err
+
+
+def test_not_yaml(tmp_path, capsys):
+    rc, err = run_plan(tmp_path, capsys, "forecast: [unclosed\n")
+    assert rc == 2 and "not valid YAML" in err
+
+
+def test_missing_file(tmp_path, capsys):
+    rc = main(["plan", str(tmp_path / "nope.yaml")])
+    assert rc == 2 and "file not found" in capsys.readouterr().err
+
+
+def test_model_that_fits_nowhere_is_a_clear_error(tmp_path, capsys):
+    # Llama-3.1-405B in bf16 = 811.7e9 B = 756 GiB; on 8 × L4 (22.49 GiB each) nothing fits
+    data = with_("model", name="llama-3.1-405b")
+    data["hardware"] = {**data["hardware"], "gpu": "l4"}
+    rc, err = run_plan(tmp_path, capsys, data)
+    assert rc == 2 and "cannot plan: the weights do not fit" in err
+
+
+def test_markdown_not_overwritten_without_force(tmp_path, capsys):
+    md = tmp_path / "note.md"
+    md.write_text("mine", encoding="utf-8")
+    assert main(["plan", "--markdown", str(md)]) == 2
+    assert md.read_text(encoding="utf-8") == "mine"
+    assert main(["plan", "--markdown", str(md), "--force"]) == 0
+    assert md.read_text(encoding="utf-8").startswith("# Capacity note")

@@ -1,0 +1,144 @@
+"""Pure functions: distributions, limit cases, the inverse, config reading, TP choice."""
+
+import json
+import math
+
+import pytest
+
+from xlplan import concurrency, distributions, fleet
+from xlplan.capacity import capacity
+from xlplan.io.hf_config import read_hf_config
+from xlplan.io.planfile import reference_plan
+from xlplan.planner import plan
+from xlplan.scenario import resolve
+from xlplan.steps import solve
+from planhelp import replan
+from dataclasses import replace
+
+
+def test_lognormal_fit_recovers_percentiles():
+    # p50 2,000, p95 8,000 alone: sigma = ln 4 / 1.6449 = 0.8428; the fit gives back p95 exactly
+    m, s = distributions.fit_lognormal(2000, 8000)
+    assert s == pytest.approx(math.log(4) / 1.6448536, rel=1e-6)
+    assert distributions.lognormal_quantile(m, s, 0.95) == pytest.approx(8000)
+    # with a consistent p99 (2,000 × 4^(2.3263/1.6449) = 14,198) least squares is exact too
+    p99 = 2000 * 4 ** (2.3263479 / 1.6448536)
+    m2, s2 = distributions.fit_lognormal(2000, 8000, p99)
+    assert s2 == pytest.approx(s, rel=1e-6)
+
+
+def test_fixed_length_is_exact():
+    assert distributions.length_moments(300, 300, 300) == (300.0, 90000.0)
+
+
+def test_itl_from_streaming_speed():
+    # runbook: 20 tokens/s -> 0.05 s per token
+    assert concurrency.streaming_speed_to_itl_s(20) == 0.05
+
+
+@pytest.mark.parametrize("rate", [0.0])
+def test_zero_traffic_needs_no_load(rate):
+    s = replace(resolve(reference_plan()), peak_rps=rate)
+    sol = solve(s)
+    assert sol.traffic.concurrency == 0
+    assert sol.paths.load == 0
+    assert sol.paths.with_redundancy == 1  # the spare replica only
+    assert sol.paths.purchased == 8
+
+
+def test_binding_labels():
+    assert fleet.binding_constraint(5, 4, 1) == ("memory", ("memory",))
+    assert fleet.binding_constraint(4, 4, 4) == ("all", ("memory", "compute", "latency"))
+
+
+def test_capacity_of_reference_fleet():
+    # 4 GPUs: compute limit = 4 × 395.6 TFLOP/s ÷ (1,561.45 / 40 TFLOP per request) = 40.54 req/s;
+    # memory limit = 4 × 191.36 conversations ÷ 15 s = 51.03 req/s
+    cap = capacity(resolve(reference_plan()), 4)
+    assert cap.limited_by == "compute"
+    assert cap.max_peak_rps == pytest.approx(40.536, abs=1e-3)
+    assert cap.per_path_rps["memory"] == pytest.approx(51.03, abs=0.01)
+
+
+def test_capacity_cli(capsys):
+    from xlplan.cli import main
+
+    assert main(["capacity", "--gpus", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["limited_by"] == "compute" and out["max_peak_rps"] == pytest.approx(40.536, abs=1e-3)
+
+
+def test_hf_config_reads_like_catalog(tmp_path):
+    # a Llama-3.1-8B config.json (fields as in models.csv) gives the catalog's 8,030,261,248 parameters
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 4096,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336,
+           "vocab_size": 128256, "tie_word_embeddings": False, "max_position_embeddings": 131072}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    from xlplan import architecture
+
+    assert architecture.total_params(read_hf_config(path)) == 8030261248
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(
+        "forecast: {peak_rps: 40, prompt_tokens: {p50: 2000, p95: 2000}, output_tokens: {p50: 300, p95: 300}}\n"
+        "promise: {ttft_s: 1, itl_s: 0.05}\nmodel: {config: config.json}\nhardware: {gpu: h100-sxm, usd_per_gpu_hour: 3}\n",
+        encoding="utf-8",
+    )
+    from xlplan.io.planfile import read_plan
+
+    assert plan(read_plan(plan_path)).fleet.with_redundancy == 5
+
+
+def test_hf_config_deepseek(tmp_path):
+    cfg = {"model_type": "deepseek_v3", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 128,
+           "num_key_value_heads": 128, "intermediate_size": 18432, "vocab_size": 129280, "n_routed_experts": 256,
+           "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048, "first_k_dense_replace": 3,
+           "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    from xlplan import architecture, memory
+
+    spec = read_hf_config(path)
+    # models.csv: 671.03 B total, 37.55 B active, 70,272 B/token
+    assert architecture.total_params(spec) / 1e9 == pytest.approx(671.03, abs=0.01)
+    assert memory.kv_bytes_per_token(spec, "bf16") == 70272
+
+
+def test_hf_config_unknown_type(tmp_path):
+    from xlplan.io.errors import InputError
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "rwkv"}), encoding="utf-8")
+    with pytest.raises(InputError, match="model_type: got 'rwkv'"):
+        read_hf_config(path)
+
+
+def test_mla_cache_is_not_sharded_by_tp():
+    # vLLM replicates the MLA latent on every TP rank: shards = 1; GQA shards by KV head up to kv_heads
+    from xlplan.memory import kv_shards
+
+    assert kv_shards(8, 128, "mla") == 1
+    assert kv_shards(8, 8) == 8 and kv_shards(8, 4) == 4
+
+
+def test_deepseek_plan_on_h200_picks_tp8():
+    # DeepSeek-V3 fp8: 671e9 params ≈ 626 GiB of weights; only TP 8 on 140 GiB H200s leaves KV room
+    p = plan(replan(reference_plan(), model={"name": "deepseek-v3", "weights_dtype": "fp8"}, hardware={"gpu": "h200"}))
+    assert p.fleet.tp == 8
+    assert all(not o.feasible for o in p.tp_options if o.tp < 8)
+
+
+def test_worst_case_convention_uses_p99():
+    # worst case: p99 prompt + p99 output = 2,000 + 300 on the reference (fixed lengths) — same as paged;
+    # with p99 8,000 / 900 it is 8,900 tokens × 131,072 B
+    base = reference_plan()
+    p = plan(replan(base, forecast={"prompt_tokens": {"p50": 2000, "p95": 6000, "p99": 8000},
+                                    "output_tokens": {"p50": 300, "p95": 600, "p99": 900}},
+                    policy={"memory_convention": "worst_case"}))
+    assert p.memory.conversation_tokens == 8900
+    assert p.memory.kv_gib_per_conversation == pytest.approx(8900 * 131072 / 2**30)
+
+
+def test_purchased_billing():
+    p = plan(replan(reference_plan(), hardware={"billing": "purchased"}))
+    assert p.cost.billed_gpus == 8 and p.cost.monthly_usd == pytest.approx(8 * 3 * 730)

@@ -1,0 +1,93 @@
+"""Vectorized sweep: a pandas DataFrame of scenarios in, a DataFrame of results out.
+
+Each column of the input overrides one numeric field of a base plan's
+:class:`~xlplan.scenario.Scenario` (e.g. ``peak_rps``, ``prompt_p95``,
+``itl_s``, ``usd_per_gpu_hour``). The steps run once on whole columns (numpy
+arrays) through the same functions as the scalar planner (:mod:`xlplan.steps`);
+for each row the TP degree that needs the fewest GPUs is chosen, smallest on a tie.
+pandas and numpy are imported only here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from types import SimpleNamespace
+
+from xlplan import fleet, steps
+from xlplan.plan import Plan
+from xlplan.scenario import Scenario, resolve
+
+SWEEPABLE = tuple(
+    f.name for f in fields(Scenario)
+    if f.name not in ("tp_options", "layers", "window_layers", "window", "attention_width", "kv_shard_limit",
+                      "bill_purchased", "worst_case_memory", "include_ttft", "decode_attention", "redundancy", "gpus_per_node")
+)
+"""Scenario fields a sweep column may set."""
+
+OUTPUT_COLUMNS = (
+    "concurrency", "time_in_system_s", "kv_gib_total", "memory_gpus", "compute_gpus", "latency_gpus", "tp",
+    "binding", "fleet_load", "fleet_with_redundancy", "fleet_purchased", "monthly_usd", "tokens_per_month", "usd_per_mtok",
+)
+
+
+def sweep(base: Plan, scenarios):
+    """Run every row of ``scenarios`` (a DataFrame) as a plan derived from ``base``.
+
+    Parameters
+    ----------
+    base : Plan
+        Supplies every input a column does not.
+    scenarios : pandas.DataFrame
+        One row per scenario; columns named after Scenario fields (see ``SWEEPABLE``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The input columns plus ``OUTPUT_COLUMNS``; infeasible rows have infinite GPU counts
+        and binding ``'infeasible'``.
+    """
+    import numpy as np
+    import pandas as pd
+
+    unknown = [c for c in scenarios.columns if c not in SWEEPABLE]
+    if unknown:
+        raise ValueError(f"sweep columns {unknown} are not sweepable; expected some of {', '.join(SWEEPABLE)}")
+    s0 = resolve(base)
+    n = len(scenarios)
+    cols = {c: scenarios[c].to_numpy(dtype=float) for c in scenarios.columns}
+    s = replace(s0, **{"peak_rps": np.full(n, float(s0.peak_rps)), **cols})
+    tr = steps.traffic(s)
+    best = None
+    for tp in s.tp_options:
+        p = steps.paths(s, tr, tp)
+        if best is None:
+            best = {k: np.broadcast_to(np.asarray(getattr(p, k), dtype=float), (n,)).copy()
+                    for k in ("load", "with_redundancy", "purchased", "memory_gpus", "compute_gpus", "latency_gpus")}
+            best["tp"] = np.full(n, float(tp))
+            continue
+        better = p.load < best["load"]
+        for k in best:
+            value = float(tp) if k == "tp" else getattr(p, k)
+            best[k] = np.where(better, value, best[k])
+    mem, comp, lat = best["memory_gpus"], best["compute_gpus"], best["latency_gpus"]
+    top = np.maximum(np.maximum(mem, comp), lat)
+    ties = (mem == top).astype(int) + (comp == top).astype(int) + (lat == top).astype(int)
+    single = np.select([mem == top, comp == top], [fleet.PATHS[0], fleet.PATHS[1]], fleet.PATHS[2])
+    binding = np.where(ties == 3, "all", np.where(ties == 2, "both", single))
+    binding = np.where(np.isinf(best["load"]), "infeasible", binding)
+    bl = steps.bill(s, tr, SimpleNamespace(purchased=best["purchased"], with_redundancy=best["with_redundancy"]))
+    out = pd.DataFrame(
+        {
+            "concurrency": np.broadcast_to(tr.concurrency, (n,)),
+            "time_in_system_s": np.broadcast_to(tr.time_in_system_s, (n,)),
+            "kv_gib_total": np.broadcast_to(tr.kv_gib_total, (n,)),
+            "memory_gpus": mem, "compute_gpus": comp, "latency_gpus": lat, "tp": best["tp"],
+            "binding": binding,
+            "fleet_load": best["load"], "fleet_with_redundancy": best["with_redundancy"], "fleet_purchased": best["purchased"],
+            "monthly_usd": np.broadcast_to(bl.monthly_usd, (n,)),
+            "tokens_per_month": np.broadcast_to(bl.tokens_per_month, (n,)),
+            "usd_per_mtok": np.broadcast_to(bl.usd_per_mtok, (n,)),
+        },
+        index=scenarios.index,
+    )
+    return pd.concat([scenarios, out], axis=1)
