@@ -142,3 +142,24 @@ def test_worst_case_convention_uses_p99():
 def test_purchased_billing():
     p = plan(replan(reference_plan(), hardware={"billing": "purchased"}))
     assert p.cost.billed_gpus == 8 and p.cost.monthly_usd == pytest.approx(8 * 3 * 730)
+
+
+def test_latency_path_can_bind():
+    # Llama-3.1-70B bf16 on H100 at a 20 ms inter-token target, TP 4: weights 141.1e9 B / 4 = 35.27e9 B per GPU;
+    # a step may read 3.35e12 B/s × 0.6 × 0.02 s = 40.2e9 B, leaving 4.93e9 B for KV; one conversation is
+    # 2,300 × 327,680 B / 4 shards = 188.4e6 B per GPU -> at most 26.2 per replica; 40 × 300 × 0.02 = 240 in flight
+    # -> 9.2 -> 10 replicas = 40 GPUs, more than memory (8) or compute (36)
+    p = plan(replan(reference_plan(), model={"name": "llama-3.1-70b"}, promise={"itl_s": 0.02}))
+    assert p.fleet.tp == 4
+    assert p.latency.max_decode_batch == pytest.approx(26.2, abs=0.1)
+    assert (p.binding, p.latency.gpus, p.compute.gpus) == ("latency", 40, 36)
+
+
+def test_ttft_that_no_replica_meets_is_said():
+    # Llama-3.1-8B on L4, p95 prompt 32,000: prefill 2 × 8.03e9 × 32,000 + 4 × 32 × 32,000² × 4,096 = 1.05e15 FLOP;
+    # one L4 at 121 × 0.4 = 48.4 TFLOP/s takes 21.7 s (2.7 s even at TP 8) against a 1 s TTFT target
+    p = plan(replan(reference_plan(), forecast={"prompt_tokens": {"p50": 32000, "p95": 32000, "p99": 32000}},
+                    hardware={"gpu": "l4"}))
+    assert not p.latency.ttft_ok
+    assert p.latency.ttft_p95_s == pytest.approx(21.7 / p.fleet.tp, rel=0.01)
+    assert any(w.startswith("TTFT not met") for w in p.warnings)
