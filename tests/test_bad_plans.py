@@ -1,6 +1,5 @@
 """Bad plans: one clear message per problem naming the field path and the value, exit status 2, no traceback."""
 
-import pytest
 import yaml
 
 from xlplan.cli import main

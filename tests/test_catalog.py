@@ -9,8 +9,8 @@ from xlplan import architecture, catalog, memory
 from xlplan.units import GIB
 
 DATA = Path(__file__).parent / "data"
-MODELS = {r["hf_id"]: r for r in csv.DictReader(open(DATA / "models.csv", encoding="utf-8"))}
-MEASURED = {r["id"]: r for r in csv.DictReader(open(DATA / "measurements-public.csv", encoding="utf-8"))}
+MODELS = {r["hf_id"]: r for r in csv.DictReader((DATA / "models.csv").read_text(encoding="utf-8").splitlines())}
+MEASURED = {r["id"]: r for r in csv.DictReader((DATA / "measurements-public.csv").read_text(encoding="utf-8").splitlines())}
 
 REQUIRED_GPUS = ["h100-sxm", "h100-pcie", "h200", "b200", "a100-80gb", "l40s", "l4", "mi300x"]
 REQUIRED_MODELS = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.2-1b", "llama-3.2-3b", "mistral-7b",

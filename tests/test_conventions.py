@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from xlplan import plan as plan_mod, result, specs
+from xlplan import plan as plan_mod
+from xlplan import result, specs
 
 UNIT_MARK = "["
 

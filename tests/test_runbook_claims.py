@@ -1,8 +1,8 @@
 """The runbook's qualitative claims, each as a test."""
 
 import pytest
-
 from planhelp import replan
+
 from xlplan.planner import plan
 
 approx = pytest.approx

@@ -1,5 +1,7 @@
 """The vectorized sweep equals the scalar planner row by row (array-equals-scalar)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -7,7 +9,6 @@ import pytest
 from xlplan.io.planfile import reference_plan
 from xlplan.scenario import resolve
 from xlplan.steps import PlanningError, solve
-from dataclasses import replace
 
 
 def test_sweep_equals_scalar_planner():

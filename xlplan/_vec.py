@@ -42,14 +42,14 @@ def maximum(a, b):
     """Element-wise maximum."""
     if _is_array(a, b):
         return _np().maximum(a, b)
-    return a if a >= b else b
+    return max(a, b)
 
 
 def minimum(a, b):
     """Element-wise minimum."""
     if _is_array(a, b):
         return _np().minimum(a, b)
-    return a if a <= b else b
+    return min(a, b)
 
 
 def where(cond, a, b):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -28,15 +27,15 @@ app = typer.Typer(
 PLAN_ARG = typer.Argument(None, help="Plan file (YAML or JSON); left out, the built-in reference plan (the runbook's worked example).")
 
 
-def _load(path: Optional[Path]):
+def _load(path: Path | None):
     return reference_plan() if path is None else read_plan(path)
 
 
 @app.command("plan")
 def plan_cmd(
-    plan_file: Optional[Path] = PLAN_ARG,
+    plan_file: Path | None = PLAN_ARG,
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
-    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Also write the note as Markdown to this file."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also write the note as Markdown to this file."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --markdown file."),
 ) -> None:
     """Print the one-page capacity note for a plan."""
@@ -54,7 +53,7 @@ def plan_cmd(
 
 @app.command("example")
 def example_cmd(
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here instead of standard output."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of standard output."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write the reference plan (the runbook's worked example) as a starting point."""
@@ -68,7 +67,7 @@ def example_cmd(
 
 @app.command("capacity")
 def capacity_cmd(
-    plan_file: Optional[Path] = PLAN_ARG,
+    plan_file: Path | None = PLAN_ARG,
     gpus: int = typer.Option(..., "--gpus", min=1, help="GPUs serving the load (spares excluded). [GPUs]"),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
@@ -119,7 +118,7 @@ def catalog_cmd(
 
 
 @app.command("schema")
-def schema_cmd(output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write here instead of standard output."),
+def schema_cmd(output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of standard output."),
                force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
     """Print the JSON Schema of plan files."""
     from xlplan.plan import plan_json_schema

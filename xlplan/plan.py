@@ -46,7 +46,7 @@ class Percentiles(_Section):
     p99: float | None = Field(default=None, gt=0, description="99th-percentile length, at least p95; may be left out. [tokens]")
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Percentiles":
+    def _ordered(self) -> Percentiles:
         if self.p95 < self.p50:
             raise ValueError(f"p95 ({self.p95:g}) is below p50 ({self.p50:g}); expected p50 <= p95 <= p99")
         if self.p99 is not None and self.p99 < self.p95:
@@ -80,7 +80,7 @@ class Promise(_Section):
     percentile: float = Field(default=95, gt=0, lt=100, description="Percentile at which the targets hold. [percent]")
 
     @model_validator(mode="after")
-    def _one_speed(self) -> "Promise":
+    def _one_speed(self) -> Promise:
         if (self.itl_s is None) == (self.tokens_per_s is None):
             raise ValueError("give exactly one of itl_s (seconds per token) or tokens_per_s (streaming speed)")
         return self
@@ -105,7 +105,7 @@ class ModelChoice(_Section):
     kv_dtype: KVDtype = Field(default="bf16", description="KV-cache precision: bf16, fp16, fp8, int8. [text]")
 
     @model_validator(mode="after")
-    def _resolvable(self) -> "ModelChoice":
+    def _resolvable(self) -> ModelChoice:
         if self.name is None and self.spec is None:
             raise ValueError("give the model's name (see `xlplan catalog models`), its config (a config.json path) or an inline spec")
         if self.name is not None:
@@ -240,7 +240,7 @@ class Plan(_Section):
     owners: Owners = Field(default_factory=Owners, description="Who owns each input.")
 
     @model_validator(mode="after")
-    def _tp_fits_node(self) -> "Plan":
+    def _tp_fits_node(self) -> Plan:
         tp = self.policy.tp
         if tp is not None and (tp > self.hardware.gpus_per_node or self.hardware.gpus_per_node % tp):
             raise ValueError(

@@ -9,7 +9,16 @@ from __future__ import annotations
 from xlplan import _vec, architecture, cost, memory, whatif
 from xlplan.plan import Plan
 from xlplan.result import (
-    ComputeOut, CostOut, FleetOut, InputsOut, LatencyOut, LengthOut, MemoryOut, ModelOut, PlanResult, TPOption,
+    ComputeOut,
+    CostOut,
+    FleetOut,
+    InputsOut,
+    LatencyOut,
+    LengthOut,
+    MemoryOut,
+    ModelOut,
+    PlanResult,
+    TPOption,
     UtilisationCost,
 )
 from xlplan.scenario import Scenario, compute_dtype, resolve
@@ -18,7 +27,7 @@ from xlplan.steps import PlanningError, Solution, solve
 UTILISATION_TABLE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 """Average utilisations at which $/M tokens is tabulated. [fraction]"""
 
-__all__ = ["plan", "PlanningError", "solve", "resolve"]
+__all__ = ["PlanningError", "plan", "resolve", "solve"]
 
 
 def _tp_reason(sol: Solution) -> str:
@@ -87,8 +96,7 @@ def plan(p: Plan) -> PlanResult:
         inputs=InputsOut(
             peak_rps=s.peak_rps,
             prompt_tokens=_length(s.prompt_p50, s.prompt_p95, s.prompt_p99, tr.prompt_mean, tr.prompt_second_moment),
-            output_tokens=_length(s.output_p50, s.output_p95, s.output_p99, tr.output_mean,
-                                  _output_m2(s)),
+            output_tokens=_length(s.output_p50, s.output_p95, s.output_p99, tr.output_mean, tr.output_second_moment),
             average_utilisation=s.average_utilisation,
             prefix_reuse=s.prefix_reuse,
             ttft_s=s.ttft_s,
@@ -177,8 +185,3 @@ def plan(p: Plan) -> PlanResult:
         warnings=_warnings(p, s, sol),
     )
 
-
-def _output_m2(s: Scenario) -> float:
-    from xlplan.distributions import length_moments
-
-    return length_moments(s.output_p50, s.output_p95, s.output_p99)[1]

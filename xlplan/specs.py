@@ -91,7 +91,7 @@ class ModelSpec(_Spec):
     source: str = Field(default="user-supplied", description="Where the config and the published counts come from. [text]")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ModelSpec":
+    def _consistent(self) -> ModelSpec:
         if self.attention == "mla":
             missing = [f for f in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim") if getattr(self, f) is None]
             if missing:

@@ -27,6 +27,7 @@ class Traffic:
     prompt_mean: float  # E[prompt] [tokens]
     prompt_second_moment: float  # E[prompt²] [tokens²]
     output_mean: float  # E[output] [tokens]
+    output_second_moment: float  # E[output²] [tokens²]
     conversation_tokens: float  # length the cache is sized at [tokens]
     time_in_system_s: float  # [s]
     concurrency: float  # [requests]
@@ -102,7 +103,7 @@ def _percentile_tokens(p50, p95, p99, worst_case):
 def traffic(s: Scenario) -> Traffic:
     """Steps 1-3: the fitted lengths, Little's Law, cache per conversation, FLOP demand."""
     prompt_mean, prompt_m2 = distributions.length_moments(s.prompt_p50, s.prompt_p95, s.prompt_p99)
-    output_mean, _ = distributions.length_moments(s.output_p50, s.output_p95, s.output_p99)
+    output_mean, output_m2 = distributions.length_moments(s.output_p50, s.output_p95, s.output_p99)
     conv_tokens = _percentile_tokens(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.worst_case_memory) + _percentile_tokens(
         s.output_p50, s.output_p95, s.output_p99, s.worst_case_memory
     )
@@ -125,6 +126,7 @@ def traffic(s: Scenario) -> Traffic:
         prompt_mean=prompt_mean,
         prompt_second_moment=prompt_m2,
         output_mean=output_mean,
+        output_second_moment=output_m2,
         conversation_tokens=conv_tokens,
         time_in_system_s=t_sys,
         concurrency=in_flight,

@@ -7,8 +7,8 @@ changes, found by a geometric search outward then bisection.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from xlplan import steps
 from xlplan.plan import Plan
@@ -33,13 +33,13 @@ def _outcome(s: Scenario):
 
 
 def _sensitivity(change: str, s: Scenario | None, error: str = "") -> Sensitivity:
-    sol = _outcome(s) if s is not None else None
+    sol = None
+    if s is not None:
+        try:
+            sol = steps.solve(s)
+        except steps.PlanningError as e:
+            error = str(e)
     if sol is None:
-        if not error and s is not None:
-            try:
-                steps.solve(s)
-            except steps.PlanningError as e:
-                error = str(e)
         return Sensitivity(change=change, feasible=False, load=None, fleet=None, purchased=None, binding=None,
                            monthly_usd=None, usd_per_mtok=None, note=error)
     return Sensitivity(
