@@ -95,3 +95,19 @@ def test_markdown_not_overwritten_without_force(tmp_path, capsys):
     assert md.read_text(encoding="utf-8") == "mine"
     assert main(["plan", "--markdown", str(md), "--force"]) == 0
     assert md.read_text(encoding="utf-8").startswith("# Capacity note")
+
+
+def test_compute_dtype_the_gpu_lacks(tmp_path, capsys):
+    # A100 has no FP8 tensor cores (gpus.csv: "n/a (no FP8)")
+    data = with_("hardware", gpu="a100-80gb")
+    data["policy"] = {**data["policy"], "compute_dtype": "fp8"}
+    rc, err = run_plan(tmp_path, capsys, data)
+    assert rc == 2 and "policy.compute_dtype" in err and "no fp8 peak" in err
+
+
+def test_new_gpu_without_price(tmp_path, capsys):
+    data = with_("hardware", gpu={"name": "my-gpu", "memory_gib": 79.18, "bf16_tflops": 989, "hbm_tbps": 3.35},
+                 usd_per_gpu_hour=None)
+    data["hardware"] = {k: v for k, v in data["hardware"].items() if v is not None}
+    rc, err = run_plan(tmp_path, capsys, data)
+    assert rc == 2 and "hardware.usd_per_gpu_hour: missing" in err

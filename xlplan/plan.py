@@ -240,6 +240,16 @@ class Plan(_Section):
     owners: Owners = Field(default_factory=Owners, description="Who owns each input.")
 
     @model_validator(mode="after")
+    def _hardware_can_run_it(self) -> Plan:
+        gpu = self.hardware.resolve()
+        dtype = self.policy.compute_dtype
+        if dtype is not None and gpu.peak_tflops(dtype) is None:
+            raise ValueError(f"policy.compute_dtype: {gpu.name} has no {dtype} peak in the catalog; expected bf16 or a dtype it supports")
+        if self.hardware.usd_per_gpu_hour is None and gpu.usd_per_gpu_hour is None:
+            raise ValueError(f"hardware.usd_per_gpu_hour: missing, and {gpu.name} has no catalog price; expected a price in USD/GPU-hour")
+        return self
+
+    @model_validator(mode="after")
     def _tp_fits_node(self) -> Plan:
         tp = self.policy.tp
         if tp is not None and (tp > self.hardware.gpus_per_node or self.hardware.gpus_per_node % tp):
