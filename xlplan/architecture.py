@@ -48,14 +48,16 @@ def attention_params_per_layer(m: ModelSpec) -> int:
     return n
 
 
-def _expert_params(m: ModelSpec) -> int:
+def expert_params(m: ModelSpec) -> int:
+    """Parameters of one routed expert (gated MLP, biases where the family has them). [parameters]"""
     n = 3 * m.hidden_size * m.moe_intermediate_size
     if m.expert_bias:
         n += 2 * m.moe_intermediate_size + m.hidden_size
     return n
 
 
-def _router_params(m: ModelSpec) -> int:
+def router_params(m: ModelSpec) -> int:
+    """Parameters of one MoE layer's router. [parameters]"""
     return m.hidden_size * m.num_experts + (m.num_experts if m.router_bias else 0)
 
 
@@ -65,7 +67,7 @@ def mlp_params_per_layer(m: ModelSpec, layer_is_moe: bool, active_only: bool) ->
         return 3 * m.hidden_size * m.intermediate_size
     routed = m.experts_per_token if active_only else m.num_experts
     shared = m.shared_experts * 3 * m.hidden_size * m.moe_intermediate_size
-    return routed * _expert_params(m) + shared + _router_params(m)
+    return routed * expert_params(m) + shared + router_params(m)
 
 
 def embedding_params(m: ModelSpec) -> int:
@@ -73,7 +75,8 @@ def embedding_params(m: ModelSpec) -> int:
     return m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2)
 
 
-def _decoder_params(m: ModelSpec, active_only: bool) -> int:
+def decoder_params(m: ModelSpec, active_only: bool) -> int:
+    """Decoder parameters (layers and final norm, no embeddings): all, or those one token uses. [parameters]"""
     moe_layers = m.num_hidden_layers - m.first_dense_layers if m.num_experts else 0
     dense_layers = m.num_hidden_layers - moe_layers
     per_layer_common = attention_params_per_layer(m) + m.norms_per_layer * m.hidden_size
@@ -96,7 +99,7 @@ def total_params(m: ModelSpec) -> int:
     >>> total_params(get_model("llama-3.1-8b"))
     8030261248
     """
-    return _decoder_params(m, active_only=False) + embedding_params(m) + m.vision_params
+    return decoder_params(m, active_only=False) + embedding_params(m) + m.vision_params
 
 
 def active_params(m: ModelSpec) -> int:
@@ -105,7 +108,7 @@ def active_params(m: ModelSpec) -> int:
     Includes the embedding and output head, as the runbook's 2·N FLOPs/token
     convention does (8.03 B for Llama-3.1-8B). Excludes a vision tower.
     """
-    return _decoder_params(m, active_only=True) + embedding_params(m)
+    return decoder_params(m, active_only=True) + embedding_params(m)
 
 
 def attention_width(m: ModelSpec) -> int:

@@ -227,6 +227,15 @@ class Owners(_Section):
     model: str = Field(default="unassigned", description="Owner of the model and precision choice. [text]")
 
 
+class Sources(_Section):
+    """Where and when each input was obtained: a dated source, so a reviewer can check it."""
+
+    forecast: str = Field(default="", description="Source and date of the traffic forecast (a log, a product estimate). [text]")
+    promise: str = Field(default="", description="Source and date of the latency promise (an SLO document, a contract). [text]")
+    pricing: str = Field(default="", description="Source and date of the GPU price (a quote, a price list). [text]")
+    model: str = Field(default="", description="Source and date of the model and precision choice. [text]")
+
+
 class Plan(_Section):
     """A capacity plan's inputs: everything the seven steps need."""
 
@@ -238,6 +247,7 @@ class Plan(_Section):
     policy: Policy = Field(default_factory=Policy, description="Conventions and efficiencies.")
     api: APIPrices | None = Field(default=None, description="Managed-API prices for the comparison; left out, no comparison.")
     owners: Owners = Field(default_factory=Owners, description="Who owns each input.")
+    sources: Sources = Field(default_factory=Sources, description="Where and when each input was obtained.")
 
     @model_validator(mode="after")
     def _hardware_can_run_it(self) -> Plan:

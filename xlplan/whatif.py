@@ -8,7 +8,7 @@ changes, found by a geometric search outward then bisection.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from xlplan import steps
 from xlplan.plan import Plan
@@ -66,30 +66,93 @@ def _fmt_tokens(x: float) -> str:
     return f"{x:,.0f}"
 
 
-def sensitivities(plan: Plan, s: Scenario) -> list[Sensitivity]:
-    """The standard what-ifs, each a full re-plan with one input changed."""
-    out = [
-        _sensitivity(f"peak rate x1.5 ({s.peak_rps * 1.5:g} req/s)", replace(s, peak_rps=s.peak_rps * 1.5)),
-        _sensitivity(f"peak rate x2 ({s.peak_rps * 2:g} req/s)", replace(s, peak_rps=s.peak_rps * 2)),
-        _sensitivity(f"p95 prompts reach {_fmt_tokens(s.prompt_p95 * 4)} tokens (x4)", with_prompt_p95(s, s.prompt_p95 * 4)),
-        _sensitivity(f"inter-token target halved ({s.itl_s / 2:g} s, {2 / s.itl_s:g} tokens/s)", replace(s, itl_s=s.itl_s / 2)),
-        _sensitivity(f"inter-token target doubled ({s.itl_s * 2:g} s, {0.5 / s.itl_s:g} tokens/s)", replace(s, itl_s=s.itl_s * 2)),
-    ]
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """One what-if: the changes it makes to the plan. A field left as None keeps the plan's value.
+
+    The workbook's ``6 Sensitivities`` tab lays out the same table, one row per
+    what-if, so a user can add a row of their own with the same columns.
+    """
+
+    rate_x: float = 1.0  # multiplies the peak rate [ratio]
+    prompt_p95_x: float = 1.0  # multiplies p95 prompt length (p50 lowered, p99 raised to keep order) [ratio]
+    itl_x: float = 1.0  # multiplies the inter-token target [ratio]
+    kv_dtype: str | None = None  # KV-cache precision [text]
+    weights_dtype: str | None = None  # weight precision [text]
+    prefix_reuse: float | None = None  # [fraction]
+    average_utilisation: float | None = None  # [fraction]
+
+
+STANDARD_WHAT_IFS: tuple[WhatIf, ...] = (
+    WhatIf(rate_x=1.5),
+    WhatIf(rate_x=2.0),
+    WhatIf(prompt_p95_x=4.0),
+    WhatIf(itl_x=0.5),
+    WhatIf(itl_x=2.0),
+    WhatIf(kv_dtype="fp8"),
+    WhatIf(weights_dtype="fp8"),
+    WhatIf(prefix_reuse=0.5),
+    WhatIf(average_utilisation=0.2),
+    WhatIf(average_utilisation=0.5),
+)
+"""The standard what-ifs of section 6, in the order the note and the workbook show them."""
+
+
+def describe(plan: Plan, s: Scenario, w: WhatIf) -> str:
+    """A what-if's label as the note prints it, e.g. 'peak rate x1.5 (60 req/s)'. [text]"""
+    parts = []
+    if w.rate_x != 1.0:
+        parts.append(f"peak rate x{w.rate_x:g} ({s.peak_rps * w.rate_x:g} req/s)")
+    if w.prompt_p95_x != 1.0:
+        parts.append(f"p95 prompts reach {_fmt_tokens(s.prompt_p95 * w.prompt_p95_x)} tokens (x{w.prompt_p95_x:g})")
+    if w.itl_x != 1.0:
+        way = "halved" if w.itl_x == 0.5 else "doubled" if w.itl_x == 2.0 else f"x{w.itl_x:g}"
+        itl = s.itl_s * w.itl_x
+        parts.append(f"inter-token target {way} ({itl:g} s, {1 / itl:g} tokens/s)")
     for label, field in (("fp8 KV cache", "kv_dtype"), ("fp8 weights", "weights_dtype")):
-        if getattr(plan.model, field) == "fp8":
-            out.append(_sensitivity(f"{label} (already)", s))
-            continue
+        value = getattr(w, field)
+        if value is not None:
+            text = label if value == "fp8" else f"{value} {label.split(' ', 1)[1]}"
+            parts.append(text + (" (already)" if getattr(plan.model, field) == value else ""))
+    if w.prefix_reuse is not None:
+        parts.append(f"prefix reuse {w.prefix_reuse:.0%}")
+    if w.average_utilisation is not None:
+        parts.append(f"average utilisation {w.average_utilisation:.0%}")
+    return "; ".join(parts) or "as planned"
+
+
+def apply(plan: Plan, s: Scenario, w: WhatIf) -> Scenario:
+    """The scenario with a what-if's changes made.
+
+    Raises
+    ------
+    ValueError
+        When the changed plan cannot be resolved (e.g. a dtype the GPU lacks).
+    """
+    if w.kv_dtype is not None or w.weights_dtype is not None:
+        update = {k: v for k, v in (("kv_dtype", w.kv_dtype), ("weights_dtype", w.weights_dtype)) if v is not None}
+        s = resolve(plan.model_copy(update={"model": plan.model.model_copy(update=update)}))
+    if w.prompt_p95_x != 1.0:
+        s = with_prompt_p95(s, s.prompt_p95 * w.prompt_p95_x)
+    changes = {"peak_rps": s.peak_rps * w.rate_x, "itl_s": s.itl_s * w.itl_x}
+    if w.prefix_reuse is not None:
+        changes["prefix_reuse"] = w.prefix_reuse
+    if w.average_utilisation is not None:
+        changes["average_utilisation"] = w.average_utilisation
+    return replace(s, **changes)
+
+
+def sensitivities(plan: Plan, s: Scenario, what_ifs: tuple[WhatIf, ...] = STANDARD_WHAT_IFS) -> list[Sensitivity]:
+    """The what-ifs, each a full re-plan with one input changed."""
+    out = []
+    for w in what_ifs:
+        label = describe(plan, s, w)
         try:
-            changed = resolve(plan.model_copy(update={"model": plan.model.model_copy(update={field: "fp8"})}))
+            changed = apply(plan, s, w)
         except ValueError as e:
             out.append(_sensitivity(label, None, str(e)))
             continue
         out.append(_sensitivity(label, changed))
-    out += [
-        _sensitivity("prefix reuse 50%", replace(s, prefix_reuse=0.5)),
-        _sensitivity("average utilisation 20%", replace(s, average_utilisation=0.2)),
-        _sensitivity("average utilisation 50%", replace(s, average_utilisation=0.5)),
-    ]
     return out
 
 
