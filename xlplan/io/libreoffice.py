@@ -1,0 +1,72 @@
+"""Headless LibreOffice: forced recalculation of .xlsx files, and PDF export.
+
+LibreOffice's default for .xlsx is never to recalculate on load (it trusts the
+cached values), so a private user profile sets ``OOXMLRecalcMode`` to 0
+("always"). Many files convert in one start, which is most of the cost.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from xlplan.io.errors import InputError
+
+RECALC_ALWAYS = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="ODFRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+</oor:items>
+"""
+
+TIMEOUT_S = 300
+"""Longest a conversion may take. [s]"""
+
+
+def soffice() -> str | None:
+    """Path of the LibreOffice binary, or None when it is not installed."""
+    for name in ("soffice", "libreoffice"):
+        found = shutil.which(name)
+        if found:
+            return found
+    for p in ("/usr/bin/soffice", "/usr/lib/libreoffice/program/soffice", "/Applications/LibreOffice.app/Contents/MacOS/soffice"):
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def _convert(files: list[Path], outdir: Path, target: str) -> list[Path]:
+    binary = soffice()
+    if binary is None:
+        raise InputError("LibreOffice", ["not found; expected `soffice` on PATH (apt-get install -y libreoffice-calc-nogui)"])
+    with tempfile.TemporaryDirectory(prefix="xlplan-lo-") as profile:
+        user = Path(profile) / "user"
+        user.mkdir()
+        (user / "registrymodifications.xcu").write_text(RECALC_ALWAYS, encoding="utf-8")
+        cmd = [binary, f"-env:UserInstallation={Path(profile).as_uri()}", "--headless", "--norestore", "--nolockcheck",
+               "--convert-to", target, "--outdir", str(outdir), *map(str, files)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            raise InputError("LibreOffice", [f"conversion took longer than {TIMEOUT_S} s"]) from None
+    ext = target.split(":", 1)[0]
+    out = [outdir / (f.stem + "." + ext) for f in files]
+    missing = [str(p) for p in out if not p.exists()]
+    if missing:
+        raise InputError("LibreOffice", [f"did not write {', '.join(missing)}: {proc.stderr.strip() or proc.stdout.strip()}"])
+    return out
+
+
+def recalculate(files: list[Path], outdir: Path) -> list[Path]:
+    """Open each .xlsx in headless LibreOffice, recalculate every formula, save it as .xlsx in ``outdir``."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    return _convert(files, outdir, "xlsx:Calc MS Excel 2007 XML")
+
+
+def to_pdf(file: Path, outdir: Path) -> Path:
+    """Export a workbook to PDF (every visible sheet, each as its print setup says)."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    return _convert([file], outdir, "pdf:calc_pdf_Export")[0]

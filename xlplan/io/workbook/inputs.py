@@ -1,0 +1,165 @@
+"""The workbook's inputs: which defined name holds which plan field, and how to read it back.
+
+One table serves the writer (what to put in each input cell, with its unit,
+validation and note) and the reader (how to turn the cell back into a plan field).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlplan import catalog
+from xlplan.plan import Plan
+
+INPUTS_SHEET = "1 Inputs"
+MISSING = object()
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One input cell of ``1 Inputs``."""
+
+    name: str  # defined name
+    path: tuple[str, ...]  # plan field it holds
+    label: str
+    unit: str
+    kind: str  # number | fraction | fraction0 | whole | whole0 | text | choice | bool
+    owner: str  # owners.<section> of the input
+    note: str
+    required: bool = True
+    choices: str | None = None  # defined name of the drop-down list
+    fmt: str | None = None
+
+
+INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
+    ("Forecast — step 1: the traffic at peak, lengths as percentiles", (
+        InputSpec("PeakRate", ("forecast", "peak_rps"), "Peak arrival rate", "requests/s", "number", "forecast",
+                  "The busiest sustained rate the fleet must carry (peak for the fleet, average for the bill).", fmt="#,##0.00"),
+        InputSpec("PromptP50", ("forecast", "prompt_tokens", "p50"), "Prompt length p50", "tokens", "number", "forecast",
+                  "Median prompt (input) length. Give p50, p95, p99 — never the mean.", fmt='#,##0 "tokens"'),
+        InputSpec("PromptP95", ("forecast", "prompt_tokens", "p95"), "Prompt length p95", "tokens", "number", "forecast",
+                  "95th-percentile prompt length, at least p50: the tail drives prefill compute.", fmt='#,##0 "tokens"'),
+        InputSpec("PromptP99", ("forecast", "prompt_tokens", "p99"), "Prompt length p99", "tokens", "number", "forecast",
+                  "99th-percentile prompt length, at least p95; may be left blank.", required=False, fmt='#,##0 "tokens"'),
+        InputSpec("OutputP50", ("forecast", "output_tokens", "p50"), "Output length p50", "tokens", "number", "forecast",
+                  "Median output length. Give p50, p95, p99 — never the mean.", fmt='#,##0 "tokens"'),
+        InputSpec("OutputP95", ("forecast", "output_tokens", "p95"), "Output length p95", "tokens", "number", "forecast",
+                  "95th-percentile output length, at least p50.", fmt='#,##0 "tokens"'),
+        InputSpec("OutputP99", ("forecast", "output_tokens", "p99"), "Output length p99", "tokens", "number", "forecast",
+                  "99th-percentile output length, at least p95; may be left blank.", required=False, fmt='#,##0 "tokens"'),
+        InputSpec("AvgUtilisation", ("forecast", "average_utilisation"), "Average utilisation", "fraction", "fraction", "forecast",
+                  "Average load over a month as a fraction of peak: 0.40, not 40. Sizes the bill, not the fleet.", fmt="0%"),
+        InputSpec("PrefixReuse", ("forecast", "prefix_reuse"), "Prefix reuse", "fraction", "fraction0", "forecast",
+                  "Fraction of prompt compute served from the prefix cache: 0 unless measured on real traffic (0.30, not 30).", fmt="0%"),
+    )),
+    ("Promise — step 2: the latency targets, at a stated percentile", (
+        InputSpec("TTFTTarget", ("promise", "ttft_s"), "Time-to-first-token target", "s", "number", "promise",
+                  "Longest acceptable wait for the first token at the stated percentile.", fmt='0.000 "s"'),
+        InputSpec("ITLInput", ("promise", "itl_s"), "Inter-token target", "s/token", "number", "promise",
+                  "Longest gap between streamed tokens (0.05 s = 20 tokens/s). Give this or the streaming speed below, not both.",
+                  required=False, fmt='0.0000 "s"'),
+        InputSpec("TokensPerSecondInput", ("promise", "tokens_per_s"), "or streaming speed", "tokens/s", "number", "promise",
+                  "Streaming speed per request; the alternative to the inter-token target (20 tokens/s = 0.05 s).",
+                  required=False, fmt="#,##0.0"),
+        InputSpec("PromisePercentile", ("promise", "percentile"), "Percentile of the targets", "percent", "number", "promise",
+                  "The percentile at which the targets hold, e.g. 95 for p95 (a percent, 0-100).", fmt="0"),
+    )),
+    ("Model and precision", (
+        InputSpec("ModelKey", ("model", "name"), "Model", "catalog key", "choice", "model",
+                  "Pick from the list (the Models sheet, with sources). A model given inline in the plan appears there as '(from plan)'.",
+                  choices="ModelKeys"),
+        InputSpec("WeightsDtype", ("model", "weights_dtype"), "Weight precision", "dtype", "choice", "model",
+                  "bf16 unless the checkpoint is quantised (fp8, int4, mxfp4, nvfp4).", choices="WeightDtypes"),
+        InputSpec("KVDtype", ("model", "kv_dtype"), "KV-cache precision", "dtype", "choice", "model",
+                  "bf16 unless the server runs an fp8 cache (vLLM --kv-cache-dtype fp8).", choices="KVDtypes"),
+    )),
+    ("Hardware and price", (
+        InputSpec("GPUKey", ("hardware", "gpu"), "GPU", "catalog key", "choice", "model",
+                  "Pick from the list (the GPUs sheet, with sources).", choices="GPUKeys"),
+        InputSpec("GPUsPerNode", ("hardware", "gpus_per_node"), "Purchasing unit", "GPUs", "whole", "model",
+                  "GPUs in the unit you buy or rent (a node of 8); tensor-parallel groups stay inside it.", fmt="0"),
+        InputSpec("GPUUSDPerHourInput", ("hardware", "usd_per_gpu_hour"), "GPU price paid", "USD/GPU-hour", "number", "pricing",
+                  "Your negotiated price; leave blank to use the catalog's representative price (see GPUs sheet).",
+                  required=False, fmt='"$"#,##0.00'),
+        InputSpec("HoursPerMonth", ("hardware", "hours_per_month"), "Billed hours per month", "h/month", "number", "pricing",
+                  "8,760 h / 12 = 730 for an always-on fleet.", fmt="#,##0"),
+        InputSpec("Billing", ("hardware", "billing"), "What the bill counts", "rented | purchased", "choice", "pricing",
+                  "'rented': the fleet with redundancy (the runbook's 5 GPUs); 'purchased': whole purchasing units.",
+                  choices="BillingModes"),
+        InputSpec("OpsUSDPerMonth", ("hardware", "ops_usd_per_month"), "Engineering and on-call", "USD/month", "number0", "pricing",
+                  "Cost of running it yourself, counted in the break-even against the API; 0 if not counted.", fmt='"$"#,##0'),
+    )),
+    ("Policy — conventions and efficiencies a reviewer should check first", (
+        InputSpec("MFU", ("policy", "mfu"), "Model FLOPs utilisation", "fraction", "fraction", "model",
+                  "Achieved fraction of peak dense FLOP/s: 0.40 is the runbook's planning figure (0.40, not 40).", fmt="0%"),
+        InputSpec("MemoryUtilisation", ("policy", "memory_utilisation"), "GPU memory the server may use", "fraction", "fraction", "model",
+                  "vLLM's gpu_memory_utilization (0.90, not 90).", fmt="0%"),
+        InputSpec("OverheadGiB", ("policy", "overhead_gib"), "Runtime overhead per GPU", "GiB", "number0", "model",
+                  "Activations, CUDA graphs and runtime memory (3 GiB in the runbook's example).", fmt='0.00 "GiB"'),
+        InputSpec("BandwidthEfficiency", ("policy", "bandwidth_efficiency"), "Decode bandwidth efficiency", "fraction", "fraction", "model",
+                  "Achieved fraction of HBM bandwidth in decode; public measurements show 57-66% (0.60, not 60).", fmt="0%"),
+        InputSpec("Redundancy", ("policy", "redundancy"), "Spare replicas (N+k)", "replicas", "whole0", "model",
+                  "Replicas on top of the load so one can fail or be drained: 1 for N+1.", fmt="0"),
+        InputSpec("MemoryConvention", ("policy", "memory_convention"), "KV sizing convention", "paged | worst_case", "choice", "model",
+                  "'paged': p50 prompt + p50 output per conversation (the runbook); 'worst_case': p99 + p99.",
+                  choices="MemoryConventions"),
+        InputSpec("TPInput", ("policy", "tp"), "Tensor-parallel degree", "GPUs", "whole", "model",
+                  "Leave blank to let the planner pick the degree that needs the fewest GPUs; must divide the purchasing unit.",
+                  required=False, choices="TPDegrees", fmt="0"),
+        InputSpec("ComputeDtypeInput", ("policy", "compute_dtype"), "Compute dtype of the peak", "dtype", "choice", "model",
+                  "Leave blank: fp8 peak for fp8 weights, fp4 for fp4 weights where the GPU has it, else bf16.",
+                  required=False, choices="ComputeDtypes"),
+        InputSpec("IncludeTTFT", ("policy", "include_ttft_in_time_in_system"), "Add TTFT to time in system", "TRUE | FALSE", "bool", "model",
+                  "The runbook leaves it out (FALSE).", choices="Booleans"),
+        InputSpec("DecodeAttention", ("policy", "decode_attention_flops"), "Count attention FLOPs in decode", "TRUE | FALSE", "bool", "model",
+                  "The runbook counts 2 x active parameters per token only (FALSE).", choices="Booleans"),
+    )),
+    ("Managed API — the honest comparison", (
+        InputSpec("APIInputUSDPerMTok", ("api", "usd_per_mtok_input"), "API input price", "USD/Mtok", "number0", "pricing",
+                  "The provider's price per million input tokens for a comparable model; blank for no comparison.",
+                  required=False, fmt='"$"#,##0.000'),
+        InputSpec("APIOutputUSDPerMTok", ("api", "usd_per_mtok_output"), "API output price", "USD/Mtok", "number0", "pricing",
+                  "Price per million output tokens; give both prices or neither.", required=False, fmt='"$"#,##0.000'),
+        InputSpec("APIProvider", ("api", "provider"), "API provider and offer", "text", "text", "pricing",
+                  "Who sells it, which model and tier.", required=False),
+        InputSpec("APISource", ("api", "source"), "API price source", "text", "text", "pricing",
+                  "Where and when the prices were read.", required=False),
+    )),
+)
+
+OWNER_SECTIONS = (("forecast", "Forecast"), ("promise", "Promise"), ("model", "Model and hardware"), ("pricing", "Pricing"))
+
+
+def all_inputs() -> list[InputSpec]:
+    """Every input spec, in sheet order."""
+    return [i for _, block in INPUT_SPECS for i in block]
+
+
+def model_row_key(plan: Plan) -> str:
+    """The Models-sheet key the plan's model is shown under (a catalog key, or '<name> (from plan)')."""
+    mc = plan.model
+    if mc.spec is None and mc.name is not None:
+        return catalog.model_key(mc.name)
+    return f"{mc.resolve().name} (from plan)"
+
+
+def gpu_row_key(plan: Plan) -> str:
+    """The GPUs-sheet key the plan's GPU is shown under."""
+    g = plan.hardware.gpu
+    if isinstance(g, str):
+        return catalog.gpu_key(g)
+    return f"{g.name} (from plan)"
+
+
+def input_value(plan: Plan, spec: InputSpec):
+    """The value a plan gives an input cell (None for blank)."""
+    if spec.name == "ModelKey":
+        return model_row_key(plan)
+    if spec.name == "GPUKey":
+        return gpu_row_key(plan)
+    obj = plan
+    for part in spec.path:
+        if obj is None:
+            return None
+        obj = getattr(obj, part)
+    return obj

@@ -1,0 +1,259 @@
+"""Render a :class:`~xlplan.io.workbook.cells.Book` with openpyxl, then make the file an auditor can diff.
+
+openpyxl writes formulas without their values; :func:`finalise` puts the engine's
+value of each formula cell into the file as its cached value (so pandas, a file
+previewer or Excel's Protected View show numbers), fixes the document timestamps
+and the zip entries' dates, so the same plan always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import zipfile
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from xlplan.io.workbook.cells import Book, Cell
+
+FIXED_TIMESTAMP = "2026-01-01T00:00:00Z"
+"""Document created/modified time written into every workbook, so builds are byte-identical."""
+
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+INPUT_FONT = "0000FF"  # FAST / ICAEW: inputs blue on pale yellow
+INPUT_FILL = "FFFFCC"
+HEADER_FILL = "DDEBF7"
+SECTION_FILL = "F2F2F2"
+STATIC_FILL = "EDEDED"
+
+
+def _styles():
+    from openpyxl.styles import Alignment, Border, Font, PatternFill, Protection, Side
+
+    thin = Side(style="thin", color="BFBFBF")
+    box = Border(left=thin, right=thin, top=thin, bottom=thin)
+    return {
+        "input": dict(font=Font(color=INPUT_FONT), fill=PatternFill("solid", fgColor=INPUT_FILL), border=box,
+                      protection=Protection(locked=False)),
+        "calc": dict(font=Font(color="000000"), border=box),
+        "check": dict(font=Font(bold=True), border=box),
+        "const": dict(font=Font(color=INPUT_FONT)),
+        "static": dict(font=Font(italic=True), fill=PatternFill("solid", fgColor=STATIC_FILL), border=box),
+        "title": dict(font=Font(bold=True, size=14)),
+        "section": dict(font=Font(bold=True, size=12), fill=PatternFill("solid", fgColor=SECTION_FILL)),
+        "header": dict(font=Font(bold=True), fill=PatternFill("solid", fgColor=HEADER_FILL), border=box,
+                       alignment=Alignment(wrap_text=True, vertical="top")),
+        "label": dict(),
+        "unit": dict(font=Font(color="595959")),
+        "note": dict(font=Font(italic=True, color="595959")),
+        "text": dict(),
+    }
+
+
+TEXT_TRIGGERS = ("=", "+", "-", "@")
+
+
+def render(book: Book):
+    """An openpyxl Workbook for the book (formulas without cached values; see :func:`finalise`)."""
+    from openpyxl import Workbook
+    from openpyxl.chart import Reference, ScatterChart, Series
+    from openpyxl.comments import Comment
+    from openpyxl.formatting.rule import CellIsRule
+    from openpyxl.styles import Alignment, Font, PatternFill
+    from openpyxl.workbook.defined_name import DefinedName
+    from openpyxl.worksheet.datavalidation import DataValidation
+    from openpyxl.worksheet.properties import PageSetupProperties
+
+    styles = _styles()
+    wb = Workbook()
+    wb.remove(wb.active)
+    wb.properties.creator = "xlplan"
+    wb.properties.lastModifiedBy = "xlplan"
+    wb.properties.title = "LLM inference capacity plan"
+    wb.calculation.fullCalcOnLoad = True  # Excel recalculates on open; the caches serve readers that do not
+    for sheet in book.sheets:
+        ws = wb.create_sheet(sheet.title)
+        for col, width in sheet.widths.items():
+            ws.column_dimensions[col].width = width
+        validations: dict[tuple, DataValidation] = {}
+        for coord, c in sheet.cells.items():
+            cell = ws[coord]
+            _set_value(cell, c)
+            for attr, value in styles[c.kind].items():
+                setattr(cell, attr, value)
+            if c.bold:
+                cell.font = Font(bold=True)
+            if c.fmt:
+                cell.number_format = c.fmt
+            if c.kind == "note":
+                cell.alignment = Alignment(wrap_text=False, vertical="top")
+            if isinstance(c.value, str) and not c.formula and c.value.startswith(TEXT_TRIGGERS):
+                cell.alignment = Alignment(horizontal="left")
+                cell.quotePrefix = True  # typed-in text stays text when the user edits the cell
+            if c.comment:
+                cell.comment = Comment(c.comment, "xlplan", width=320, height=90)
+            if c.validation:
+                v = c.validation
+                key = (v.type, v.operator, v.formula1, v.formula2, v.allow_blank, v.title, v.message, v.error)
+                dv = validations.get(key)
+                if dv is None:
+                    dv = DataValidation(type=v.type, operator=v.operator, formula1=v.formula1, formula2=v.formula2,
+                                        allow_blank=v.allow_blank, showErrorMessage=True, showInputMessage=True,
+                                        errorTitle="Not a valid value"[:32], error=v.error, promptTitle=v.title, prompt=v.message)
+                    validations[key] = dv
+                    ws.add_data_validation(dv)
+                dv.add(coord)
+        checks = [coord for coord, c in sheet.cells.items() if c.kind == "check"]
+        for coord in checks:
+            ws.conditional_formatting.add(coord, CellIsRule(operator="equal", formula=["TRUE"], fill=PatternFill("solid", fgColor="C6EFCE")))
+            ws.conditional_formatting.add(coord, CellIsRule(operator="notEqual", formula=["TRUE"], fill=PatternFill("solid", fgColor="FFC7CE")))
+        if sheet.outline_columns:
+            ws.column_dimensions.group(*sheet.outline_columns, hidden=False, outline_level=1)
+        for ch in sheet.charts:
+            chart = ScatterChart()
+            chart.title = ch["title"]
+            chart.style = 13
+            chart.x_axis.title = ch["x_title"]
+            chart.y_axis.title = ch["y_title"]
+            chart.height, chart.width = 9, 16
+            xcol, x0, x1 = ch["x"]
+            xref = Reference(ws, min_col=_col(xcol), min_row=x0, max_row=x1)
+            for col, h, end in ch["series"]:
+                values = Reference(ws, min_col=_col(col), min_row=h, max_row=end)
+                series = Series(values, xref, title_from_data=True)
+                series.marker.symbol = "circle"
+                chart.series.append(series)
+            chart.x_axis.delete = False
+            chart.y_axis.delete = False
+            ws.add_chart(chart, ch["anchor"])
+        ws.protection.sheet = True  # no password: stops accidents, not a deliberate unprotect
+        ws.protection.formatColumns = False
+        ws.protection.formatRows = False
+        ws.page_setup.orientation = "landscape" if sheet.landscape else "portrait"
+        ws.page_setup.paperSize = ws.PAPERSIZE_A4
+        ws.page_setup.fitToWidth = 1
+        ws.page_setup.fitToHeight = 0
+        ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
+        if sheet.print_title_rows:
+            ws.print_title_rows = sheet.print_title_rows
+        if sheet.print_area:
+            ws.print_area = sheet.print_area
+        ws.oddFooter.center.text = f"{sheet.title} — page &P of &N"
+        ws.sheet_view.showGridLines = False
+    for name, ref in book.names.items():
+        wb.defined_names[name] = DefinedName(name, attr_text=ref)
+    return wb
+
+
+def _col(letter: str) -> int:
+    from openpyxl.utils import column_index_from_string
+
+    return column_index_from_string(letter)
+
+
+def _set_value(cell, c: Cell) -> None:
+    if c.formula:
+        cell.value = c.value
+        return
+    cell.value = c.value
+    if isinstance(c.value, str):
+        cell.data_type = "s"  # a plan's text is text, even when it begins with '='
+
+
+_FORMULA_CELL = re.compile(r'<c r="(?P<r>[A-Z]+[0-9]+)"(?P<a>[^>]*)><f>(?P<f>.*?)</f><v\s*/>(?:</v>)?</c>|'
+                           r'<c r="(?P<r2>[A-Z]+[0-9]+)"(?P<a2>[^>]*)><f>(?P<f2>.*?)</f><v></v></c>', re.S)
+
+
+def _cached_xml(value) -> tuple[str, str]:
+    """(type attribute, text) of a cached value."""
+    if isinstance(value, bool):
+        return ' t="b"', "1" if value else "0"
+    if isinstance(value, str):
+        return ' t="str"', escape(value)
+    if isinstance(value, int):
+        return "", str(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return ' t="e"', "#NUM!"
+        return "", repr(value) if not value.is_integer() else str(int(value)) if abs(value) < 1e15 else repr(value)
+    return None, ""
+
+
+def finalise(raw: bytes, book: Book) -> bytes:
+    """Insert cached values, fix timestamps and zip dates: the bytes to write."""
+    caches = {s.title: {coord: c.cached for coord, c in s.cells.items() if c.formula} for s in book.sheets}
+    titles = [s.title for s in book.sheets]
+    src = zipfile.ZipFile(io.BytesIO(raw))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            m = re.fullmatch(r"xl/worksheets/sheet(\d+)\.xml", info.filename)
+            if m:
+                data = _fill_sheet(data.decode("utf-8"), caches[titles[int(m.group(1)) - 1]]).encode("utf-8")
+            elif info.filename == "docProps/core.xml":
+                text = data.decode("utf-8")
+                text = re.sub(r"(<dcterms:created[^>]*>)[^<]*(</dcterms:created>)", rf"\g<1>{FIXED_TIMESTAMP}\g<2>", text)
+                text = re.sub(r"(<dcterms:modified[^>]*>)[^<]*(</dcterms:modified>)", rf"\g<1>{FIXED_TIMESTAMP}\g<2>", text)
+                data = text.encode("utf-8")
+            zi = zipfile.ZipInfo(info.filename, date_time=ZIP_DATE)
+            zi.compress_type = zipfile.ZIP_DEFLATED
+            zi.external_attr = 0o644 << 16
+            dst.writestr(zi, data)
+    return out.getvalue()
+
+
+def _fill_sheet(xml: str, cache: dict) -> str:
+    def sub(m: re.Match) -> str:
+        r = m.group("r") or m.group("r2")
+        attrs = m.group("a") if m.group("r") else m.group("a2")
+        f = m.group("f") if m.group("r") else m.group("f2")
+        value = cache.get(r)
+        t, text = _cached_xml(value)
+        if t is None:
+            return m.group(0)
+        return f'<c r="{r}"{attrs}{t}><f>{f}</f><v>{text}</v></c>'
+
+    return _FORMULA_CELL.sub(sub, xml)
+
+
+def workbook_bytes(book: Book, caches: bool = True) -> bytes:
+    """The finished .xlsx for a book; ``caches=False`` leaves formula values out (for recalculation tests)."""
+    buf = io.BytesIO()
+    render(book).save(buf)
+    raw = buf.getvalue()
+    if not caches:
+        blank = Book(sheets=[s for s in book.sheets], names=book.names)
+        return finalise(raw, _without_caches(blank))
+    return finalise(raw, book)
+
+
+def _without_caches(book: Book) -> Book:
+    from copy import deepcopy
+
+    b = deepcopy(book)
+    for s in b.sheets:
+        for c in s.cells.values():
+            if c.formula:
+                c.cached = None
+    return b
+
+
+def write_atomic(path: str | Path, data: bytes, force: bool = False) -> None:
+    """Write bytes through a temporary file and a rename; refuse to overwrite without ``force``."""
+    from xlplan.io.errors import InputError
+
+    path = Path(path)
+    if path.exists() and not force:
+        raise InputError(str(path), ["already exists; expected a new file name, or --force to overwrite it"])
+    if path.parent and not path.parent.exists():
+        raise InputError(str(path), [f"folder {path.parent} does not exist; expected an existing folder"])
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
