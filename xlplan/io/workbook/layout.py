@@ -221,7 +221,7 @@ def _inputs(book: Book, e: Engine) -> None:
                                                       "Title of the capacity note.", "Text up to 255 characters.")))
     book.define("PlanName", sh, coord)
     sh.put("A", 5, Cell("All checks pass", kind="label", bold=True))
-    coord = sh.put("B", 5, Cell("=AllChecksPass", formula=True, cached=True, kind="check"))
+    coord = sh.put("B", 5, Cell("=AllChecksPass", formula=True, cached=all(_check_values(e).values()), kind="check"))
     sh.put("D", 5, Cell("TRUE when every check on the Checks sheet passes.", kind="note"))
     sh.row = 7
     rows.section("Who owns each input, and where it comes from")
@@ -896,19 +896,24 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def _check_values(e: Engine) -> dict[str, bool]:
+    """What each check evaluates to for a plan the engine accepted: the input checks hold by validation."""
+    s, pa = e.s, e.sol.paths
+    return {
+        "PromptOrdered": True, "OutputOrdered": True, "FractionsInRange": True, "OneSpeed": True, "ModelFound": True,
+        "GPUFound": True, "TPDividesNode": True, "SomeTPFits": True,
+        "FleetOrdered": pa.load <= pa.with_redundancy <= pa.purchased,
+        "TTFTCheck": pa.ttft_p95_s <= s.ttft_s,
+    }
+
+
 def _checks(book: Book, e: Engine) -> None:
     sh = book.sheet("Checks", "Supporting sheet: the checks block. Every row must be TRUE; the master check is shown on 1 Inputs.",
                     widths={"A": 60, "B": 14, "C": 60})
     rows = _Rows(book, sh)
     rows.title("Checks — every row must be TRUE", "Supporting sheet. The master check appears on 1 Inputs.")
     rows.header("Check", "Passes")
-    s, pa = e.s, e.sol.paths
-    values = {
-        "PromptOrdered": True, "OutputOrdered": True, "FractionsInRange": True, "OneSpeed": True, "ModelFound": True,
-        "GPUFound": True, "TPDividesNode": True, "SomeTPFits": True,
-        "FleetOrdered": pa.load <= pa.with_redundancy <= pa.purchased,
-        "TTFTCheck": pa.ttft_p95_s <= s.ttft_s,
-    }
+    values = _check_values(e)
     first = sh.row
     for name, label, formula in CHECKS:
         r = sh.row

@@ -1,0 +1,144 @@
+"""A real spreadsheet engine agrees with the engine: LibreOffice recalculates the workbook from its formulas.
+
+Each workbook is written *without* cached values, so every number LibreOffice
+reports comes from its own evaluation of the formulas; it is compared with
+`xlplan plan --json` to 1e-9 relative (LibreOffice stores 15 significant digits).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from planhelp import replan
+from workbookhelp import recalc_and_compare, require_libreoffice
+
+from xlplan.plan import Plan
+from xlplan.planner import plan as run_plan
+from xlplan.steps import PlanningError
+
+
+def test_reference_plan_recalculates_to_the_runbook_figures(ref_plan, tmp_path):
+    require_libreoffice()
+    problems = recalc_and_compare({"reference": ref_plan}, tmp_path)
+    assert problems == []
+    # and through the installed command itself, as a user runs it
+    out = subprocess.run([sys.executable, "-m", "xlplan.cli", "plan", "--json"], capture_output=True, text=True, check=True)
+    assert '"purchased": 8' in out.stdout
+
+
+def test_runbook_what_ifs_recalculate(ref_plan, tmp_path):
+    require_libreoffice()
+    plans = {
+        # "If p95 prompts reach 8k, compute binds and the fleet goes to 7"
+        "p95_8k": replan(ref_plan, forecast={"prompt_tokens": {"p50": 2000, "p95": 8000, "p99": 8000}}),
+        # peak doubles: 80 req/s
+        "peak_x2": replan(ref_plan, forecast={"peak_rps": 80}),
+        # a looser promise: 10 tokens/s
+        "itl_0_1": replan(ref_plan, promise={"itl_s": 0.1}),
+        # fp8 weights and cache, bought by the node
+        "fp8": replan(ref_plan, model={"name": "llama-3.1-8b", "weights_dtype": "fp8", "kv_dtype": "fp8"},
+                      hardware={"billing": "purchased"}),
+        # worst-case KV sizing, TTFT counted, attention in decode, p99 left out
+        "conventions": replan(ref_plan, forecast={"prompt_tokens": {"p50": 1500, "p95": 6000}},
+                              policy={"memory_convention": "worst_case", "include_ttft_in_time_in_system": True,
+                                      "decode_attention_flops": True}),
+    }
+    assert recalc_and_compare(plans, tmp_path) == []
+
+
+MODELS = ("llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3",
+          "gpt-oss-20b", "gpt-oss-120b", "gemma-2-9b", "gemma-3-27b", "mistral-small-3.2-24b", "qwen2.5-7b")
+GPUS = ("h100-sxm", "h200", "b200", "mi300x", "a100-80gb", "l40s", "h100-nvl")
+
+
+@st.composite
+def plans(draw) -> Plan:
+    """A valid plan: any catalog model and GPU, fp8/int4/mxfp4 weights, fixed or free TP, any convention."""
+    p50 = draw(st.floats(64, 8000))
+    p95 = p50 * draw(st.floats(1.0, 4.0))
+    p99 = draw(st.one_of(st.none(), st.just(p95 * draw(st.floats(1.0, 2.0)))))
+    o50 = draw(st.floats(16, 1500))
+    o95 = o50 * draw(st.floats(1.0, 3.0))
+    node = draw(st.sampled_from([4, 8]))
+    tp = draw(st.one_of(st.none(), st.sampled_from([t for t in (1, 2, 4, 8) if node % t == 0])))
+    api = draw(st.one_of(st.none(), st.fixed_dictionaries({"usd_per_mtok_input": st.floats(0.05, 5), "usd_per_mtok_output": st.floats(0.1, 15)})))
+    data = {
+        "name": "hypothesis plan",
+        "forecast": {"peak_rps": draw(st.floats(0.5, 150)), "prompt_tokens": {"p50": p50, "p95": p95, "p99": p99},
+                     "output_tokens": {"p50": o50, "p95": o95}, "average_utilisation": draw(st.floats(0.05, 1.0)),
+                     "prefix_reuse": draw(st.sampled_from([0.0, 0.3]))},
+        "promise": {"ttft_s": draw(st.floats(0.3, 5)), "itl_s": draw(st.floats(0.015, 0.2))},
+        "model": {"name": draw(st.sampled_from(MODELS)), "weights_dtype": draw(st.sampled_from(["bf16", "fp8", "fp8", "int4", "mxfp4"])),
+                  "kv_dtype": draw(st.sampled_from(["bf16", "fp8"]))},
+        "hardware": {"gpu": draw(st.sampled_from(GPUS)), "gpus_per_node": node, "usd_per_gpu_hour": draw(st.floats(0.5, 8)),
+                     "billing": draw(st.sampled_from(["rented", "purchased"])), "ops_usd_per_month": draw(st.sampled_from([0.0, 5000.0]))},
+        "policy": {"mfu": draw(st.floats(0.2, 0.6)), "memory_utilisation": draw(st.floats(0.8, 0.95)),
+                   "overhead_gib": draw(st.floats(1, 6)), "redundancy": draw(st.integers(0, 2)),
+                   "memory_convention": draw(st.sampled_from(["paged", "worst_case"])), "tp": tp,
+                   "include_ttft_in_time_in_system": draw(st.booleans()), "decode_attention_flops": draw(st.booleans())},
+    }
+    if api:
+        data["api"] = api
+    data["forecast"]["prompt_tokens"] = {k: v for k, v in data["forecast"]["prompt_tokens"].items() if v is not None}
+    data["policy"] = {k: v for k, v in data["policy"].items() if v is not None}
+    return Plan.model_validate(data)
+
+
+def _feasible(p: Plan) -> bool:
+    try:
+        run_plan(p)
+    except PlanningError:
+        return False
+    return True
+
+
+def _draw_plans(n: int) -> list[Plan]:
+    """n distinct feasible plans drawn by hypothesis (deterministically), recalculated together in one LibreOffice run."""
+    drawn: dict[str, Plan] = {}
+
+    @settings(max_examples=4 * n, deadline=None, database=None, derandomize=True, phases=[Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(plans())
+    def collect(p: Plan) -> None:
+        if len(drawn) < n and _feasible(p):
+            drawn.setdefault(p.model_dump_json(), p)
+
+    collect()
+    assert len(drawn) == n, f"only {len(drawn)} feasible plans drawn"
+    return list(drawn.values())
+
+
+def test_random_plans_recalculate(tmp_path):
+    require_libreoffice()
+    drawn = _draw_plans(32)
+    # the shapes the issue names are among them: MoE, MLA, fp8, TP > 1 (fixed plans make sure of each)
+    fixed = {
+        "mla_fp8_tp8": Plan.model_validate({
+            "forecast": {"peak_rps": 12, "prompt_tokens": {"p50": 3000, "p95": 9000, "p99": 16000}, "output_tokens": {"p50": 500, "p95": 1500}},
+            "promise": {"ttft_s": 3, "itl_s": 0.05}, "model": {"name": "deepseek-v3", "weights_dtype": "fp8", "kv_dtype": "fp8"},
+            "hardware": {"gpu": "h200", "usd_per_gpu_hour": 3.6}, "api": {"usd_per_mtok_input": 0.27, "usd_per_mtok_output": 1.1}}),
+        "moe_mxfp4": Plan.model_validate({
+            "forecast": {"peak_rps": 30, "prompt_tokens": {"p50": 1000, "p95": 4000}, "output_tokens": {"p50": 400, "p95": 1200}},
+            "promise": {"ttft_s": 1, "tokens_per_s": 50}, "model": {"name": "gpt-oss-120b", "weights_dtype": "mxfp4"},
+            "hardware": {"gpu": "h100-sxm", "usd_per_gpu_hour": 2.5}}),
+        "sliding_window_tp4": Plan.model_validate({
+            "forecast": {"peak_rps": 8, "prompt_tokens": {"p50": 6000, "p95": 20000, "p99": 30000}, "output_tokens": {"p50": 300, "p95": 900}},
+            "promise": {"ttft_s": 4, "itl_s": 0.04}, "model": {"name": "gemma-3-27b"},
+            "hardware": {"gpu": "l40s", "usd_per_gpu_hour": 1.9}, "policy": {"tp": 4}}),
+        "inline_model_and_gpu": Plan.model_validate({
+            "forecast": {"peak_rps": 20, "prompt_tokens": {"p50": 800, "p95": 3000}, "output_tokens": {"p50": 200, "p95": 600}},
+            "promise": {"ttft_s": 1, "itl_s": 0.03},
+            "model": {"name": "llama-3.1-8b", "spec": {"num_hidden_layers": 40}},
+            "hardware": {"gpu": {"name": "h100-sxm", "memory_gib": 70.0, "usd_per_gpu_hour": 2.0}}}),
+    }
+    plans_ = {f"random_{i:02d}": p for i, p in enumerate(drawn)} | fixed
+    results = {k: run_plan(p) for k, p in plans_.items()}
+    assert any(r.model.params_active < r.model.params_total * 0.9 for r in results.values())  # MoE
+    assert any(p.model.resolve().attention == "mla" for p in plans_.values())  # MLA
+    assert any(p.model.weights_dtype == "fp8" for p in plans_.values())  # fp8
+    assert any(r.fleet.tp > 1 for r in results.values())  # TP > 1
+    problems = recalc_and_compare(plans_, tmp_path)
+    assert problems == [], "\n".join(problems[:40])

@@ -1,0 +1,169 @@
+"""Helpers for the workbook tests: LibreOffice recalculation and the named outputs compared with the engine."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from xlplan.io.libreoffice import recalculate, soffice
+from xlplan.io.planfile import plan_to_yaml
+from xlplan.io.workbook.layout import build
+from xlplan.io.workbook.writer import workbook_bytes
+from xlplan.plan import Plan
+
+# Every defined name the README documents as an output, and where `xlplan plan --json` has the same figure.
+NAMED_OUTPUTS: dict[str, tuple] = {
+    "PeakRate": ("inputs", "peak_rps"),
+    "PromptP50": ("inputs", "prompt_tokens", "p50"),
+    "PromptP95": ("inputs", "prompt_tokens", "p95"),
+    "PromptP99": ("inputs", "prompt_tokens", "p99"),
+    "OutputP50": ("inputs", "output_tokens", "p50"),
+    "OutputP95": ("inputs", "output_tokens", "p95"),
+    "OutputP99": ("inputs", "output_tokens", "p99"),
+    "PromptMean": ("inputs", "prompt_tokens", "mean"),
+    "OutputMean": ("inputs", "output_tokens", "mean"),
+    "PromptSecondMoment": ("inputs", "prompt_tokens", "second_moment"),
+    "TTFTTarget": ("inputs", "ttft_s"),
+    "ITLTarget": ("inputs", "itl_s"),
+    "AvgUtilisation": ("inputs", "average_utilisation"),
+    "GPUUSDPerHour": ("cost", "usd_per_gpu_hour"),
+    "MFU": ("compute", "mfu"),
+    "ParamsTotal": ("model", "params_total"),
+    "ParamsActive": ("model", "params_active"),
+    "WeightsGiB": ("model", "weights_gib"),
+    "KVBytesPerToken": ("model", "kv_bytes_per_token"),
+    "PeakTFLOPS": ("model", "peak_tflops"),
+    "ComputeDtype": ("model", "compute_dtype"),
+    "Concurrency": ("concurrency",),
+    "TimeInSystem": ("time_in_system_s",),
+    "ConversationTokens": ("memory", "conversation_tokens"),
+    "KVPerConversationGiB": ("memory", "kv_gib_per_conversation"),
+    "KVTotalGiB": ("memory", "kv_gib_total"),
+    "WeightsGiBPerGPU": ("memory", "weights_gib_per_gpu"),
+    "KVBudgetGiB": ("memory", "kv_budget_gib_per_gpu"),
+    "ConversationsPerReplica": ("memory", "conversations_per_replica"),
+    "MemoryGPUsExact": ("memory", "gpus_exact"),
+    "MemoryGPUs": ("memory", "gpus"),
+    "PrefillTFLOPS": ("compute", "prefill_tflops"),
+    "DecodeTFLOPS": ("compute", "decode_tflops"),
+    "DemandTFLOPS": ("compute", "demand_tflops"),
+    "ComputeGPUsExact": ("compute", "gpus_exact"),
+    "ComputeGPUs": ("compute", "gpus"),
+    "MaxDecodeBatch": ("latency", "max_decode_batch"),
+    "DecodeStepAtLoad": ("latency", "decode_step_s"),
+    "TTFTP95": ("latency", "ttft_p95_s"),
+    "TTFTMet": ("latency", "ttft_ok"),
+    "LatencyGPUsExact": ("latency", "gpus_exact"),
+    "LatencyGPUs": ("latency", "gpus"),
+    "Binding": ("binding",),
+    "TP": ("fleet", "tp"),
+    "FleetLoad": ("fleet", "load"),
+    "FleetWithRedundancy": ("fleet", "with_redundancy"),
+    "FleetPurchased": ("fleet", "purchased"),
+    "BilledGPUs": ("cost", "billed_gpus"),
+    "MonthlyCostUSD": ("cost", "monthly_usd"),
+    "TokensPerMonth": ("cost", "tokens_per_month"),
+    "CostPerMTokUSD": ("cost", "usd_per_mtok"),
+    "APIBlendedUSDPerMTok": ("cost", "api_usd_per_mtok_blended"),
+    "APIMonthlyCostUSD": ("cost", "api_monthly_usd"),
+    "BreakevenTokensPerMonth": ("cost", "breakeven_tokens_per_month"),
+}
+
+SENSITIVITY_COLUMNS = {"I": "load", "J": "fleet", "K": "purchased", "L": "binding", "M": "monthly_usd", "N": "usd_per_mtok"}
+
+
+def require_libreoffice() -> str:
+    """The soffice path; skips where LibreOffice is missing, but fails in CI (CI=true), which installs it."""
+    path = soffice()
+    if path is None:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail("LibreOffice is missing but CI=true: .ci/run must install libreoffice-calc-nogui")
+        pytest.skip("LibreOffice not installed (CI installs it; here: apt-get install -y libreoffice-calc-nogui)")
+    return path
+
+
+def engine_json(plan: Plan, folder: Path, stem: str) -> dict:
+    """What `xlplan plan PLAN --json` prints for the plan, run through the CLI's own entry point."""
+    from xlplan.cli import main
+
+    path = folder / f"{stem}.yaml"
+    path.write_text(plan_to_yaml(plan), encoding="utf-8")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["plan", str(path), "--json"])
+    assert rc == 0, f"xlplan plan {path} --json exited {rc}"
+    return json.loads(buf.getvalue())
+
+
+def _dig(d, path):
+    for p in path:
+        d = d[p]
+    return d
+
+
+def agrees(found, expected, rel=1e-9) -> bool:
+    """LibreOffice's value against the engine's, 1e-9 relative; text, booleans and the words for no value exactly."""
+    if expected is None:
+        return found in (None, "", "n/a", "none")
+    if isinstance(expected, bool) or isinstance(found, bool):
+        return found == expected
+    if isinstance(expected, (int, float)) and isinstance(found, (int, float)):
+        if math.isinf(expected):
+            return False
+        return abs(found - expected) <= rel * max(abs(expected), 1e-300)
+    if expected == "" and found is None:
+        return True
+    return found == expected
+
+
+def recalc_and_compare(plans: dict[str, Plan], folder: Path) -> list[str]:
+    """Build each plan's workbook without caches, recalculate them all in one LibreOffice run, and list every
+    disagreement: named outputs against `xlplan plan --json`, sensitivity rows against its what-ifs, and every
+    formula cell against the cached value the exporter writes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    books, files, jsons = {}, [], {}
+    for stem, plan in plans.items():
+        books[stem] = build(plan)
+        f = folder / f"{stem}.xlsx"
+        f.write_bytes(workbook_bytes(books[stem], caches=False))
+        files.append(f)
+        jsons[stem] = engine_json(plan, folder, stem)
+    outs = recalculate(files, folder / "recalculated")
+    problems = []
+    for (stem, book), out in zip(books.items(), outs):
+        wb = openpyxl.load_workbook(out, data_only=True)
+        js = jsons[stem]
+        for name, path in NAMED_OUTPUTS.items():
+            (title, ref), = wb.defined_names[name].destinations
+            got = wb[title][ref.replace("$", "")].value
+            exp = _dig(js, path)
+            if isinstance(exp, float) and math.isinf(exp):
+                exp = None
+            if not agrees(got, exp):
+                problems.append(f"{stem}: {name} LibreOffice {got!r} vs engine {exp!r}")
+        sens = wb["6 Sensitivities"]
+        first = _first_whatif_row(book)
+        for k, s in enumerate(js["sensitivities"]):
+            for col, key in SENSITIVITY_COLUMNS.items():
+                got = sens[f"{col}{first + k}"].value
+                exp = s[key] if s["feasible"] else "infeasible"
+                if not agrees(got, exp):
+                    problems.append(f"{stem}: what-if {s['change']!r} {key} LibreOffice {got!r} vs engine {exp!r}")
+        for title, coord, cell in book.formula_cells():
+            got = wb[title][coord].value
+            if not agrees(got, cell.cached):
+                problems.append(f"{stem}: {title}!{coord} {cell.value[:60]} LibreOffice {got!r} vs cache {cell.cached!r}")
+    return problems
+
+
+def _first_whatif_row(book) -> int:
+    sheet = book.get("6 Sensitivities")
+    rows = sorted(int(c[1:]) for c, cell in sheet.cells.items() if c.startswith("I") and c[1:].isdigit() and cell.formula)
+    return rows[0]

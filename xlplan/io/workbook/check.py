@@ -1,0 +1,116 @@
+"""Audit an edited workbook against the template and the engine.
+
+Three kinds of finding: a formula cell that no longer holds the template's
+formula (the classic error: a formula overwritten by a typed number), a value
+that differs from what the engine computes for the workbook's own inputs (stale:
+inputs changed but the file was not recalculated, or a formula was changed), and
+a check on the Checks sheet that fails.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xlplan.io.workbook.cells import quote_sheet
+from xlplan.io.workbook.layout import CHECKS, build
+from xlplan.io.workbook.reader import open_workbook, read_workbook
+
+RELATIVE_TOLERANCE = 1e-9
+"""Values within this relative difference agree (LibreOffice stores 15 significant digits). [fraction]"""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found, with where it is."""
+
+    where: str  # 'Sheet'!A1
+    kind: str  # formula-overwritten | formula-changed | stale-value | no-cached-value | check-failed | sheet-missing
+    found: str
+    expected: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"where": self.where, "kind": self.kind, "found": self.found, "expected": self.expected}
+
+
+def _norm(formula: str) -> str:
+    """A formula without whitespace outside strings, upper-cased outside strings, for comparison."""
+    parts = re.split(r'("(?:[^"]|"")*")', formula)
+    return "".join(p if p.startswith('"') else re.sub(r"\s+", "", p).upper() for p in parts).lstrip("=")
+
+
+def _agree(found: Any, expected: Any) -> bool:
+    if expected == "" and found in (None, ""):
+        return True
+    if isinstance(expected, bool) or isinstance(found, bool):
+        return found == expected
+    if isinstance(expected, (int, float)) and isinstance(found, (int, float)):
+        if math.isinf(expected):
+            return False
+        return abs(found - expected) <= RELATIVE_TOLERANCE * max(abs(expected), abs(found), 1e-300)
+    return found == expected
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.10g}"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def check_workbook(path: str | Path) -> list[Finding]:
+    """Findings for a workbook (empty when it agrees with the template and the engine).
+
+    Raises
+    ------
+    InputError
+        When the workbook cannot be read into a plan (bad inputs, missing names or tabs).
+    PlanningError
+        When its inputs describe a plan that cannot be met.
+    """
+    plan = read_workbook(path)
+    fresh = build(plan)
+    wf = open_workbook(path)
+    wv = open_workbook(path, data_only=True)
+    findings: list[Finding] = []
+    for sheet in fresh.sheets:
+        if sheet.title not in wf.sheetnames:
+            findings.append(Finding(quote_sheet(sheet.title), "sheet-missing", "(no such sheet)", "the template's sheet"))
+            continue
+        f_ws, v_ws = wf[sheet.title], wv[sheet.title]
+        for coord, cell in sheet.cells.items():
+            where = f"{quote_sheet(sheet.title)}!{coord}"
+            if cell.formula:
+                have = f_ws[coord].value
+                have_text = getattr(have, "text", have)  # ArrayFormula objects carry their text
+                if not (isinstance(have_text, str) and have_text.startswith("=")):
+                    findings.append(Finding(where, "formula-overwritten", _show(have), cell.value))
+                    continue
+                if _norm(have_text) != _norm(cell.value):
+                    findings.append(Finding(where, "formula-changed", have_text, cell.value))
+                    continue
+                value = v_ws[coord].value
+                if value is None and cell.cached not in ("", None):
+                    findings.append(Finding(where, "no-cached-value", "(none)",
+                                            f"{_show(cell.cached)}: open and save the file in Excel or LibreOffice, "
+                                            "or rebuild it with `xlplan workbook`"))
+                elif not _agree(value, cell.cached):
+                    findings.append(Finding(where, "stale-value", _show(value),
+                                            f"{_show(cell.cached)} (the engine, for this workbook's inputs)"))
+            elif cell.kind == "static":
+                value = v_ws[coord].value
+                if not _agree(value, cell.value if cell.value is not None else ""):
+                    findings.append(Finding(where, "stale-value", _show(value),
+                                            f"{_show(cell.value)} (breakpoint searched by the engine; rebuild with `xlplan workbook`)"))
+    labels = {f"Check{name}": label for name, label, _ in CHECKS}
+    for name, label in labels.items():
+        dn = wv.defined_names.get(name)
+        if dn is None:
+            continue
+        for title, ref in dn.destinations:
+            v = wv[title][ref.replace("$", "")].value
+            if v is not True:
+                findings.append(Finding(f"{quote_sheet(title)}!{ref.replace('$', '')}", "check-failed", _show(v), f"TRUE: {label}"))
+    return findings

@@ -1,0 +1,239 @@
+"""Read a filled-in workbook back into a validated plan.
+
+Workbooks come from people: every problem is reported against its sheet and cell
+with the value found and what was expected, all at once, as an
+:class:`~xlplan.io.errors.InputError`. The file is only read, never written.
+openpyxl parses the package with defusedxml when it is installed (it is a
+dependency of the ``excel`` extra), so a hostile workbook cannot expand entities.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from xlplan import catalog
+from xlplan.io.errors import InputError, describe_validation_error
+from xlplan.io.workbook.cells import quote_sheet
+from xlplan.io.workbook.inputs import INPUTS_SHEET, OWNER_SECTIONS, InputSpec, all_inputs
+from xlplan.io.workbook.layout import GPU_COLUMNS, MODEL_COLUMNS, SIX_TABS
+from xlplan.plan import Plan
+
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+def open_workbook(path: str | Path, data_only: bool = False):
+    """Open an .xlsx with openpyxl, turning every way a file can be wrong into a clear InputError."""
+    import openpyxl
+    from openpyxl.xml import DEFUSEDXML
+
+    path = Path(path)
+    src = str(path)
+    if not path.exists():
+        raise InputError(src, ["file not found; expected an .xlsx workbook (try `xlplan template`)"])
+    head = path.read_bytes()[:8]
+    if head == OLE_MAGIC:
+        raise InputError(src, [_ole_problem(path)])
+    if not zipfile.is_zipfile(path):
+        raise InputError(src, ["not a valid .xlsx (not a zip package: corrupt, truncated or another format); "
+                               "expected a workbook saved by Excel or LibreOffice as .xlsx"])
+    if not DEFUSEDXML:  # pragma: no cover - defusedxml is a dependency of the excel extra
+        raise InputError(src, ["defusedxml is not installed; expected it, so that untrusted workbooks are parsed safely"])
+    try:
+        return openpyxl.load_workbook(path, data_only=data_only)
+    except Exception as e:  # openpyxl raises many kinds on a damaged package
+        reason = str(e).strip() or type(e).__name__
+        raise InputError(src, [f"not a readable .xlsx ({type(e).__name__}: {reason[:200]}); "
+                               "expected a workbook saved by Excel or LibreOffice as .xlsx"]) from None
+
+
+def _ole_problem(path: Path) -> str:
+    try:
+        import olefile
+
+        with olefile.OleFileIO(str(path)) as ole:
+            if ole.exists("EncryptionInfo"):
+                return ("password-protected (encrypted) workbook; expected an unprotected .xlsx: open it, "
+                        "remove the password (File > Info > Protect Workbook) and save")
+    except Exception:  # not even a valid OLE file
+        return "a damaged legacy Office file; expected an .xlsx workbook"
+    return "a legacy Excel 97-2003 .xls; expected .xlsx: open it and save as Excel Workbook (.xlsx)"
+
+
+def _where(wb, name: str, src: str) -> tuple[str, str]:
+    """(sheet title, coordinate) of a workbook-scope defined name."""
+    dn = wb.defined_names.get(name)
+    if dn is None:
+        raise InputError(src, [f"defined name {name!r} is missing; expected it to point at its input on {INPUTS_SHEET!r} "
+                               "(was it deleted? rebuild the workbook with `xlplan workbook`)"])
+    dests = list(dn.destinations)
+    if len(dests) != 1:
+        raise InputError(src, [f"defined name {name!r} refers to {dn.attr_text!r}; expected a single cell"])
+    title, ref = dests[0]
+    if title not in wb.sheetnames:
+        raise InputError(src, [f"defined name {name!r} points at sheet {title!r}, which is not in the workbook "
+                               f"(sheets: {', '.join(wb.sheetnames)}); expected the template's tabs — was a tab renamed?"])
+    return title, ref.replace("$", "")
+
+
+def _at(title: str, coord: str) -> str:
+    return f"{quote_sheet(title)}!{coord}"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _parse(spec: InputSpec, v: Any, where: str, problems: list[str]) -> Any:
+    label = f"{where} ({spec.name}, {spec.label})"
+    if isinstance(v, str) and v.strip() == "":
+        v = None
+    if v is None:
+        if spec.required:
+            problems.append(f"{label}: empty; expected {_expected(spec)}")
+        return None
+    if spec.kind in ("number", "number0", "fraction", "fraction0"):
+        if not _is_number(v):
+            problems.append(f"{label}: found {v!r}; expected {_expected(spec)}")
+            return None
+        return float(v)
+    if spec.kind in ("whole", "whole0"):
+        if not _is_number(v) or float(v) != int(v):
+            problems.append(f"{label}: found {v!r}; expected {_expected(spec)}")
+            return None
+        return int(v)
+    if spec.kind == "bool":
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, str) and v.strip().upper() in ("TRUE", "FALSE"):
+            return v.strip().upper() == "TRUE"
+        problems.append(f"{label}: found {v!r}; expected TRUE or FALSE")
+        return None
+    if not isinstance(v, str):
+        if spec.kind == "text":
+            return str(v)
+        problems.append(f"{label}: found {v!r}; expected {_expected(spec)}")
+        return None
+    return v.strip() if spec.kind == "choice" else v
+
+
+def _expected(spec: InputSpec) -> str:
+    unit = f" [{spec.unit}]"
+    return {
+        "number": f"a positive number{unit}",
+        "number0": f"zero or a positive number{unit}",
+        "fraction": "a fraction between 0 and 1 (0.40, not 40)",
+        "fraction0": "a fraction from 0 up to 1 (0.30, not 30)",
+        "whole": f"a whole number of at least 1{unit}",
+        "whole0": f"a whole number of at least 0{unit}",
+        "choice": f"one of the drop-down list ({spec.choices})",
+        "text": "text",
+        "bool": "TRUE or FALSE",
+    }[spec.kind]
+
+
+def _set(d: dict, path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        d = d.setdefault(part, {})
+    d[path[-1]] = value
+
+
+def _catalog_row(wb, title: str, key: str, columns, src: str) -> dict:
+    if title not in wb.sheetnames:
+        raise InputError(src, [f"sheet {title!r} not found; expected the template's supporting sheet that lists {key!r}"])
+    ws = wb[title]
+    for row in ws.iter_rows(min_row=2, values_only=True):
+        if row and row[0] == key:
+            out = {"name": row[1]}
+            for i, (field, _, _) in enumerate(columns):
+                v = row[2 + i]
+                if v is not None and v != "":
+                    out[field] = v
+            return out
+    raise InputError(src, [f"{title!r} has no row with key {key!r}; expected the key chosen on {INPUTS_SHEET!r}"])
+
+
+def read_workbook(path: str | Path) -> Plan:
+    """The plan a workbook's inputs describe.
+
+    Raises
+    ------
+    InputError
+        Naming the sheet and cell of every problem, the value found and what was expected.
+    """
+    src = str(path)
+    wb = open_workbook(path)
+    missing = [t for t in SIX_TABS if t not in wb.sheetnames]
+    if missing:
+        raise InputError(src, [f"sheet {t!r} not found (sheets: {', '.join(wb.sheetnames)}); expected the template's six tabs "
+                               "— was it renamed or deleted?" for t in missing])
+    problems: list[str] = []
+    data: dict[str, Any] = {}
+    cells: dict[tuple[str, ...], str] = {}
+    title, coord = _where(wb, "PlanName", src)
+    name = wb[title][coord].value
+    data["name"] = str(name) if name not in (None, "") else "Capacity plan"
+    for key, _ in OWNER_SECTIONS:
+        for prefix, section in (("Owner", "owners"), ("Source", "sources")):
+            t, c = _where(wb, f"{prefix}{key.capitalize()}", src)
+            v = wb[t][c].value
+            _set(data, (section, key), "" if v is None else str(v))
+    for spec in all_inputs():
+        t, c = _where(wb, spec.name, src)
+        where = _at(t, c)
+        cells[spec.path] = where
+        value = _parse(spec, wb[t][c].value, where, problems)
+        if value is not None:
+            _set(data, spec.path, value)
+    if problems:
+        raise InputError(src, problems)
+
+    # The model and GPU: a catalog key, or a row of the supporting sheet given in full.
+    model = data["model"]
+    key = model.get("name", "")
+    try:
+        catalog.model_key(key)
+    except catalog.UnknownNameError:
+        spec = _catalog_row(wb, "Models", key, MODEL_COLUMNS, src)
+        model.pop("name")
+        model["spec"] = spec
+    hw = data["hardware"]
+    gkey = hw.get("gpu", "")
+    try:
+        catalog.gpu_key(gkey)
+    except catalog.UnknownNameError:
+        row = _catalog_row(wb, "GPUs", gkey, GPU_COLUMNS, src)
+        hw["gpu"] = {k: v for k, v in row.items() if k in ("name", "memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops",
+                                                             "hbm_tbps", "usd_per_gpu_hour")}
+    api = data.get("api", {})
+    if "usd_per_mtok_input" not in api and "usd_per_mtok_output" not in api:
+        if api.get("provider") or api.get("source"):
+            pass  # text without prices: no comparison
+        data.pop("api", None)
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as e:
+        raise InputError(src, _locate(e, cells)) from None
+
+
+def _locate(e: ValidationError, cells: dict[tuple[str, ...], str]) -> list[str]:
+    """Validation errors with the sheet and cell of the field each is about."""
+    lines = describe_validation_error(e)
+    out = []
+    for err, line in zip(e.errors(include_url=False), lines):
+        loc = tuple(str(p) for p in err["loc"] if isinstance(p, str) and not p.startswith(("function-", "literal[", "union[")))
+        where = None
+        for n in range(len(loc), 0, -1):
+            if loc[:n] in cells:
+                where = cells[loc[:n]]
+                break
+            if loc[:n] + ("p95",) in cells:  # an ordering error on a whole distribution: point at p95
+                where = cells[loc[:n] + ("p95",)]
+                break
+        if where is None and loc[:1] == ("promise",):
+            where = cells.get(("promise", "itl_s"))
+        out.append(f"{where}: {line}" if where else line)
+    return out
