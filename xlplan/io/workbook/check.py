@@ -28,7 +28,7 @@ class Finding:
     """One problem found, with where it is."""
 
     where: str  # 'Sheet'!A1
-    kind: str  # formula-overwritten | formula-changed | stale-value | no-cached-value | check-failed | sheet-missing
+    kind: str  # formula-overwritten | formula-changed | stale-value | stale-breakpoint | no-cached-value | check-failed | sheet-missing
     found: str
     expected: str
 
@@ -39,7 +39,8 @@ class Finding:
 def _norm(formula: str) -> str:
     """A formula without whitespace outside strings, upper-cased outside strings, for comparison."""
     parts = re.split(r'("(?:[^"]|"")*")', formula)
-    return "".join(p if p.startswith('"') else re.sub(r"\s+", "", p).upper() for p in parts).lstrip("=")
+    out = "".join(p if p.startswith('"') else re.sub(r"\s+", "", p).upper() for p in parts).lstrip("=")
+    return out.replace("TRUE()", "TRUE").replace("FALSE()", "FALSE")  # LibreOffice writes the constants as functions
 
 
 def _agree(found: Any, expected: Any) -> bool:
@@ -102,8 +103,8 @@ def check_workbook(path: str | Path) -> list[Finding]:
             elif cell.kind == "static":
                 value = v_ws[coord].value
                 if not _agree(value, cell.value if cell.value is not None else ""):
-                    findings.append(Finding(where, "stale-value", _show(value),
-                                            f"{_show(cell.value)} (breakpoint searched by the engine; rebuild with `xlplan workbook`)"))
+                    findings.append(Finding(where, "stale-breakpoint", _show(value),
+                                            f"{_show(cell.value)} (searched by the engine for these inputs; rebuild with `xlplan workbook`)"))
     labels = {f"Check{name}": label for name, label, _ in CHECKS}
     for name, label in labels.items():
         dn = wv.defined_names.get(name)

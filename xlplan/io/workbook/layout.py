@@ -26,6 +26,9 @@ from xlplan.scenario import TP_DEGREES, Scenario, compute_dtype, resolve
 from xlplan.specs import GPUSpec, ModelSpec
 from xlplan.units import GIB, MILLION, SECONDS_PER_HOUR, TERA
 
+CATALOG_FIRST_ROW = 5
+"""First data row of the GPUs and Models sheets (title, purpose and a header above it)."""
+
 SIX_TABS = ("1 Inputs", "2 Model", "3 Constraints", "4 Fleet", "5 Cost", "6 Sensitivities")
 SUPPORT_TABS = ("Checks", "Constants", "GPUs", "Models", "Change log")
 
@@ -87,6 +90,9 @@ MODEL_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("vision_params", "VisionParams", "parameters"),
     ("max_context_tokens", "MaxContext", "tokens"),
 )
+
+MODEL_EXTRA = ("source", "hf_id", "published_params_b", "published_active_params_b")
+"""Models-sheet columns after the config fields: provenance, not used by formulas."""
 
 GPU_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("memory_gib", "GPUMemoryGiB", "GiB"),
@@ -271,7 +277,6 @@ def _model(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     rows.title("2 · Model and precision — parameters from the config, weights, cache per token",
                "Config fields come from the Models sheet for the model chosen on 1 Inputs; the counts below are the "
                "arithmetic anyone can check.")
-    models = book.get("Models")
     rows.section("The config (from the Models sheet)")
     rows.header("Field", "Value", "Unit", "config.json field")
     rows.calc("ModelRow", "Row on the Models sheet", "=MATCH(ModelKey,ModelKeys,0)",
@@ -281,7 +286,7 @@ def _model(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
         col = models_col(i)
         raw = getattr(m, field)
         cached = raw if raw is not None else 0
-        rows.calc(name, field.replace("_", " "), f"=INDEX(Models!${col}$2:${col}${n_models + 1},ModelRow)", cached, unit,
+        rows.calc(name, field.replace("_", " "), f"=INDEX(Models!${col}${CATALOG_FIRST_ROW}:${col}${n_models + CATALOG_FIRST_ROW - 1},ModelRow)", cached, unit,
                   None if isinstance(raw, (bool, str)) else FMT["int"], field)
 
     a = architecture
@@ -361,7 +366,7 @@ def _model(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     for i, (field, name, unit) in enumerate(GPU_COLUMNS):
         col = gpus_col(i)
         raw = getattr(g, field)
-        rows.calc(name, field.replace("_", " "), f"=INDEX(GPUs!${col}$2:${col}${n_gpus + 1},GPURow)",
+        rows.calc(name, field.replace("_", " "), f"=INDEX(GPUs!${col}${CATALOG_FIRST_ROW}:${col}${n_gpus + CATALOG_FIRST_ROW - 1},GPURow)",
                   raw if raw is not None else 0, unit, FMT["num"], field)
     rows.calc("ComputeDtype", "Compute dtype of the peak",
               '=IF(ComputeDtypeInput<>"",ComputeDtypeInput,IF(AND(WeightsDtype="fp8",GPUFP8TFLOPS>0),"fp8",'
@@ -610,7 +615,7 @@ def _cost(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[4], "Section 5: the bill, tokens, $/M tokens at the average utilisation, and the managed API.",
                     widths={"A": 40, "B": 22, "C": 16, "D": 80}, print_title_rows="1:2", landscape=True)
     rows = _Rows(book, sh)
-    b, s, tr = e.sol.bill, e.s, e.sol.traffic
+    b, s = e.sol.bill, e.s
     rows.title("5 · The cost — the monthly bill, $/M tokens at the average utilisation, the honest API comparison",
                "Peak sizes the fleet; average utilisation sizes the bill.")
     rows.section("The bill")
@@ -755,7 +760,7 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf, label
         sc = tr = sol = None
         cands = {}
     p_sig = distributions.fit_lognormal(sc.prompt_p50, sc.prompt_p95, sc.prompt_p99)[1] if sc else NA
-    put = lambda col, formula, cached, fmt=None: sh.put(col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt))  # noqa: E731
+    put = lambda col, formula, cached, fmt=None: sh.put(col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt))
     inputs = (label, w.rate_x, w.prompt_p95_x, w.itl_x, w.kv_dtype, w.weights_dtype, w.prefix_reuse, w.average_utilisation)
     for i, (v, (title, kind, fmt)) in enumerate(zip(inputs, SENS_INPUT_COLS)):
         lists = {"KV": "KVDtypes", "Weights": "WeightDtypes"}
@@ -1010,33 +1015,34 @@ def _catalogs(book: Book, e: Engine) -> tuple[int, int]:
     gs = book.sheet("GPUs", "Supporting sheet: the GPU catalog the drop-down on 1 Inputs picks from, with sources.",
                     widths={"A": 18, "B": 30, **{get_column_letter(3 + i): 13 for i in range(len(GPU_COLUMNS))}, "I": 60, "J": 90})
     heads = ["Key", "Name"] + [f"{f} [{u}]" for f, _, u in GPU_COLUMNS] + ["Price note", "Source"]
-    for i, h in enumerate(heads):
-        gs.put(i + 1, 1, Cell(h, kind="header"))
+    _catalog_rows(book, gs, "GPUs — the catalog, with sources", heads, "GPUKeys", "GPUNames",
+                  [(key, e.gpu if key == gpu_row_key(e.plan) and key not in catalog.gpu_names() else catalog.get_gpu(key))
+                   for key in catalog_gpu_keys(e.plan)],
+                  lambda spec: [getattr(spec, f) for f, _, _ in GPU_COLUMNS] + [spec.price_note, spec.source])
     keys = catalog_gpu_keys(e.plan)
-    for k, key in enumerate(keys):
-        r = 2 + k
-        spec = e.gpu if key == gpu_row_key(e.plan) and key not in catalog.gpu_names() else catalog.get_gpu(key)
-        vals = [key, spec.name] + [getattr(spec, f) for f, _, _ in GPU_COLUMNS] + [spec.price_note, spec.source]
-        for i, v in enumerate(vals):
-            gs.put(i + 1, r, Cell(v, kind="const", fmt="General"))
-    book.define_range("GPUKeys", gs, "A2", f"A{len(keys) + 1}")
-    book.define_range("GPUNames", gs, "B2", f"B{len(keys) + 1}")
 
     ms = book.sheet("Models", "Supporting sheet: model configs (Hugging Face config.json fields) the drop-down picks from, with sources.",
                     widths={"A": 26, "B": 30, **{get_column_letter(3 + i): 11 for i in range(len(MODEL_COLUMNS))}})
-    heads = ["Key", "Name"] + [f for f, _, _ in MODEL_COLUMNS] + ["Source"]
-    for i, h in enumerate(heads):
-        ms.put(i + 1, 1, Cell(h, kind="header"))
+    heads = ["Key", "Name"] + [f for f, _, _ in MODEL_COLUMNS] + [f for f in MODEL_EXTRA]
     mkeys = catalog_model_keys(e.plan)
-    for k, key in enumerate(mkeys):
-        r = 2 + k
-        spec = e.model if key == model_row_key(e.plan) and key not in catalog.model_names() else catalog.get_model(key)
-        vals = [key, spec.name] + [getattr(spec, f) for f, _, _ in MODEL_COLUMNS] + [spec.source]
-        for i, v in enumerate(vals):
-            ms.put(i + 1, r, Cell(v, kind="const", fmt="General"))
-    book.define_range("ModelKeys", ms, "A2", f"A{len(mkeys) + 1}")
-    book.define_range("ModelNames", ms, "B2", f"B{len(mkeys) + 1}")
+    _catalog_rows(book, ms, "Models — config.json fields, with sources", heads, "ModelKeys", "ModelNames",
+                  [(key, e.model if key == model_row_key(e.plan) and key not in catalog.model_names() else catalog.get_model(key))
+                   for key in mkeys],
+                  lambda spec: [getattr(spec, f) for f, _, _ in MODEL_COLUMNS] + [getattr(spec, f) for f in MODEL_EXTRA])
     return len(mkeys), len(keys)
+
+
+def _catalog_rows(book: Book, sh: Sheet, title: str, heads: list[str], key_name: str, name_name: str, entries, fields) -> None:
+    sh.put("A", 1, Cell(title, kind="title"))
+    sh.put("A", 2, Cell(sh.purpose + " A plan's own model or GPU is added as '(from plan)'.", kind="note"))
+    for i, h in enumerate(heads):
+        sh.put(i + 1, CATALOG_FIRST_ROW - 1, Cell(h, kind="header"))
+    for k, (key, spec) in enumerate(entries):
+        for i, v in enumerate([key, spec.name] + fields(spec)):
+            sh.put(i + 1, CATALOG_FIRST_ROW + k, Cell(v, kind="const", fmt="General"))
+    last = CATALOG_FIRST_ROW + len(entries) - 1
+    book.define_range(key_name, sh, f"A{CATALOG_FIRST_ROW}", f"A{last}")
+    book.define_range(name_name, sh, f"B{CATALOG_FIRST_ROW}", f"B{last}")
 
 
 def _changelog(book: Book, e: Engine) -> None:

@@ -19,7 +19,7 @@ from xlplan import catalog
 from xlplan.io.errors import InputError, describe_validation_error
 from xlplan.io.workbook.cells import quote_sheet
 from xlplan.io.workbook.inputs import INPUTS_SHEET, OWNER_SECTIONS, InputSpec, all_inputs
-from xlplan.io.workbook.layout import GPU_COLUMNS, MODEL_COLUMNS, SIX_TABS
+from xlplan.io.workbook.layout import CATALOG_FIRST_ROW, GPU_COLUMNS, MODEL_COLUMNS, MODEL_EXTRA, SIX_TABS
 from xlplan.plan import Plan
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -45,6 +45,12 @@ def open_workbook(path: str | Path, data_only: bool = False):
     try:
         return openpyxl.load_workbook(path, data_only=data_only)
     except Exception as e:  # openpyxl raises many kinds on a damaged package
+        cause: BaseException | None = e
+        while cause is not None:
+            if type(cause).__module__.startswith("defusedxml"):
+                raise InputError(src, [f"refused: its XML declares entities or a DTD ({type(cause).__name__}), as an XML bomb "
+                                       "does; expected plain spreadsheet XML as Excel and LibreOffice write it"]) from None
+            cause = cause.__cause__ or cause.__context__
         reason = str(e).strip() or type(e).__name__
         raise InputError(src, [f"not a readable .xlsx ({type(e).__name__}: {reason[:200]}); "
                                "expected a workbook saved by Excel or LibreOffice as .xlsx"]) from None
@@ -108,8 +114,9 @@ def _parse(spec: InputSpec, v: Any, where: str, problems: list[str]) -> Any:
     if spec.kind == "bool":
         if isinstance(v, bool):
             return v
-        if isinstance(v, str) and v.strip().upper() in ("TRUE", "FALSE"):
-            return v.strip().upper() == "TRUE"
+        text = v.strip().upper() if isinstance(v, str) else ""
+        if text in ("TRUE", "FALSE", "=TRUE()", "=FALSE()"):  # LibreOffice saves a typed TRUE as =TRUE()
+            return "TRUE" in text
         problems.append(f"{label}: found {v!r}; expected TRUE or FALSE")
         return None
     if not isinstance(v, str):
@@ -141,15 +148,15 @@ def _set(d: dict, path: tuple[str, ...], value: Any) -> None:
     d[path[-1]] = value
 
 
-def _catalog_row(wb, title: str, key: str, columns, src: str) -> dict:
+def _catalog_row(wb, title: str, key: str, columns, src: str, extra: tuple[str, ...] = ()) -> dict:
     if title not in wb.sheetnames:
         raise InputError(src, [f"sheet {title!r} not found; expected the template's supporting sheet that lists {key!r}"])
     ws = wb[title]
-    for row in ws.iter_rows(min_row=2, values_only=True):
+    for row in ws.iter_rows(min_row=CATALOG_FIRST_ROW, values_only=True):
         if row and row[0] == key:
             out = {"name": row[1]}
-            for i, (field, _, _) in enumerate(columns):
-                v = row[2 + i]
+            for i, field in enumerate([c[0] for c in columns] + list(extra)):
+                v = row[2 + i] if 2 + i < len(row) else None
                 if v is not None and v != "":
                     out[field] = v
             return out
@@ -197,7 +204,7 @@ def read_workbook(path: str | Path) -> Plan:
     try:
         catalog.model_key(key)
     except catalog.UnknownNameError:
-        spec = _catalog_row(wb, "Models", key, MODEL_COLUMNS, src)
+        spec = _catalog_row(wb, "Models", key, MODEL_COLUMNS, src, MODEL_EXTRA)
         model.pop("name")
         model["spec"] = spec
     hw = data["hardware"]

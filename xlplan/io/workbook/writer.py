@@ -9,6 +9,7 @@ and the zip entries' dates, so the same plan always gives the same bytes.
 from __future__ import annotations
 
 import io
+import math
 import os
 import re
 import zipfile
@@ -163,7 +164,7 @@ def _set_value(cell, c: Cell) -> None:
 
 
 _FORMULA_CELL = re.compile(r'<c r="(?P<r>[A-Z]+[0-9]+)"(?P<a>[^>]*)><f>(?P<f>.*?)</f><v\s*/>(?:</v>)?</c>|'
-                           r'<c r="(?P<r2>[A-Z]+[0-9]+)"(?P<a2>[^>]*)><f>(?P<f2>.*?)</f><v></v></c>', re.S)
+                           r'<c r="(?P<r2>[A-Z]+[0-9]+)"(?P<a2>[^>]*)><f>(?P<f2>.*?)</f><v></v></c>', re.DOTALL)
 
 
 def _cached_xml(value) -> tuple[str, str]:
@@ -175,7 +176,7 @@ def _cached_xml(value) -> tuple[str, str]:
     if isinstance(value, int):
         return "", str(value)
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if math.isnan(value) or math.isinf(value):
             return ' t="e"', "#NUM!"
         return "", repr(value) if not value.is_integer() else str(int(value)) if abs(value) < 1e15 else repr(value)
     return None, ""

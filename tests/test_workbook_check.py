@@ -1,0 +1,121 @@
+"""`xlplan check`: a formula replaced by a number, inputs changed without recalculation, a failing check."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from pathlib import Path
+
+import openpyxl
+from planhelp import replan
+from workbookhelp import require_libreoffice
+
+from xlplan.cli import main
+from xlplan.io.workbook import SIX_TABS, SUPPORT_TABS
+from xlplan.io.workbook.export import workbook_for_plan
+
+SHEETS = list(SIX_TABS) + list(SUPPORT_TABS)
+
+
+def _cell_of(path: Path, name: str) -> tuple[str, str]:
+    wb = openpyxl.load_workbook(path)
+    (title, ref), = wb.defined_names[name].destinations
+    return title, ref.replace("$", "")
+
+
+def _patch_cell(path: Path, title: str, coord: str, new_xml: str) -> None:
+    """Replace one cell's XML inside the package, leaving every other cell and cache as it was (as Excel's
+    'type over a formula, save without recalculating' would)."""
+    member = f"xl/worksheets/sheet{SHEETS.index(title) + 1}.xml"
+    src = zipfile.ZipFile(io.BytesIO(path.read_bytes()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename == member:
+                text, n = re.subn(rf'<c r="{coord}"[^>]*?(?:/>|>.*?</c>)', new_xml, data.decode(), count=1, flags=re.DOTALL)
+                assert n == 1, coord
+                data = text.encode()
+            dst.writestr(info, data)
+    path.write_bytes(out.getvalue())
+
+
+def _check(path: Path, capsys) -> tuple[int, list[dict]]:
+    rc = main(["check", str(path), "--json"])
+    return rc, json.loads(capsys.readouterr().out)
+
+
+def test_the_template_has_no_findings(ref_plan, tmp_path, capsys):
+    path = tmp_path / "t.xlsx"
+    path.write_bytes(workbook_for_plan(ref_plan))
+    assert _check(path, capsys) == (0, [])
+
+
+def test_formula_replaced_by_a_number(ref_plan, tmp_path, capsys):
+    path = tmp_path / "t.xlsx"
+    path.write_bytes(workbook_for_plan(ref_plan))
+    title, coord = _cell_of(path, "Concurrency")
+    _patch_cell(path, title, coord, f'<c r="{coord}"><v>600</v></c>')  # typed 600 over =PeakRate*TimeInSystem
+    rc, findings = _check(path, capsys)
+    assert rc == 1
+    assert findings == [{"where": f"'{title}'!{coord}", "kind": "formula-overwritten", "found": "600",
+                         "expected": "=PeakRate*TimeInSystem"}]
+
+
+def test_changed_input_makes_values_stale(ref_plan, tmp_path, capsys):
+    path = tmp_path / "t.xlsx"
+    path.write_bytes(workbook_for_plan(ref_plan))
+    title, coord = _cell_of(path, "PeakRate")
+    _patch_cell(path, title, coord, f'<c r="{coord}" s="1"><v>50</v></c>')  # 40 -> 50 req/s, cached values left as they were
+    rc, findings = _check(path, capsys)
+    assert rc == 1
+    c_title, c_coord = _cell_of(path, "Concurrency")
+    stale = {f["where"]: f for f in findings if f["kind"] == "stale-value"}
+    # Little's Law: 50 req/s × 15 s = 750 in flight; the file still says 600
+    assert stale[f"'{c_title}'!{c_coord}"]["found"] == "600" and stale[f"'{c_title}'!{c_coord}"]["expected"].startswith("750")
+    assert {f["kind"] for f in findings} == {"stale-value", "stale-breakpoint"}
+
+
+def test_failing_check_is_reported(ref_plan, tmp_path, capsys):
+    # a 0.05 s TTFT target: a 2,000-token prompt takes 3.42e13 FLOP ÷ 395.6 TFLOP/s = 0.087 s to prefill
+    plan = replan(ref_plan, promise={"ttft_s": 0.05})
+    path = tmp_path / "t.xlsx"
+    path.write_bytes(workbook_for_plan(plan))
+    rc, findings = _check(path, capsys)
+    assert rc == 1
+    assert [f["kind"] for f in findings] == ["check-failed"]
+    assert findings[0]["expected"] == "TRUE: TTFT target met by a p95 prompt" and findings[0]["where"].startswith("Checks!")
+
+
+def test_table_output_names_sheet_and_cell(ref_plan, tmp_path, capsys):
+    path = tmp_path / "t.xlsx"
+    path.write_bytes(workbook_for_plan(ref_plan))
+    title, coord = _cell_of(path, "FleetPurchased")
+    _patch_cell(path, title, coord, f'<c r="{coord}"><v>8</v></c>')
+    assert main(["check", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"'{title}'!{coord}" in out and "formula-overwritten" in out
+
+
+def test_edited_and_recalculated_workbook_agrees_but_breakpoints_are_stale(ref_plan, tmp_path, capsys):
+    # a user changes an input and the spreadsheet recalculates: every formula's value now agrees with the engine for
+    # the new input; only the breakpoints, which the engine searched at build time, are reported stale
+    require_libreoffice()
+    from xlplan.io.libreoffice import recalculate
+
+    path = tmp_path / "t.xlsx"
+    path.write_bytes(workbook_for_plan(ref_plan))
+    wb = openpyxl.load_workbook(path)
+    (title, ref), = wb.defined_names["PeakRate"].destinations
+    wb[title][ref.replace("$", "")].value = 55
+    wb.save(path)
+    out = recalculate([path], tmp_path / "lo")[0]
+    rc, findings = _check(out, capsys)
+    assert rc == 1 and findings
+    assert {f["kind"] for f in findings} == {"stale-breakpoint"}
+    assert all(f["where"].startswith("'6 Sensitivities'!") for f in findings)
+    # the peak-rate row's "now" column: built at 40, the workbook now says 55
+    now = next(f for f in findings if f["found"] == "40")
+    assert now["expected"].startswith("55")
