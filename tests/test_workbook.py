@@ -204,3 +204,15 @@ def test_plan_command_builds_the_workbook_too(tmp_path, capsys):
     assert main(["plan", "--workbook", str(out)]) == 0
     assert "CAPACITY NOTE" in capsys.readouterr().out
     assert out.read_bytes() == workbook_for_plan(reference_plan())
+
+
+def test_every_name_the_readme_documents_exists(ref_xlsx):
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The defined names", 1)[1].split("###", 1)[0]
+    names = set(re.findall(r"`([A-Z][A-Za-z0-9]+)`", section)) - set(SIX_TABS) - set(SUPPORT_TABS)  # tab names in `where`
+    assert len(names) > 50
+    wb = openpyxl.load_workbook(ref_xlsx)
+    missing = sorted(n for n in names if n not in wb.defined_names)
+    assert missing == []

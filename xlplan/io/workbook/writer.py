@@ -106,6 +106,7 @@ def render(book: Book):
                     validations[key] = dv
                     ws.add_data_validation(dv)
                 dv.add(coord)
+        _header_heights(ws, sheet)
         checks = [coord for coord, c in sheet.cells.items() if c.kind == "check"]
         for coord in checks:
             ws.conditional_formatting.add(coord, CellIsRule(operator="equal", formula=["TRUE"], fill=PatternFill("solid", fgColor="C6EFCE")))
@@ -146,6 +147,22 @@ def render(book: Book):
     for name, ref in book.names.items():
         wb.defined_names[name] = DefinedName(name, attr_text=ref)
     return wb
+
+
+def _header_heights(ws, sheet) -> None:
+    """Tall enough header rows where a label wraps in a narrow column (LibreOffice and Excel keep set heights)."""
+    tall: dict[int, int] = {}
+    for coord, c in sheet.cells.items():
+        if c.kind != "header" or not isinstance(c.value, str):
+            continue
+        col = coord.rstrip("0123456789")
+        row = int(coord[len(col):])
+        width = sheet.widths.get(col, 8.43)
+        lines = -(-len(c.value) // max(int(width), 1))
+        tall[row] = max(tall.get(row, 1), min(lines, 4))
+    for row, lines in tall.items():
+        if lines > 1:
+            ws.row_dimensions[row].height = 13 * lines + 2
 
 
 def _col(letter: str) -> int:
