@@ -142,3 +142,31 @@ def test_random_plans_recalculate(tmp_path):
     assert any(r.fleet.tp > 1 for r in results.values())  # TP > 1
     problems = recalc_and_compare(plans_, tmp_path)
     assert problems == [], "\n".join(problems[:40])
+
+
+def test_recalc_option_takes_caches_from_libreoffice(tmp_path, capsys):
+    # `--recalc`: the caches come from LibreOffice's own evaluation; they agree with the engine's, so check is clean
+    require_libreoffice()
+    from xlplan.cli import main
+
+    out = tmp_path / "recalc.xlsx"
+    assert main(["workbook", "-o", str(out), "--recalc"]) == 0
+    capsys.readouterr()
+    assert main(["check", str(out)]) == 0
+
+
+def test_pdf_of_the_six_tabs(tmp_path):
+    require_libreoffice()
+    import re
+
+    from xlplan.cli import main
+
+    out = tmp_path / "plan.xlsx"
+    assert main(["workbook", "-o", str(out), "--pdf"]) == 0
+    pdf = (tmp_path / "plan.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF")
+    pages = len(re.findall(rb"/Type\s*/Page\b", pdf))
+    # six tabs, each one page wide (1 Inputs runs to three pages long, 2 Model, 3 Constraints and 5 Cost to two);
+    # the supporting sheets (catalog of 22 models x 34 columns among them) are left out
+    assert 6 <= pages <= 12
+    assert main(["workbook", "-o", str(out), "--pdf"]) == 2  # both files exist now: nothing overwritten without --force
