@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlplan import __version__, architecture, catalog, distributions, fleet, memory, steps, whatif
+from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.inputs import INPUT_SPECS, OWNER_SECTIONS, InputSpec, gpu_row_key, input_value, model_row_key
 from xlplan.plan import Plan
@@ -339,17 +340,17 @@ def _model(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     rows.section("Weights and cache per token")
     rows.header("Quantity", "Value", "Unit", "How")
     bpp = memory.WEIGHT_BYTES_PER_PARAM[e.plan.model.weights_dtype]
-    rows.calc("WeightBytesPerParam", "Bytes per weight", "=INDEX(WeightDtypeBytes,MATCH(WeightsDtype,WeightDtypes,0))",
+    rows.calc("WeightBytesPerParam", "Bytes per weight", "=" + F.dtype_bytes("WeightsDtype", "WeightDtypes", "WeightDtypeBytes"),
               bpp, "bytes/parameter", "0.000000", "block scales included (Constants sheet)")
     rows.calc("WeightsBytes", "Weight footprint",
-              "=(ParamsTotal-EmbeddingParams-VisionParams)*WeightBytesPerParam+(EmbeddingParams+VisionParams)*MAX(WeightBytesPerParam,UnquantizedBytesPerParam)",
+              "=" + F.weights_bytes("WeightBytesPerParam"),
               s.weights_bytes, "bytes", FMT["int"], "decoder at the weight dtype; embeddings and vision tower 16-bit")
     rows.calc("WeightsGiB", "Weight footprint", "=WeightsBytes/GiB", s.weights_bytes / GIB, "GiB", FMT["gib"], "")
     kvb = memory.KV_BYTES_PER_ELEMENT[e.plan.model.kv_dtype]
-    rows.calc("KVBytesPerElement", "Bytes per cached element", "=INDEX(KVDtypeBytes,MATCH(KVDtype,KVDtypes,0))",
+    rows.calc("KVBytesPerElement", "Bytes per cached element", "=" + F.dtype_bytes("KVDtype", "KVDtypes", "KVDtypeBytes"),
               kvb, "bytes/element", "0.0", "")
     rows.calc("KVBytesPerTokenLayer", "KV cache per token per layer",
-              '=IF(AttentionKind="mla",(KVLoraRank+QKRopeDim)*KVBytesPerElement,KVTensors*KVHeads*HeadDim*KVBytesPerElement)',
+              "=" + F.kv_bytes_per_token_layer("KVBytesPerElement"),
               s.kv_bytes_per_token_layer, "bytes", FMT["int"], "K and V per KV head (GQA), or one latent (MLA)")
     rows.calc("KVBytesPerToken", "KV cache per token, all layers", "=Layers*KVBytesPerTokenLayer",
               memory.kv_bytes_per_token(m, e.plan.model.kv_dtype), "bytes/token", FMT["int"], "")
@@ -369,10 +370,9 @@ def _model(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
         rows.calc(name, field.replace("_", " "), f"=INDEX(GPUs!${col}${CATALOG_FIRST_ROW}:${col}${n_gpus + CATALOG_FIRST_ROW - 1},GPURow)",
                   raw if raw is not None else 0, unit, FMT["num"], field)
     rows.calc("ComputeDtype", "Compute dtype of the peak",
-              '=IF(ComputeDtypeInput<>"",ComputeDtypeInput,IF(AND(WeightsDtype="fp8",GPUFP8TFLOPS>0),"fp8",'
-              'IF(AND(OR(WeightsDtype="fp4",WeightsDtype="nvfp4",WeightsDtype="mxfp4"),GPUFP4TFLOPS>0),"fp4","bf16")))',
+              "=" + F.compute_dtype("WeightsDtype"),
               compute_dtype(e.plan, g), "dtype", None, "fp8 weights use the fp8 peak where the GPU has one")
-    rows.calc("PeakTFLOPS", "Peak dense throughput", '=IF(ComputeDtype="fp8",GPUFP8TFLOPS,IF(ComputeDtype="fp4",GPUFP4TFLOPS,GPUBF16TFLOPS))',
+    rows.calc("PeakTFLOPS", "Peak dense throughput", "=" + F.peak_tflops("ComputeDtype"),
               s.peak_tflops, "TFLOP/s", FMT["tflops"], "")
 
 
@@ -409,29 +409,25 @@ def _constraints(book: Book, e: Engine) -> None:
     rows.title("3 · The two constraints — memory and compute, computed separately; the latency check; which binds",
                "Compute both, compare, then confirm in production: memory binds when the cache is pinned near 100%; "
                "compute binds when the GPU is saturated while the cache is comfortable.")
-    p_med, p_sig = distributions.fit_lognormal(s.prompt_p50, s.prompt_p95, s.prompt_p99)
-    o_med, o_sig = distributions.fit_lognormal(s.output_p50, s.output_p95, s.output_p99)
     rows.section("Traffic — lengths fitted as a lognormal through p50/p95/p99; Little's Law")
     rows.header("Quantity", "Value", "Unit", "How")
-    rows.calc("PromptSigma", "Prompt spread (sigma of ln length)",
-              "=IF(ISNUMBER(PromptP99),(Z95*LN(PromptP95/PromptP50)+Z99*LN(PromptP99/PromptP50))/(Z95*Z95+Z99*Z99),LN(PromptP95/PromptP50)/Z95)",
-              p_sig, "ln tokens", FMT["sigma"], "least squares through p95 and p99 in log space; 0 for a fixed length")
-    rows.calc("PromptMean", "Prompt mean (fitted)", "=PromptP50*SQRT(EXP(PromptSigma*PromptSigma))",
-              tr.prompt_mean, "tokens", FMT["num"], "p50 x exp(sigma²/2): shown, never entered")
-    rows.calc("PromptSecondMoment", "Prompt E[n²] (fitted)", "=PromptP50*PromptP50*EXP(PromptSigma*PromptSigma)*EXP(PromptSigma*PromptSigma)",
-              tr.prompt_second_moment, "tokens²", FMT["sci"], "p50² x exp(2 sigma²): attention is quadratic, so the tail counts")
-    rows.calc("PromptP99Fitted", "Prompt p99 (fitted)", "=PromptP50*EXP(PromptSigma*Z99)",
-              distributions.lognormal_quantile(p_med, p_sig, 0.99), "tokens", FMT["num"], "used by the worst-case convention when p99 is blank")
-    rows.calc("OutputSigma", "Output spread (sigma of ln length)",
-              "=IF(ISNUMBER(OutputP99),(Z95*LN(OutputP95/OutputP50)+Z99*LN(OutputP99/OutputP50))/(Z95*Z95+Z99*Z99),LN(OutputP95/OutputP50)/Z95)",
-              o_sig, "ln tokens", FMT["sigma"], "")
-    rows.calc("OutputMean", "Output mean (fitted)", "=OutputP50*SQRT(EXP(OutputSigma*OutputSigma))",
-              tr.output_mean, "tokens", FMT["num"], "")
-    rows.calc("OutputSecondMoment", "Output E[n²] (fitted)", "=OutputP50*OutputP50*EXP(OutputSigma*OutputSigma)*EXP(OutputSigma*OutputSigma)",
-              tr.output_second_moment, "tokens²", FMT["sci"], "")
-    rows.calc("OutputP99Fitted", "Output p99 (fitted)", "=OutputP50*EXP(OutputSigma*Z99)",
-              distributions.lognormal_quantile(o_med, o_sig, 0.99), "tokens", FMT["num"], "")
-    rows.calc("TimeInSystem", "Time in system", "=OutputMean*ITLTarget+IF(IncludeTTFT,TTFTTarget,0)",
+    fits = (
+        ("Prompt", (s.prompt_p50, s.prompt_p95, s.prompt_p99), tr.prompt_mean, tr.prompt_second_moment,
+         ("least squares through p95 and p99 in log space; 0 for a fixed length", "p50 x exp(sigma²/2): shown, never entered",
+          "p50² x exp(2 sigma²): attention is quadratic, so the tail counts", "used by the worst-case convention when p99 is blank")),
+        ("Output", (s.output_p50, s.output_p95, s.output_p99), tr.output_mean, tr.output_second_moment, ("", "", "", "")),
+    )
+    for who, (p50, p95, p99), mean, m2, how in fits:
+        median, sigma = distributions.fit_lognormal(p50, p95, p99)
+        n50, sig = f"{who}P50", f"{who}Sigma"
+        rows.calc(sig, f"{who} spread (sigma of ln length)", "=" + F.lognormal_sigma(n50, f"{who}P95", f"{who}P99"),
+                  sigma, "ln tokens", FMT["sigma"], how[0])
+        rows.calc(f"{who}Mean", f"{who} mean (fitted)", "=" + F.lognormal_mean(n50, sig), mean, "tokens", FMT["num"], how[1])
+        rows.calc(f"{who}SecondMoment", f"{who} E[n²] (fitted)", "=" + F.lognormal_second_moment(n50, sig), m2, "tokens²",
+                  FMT["sci"], how[2])
+        rows.calc(f"{who}P99Fitted", f"{who} p99 (fitted)", "=" + F.lognormal_p99(n50, sig),
+                  distributions.lognormal_quantile(median, sigma, 0.99), "tokens", FMT["num"], how[3])
+    rows.calc("TimeInSystem", "Time in system", "=" + F.time_in_system("ITLTarget"),
               tr.time_in_system_s, "s", '0.00 "s"', "mean output x inter-token target (the runbook: 300 x 0.05 = 15 s)")
     rows.calc("Concurrency", "Requests in flight (Little's Law)", "=PeakRate*TimeInSystem",
               tr.concurrency, "requests", FMT["num"], "arrival rate x time in system (40 x 15 = 600)")
@@ -439,10 +435,10 @@ def _constraints(book: Book, e: Engine) -> None:
     rows.section("Memory path — the cache every conversation in flight holds, against the room per GPU")
     rows.header("Quantity", "Value", "Unit", "How")
     rows.calc("ConversationTokens", "Conversation length the cache is sized at",
-              '=IF(MemoryConvention="worst_case",IF(ISNUMBER(PromptP99),PromptP99,PromptP99Fitted)+IF(ISNUMBER(OutputP99),OutputP99,OutputP99Fitted),PromptP50+OutputP50)',
+              "=" + F.conversation_tokens("PromptP50", "PromptP99", "PromptP99Fitted"),
               tr.conversation_tokens, "tokens", FMT["tokens"], "p50 prompt + p50 output (paged), or p99 + p99 (worst case)")
     rows.calc("KVBytesPerConversation", "KV cache per conversation",
-              "=KVBytesPerTokenLayer*((Layers-SlidingWindowLayers)*ConversationTokens+SlidingWindowLayers*MIN(ConversationTokens,SlidingWindow))",
+              "=" + F.kv_bytes_per_conversation("KVBytesPerTokenLayer", "ConversationTokens"),
               tr.kv_bytes_per_conversation, "bytes", FMT["int"], "sliding-window layers hold at most the window")
     rows.calc("KVPerConversationGiB", "KV cache per conversation", "=KVBytesPerConversation/GiB",
               tr.kv_gib_per_conversation, "GiB", FMT["gib"], "the runbook: 0.281 GiB")
@@ -462,11 +458,10 @@ def _constraints(book: Book, e: Engine) -> None:
     rows.section("Compute path — prefill and decode FLOPs at peak, against peak x MFU")
     rows.header("Quantity", "Value", "Unit", "How")
     rows.calc("PrefillFLOPsPerRequest", "Prefill per request",
-              "=FLOPsPerMAC*ParamsActive*PromptMean+AttentionFLOPs*AttentionWidth*((Layers-SlidingWindowLayers)*PromptSecondMoment"
-              "+SlidingWindowLayers*MIN(PromptSecondMoment,SlidingWindow*PromptMean))",
+              "=" + F.prefill_flops("PromptMean", "PromptSecondMoment"),
               tr.prefill_flops_per_request, "FLOP", FMT["sci"], "2·N·E[n] + 4·layers·E[n²]·width: the distribution, not the mean")
     rows.calc("DecodeFLOPsPerToken", "Decode per output token",
-              "=FLOPsPerMAC*ParamsActive+IF(DecodeAttention,AttentionFLOPs*Layers*(PromptMean+OutputMean*MeanDecodePosition)*AttentionWidth,0)",
+              "=" + F.decode_flops("PromptMean"),
               tr.decode_flops_per_token, "FLOP/token", FMT["sci"], "2 x active parameters")
     rows.calc("PrefillTFLOPS", "Prefill demand at peak", "=PeakRate*PrefillFLOPsPerRequest*(1-PrefixReuse)/TeraUnit",
               tr.prefill_tflops, "TFLOP/s", FMT["tflops"], "the runbook: 1,369")
@@ -489,8 +484,7 @@ def _constraints(book: Book, e: Engine) -> None:
               _num(pa.latency_gpus_exact), "GPUs", FMT["gpus2"], "")
     rows.calc("LatencyGPUs", "Latency path", "=INDEX(TPLatency,TPChoiceRow)", _num(pa.latency_gpus), "GPUs", FMT["gpus"], "")
     rows.calc("PrefillFLOPsP95", "Prefill of a p95 prompt",
-              "=FLOPsPerMAC*ParamsActive*PromptP95+AttentionFLOPs*AttentionWidth*((Layers-SlidingWindowLayers)*PromptP95*PromptP95"
-              "+SlidingWindowLayers*MIN(PromptP95*PromptP95,SlidingWindow*PromptP95))",
+              "=" + F.prefill_flops("PromptP95", "PromptP95*PromptP95"),
               tr.prefill_flops_p95_prompt, "FLOP", FMT["sci"], "")
     rows.calc("TTFTP95", "TTFT of a p95 prompt alone", "=PrefillFLOPsP95/(TP*PeakTFLOPS*MFU*TeraUnit)",
               pa.ttft_p95_s, "s", FMT["s"], "more replicas do not shorten this")
@@ -499,10 +493,7 @@ def _constraints(book: Book, e: Engine) -> None:
     rows.section("Which binds")
     rows.header("Quantity", "Value", "Unit", "How")
     rows.calc("Binding", "Binding constraint",
-              '=IF(AND(MemoryGPUs=MAX(MemoryGPUs,ComputeGPUs,LatencyGPUs),ComputeGPUs=MemoryGPUs,LatencyGPUs=MemoryGPUs),"all",'
-              'IF((MemoryGPUs=MAX(MemoryGPUs,ComputeGPUs,LatencyGPUs))+(ComputeGPUs=MAX(MemoryGPUs,ComputeGPUs,LatencyGPUs))'
-              '+(LatencyGPUs=MAX(MemoryGPUs,ComputeGPUs,LatencyGPUs))>1,"both",'
-              'IF(MemoryGPUs=MAX(MemoryGPUs,ComputeGPUs,LatencyGPUs),"memory",IF(ComputeGPUs=MAX(MemoryGPUs,ComputeGPUs,LatencyGPUs),"compute","latency"))))',
+              "=" + F.binding("MemoryGPUs", "ComputeGPUs", "LatencyGPUs"),
               e.sol.binding, "path", None, "the path that needs the most GPUs; 'both' when two tie, 'all' when three do")
     rows.calc("TP", "Tensor-parallel degree chosen", "=INDEX(TPDegreeCol,TPChoiceRow)", pa.tp, "GPUs", "0",
               "the degree that needs the fewest GPUs for the load (smallest on a tie)")
@@ -520,20 +511,19 @@ def _constraints(book: Book, e: Engine) -> None:
         considered = tp in s.tp_options
         f = {
             "A": (f"=INDEX(TPDegrees,{k + 1})", tp, "0"),
-            "B": (f"=AND(A{r}<=GPUsPerNode,MOD(GPUsPerNode,A{r})=0,OR(NOT(ISNUMBER(TPInput)),TPInput=A{r}))", considered, None),
+            "B": ("=" + F.tp_considered(f"A{r}"), considered, None),
             "C": (f"=MIN(A{r},KVShardLimit)", c.kv_shards, "0"),
             "D": (f"=WeightsBytes/A{r}/GiB", c.weights_gib_per_gpu, FMT["gib"]),
-            "E": (f"=GPUMemoryGiB*MemoryUtilisation-D{r}-OverheadGiB", c.kv_budget_gib_per_gpu, FMT["gib"]),
+            "E": ("=" + F.kv_budget_gib("WeightsBytes", f"A{r}"), c.kv_budget_gib_per_gpu, FMT["gib"]),
             "F": (f"=MAX(E{r},0)*C{r}/KVPerConversationGiB", c.conversations_per_replica, FMT["num"]),
             "G": (f'=IF(F{r}>0,A{r}*(Concurrency/F{r}),"{NONE}")', _num(c.memory_gpus_exact), FMT["num"]),
-            "H": (f'=IF(ISNUMBER(G{r}),ROUNDUP(G{r}/A{r}*(1-RoundingTolerance),0)*A{r},"{NONE}")', _num(c.memory_gpus), "0"),
+            "H": (f'=IF(ISNUMBER(G{r}),{F.whole_gpus(f"G{r}/A{r}", f"A{r}")},"{NONE}")', _num(c.memory_gpus), "0"),
             "I": ("=DemandTFLOPS/TFLOPSPerGPU", c.compute_gpus_exact, FMT["num"]),
-            "J": (f"=ROUNDUP(I{r}/A{r}*(1-RoundingTolerance),0)*A{r}", c.compute_gpus, "0"),
-            "K": (f"=MIN(ITLTarget*PeakTFLOPS*MFU*TeraUnit*A{r}/DecodeFLOPsPerToken,"
-                  f"MAX(ITLTarget*GPUHBMTBps*BandwidthEfficiency*TeraUnit-WeightsBytes/A{r},0)*C{r}/KVBytesPerConversation)",
-                  c.max_decode_batch, FMT["num"]),
+            "J": ("=" + F.whole_gpus(f"I{r}/A{r}", f"A{r}"), c.compute_gpus, "0"),
+            "K": ("=" + F.max_decode_batch("ITLTarget", "PeakTFLOPS", "DecodeFLOPsPerToken", "WeightsBytes",
+                                           "KVBytesPerConversation", f"A{r}", f"C{r}"), c.max_decode_batch, FMT["num"]),
             "L": (f'=IF(K{r}>0,A{r}*(Concurrency/K{r}),"{NONE}")', _num(c.latency_gpus_exact), FMT["num"]),
-            "M": (f'=IF(ISNUMBER(L{r}),ROUNDUP(L{r}/A{r}*(1-RoundingTolerance),0)*A{r},"{NONE}")', _num(c.latency_gpus), "0"),
+            "M": (f'=IF(ISNUMBER(L{r}),{F.whole_gpus(f"L{r}/A{r}", f"A{r}")},"{NONE}")', _num(c.latency_gpus), "0"),
             "N": (f'=IF(AND(B{r},ISNUMBER(H{r}),ISNUMBER(M{r})),MAX(H{r},J{r},M{r}),"")',
                   c.load if (considered and not math.isinf(c.load)) else "", "0"),
         }
@@ -801,50 +791,41 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf, label
     put(C["reuse"], f'=IF(ISNUMBER(G{r}),G{r},PrefixReuse)', cached.get("reuse", NA))
     put(C["util"], f'=IF(ISNUMBER(H{r}),H{r},AvgUtilisation)', cached.get("util", NA))
     p50, p95, p99 = q["p50"], q["p95"], q["p99"]
-    put(C["sig"], f"=IF(ISNUMBER({p99}),(Z95*LN({p95}/{p50})+Z99*LN({p99}/{p50}))/(Z95*Z95+Z99*Z99),LN({p95}/{p50})/Z95)",
-        cached.get("sig", NA))
-    put(C["pmean"], f"={p50}*SQRT(EXP({q['sig']}*{q['sig']}))", cached.get("pmean", NA))
-    put(C["pm2"], f"={p50}*{p50}*EXP({q['sig']}*{q['sig']})*EXP({q['sig']}*{q['sig']})", cached.get("pm2", NA))
-    put(C["p99fit"], f"={p50}*EXP({q['sig']}*Z99)", cached.get("p99fit", NA))
-    put(C["conv"], f'=IF(MemoryConvention="worst_case",IF(ISNUMBER({p99}),{p99},{q["p99fit"]})+IF(ISNUMBER(OutputP99),OutputP99,OutputP99Fitted),{p50}+OutputP50)',
-        cached.get("conv", NA))
-    put(C["tis"], f"=OutputMean*{q['itl']}+IF(IncludeTTFT,TTFTTarget,0)", cached.get("tis", NA))
+    put(C["sig"], "=" + F.lognormal_sigma(p50, p95, p99), cached.get("sig", NA))
+    put(C["pmean"], "=" + F.lognormal_mean(p50, q["sig"]), cached.get("pmean", NA))
+    put(C["pm2"], "=" + F.lognormal_second_moment(p50, q["sig"]), cached.get("pm2", NA))
+    put(C["p99fit"], "=" + F.lognormal_p99(p50, q["sig"]), cached.get("p99fit", NA))
+    put(C["conv"], "=" + F.conversation_tokens(p50, p99, q["p99fit"]), cached.get("conv", NA))
+    put(C["tis"], "=" + F.time_in_system(q["itl"]), cached.get("tis", NA))
     put(C["conc"], f"={q['rate']}*{q['tis']}", cached.get("conc", NA))
-    put(C["kvtl"], f'=IF(AttentionKind="mla",(KVLoraRank+QKRopeDim),KVTensors*KVHeads*HeadDim)*INDEX(KVDtypeBytes,MATCH({q["kvd"]},KVDtypes,0))',
-        cached.get("kvtl", NA))
-    put(C["kvconv"], f"={q['kvtl']}*((Layers-SlidingWindowLayers)*{q['conv']}+SlidingWindowLayers*MIN({q['conv']},SlidingWindow))",
-        cached.get("kvconv", NA))
+    put(C["kvtl"], "=" + F.kv_bytes_per_token_layer(F.dtype_bytes(q["kvd"], "KVDtypes", "KVDtypeBytes")), cached.get("kvtl", NA))
+    put(C["kvconv"], "=" + F.kv_bytes_per_conversation(q["kvtl"], q["conv"]), cached.get("kvconv", NA))
     put(C["kvgib"], f"={q['kvconv']}/GiB", cached.get("kvgib", NA))
-    put(C["wbytes"], f"=(ParamsTotal-EmbeddingParams-VisionParams)*INDEX(WeightDtypeBytes,MATCH({q['wd']},WeightDtypes,0))"
-        f"+(EmbeddingParams+VisionParams)*MAX(INDEX(WeightDtypeBytes,MATCH({q['wd']},WeightDtypes,0)),UnquantizedBytesPerParam)",
-        cached.get("wbytes", NA))
-    put(C["cdtype"], f'=IF(ComputeDtypeInput<>"",ComputeDtypeInput,IF(AND({q["wd"]}="fp8",GPUFP8TFLOPS>0),"fp8",'
-        f'IF(AND(OR({q["wd"]}="fp4",{q["wd"]}="nvfp4",{q["wd"]}="mxfp4"),GPUFP4TFLOPS>0),"fp4","bf16")))', cached.get("cdtype", NA))
-    put(C["peak"], f'=IF({q["cdtype"]}="fp8",GPUFP8TFLOPS,IF({q["cdtype"]}="fp4",GPUFP4TFLOPS,GPUBF16TFLOPS))', cached.get("peak", NA))
-    put(C["prefill"], f"=FLOPsPerMAC*ParamsActive*{q['pmean']}+AttentionFLOPs*AttentionWidth*((Layers-SlidingWindowLayers)*{q['pm2']}"
-        f"+SlidingWindowLayers*MIN({q['pm2']},SlidingWindow*{q['pmean']}))", cached.get("prefill", NA))
-    put(C["decode"], f"=FLOPsPerMAC*ParamsActive+IF(DecodeAttention,AttentionFLOPs*Layers*({q['pmean']}+OutputMean*MeanDecodePosition)*AttentionWidth,0)",
-        cached.get("decode", NA))
+    put(C["wbytes"], "=" + F.weights_bytes(F.dtype_bytes(q["wd"], "WeightDtypes", "WeightDtypeBytes")), cached.get("wbytes", NA))
+    put(C["cdtype"], "=" + F.compute_dtype(q["wd"]), cached.get("cdtype", NA))
+    put(C["peak"], "=" + F.peak_tflops(q["cdtype"]), cached.get("peak", NA))
+    put(C["prefill"], "=" + F.prefill_flops(q["pmean"], q["pm2"]), cached.get("prefill", NA))
+    put(C["decode"], "=" + F.decode_flops(q["pmean"]), cached.get("decode", NA))
     put(C["demand"], f"=({q['rate']}*{q['prefill']}*(1-{q['reuse']})+{q['rate']}*OutputMean*{q['decode']})/TeraUnit",
         cached.get("demand", NA))
     for i, tp in enumerate(TP_DEGREES):
-        t = f"{per_tp['mem'][i]}${tp_row}"
-        t_of = {k: f"{per_tp[k][i]}${tp_row}" for k in per_tp}
-        considered = f"AND({t}<=GPUsPerNode,MOD(GPUsPerNode,{t})=0,OR(NOT(ISNUMBER(TPInput)),TPInput={t}))"
-        budget = f"(GPUMemoryGiB*MemoryUtilisation-{q['wbytes']}/{t}/GiB-OverheadGiB)"
         c = cands.get(tp)
         is_c = sc is not None and tp in sc.tp_options
-        mem = f'=IF({considered},IF({budget}>0,ROUNDUP({q["conc"]}/(MAX({budget},0)*MIN({t},KVShardLimit)/{q["kvgib"]})*(1-RoundingTolerance),0)*{t},"{NONE}"),"")'
+        t = f"{per_tp['mem'][i]}${tp_row}"
+        budget = f"({F.kv_budget_gib(q['wbytes'], t)})"
+        shards = f"MIN({t},KVShardLimit)"
+        conc, kvgib, demand, peak = q["conc"], q["kvgib"], q["demand"], q["peak"]
+        whole = F.whole_gpus(f"{conc}/(MAX({budget},0)*{shards}/{kvgib})", t)
+        mem = f'=IF({F.tp_considered(t)},IF({budget}>0,{whole},"{NONE}"),"")'
         put(per_tp["mem"][i], mem, (_num(c.memory_gpus) if is_c else "") if c else NA, "0")
-        t = t_of["comp"]
-        considered = f"AND({t}<=GPUsPerNode,MOD(GPUsPerNode,{t})=0,OR(NOT(ISNUMBER(TPInput)),TPInput={t}))"
-        put(per_tp["comp"][i], f'=IF({considered},ROUNDUP({q["demand"]}/({q["peak"]}*MFU)/{t}*(1-RoundingTolerance),0)*{t},"")',
+        t = f"{per_tp['comp'][i]}${tp_row}"
+        whole = F.whole_gpus(f"{demand}/({peak}*MFU)/{t}", t)
+        put(per_tp["comp"][i], f'=IF({F.tp_considered(t)},{whole},"")',
             (c.compute_gpus if is_c else "") if c else NA, "0")
-        t = t_of["lat"]
-        considered = f"AND({t}<=GPUsPerNode,MOD(GPUsPerNode,{t})=0,OR(NOT(ISNUMBER(TPInput)),TPInput={t}))"
-        batch = (f"MIN({q['itl']}*{q['peak']}*MFU*TeraUnit*{t}/{q['decode']},"
-                 f"MAX({q['itl']}*GPUHBMTBps*BandwidthEfficiency*TeraUnit-{q['wbytes']}/{t},0)*MIN({t},KVShardLimit)/{q['kvconv']})")
-        put(per_tp["lat"][i], f'=IF({considered},IF({batch}>0,ROUNDUP({q["conc"]}/{batch}*(1-RoundingTolerance),0)*{t},"{NONE}"),"")',
+        t = f"{per_tp['lat'][i]}${tp_row}"
+        batch = F.max_decode_batch(q["itl"], q["peak"], q["decode"], q["wbytes"], q["kvconv"], t, f"MIN({t},KVShardLimit)")
+        whole = F.whole_gpus(f"{conc}/{batch}", t)
+        put(per_tp["lat"][i], f'=IF({F.tp_considered(t)},IF({batch}>0,{whole},"{NONE}"),"")',
             (_num(c.latency_gpus) if is_c else "") if c else NA, "0")
         mc, cc, lc = per_tp["mem"][i] + str(r), per_tp["comp"][i] + str(r), per_tp["lat"][i] + str(r)
         load = c.load if (c and is_c and not math.isinf(c.load)) else ""
@@ -869,8 +850,7 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf, label
     put("O", f'=IF(ISNUMBER({q["choice"]}),INDEX(TPDegrees,{q["choice"]}),"{inf}")', sol.tp if ok else inf, "0")
     put("J", f'=IF(ISNUMBER({q["choice"]}),(I{r}/O{r}+Redundancy)*O{r},"{inf}")', sol.with_redundancy if ok else inf, FMT["int"])
     put("K", f'=IF(ISNUMBER({q["choice"]}),ROUNDUP(J{r}/GPUsPerNode,0)*GPUsPerNode,"{inf}")', sol.purchased if ok else inf, FMT["int"])
-    put("L", f'=IF(ISNUMBER({q["choice"]}),IF(AND({m_}={mx},{c_}={mx},{l_}={mx}),"all",IF(({m_}={mx})+({c_}={mx})+({l_}={mx})>1,"both",'
-        f'IF({m_}={mx},"memory",IF({c_}={mx},"compute","latency")))),"{inf}")', binding)
+    put("L", f'=IF(ISNUMBER({q["choice"]}),{F.binding(m_, c_, l_)},"{inf}")', binding)
     put("M", f'=IF(ISNUMBER({q["choice"]}),IF(Billing="purchased",K{r},J{r})*GPUUSDPerHour*HoursPerMonth,"{inf}")',
         b.monthly_usd if ok else inf, FMT["usd"])
     put("N", f'=IF(ISNUMBER({q["choice"]}),M{r}*TokensPerMillion/{q["tokens"]},"{inf}")', b.usd_per_mtok if ok else inf, FMT["usd_mtok"])
