@@ -177,3 +177,10 @@ def test_a_failed_build_leaves_no_file(tmp_path, capsys):
 def test_output_must_be_xlsx(tmp_path, capsys):
     assert main(["workbook", "-o", str(tmp_path / "out.xls")]) == 2
     assert "must end in .xlsx" in capsys.readouterr().err
+
+
+def test_usage_error_is_a_message_not_a_traceback(capsys):
+    # typer 0.29 no longer installs click: a missing option must still be a usage line and exit status 2
+    assert main(["workbook"]) == 2
+    err = capsys.readouterr().err
+    assert "Missing" in err and "output" in err and "Traceback" not in err

@@ -224,9 +224,9 @@ def check_cmd(
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning bad input into exit status 2 and clear lines."""
     try:
-        rc = app(args=argv, standalone_mode=False)
-        if isinstance(rc, int) and rc:
-            return rc  # typer.Exit(n) returns n when not standalone
+        app(args=argv, prog_name="xlplan")  # standalone: usage errors print the usage line and exit 2
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except InputError as e:
         typer.echo(f"error: {e.source}: {len(e.problems)} problem(s)", err=True)
         for p in e.problems:
@@ -238,17 +238,6 @@ def main(argv: list[str] | None = None) -> int:
     except catalog.UnknownNameError as e:
         typer.echo(f"error: {e}", err=True)
         return 2
-    except Exception as e:  # click's usage errors
-        import click
-
-        if isinstance(e, click.exceptions.Exit):
-            return e.exit_code
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
-            return 2
-        if isinstance(e, click.exceptions.Abort):
-            return 1
-        raise
     return 0
 
 

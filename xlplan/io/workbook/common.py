@@ -1,0 +1,215 @@
+"""Shared pieces of the workbook layout: tab names, number formats, the engine run behind the caches, the row writer."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from xlplan import catalog, distributions, fleet, memory, steps
+from xlplan.io.workbook.cells import Book, Cell, Sheet
+from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
+from xlplan.plan import Plan
+from xlplan.planner import plan as run_plan
+from xlplan.result import PlanResult
+from xlplan.scenario import Scenario, resolve
+from xlplan.specs import GPUSpec, ModelSpec
+from xlplan.units import GIB, MILLION, SECONDS_PER_HOUR, TERA
+
+CATALOG_FIRST_ROW = 5
+"""First data row of the GPUs and Models sheets (title, purpose and a header above it)."""
+
+
+SIX_TABS = ("1 Inputs", "2 Model", "3 Constraints", "4 Fleet", "5 Cost", "6 Sensitivities")
+
+
+SUPPORT_TABS = ("Checks", "Constants", "GPUs", "Models", "Change log")
+
+
+NONE = "none"  # a path that cannot be met at this TP degree
+
+
+NA = "n/a"
+
+
+FMT = {
+    "usd": '"$"#,##0',
+    "usd2": '"$"#,##0.00',
+    "usd_mtok": '"$"#,##0.000',
+    "gib": '#,##0.000 "GiB"',
+    "tokens": '#,##0 "tokens"',
+    "tokens_month": '#,##0 "tokens"',
+    "pct": "0%",
+    "int": "#,##0",
+    "num": "#,##0.00",
+    "num4": "#,##0.0000",
+    "sci": "0.000E+00",
+    "s": '0.0000 "s"',
+    "tflops": '#,##0.0 "TFLOP/s"',
+    "bytes": '#,##0 "B"',
+    "gpus": '#,##0 "GPUs"',
+    "gpus2": '#,##0.00 "GPUs"',
+    "sigma": "0.0000",
+}
+
+
+WEIGHT_DTYPES = tuple(memory.WEIGHT_BYTES_PER_PARAM)
+
+
+KV_DTYPES = tuple(memory.KV_BYTES_PER_ELEMENT)
+
+
+MODEL_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # (ModelSpec field, defined name of the 2 Model row, unit)
+    ("attention", "AttentionKind", "gqa | mla"),
+    ("num_hidden_layers", "Layers", "layers"),
+    ("hidden_size", "Hidden", "elements"),
+    ("num_attention_heads", "Heads", "heads"),
+    ("num_key_value_heads", "KVHeads", "heads"),
+    ("head_dim", "HeadDim", "elements"),
+    ("intermediate_size", "Intermediate", "elements"),
+    ("vocab_size", "Vocab", "tokens"),
+    ("tie_word_embeddings", "TieEmbeddings", "TRUE | FALSE"),
+    ("attention_bias", "AttentionBias", "TRUE | FALSE"),
+    ("attention_out_bias", "AttentionOutBias", "TRUE | FALSE"),
+    ("qk_norm", "QKNorm", "TRUE | FALSE"),
+    ("norms_per_layer", "NormsPerLayer", "vectors"),
+    ("num_experts", "Experts", "experts"),
+    ("experts_per_token", "ExpertsPerToken", "experts"),
+    ("shared_experts", "SharedExperts", "experts"),
+    ("moe_intermediate_size", "MoEIntermediate", "elements"),
+    ("first_dense_layers", "FirstDenseLayers", "layers"),
+    ("expert_bias", "ExpertBias", "TRUE | FALSE"),
+    ("router_bias", "RouterBias", "TRUE | FALSE"),
+    ("q_lora_rank", "QLoraRank", "elements"),
+    ("kv_lora_rank", "KVLoraRank", "elements"),
+    ("qk_nope_head_dim", "QKNopeDim", "elements"),
+    ("qk_rope_head_dim", "QKRopeDim", "elements"),
+    ("v_head_dim", "VHeadDim", "elements"),
+    ("sliding_window", "SlidingWindow", "tokens"),
+    ("sliding_window_layers", "SlidingWindowLayers", "layers"),
+    ("vision_params", "VisionParams", "parameters"),
+    ("max_context_tokens", "MaxContext", "tokens"),
+)
+
+
+MODEL_EXTRA = ("source", "hf_id", "published_params_b", "published_active_params_b")
+"""Models-sheet columns after the config fields: provenance, not used by formulas."""
+
+
+GPU_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("memory_gib", "GPUMemoryGiB", "GiB"),
+    ("bf16_tflops", "GPUBF16TFLOPS", "TFLOP/s"),
+    ("fp8_tflops", "GPUFP8TFLOPS", "TFLOP/s"),
+    ("fp4_tflops", "GPUFP4TFLOPS", "TFLOP/s"),
+    ("hbm_tbps", "GPUHBMTBps", "TB/s"),
+    ("usd_per_gpu_hour", "GPUCatalogUSDPerHour", "USD/GPU-hour"),
+)
+
+
+CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
+    ("GiB", "Bytes per GiB", float(GIB), "bytes/GiB", "2^30: CUDA, vLLM and nvidia-smi's MiB figures are binary."),
+    ("TeraUnit", "FLOP per TFLOP, bytes/s per TB/s", TERA, "1", "10^12: TFLOP/s and TB/s are decimal."),
+    ("TokensPerMillion", "Tokens per million tokens", MILLION, "tokens/Mtok", "API prices are per million tokens."),
+    ("SecondsPerHour", "Seconds per hour", SECONDS_PER_HOUR, "s/h", ""),
+    ("RoundingTolerance", "Rounding tolerance", fleet.ROUNDING_TOLERANCE, "fraction",
+     "Slack before rounding up, so 4.000000000001 GPUs of float noise counts as 4."),
+    ("Z95", "Standard normal quantile at 0.95", distributions.Z95, "1", "NORMSINV(0.95); fits the lognormal through p95."),
+    ("Z99", "Standard normal quantile at 0.99", distributions.Z99, "1", "NORMSINV(0.99); fits the lognormal through p99."),
+    ("FLOPsPerMAC", "FLOPs per multiply-accumulate", 2.0, "FLOP", "The runbook's 2 x N FLOPs per token."),
+    ("AttentionFLOPs", "Attention FLOPs per score element per layer", 4.0, "FLOP",
+     "QK^T and AV, one multiply-accumulate (2 FLOPs) each."),
+    ("KVTensors", "Cached tensors per token per layer", 2.0, "tensors", "K and V."),
+    ("GatedMLPMatrices", "Matrices in a gated MLP", 3.0, "matrices", "gate, up and down projections."),
+    ("UnquantizedBytesPerParam", "Bytes per unquantised parameter", memory.UNQUANTIZED_BYTES_PER_PARAM, "bytes/parameter",
+     "Embeddings, output head and vision tower stay 16-bit in quantised checkpoints."),
+    ("MeanDecodePosition", "Mean position in the output while decoding", 0.5, "fraction of output",
+     "Used only when attention FLOPs in decode are counted."),
+)
+
+
+@dataclass
+class Engine:
+    """The engine's figures for one plan: what the cached values come from."""
+
+    plan: Plan
+    s: Scenario
+    sol: steps.Solution
+    result: PlanResult
+    model: ModelSpec
+    gpu: GPUSpec
+
+    @classmethod
+    def run(cls, plan: Plan) -> Engine:
+        s = resolve(plan)
+        return cls(plan, s, steps.solve(s), run_plan(plan), plan.model.resolve(), plan.hardware.resolve())
+
+
+def num(x: float | None, inf: str = NONE):
+    """A cached number, or the word a formula shows for an infinity."""
+    if x is None:
+        return NA
+    if isinstance(x, float) and math.isinf(x):
+        return inf
+    return x
+
+
+class Rows:
+    """Writes label / value / unit / note rows down a sheet and defines their names."""
+
+    def __init__(self, book: Book, sheet: Sheet, value_col: str = "B"):
+        self.book, self.sheet, self.col = book, sheet, value_col
+
+    def title(self, text: str, purpose: str) -> None:
+        self.sheet.put("A", 1, Cell(text, kind="title"))
+        self.sheet.put("A", 2, Cell(purpose, kind="note"))
+        self.sheet.row = 4
+
+    def header(self, *labels: str) -> None:
+        for i, label in enumerate(labels):
+            self.sheet.put(i + 1, self.sheet.row, Cell(label, kind="header"))
+        self.sheet.row += 1
+
+    def section(self, text: str) -> None:
+        self.sheet.row += 1
+        self.sheet.put("A", self.sheet.row, Cell(text, kind="section"))
+        self.sheet.row += 1
+
+    def calc(self, name: str | None, label: str, formula: str, cached: Any, unit: str = "", fmt: str | None = None,
+             how: str = "") -> str:
+        r = self.sheet.row
+        self.sheet.put("A", r, Cell(label, kind="label"))
+        coord = self.sheet.put(self.col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt, name=name))
+        self.sheet.put("C", r, Cell(unit, kind="unit"))
+        if how:
+            self.sheet.put("D", r, Cell(how, kind="note"))
+        if name:
+            self.book.define(name, self.sheet, coord)
+        self.sheet.row += 1
+        return coord
+
+
+def catalog_model_keys(plan: Plan) -> list[str]:
+    """Rows of the Models sheet: the catalog, then the plan's own model if it is not a catalog entry."""
+    keys = list(catalog.model_names())
+    k = model_row_key(plan)
+    return keys if k in keys else keys + [k]
+
+
+def catalog_gpu_keys(plan: Plan) -> list[str]:
+    keys = list(catalog.gpu_names())
+    k = gpu_row_key(plan)
+    return keys if k in keys else keys + [k]
+
+
+def models_col(i: int) -> str:
+    """Models-sheet column of the i-th MODEL_COLUMNS field (A key, B name, fields from C)."""
+    from openpyxl.utils import get_column_letter
+
+    return get_column_letter(3 + i)
+
+
+def gpus_col(i: int) -> str:
+    from openpyxl.utils import get_column_letter
+
+    return get_column_letter(3 + i)

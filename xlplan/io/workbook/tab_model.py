@@ -1,0 +1,149 @@
+"""Tab 2 · Model and precision: config fields from the Models sheet, parameters derived by formula, weights, cache."""
+
+from __future__ import annotations
+
+from xlplan import architecture, memory
+from xlplan.io.workbook import formulas as F
+from xlplan.io.workbook.cells import Book
+from xlplan.io.workbook.common import (
+    CATALOG_FIRST_ROW,
+    FMT,
+    GPU_COLUMNS,
+    MODEL_COLUMNS,
+    SIX_TABS,
+    Engine,
+    Rows,
+    catalog_gpu_keys,
+    catalog_model_keys,
+    gpus_col,
+    models_col,
+)
+from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
+from xlplan.scenario import compute_dtype
+from xlplan.specs import ModelSpec
+from xlplan.units import GIB
+
+
+def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
+    sh = book.sheet(SIX_TABS[1], "Section 2: the model and precision: parameters derived from the config, weights, cache per token.",
+                    widths={"A": 40, "B": 22, "C": 16, "D": 90}, print_title_rows="1:2", landscape=True)
+    rows = Rows(book, sh)
+    m, g, s = e.model, e.gpu, e.s
+    rows.title("2 · Model and precision — parameters from the config, weights, cache per token",
+               "Config fields come from the Models sheet for the model chosen on 1 Inputs; the counts below are the "
+               "arithmetic anyone can check.")
+    rows.section("The config (from the Models sheet)")
+    rows.header("Field", "Value", "Unit", "config.json field")
+    rows.calc("ModelRow", "Row on the Models sheet", "=MATCH(ModelKey,ModelKeys,0)",
+              1 + catalog_model_keys(e.plan).index(model_row_key(e.plan)), "row", "0", "#N/A means the model is not on the Models sheet.")
+    rows.calc("ModelName", "Model", "=INDEX(ModelNames,ModelRow)", m.name, "", None, "")
+    for i, (field, name, unit) in enumerate(MODEL_COLUMNS):
+        col = models_col(i)
+        raw = getattr(m, field)
+        cached = raw if raw is not None else 0
+        rows.calc(name, field.replace("_", " "), f"=INDEX(Models!${col}${CATALOG_FIRST_ROW}:${col}${n_models + CATALOG_FIRST_ROW - 1},ModelRow)", cached, unit,
+                  None if isinstance(raw, (bool, str)) else FMT["int"], field)
+
+    a = architecture
+    gqa = a.attention_params_per_layer(m) if m.attention == "gqa" else _gqa_params(m)
+    mla = a.attention_params_per_layer(m) if m.attention == "mla" else _mla_params(m)
+    rows.section("Parameters, derived from the config")
+    rows.header("Quantity", "Value", "Unit", "How")
+    rows.calc("AttnParamsGQA", "Attention per layer if GQA",
+              "=Hidden*Heads*HeadDim+Hidden*KVHeads*HeadDim+Hidden*KVHeads*HeadDim+Heads*HeadDim*Hidden"
+              "+IF(AttentionBias,Heads*HeadDim+KVHeads*HeadDim+KVHeads*HeadDim,0)+IF(AttentionOutBias,Hidden,0)"
+              "+IF(QKNorm,HeadDim+HeadDim,0)",
+              gqa, "parameters", FMT["int"], "q, k, v, o projections; biases and QK-norms where the family has them")
+    rows.calc("AttnParamsMLA", "Attention per layer if MLA",
+              "=IF(QLoraRank>0,Hidden*QLoraRank+QLoraRank+QLoraRank*Heads*(QKNopeDim+QKRopeDim),Hidden*Heads*(QKNopeDim+QKRopeDim))"
+              "+Hidden*(KVLoraRank+QKRopeDim)+KVLoraRank+KVLoraRank*Heads*(QKNopeDim+VHeadDim)+Heads*VHeadDim*Hidden",
+              mla, "parameters", FMT["int"], "low-rank query, the cached KV latent and its up-projections, output")
+    rows.calc("AttnParams", "Attention per layer", '=IF(AttentionKind="mla",AttnParamsMLA,AttnParamsGQA)',
+              a.attention_params_per_layer(m), "parameters", FMT["int"], "the one for this model's attention kind")
+    rows.calc("ExpertParams", "One routed expert", "=GatedMLPMatrices*Hidden*MoEIntermediate+IF(ExpertBias,MoEIntermediate+MoEIntermediate+Hidden,0)",
+              a.expert_params(m), "parameters", FMT["int"], "gated MLP of the expert width")
+    rows.calc("RouterParams", "Router per MoE layer", "=Hidden*Experts+IF(RouterBias,Experts,0)",
+              a.router_params(m), "parameters", FMT["int"], "")
+    rows.calc("DenseMLPParams", "Dense MLP per layer", "=GatedMLPMatrices*Hidden*Intermediate",
+              a.mlp_params_per_layer(m, False, False), "parameters", FMT["int"], "gate, up, down")
+    shared = m.shared_experts * 3 * m.hidden_size * m.moe_intermediate_size
+    rows.calc("MoEMLPParamsTotal", "MoE MLP per layer, all experts",
+              "=Experts*ExpertParams+SharedExperts*GatedMLPMatrices*Hidden*MoEIntermediate+RouterParams",
+              m.num_experts * a.expert_params(m) + shared + a.router_params(m), "parameters", FMT["int"], "")
+    rows.calc("MoEMLPParamsActive", "MoE MLP per layer, used per token",
+              "=ExpertsPerToken*ExpertParams+SharedExperts*GatedMLPMatrices*Hidden*MoEIntermediate+RouterParams",
+              m.experts_per_token * a.expert_params(m) + shared + a.router_params(m), "parameters", FMT["int"], "")
+    moe_layers = m.num_hidden_layers - m.first_dense_layers if m.num_experts else 0
+    rows.calc("MoELayers", "MoE layers", "=IF(Experts>0,Layers-FirstDenseLayers,0)", moe_layers, "layers", FMT["int"], "")
+    rows.calc("DenseLayers", "Dense-MLP layers", "=Layers-MoELayers", m.num_hidden_layers - moe_layers, "layers", FMT["int"], "")
+    rows.calc("LayerCommonParams", "Attention and norms per layer", "=AttnParams+NormsPerLayer*Hidden",
+              a.attention_params_per_layer(m) + m.norms_per_layer * m.hidden_size, "parameters", FMT["int"], "")
+    rows.calc("DecoderParamsTotal", "Decoder, all parameters",
+              "=Layers*LayerCommonParams+DenseLayers*DenseMLPParams+MoELayers*MoEMLPParamsTotal+Hidden",
+              a.decoder_params(m, False), "parameters", FMT["int"], "layers plus the final norm")
+    rows.calc("DecoderParamsActive", "Decoder, used per token",
+              "=Layers*LayerCommonParams+DenseLayers*DenseMLPParams+MoELayers*MoEMLPParamsActive+Hidden",
+              a.decoder_params(m, True), "parameters", FMT["int"], "")
+    rows.calc("EmbeddingParams", "Embedding and output head", "=IF(TieEmbeddings,Vocab*Hidden,Vocab*Hidden+Vocab*Hidden)",
+              a.embedding_params(m), "parameters", FMT["int"], "once if tied")
+    rows.calc("ParamsTotal", "Parameters in memory", "=DecoderParamsTotal+EmbeddingParams+VisionParams",
+              a.total_params(m), "parameters", FMT["int"], "what the weights occupy")
+    rows.calc("ParamsActive", "Parameters per token", "=DecoderParamsActive+EmbeddingParams",
+              a.active_params(m), "parameters", FMT["int"], "what FLOPs count (2 x N per token)")
+
+    rows.section("Weights and cache per token")
+    rows.header("Quantity", "Value", "Unit", "How")
+    bpp = memory.WEIGHT_BYTES_PER_PARAM[e.plan.model.weights_dtype]
+    rows.calc("WeightBytesPerParam", "Bytes per weight", "=" + F.dtype_bytes("WeightsDtype", "WeightDtypes", "WeightDtypeBytes"),
+              bpp, "bytes/parameter", "0.000000", "block scales included (Constants sheet)")
+    rows.calc("WeightsBytes", "Weight footprint",
+              "=" + F.weights_bytes("WeightBytesPerParam"),
+              s.weights_bytes, "bytes", FMT["int"], "decoder at the weight dtype; embeddings and vision tower 16-bit")
+    rows.calc("WeightsGiB", "Weight footprint", "=WeightsBytes/GiB", s.weights_bytes / GIB, "GiB", FMT["gib"], "")
+    kvb = memory.KV_BYTES_PER_ELEMENT[e.plan.model.kv_dtype]
+    rows.calc("KVBytesPerElement", "Bytes per cached element", "=" + F.dtype_bytes("KVDtype", "KVDtypes", "KVDtypeBytes"),
+              kvb, "bytes/element", "0.0", "")
+    rows.calc("KVBytesPerTokenLayer", "KV cache per token per layer",
+              "=" + F.kv_bytes_per_token_layer("KVBytesPerElement"),
+              s.kv_bytes_per_token_layer, "bytes", FMT["int"], "K and V per KV head (GQA), or one latent (MLA)")
+    rows.calc("KVBytesPerToken", "KV cache per token, all layers", "=Layers*KVBytesPerTokenLayer",
+              memory.kv_bytes_per_token(m, e.plan.model.kv_dtype), "bytes/token", FMT["int"], "")
+    rows.calc("AttentionWidth", "Attention width", '=IF(AttentionKind="mla",INT(AVERAGE(Heads*(QKNopeDim+QKRopeDim),Heads*VHeadDim)),Heads*HeadDim)',
+              s.attention_width, "elements", FMT["int"], "heads x head width (MLA: mean of the QK and V widths)")
+    rows.calc("KVShardLimit", "Ways the cache can split across a TP group", '=IF(AttentionKind="mla",1,KVHeads)',
+              s.kv_shard_limit, "GPUs", FMT["int"], "by KV head (GQA); an MLA latent is copied to every rank")
+
+    rows.section("The GPU (from the GPUs sheet)")
+    rows.header("Field", "Value", "Unit", "How")
+    rows.calc("GPURow", "Row on the GPUs sheet", "=MATCH(GPUKey,GPUKeys,0)",
+              1 + catalog_gpu_keys(e.plan).index(gpu_row_key(e.plan)), "row", "0", "#N/A means the GPU is not on the GPUs sheet.")
+    rows.calc("GPUName", "GPU", "=INDEX(GPUNames,GPURow)", g.name, "", None, "")
+    for i, (field, name, unit) in enumerate(GPU_COLUMNS):
+        col = gpus_col(i)
+        raw = getattr(g, field)
+        rows.calc(name, field.replace("_", " "), f"=INDEX(GPUs!${col}${CATALOG_FIRST_ROW}:${col}${n_gpus + CATALOG_FIRST_ROW - 1},GPURow)",
+                  raw if raw is not None else 0, unit, FMT["num"], field)
+    rows.calc("ComputeDtype", "Compute dtype of the peak",
+              "=" + F.compute_dtype("WeightsDtype"),
+              compute_dtype(e.plan, g), "dtype", None, "fp8 weights use the fp8 peak where the GPU has one")
+    rows.calc("PeakTFLOPS", "Peak dense throughput", "=" + F.peak_tflops("ComputeDtype"),
+              s.peak_tflops, "TFLOP/s", FMT["tflops"], "")
+
+
+def _gqa_params(m: ModelSpec) -> int:
+    """The GQA formula on an MLA model's (unused) GQA fields, as the sheet computes it."""
+    h, nh, hd, nkv = m.hidden_size, m.num_attention_heads, m.head_dim, m.num_key_value_heads
+    n = 2 * h * nh * hd + 2 * h * nkv * hd
+    n += (nh * hd + 2 * nkv * hd) if m.attention_bias else 0
+    n += h if m.attention_out_bias else 0
+    n += 2 * hd if m.qk_norm else 0
+    return n
+
+
+def _mla_params(m: ModelSpec) -> int:
+    """The MLA formula on a GQA model, with its absent MLA fields as 0, as the sheet computes it."""
+    h, nh = m.hidden_size, m.num_attention_heads
+    ql, kl = m.q_lora_rank or 0, m.kv_lora_rank or 0
+    nope, rope, v = m.qk_nope_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
+    q = h * ql + ql + ql * nh * (nope + rope) if ql > 0 else h * nh * (nope + rope)
+    return q + h * (kl + rope) + kl + kl * nh * (nope + v) + nh * v * h
