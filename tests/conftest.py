@@ -1,3 +1,10 @@
+import os
+
+# The Excel functions are registered the way xlwings Server and xlwings Lite register them (Office.js), so the
+# tests can read their metadata and call them through xlwings' own dispatch. xlwings reads these when imported.
+os.environ["XLWINGS_ON_SERVER"] = "true"
+os.environ["XLWINGS_LICENSE_KEY"] = "noncommercial"  # xlwings PRO's free licence for noncommercial use
+
 import pytest
 
 from xlplan.io.planfile import reference_plan

@@ -29,6 +29,19 @@ def whole_replicas(gpus_exact, tp):
     return _vec.ceil(x * (1.0 - ROUNDING_TOLERANCE))
 
 
+def whole_gpus(gpus_exact, tp):
+    """GPUs in whole replicas of ``tp`` that cover ``gpus_exact``. [GPUs]
+
+    Examples
+    --------
+    The runbook's memory path: 3.14 GPUs -> 4; at TP 2, 2 replicas of 2.
+
+    >>> whole_gpus(3.14, 1), whole_gpus(3.14, 2)
+    (4.0, 4.0)
+    """
+    return whole_replicas(gpus_exact, tp) * tp
+
+
 def fleet_sizes(load_replicas, tp, redundancy_replicas, gpus_per_node):
     """The three numbers: load, with redundancy, purchased. [GPUs]
 

@@ -148,17 +148,17 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
     budget = memory.kv_budget_gib(s.memory_gib, s.memory_utilisation, weights_gib_gpu, s.overhead_gib)
     per_replica = memory.conversations_per_replica(budget, tr.kv_gib_per_conversation, shards)
     mem_exact = memory.memory_gpus_exact(tr.concurrency, tr.kv_gib_per_conversation, budget, tp, shards)
-    mem = fleet.whole_replicas(mem_exact, tp) * tp
+    mem = fleet.whole_gpus(mem_exact, tp)
 
     comp_exact = compute.compute_gpus_exact(tr.prefill_tflops + tr.decode_tflops, s.peak_tflops, s.mfu)
-    comp = fleet.whole_replicas(comp_exact, tp) * tp
+    comp = fleet.whole_gpus(comp_exact, tp)
 
     batch_cap = latency.max_decode_batch(
         s.itl_s, tr.decode_flops_per_token, s.weights_bytes, tr.kv_bytes_per_conversation, tp, shards,
         s.peak_tflops, s.mfu, s.hbm_tbps, s.bandwidth_efficiency,
     )
     lat_exact = latency.latency_gpus_exact(tr.concurrency, batch_cap, tp)
-    lat = fleet.whole_replicas(lat_exact, tp) * tp
+    lat = fleet.whole_gpus(lat_exact, tp)
 
     load_replicas = _vec.maximum(_vec.maximum(mem, comp), lat) / tp
     load, with_red, purchased = fleet.fleet_sizes(load_replicas, tp, s.redundancy, s.gpus_per_node)

@@ -94,3 +94,45 @@ def write_text_atomic(path: str | Path, text: str, force: bool = False) -> None:
 def json_dumps(obj: Any) -> str:
     """JSON with a stable layout."""
     return json.dumps(obj, indent=2, sort_keys=False)
+
+
+def plan_from_pairs(pairs: list, base: Plan | None = None, source: str = "plan table") -> Plan:
+    """A plan from (dotted key, value) pairs, e.g. ``[["forecast.peak_rps", 60], ["model.name", "llama-3.1-70b"]]``.
+
+    Keys left out keep the base plan's value (the reference plan by default); an
+    empty value clears an optional field. This is how a spreadsheet range of two
+    columns describes a plan.
+    """
+    data = (base or reference_plan()).model_dump(exclude_none=True)
+    problems = []
+    for i, row in enumerate(pairs, start=1):
+        if not isinstance(row, (list, tuple)) or len(row) < 2:
+            problems.append(f"row {i}: got {row!r}; expected two cells, a key such as forecast.peak_rps and its value")
+            continue
+        key, value = row[0], row[1]
+        if key in (None, ""):
+            continue
+        parts = str(key).strip().split(".")
+        node = data
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        if value in (None, ""):
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = int(value) if isinstance(value, float) and value.is_integer() and parts[-1] in _WHOLE_FIELDS else value
+    if problems:
+        raise InputError(source, problems)
+    if "itl_s" in data.get("promise", {}) and "tokens_per_s" in data.get("promise", {}):
+        # a table that gives the streaming speed replaces the base plan's inter-token target
+        if any(str(r[0]).strip() == "promise.tokens_per_s" for r in pairs if isinstance(r, (list, tuple)) and r):
+            data["promise"].pop("itl_s")
+        else:
+            data["promise"].pop("tokens_per_s")
+    return plan_from_mapping(data, source)
+
+
+_WHOLE_FIELDS = {"gpus_per_node", "redundancy", "tp"}

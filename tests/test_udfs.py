@@ -1,0 +1,221 @@
+"""The Excel functions: thin calls into the engine, in Excel's shapes, through xlwings' Office.js dispatch too.
+
+The expected numbers are the reference plan's (the runbook's worked example) as
+`xlplan plan --json` prints them, so a UDF and the CLI can never disagree.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import xlwings
+from pytest import approx
+
+from udfs import functions as U
+from xlplan.cli import main
+
+UDF_SOURCE = Path(U.__file__)
+EXPECTED_NAMES = {"LITTLES_LAW", "TIME_IN_SYSTEM", "KV_BYTES_PER_TOKEN", "KV_GIB_PER_CONVERSATION", "WEIGHTS_GIB",
+                  "PARAMS_FROM_CONFIG", "KV_BUDGET_GIB", "MEMORY_GPUS", "PREFILL_TFLOPS", "DECODE_TFLOPS", "COMPUTE_GPUS",
+                  "LATENCY_GPUS", "BINDING_CONSTRAINT", "FLEET", "MONTHLY_COST", "TOKENS_PER_MONTH", "COST_PER_MTOK",
+                  "API_MONTHLY_COST", "BREAKEVEN_TOKENS", "MAX_RATE", "GPU_SPEC", "MODEL_SPEC", "CAPACITY_NOTE",
+                  "SENSITIVITIES", "MAX_DECODE_BATCH"}
+
+
+@pytest.fixture(scope="module")
+def cli(capsysbinary=None):
+    """`xlplan plan --json` for the reference plan."""
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["plan", "--json"]) == 0
+    return json.loads(buf.getvalue())
+
+
+def officejs(name: str, *args):
+    """Call a function the way xlwings Server and Lite do: each argument a 2-D list, empty cells as None."""
+    data = {"func_name": name, "args": list(args), "version": xlwings.__version__, "client": "Office.js", "runtime": "1.4",
+            "culture_info_name": "en-US", "date_format": "M/d/yyyy"}
+    from xlwings.server import custom_functions_call
+
+    return asyncio.run(custom_functions_call(data, U))
+
+
+def cell(x):
+    return [[x]]
+
+
+def test_littles_law_40_by_15_is_600():
+    # the runbook: 40 req/s × 15 s = 600 in flight
+    assert U.littles_law(40, 15) == 600
+    assert officejs("littles_law", cell(40.0), cell(15.0)) == [[600.0]]
+
+
+def test_reference_plan_through_the_udfs_equals_the_cli(cli):
+    inp, mem, comp, lat, fl, cost = cli["inputs"], cli["memory"], cli["compute"], cli["latency"], cli["fleet"], cli["cost"]
+    p, o = inp["prompt_tokens"], inp["output_tokens"]
+    model, gpu = "llama-3.1-8b", "h100-sxm"
+    tis = U.time_in_system(o["p50"], o["p95"], inp["itl_s"], o["p99"])
+    assert tis == approx(cli["time_in_system_s"], rel=1e-12)
+    conc = U.littles_law(inp["peak_rps"], tis)
+    assert conc == approx(cli["concurrency"], rel=1e-12)
+    assert U.kv_bytes_per_token(model) == cli["model"]["kv_bytes_per_token"]
+    kv = U.kv_gib_per_conversation(model, mem["conversation_tokens"])
+    assert kv == approx(mem["kv_gib_per_conversation"], rel=1e-12)
+    assert U.weights_gib(model) == approx(cli["model"]["weights_gib"], rel=1e-12)
+    assert U.params_from_config(model) == cli["model"]["params_total"]
+    assert U.params_from_config(model, "active") == cli["model"]["params_active"]
+    budget = U.kv_budget_gib(gpu, mem["weights_gib_per_gpu"], 0.9, 3.0)
+    assert budget == approx(mem["kv_budget_gib_per_gpu"], rel=1e-12)
+    assert U.memory_gpus(conc, kv, budget) == mem["gpus"] == 4
+    prefill = U.prefill_tflops(inp["peak_rps"], model, p["p50"], p["p95"], p["p99"])
+    decode = U.decode_tflops(inp["peak_rps"], model, o["p50"], o["p95"], o["p99"])
+    assert prefill == approx(comp["prefill_tflops"], rel=1e-12) and decode == approx(comp["decode_tflops"], rel=1e-12)
+    assert U.compute_gpus(prefill + decode, gpu, comp["mfu"]) == comp["gpus"] == 4
+    batch = U.max_decode_batch(model, gpu, inp["itl_s"], mem["conversation_tokens"])
+    assert batch == approx(lat["max_decode_batch"], rel=1e-12)
+    assert U.latency_gpus(conc, batch) == lat["gpus"]
+    assert U.binding_constraint(mem["gpus"], comp["gpus"], lat["gpus"]) == cli["binding"] == "both"
+    assert U.fleet(mem["gpus"], comp["gpus"], lat["gpus"]) == [[fl["load"]], [fl["with_redundancy"]], [fl["purchased"]]] == [[4], [5], [8]]
+    monthly = U.monthly_cost(fl["with_redundancy"], cost["usd_per_gpu_hour"])
+    assert monthly == cost["monthly_usd"] == 10950
+    tokens = U.tokens_per_month(inp["peak_rps"], p["p50"], p["p95"], o["p50"], o["p95"], inp["average_utilisation"], p["p99"], o["p99"])
+    assert tokens == approx(cost["tokens_per_month"], rel=1e-12)
+    assert U.cost_per_mtok(monthly, tokens) == approx(cost["usd_per_mtok"], rel=1e-12)
+    api = U.api_monthly_cost(tokens, 0.25, 0.75, p["p50"], p["p95"], o["p50"], o["p95"], p["p99"], o["p99"])
+    assert api == approx(cost["api_monthly_usd"], rel=1e-12)
+    assert U.breakeven_tokens(monthly, cost["api_usd_per_mtok_blended"]) == approx(cost["breakeven_tokens_per_month"], rel=1e-12)
+    sens = U.sensitivities()
+    assert sens[0][0] == "What-if" and [r[0] for r in sens[1:]] == [s["change"] for s in cli["sensitivities"]]
+    assert [r[2] for r in sens[1:]] == [s["fleet"] for s in cli["sensitivities"]]
+    note = U.capacity_note()
+    assert all(len(r) == 2 for r in note)
+    assert ["Load", "4 GPUs (TP 1)"] in note and ["With redundancy", "5 GPUs (N+1 replicas)"] in note
+    assert ["Purchased", "8 GPUs (1 node(s) of 8)"] in note
+
+
+def test_max_rate_is_the_capacity_command(capsys):
+    assert main(["capacity", "--gpus", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert U.max_rate(4) == approx(out["max_peak_rps"], rel=1e-12)
+    # a plan table: an 80 req/s forecast does not change what 4 GPUs can carry; a 10 tokens/s promise doubles
+    # time in system (30 s) and memory binds; one TP-4 replica splits the 14.96 GiB of weights (3.74 GiB each), leaving
+    # 0.9 × 79.65 − 3.74 − 3.0 = 64.94 GiB per GPU: 4 × 64.94 ÷ 0.2808 GiB ÷ 30 s = 30.84 req/s (`xlplan capacity`)
+    assert U.max_rate(4, [["forecast.peak_rps", 80.0]]) == approx(out["max_peak_rps"], rel=1e-12)
+    weights = 8030261248 * 2 / 2**30 / 4
+    assert U.max_rate(4, [["promise.itl_s", 0.1]]) == approx(4 * (0.9 * 81559 / 1024 - weights - 3.0) / 0.28076171875 / 30, rel=1e-9)
+
+
+def test_catalog_lookups_and_did_you_mean():
+    # nvidia-smi reports 81,559 MiB for an H100 SXM: 79.65 GiB
+    assert U.gpu_spec("h100-sxm", "memory_gib") == approx(81559 / 1024)
+    assert U.model_spec("meta-llama/Llama-3.1-8B", "num_hidden_layers") == 32
+    with pytest.raises(U.UDFError, match=r"GPU_SPEC: unknown GPU 'h100-sx'; did you mean 'h100-sxm'"):
+        U.gpu_spec("h100-sx", "memory_gib")
+    with pytest.raises(U.UDFError, match=r"MODEL_SPEC: field: got 'layers'; expected one of"):
+        U.model_spec("llama-3.1-8b", "layers")
+
+
+def test_params_from_a_config_range():
+    # the config.json fields of Llama-3.1-8B as a two-column range give its 8,030,261,248 parameters
+    config = [["model_type", "llama"], ["num_hidden_layers", 32.0], ["hidden_size", 4096.0], ["num_attention_heads", 32.0],
+              ["num_key_value_heads", 8.0], ["intermediate_size", 14336.0], ["vocab_size", 128256.0],
+              ["tie_word_embeddings", False], ["head_dim", 128.0]]
+    assert U.params_from_config(config) == 8030261248
+    assert officejs("params_from_config", config, cell(None)) == [[8030261248.0]]
+
+
+def test_whole_numbers_from_cells_as_floats():
+    # Excel sends 2 as 2.0: a TP of 2.0 is 2 (4 GPUs' worth of cache need 2 replicas of 2)
+    assert U.memory_gpus(600, 0.28076171875, 53.73, 2.0, 2.0) == 4
+    assert U.fleet(4.0, 4.0, 3.0, 1.0, 1.0, 8.0) == [[4], [5], [8]]
+
+
+def test_a_column_in_gives_a_column_out():
+    assert U.littles_law([40, 80, 20], 15) == [[600], [1200], [300]]  # classic xlwings passes a column as a list
+    assert officejs("littles_law", [[40.0], [80.0]], cell(15.0)) == [[600.0], [1200.0]]
+    # a bad cell in the range is an error in that cell only
+    assert U.littles_law([[40.0], ["n/a"]], 15) == [[600.0], ["#VALUE!"]]
+    with pytest.raises(U.UDFError, match="ranges of different shapes"):
+        U.littles_law([[1.0], [2.0]], [[1.0], [2.0], [3.0]])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: U.littles_law(-40, 15), "LITTLES_LAW: arrival_rate_rps: got -40; expected a number of at least 0 [requests/s]"),
+    (lambda: U.littles_law("forty", 15), "LITTLES_LAW: arrival_rate_rps: got 'forty'; expected a number [requests/s]"),
+    (lambda: U.littles_law(None, 15), "LITTLES_LAW: arrival_rate_rps: got None; expected a number [requests/s], not an empty cell"),
+    (lambda: U.compute_gpus(1500, "h100-sx", 0.4), "COMPUTE_GPUS: unknown GPU 'h100-sx'; did you mean 'h100-sxm'?"),
+    (lambda: U.compute_gpus(1500, "h100-sxm", 40), "COMPUTE_GPUS: mfu: got 40; expected a number of at most 1 [fraction] (0.40, not 40)"),
+    (lambda: U.memory_gpus(600, 0.28, -2), "MEMORY_GPUS: kv_budget_gib: got -2; expected a positive budget [GiB]"),
+    (lambda: U.memory_gpus(600, 0.28, 53.7, 1.5), "MEMORY_GPUS: tp: got 1.5; expected a whole number [GPUs]"),
+    (lambda: U.kv_bytes_per_token("llama-3.1-8b", "fp6"), "KV_BYTES_PER_TOKEN: 'fp6'"),
+    (lambda: U.max_rate(4, [["forecast.average_utilisation", 40.0]]), "MAX_RATE: forecast.average_utilisation: got 40.0; expected a fraction between 0 and 1 (write 0.40, not 40)"),
+    (lambda: U.capacity_note([["model.name", "llama-3.1-405b"], ["hardware.gpu", "l4"], ["hardware.gpus_per_node", 1.0]]), "CAPACITY_NOTE: the weights do not fit"),
+])
+def test_bad_arguments_give_one_clear_line(call, message):
+    with pytest.raises(U.UDFError) as e:
+        call()
+    assert message in str(e.value)
+    assert "Traceback" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_office_js_path_registers_every_function_with_help():
+    from xlwings.server import custom_functions_meta
+
+    assert os.environ["XLWINGS_ON_SERVER"] == "true"  # set by tests/conftest.py before xlwings was imported
+    meta = custom_functions_meta(U)
+    names = {f["name"] for f in meta["functions"]}
+    assert names == EXPECTED_NAMES
+    for f in meta["functions"]:
+        assert len(f["description"]) > 20, f["name"]
+        assert "." not in f["name"]  # no namespace: =LITTLES_LAW() resolves in every runtime
+        for p in f["parameters"]:
+            assert re.search(r"\[[^\]]+\]$", p["description"]), (f["name"], p)
+    tis = next(f for f in meta["functions"] if f["name"] == "TIME_IN_SYSTEM")
+    assert [p.get("optional", False) for p in tis["parameters"]] == [False, False, False, True, True]
+
+
+def test_office_js_calls_equal_plain_calls():
+    # empty optional cells arrive as None and take the engine's defaults
+    assert officejs("time_in_system", cell(300.0), cell(300.0), cell(0.05), cell(None), cell(None)) == [[U.time_in_system(300, 300, 0.05)]]
+    assert officejs("fleet", cell(4.0), cell(4.0), cell(3.0), cell(None), cell(None), cell(None)) == [[4.0], [5.0], [8.0]]
+    assert officejs("kv_budget_gib", cell("h100-sxm"), cell(14.95787), cell(None), cell(None)) == [[U.kv_budget_gib("h100-sxm", 14.95787)]]
+    table = [["forecast.peak_rps", 60.0], ["promise.itl_s", 0.05]]
+    assert officejs("sensitivities", table) == U.sensitivities(table)
+    with pytest.raises(U.UDFError, match="LITTLES_LAW: arrival_rate_rps: got 'x'"):
+        officejs("littles_law", cell("x"), cell(15.0))
+
+
+def test_every_udf_documented_without_literal_hints_and_without_arithmetic():
+    source = UDF_SOURCE.read_text(encoding="utf-8")
+    assert "Literal" not in source  # the classic runtime breaks on Literal[...] hints
+    tree = ast.parse(source)
+    udf_defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and any(
+        isinstance(d, ast.Call) and getattr(d.func, "id", "") == "udf" for d in n.decorator_list)}
+    assert set(udf_defs) == set(U.public_udfs())
+    for name, node in udf_defs.items():
+        f = U.public_udfs()[name]
+        assert inspect.getdoc(f) and re.search(r"\[[^\]]+\]$", inspect.getdoc(f)), name
+        for p in f.__xlfunc__["args"]:
+            assert re.search(r"\[[^\]]+\]$", p["doc"]), (name, p["name"])
+        arithmetic = [type(n).__name__ for n in ast.walk(node) if isinstance(n, (ast.BinOp, ast.UnaryOp, ast.AugAssign))
+                      and not (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))]
+        assert arithmetic == [], f"{name} does arithmetic of its own: {arithmetic}"
+
+
+def test_importing_the_udfs_loads_no_openpyxl_or_pandas():
+    # xlwings Lite runs the engine in Pyodide: nothing compiled beyond pydantic, and no openpyxl or pandas at import
+    code = "import sys, xlplan, xlplan.cellwise, xlplan.planner; print(sorted(m for m in ('openpyxl', 'pandas', 'numpy') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,469 @@
+"""xlplan's Excel functions: the engine in a cell, through xlwings.
+
+Written once with xlwings' ``func`` and ``arg`` decorators: xlwings maps them to
+classic Windows UDFs (COM), to xlwings Server (Office.js) and to xlwings Lite
+(Pyodide). Each function checks its arguments and makes one call into
+:mod:`xlplan.cellwise` or the planner; none has arithmetic of its own. Bad
+arguments raise :class:`UDFError` with one clear line (Excel shows ``#VALUE!``
+with that message); a column of inputs gives a column of answers.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from xlwings import arg, func
+
+from xlplan import cellwise, concurrency
+from xlplan.io.errors import InputError
+from xlplan.plan import Forecast, Hardware, Policy
+
+_POLICY = Policy.model_fields
+_HARDWARE = Hardware.model_fields
+MFU = _POLICY["mfu"].default
+MEMORY_UTILISATION = _POLICY["memory_utilisation"].default
+OVERHEAD_GIB = _POLICY["overhead_gib"].default
+BANDWIDTH_EFFICIENCY = _POLICY["bandwidth_efficiency"].default
+REDUNDANCY = _POLICY["redundancy"].default
+GPUS_PER_NODE = _HARDWARE["gpus_per_node"].default
+HOURS_PER_MONTH = _HARDWARE["hours_per_month"].default
+AVERAGE_UTILISATION = Forecast.model_fields["average_utilisation"].default
+ERROR_IN_A_CELL = "#VALUE!"
+"""What one failing cell of a range call holds (Office.js shows it as Excel's #VALUE! error)."""
+
+
+class UDFError(ValueError):
+    """A bad argument or an impossible plan, said in one line: the function, the argument, what was found and expected."""
+
+
+def _bad(param: str, value, expected: str) -> UDFError:
+    return UDFError(f"{param}: got {value!r}; expected {expected}")
+
+
+def _num(param: str, value, unit: str, *, above=None, at_least=None, at_most=None, optional=False):
+    """A number from a cell: floats from Excel, ints, and nothing else; bounds checked."""
+    if value is None or value == "":
+        if optional:
+            return None
+        raise _bad(param, value, f"a number [{unit}], not an empty cell")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(param, value, f"a number [{unit}]")
+    if above is not None and not value > above:
+        raise _bad(param, value, f"a number above {above:g} [{unit}]")
+    if at_least is not None and not value >= at_least:
+        raise _bad(param, value, f"a number of at least {at_least:g} [{unit}]")
+    if at_most is not None and not value <= at_most:
+        hint = " (0.40, not 40)" if unit == "fraction" else ""
+        raise _bad(param, value, f"a number of at most {at_most:g} [{unit}]{hint}")
+    return float(value)
+
+
+def _whole(param: str, value, unit: str, *, at_least: int = 1) -> int:
+    """A whole number from a cell; 3.0 from Excel is 3."""
+    x = _num(param, value, unit, at_least=at_least)
+    if not x.is_integer():
+        raise _bad(param, value, f"a whole number [{unit}]")
+    return int(x)
+
+
+def _text(param: str, value, expected: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(param, value, expected)
+    return value.strip()
+
+
+def _fraction(param: str, value, *, optional=False):
+    return _num(param, value, "fraction", above=0.0, at_most=1.0, optional=optional)
+
+
+def _rows(value) -> list[list]:
+    """A range as rows: a 1-D list (a column, as classic xlwings passes it) becomes one cell per row."""
+    if value and all(isinstance(r, (list, tuple)) for r in value):
+        return [list(r) for r in value]
+    return [[v] for v in value]
+
+
+def _broadcast(f, args: tuple, table_params: tuple[int, ...]):
+    ranged = [i for i, a in enumerate(args) if isinstance(a, (list, tuple)) and i not in table_params]
+    if not ranged:
+        return None
+    shapes = {i: _rows(args[i]) for i in ranged}
+    first = shapes[ranged[0]]
+    if any((len(s), len(s[0])) != (len(first), len(first[0])) for s in shapes.values()):
+        raise UDFError("ranges of different shapes; expected every range argument to have the same rows and columns")
+    out = []
+    for r, row in enumerate(first):
+        cells = []
+        for c, _ in enumerate(row):
+            call = [shapes[i][r][c] if i in shapes else a for i, a in enumerate(args)]
+            try:
+                cells.append(f(*call))
+            except UDFError:
+                cells.append(ERROR_IN_A_CELL)
+        out.append(cells)
+    return out
+
+
+def udf(tables: tuple[str, ...] = (), **docs: str):
+    """Register an Excel function: every parameter documented (with its unit), errors made one clear line.
+
+    ``tables`` names parameters that take a whole range (a plan table, a config);
+    any other parameter given a range makes the function answer cell by cell.
+    """
+
+    def wrap(f):
+        params = list(inspect.signature(f).parameters)
+        if set(params) != set(docs):
+            raise TypeError(f"{f.__name__}: document exactly its parameters {params}, got {sorted(docs)}")
+        table_params = tuple(params.index(t) for t in tables)
+        name = f.__name__.upper()
+
+        def checked(*args):
+            try:
+                return f(*args)
+            except UDFError as e:
+                message = str(e)
+                raise UDFError(message if message.startswith(name) else f"{name}: {message}") from None
+            except InputError as e:
+                raise UDFError(f"{name}: {'; '.join(e.problems)}") from None
+            except (ValueError, LookupError) as e:
+                raise UDFError(f"{name}: {e}") from None
+            except Exception as e:  # never a traceback in a cell
+                raise UDFError(f"{name}: internal error ({type(e).__name__}: {e})") from None
+
+        @functools.wraps(f)
+        def guarded(*args):
+            spread = _broadcast(checked, args, table_params)
+            return checked(*args) if spread is None else spread
+
+        g = guarded
+        for p in params:
+            g = arg(p, doc=docs[p])(g)
+        return func(g)
+
+    return wrap
+
+
+# ---------------------------------------------------------------------------------------------- step 3
+
+
+@udf(arrival_rate_rps="Peak arrival rate. [requests/s]", time_in_system_s="Mean time a request occupies a slot. [s]")
+def littles_law(arrival_rate_rps, time_in_system_s):
+    """Requests in flight by Little's Law: arrival rate × time in system (40 req/s × 15 s = 600). [requests]"""
+    return concurrency.littles_law(_num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0),
+                                   _num("time_in_system_s", time_in_system_s, "s", at_least=0.0))
+
+
+@udf(output_p50="Median output length. [tokens]", output_p95="95th-percentile output length. [tokens]",
+     itl_s="Inter-token latency target. [s/token]", output_p99="99th-percentile output length; may be blank. [tokens]",
+     ttft_s="Time to first token to add; 0 as the runbook does. [s]")
+def time_in_system(output_p50, output_p95, itl_s, output_p99=None, ttft_s=0.0):
+    """Mean time in system: the fitted mean output × the inter-token target (+ TTFT) (300 × 0.05 = 15 s). [s]"""
+    return cellwise.time_in_system_s(
+        _num("output_p50", output_p50, "tokens", above=0.0), _num("output_p95", output_p95, "tokens", above=0.0),
+        _num("itl_s", itl_s, "s/token", above=0.0), _num("output_p99", output_p99, "tokens", above=0.0, optional=True),
+        _num("ttft_s", ttft_s, "s", at_least=0.0))
+
+
+# ---------------------------------------------------------------------------------------------- model
+
+
+@udf(model="Catalog model name, Hugging Face id or alias, e.g. llama-3.1-8b. [text]",
+     kv_dtype="KV-cache precision: bf16, fp16, fp8 or int8. [dtype]")
+def kv_bytes_per_token(model, kv_dtype="bf16"):
+    """KV cache per token with every layer full-length (Llama-3.1-8B bf16: 131,072 B). [bytes/token]"""
+    return cellwise.kv_bytes_per_token(_text("model", model, "a model name [text]"), _text("kv_dtype", kv_dtype, "a dtype [dtype]"))
+
+
+@udf(model="Catalog model name, Hugging Face id or alias. [text]",
+     conversation_tokens="Prompt plus output tokens the cache is sized at (p50 + p50 in the runbook). [tokens]",
+     kv_dtype="KV-cache precision: bf16, fp16, fp8 or int8. [dtype]")
+def kv_gib_per_conversation(model, conversation_tokens, kv_dtype="bf16"):
+    """KV cache one conversation holds; sliding-window layers hold at most their window (2,300 tokens: 0.281 GiB). [GiB]"""
+    return cellwise.kv_gib_per_conversation(_text("model", model, "a model name [text]"),
+                                            _num("conversation_tokens", conversation_tokens, "tokens", at_least=0.0),
+                                            _text("kv_dtype", kv_dtype, "a dtype [dtype]"))
+
+
+@udf(model="Catalog model name, Hugging Face id or alias. [text]",
+     weights_dtype="Weight precision: bf16, fp16, fp8, int8, int4, mxfp4, nvfp4. [dtype]")
+def weights_gib(model, weights_dtype="bf16"):
+    """Weight footprint of the whole model; embeddings stay 16-bit in quantised checkpoints (Llama-3.1-8B bf16: 14.96 GiB). [GiB]"""
+    return cellwise.weights_gib(_text("model", model, "a model name [text]"), _text("weights_dtype", weights_dtype, "a dtype [dtype]"))
+
+
+@udf(tables=("config",), config="A model name, or a two-column range of config.json fields and values (e.g. hidden_size | 4096). [text]",
+     which="'total' (in memory) or 'active' (per token, MoE). [text]")
+def params_from_config(config, which="total"):
+    """Parameters derived from the config: counted layer by layer (Llama-3.1-8B: 8,030,261,248). [parameters]"""
+    which = _text("which", which, "'total' or 'active' [text]")
+    if isinstance(config, (list, tuple)):
+        from xlplan.io.hf_config import spec_from_hf_config
+
+        rows = _rows(config)
+        fields = {str(r[0]).strip(): r[1] for r in rows if len(r) >= 2 and r[0] not in (None, "")}
+        for k, v in fields.items():
+            if isinstance(v, float) and v.is_integer():
+                fields[k] = int(v)
+        return float(cellwise.params(spec_from_hf_config(fields, "config range"), which))
+    return float(cellwise.params(_text("config", config, "a model name or a two-column range [text]"), which))
+
+
+# ---------------------------------------------------------------------------------------------- step 4
+
+
+@udf(gpu="Catalog GPU name (e.g. h100-sxm) or its memory as the driver reports it. [GiB]",
+     weights_gib_per_gpu="This GPU's share of the weights. [GiB]",
+     memory_utilisation="Fraction of memory the server may use (vLLM gpu_memory_utilization; 0.90, not 90). [fraction]",
+     overhead_gib="Activations, CUDA graphs and runtime memory per GPU. [GiB]")
+def kv_budget_gib(gpu, weights_gib_per_gpu, memory_utilisation=MEMORY_UTILISATION, overhead_gib=OVERHEAD_GIB):
+    """KV room per GPU: memory × utilisation − weights − overhead (H100: 0.9 × 79.65 − 14.96 − 3.0 = 53.73). [GiB]"""
+    g = gpu if isinstance(gpu, str) else _num("gpu", gpu, "GiB", above=0.0)
+    return cellwise.kv_budget_gib(g, _num("weights_gib_per_gpu", weights_gib_per_gpu, "GiB", at_least=0.0),
+                                  _fraction("memory_utilisation", memory_utilisation),
+                                  _num("overhead_gib", overhead_gib, "GiB", at_least=0.0))
+
+
+@udf(concurrency="Requests in flight. [requests]", kv_gib_per_conversation="KV cache per conversation. [GiB]",
+     kv_budget_gib="KV room per GPU. [GiB]", tp="GPUs per replica (tensor-parallel degree). [GPUs]",
+     kv_shards="Ways the cache splits across the replica: min(TP, KV heads); 1 for MLA. [GPUs]")
+def memory_gpus(concurrency, kv_gib_per_conversation, kv_budget_gib, tp=1, kv_shards=1):
+    """The memory path in whole replicas: concurrency × KV per conversation ÷ budget (600 × 0.281 ÷ 53.73 = 3.14 → 4). [GPUs]"""
+    budget = _num("kv_budget_gib", kv_budget_gib, "GiB")
+    if budget <= 0:
+        raise _bad("kv_budget_gib", kv_budget_gib, "a positive budget [GiB]: the weights leave no room for the cache")
+    return cellwise.memory_gpus(_num("concurrency", concurrency, "requests", at_least=0.0),
+                                _num("kv_gib_per_conversation", kv_gib_per_conversation, "GiB", above=0.0), budget,
+                                _whole("tp", tp, "GPUs"), _whole("kv_shards", kv_shards, "GPUs"))
+
+
+# ---------------------------------------------------------------------------------------------- step 5
+
+
+@udf(arrival_rate_rps="Peak arrival rate. [requests/s]", model="Catalog model name. [text]",
+     prompt_p50="Median prompt length. [tokens]", prompt_p95="95th-percentile prompt length. [tokens]",
+     prompt_p99="99th-percentile prompt length; may be blank. [tokens]",
+     prefix_reuse="Measured fraction of prompt compute served from the prefix cache; 0 unless measured. [fraction]")
+def prefill_tflops(arrival_rate_rps, model, prompt_p50, prompt_p95, prompt_p99=None, prefix_reuse=0.0):
+    """Prefill demand at peak over the fitted prompt distribution: rate × (2·N·E[n] + 4·layers·E[n²]·width) (runbook: 1,369). [TFLOP/s]"""
+    return cellwise.prefill_tflops(
+        _num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0), _text("model", model, "a model name [text]"),
+        _num("prompt_p50", prompt_p50, "tokens", above=0.0), _num("prompt_p95", prompt_p95, "tokens", above=0.0),
+        _num("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True),
+        _num("prefix_reuse", prefix_reuse, "fraction", at_least=0.0, at_most=1.0))
+
+
+@udf(arrival_rate_rps="Peak arrival rate. [requests/s]", model="Catalog model name. [text]",
+     output_p50="Median output length. [tokens]", output_p95="95th-percentile output length. [tokens]",
+     output_p99="99th-percentile output length; may be blank. [tokens]")
+def decode_tflops(arrival_rate_rps, model, output_p50, output_p95, output_p99=None):
+    """Decode demand at peak: rate × E[output] × 2·N_active (runbook: 40 × 300 × 2 × 8.03e9 = 193). [TFLOP/s]"""
+    return cellwise.decode_tflops(
+        _num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0), _text("model", model, "a model name [text]"),
+        _num("output_p50", output_p50, "tokens", above=0.0), _num("output_p95", output_p95, "tokens", above=0.0),
+        _num("output_p99", output_p99, "tokens", above=0.0, optional=True))
+
+
+@udf(demand_tflops="Prefill plus decode demand at peak. [TFLOP/s]",
+     gpu="Catalog GPU name, or its dense peak. [TFLOP/s]", mfu="Achieved fraction of peak (0.40, not 40). [fraction]",
+     tp="GPUs per replica. [GPUs]", compute_dtype="Tensor-core dtype of the peak for a named GPU: bf16, fp8, fp4. [dtype]")
+def compute_gpus(demand_tflops, gpu, mfu=MFU, tp=1, compute_dtype="bf16"):
+    """The compute path in whole replicas: demand ÷ (peak × MFU) (1,562 ÷ 395.6 = 3.95 → 4). [GPUs]"""
+    g = gpu if isinstance(gpu, str) else _num("gpu", gpu, "TFLOP/s", above=0.0)
+    return cellwise.compute_gpus(_num("demand_tflops", demand_tflops, "TFLOP/s", at_least=0.0), g, _fraction("mfu", mfu),
+                                 _whole("tp", tp, "GPUs"), _text("compute_dtype", compute_dtype, "bf16, fp8 or fp4 [dtype]"))
+
+
+# ---------------------------------------------------------------------------------------------- latency
+
+
+@udf(model="Catalog model name. [text]", gpu="Catalog GPU name. [text]", itl_s="Inter-token latency target. [s/token]",
+     conversation_tokens="Tokens each resident conversation caches. [tokens]", tp="GPUs per replica. [GPUs]",
+     weights_dtype="Weight precision. [dtype]", kv_dtype="KV-cache precision. [dtype]",
+     mfu="Achieved fraction of peak FLOP/s (0.40, not 40). [fraction]",
+     bandwidth_efficiency="Achieved fraction of HBM bandwidth in decode (0.60, not 60). [fraction]",
+     compute_dtype="Tensor-core dtype of the peak: bf16, fp8, fp4. [dtype]")
+def max_decode_batch(model, gpu, itl_s, conversation_tokens, tp=1, weights_dtype="bf16", kv_dtype="bf16", mfu=MFU,
+                     bandwidth_efficiency=BANDWIDTH_EFFICIENCY, compute_dtype="bf16"):
+    """Largest batch one replica carries within the inter-token target: the decode roofline solved for the batch. [conversations]"""
+    return cellwise.max_decode_batch(
+        _text("model", model, "a model name [text]"), _text("gpu", gpu, "a GPU name [text]"), _num("itl_s", itl_s, "s/token", above=0.0),
+        _num("conversation_tokens", conversation_tokens, "tokens", at_least=0.0), _whole("tp", tp, "GPUs"),
+        _text("weights_dtype", weights_dtype, "a dtype [dtype]"), _text("kv_dtype", kv_dtype, "a dtype [dtype]"),
+        _fraction("mfu", mfu), _fraction("bandwidth_efficiency", bandwidth_efficiency),
+        _text("compute_dtype", compute_dtype, "bf16, fp8 or fp4 [dtype]"))
+
+
+@udf(concurrency="Requests in flight. [requests]", max_decode_batch="Largest batch per replica within the target. [conversations]",
+     tp="GPUs per replica. [GPUs]")
+def latency_gpus(concurrency, max_decode_batch, tp=1):
+    """The latency path in whole replicas: concurrency ÷ the batch a replica can carry at the inter-token target. [GPUs]"""
+    batch = _num("max_decode_batch", max_decode_batch, "conversations", at_least=0.0)
+    if batch <= 0:
+        raise _bad("max_decode_batch", max_decode_batch, "a positive batch [conversations]: no batch meets the target")
+    return cellwise.latency_gpus(_num("concurrency", concurrency, "requests", at_least=0.0), batch, _whole("tp", tp, "GPUs"))
+
+
+# ---------------------------------------------------------------------------------------------- step 6
+
+
+@udf(memory_gpus="The memory path. [GPUs]", compute_gpus="The compute path. [GPUs]",
+     latency_gpus="The latency path; 0 to compare memory and compute only. [GPUs]")
+def binding_constraint(memory_gpus, compute_gpus, latency_gpus=0.0):
+    """Which path binds: memory, compute, latency; 'both' or 'all' when whole GPU counts tie. [text]"""
+    return cellwise.binding(_num("memory_gpus", memory_gpus, "GPUs", at_least=0.0),
+                            _num("compute_gpus", compute_gpus, "GPUs", at_least=0.0),
+                            _num("latency_gpus", latency_gpus, "GPUs", at_least=0.0))
+
+
+@udf(memory_gpus="The memory path. [GPUs]", compute_gpus="The compute path. [GPUs]", latency_gpus="The latency path. [GPUs]",
+     tp="GPUs per replica. [GPUs]", redundancy="Spare replicas (N+k). [replicas]",
+     gpus_per_node="The purchasing unit. [GPUs]")
+def fleet(memory_gpus, compute_gpus, latency_gpus=0.0, tp=1, redundancy=REDUNDANCY, gpus_per_node=GPUS_PER_NODE):
+    """The three numbers, spilled down: load, with redundancy, purchased (the runbook: 4, 5, 8). [GPUs]"""
+    load, with_redundancy, purchased = cellwise.fleet_sizes(
+        _num("memory_gpus", memory_gpus, "GPUs", at_least=0.0), _num("compute_gpus", compute_gpus, "GPUs", at_least=0.0),
+        _num("latency_gpus", latency_gpus, "GPUs", at_least=0.0), _whole("tp", tp, "GPUs"),
+        _whole("redundancy", redundancy, "replicas", at_least=0), _whole("gpus_per_node", gpus_per_node, "GPUs"))
+    return [[load], [with_redundancy], [purchased]]
+
+
+# ---------------------------------------------------------------------------------------------- step 7
+
+
+@udf(gpus="GPUs on the bill. [GPUs]", usd_per_gpu_hour="Price paid. [USD/GPU-hour]",
+     hours_per_month="Billed hours per month (8,760 / 12 = 730). [h/month]")
+def monthly_cost(gpus, usd_per_gpu_hour, hours_per_month=HOURS_PER_MONTH):
+    """Monthly infrastructure cost: GPUs × price × hours (5 × $3 × 730 = $10,950). [USD/month]"""
+    return cellwise.monthly_cost_usd(_num("gpus", gpus, "GPUs", at_least=0.0),
+                                     _num("usd_per_gpu_hour", usd_per_gpu_hour, "USD/GPU-hour", at_least=0.0),
+                                     _num("hours_per_month", hours_per_month, "h/month", above=0.0, at_most=744.0))
+
+
+@udf(arrival_rate_rps="Peak arrival rate. [requests/s]", prompt_p50="Median prompt length. [tokens]",
+     prompt_p95="95th-percentile prompt length. [tokens]", output_p50="Median output length. [tokens]",
+     output_p95="95th-percentile output length. [tokens]",
+     average_utilisation="Average load over the month as a fraction of peak (0.40, not 40). [fraction]",
+     prompt_p99="99th-percentile prompt length; may be blank. [tokens]",
+     output_p99="99th-percentile output length; may be blank. [tokens]",
+     hours_per_month="Hours in the month. [h/month]")
+def tokens_per_month(arrival_rate_rps, prompt_p50, prompt_p95, output_p50, output_p95, average_utilisation=AVERAGE_UTILISATION,
+                     prompt_p99=None, output_p99=None, hours_per_month=HOURS_PER_MONTH):
+    """Tokens served in a month at the average utilisation (40 × 2,300 × 0.40 × 730 h = 96.7 billion). [tokens/month]"""
+    return cellwise.tokens_per_month(
+        _num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0), _num("prompt_p50", prompt_p50, "tokens", above=0.0),
+        _num("prompt_p95", prompt_p95, "tokens", above=0.0), _num("output_p50", output_p50, "tokens", above=0.0),
+        _num("output_p95", output_p95, "tokens", above=0.0), _fraction("average_utilisation", average_utilisation),
+        _num("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True),
+        _num("output_p99", output_p99, "tokens", above=0.0, optional=True),
+        _num("hours_per_month", hours_per_month, "h/month", above=0.0, at_most=744.0))
+
+
+@udf(monthly_usd="Monthly cost. [USD/month]", tokens_per_month="Tokens served in the month. [tokens/month]")
+def cost_per_mtok(monthly_usd, tokens_per_month):
+    """Cost per million tokens of all kinds ($10,950 ÷ 96.7 B = $0.113). [USD/Mtok]"""
+    tokens = _num("tokens_per_month", tokens_per_month, "tokens/month", above=0.0)
+    return cellwise.usd_per_mtok(_num("monthly_usd", monthly_usd, "USD/month", at_least=0.0), tokens)
+
+
+@udf(tokens_per_month="Tokens served in the month. [tokens/month]", usd_per_mtok_input="API price of input tokens. [USD/Mtok]",
+     usd_per_mtok_output="API price of output tokens. [USD/Mtok]", prompt_p50="Median prompt length. [tokens]",
+     prompt_p95="95th-percentile prompt length. [tokens]", output_p50="Median output length. [tokens]",
+     output_p95="95th-percentile output length. [tokens]", prompt_p99="99th-percentile prompt length; may be blank. [tokens]",
+     output_p99="99th-percentile output length; may be blank. [tokens]")
+def api_monthly_cost(tokens_per_month, usd_per_mtok_input, usd_per_mtok_output, prompt_p50, prompt_p95, output_p50, output_p95,
+                     prompt_p99=None, output_p99=None):
+    """The same traffic on a managed API at separate input and output prices (runbook: ~$30k/month). [USD/month]"""
+    return cellwise.api_monthly_cost_usd(
+        _num("tokens_per_month", tokens_per_month, "tokens/month", at_least=0.0),
+        _num("usd_per_mtok_input", usd_per_mtok_input, "USD/Mtok", at_least=0.0),
+        _num("usd_per_mtok_output", usd_per_mtok_output, "USD/Mtok", at_least=0.0),
+        _num("prompt_p50", prompt_p50, "tokens", above=0.0), _num("prompt_p95", prompt_p95, "tokens", above=0.0),
+        _num("output_p50", output_p50, "tokens", above=0.0), _num("output_p95", output_p95, "tokens", above=0.0),
+        _num("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True),
+        _num("output_p99", output_p99, "tokens", above=0.0, optional=True))
+
+
+@udf(monthly_usd="Monthly cost of the fleet. [USD/month]", api_usd_per_mtok="The API's price at this input/output mix. [USD/Mtok]",
+     ops_usd_per_month="Engineering and on-call cost of self-hosting. [USD/month]")
+def breakeven_tokens(monthly_usd, api_usd_per_mtok, ops_usd_per_month=0.0):
+    """Monthly volume above which this fleet is cheaper than the API: (fleet + ops) ÷ API price. [tokens/month]"""
+    price = _num("api_usd_per_mtok", api_usd_per_mtok, "USD/Mtok", above=0.0)
+    return cellwise.breakeven_tokens_per_month(_num("monthly_usd", monthly_usd, "USD/month", at_least=0.0), price,
+                                               _num("ops_usd_per_month", ops_usd_per_month, "USD/month", at_least=0.0))
+
+
+# ---------------------------------------------------------------------------------------------- whole plans
+
+
+def _plan(plan_table):
+    from xlplan.io.planfile import plan_from_pairs
+
+    if plan_table is None or plan_table == "":
+        return plan_from_pairs([])
+    if not isinstance(plan_table, (list, tuple)):
+        raise _bad("plan_table", plan_table, "a two-column range of plan keys and values, e.g. forecast.peak_rps | 40")
+    return plan_from_pairs(_rows(plan_table), source="plan_table")
+
+
+PLAN_TABLE_DOC = ("Two-column range: plan keys (forecast.peak_rps, model.name, hardware.gpu, ...) and values; "
+                  "keys left out take the reference plan's. [text]")
+
+
+@udf(tables=("plan_table",), gpus="GPUs serving the load, spares excluded. [GPUs]", plan_table=PLAN_TABLE_DOC)
+def max_rate(gpus, plan_table=None):
+    """The capacity of a given fleet: the highest peak rate it sustains under the plan's promise. [requests/s]"""
+    return cellwise.max_rate_rps(_plan(plan_table), _whole("gpus", gpus, "GPUs"))
+
+
+@udf(tables=("plan_table",), plan_table=PLAN_TABLE_DOC)
+def capacity_note(plan_table=None):
+    """The whole capacity note as a two-column table, spilled: section, figure and value. [text]"""
+    from xlplan.note import note_sections
+    from xlplan.planner import plan
+
+    rows = []
+    for title, figures, sentences in note_sections(plan(_plan(plan_table))):
+        rows.append([title, ""])
+        rows.extend([label, value] for label, value in figures)
+        rows.extend(["", s] for s in sentences)
+    return rows
+
+
+@udf(tables=("plan_table",), plan_table=PLAN_TABLE_DOC)
+def sensitivities(plan_table=None):
+    """The what-if table, spilled: each change re-planned in full, with load, fleet, purchase, binding and cost. [table]"""
+    from xlplan.planner import plan
+
+    result = plan(_plan(plan_table))
+    header = ["What-if", "Load GPUs", "Fleet GPUs", "Purchased GPUs", "Binding", "Monthly USD", "$/M tokens"]
+    rows = [[s.change, s.load, s.fleet, s.purchased, s.binding, s.monthly_usd, s.usd_per_mtok] if s.feasible
+            else [s.change, "infeasible", "", "", "", "", s.note] for s in result.sensitivities]
+    return [header, *rows]
+
+
+# ---------------------------------------------------------------------------------------------- catalog
+
+
+@udf(name="Catalog GPU name or alias, e.g. h100-sxm. [text]", field="A GPUSpec field, e.g. memory_gib, bf16_tflops, hbm_tbps. [text]")
+def gpu_spec(name, field):
+    """One figure of a catalog GPU; an unknown name suggests the closest ones. [field's unit]"""
+    value = cellwise.gpu_field(_text("name", name, "a GPU name [text]"), _text("field", field, "a field name [text]"))
+    return "" if value is None else value
+
+
+@udf(name="Catalog model name, Hugging Face id or alias. [text]",
+     field="A config field (num_hidden_layers, hidden_size, ...) or total_params / active_params. [text]")
+def model_spec(name, field):
+    """One figure of a catalog model; an unknown name suggests the closest ones. [field's unit]"""
+    value = cellwise.model_field(_text("name", name, "a model name [text]"), _text("field", field, "a field name [text]"))
+    return "" if value is None else value
+
+
+def public_udfs() -> dict:
+    """Every Excel function in this module, by Python name."""
+    return {n: f for n, f in globals().items() if callable(f) and hasattr(f, "__wrapped__") and getattr(f, "__module__", "") == __name__}
+
+
+__all__ = sorted(public_udfs()) + ["UDFError", "public_udfs"]
