@@ -167,12 +167,15 @@ def workbook_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
     pdf: bool = typer.Option(False, "--pdf", help="Also write OUTPUT.pdf of the six tabs (needs LibreOffice)."),
     recalc: bool = typer.Option(False, "--recalc", help="Take the cached values from a forced LibreOffice recalculation instead of the engine."),
+    formulas: str = typer.Option("native", "--formulas", help="'native' Excel formulas (any Excel, LibreOffice), or 'udf': key cells call the xlplan Excel functions (needs the add-in)."),
 ) -> None:
     """Write the capacity-note workbook for a plan: six tabs of live formulas, cached values, checks."""
     from xlplan.io.workbook.export import export
 
+    if formulas not in ("native", "udf"):
+        raise InputError("--formulas", [f"got {formulas!r}; expected 'native' or 'udf'"])
     p = _load(plan_file)
-    export(p, output, force=force, pdf=pdf, recalc=recalc)
+    export(p, output, force=force, pdf=pdf, recalc=recalc, formulas=formulas)
     typer.echo(f"wrote {output}" + (f" and {output.with_suffix('.pdf')}" if pdf else ""))
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from xlplan.io.workbook.cells import quote_sheet
+from xlplan.io.workbook.common import ADDIN_AGREES, ADDIN_MISSING
 from xlplan.io.workbook.layout import CHECKS, build
 from xlplan.io.workbook.reader import open_workbook, read_workbook
 
@@ -28,7 +29,8 @@ class Finding:
     """One problem found, with where it is."""
 
     where: str  # 'Sheet'!A1
-    kind: str  # formula-overwritten | formula-changed | stale-value | stale-breakpoint | no-cached-value | check-failed | sheet-missing
+    kind: str  # formula-overwritten | formula-changed | stale-value | stale-breakpoint | no-cached-value | check-failed
+    #            | add-in-disagrees | sheet-missing
     found: str
     expected: str
 
@@ -61,6 +63,16 @@ def _show(v: Any) -> str:
     return repr(v) if isinstance(v, str) else str(v)
 
 
+def _formula_mode(wb) -> str:
+    """'udf' for a workbook written with --formulas udf (its Concurrency cell calls LITTLES_LAW), else 'native'."""
+    dn = wb.defined_names.get("Concurrency")
+    if dn is not None:
+        for title, ref in dn.destinations:
+            if title in wb.sheetnames and str(wb[title][ref.replace("$", "")].value or "").upper().startswith("=LITTLES_LAW("):
+                return "udf"
+    return "native"
+
+
 def check_workbook(path: str | Path) -> list[Finding]:
     """Findings for a workbook (empty when it agrees with the template and the engine).
 
@@ -72,8 +84,8 @@ def check_workbook(path: str | Path) -> list[Finding]:
         When its inputs describe a plan that cannot be met.
     """
     plan = read_workbook(path)
-    fresh = build(plan)
     wf = open_workbook(path)
+    fresh = build(plan, _formula_mode(wf))
     wv = open_workbook(path, data_only=True)
     findings: list[Finding] = []
     for sheet in fresh.sheets:
@@ -93,6 +105,11 @@ def check_workbook(path: str | Path) -> list[Finding]:
                     findings.append(Finding(where, "formula-changed", have_text, cell.value))
                     continue
                 value = v_ws[coord].value
+                if cell.kind == "crosscheck":
+                    if value not in (ADDIN_MISSING, ADDIN_AGREES, None):
+                        findings.append(Finding(where, "add-in-disagrees", _show(value),
+                                                f"{ADDIN_AGREES!r}: the xlplan Excel function and the native formula beside it differ"))
+                    continue
                 if value is None and cell.cached not in ("", None):
                     findings.append(Finding(where, "no-cached-value", "(none)",
                                             f"{_show(cell.cached)}: open and save the file in Excel or LibreOffice, "

@@ -138,11 +138,24 @@ class Engine:
     result: PlanResult
     model: ModelSpec
     gpu: GPUSpec
+    formulas: str = "native"  # 'native' formulas, or 'udf': key cells call the xlplan Excel functions
 
     @classmethod
-    def run(cls, plan: Plan) -> Engine:
+    def run(cls, plan: Plan, formulas: str = "native") -> Engine:
+        if formulas not in FORMULA_MODES:
+            raise ValueError(f"formulas: got {formulas!r}; expected one of {', '.join(FORMULA_MODES)}")
         s = resolve(plan)
-        return cls(plan, s, steps.solve(s), run_plan(plan), plan.model.resolve(), plan.hardware.resolve())
+        return cls(plan, s, steps.solve(s), run_plan(plan), plan.model.resolve(), plan.hardware.resolve(), formulas)
+
+    def udf_ok(self, needs: str = "") -> bool:
+        """Whether a UDF call can stand for a cell: catalog models only ('model'), API prices given ('api')."""
+        if "model" in needs and model_row_key(self.plan) not in catalog.model_names():
+            return False
+        if "api" in needs and self.plan.api is None:
+            return False
+        if "runbook_decode" in needs and self.plan.policy.decode_attention_flops:
+            return False
+        return True
 
 
 def num(x: float | None, inf: str = NONE):
@@ -154,11 +167,22 @@ def num(x: float | None, inf: str = NONE):
     return x
 
 
-class Rows:
-    """Writes label / value / unit / note rows down a sheet and defines their names."""
+FORMULA_MODES = ("native", "udf")
+ADDIN_MISSING = "add-in not loaded"
+"""What an add-in cross-check shows where the xlplan Excel functions are not loaded (LibreOffice, plain Excel)."""
+ADDIN_AGREES = "agrees"
+CROSSCHECK_COL = "E"
 
-    def __init__(self, book: Book, sheet: Sheet, value_col: str = "B"):
-        self.book, self.sheet, self.col = book, sheet, value_col
+
+class Rows:
+    """Writes label / value / unit / note rows down a sheet and defines their names.
+
+    A row given ``udf`` (the same figure as a call to an xlplan Excel function) gets an
+    add-in cross-check beside it, or, in the ``udf`` variant, calls the function itself.
+    """
+
+    def __init__(self, book: Book, sheet: Sheet, value_col: str = "B", engine: Engine | None = None):
+        self.book, self.sheet, self.col, self.engine = book, sheet, value_col, engine
 
     def title(self, text: str, purpose: str) -> None:
         self.sheet.put("A", 1, Cell(text, kind="title"))
@@ -166,6 +190,8 @@ class Rows:
         self.sheet.row = 4
 
     def header(self, *labels: str) -> None:
+        if labels and labels[-1] == "How" and self.engine is not None and self.engine.formulas == "native":
+            labels = (*labels, "Add-in check")
         for i, label in enumerate(labels):
             self.sheet.put(i + 1, self.sheet.row, Cell(label, kind="header"))
         self.sheet.row += 1
@@ -176,9 +202,17 @@ class Rows:
         self.sheet.row += 1
 
     def calc(self, name: str | None, label: str, formula: str, cached: Any, unit: str = "", fmt: str | None = None,
-             how: str = "") -> str:
+             how: str = "", udf: str | None = None, needs: str = "") -> str:
         r = self.sheet.row
         self.sheet.put("A", r, Cell(label, kind="label"))
+        use_udf = udf is not None and self.engine is not None and self.engine.udf_ok(needs)
+        if use_udf and self.engine.formulas == "udf":
+            formula = "=" + udf
+        elif use_udf:
+            check = (f'IF({udf}={name},"{ADDIN_AGREES}","differs: "&{udf})' if isinstance(cached, str) else
+                     f'IF(ABS({udf}-{name})<=RoundingTolerance*ABS({name}),"{ADDIN_AGREES}",{udf}-{name})')
+            self.sheet.put(CROSSCHECK_COL, r, Cell(f'=IFERROR({check},"{ADDIN_MISSING}")', formula=True, cached=ADDIN_MISSING,
+                                                   kind="crosscheck"))
         coord = self.sheet.put(self.col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt, name=name))
         self.sheet.put("C", r, Cell(unit, kind="unit"))
         if how:

@@ -12,9 +12,9 @@ from xlplan.io.workbook.writer import workbook_bytes, write_atomic
 from xlplan.plan import Plan
 
 
-def workbook_for_plan(plan: Plan) -> bytes:
+def workbook_for_plan(plan: Plan, formulas: str = "native") -> bytes:
     """The .xlsx bytes for a plan, caches from the engine. Deterministic: same plan, same bytes."""
-    return workbook_bytes(build(plan))
+    return workbook_bytes(build(plan, formulas))
 
 
 def recalculated_caches(book: Book) -> Book:
@@ -58,7 +58,8 @@ def pdf_of_six_tabs(xlsx: bytes, pdf_path: Path, force: bool = False) -> None:
         write_atomic(pdf_path, out.read_bytes(), force=True)
 
 
-def export(plan: Plan, output: str | Path, force: bool = False, pdf: bool = False, recalc: bool = False) -> None:
+def export(plan: Plan, output: str | Path, force: bool = False, pdf: bool = False, recalc: bool = False,
+           formulas: str = "native") -> None:
     """Write the workbook for a plan (and its PDF); nothing is written when any step fails."""
     output = Path(output)
     if output.suffix.lower() != ".xlsx":
@@ -68,7 +69,9 @@ def export(plan: Plan, output: str | Path, force: bool = False, pdf: bool = Fals
     pdf_path = output.with_suffix(".pdf")
     if pdf and pdf_path.exists() and not force:
         raise InputError(str(pdf_path), ["already exists; expected a new file name, or --force to overwrite it"])
-    book = build(plan)
+    if recalc and formulas != "native":
+        raise InputError("--recalc", ["LibreOffice cannot run the xlplan Excel functions; expected --formulas native with --recalc"])
+    book = build(plan, formulas)
     if recalc:
         book = recalculated_caches(book)
     data = workbook_bytes(book)

@@ -37,9 +37,9 @@ def conversation_tokens(p50: str, p99: str, p99_fit: str, out_p50: str = "Output
             f"+IF(ISNUMBER(OutputP99),OutputP99,OutputP99Fitted),{p50}+{out_p50})")
 
 
-def time_in_system(itl: str) -> str:
-    """:func:`xlplan.concurrency.time_in_system_s`."""
-    return f"OutputMean*{itl}+IF(IncludeTTFT,TTFTTarget,0)"
+def time_in_system(itl: str, ttft: str = "IF(IncludeTTFT,TTFTTarget,0)") -> str:
+    """:func:`xlplan.concurrency.time_in_system_s`: mean output × ITL, plus the TTFT when the policy counts it."""
+    return f"OutputMean*{itl}+{ttft}"
 
 
 def kv_bytes_per_conversation(per_token_layer: str, tokens: str) -> str:

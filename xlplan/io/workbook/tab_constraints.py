@@ -26,7 +26,7 @@ def constraints_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[2], "Section 3: the memory path and the compute path computed separately, the latency check, which binds.",
                     widths={"A": 40, "B": 22, "C": 16, "D": 80, **{c: 13 for c in "EFGHIJKLMN"}},
                     print_title_rows="1:2", landscape=True)
-    rows = Rows(book, sh)
+    rows = Rows(book, sh, engine=e)
     s, tr, pa = e.s, e.sol.traffic, e.sol.paths
     rows.title("3 · The two constraints — memory and compute, computed separately; the latency check; which binds",
                "Compute both, compare, then confirm in production: memory binds when the cache is pinned near 100%; "
@@ -49,10 +49,14 @@ def constraints_tab(book: Book, e: Engine) -> None:
                   FMT["sci"], how[2])
         rows.calc(f"{who}P99Fitted", f"{who} p99 (fitted)", "=" + F.lognormal_p99(n50, sig),
                   distributions.lognormal_quantile(median, sigma, 0.99), "tokens", FMT["num"], how[3])
-    rows.calc("TimeInSystem", "Time in system", "=" + F.time_in_system("ITLTarget"),
-              tr.time_in_system_s, "s", '0.00 "s"', "mean output x inter-token target (the runbook: 300 x 0.05 = 15 s)")
+    rows.calc("TTFTCounted", "TTFT counted in time in system", "=IF(IncludeTTFT,TTFTTarget,0)",
+              s.ttft_s if s.include_ttft else 0.0, "s", '0.00 "s"', "0 unless the policy adds it (the runbook leaves it out)")
+    rows.calc("TimeInSystem", "Time in system", "=" + F.time_in_system("ITLTarget", "TTFTCounted"),
+              tr.time_in_system_s, "s", '0.00 "s"', "mean output x inter-token target (the runbook: 300 x 0.05 = 15 s)",
+              udf="TIME_IN_SYSTEM(OutputP50,OutputP95,ITLTarget,OutputP99,TTFTCounted)")
     rows.calc("Concurrency", "Requests in flight (Little's Law)", "=PeakRate*TimeInSystem",
-              tr.concurrency, "requests", FMT["num"], "arrival rate x time in system (40 x 15 = 600)")
+              tr.concurrency, "requests", FMT["num"], "arrival rate x time in system (40 x 15 = 600)",
+              udf="LITTLES_LAW(PeakRate,TimeInSystem)")
 
     rows.section("Memory path — the cache every conversation in flight holds, against the room per GPU")
     rows.header("Quantity", "Value", "Unit", "How")
@@ -63,19 +67,23 @@ def constraints_tab(book: Book, e: Engine) -> None:
               "=" + F.kv_bytes_per_conversation("KVBytesPerTokenLayer", "ConversationTokens"),
               tr.kv_bytes_per_conversation, "bytes", FMT["int"], "sliding-window layers hold at most the window")
     rows.calc("KVPerConversationGiB", "KV cache per conversation", "=KVBytesPerConversation/GiB",
-              tr.kv_gib_per_conversation, "GiB", FMT["gib"], "the runbook: 0.281 GiB")
+              tr.kv_gib_per_conversation, "GiB", FMT["gib"], "the runbook: 0.281 GiB",
+              udf="KV_GIB_PER_CONVERSATION(ModelKey,ConversationTokens,KVDtype)", needs="model")
     rows.calc("KVTotalGiB", "KV cache in flight", "=Concurrency*KVBytesPerConversation/GiB",
               tr.kv_gib_total, "GiB", FMT["gib"], "600 x 0.281 = 168.5 GiB")
     rows.calc("WeightsGiBPerGPU", "Weights per GPU at the chosen TP", "=INDEX(TPWeightsGiB,TPChoiceRow)",
               pa.weights_gib_per_gpu, "GiB", FMT["gib"], "")
     rows.calc("KVBudgetGiB", "KV budget per GPU", "=INDEX(TPBudgetGiB,TPChoiceRow)",
-              pa.kv_budget_gib_per_gpu, "GiB", FMT["gib"], "memory x utilisation - weights - overhead (0.9 x 79.65 - 14.96 - 3.0 = 53.73)")
+              pa.kv_budget_gib_per_gpu, "GiB", FMT["gib"], "memory x utilisation - weights - overhead (0.9 x 79.65 - 14.96 - 3.0 = 53.73)",
+              udf="KV_BUDGET_GIB(GPUMemoryGiB,WeightsGiBPerGPU,MemoryUtilisation,OverheadGiB)")
     rows.calc("ConversationsPerReplica", "Conversations one replica holds", "=INDEX(TPConversations,TPChoiceRow)",
               pa.conversations_per_replica, "conversations", FMT["num"], "")
     rows.calc("MemoryGPUsExact", "Memory path before rounding", "=INDEX(TPMemoryExact,TPChoiceRow)",
               num(pa.memory_gpus_exact), "GPUs", FMT["gpus2"], "168.5 ÷ 53.73 = 3.14")
+    rows.calc("KVShards", "Ways each conversation's cache splits", "=INDEX(TPShards,TPChoiceRow)", pa.kv_shards, "GPUs", "0",
+              "min(TP, KV heads); 1 for MLA")
     rows.calc("MemoryGPUs", "Memory path", "=INDEX(TPMemory,TPChoiceRow)", num(pa.memory_gpus), "GPUs", FMT["gpus"],
-              "in whole replicas")
+              "in whole replicas", udf="MEMORY_GPUS(Concurrency,KVPerConversationGiB,KVBudgetGiB,TP,KVShards)")
 
     rows.section("Compute path — prefill and decode FLOPs at peak, against peak x MFU")
     rows.header("Quantity", "Value", "Unit", "How")
@@ -86,9 +94,11 @@ def constraints_tab(book: Book, e: Engine) -> None:
               "=" + F.decode_flops("PromptMean"),
               tr.decode_flops_per_token, "FLOP/token", FMT["sci"], "2 x active parameters")
     rows.calc("PrefillTFLOPS", "Prefill demand at peak", "=PeakRate*PrefillFLOPsPerRequest*(1-PrefixReuse)/TeraUnit",
-              tr.prefill_tflops, "TFLOP/s", FMT["tflops"], "the runbook: 1,369")
+              tr.prefill_tflops, "TFLOP/s", FMT["tflops"], "the runbook: 1,369",
+              udf="PREFILL_TFLOPS(PeakRate,ModelKey,PromptP50,PromptP95,PromptP99,PrefixReuse)", needs="model")
     rows.calc("DecodeTFLOPS", "Decode demand at peak", "=PeakRate*OutputMean*DecodeFLOPsPerToken/TeraUnit",
-              tr.decode_tflops, "TFLOP/s", FMT["tflops"], "the runbook: 193")
+              tr.decode_tflops, "TFLOP/s", FMT["tflops"], "the runbook: 193",
+              udf="DECODE_TFLOPS(PeakRate,ModelKey,OutputP50,OutputP95,OutputP99)", needs="model runbook_decode")
     rows.calc("DemandTFLOPS", "Total demand", "=PrefillTFLOPS+DecodeTFLOPS", tr.prefill_tflops + tr.decode_tflops,
               "TFLOP/s", FMT["tflops"], "")
     rows.calc("TFLOPSPerGPU", "Sustained per GPU", "=PeakTFLOPS*MFU", pa.tflops_per_gpu, "TFLOP/s", FMT["tflops"],
@@ -96,7 +106,7 @@ def constraints_tab(book: Book, e: Engine) -> None:
     rows.calc("ComputeGPUsExact", "Compute path before rounding", "=INDEX(TPComputeExact,TPChoiceRow)",
               pa.compute_gpus_exact, "GPUs", FMT["gpus2"], "1,562 ÷ 395.6 = 3.95")
     rows.calc("ComputeGPUs", "Compute path", "=INDEX(TPCompute,TPChoiceRow)", pa.compute_gpus, "GPUs", FMT["gpus"],
-              "in whole replicas")
+              "in whole replicas", udf="COMPUTE_GPUS(DemandTFLOPS,PeakTFLOPS,MFU,TP)")
 
     rows.section("Latency check — can a replica meet the promise?")
     rows.header("Quantity", "Value", "Unit", "How")
@@ -104,7 +114,8 @@ def constraints_tab(book: Book, e: Engine) -> None:
               pa.max_decode_batch, "conversations", FMT["num"], "roofline: FLOPs vs peak x MFU, bytes vs bandwidth x efficiency")
     rows.calc("LatencyGPUsExact", "Latency path before rounding", "=INDEX(TPLatencyExact,TPChoiceRow)",
               num(pa.latency_gpus_exact), "GPUs", FMT["gpus2"], "")
-    rows.calc("LatencyGPUs", "Latency path", "=INDEX(TPLatency,TPChoiceRow)", num(pa.latency_gpus), "GPUs", FMT["gpus"], "")
+    rows.calc("LatencyGPUs", "Latency path", "=INDEX(TPLatency,TPChoiceRow)", num(pa.latency_gpus), "GPUs", FMT["gpus"], "",
+              udf="LATENCY_GPUS(Concurrency,MaxDecodeBatch,TP)")
     rows.calc("PrefillFLOPsP95", "Prefill of a p95 prompt",
               "=" + F.prefill_flops("PromptP95", "PromptP95*PromptP95"),
               tr.prefill_flops_p95_prompt, "FLOP", FMT["sci"], "")
@@ -116,7 +127,8 @@ def constraints_tab(book: Book, e: Engine) -> None:
     rows.header("Quantity", "Value", "Unit", "How")
     rows.calc("Binding", "Binding constraint",
               "=" + F.binding("MemoryGPUs", "ComputeGPUs", "LatencyGPUs"),
-              e.sol.binding, "path", None, "the path that needs the most GPUs; 'both' when two tie, 'all' when three do")
+              e.sol.binding, "path", None, "the path that needs the most GPUs; 'both' when two tie, 'all' when three do",
+              udf="BINDING_CONSTRAINT(MemoryGPUs,ComputeGPUs,LatencyGPUs)")
     rows.calc("TP", "Tensor-parallel degree chosen", "=INDEX(TPDegreeCol,TPChoiceRow)", pa.tp, "GPUs", "0",
               "the degree that needs the fewest GPUs for the load (smallest on a tie)")
 
@@ -152,7 +164,7 @@ def constraints_tab(book: Book, e: Engine) -> None:
         for col, (formula, cached, fmt) in f.items():
             sh.put(col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt))
     last = first + len(TP_DEGREES) - 1
-    for name, col in (("TPDegreeCol", "A"), ("TPWeightsGiB", "D"), ("TPBudgetGiB", "E"), ("TPConversations", "F"),
+    for name, col in (("TPDegreeCol", "A"), ("TPShards", "C"), ("TPWeightsGiB", "D"), ("TPBudgetGiB", "E"), ("TPConversations", "F"),
                       ("TPMemoryExact", "G"), ("TPMemory", "H"), ("TPComputeExact", "I"), ("TPCompute", "J"),
                       ("TPMaxBatch", "K"), ("TPLatencyExact", "L"), ("TPLatency", "M"), ("TPLoad", "N")):
         book.define_range(name, sh, f"{col}{first}", f"{col}{last}")

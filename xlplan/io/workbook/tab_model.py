@@ -26,8 +26,8 @@ from xlplan.units import GIB
 
 def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     sh = book.sheet(SIX_TABS[1], "Section 2: the model and precision: parameters derived from the config, weights, cache per token.",
-                    widths={"A": 40, "B": 22, "C": 16, "D": 90}, print_title_rows="1:2", landscape=True)
-    rows = Rows(book, sh)
+                    widths={"A": 40, "B": 22, "C": 16, "D": 90, "E": 18}, print_title_rows="1:2", landscape=True)
+    rows = Rows(book, sh, engine=e)
     m, g, s = e.model, e.gpu, e.s
     rows.title("2 · Model and precision — parameters from the config, weights, cache per token",
                "Config fields come from the Models sheet for the model chosen on 1 Inputs; the counts below are the "
@@ -87,7 +87,8 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     rows.calc("EmbeddingParams", "Embedding and output head", "=IF(TieEmbeddings,Vocab*Hidden,Vocab*Hidden+Vocab*Hidden)",
               a.embedding_params(m), "parameters", FMT["int"], "once if tied")
     rows.calc("ParamsTotal", "Parameters in memory", "=DecoderParamsTotal+EmbeddingParams+VisionParams",
-              a.total_params(m), "parameters", FMT["int"], "what the weights occupy")
+              a.total_params(m), "parameters", FMT["int"], "what the weights occupy", udf="PARAMS_FROM_CONFIG(ModelKey)",
+              needs="model")
     rows.calc("ParamsActive", "Parameters per token", "=DecoderParamsActive+EmbeddingParams",
               a.active_params(m), "parameters", FMT["int"], "what FLOPs count (2 x N per token)")
 
@@ -99,7 +100,8 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     rows.calc("WeightsBytes", "Weight footprint",
               "=" + F.weights_bytes("WeightBytesPerParam"),
               s.weights_bytes, "bytes", FMT["int"], "decoder at the weight dtype; embeddings and vision tower 16-bit")
-    rows.calc("WeightsGiB", "Weight footprint", "=WeightsBytes/GiB", s.weights_bytes / GIB, "GiB", FMT["gib"], "")
+    rows.calc("WeightsGiB", "Weight footprint", "=WeightsBytes/GiB", s.weights_bytes / GIB, "GiB", FMT["gib"], "",
+              udf="WEIGHTS_GIB(ModelKey,WeightsDtype)", needs="model")
     kvb = memory.KV_BYTES_PER_ELEMENT[e.plan.model.kv_dtype]
     rows.calc("KVBytesPerElement", "Bytes per cached element", "=" + F.dtype_bytes("KVDtype", "KVDtypes", "KVDtypeBytes"),
               kvb, "bytes/element", "0.0", "")
@@ -107,7 +109,8 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
               "=" + F.kv_bytes_per_token_layer("KVBytesPerElement"),
               s.kv_bytes_per_token_layer, "bytes", FMT["int"], "K and V per KV head (GQA), or one latent (MLA)")
     rows.calc("KVBytesPerToken", "KV cache per token, all layers", "=Layers*KVBytesPerTokenLayer",
-              memory.kv_bytes_per_token(m, e.plan.model.kv_dtype), "bytes/token", FMT["int"], "")
+              memory.kv_bytes_per_token(m, e.plan.model.kv_dtype), "bytes/token", FMT["int"], "",
+              udf="KV_BYTES_PER_TOKEN(ModelKey,KVDtype)", needs="model")
     rows.calc("AttentionWidth", "Attention width", '=IF(AttentionKind="mla",INT(AVERAGE(Heads*(QKNopeDim+QKRopeDim),Heads*VHeadDim)),Heads*HeadDim)',
               s.attention_width, "elements", FMT["int"], "heads x head width (MLA: mean of the QK and V widths)")
     rows.calc("KVShardLimit", "Ways the cache can split across a TP group", '=IF(AttentionKind="mla",1,KVHeads)',

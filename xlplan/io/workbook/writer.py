@@ -40,6 +40,7 @@ def _styles():
                       protection=Protection(locked=False)),
         "calc": dict(font=Font(color="000000"), border=box),
         "check": dict(font=Font(bold=True), border=box),
+        "crosscheck": dict(font=Font(italic=True, color="595959"), border=box),
         "const": dict(font=Font(color=INPUT_FONT)),
         "static": dict(font=Font(italic=True), fill=PatternFill("solid", fgColor=STATIC_FILL), border=box),
         "title": dict(font=Font(bold=True, size=14)),
