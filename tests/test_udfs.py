@@ -219,3 +219,20 @@ def test_importing_the_udfs_loads_no_openpyxl_or_pandas():
     code = "import sys, xlplan, xlplan.cellwise, xlplan.planner; print(sorted(m for m in ('openpyxl', 'pandas', 'numpy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_wheel_lite_installs_is_pure_python_with_the_functions_and_the_catalog(tmp_path):
+    # xlwings Lite installs pure-Python wheels only: build it and check what Pyodide would get
+    import zipfile
+
+    root = Path(__file__).parent.parent
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(root)], check=True,
+                   capture_output=True)
+    wheel, = tmp_path.glob("xlplan-*.whl")
+    assert wheel.name.endswith("-py3-none-any.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {"udfs/functions.py", "xlplan/cellwise.py", "xlplan/catalog/gpus.yaml", "xlplan/catalog/models.yaml",
+            "xlplan/data/reference.yaml"} <= names
+    assert not any(n.endswith((".so", ".pyd")) for n in names)
+    lite = (root / "udfs" / "lite" / "main.py").read_text(encoding="utf-8")
+    assert "from udfs.functions import *" in lite
