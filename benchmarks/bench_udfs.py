@@ -16,10 +16,10 @@ import time
 os.environ.setdefault("XLWINGS_ON_SERVER", "true")
 os.environ.setdefault("XLWINGS_LICENSE_KEY", "noncommercial")
 
-import xlwings  # noqa: E402
-from xlwings.server import custom_functions_call  # noqa: E402
+import xlwings
+from xlwings.server import custom_functions_call
 
-from udfs import functions as U  # noqa: E402
+from udfs import functions as U
 
 CASES = {
     "LITTLES_LAW": ("littles_law", (40.0, 15.0)),

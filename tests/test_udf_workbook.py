@@ -54,7 +54,7 @@ def test_udf_variant_evaluates_to_the_native_values(ref_plan, tmp_path):
     for stem, plan in plans.items():
         wb = openpyxl.load_workbook(recalculated[stem], data_only=True)
 
-        def name_value(name: str):
+        def name_value(name: str, wb=wb):
             (title, ref), = wb.defined_names[name].destinations
             return wb[title][ref.replace("$", "")].value
 

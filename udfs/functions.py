@@ -466,4 +466,4 @@ def public_udfs() -> dict:
     return {n: f for n, f in globals().items() if callable(f) and hasattr(f, "__wrapped__") and getattr(f, "__module__", "") == __name__}
 
 
-__all__ = sorted(public_udfs()) + ["UDFError", "public_udfs"]
+__all__ = [*sorted(public_udfs()), "UDFError", "public_udfs"]  # noqa: PLE0604 - every function, for Lite's `import *`

@@ -7,4 +7,4 @@ text in Excel's function wizard. They are the same functions classic xlwings and
 Server register: one module, udfs/functions.py.
 """
 
-from udfs.functions import *  # noqa: F401,F403  (every Excel function, registered with xlwings' func/arg)
+from udfs.functions import *

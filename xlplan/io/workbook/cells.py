@@ -78,6 +78,7 @@ class Book:
 
     sheets: list[Sheet] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)  # name -> absolute reference
+    chartsheets: list[dict] = field(default_factory=list)  # sheets that are one chart, after the worksheets
 
     def sheet(self, title: str, purpose: str, **kw) -> Sheet:
         s = Sheet(title=title, purpose=purpose, **kw)

@@ -24,7 +24,7 @@ from xlplan.plan import Plan
 __all__ = ["CATALOG_FIRST_ROW", "CHECKS", "GPU_COLUMNS", "MODEL_COLUMNS", "MODEL_EXTRA", "SIX_TABS", "SUPPORT_TABS", "build"]
 
 
-def build(plan: Plan, formulas: str = "native") -> Book:
+def build(plan: Plan, formulas: str = "native", traffic=None) -> Book:
     """Lay out the workbook for a plan: the six tabs of the note, then the supporting sheets.
 
     ``formulas='udf'`` writes the variant whose key calculation cells call the xlplan
@@ -50,6 +50,10 @@ def build(plan: Plan, formulas: str = "native") -> Book:
     checks_sheet(book, e)
     constants_sheet(book)
     changelog_sheet(book, e)
-    order = list(SIX_TABS) + list(SUPPORT_TABS)
+    if traffic is not None:  # (summary, t_s, prompt, output, provenance) from `xlplan traffic`
+        from xlplan.io.workbook.tab_traffic import traffic_sheets
+
+        traffic_sheets(book, *traffic)
+    order = list(SIX_TABS) + list(SUPPORT_TABS) + ["Traffic data"]
     book.sheets.sort(key=lambda s: order.index(s.title))
     return book

@@ -60,7 +60,6 @@ TEXT_TRIGGERS = ("=", "+", "-", "@")
 def render(book: Book):
     """An openpyxl Workbook for the book (formulas without cached values; see :func:`finalise`)."""
     from openpyxl import Workbook
-    from openpyxl.chart import Reference, ScatterChart, Series
     from openpyxl.comments import Comment
     from openpyxl.formatting.rule import CellIsRule
     from openpyxl.styles import Alignment, Font, PatternFill
@@ -115,22 +114,7 @@ def render(book: Book):
         if sheet.outline_columns:
             ws.column_dimensions.group(*sheet.outline_columns, hidden=False, outline_level=1)
         for ch in sheet.charts:
-            chart = ScatterChart()
-            chart.title = ch["title"]
-            chart.style = 13
-            chart.x_axis.title = ch["x_title"]
-            chart.y_axis.title = ch["y_title"]
-            chart.height, chart.width = 9, 16
-            xcol, x0, x1 = ch["x"]
-            xref = Reference(ws, min_col=_col(xcol), min_row=x0, max_row=x1)
-            for col, h, end in ch["series"]:
-                values = Reference(ws, min_col=_col(col), min_row=h, max_row=end)
-                series = Series(values, xref, title_from_data=True)
-                series.marker.symbol = "circle"
-                chart.series.append(series)
-            chart.x_axis.delete = False
-            chart.y_axis.delete = False
-            ws.add_chart(chart, ch["anchor"])
+            ws.add_chart(_chart(ws, ch), ch["anchor"])
         ws.protection.sheet = True  # no password: stops accidents, not a deliberate unprotect
         ws.protection.formatColumns = False
         ws.protection.formatRows = False
@@ -147,7 +131,37 @@ def render(book: Book):
         ws.sheet_view.showGridLines = False
     for name, ref in book.names.items():
         wb.defined_names[name] = DefinedName(name, attr_text=ref)
+    for cs in book.chartsheets:  # after the worksheets, so worksheet file numbers follow book.sheets
+        sheet = wb.create_chartsheet(cs["sheet"])
+        sheet.add_chart(_chart(wb[cs["data_sheet"]], cs))
     return wb
+
+
+def _chart(ws, ch: dict):
+    """A scatter (lines with markers) or a column chart from a spec: x range, series ranges with a title row."""
+    from openpyxl.chart import BarChart, Reference, ScatterChart, Series
+
+    xcol, x0, x1 = ch["x"]
+    xref = Reference(ws, min_col=_col(xcol), min_row=x0, max_row=x1)
+    if ch.get("kind") == "bar":
+        chart = BarChart()
+        for col, h, end in ch["series"]:
+            chart.add_data(Reference(ws, min_col=_col(col), min_row=h, max_row=end), titles_from_data=True)
+        chart.set_categories(xref)
+    else:
+        chart = ScatterChart()
+        for col, h, end in ch["series"]:
+            series = Series(Reference(ws, min_col=_col(col), min_row=h, max_row=end), xref, title_from_data=True)
+            series.marker.symbol = ch.get("marker", "circle")
+            chart.series.append(series)
+    chart.title = ch["title"]
+    chart.style = 13
+    chart.x_axis.title = ch["x_title"]
+    chart.y_axis.title = ch["y_title"]
+    chart.height, chart.width = ch.get("height", 9), ch.get("width", 16)
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
+    return chart
 
 
 def _header_heights(ws, sheet) -> None:
@@ -244,8 +258,7 @@ def workbook_bytes(book: Book, caches: bool = True) -> bytes:
     render(book).save(buf)
     raw = buf.getvalue()
     if not caches:
-        blank = Book(sheets=[s for s in book.sheets], names=book.names)
-        return finalise(raw, _without_caches(blank))
+        return finalise(raw, _without_caches(book))
     return finalise(raw, book)
 
 

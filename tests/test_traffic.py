@@ -1,0 +1,259 @@
+"""From a request log to the forecast: generated logs with known answers, every format, every class of bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from pytest import approx
+
+from xlplan.cli import main
+from xlplan.io.errors import InputError
+from xlplan.io.logs import read_logs
+from xlplan.traffic import summarise
+
+T0 = 1_767_225_600  # 2026-01-01 00:00:00 UTC, a Thursday
+Z95, Z99 = 1.6448536269514722, 2.3263478740408408
+
+
+def lognormal_log(n=200_000, median=1500.0, sigma=0.6, out_median=300.0, out_sigma=0.5, seed=0, span_s=86_400):
+    rng = np.random.default_rng(seed)
+    t = T0 + np.sort(rng.uniform(0, span_s, n))
+    return pd.DataFrame({"created": t.astype(np.int64), "prompt_tokens": np.round(rng.lognormal(math.log(median), sigma, n)).astype(int),
+                         "completion_tokens": np.round(rng.lognormal(math.log(out_median), out_sigma, n)).astype(int)})
+
+
+def test_lognormal_percentiles_recovered_within_2_percent(tmp_path):
+    # p50 = median; p95 = median · e^{1.645 σ}; p99 = median · e^{2.326 σ} (σ = 0.6: 1,500 / 4,024 / 6,056 tokens)
+    path = tmp_path / "log.csv"
+    lognormal_log().to_csv(path, index=False)
+    r = read_logs([path])
+    s = summarise(r.t_s, r.prompt, r.output, r.cached)
+    for got, want in ((s.prompt.p50, 1500), (s.prompt.p95, 1500 * math.exp(Z95 * 0.6)), (s.prompt.p99, 1500 * math.exp(Z99 * 0.6)),
+                      (s.output.p50, 300), (s.output.p95, 300 * math.exp(Z95 * 0.5)), (s.output.p99, 300 * math.exp(Z99 * 0.5))):
+        assert got == approx(want, rel=0.02)
+
+
+def test_a_burst_in_a_known_minute_is_the_peak_exactly(tmp_path):
+    # one request every 2 s for a day (30 a minute), plus 270 more inside minute 600: that minute holds 300 requests,
+    # so the peak is 300 / 60 s = 5.0 req/s exactly, and the window starts at T0 + 600 min
+    base = T0 + np.arange(0, 86_400, 2.0)
+    burst = T0 + 600 * 60 + np.linspace(0.1, 59.9, 270)
+    t = np.sort(np.concatenate([base, burst]))
+    df = pd.DataFrame({"timestamp": pd.to_datetime(t, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                       "prompt_tokens": 1000, "completion_tokens": 200})
+    path = tmp_path / "burst.csv"
+    df.to_csv(path, index=False)
+    r = read_logs([path])
+    s = summarise(r.t_s, r.prompt, r.output, window_s=60)
+    assert s.peak_rps == 5.0
+    assert s.peak_window_start_s == T0 + 600 * 60
+    # mean rate: 43,470 requests over 86,398 s; utilisation = mean ÷ 5.0
+    assert s.mean_rps == approx(43_470 / 86_398)
+    assert s.average_utilisation == approx(43_470 / 86_398 / 5.0)
+    assert s.busiest_hour == "Thu 10:00-11:00"  # minute 600 is 10:00 on Thursday 1 January 2026
+
+
+def test_mean_warning_for_a_skewed_log_only(tmp_path):
+    skewed = tmp_path / "skewed.csv"
+    lognormal_log(n=50_000, sigma=1.0).to_csv(skewed, index=False)  # mean = p50 · e^{0.5} = 1.65 × p50
+    r = read_logs([skewed])
+    s = summarise(r.t_s, r.prompt, r.output)
+    assert any(w.startswith("prompt mean") and "never the mean" in w for w in s.warnings)
+    flat = pd.DataFrame({"created": T0 + np.arange(1000), "prompt_tokens": 2000, "completion_tokens": 300})
+    path = tmp_path / "flat.csv"
+    flat.to_csv(path, index=False)
+    r = read_logs([path])
+    assert summarise(r.t_s, r.prompt, r.output).warnings == ()
+
+
+def _records(df: pd.DataFrame, cached: bool = True) -> list[dict]:
+    out = []
+    for row in df.itertuples():
+        usage = {"prompt_tokens": int(row.prompt_tokens), "completion_tokens": int(row.completion_tokens),
+                 "total_tokens": int(row.prompt_tokens + row.completion_tokens)}
+        if cached:
+            usage["prompt_tokens_details"] = {"cached_tokens": int(row.prompt_tokens) // 4}
+        out.append({"id": f"chatcmpl-{row.Index}", "object": "chat.completion", "created": int(row.created), "model": "m", "usage": usage})
+    return out
+
+
+def test_every_log_shape_gives_the_same_forecast(tmp_path):
+    df = lognormal_log(n=3000)
+    # OpenAI usage records, JSON Lines, gzipped
+    with gzip.open(tmp_path / "openai.jsonl.gz", "wt") as f:
+        for rec in _records(df):
+            f.write(json.dumps(rec) + "\n")
+    # LiteLLM spend log export (CSV): startTime in ISO 8601, prompt_tokens, completion_tokens
+    lite = pd.DataFrame({"request_id": [f"r{i}" for i in range(len(df))], "call_type": "acompletion",
+                         "startTime": pd.to_datetime(df.created, unit="s", utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S+00:00"),
+                         "prompt_tokens": df.prompt_tokens, "completion_tokens": df.completion_tokens, "spend": 0.001})
+    lite.to_csv(tmp_path / "litellm.csv", index=False)
+    # plain CSV with other names, mapped with --columns; and Parquet
+    df.rename(columns={"created": "when", "prompt_tokens": "in_tok", "completion_tokens": "out_tok"}).to_csv(tmp_path / "plain.csv.gz", index=False)
+    df.to_parquet(tmp_path / "log.parquet")
+    results = {
+        "openai": read_logs([tmp_path / "openai.jsonl.gz"]),
+        "litellm": read_logs([tmp_path / "litellm.csv"]),
+        "plain": read_logs([tmp_path / "plain.csv.gz"], {"timestamp": "when", "prompt": "in_tok", "output": "out_tok"}),
+        "parquet": read_logs([tmp_path / "log.parquet"]),
+    }
+    summaries = {k: summarise(r.t_s, r.prompt, r.output, r.cached) for k, r in results.items()}
+    first = summaries["parquet"]
+    for s in summaries.values():
+        assert (s.requests, s.peak_rps, s.prompt, s.output) == (first.requests, first.peak_rps, first.prompt, first.output)
+    assert summaries["openai"].prefix_reuse == approx(np.sum(df.prompt_tokens // 4) / np.sum(df.prompt_tokens))
+    assert results["openai"].columns[str(tmp_path / "openai.jsonl.gz")]["cached"] == "usage.prompt_tokens_details.cached_tokens"
+    assert summaries["litellm"].prefix_reuse is None
+
+
+def _csv(tmp_path, text, name="bad.csv"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+GOOD = "2026-01-01T00:00:0{i}Z,100,20\n"
+
+
+@pytest.mark.parametrize("bad_line, reason, shown", [
+    ("yesterday,100,20\n", "unparseable timestamp in column 'timestamp'", "line 5, column 'timestamp': 'yesterday'"),
+    ("2026-01-01T00:00:05Z,-3,20\n", "negative prompt token count in column 'prompt_tokens'", "line 5, column 'prompt_tokens': -3"),
+    ("2026-01-01T00:00:05Z,100,\n", "missing or non-numeric output token count in column 'completion_tokens'", "line 5, column 'completion_tokens'"),
+    ("2026-01-01T00:00:05Z,lots,20\n", "missing or non-numeric prompt token count in column 'prompt_tokens'", "line 5, column 'prompt_tokens': 'lots'"),
+])
+def test_bad_rows_are_counted_reported_and_strict_fails(tmp_path, bad_line, reason, shown):
+    text = "timestamp,prompt_tokens,completion_tokens\n" + "".join(GOOD.format(i=i) for i in range(3)) + bad_line + GOOD.format(i=6)
+    path = _csv(tmp_path, text)
+    r = read_logs([path])
+    assert r.t_s.size == 4 and r.bad.counts == {reason: 1}
+    assert any(shown in e and str(path) in e for e in r.bad.examples)
+    with pytest.raises(InputError) as e:
+        read_logs([path], strict=True)
+    assert "1 bad row(s) (--strict)" in str(e.value) and shown in str(e.value)
+
+
+def test_bad_rows_reported_by_the_command(tmp_path, capsys):
+    path = _csv(tmp_path, "timestamp,prompt_tokens,completion_tokens\n" + GOOD.format(i=1) + "soon,1,1\n" + GOOD.format(i=2))
+    assert main(["traffic", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 row(s) left out: unparseable timestamp" in out and "line 3" in out
+    assert main(["traffic", str(path), "--strict"]) == 2
+    assert "--strict" in capsys.readouterr().err
+
+
+def test_empty_file(tmp_path):
+    with pytest.raises(InputError, match="empty: no requests"):
+        read_logs([_csv(tmp_path, "", "empty.jsonl")])
+    with pytest.raises(InputError, match="empty: no requests"):
+        read_logs([_csv(tmp_path, "timestamp,prompt_tokens,completion_tokens\n", "header-only.csv")])
+
+
+def test_no_recognisable_columns(tmp_path):
+    path = _csv(tmp_path, "when,a,b\n1,2,3\n")
+    with pytest.raises(InputError) as e:
+        read_logs([path])
+    msg = str(e.value)
+    assert str(path) in msg and "no recognisable timestamp, prompt, output column (columns: when, a, b)" in msg and "--columns" in msg
+
+
+def test_mixed_time_zones(tmp_path):
+    text = ("timestamp,prompt_tokens,completion_tokens\n2026-01-01T00:00:00+00:00,1,1\n2026-01-01T00:00:01+00:00,1,1\n"
+            "2026-01-01T02:00:02+02:00,1,1\n")
+    with pytest.raises(InputError) as e:
+        read_logs([_csv(tmp_path, text)])
+    assert "line 4, column 'timestamp': time zone +02:00 where earlier rows have +00:00" in str(e.value)
+    naive = "timestamp,prompt_tokens,completion_tokens\n2026-01-01T00:00:00Z,1,1\n2026-01-01 00:00:01,1,1\n"
+    with pytest.raises(InputError, match="line 3, column 'timestamp': time zone no zone where earlier rows have \\+00:00"):
+        read_logs([_csv(tmp_path, naive, "naive.csv")])
+
+
+def test_forecast_from_a_log_gives_the_fleet_of_the_same_hand_written_forecast(tmp_path, capsys, ref_plan):
+    from planhelp import replan
+
+    from xlplan.planner import plan
+
+    path = tmp_path / "log.csv"
+    lognormal_log(n=100_000, span_s=3 * 86_400).to_csv(path, index=False)
+    out = tmp_path / "plan.yaml"
+    base = tmp_path / "base.yaml"
+    from xlplan.io.planfile import reference_plan_text
+
+    base.write_text(reference_plan_text())
+    assert main(["traffic", str(path), "--plan", str(base), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "Fleet for" in printed and "→" in printed
+    derived = yaml.safe_load(out.read_text())
+    f = derived["forecast"]
+    assert derived["sources"]["forecast"].startswith("derived from log.csv, 2026-01-01 00:00:00+0000")
+    assert "100,000 requests, window 60 s" in derived["sources"]["forecast"]
+    hand = replan(ref_plan, forecast={"peak_rps": f["peak_rps"], "prompt_tokens": f["prompt_tokens"], "output_tokens": f["output_tokens"],
+                                      "average_utilisation": f["average_utilisation"]})
+    from xlplan.io.planfile import read_plan
+
+    from_log = plan(read_plan(out))
+    assert from_log.fleet == plan(hand).fleet and from_log.binding == plan(hand).binding
+    assert (tmp_path / "plan-rate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "plan-lengths.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_growth_and_the_date_the_fleet_stops_sufficing(tmp_path):
+    # five weeks, each week's traffic 5% above the last: the weekly peaks grow 5% a week
+    from xlplan.io.traffic_report import outlook
+
+    rng = np.random.default_rng(3)
+    frames = []
+    for w in range(5):
+        n = int(20_000 * 1.05 ** w)
+        t = T0 + w * 7 * 86_400 + np.sort(rng.uniform(0, 7 * 86_400, n))
+        frames.append(pd.DataFrame({"created": t, "prompt_tokens": 1000, "completion_tokens": 100}))
+    path = tmp_path / "weeks.parquet"
+    pd.concat(frames).to_parquet(path)
+    r = read_logs([path])
+    s = summarise(r.t_s, r.prompt, r.output, window_s=3600)
+    assert len(s.weekly_peaks_rps) == 4 and s.weekly_growth == approx(0.05, abs=0.03)
+    # capacity twice the peak: ln 2 / ln(1 + g) weeks
+    text = outlook(s, 2 * s.peak_rps, 4)
+    weeks = math.log(2) / math.log1p(s.weekly_growth)
+    assert f"in {weeks:,.1f} weeks" in text
+
+
+def test_progress_bar_on_big_logs(tmp_path, monkeypatch, capsys):
+    from xlplan.io import logs
+
+    path = tmp_path / "log.csv"
+    lognormal_log(n=1000).to_csv(path, index=False)
+    monkeypatch.setattr(logs, "PROGRESS_MIN_BYTES", 10)  # this small log counts as big
+    read_logs([path])
+    assert "reading log.csv" in capsys.readouterr().out
+    monkeypatch.setattr(logs, "PROGRESS_MIN_BYTES", 10**12)
+    read_logs([path])
+    assert "reading" not in capsys.readouterr().out
+
+
+def test_workbook_carries_the_traffic_and_its_provenance(tmp_path, capsys):
+    import openpyxl
+
+    path = tmp_path / "log.csv"
+    lognormal_log(n=20_000).to_csv(path, index=False)
+    xlsx = tmp_path / "plan.xlsx"
+    assert main(["traffic", str(path), "--workbook", str(xlsx)]) == 0
+    wb = openpyxl.load_workbook(xlsx)
+    assert wb.sheetnames[-2:] == ["Traffic data", "Traffic chart"]
+    (title, ref), = wb.defined_names["SourceForecast"].destinations
+    assert wb[title][ref.replace("$", "")].value.startswith("derived from log.csv")
+    capsys.readouterr()
+    assert main(["check", str(xlsx)]) == 0
+
+
+def test_window_option(tmp_path, capsys):
+    path = tmp_path / "log.csv"
+    lognormal_log(n=2000).to_csv(path, index=False)
+    assert main(["traffic", str(path), "--window", "5m"]) == 0
+    assert "busiest 300 s window" in capsys.readouterr().out
+    assert main(["traffic", str(path), "--window", "soon"]) == 2
