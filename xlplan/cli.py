@@ -309,6 +309,42 @@ def check_cmd(
         raise typer.Exit(1)
 
 
+@app.command("confirm")
+def confirm_cmd(
+    scrapes: list[Path] = typer.Argument(..., help="Prometheus text-format scrapes of a vLLM or SGLang server, in time order."),
+    plan_file: Path | None = typer.Option(None, "--plan", help="The plan whose binding constraint production should confirm."),
+    interval: float = typer.Option(15.0, "--interval", min=0.001, help="Seconds between scrapes. [s]"),
+    as_json: bool = typer.Option(False, "--json", help="Print the evidence and the verdict as JSON."),
+) -> None:
+    """Which constraint binds in production, from the two gauges: cache utilisation and preemptions vs queueing with a comfortable cache."""
+    from dataclasses import asdict
+
+    from xlplan.confirm import agrees_with_plan, verdict
+    from xlplan.io.metrics import read_scrapes
+
+    e = read_scrapes(scrapes, interval)
+    found, why = verdict(e)
+    planned = None
+    if plan_file is not None:
+        from xlplan.planner import plan
+
+        planned = plan(read_plan(plan_file)).binding
+    if as_json:
+        out = {"verdict": found, "why": why, "evidence": asdict(e)}
+        if planned is not None:
+            out.update(plan_binding=planned, agrees=agrees_with_plan(found, planned))
+        typer.echo(json.dumps(out, indent=2))
+        return
+    gen = f"{e.generation_tok_s:,.0f} output tokens/s" if e.generation_tok_s is not None else "no token counters"
+    typer.echo(f"{e.scrapes} scrapes over {e.seconds:,.0f} s: cache utilisation p50 {e.cache_p50:.0%}, p95 {e.cache_p95:.0%}; "
+               f"{e.preemptions_per_s:.3f} preemptions/s; waiting p50 {e.waiting_p50:g} (max {e.waiting_max:g}); "
+               f"running p50 {e.running_p50:g}; {gen}")
+    typer.echo(f"Binds in production: {found} — {why}")
+    if planned is not None:
+        word = "agrees with" if agrees_with_plan(found, planned) else "does not confirm"
+        typer.echo(f"This {word} the plan, which says {planned} binds.")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning bad input into exit status 2 and clear lines."""
     try:

@@ -1,0 +1,107 @@
+"""Confirm the binding constraint in production from the two gauges.
+
+Notes
+-----
+The runbook: "compute both, compare, then confirm in production with two
+gauges" — memory binds when cache utilisation is pinned near 100%, requests
+queue for blocks and preemptions rise; compute binds when the GPU is saturated
+while cache utilisation is comfortable. Pure functions on per-scrape series.
+
+- memory: cache utilisation p95 at or above ``CACHE_PINNED`` and requests
+  preempted or waiting;
+- compute: requests waiting (or GPU utilisation at or above ``GPU_SATURATED``)
+  while cache utilisation p95 stays below ``CACHE_COMFORTABLE``;
+- neither: no queue, no preemptions, the cache comfortable;
+- otherwise 'unclear', with the evidence.
+
+References
+----------
+Runbook, document 14, step 6 · "Memory-bound: cache utilisation pinned near 100%,
+requests queue for blocks, preemptions rise. Compute-bound: GPU saturated while
+cache utilisation is comfortable."
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CACHE_PINNED = 0.90
+"""Cache utilisation (p95) at which the cache counts as pinned. [fraction]"""
+CACHE_COMFORTABLE = 0.80
+"""Cache utilisation (p95) below which the cache counts as comfortable. [fraction]"""
+GPU_SATURATED = 0.90
+"""GPU utilisation (p50) at which the GPU counts as saturated, where the scrape has it. [fraction]"""
+QUEUE = 0.5
+"""Median waiting requests above which requests count as queueing. [requests]"""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the scrapes show. Units in the field comments."""
+
+    scrapes: int  # [scrapes]
+    seconds: float  # span covered [s]
+    cache_p50: float  # [fraction]
+    cache_p95: float  # [fraction]
+    preemptions_per_s: float  # [preemptions/s]
+    waiting_p50: float  # [requests]
+    waiting_max: float  # [requests]
+    running_p50: float  # [requests]
+    generation_tok_s: float | None  # [tokens/s]
+    prompt_tok_s: float | None  # [tokens/s]
+    gpu_util_p50: float | None  # [fraction]
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile of a short series. [unit of values]
+
+    Examples
+    --------
+    >>> percentile([0.0, 1.0], 0.5)
+    0.5
+    """
+    v = sorted(values)
+    if not v:
+        return 0.0
+    k = (len(v) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def rate(counter: list[float], seconds: float) -> float:
+    """Increase of a counter over the span, resets tolerated. [unit/s]
+
+    Examples
+    --------
+    >>> rate([0, 10, 20], 20.0)
+    1.0
+    """
+    if len(counter) < 2 or seconds <= 0:
+        return 0.0
+    increase = sum(b - a if b >= a else b for a, b in zip(counter, counter[1:]))  # a reset restarts from 0
+    return increase / seconds
+
+
+def verdict(e: Evidence) -> tuple[str, str]:
+    """('memory' | 'compute' | 'neither' | 'unclear', why) from the evidence."""
+    queueing = e.waiting_p50 > QUEUE
+    preempting = e.preemptions_per_s > 0
+    saturated = e.gpu_util_p50 is not None and e.gpu_util_p50 >= GPU_SATURATED
+    if e.cache_p95 >= CACHE_PINNED and (preempting or queueing):
+        return "memory", (f"cache utilisation p95 {e.cache_p95:.0%} (pinned), {e.preemptions_per_s:.3f} preemptions/s, "
+                          f"median {e.waiting_p50:g} waiting")
+    if e.cache_p95 < CACHE_COMFORTABLE and (queueing or saturated):
+        gpu = f", GPU utilisation p50 {e.gpu_util_p50:.0%}" if e.gpu_util_p50 is not None else ""
+        return "compute", f"requests wait (median {e.waiting_p50:g}) while cache utilisation p95 is only {e.cache_p95:.0%}{gpu}"
+    if not queueing and not preempting and e.cache_p95 < CACHE_PINNED:
+        return "neither", f"no queue, no preemptions, cache utilisation p95 {e.cache_p95:.0%}: the fleet has headroom"
+    return "unclear", (f"cache p95 {e.cache_p95:.0%}, median {e.waiting_p50:g} waiting, {e.preemptions_per_s:.3f} preemptions/s: "
+                       "neither gauge is decisive; take scrapes at peak")
+
+
+def agrees_with_plan(found: str, planned: str) -> bool:
+    """Whether production's binding constraint is one the plan named ('both' covers memory and compute)."""
+    if found in ("neither", "unclear"):
+        return False
+    return found == planned or (planned in ("both", "all") and found in ("memory", "compute"))
