@@ -228,3 +228,10 @@ def test_every_name_the_readme_documents_exists(ref_xlsx):
     wb = openpyxl.load_workbook(ref_xlsx)
     missing = sorted(n for n in names if n not in wb.defined_names)
     assert missing == []
+
+
+def test_every_input_cell_on_every_sheet_is_validated(ref_plan):
+    # FAST/ICAEW: an input is styled as one, unlocked, and validated — on the six tabs and the supporting sheets alike
+    book = build(ref_plan)
+    unvalidated = [f"{s.title}!{c}" for s in book.sheets for c, cell in s.cells.items() if cell.kind == "input" and cell.validation is None]
+    assert unvalidated == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xlplan import __version__, catalog, memory
-from xlplan.io.workbook.cells import Book, Cell, Sheet
+from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import (
     CATALOG_FIRST_ROW,
     CONSTANTS,
@@ -164,9 +164,15 @@ def changelog_sheet(book: Book, e: Engine) -> None:
     sh.put("A", 2, Cell("Supporting sheet.", kind="note"))
     for i, h in enumerate(("Date", "Who", "What changed and why")):
         sh.put(i + 1, 4, Cell(h, kind="header"))
-    sh.put("A", 5, Cell("", kind="input"))
-    sh.put("B", 5, Cell(f"xlplan {__version__}", kind="input"))
-    sh.put("C", 5, Cell(f"Generated from the plan '{e.plan.name}' by `xlplan workbook`; formulas are the template's.", kind="input"))
-    for r in range(6, 31):
+    checks = {
+        "A": Validation("date", "greaterThan", "36526", None, True, "Date", "The date of the change (a date, e.g. 2026-11-30).",
+                        "Enter a date after 2000-01-01."),
+        "B": Validation("textLength", "lessThanOrEqual", "255", None, True, "Who", "Who made the change.", "Text up to 255 characters."),
+        "C": Validation("textLength", "lessThanOrEqual", "1000", None, True, "What and why", "What changed, and why.",
+                        "Text up to 1,000 characters."),
+    }
+    first = {"A": None, "B": f"xlplan {__version__}",
+             "C": f"Generated from the plan '{e.plan.name}' by `xlplan workbook`; formulas are the template's."}
+    for r in range(5, 31):
         for col in "ABC":
-            sh.put(col, r, Cell(None, kind="input"))
+            sh.put(col, r, Cell(first[col] if r == 5 else None, kind="input", validation=checks[col], fmt="yyyy-mm-dd" if col == "A" else None))
