@@ -309,6 +309,45 @@ def check_cmd(
         raise typer.Exit(1)
 
 
+@app.command("validate")
+def validate_cmd(
+    measurements: Path = typer.Argument(..., help="A CSV in the schema of shared/reference/measurements-public.csv."),
+    as_json: bool = typer.Option(False, "--json", help="Print every check and the medians as JSON."),
+) -> None:
+    """Predict each published measurement with the engine and show the relative error, by category."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from xlplan.io.measurements import CATEGORIES, as_json as checks_json, medians, read_measurements, validate
+    from xlplan.predict import Efficiencies
+
+    eff = Efficiencies()
+    checks = validate(read_measurements(measurements), eff)
+    if as_json:
+        typer.echo(json.dumps(checks_json(checks, eff), indent=2))
+        return
+    console = Console(width=170)
+    console.print(f"Efficiencies (global defaults): prefill MFU {eff.prefill_mfu:.2f}, decode MFU {eff.decode_mfu:.2f}, "
+                  f"bandwidth {eff.bandwidth_efficiency:.2f}")
+    med = medians(checks)
+    for category, title in dict.fromkeys(CATEGORIES.items()):
+        rows = [c for c in checks if c.category == category]
+        if not rows:
+            continue
+        table = Table(title=f"{title} — median |error| {med[category]:.1%}" if category in med else title)
+        for col in ("Row", "Figure", "Predicted", "Measured", "Error", "Note"):
+            table.add_column(col, overflow="fold")
+        for c in rows:
+            if c.skipped:
+                table.add_row(c.id, "skipped", "", "", "", c.skipped)
+            else:
+                table.add_row(c.id, c.metric, f"{c.predicted:,.2f}", f"{c.measured:,.2f}", f"{c.relative_error:+.1%}", c.note)
+        console.print(table)
+    for kind in ("capacity", "throughput", "latency"):
+        if kind in med:
+            console.print(f"median |error|, {kind}: {med[kind]:.1%}")
+
+
 @app.command("confirm")
 def confirm_cmd(
     scrapes: list[Path] = typer.Argument(..., help="Prometheus text-format scrapes of a vLLM or SGLang server, in time order."),
