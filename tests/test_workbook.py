@@ -92,6 +92,8 @@ def test_round_trip_plan_workbook_plan(ref_plan, tmp_path):
      "policy": {"tp": 2, "compute_dtype": "fp8", "memory_convention": "worst_case", "redundancy": 2},
      "hardware": {"gpu": "h200", "gpus_per_node": 8, "usd_per_gpu_hour": None, "billing": "purchased", "ops_usd_per_month": 4000}},
     {"model": {"name": "deepseek-v3", "weights_dtype": "fp8", "kv_dtype": "fp8"}, "hardware": {"gpu": "h200", "usd_per_gpu_hour": 3.6}},
+    {"policy": {"prefill_mfu": 0.5, "decode_mfu": 0.3, "calibration": {"source": "vllm-bench.json (3 runs)", "runs": 3,
+                "prefill_mfu_range": [0.45, 0.55], "decode_mfu_range": [0.25, 0.35], "bandwidth_efficiency_range": [0.55, 0.65]}}},
 ])
 def test_round_trip_variants(ref_plan, tmp_path, sections):
     plan = replan(ref_plan, **sections)

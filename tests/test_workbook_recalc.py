@@ -76,6 +76,7 @@ def plans(draw) -> Plan:
         "hardware": {"gpu": draw(st.sampled_from(GPUS)), "gpus_per_node": node, "usd_per_gpu_hour": draw(st.floats(0.5, 8)),
                      "billing": draw(st.sampled_from(["rented", "purchased"])), "ops_usd_per_month": draw(st.sampled_from([0.0, 5000.0]))},
         "policy": {"mfu": draw(st.floats(0.2, 0.6)), "memory_utilisation": draw(st.floats(0.8, 0.95)),
+                   "prefill_mfu": draw(st.one_of(st.none(), st.floats(0.2, 0.7))), "decode_mfu": draw(st.one_of(st.none(), st.floats(0.1, 0.6))),
                    "overhead_gib": draw(st.floats(1, 6)), "redundancy": draw(st.integers(0, 2)),
                    "memory_convention": draw(st.sampled_from(["paged", "worst_case"])), "tp": tp,
                    "include_ttft_in_time_in_system": draw(st.booleans()), "decode_attention_flops": draw(st.booleans())},
@@ -133,6 +134,13 @@ def test_random_plans_recalculate(tmp_path):
             "promise": {"ttft_s": 1, "itl_s": 0.03},
             "model": {"name": "llama-3.1-8b", "spec": {"num_hidden_layers": 40}},
             "hardware": {"gpu": {"name": "h100-sxm", "memory_gib": 70.0, "usd_per_gpu_hour": 2.0}}}),
+        "calibrated_split_mfu": Plan.model_validate({
+            "forecast": {"peak_rps": 35, "prompt_tokens": {"p50": 2500, "p95": 7000}, "output_tokens": {"p50": 300, "p95": 800}},
+            "promise": {"ttft_s": 1.5, "itl_s": 0.04}, "model": {"name": "llama-3.1-70b", "weights_dtype": "fp8"},
+            "hardware": {"gpu": "h100-sxm", "usd_per_gpu_hour": 2.8},
+            "policy": {"prefill_mfu": 0.52, "decode_mfu": 0.31, "bandwidth_efficiency": 0.63,
+                       "calibration": {"source": "bench.json", "runs": 4, "prefill_mfu_range": [0.48, 0.55],
+                                       "decode_mfu_range": [0.27, 0.34], "bandwidth_efficiency_range": [0.58, 0.66]}}}),
     }
     plans_ = {f"random_{i:02d}": p for i, p in enumerate(drawn)} | fixed
     results = {k: run_plan(p) for k, p in plans_.items()}

@@ -110,7 +110,10 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         ("Concurrency (Little's Law)", f"{i.peak_rps:g} req/s × {r.time_in_system_s:.1f} s = {_n(r.concurrency, 1)} in flight"),
         ("Memory path", f"{_n(r.concurrency, 1)} × {mem.kv_gib_per_conversation:.3f} GiB = {mem.kv_gib_total:,.1f} GiB ÷ {mem.kv_budget_gib_per_gpu:.2f} GiB per GPU = {mem.gpus_exact:.2f} → {mem.gpus} GPUs"),
         ("KV budget per GPU", f"{m.gpu_memory_gib:.2f} GiB × utilisation − {mem.weights_gib_per_gpu:.2f} GiB weights − {mem.overhead_gib:g} GiB overhead = {mem.kv_budget_gib_per_gpu:.2f} GiB"),
-        ("Compute path", f"(prefill {_n(c.prefill_tflops)} + decode {_n(c.decode_tflops)}) TFLOP/s ÷ {c.tflops_per_gpu:,.1f} per GPU at {c.mfu:.0%} MFU = {c.gpus_exact:.2f} → {c.gpus} GPUs"),
+        ("Compute path", f"(prefill {_n(c.prefill_tflops)} + decode {_n(c.decode_tflops)}) TFLOP/s ÷ {c.tflops_per_gpu:,.1f} per GPU at {c.mfu:.0%} MFU = {c.gpus_exact:.2f} → {c.gpus} GPUs"
+                         if c.prefill_mfu == c.decode_mfu == c.mfu else
+                         f"prefill {_n(c.prefill_tflops)} TFLOP/s at {c.prefill_mfu:.0%} MFU + decode {_n(c.decode_tflops)} TFLOP/s at "
+                         f"{c.decode_mfu:.0%} MFU of {m.peak_tflops:,.0f} TFLOP/s per GPU = {c.gpus_exact:.2f} → {c.gpus} GPUs"),
         ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {lat.max_decode_batch:,.0f} per replica) → {lat.gpus} GPUs; p95 prefill {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
     ]
     s4 = [
@@ -118,6 +121,12 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         ("With redundancy", f"{f.with_redundancy} GPUs (N+{f.redundancy_replicas} replicas)"),
         ("Purchased", f"{f.purchased} GPUs ({f.purchased // f.gpus_per_node} node(s) of {f.gpus_per_node})"),
     ]
+    if f.calibrated_low is not None and f.calibrated_high is not None:
+        def _at(a):
+            return f"{a.with_redundancy} ({a.purchased} purchased)" if a.feasible else "cannot be met"
+
+        s4.append(("Calibrated range", f"fleet {_at(f.calibrated_high)} to {_at(f.calibrated_low)} GPUs over the calibrated "
+                                       f"efficiencies (point figure {f.with_redundancy}); calibrated from {r.calibration_source}"))
     s5 = [
         ("Monthly bill", f"{k.billed_gpus} GPUs ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × {k.hours_per_month:g} h = {_usd(k.monthly_usd)} / month, fixed"),
         ("Tokens per month", f"{_tokens(k.tokens_per_month)} at {i.average_utilisation:.0%} average utilisation"),

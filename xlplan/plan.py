@@ -186,10 +186,23 @@ class Hardware(_Section):
         return price
 
 
+class Calibration(_Section):
+    """Where calibrated efficiencies came from, and their spread over the runs (written by `xlplan calibrate`)."""
+
+    source: str = Field(description="Benchmark files and what they measured. [text]")
+    runs: int = Field(ge=1, description="Benchmark runs fitted. [runs]")
+    prefill_mfu_range: tuple[Fraction, Fraction] = Field(description="Lowest and highest prefill MFU over the runs. [fraction]")
+    decode_mfu_range: tuple[Fraction, Fraction] = Field(description="Lowest and highest decode MFU over the runs. [fraction]")
+    bandwidth_efficiency_range: tuple[Fraction, Fraction] = Field(description="Lowest and highest bandwidth efficiency over the runs. [fraction]")
+
+
 class Policy(_Section):
     """Conventions and efficiencies: the assumptions a reviewer should check first."""
 
     mfu: Fraction = Field(default=0.40, description="Achieved fraction of peak dense FLOP/s (model FLOPs utilisation). [fraction]")
+    prefill_mfu: Fraction | None = Field(default=None, description="MFU in prefill, where calibrated; left out, mfu. [fraction]")
+    decode_mfu: Fraction | None = Field(default=None, description="MFU in decode, where calibrated; left out, mfu. [fraction]")
+    calibration: Calibration | None = Field(default=None, description="Where calibrated efficiencies came from and their spread; the fleet is then also given as a range.")
     memory_utilisation: Fraction = Field(default=0.90, description="Fraction of GPU memory the engine may use (vLLM gpu_memory_utilization). [fraction]")
     overhead_gib: float = Field(default=3.0, ge=0, description="Activations, CUDA graphs and runtime memory per GPU. [GiB]")
     bandwidth_efficiency: Fraction = Field(

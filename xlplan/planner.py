@@ -11,6 +11,7 @@ from xlplan.plan import Plan
 from xlplan.result import (
     ComputeOut,
     CostOut,
+    FleetAt,
     FleetOut,
     InputsOut,
     LatencyOut,
@@ -70,6 +71,29 @@ def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
     return out
 
 
+def calibrated_ends(p: Plan, s: Scenario) -> tuple[FleetAt | None, FleetAt | None]:
+    """The fleet at the low and at the high ends of the calibrated efficiencies (None without a calibration)."""
+    from dataclasses import replace
+
+    from xlplan.steps import solve as solve_scenario
+
+    cal = p.policy.calibration
+    if cal is None:
+        return None, None
+    out = []
+    for k in (0, 1):
+        eff = {"prefill_mfu": cal.prefill_mfu_range[k], "decode_mfu": cal.decode_mfu_range[k],
+               "bandwidth_efficiency": cal.bandwidth_efficiency_range[k]}
+        try:
+            sol = solve_scenario(replace(s, **eff))
+        except PlanningError:
+            out.append(FleetAt(efficiencies=eff, feasible=False, load=None, with_redundancy=None, purchased=None, binding=None))
+            continue
+        out.append(FleetAt(efficiencies=eff, feasible=True, load=int(sol.paths.load), with_redundancy=int(sol.paths.with_redundancy),
+                           purchased=int(sol.paths.purchased), binding=sol.binding))
+    return out[0], out[1]
+
+
 def plan(p: Plan) -> PlanResult:
     """Run the seven steps, the what-ifs and the breakpoints for a validated plan.
 
@@ -84,6 +108,7 @@ def plan(p: Plan) -> PlanResult:
     tr, pa, bl = sol.traffic, sol.paths, sol.bill
     model = p.model.resolve()
     gpu = p.hardware.resolve()
+    low, high = calibrated_ends(p, s)
     by_util = [
         UtilisationCost(
             utilisation=u,
@@ -93,6 +118,7 @@ def plan(p: Plan) -> PlanResult:
     ]
     return PlanResult(
         name=p.name,
+        calibration_source=p.policy.calibration.source if p.policy.calibration else None,
         inputs=InputsOut(
             peak_rps=s.peak_rps,
             prompt_tokens=_length(s.prompt_p50, s.prompt_p95, s.prompt_p99, tr.prompt_mean, tr.prompt_second_moment),
@@ -139,6 +165,8 @@ def plan(p: Plan) -> PlanResult:
             demand_tflops=tr.prefill_tflops + tr.decode_tflops,
             tflops_per_gpu=pa.tflops_per_gpu,
             mfu=s.mfu,
+            prefill_mfu=s.prefill_mfu,
+            decode_mfu=s.decode_mfu,
             gpus_exact=pa.compute_gpus_exact,
             gpus=int(pa.compute_gpus),
         ),
@@ -165,6 +193,8 @@ def plan(p: Plan) -> PlanResult:
             with_redundancy=int(pa.with_redundancy),
             gpus_per_node=s.gpus_per_node,
             purchased=int(pa.purchased),
+            calibrated_low=low,
+            calibrated_high=high,
         ),
         cost=CostOut(
             billing=p.hardware.billing,

@@ -78,6 +78,8 @@ class ComputeOut(_Out):
     demand_tflops: float = Field(description="Total demand. [TFLOP/s]")
     tflops_per_gpu: float = Field(description="Peak × MFU per GPU. [TFLOP/s]")
     mfu: float = Field(description="Model FLOPs utilisation. [fraction]")
+    prefill_mfu: float = Field(default=0.0, description="MFU used for prefill (the MFU unless calibrated). [fraction]")
+    decode_mfu: float = Field(default=0.0, description="MFU used for decode (the MFU unless calibrated). [fraction]")
     gpus_exact: float = Field(description="GPUs before rounding. [GPUs]")
     gpus: int = Field(description="GPUs in whole replicas. [GPUs]")
 
@@ -105,6 +107,17 @@ class TPOption(_Out):
     load: float = Field(description="Load. [GPUs]")
 
 
+class FleetAt(_Out):
+    """The fleet at one end of the calibrated efficiencies."""
+
+    efficiencies: dict[str, float] = Field(description="Prefill MFU, decode MFU and bandwidth efficiency used. [fraction]")
+    feasible: bool = Field(description="Whether the plan can be met at these efficiencies. [bool]")
+    load: int | None = Field(description="Load. [GPUs]")
+    with_redundancy: int | None = Field(description="With redundancy. [GPUs]")
+    purchased: int | None = Field(description="Purchased. [GPUs]")
+    binding: str | None = Field(description="Binding constraint. [text]")
+
+
 class FleetOut(_Out):
     """Step 6: three numbers, not one."""
 
@@ -115,6 +128,8 @@ class FleetOut(_Out):
     with_redundancy: int = Field(description="Load plus redundancy. [GPUs]")
     gpus_per_node: int = Field(description="Purchasing unit. [GPUs]")
     purchased: int = Field(description="Rounded up to whole purchasing units. [GPUs]")
+    calibrated_low: FleetAt | None = Field(default=None, description="At the low end of the calibrated efficiencies (more GPUs).")
+    calibrated_high: FleetAt | None = Field(default=None, description="At the high end of the calibrated efficiencies (fewer GPUs).")
 
 
 class UtilisationCost(_Out):
@@ -174,6 +189,7 @@ class PlanResult(_Out):
     """Everything the capacity note says."""
 
     name: str = Field(description="Plan title. [text]")
+    calibration_source: str | None = Field(default=None, description="Where calibrated efficiencies came from, if they are. [text]")
     inputs: InputsOut = Field(description="Section 1: the inputs, attributed.")
     model: ModelOut = Field(description="Section 2: the model and precision.")
     time_in_system_s: float = Field(description="Mean time a request occupies a slot. [s]")

@@ -55,6 +55,8 @@ class Scenario:
     ops_usd_per_month: float  # [USD/month]
     # policy
     mfu: float  # [fraction]
+    prefill_mfu: float  # [fraction]
+    decode_mfu: float  # [fraction]
     memory_utilisation: float  # [fraction]
     overhead_gib: float  # [GiB]
     bandwidth_efficiency: float  # [fraction]
@@ -123,6 +125,8 @@ def resolve(plan: Plan) -> Scenario:
         bill_purchased=plan.hardware.billing == "purchased",
         ops_usd_per_month=plan.hardware.ops_usd_per_month,
         mfu=plan.policy.mfu,
+        prefill_mfu=plan.policy.prefill_mfu or plan.policy.mfu,
+        decode_mfu=plan.policy.decode_mfu or plan.policy.mfu,
         memory_utilisation=plan.policy.memory_utilisation,
         overhead_gib=plan.policy.overhead_gib,
         bandwidth_efficiency=plan.policy.bandwidth_efficiency,

@@ -150,12 +150,12 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
     mem_exact = memory.memory_gpus_exact(tr.concurrency, tr.kv_gib_per_conversation, budget, tp, shards)
     mem = fleet.whole_gpus(mem_exact, tp)
 
-    comp_exact = compute.compute_gpus_exact(tr.prefill_tflops + tr.decode_tflops, s.peak_tflops, s.mfu)
+    comp_exact = compute.compute_gpus_split(tr.prefill_tflops, tr.decode_tflops, s.peak_tflops, s.prefill_mfu, s.decode_mfu)
     comp = fleet.whole_gpus(comp_exact, tp)
 
     batch_cap = latency.max_decode_batch(
         s.itl_s, tr.decode_flops_per_token, s.weights_bytes, tr.kv_bytes_per_conversation, tp, shards,
-        s.peak_tflops, s.mfu, s.hbm_tbps, s.bandwidth_efficiency,
+        s.peak_tflops, s.decode_mfu, s.hbm_tbps, s.bandwidth_efficiency,
     )
     lat_exact = latency.latency_gpus_exact(tr.concurrency, batch_cap, tp)
     lat = fleet.whole_gpus(lat_exact, tp)
@@ -164,7 +164,7 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
     load, with_red, purchased = fleet.fleet_sizes(load_replicas, tp, s.redundancy, s.gpus_per_node)
     step = latency.decode_step_time_s(
         _vec.div_pos(tr.concurrency, load_replicas), tr.decode_flops_per_token, s.weights_bytes,
-        tr.kv_bytes_per_conversation, tp, shards, s.peak_tflops, s.mfu, s.hbm_tbps, s.bandwidth_efficiency,
+        tr.kv_bytes_per_conversation, tp, shards, s.peak_tflops, s.decode_mfu, s.hbm_tbps, s.bandwidth_efficiency,
     )
     return Paths(
         tp=tp,
@@ -180,7 +180,7 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
         max_decode_batch=batch_cap,
         latency_gpus_exact=lat_exact,
         latency_gpus=lat,
-        ttft_p95_s=latency.prefill_time_s(tr.prefill_flops_p95_prompt, tp, s.peak_tflops, s.mfu),
+        ttft_p95_s=latency.prefill_time_s(tr.prefill_flops_p95_prompt, tp, s.peak_tflops, s.prefill_mfu),
         load_replicas=load_replicas,
         load=load,
         with_redundancy=with_red,

@@ -155,6 +155,9 @@ class Engine:
             return False
         if "runbook_decode" in needs and self.plan.policy.decode_attention_flops:
             return False
+        pol = self.plan.policy
+        if "single_mfu" in needs and any(x is not None and x != pol.mfu for x in (pol.prefill_mfu, pol.decode_mfu)):
+            return False
         return True
 
 

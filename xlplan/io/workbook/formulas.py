@@ -104,7 +104,7 @@ def whole_gpus(per_replica_ratio: str, tp: str) -> str:
 def max_decode_batch(itl: str, peak: str, decode_flops_: str, weights_bytes_: str, kv_conv_bytes: str, tp: str,
                      shards: str) -> str:
     """:func:`xlplan.latency.max_decode_batch`: the roofline solved for the batch at the inter-token target."""
-    return (f"MIN({itl}*{peak}*MFU*TeraUnit*{tp}/{decode_flops_},"
+    return (f"MIN({itl}*{peak}*DecodeMFU*TeraUnit*{tp}/{decode_flops_},"
             f"MAX({itl}*GPUHBMTBps*BandwidthEfficiency*TeraUnit-{weights_bytes_}/{tp},0)*{shards}/{kv_conv_bytes})")
 
 

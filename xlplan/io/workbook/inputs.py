@@ -92,6 +92,12 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
     ("Policy — conventions and efficiencies a reviewer should check first", (
         InputSpec("MFU", ("policy", "mfu"), "Model FLOPs utilisation", "fraction", "fraction", "model",
                   "Achieved fraction of peak dense FLOP/s: 0.40 is the runbook's planning figure (0.40, not 40).", fmt="0%"),
+        InputSpec("PrefillMFUInput", ("policy", "prefill_mfu"), "MFU in prefill (calibrated)", "fraction", "fraction", "model",
+                  "Leave blank to use the MFU above; `xlplan calibrate` fits it from your benchmark (0.45, not 45).",
+                  required=False, fmt="0%"),
+        InputSpec("DecodeMFUInput", ("policy", "decode_mfu"), "MFU in decode (calibrated)", "fraction", "fraction", "model",
+                  "Leave blank to use the MFU above; `xlplan calibrate` fits it from your benchmark (0.35, not 35).",
+                  required=False, fmt="0%"),
         InputSpec("MemoryUtilisation", ("policy", "memory_utilisation"), "GPU memory the server may use", "fraction", "fraction", "model",
                   "vLLM's gpu_memory_utilization (0.90, not 90).", fmt="0%"),
         InputSpec("OverheadGiB", ("policy", "overhead_gib"), "Runtime overhead per GPU", "GiB", "number0", "model",
@@ -109,6 +115,26 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
         InputSpec("ComputeDtypeInput", ("policy", "compute_dtype"), "Compute dtype of the peak", "dtype", "choice", "model",
                   "Leave blank: fp8 peak for fp8 weights, fp4 for fp4 weights where the GPU has it, else bf16.",
                   required=False, choices="ComputeDtypes"),
+        InputSpec("CalibrationSource", ("policy", "calibration", "source"), "Calibrated from", "text", "text", "model",
+                  "Written by `xlplan calibrate`: the benchmark files the efficiencies were fitted to; blank if not calibrated.",
+                  required=False),
+        InputSpec("CalibrationRuns", ("policy", "calibration", "runs"), "Benchmark runs fitted", "runs", "whole", "model",
+                  "How many runs the calibration used.", required=False, fmt="0"),
+        InputSpec("PrefillMFULow", ("policy", "calibration", "prefill_mfu_range", "0"), "Prefill MFU, lowest run", "fraction",
+                  "fraction", "model", "The spread of the calibration: the fleet is also given at the low and high ends.",
+                  required=False, fmt="0%"),
+        InputSpec("PrefillMFUHigh", ("policy", "calibration", "prefill_mfu_range", "1"), "Prefill MFU, highest run", "fraction",
+                  "fraction", "model", "The spread of the calibration.", required=False, fmt="0%"),
+        InputSpec("DecodeMFULow", ("policy", "calibration", "decode_mfu_range", "0"), "Decode MFU, lowest run", "fraction",
+                  "fraction", "model", "The spread of the calibration.", required=False, fmt="0%"),
+        InputSpec("DecodeMFUHigh", ("policy", "calibration", "decode_mfu_range", "1"), "Decode MFU, highest run", "fraction",
+                  "fraction", "model", "The spread of the calibration.", required=False, fmt="0%"),
+        InputSpec("BandwidthEfficiencyLow", ("policy", "calibration", "bandwidth_efficiency_range", "0"),
+                  "Bandwidth efficiency, lowest run", "fraction", "fraction", "model", "The spread of the calibration.",
+                  required=False, fmt="0%"),
+        InputSpec("BandwidthEfficiencyHigh", ("policy", "calibration", "bandwidth_efficiency_range", "1"),
+                  "Bandwidth efficiency, highest run", "fraction", "fraction", "model", "The spread of the calibration.",
+                  required=False, fmt="0%"),
         InputSpec("IncludeTTFT", ("policy", "include_ttft_in_time_in_system"), "Add TTFT to time in system", "TRUE | FALSE", "bool", "model",
                   "The runbook leaves it out (FALSE).", choices="Booleans"),
         InputSpec("DecodeAttention", ("policy", "decode_attention_flops"), "Count attention FLOPs in decode", "TRUE | FALSE", "bool", "model",
@@ -161,5 +187,5 @@ def input_value(plan: Plan, spec: InputSpec):
     for part in spec.path:
         if obj is None:
             return None
-        obj = getattr(obj, part)
+        obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
     return obj

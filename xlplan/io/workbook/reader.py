@@ -215,6 +215,15 @@ def read_workbook(path: str | Path) -> Plan:
         row = _catalog_row(wb, "GPUs", gkey, GPU_COLUMNS, src)
         hw["gpu"] = {k: v for k, v in row.items() if k in ("name", "memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops",
                                                              "hbm_tbps", "usd_per_gpu_hour")}
+    pol = data.get("policy", {})
+    cal = pol.get("calibration")
+    if isinstance(cal, dict):
+        if not cal.get("source"):
+            pol.pop("calibration")
+        else:
+            for key, value in list(cal.items()):
+                if isinstance(value, dict):
+                    cal[key] = [value.get("0"), value.get("1")]
     api = data.get("api", {})
     if "usd_per_mtok_input" not in api and "usd_per_mtok_output" not in api:
         if api.get("provider") or api.get("source"):

@@ -106,7 +106,7 @@ def constraints_tab(book: Book, e: Engine) -> None:
     rows.calc("ComputeGPUsExact", "Compute path before rounding", "=INDEX(TPComputeExact,TPChoiceRow)",
               pa.compute_gpus_exact, "GPUs", FMT["gpus2"], "1,562 ÷ 395.6 = 3.95")
     rows.calc("ComputeGPUs", "Compute path", "=INDEX(TPCompute,TPChoiceRow)", pa.compute_gpus, "GPUs", FMT["gpus"],
-              "in whole replicas", udf="COMPUTE_GPUS(DemandTFLOPS,PeakTFLOPS,MFU,TP)")
+              "in whole replicas", udf="COMPUTE_GPUS(DemandTFLOPS,PeakTFLOPS,MFU,TP)", needs="single_mfu")
 
     rows.section("Latency check — can a replica meet the promise?")
     rows.header("Quantity", "Value", "Unit", "How")
@@ -119,7 +119,7 @@ def constraints_tab(book: Book, e: Engine) -> None:
     rows.calc("PrefillFLOPsP95", "Prefill of a p95 prompt",
               "=" + F.prefill_flops("PromptP95", "PromptP95*PromptP95"),
               tr.prefill_flops_p95_prompt, "FLOP", FMT["sci"], "")
-    rows.calc("TTFTP95", "TTFT of a p95 prompt alone", "=PrefillFLOPsP95/(TP*PeakTFLOPS*MFU*TeraUnit)",
+    rows.calc("TTFTP95", "TTFT of a p95 prompt alone", "=PrefillFLOPsP95/(TP*PeakTFLOPS*PrefillMFU*TeraUnit)",
               pa.ttft_p95_s, "s", FMT["s"], "more replicas do not shorten this")
     rows.calc("TTFTMet", "TTFT target met", "=TTFTP95<=TTFTTarget", pa.ttft_p95_s <= s.ttft_s, "TRUE | FALSE", None, "")
 
@@ -131,6 +131,21 @@ def constraints_tab(book: Book, e: Engine) -> None:
               udf="BINDING_CONSTRAINT(MemoryGPUs,ComputeGPUs,LatencyGPUs)")
     rows.calc("TP", "Tensor-parallel degree chosen", "=INDEX(TPDegreeCol,TPChoiceRow)", pa.tp, "GPUs", "0",
               "the degree that needs the fewest GPUs for the load (smallest on a tie)")
+
+    low, high = e.result.fleet.calibrated_low, e.result.fleet.calibrated_high
+    if low is not None and high is not None:
+        rows.section("Calibrated range — the fleet at the ends of the fitted efficiencies (values from xlplan calibrate; "
+                     "`xlplan check` flags them when inputs change)")
+        rows.header("End", "With redundancy", "Purchased", "Efficiencies (prefill MFU, decode MFU, bandwidth)")
+        for label, at in (("High efficiencies (fewer GPUs)", high), ("Low efficiencies (more GPUs)", low)):
+            r = sh.row
+            sh.put("A", r, Cell(label, kind="label"))
+            sh.put("B", r, Cell(at.with_redundancy if at.feasible else "cannot be met", kind="static", fmt=FMT["gpus"]))
+            sh.put("C", r, Cell(at.purchased if at.feasible else "", kind="static", fmt=FMT["gpus"]))
+            eff = at.efficiencies
+            sh.put("D", r, Cell(f"{eff['prefill_mfu']:.0%}, {eff['decode_mfu']:.0%}, {eff['bandwidth_efficiency']:.0%} "
+                                f"(calibrated from {e.result.calibration_source})", kind="static"))
+            sh.row += 1
 
     # The TP table: one row per degree, one formula per column.
     rows.section("Every tensor-parallel degree — the planner picks the one with the smallest load")
@@ -152,7 +167,7 @@ def constraints_tab(book: Book, e: Engine) -> None:
             "F": (f"=MAX(E{r},0)*C{r}/KVPerConversationGiB", c.conversations_per_replica, FMT["num"]),
             "G": (f'=IF(F{r}>0,A{r}*(Concurrency/F{r}),"{NONE}")', num(c.memory_gpus_exact), FMT["num"]),
             "H": (f'=IF(ISNUMBER(G{r}),{F.whole_gpus(f"G{r}/A{r}", f"A{r}")},"{NONE}")', num(c.memory_gpus), "0"),
-            "I": ("=DemandTFLOPS/TFLOPSPerGPU", c.compute_gpus_exact, FMT["num"]),
+            "I": ("=PrefillTFLOPS/(PeakTFLOPS*PrefillMFU)+DecodeTFLOPS/(PeakTFLOPS*DecodeMFU)", c.compute_gpus_exact, FMT["num"]),
             "J": ("=" + F.whole_gpus(f"I{r}/A{r}", f"A{r}"), c.compute_gpus, "0"),
             "K": ("=" + F.max_decode_batch("ITLTarget", "PeakTFLOPS", "DecodeFLOPsPerToken", "WeightsBytes",
                                            "KVBytesPerConversation", f"A{r}", f"C{r}"), c.max_decode_batch, FMT["num"]),

@@ -43,7 +43,7 @@ def fleet_tab(book: Book, e: Engine) -> None:
     rows.calc("BatchPerReplica", "Conversations per load replica", "=Concurrency/LoadReplicas", batch, "conversations",
               FMT["num"], "")
     rows.calc("DecodeStepAtLoad", "Decode step at that batch",
-              "=MAX(BatchPerReplica*DecodeFLOPsPerToken/TP/(PeakTFLOPS*MFU*TeraUnit),"
+              "=MAX(BatchPerReplica*DecodeFLOPsPerToken/TP/(PeakTFLOPS*DecodeMFU*TeraUnit),"
               "(WeightsBytes/TP+BatchPerReplica*KVBytesPerConversation/MIN(TP,KVShardLimit))"
               "/(GPUHBMTBps*BandwidthEfficiency*TeraUnit))",
               pa.decode_step_s, "s", FMT["s"], "roofline: the slower of FLOPs and bytes read")

@@ -91,6 +91,11 @@ def inputs_tab(book: Book, e: Engine) -> None:
             if spec.name == "TokensPerSecondInput":
                 rows.calc("ITLTarget", "Inter-token target used", '=IF(ISNUMBER(ITLInput),ITLInput,1/TokensPerSecondInput)',
                           e.s.itl_s, "s/token", '0.0000 "s"', "The target as given, or 1 ÷ the streaming speed.")
+            if spec.name == "DecodeMFUInput":
+                rows.calc("PrefillMFU", "MFU in prefill used", "=IF(ISNUMBER(PrefillMFUInput),PrefillMFUInput,MFU)",
+                          e.s.prefill_mfu, "fraction", "0%", "The calibrated value, or the MFU.")
+                rows.calc("DecodeMFU", "MFU in decode used", "=IF(ISNUMBER(DecodeMFUInput),DecodeMFUInput,MFU)",
+                          e.s.decode_mfu, "fraction", "0%", "The calibrated value, or the MFU.")
             if spec.name == "GPUUSDPerHourInput":
                 rows.calc("GPUUSDPerHour", "GPU price used",
                           '=IF(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput,GPUCatalogUSDPerHour)',

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from xlplan import distributions, fleet, steps, whatif
+from xlplan import compute, distributions, fleet, steps, whatif
 from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import (
@@ -84,7 +84,7 @@ def sensitivities_tab(book: Book, e: Engine) -> None:
                    "conv": "Conversation tokens", "tis": "Time in system", "conc": "Concurrency", "kvtl": "KV B/token/layer",
                    "kvconv": "KV B/conversation", "kvgib": "KV GiB/conversation", "wbytes": "Weights bytes",
                    "cdtype": "Compute dtype", "peak": "Peak TFLOP/s", "prefill": "Prefill FLOP/request",
-                   "decode": "Decode FLOP/token", "demand": "Demand TFLOP/s", "choice": "Chosen TP row",
+                   "decode": "Decode FLOP/token", "demand": "Compute GPUs (exact)", "choice": "Chosen TP row",
                    "memc": "Memory GPUs", "compc": "Compute GPUs", "latc": "Latency GPUs", "tokens": "Tokens/month"}
     for w, col in cols.items():
         sh.put(col, hdr, Cell(work_labels[w], kind="header"))
@@ -146,7 +146,7 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf, label
             "tis": tr.time_in_system_s, "conc": tr.concurrency, "kvtl": sc.kv_bytes_per_token_layer,
             "kvconv": tr.kv_bytes_per_conversation, "kvgib": tr.kv_gib_per_conversation, "wbytes": sc.weights_bytes,
             "cdtype": _dtype_of_peak(plan, e.gpu, w), "peak": sc.peak_tflops, "prefill": tr.prefill_flops_per_request,
-            "decode": tr.decode_flops_per_token, "demand": tr.prefill_tflops + tr.decode_tflops,
+            "decode": tr.decode_flops_per_token, "demand": compute.compute_gpus_split(tr.prefill_tflops, tr.decode_tflops, sc.peak_tflops, sc.prefill_mfu, sc.decode_mfu),
         }
     put(C["rate"], f"=PeakRate*B{r}", cached.get("rate", NA))
     put(C["p95"], f"=PromptP95*C{r}", cached.get("p95", NA))
@@ -173,8 +173,8 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf, label
     put(C["peak"], "=" + F.peak_tflops(q["cdtype"]), cached.get("peak", NA))
     put(C["prefill"], "=" + F.prefill_flops(q["pmean"], q["pm2"]), cached.get("prefill", NA))
     put(C["decode"], "=" + F.decode_flops(q["pmean"]), cached.get("decode", NA))
-    put(C["demand"], f"=({q['rate']}*{q['prefill']}*(1-{q['reuse']})+{q['rate']}*OutputMean*{q['decode']})/TeraUnit",
-        cached.get("demand", NA))
+    put(C["demand"], f"=({q['rate']}*{q['prefill']}*(1-{q['reuse']})/({q['peak']}*PrefillMFU)"
+        f"+{q['rate']}*OutputMean*{q['decode']}/({q['peak']}*DecodeMFU))/TeraUnit", cached.get("demand", NA))
     for i, tp in enumerate(TP_DEGREES):
         c = cands.get(tp)
         is_c = sc is not None and tp in sc.tp_options
@@ -186,7 +186,7 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf, label
         mem = f'=IF({F.tp_considered(t)},IF({budget}>0,{whole},"{NONE}"),"")'
         put(per_tp["mem"][i], mem, (num(c.memory_gpus) if is_c else "") if c else NA, "0")
         t = f"{per_tp['comp'][i]}${tp_row}"
-        whole = F.whole_gpus(f"{demand}/({peak}*MFU)/{t}", t)
+        whole = F.whole_gpus(f"{demand}/{t}", t)
         put(per_tp["comp"][i], f'=IF({F.tp_considered(t)},{whole},"")',
             (c.compute_gpus if is_c else "") if c else NA, "0")
         t = f"{per_tp['lat'][i]}${tp_row}"
