@@ -318,7 +318,8 @@ def validate_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    from xlplan.io.measurements import CATEGORIES, as_json as checks_json, medians, read_measurements, validate
+    from xlplan.io.measurements import CATEGORIES, medians, read_measurements, validate
+    from xlplan.io.measurements import as_json as checks_json
     from xlplan.predict import Efficiencies
 
     eff = Efficiencies()
@@ -346,6 +347,62 @@ def validate_cmd(
     for kind in ("capacity", "throughput", "latency"):
         if kind in med:
             console.print(f"median |error|, {kind}: {med[kind]:.1%}")
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    results: list[Path] = typer.Argument(..., help="Benchmark results: vllm bench serve --save-result JSON, GuideLLM report JSON, genai-perf profile export."),
+    plan_file: Path | None = typer.Option(None, "--plan", help="The plan whose model, GPU and dtypes were benchmarked (default: the reference plan)."),
+    tp: int | None = typer.Option(None, "--tp", min=1, help="GPUs per replica in the benchmark (default: the plan's TP, else 1). [GPUs]"),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write the calibrated plan (YAML) here."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Fit prefill MFU, decode MFU and bandwidth efficiency to your benchmark; write them as the plan's policy."""
+    from pydantic import ValidationError
+
+    from xlplan.calibrate import fit
+    from xlplan.io.bench_results import read_results
+    from xlplan.io.errors import describe_validation_error
+    from xlplan.io.planfile import plan_to_yaml
+    from xlplan.plan import Plan
+    from xlplan.planner import plan as run_plan
+    from xlplan.predict import hardware_from_scenario
+    from xlplan.scenario import resolve
+
+    base = _load(plan_file)
+    degree = tp or base.policy.tp or 1
+    runs = read_results(results)
+    f = fit(hardware_from_scenario(resolve(base), degree), runs)
+    for r in runs:
+        side = f.sides.get(r.source, "—")
+        ttft = f"{r.ttft_s * 1e3:,.1f} ms" if r.ttft_s else "—"
+        itl = f"{r.itl_s * 1e3:,.2f} ms" if r.itl_s else "—"
+        typer.echo(f"  {r.source}: concurrency {r.concurrency:g}, {r.isl:,.0f} in / {r.osl:,.0f} out, TTFT {ttft}, ITL {itl} ({side}-bound)")
+    e = f.efficiencies
+    typer.echo(f"Fitted on {len(runs)} run(s), TP {degree}: prefill MFU {e.prefill_mfu:.3f} ({f.prefill_range[0]:.3f}-{f.prefill_range[1]:.3f}), "
+               f"decode MFU {e.decode_mfu:.3f} ({f.decode_range[0]:.3f}-{f.decode_range[1]:.3f}), bandwidth efficiency "
+               f"{e.bandwidth_efficiency:.3f} ({f.bandwidth_range[0]:.3f}-{f.bandwidth_range[1]:.3f})")
+    for note in f.notes:
+        typer.echo(f"  note: {note}")
+    names = ", ".join(p.name for p in results)
+    data = base.model_dump(exclude_none=True)
+    data["policy"].update(prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, bandwidth_efficiency=e.bandwidth_efficiency,
+                          calibration={"source": f"{names} ({len(runs)} runs, TP {degree})", "runs": len(runs),
+                                       "prefill_mfu_range": list(f.prefill_range), "decode_mfu_range": list(f.decode_range),
+                                       "bandwidth_efficiency_range": list(f.bandwidth_range)})
+    try:
+        calibrated = Plan.model_validate(data)
+    except ValidationError as err:
+        raise InputError(names, ["the fitted efficiencies are not fractions of peak — the runs are faster than the roofline "
+                                 "allows; check the plan's GPU, TP degree and dtypes against the benchmark"]
+                         + describe_validation_error(err)) from None
+    r = run_plan(calibrated)
+    lo, hi = r.fleet.calibrated_low, r.fleet.calibrated_high
+    typer.echo(f"Fleet with the calibrated efficiencies: {r.fleet.with_redundancy} GPUs ({r.fleet.purchased} purchased); "
+               f"range {hi.with_redundancy if hi.feasible else 'infeasible'} to {lo.with_redundancy if lo.feasible else 'infeasible'}")
+    if output is not None:
+        write_text_atomic(output, plan_to_yaml(calibrated), force=force)
+        typer.echo(f"wrote {output}")
 
 
 @app.command("confirm")

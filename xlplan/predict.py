@@ -95,3 +95,11 @@ def offline_output_tok_s(h: Hardware, kv_gib_per_gpu: float, isl: float, osl: fl
     """(output tokens/s of one replica at the batch its KV cache holds, that batch). [tokens/s], [conversations]"""
     batch = kv_batch(kv_gib_per_gpu, h, isl, osl)
     return batch / max(step_times_s(h, batch, isl, osl, eff)), batch
+
+
+def hardware_from_scenario(s, tp: int) -> Hardware:
+    """One replica of ``tp`` GPUs for a resolved plan (:class:`~xlplan.scenario.Scenario`)."""
+    from xlplan import memory
+
+    return Hardware(s.active_params, s.weights_bytes, s.kv_bytes_per_token_layer * s.layers, tp,
+                    memory.kv_shards(tp, s.kv_shard_limit), s.peak_tflops, s.hbm_tbps)

@@ -185,6 +185,44 @@ def predict_row(row: dict, eff: Efficiencies) -> list[Check]:
     return [_skip(row, "MLPerf rows: parallelism, precision and input lengths are the vendor's and not given")]
 
 
+def predict_row_inputs(row: dict):
+    """A throughput or latency row as a calibration run (None for rows that are not, or are skipped)."""
+    from xlplan.calibrate import Run
+    from xlplan.predict import kv_batch
+
+    category = str(row["category"])
+    if category not in ("offline_max_throughput", "online_latency_sweep", "online_latency"):
+        return None
+    try:
+        model_key = catalog.model_key(str(row["model"]))
+    except catalog.UnknownNameError:
+        return None
+    gpu_key = _gpu(str(row["gpu"]))
+    dtypes = _dtypes(str(row["precision"]), str(row.get("engine") or ""), str(row.get("settings") or ""))
+    tp_match = re.match(r"TP(\d+)", str(row["parallelism"]))
+    if gpu_key is None or dtypes is None or not tp_match:
+        return None
+    tp = int(tp_match.group(1))
+    h = _hardware(model_key, gpu_key, *dtypes, tp)
+    gpus = int(_num(row["gpu_count"]) or tp)
+    isl, osl = _num(row["isl"]) or 0.0, _num(row["osl"]) or 1.0
+    if category == "offline_max_throughput":
+        fraction = _setting(str(row.get("settings") or ""), "kv_cache_free_gpu_mem_fraction") or 0.90
+        kv_gib = (catalog.get_gpu(gpu_key).memory_gib - h.weights_bytes / tp / GIB - PLANNER_OVERHEAD_GIB) * fraction
+        batch = kv_batch(kv_gib, h, isl, osl)
+        per_replica = (_num(row["output_tok_s"]) or 0) * tp / gpus
+        return Run(str(row["id"]), batch, isl, osl, None, batch / per_replica if per_replica else None, per_replica, h)
+    c = re.search(r"concurrency\s+(\d+(?:\.\d+)?)", str(row["concurrency_or_rate"]))
+    itl = _num(row["tpot_or_itl_mean_ms"])
+    if not c or not itl:
+        return None
+    conc = float(c.group(1))
+    ttft = _num(row.get("ttft_mean_ms"))
+    # TTFT is the prefill alone only without a queue: at concurrency 1
+    first = ttft / 1e3 if ttft and isl and conc == 1 else None
+    return Run(str(row["id"]), conc, isl, osl, first, itl / 1e3, _num(row["output_tok_s"]), h)
+
+
 def read_measurements(path: str | Path) -> list[dict]:
     """Rows of a measurements CSV as dicts; a missing column or a file of another format is an InputError."""
     import pandas as pd

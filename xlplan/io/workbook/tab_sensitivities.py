@@ -181,7 +181,7 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf, label
         t = f"{per_tp['mem'][i]}${tp_row}"
         budget = f"({F.kv_budget_gib(q['wbytes'], t)})"
         shards = f"MIN({t},KVShardLimit)"
-        conc, kvgib, demand, peak = q["conc"], q["kvgib"], q["demand"], q["peak"]
+        conc, kvgib, demand = q["conc"], q["kvgib"], q["demand"]
         whole = F.whole_gpus(f"{conc}/(MAX({budget},0)*{shards}/{kvgib})", t)
         mem = f'=IF({F.tp_considered(t)},IF({budget}>0,{whole},"{NONE}"),"")'
         put(per_tp["mem"][i], mem, (num(c.memory_gpus) if is_c else "") if c else NA, "0")
