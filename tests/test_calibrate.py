@@ -140,3 +140,19 @@ def test_fitting_half_of_one_gpus_measurements_improves_the_other_half():
     calibrated = statistics.median(abs(c.relative_error) for c in validate(test_half, fitted.efficiencies))
     assert default == pytest.approx(0.249, abs=0.002) and calibrated == pytest.approx(0.204, abs=0.002)
     assert calibrated < default
+
+
+def test_workbook_shows_the_calibrated_range_on_3_constraints(tmp_path, capsys):
+    import openpyxl
+
+    paths = write_vllm(tmp_path)
+    out = tmp_path / "calibrated.yaml"
+    assert main(["calibrate", *map(str, paths), "-o", str(out)]) == 0
+    xlsx = tmp_path / "c.xlsx"
+    assert main(["workbook", str(out), "-o", str(xlsx)]) == 0
+    ws = openpyxl.load_workbook(xlsx)["3 Constraints"]
+    labels = {row[0].value: row for row in ws.iter_rows(min_col=1, max_col=4) if row[0].value}
+    assert "High efficiencies (fewer GPUs)" in labels and "Low efficiencies (more GPUs)" in labels
+    assert "calibrated from vllm-c1.json" in labels["Low efficiencies (more GPUs)"][3].value
+    capsys.readouterr()
+    assert main(["check", str(xlsx)]) == 0
