@@ -25,19 +25,9 @@ from __future__ import annotations
 from xlplan.specs import ModelSpec
 
 
-def attention_params_per_layer(m: ModelSpec) -> int:
-    """Attention parameters in one layer (projections, biases, norms). [parameters]"""
-    h, nh = m.hidden_size, m.num_attention_heads
-    if m.attention == "mla":
-        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
-        if m.q_lora_rank:
-            q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * nh * qk
-        else:
-            q = h * nh * qk
-        kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank + m.kv_lora_rank * nh * (m.qk_nope_head_dim + m.v_head_dim)
-        o = nh * m.v_head_dim * h
-        return q + kv + o
-    hd, nkv = m.head_dim, m.num_key_value_heads
+def gqa_attention_params(m: ModelSpec) -> int:
+    """Grouped-query (and MHA/MQA) attention parameters in one layer: q, k, v, o, biases, QK-norms. [parameters]"""
+    h, nh, hd, nkv = m.hidden_size, m.num_attention_heads, m.head_dim, m.num_key_value_heads
     n = 2 * h * nh * hd + 2 * h * nkv * hd
     if m.attention_bias:
         n += nh * hd + 2 * nkv * hd
@@ -46,6 +36,21 @@ def attention_params_per_layer(m: ModelSpec) -> int:
     if m.qk_norm:
         n += 2 * hd
     return n
+
+
+def mla_attention_params(m: ModelSpec) -> int:
+    """Multi-head latent attention parameters in one layer; MLA fields a config leaves out count as 0. [parameters]"""
+    h, nh = m.hidden_size, m.num_attention_heads
+    q_lora, kv_lora = m.q_lora_rank or 0, m.kv_lora_rank or 0
+    nope, rope, v = m.qk_nope_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
+    q = h * q_lora + q_lora + q_lora * nh * (nope + rope) if q_lora else h * nh * (nope + rope)
+    kv = h * (kv_lora + rope) + kv_lora + kv_lora * nh * (nope + v)
+    return q + kv + nh * v * h
+
+
+def attention_params_per_layer(m: ModelSpec) -> int:
+    """Attention parameters in one layer (projections, biases, norms), for the model's attention kind. [parameters]"""
+    return mla_attention_params(m) if m.attention == "mla" else gqa_attention_params(m)
 
 
 def expert_params(m: ModelSpec) -> int:

@@ -70,10 +70,13 @@ def kv_gib_per_conversation(model: str | ModelSpec, conversation_tokens: float, 
     >>> round(kv_gib_per_conversation("llama-3.1-8b", 2300), 3)
     0.281
     """
-    m = _model(model)
+    return _kv_bytes_per_conversation(_model(model), conversation_tokens, kv_dtype) / GIB
+
+
+def _kv_bytes_per_conversation(m: ModelSpec, tokens: float, kv_dtype: str) -> float:
     per_layer = memory.kv_bytes_per_token_per_layer(m, kv_dtype)
     full = m.num_hidden_layers - m.sliding_window_layers
-    return memory.kv_bytes_per_conversation(conversation_tokens, per_layer, full, m.sliding_window_layers, m.sliding_window) / GIB
+    return memory.kv_bytes_per_conversation(tokens, per_layer, full, m.sliding_window_layers, m.sliding_window)
 
 
 def weights_gib(model: str | ModelSpec, weights_dtype: str = "bf16") -> float:
@@ -154,7 +157,7 @@ def max_decode_batch(model: str | ModelSpec, gpu: str | GPUSpec, itl_s: float, c
                      compute_dtype: str = "bf16") -> float:
     """Largest batch one replica carries within the inter-token target (decode at 2·N_active FLOPs/token). [conversations]"""
     m, g = _model(model), _gpu(gpu)
-    kv_conv = kv_gib_per_conversation(m, conversation_tokens, kv_dtype) * GIB
+    kv_conv = _kv_bytes_per_conversation(m, conversation_tokens, kv_dtype)
     shards = memory.kv_shards(tp, 1 if m.attention == "mla" else m.num_key_value_heads)
     return latency.max_decode_batch(
         itl_s, compute.decode_flops_per_token(float(architecture.active_params(m))), memory.weights_bytes(m, weights_dtype),

@@ -189,11 +189,16 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
     )
 
 
+def tokens_per_month(s: Scenario, tr: Traffic):
+    """Tokens served in a month at the average utilisation (prompt and output means fitted). [tokens/month]"""
+    return cost.tokens_per_month(s.peak_rps, tr.prompt_mean + tr.output_mean, s.average_utilisation, s.hours_per_month)
+
+
 def bill(s: Scenario, tr: Traffic, p: Paths) -> Bill:
     """Step 7: the monthly bill, $/M tokens at the average utilisation, and the API comparison."""
     billed = _vec.where(s.bill_purchased, p.purchased, p.with_redundancy)
     monthly = cost.monthly_cost_usd(billed, s.usd_per_gpu_hour, s.hours_per_month)
-    tokens = cost.tokens_per_month(s.peak_rps, tr.prompt_mean + tr.output_mean, s.average_utilisation, s.hours_per_month)
+    tokens = tokens_per_month(s, tr)
     blended = api_monthly = breakeven = None
     if s.api_usd_per_mtok_input is not None:
         blended = cost.api_usd_per_mtok_blended(tr.prompt_mean, tr.output_mean, s.api_usd_per_mtok_input, s.api_usd_per_mtok_output)

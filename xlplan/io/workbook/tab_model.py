@@ -20,7 +20,6 @@ from xlplan.io.workbook.common import (
 )
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
 from xlplan.scenario import compute_dtype
-from xlplan.specs import ModelSpec
 from xlplan.units import GIB
 
 
@@ -45,8 +44,7 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
                   None if isinstance(raw, (bool, str)) else FMT["int"], field)
 
     a = architecture
-    gqa = a.attention_params_per_layer(m) if m.attention == "gqa" else _gqa_params(m)
-    mla = a.attention_params_per_layer(m) if m.attention == "mla" else _mla_params(m)
+    gqa, mla = a.gqa_attention_params(m), a.mla_attention_params(m)  # the sheet computes both and picks one
     rows.section("Parameters, derived from the config")
     rows.header("Quantity", "Value", "Unit", "How")
     rows.calc("AttnParamsGQA", "Attention per layer if GQA",
@@ -66,13 +64,12 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
               a.router_params(m), "parameters", FMT["int"], "")
     rows.calc("DenseMLPParams", "Dense MLP per layer", "=GatedMLPMatrices*Hidden*Intermediate",
               a.mlp_params_per_layer(m, False, False), "parameters", FMT["int"], "gate, up, down")
-    shared = m.shared_experts * 3 * m.hidden_size * m.moe_intermediate_size
     rows.calc("MoEMLPParamsTotal", "MoE MLP per layer, all experts",
               "=Experts*ExpertParams+SharedExperts*GatedMLPMatrices*Hidden*MoEIntermediate+RouterParams",
-              m.num_experts * a.expert_params(m) + shared + a.router_params(m), "parameters", FMT["int"], "")
+              a.mlp_params_per_layer(m, True, False), "parameters", FMT["int"], "")
     rows.calc("MoEMLPParamsActive", "MoE MLP per layer, used per token",
               "=ExpertsPerToken*ExpertParams+SharedExperts*GatedMLPMatrices*Hidden*MoEIntermediate+RouterParams",
-              m.experts_per_token * a.expert_params(m) + shared + a.router_params(m), "parameters", FMT["int"], "")
+              a.mlp_params_per_layer(m, True, True), "parameters", FMT["int"], "")
     moe_layers = m.num_hidden_layers - m.first_dense_layers if m.num_experts else 0
     rows.calc("MoELayers", "MoE layers", "=IF(Experts>0,Layers-FirstDenseLayers,0)", moe_layers, "layers", FMT["int"], "")
     rows.calc("DenseLayers", "Dense-MLP layers", "=Layers-MoELayers", m.num_hidden_layers - moe_layers, "layers", FMT["int"], "")
@@ -131,22 +128,3 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
               compute_dtype(e.plan, g), "dtype", None, "fp8 weights use the fp8 peak where the GPU has one")
     rows.calc("PeakTFLOPS", "Peak dense throughput", "=" + F.peak_tflops("ComputeDtype"),
               s.peak_tflops, "TFLOP/s", FMT["tflops"], "")
-
-
-def _gqa_params(m: ModelSpec) -> int:
-    """The GQA formula on an MLA model's (unused) GQA fields, as the sheet computes it."""
-    h, nh, hd, nkv = m.hidden_size, m.num_attention_heads, m.head_dim, m.num_key_value_heads
-    n = 2 * h * nh * hd + 2 * h * nkv * hd
-    n += (nh * hd + 2 * nkv * hd) if m.attention_bias else 0
-    n += h if m.attention_out_bias else 0
-    n += 2 * hd if m.qk_norm else 0
-    return n
-
-
-def _mla_params(m: ModelSpec) -> int:
-    """The MLA formula on a GQA model, with its absent MLA fields as 0, as the sheet computes it."""
-    h, nh = m.hidden_size, m.num_attention_heads
-    ql, kl = m.q_lora_rank or 0, m.kv_lora_rank or 0
-    nope, rope, v = m.qk_nope_head_dim or 0, m.qk_rope_head_dim or 0, m.v_head_dim or 0
-    q = h * ql + ql + ql * nh * (nope + rope) if ql > 0 else h * nh * (nope + rope)
-    return q + h * (kl + rope) + kl + kl * nh * (nope + v) + nh * v * h

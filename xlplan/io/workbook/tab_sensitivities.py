@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from xlplan import compute, distributions, fleet, steps, whatif
+from xlplan import compute, distributions, steps, whatif
 from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import (
@@ -110,12 +110,15 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf, label
     try:
         sc = whatif.apply(plan, e.s, w)
         tr = steps.traffic(sc)
-        cands = {tp: steps.paths(sc, tr, tp) for tp in TP_DEGREES}
-        feasible = [cands[tp] for tp in sc.tp_options if not math.isinf(cands[tp].load)]
-        sol = min(feasible, key=lambda c: (c.load, c.tp)) if feasible else None
+        cands = {tp: steps.paths(sc, tr, tp) for tp in TP_DEGREES}  # every degree: the sheet has a column for each
+        try:
+            solved = steps.solve(sc)
+        except steps.PlanningError:
+            solved = None
     except ValueError:
-        sc = tr = sol = None
+        sc = tr = solved = None
         cands = {}
+    sol = solved.paths if solved else None
     p_sig = distributions.fit_lognormal(sc.prompt_p50, sc.prompt_p95, sc.prompt_p99)[1] if sc else NA
     put = lambda col, formula, cached, fmt=None: sh.put(col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt))
     inputs = (label, w.rate_x, w.prompt_p95_x, w.itl_x, w.kv_dtype, w.weights_dtype, w.prefix_reuse, w.average_utilisation)
@@ -207,10 +210,10 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf, label
     put(C["memc"], f'=IF(ISNUMBER({q["choice"]}),INDEX({mems},{q["choice"]}),"{inf}")', sol.memory_gpus if ok else inf, "0")
     put(C["compc"], f'=IF(ISNUMBER({q["choice"]}),INDEX({comps},{q["choice"]}),"{inf}")', sol.compute_gpus if ok else inf, "0")
     put(C["latc"], f'=IF(ISNUMBER({q["choice"]}),INDEX({lats},{q["choice"]}),"{inf}")', sol.latency_gpus if ok else inf, "0")
-    b = steps.bill(sc, tr, sol) if ok else None
+    b = solved.bill if ok else None
     put(C["tokens"], f"={q['rate']}*({q['pmean']}+OutputMean)*{q['util']}*HoursPerMonth*SecondsPerHour",
-        b.tokens_per_month if ok else (NA if sc is None else steps.bill(sc, tr, cands[sc.tp_options[0]]).tokens_per_month), FMT["sci"])
-    binding = fleet.binding_constraint(sol.memory_gpus, sol.compute_gpus, sol.latency_gpus)[0] if ok else inf
+        NA if sc is None else steps.tokens_per_month(sc, tr), FMT["sci"])
+    binding = solved.binding if ok else inf
     m_, c_, l_ = q["memc"], q["compc"], q["latc"]
     mx = f"MAX({m_},{c_},{l_})"
     put("I", f'=IF(ISNUMBER({q["choice"]}),{mx},"{inf}")', sol.load if ok else inf, FMT["int"])
