@@ -74,7 +74,11 @@ def compute_dtype(plan: Plan, gpu: GPUSpec) -> str:
     """The tensor-core dtype whose peak the compute path uses."""
     if plan.policy.compute_dtype is not None:
         return plan.policy.compute_dtype
-    w = plan.model.weights_dtype
+    return weights_compute_dtype(plan.model.weights_dtype, gpu)
+
+
+def weights_compute_dtype(w: str, gpu: GPUSpec) -> str:
+    """The peak a weight format runs at: fp8 for fp8 weights, fp4 for fp4 weights where the GPU has it, else bf16."""
     if w == "fp8" and gpu.fp8_tflops:
         return "fp8"
     if w in ("fp4", "nvfp4", "mxfp4") and gpu.fp4_tflops:

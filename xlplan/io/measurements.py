@@ -31,6 +31,7 @@ from pathlib import Path
 from xlplan import architecture, catalog, memory
 from xlplan.io.errors import InputError
 from xlplan.predict import Efficiencies, Hardware, itl_s, offline_output_tok_s, online_output_tok_s
+from xlplan.scenario import weights_compute_dtype
 from xlplan.units import GIB
 
 REQUIRED = ("id", "category", "model", "precision", "gpu", "gpu_count", "parallelism", "engine", "settings", "isl", "osl",
@@ -103,7 +104,7 @@ def _setting(settings: str, key: str) -> float | None:
 
 def _hardware(model_key: str, gpu_key: str, wd: str, kd: str, tp: int) -> Hardware:
     m, g = catalog.get_model(model_key), catalog.get_gpu(gpu_key)
-    peak = g.peak_tflops("fp8") if wd == "fp8" and g.fp8_tflops else g.bf16_tflops
+    peak = g.peak_tflops(weights_compute_dtype(wd, g))
     shards = memory.kv_shards(tp, 1 if m.attention == "mla" else m.num_key_value_heads)
     return Hardware(float(architecture.active_params(m)), memory.weights_bytes(m, wd), memory.kv_bytes_per_token(m, kd), tp, shards,
                     peak, g.hbm_tbps)
