@@ -129,6 +129,10 @@ def test_random_plans_recalculate(tmp_path):
             "forecast": {"peak_rps": 8, "prompt_tokens": {"p50": 6000, "p95": 20000, "p99": 30000}, "output_tokens": {"p50": 300, "p95": 900}},
             "promise": {"ttft_s": 4, "itl_s": 0.04}, "model": {"name": "gemma-3-27b"},
             "hardware": {"gpu": "l40s", "usd_per_gpu_hour": 1.9}, "policy": {"tp": 4}}),
+        "int4_awq_tp2": Plan.model_validate({
+            "forecast": {"peak_rps": 4, "prompt_tokens": {"p50": 1500, "p95": 5000}, "output_tokens": {"p50": 250, "p95": 700}},
+            "promise": {"ttft_s": 2, "itl_s": 0.06}, "model": {"name": "llama-3.1-70b", "weights_dtype": "int4"},
+            "hardware": {"gpu": "l40s", "usd_per_gpu_hour": 1.9}}),
         "inline_model_and_gpu": Plan.model_validate({
             "forecast": {"peak_rps": 20, "prompt_tokens": {"p50": 800, "p95": 3000}, "output_tokens": {"p50": 200, "p95": 600}},
             "promise": {"ttft_s": 1, "itl_s": 0.03},
@@ -148,8 +152,34 @@ def test_random_plans_recalculate(tmp_path):
     assert any(p.model.resolve().attention == "mla" for p in plans_.values())  # MLA
     assert any(p.model.weights_dtype == "fp8" for p in plans_.values())  # fp8
     assert any(r.fleet.tp > 1 for r in results.values())  # TP > 1
-    problems = recalc_and_compare(plans_, tmp_path)
+    problems = recalc_and_compare(plans_, tmp_path, engines=("libreoffice",))
+    # the Excel-grammar engine on 24 of the drawn plans and the five fixed ones (each costs ~6 s of formula
+    # compilation); int4 weights are among them alongside MoE, MLA and fp8
+    excel = {k: p for k, p in plans_.items() if k not in {f"random_{i:02d}" for i in range(24, 32)}}
+    assert len(excel) >= 20 + len(fixed)
+    assert any(p.model.weights_dtype == "int4" for p in excel.values())
+    assert any(p.model.resolve().attention == "mla" for p in excel.values())
+    assert any(results[k].model.params_active < results[k].model.params_total * 0.9 for k in excel)
+    problems += recalc_and_compare(excel, tmp_path / "excel", engines=("excel",))
     assert problems == [], "\n".join(problems[:40])
+
+
+def test_committed_template_in_excel_grammar(ref_plan):
+    # the file users open, as committed: Excel's grammar recomputes every formula cell to the engine's value
+    from pathlib import Path
+
+    from excelgrammar import evaluate, value
+    from workbookhelp import compare_book, engine_json
+
+    from xlplan.io.workbook.layout import build
+
+    template = Path(__file__).resolve().parents[1] / "workbook" / "capacity-plan.xlsx"
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        js = engine_json(ref_plan, Path(d), "reference")
+    values = evaluate(template)
+    assert compare_book("template", build(ref_plan), lambda t, c: value(values, t, c), js) == []
 
 
 def test_recalc_option_takes_caches_from_libreoffice(tmp_path, capsys):

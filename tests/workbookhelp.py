@@ -123,10 +123,11 @@ def agrees(found, expected, rel=1e-9) -> bool:
     return found == expected
 
 
-def recalc_and_compare(plans: dict[str, Plan], folder: Path) -> list[str]:
-    """Build each plan's workbook without caches, recalculate them all in one LibreOffice run, and list every
-    disagreement: named outputs against `xlplan plan --json`, sensitivity rows against its what-ifs, and every
-    formula cell against the cached value the exporter writes."""
+def recalc_and_compare(plans: dict[str, Plan], folder: Path, engines: tuple[str, ...] = ("libreoffice", "excel")) -> list[str]:
+    """Build each plan's workbook without caches, evaluate them with each spreadsheet engine — LibreOffice (one headless
+    run for all) and the Excel-grammar engine (`formulas`) — and list every disagreement: named outputs against
+    `xlplan plan --json`, sensitivity rows against its what-ifs, and every formula cell against the cached value the
+    exporter writes."""
     folder.mkdir(parents=True, exist_ok=True)
     books, files, jsons = {}, [], {}
     for stem, plan in plans.items():
@@ -135,31 +136,54 @@ def recalc_and_compare(plans: dict[str, Plan], folder: Path) -> list[str]:
         f.write_bytes(workbook_bytes(books[stem], caches=False))
         files.append(f)
         jsons[stem] = engine_json(plan, folder, stem)
-    outs = recalculate(files, folder / "recalculated")
+    readers = {}
+    if "libreoffice" in engines:
+        outs = recalculate(files, folder / "recalculated")
+        readers["LibreOffice"] = [_openpyxl_reader(out) for out in outs]
+    if "excel" in engines:
+        from excelgrammar import evaluate_many, value
+
+        readers["Excel-grammar"] = [lambda t, c, v=v: value(v, t, c) for v in evaluate_many(files)]
     problems = []
-    for (stem, book), out in zip(books.items(), outs):
-        wb = openpyxl.load_workbook(out, data_only=True)
-        js = jsons[stem]
-        for name, path in NAMED_OUTPUTS.items():
-            (title, ref), = wb.defined_names[name].destinations
-            got = wb[title][ref.replace("$", "")].value
-            exp = _dig(js, path)
-            if isinstance(exp, float) and math.isinf(exp):
-                exp = None
+    for engine, per_book in readers.items():
+        for (stem, book), read in zip(books.items(), per_book):
+            problems += [f"{engine}: {p}" for p in compare_book(stem, book, read, jsons[stem])]
+    return problems
+
+
+def _openpyxl_reader(path):
+    wb = openpyxl.load_workbook(path, data_only=True)
+    return lambda title, coord: wb[title][coord].value
+
+
+def name_ref(book, name: str) -> tuple[str, str]:
+    """(sheet title, 'B7') of a workbook-scope defined name."""
+    ref = book.names[name]
+    title, _, coord = ref.rpartition("!")
+    return title.strip("'").replace("''", "'"), coord.replace("$", "")
+
+
+def compare_book(stem: str, book, read, js: dict) -> list[str]:
+    """Disagreements between one evaluated workbook (``read(title, coord)``) and the engine's figures."""
+    problems = []
+    for name, path in NAMED_OUTPUTS.items():
+        got = read(*name_ref(book, name))
+        exp = _dig(js, path)
+        if isinstance(exp, float) and math.isinf(exp):
+            exp = None
+        if not agrees(got, exp):
+            problems.append(f"{stem}: {name} {got!r} vs engine {exp!r}")
+    first = _first_whatif_row(book)
+    for k, s in enumerate(js["sensitivities"]):
+        for col, key in SENSITIVITY_COLUMNS.items():
+            got = read("6 Sensitivities", f"{col}{first + k}")
+            exp = s[key] if s["feasible"] else "infeasible"
             if not agrees(got, exp):
-                problems.append(f"{stem}: {name} LibreOffice {got!r} vs engine {exp!r}")
-        sens = wb["6 Sensitivities"]
-        first = _first_whatif_row(book)
-        for k, s in enumerate(js["sensitivities"]):
-            for col, key in SENSITIVITY_COLUMNS.items():
-                got = sens[f"{col}{first + k}"].value
-                exp = s[key] if s["feasible"] else "infeasible"
-                if not agrees(got, exp):
-                    problems.append(f"{stem}: what-if {s['change']!r} {key} LibreOffice {got!r} vs engine {exp!r}")
-        for title, coord, cell in book.formula_cells():
-            got = wb[title][coord].value
-            if not agrees(got, cell.cached):
-                problems.append(f"{stem}: {title}!{coord} {cell.value[:60]} LibreOffice {got!r} vs cache {cell.cached!r}")
+                problems.append(f"{stem}: what-if {s['change']!r} {key} {got!r} vs engine {exp!r}")
+    for title, coord, cell in book.formula_cells():
+        got = read(title, coord)
+        if not agrees(got, cell.cached):
+            problems.append(f"{stem}: {title}!{coord} {cell.value[:60]} {got!r} vs cache {cell.cached!r}")
     return problems
 
 

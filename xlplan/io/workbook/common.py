@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,8 +115,8 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("SecondsPerHour", "Seconds per hour", SECONDS_PER_HOUR, "s/h", ""),
     ("RoundingTolerance", "Rounding tolerance", fleet.ROUNDING_TOLERANCE, "fraction",
      "Slack before rounding up, so 4.000000000001 GPUs of float noise counts as 4."),
-    ("Z95", "Standard normal quantile at 0.95", distributions.Z95, "1", "NORMSINV(0.95); fits the lognormal through p95."),
-    ("Z99", "Standard normal quantile at 0.99", distributions.Z99, "1", "NORMSINV(0.99); fits the lognormal through p99."),
+    ("ZScore95", "Standard normal quantile at 0.95", distributions.Z95, "1", "NORMSINV(0.95); fits the lognormal through p95."),
+    ("ZScore99", "Standard normal quantile at 0.99", distributions.Z99, "1", "NORMSINV(0.99); fits the lognormal through p99."),
     ("FLOPsPerMAC", "FLOPs per multiply-accumulate", 2.0, "FLOP", "The runbook's 2 x N FLOPs per token."),
     ("AttentionFLOPs", "Attention FLOPs per score element per layer", 4.0, "FLOP",
      "QK^T and AV, one multiply-accumulate (2 FLOPs) each."),
@@ -139,13 +140,19 @@ class Engine:
     model: ModelSpec
     gpu: GPUSpec
     formulas: str = "native"  # 'native' formulas, or 'udf': key cells call the xlplan Excel functions
+    namespace: str = ""  # the add-in's function namespace (xlwings Server's XLWINGS), '' for none
 
     @classmethod
-    def run(cls, plan: Plan, formulas: str = "native") -> Engine:
+    def run(cls, plan: Plan, formulas: str = "native", namespace: str = "") -> Engine:
         if formulas not in FORMULA_MODES:
             raise ValueError(f"formulas: got {formulas!r}; expected one of {', '.join(FORMULA_MODES)}")
+        check_namespace(namespace)
         s = resolve(plan)
-        return cls(plan, s, steps.solve(s), run_plan(plan), plan.model.resolve(), plan.hardware.resolve(), formulas)
+        return cls(plan, s, steps.solve(s), run_plan(plan), plan.model.resolve(), plan.hardware.resolve(), formulas, namespace)
+
+    def udf_call(self, text: str) -> str:
+        """An expression calling xlplan Excel functions, each name prefixed with the namespace (``XLWINGS.MEMORY_GPUS(``)."""
+        return with_namespace(text, self.namespace)
 
     def udf_ok(self, needs: str = "") -> bool:
         """Whether a UDF call can stand for a cell: catalog models only ('model'), API prices given ('api')."""
@@ -171,6 +178,32 @@ def num(x: float | None, inf: str = NONE):
 
 
 FORMULA_MODES = ("native", "udf")
+
+UDF_NAMES = frozenset({
+    "LITTLES_LAW", "TIME_IN_SYSTEM", "KV_BYTES_PER_TOKEN", "KV_GIB_PER_CONVERSATION", "WEIGHTS_GIB", "PARAMS_FROM_CONFIG",
+    "KV_BUDGET_GIB", "MEMORY_GPUS", "PREFILL_TFLOPS", "DECODE_TFLOPS", "COMPUTE_GPUS", "MAX_DECODE_BATCH", "LATENCY_GPUS",
+    "BINDING_CONSTRAINT", "FLEET", "MONTHLY_COST", "TOKENS_PER_MONTH", "COST_PER_MTOK", "API_MONTHLY_COST",
+    "BREAKEVEN_TOKENS", "MAX_RATE", "CAPACITY_NOTE", "SENSITIVITIES", "GPU_SPEC", "MODEL_SPEC",
+})
+"""The xlplan Excel functions by their Excel names (a test holds this to ``udfs.functions``)."""
+
+_NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$")
+_CALL = re.compile(r"(?<![A-Za-z0-9_.])(" + "|".join(sorted(UDF_NAMES, key=len, reverse=True)) + r")\(")
+
+
+def check_namespace(namespace: str) -> str:
+    """A namespace as Office.js custom functions take it: letters, digits and underscores, dot-separated, or ''."""
+    if namespace and not _NAMESPACE.match(namespace):
+        raise ValueError(f"--namespace: got {namespace!r}; expected letters, digits and underscores such as XLWINGS "
+                         "(xlwings Server's default), or nothing for functions registered without one")
+    return namespace
+
+
+def with_namespace(text: str, namespace: str) -> str:
+    """Prefix each xlplan function call in a formula with ``namespace.`` (unchanged for '')."""
+    if not namespace:
+        return text
+    return _CALL.sub(lambda m: f"{namespace.upper()}.{m.group(1)}(", text)
 ADDIN_MISSING = "add-in not loaded"
 """What an add-in cross-check shows where the xlplan Excel functions are not loaded (LibreOffice, plain Excel)."""
 ADDIN_AGREES = "agrees"
@@ -209,6 +242,8 @@ class Rows:
         r = self.sheet.row
         self.sheet.put("A", r, Cell(label, kind="label"))
         use_udf = udf is not None and self.engine is not None and self.engine.udf_ok(needs)
+        if use_udf:
+            udf = self.engine.udf_call(udf)
         if use_udf and self.engine.formulas == "udf":
             formula = "=" + udf
         elif use_udf:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 def lognormal_sigma(p50: str, p95: str, p99: str) -> str:
     """:func:`xlplan.distributions.fit_lognormal`'s sigma; p99 may be a blank cell."""
-    return (f"IF(ISNUMBER({p99}),(Z95*LN({p95}/{p50})+Z99*LN({p99}/{p50}))/(Z95*Z95+Z99*Z99),"
-            f"LN({p95}/{p50})/Z95)")
+    return (f"IF(ISNUMBER({p99}),(ZScore95*LN({p95}/{p50})+ZScore99*LN({p99}/{p50}))/(ZScore95*ZScore95+ZScore99*ZScore99),"
+            f"LN({p95}/{p50})/ZScore95)")
 
 
 def lognormal_mean(p50: str, sigma: str) -> str:
@@ -28,7 +28,7 @@ def lognormal_second_moment(p50: str, sigma: str) -> str:
 
 def lognormal_p99(p50: str, sigma: str) -> str:
     """:func:`xlplan.distributions.lognormal_quantile` at 0.99."""
-    return f"{p50}*EXP({sigma}*Z99)"
+    return f"{p50}*EXP({sigma}*ZScore99)"
 
 
 def conversation_tokens(p50: str, p99: str, p99_fit: str, out_p50: str = "OutputP50") -> str:
