@@ -111,3 +111,25 @@ def test_native_template_cross_checks_say_add_in_not_loaded(ref_plan, stem, tmp_
     checks = [(s.title, c) for s in book.sheets for c, cell in s.cells.items() if cell.kind == "crosscheck"]
     assert len(checks) >= 20
     assert {wb[t][c].value for t, c in checks} == {"add-in not loaded"}
+
+
+def test_udf_variant_in_the_excel_grammar_engine_with_the_functions_loaded(ref_plan, tmp_path):
+    # The second engine evaluates the whole variant, its UDF cells through xlwings' Office.js dispatch (as Excel with
+    # the add-in would) and every native cell downstream of them, and agrees with the engine on every formula cell.
+    from excelgrammar import evaluate_many, value
+    from workbookhelp import compare_book, engine_json
+
+    plans = _plans(ref_plan)
+    books, files, jsons = {}, [], {}
+    for stem, plan in plans.items():
+        books[stem] = build(plan, formulas="udf")
+        f = tmp_path / f"{stem}.xlsx"
+        f.write_bytes(workbook_bytes(books[stem], caches=False))
+        files.append(f)
+        jsons[stem] = engine_json(plan, tmp_path, stem)
+    problems, udf_cells = [], 0
+    for (stem, book), values in zip(books.items(), evaluate_many(files, udfs=True)):
+        problems += compare_book(stem, book, lambda t, c, v=values: value(v, t, c), jsons[stem])
+        udf_cells += sum(1 for _, _, cell in book.formula_cells() if CALL.match(cell.value))
+    assert problems == []
+    assert udf_cells >= 4 * 15

@@ -154,12 +154,12 @@ def test_a_column_in_gives_a_column_out():
 @pytest.mark.parametrize("call, message", [
     (lambda: U.littles_law(-40, 15), "LITTLES_LAW: arrival_rate_rps: got -40; expected a number of at least 0 [requests/s]"),
     (lambda: U.littles_law("forty", 15), "LITTLES_LAW: arrival_rate_rps: got 'forty'; expected a number [requests/s]"),
-    (lambda: U.littles_law(None, 15), "LITTLES_LAW: arrival_rate_rps: got None; expected a number [requests/s], not an empty cell"),
+    (lambda: U.littles_law(None, 15), "LITTLES_LAW: arrival_rate_rps: the cell is empty; expected a number [requests/s]"),
     (lambda: U.compute_gpus(1500, "h100-sx", 0.4), "COMPUTE_GPUS: unknown GPU 'h100-sx'; did you mean 'h100-sxm'?"),
     (lambda: U.compute_gpus(1500, "h100-sxm", 40), "COMPUTE_GPUS: mfu: got 40; expected a number of at most 1 [fraction] (0.40, not 40)"),
     (lambda: U.memory_gpus(600, 0.28, -2), "MEMORY_GPUS: kv_budget_gib: got -2; expected a positive budget [GiB]"),
     (lambda: U.memory_gpus(600, 0.28, 53.7, 1.5), "MEMORY_GPUS: tp: got 1.5; expected a whole number [GPUs]"),
-    (lambda: U.kv_bytes_per_token("llama-3.1-8b", "fp6"), "KV_BYTES_PER_TOKEN: 'fp6'"),
+    (lambda: U.kv_bytes_per_token("llama-3.1-8b", "fp6"), "KV_BYTES_PER_TOKEN: kv_dtype: got 'fp6'; expected one of fp32, bf16, fp16, fp8, int8 [dtype]"),
     (lambda: U.max_rate(4, [["forecast.average_utilisation", 40.0]]), "MAX_RATE: forecast.average_utilisation: got 40.0; expected a fraction between 0 and 1 (write 0.40, not 40)"),
     (lambda: U.capacity_note([["model.name", "llama-3.1-405b"], ["hardware.gpu", "l4"], ["hardware.gpus_per_node", 1.0]]), "CAPACITY_NOTE: the weights do not fit"),
 ])
@@ -236,3 +236,27 @@ def test_the_wheel_lite_installs_is_pure_python_with_the_functions_and_the_catal
     assert not any(n.endswith((".so", ".pyd")) for n in names)
     lite = (root / "udfs" / "lite" / "main.py").read_text(encoding="utf-8")
     assert "from udfs.functions import *" in lite
+
+
+def test_classic_windows_gets_the_message_not_a_traceback(monkeypatch):
+    # Classic xlwings writes a COM exception's description into the cell (its VBA wrapper: `littles_law = Err.Description`);
+    # pywin32 turns any other Python exception into "Unexpected Python Error: Traceback ..." (win32com ErrorUtils.cpp).
+    # So on Windows, outside xlwings Server/Lite, a bad argument is raised as pywin32's COMException with our one line.
+    import types
+
+    class COMException(Exception):
+        def __init__(self, description=None, **kw):
+            super().__init__(description)
+            self.description = description
+
+    fake = types.ModuleType("win32com.server.exception")
+    fake.COMException = COMException
+    monkeypatch.setitem(sys.modules, "win32com", types.ModuleType("win32com"))
+    monkeypatch.setitem(sys.modules, "win32com.server", types.ModuleType("win32com.server"))
+    monkeypatch.setitem(sys.modules, "win32com.server.exception", fake)
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setenv("XLWINGS_ON_SERVER", "false")
+    with pytest.raises(COMException) as e:
+        U.littles_law(-40, 15)
+    assert e.value.description == "LITTLES_LAW: arrival_rate_rps: got -40; expected a number of at least 0 [requests/s]"
+    assert U.littles_law(40, 15) == 600

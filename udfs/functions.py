@@ -10,14 +10,19 @@ with that message); a column of inputs gives a column of answers.
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import inspect
+import math
+import sys
+import typing
 
-from xlwings import arg, func
+from xlwings import XlwingsError, arg, func
 
 from xlplan import cellwise, concurrency
 from xlplan.io.errors import InputError
 from xlplan.plan import Forecast, Hardware, Policy
+from xlplan.specs import ComputeDtype, KVDtype, WeightDtype
 
 _POLICY = Policy.model_fields
 _HARDWARE = Hardware.model_fields
@@ -30,25 +35,73 @@ GPUS_PER_NODE = _HARDWARE["gpus_per_node"].default
 HOURS_PER_MONTH = _HARDWARE["hours_per_month"].default
 AVERAGE_UTILISATION = Forecast.model_fields["average_utilisation"].default
 ERROR_IN_A_CELL = "#VALUE!"
-"""What one failing cell of a range call holds (Office.js shows it as Excel's #VALUE! error)."""
+"""What one failing cell of a range call holds (Office.js, runtime 1.4+, turns it into Excel's #VALUE! error)."""
+
+WEIGHT_DTYPES = typing.get_args(WeightDtype)
+KV_DTYPES = typing.get_args(KVDtype)
+COMPUTE_DTYPES = typing.get_args(ComputeDtype)
+
+EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!", "#SPILL!", "#CALC!",
+                          "#GETTING_DATA", "#FIELD!", "#BLOCKED!", "#CONNECT!", "#BUSY!", "#UNKNOWN!"})
+"""Excel's error values as xlwings hands them over with ``err_to_str`` (classic and Office.js alike)."""
 
 
-class UDFError(ValueError):
-    """A bad argument or an impossible plan, said in one line: the function, the argument, what was found and expected."""
+class UDFError(XlwingsError, ValueError):
+    """A bad argument or an impossible plan, said in one line: the function, the argument, what was found and expected.
+
+    Derived from :class:`xlwings.XlwingsError` so xlwings Server answers HTTP 400 with this message (a plain
+    exception is a 500 that the client retries three times and shows as "An error occurred."), and from
+    :class:`ValueError` for Python callers.
+    """
 
 
 def _bad(param: str, value, expected: str) -> UDFError:
-    return UDFError(f"{param}: got {value!r}; expected {expected}")
+    if _blank(value):
+        return UDFError(f"{param}: the cell is empty; expected {expected}")
+    shown = f"{value:g}" if isinstance(value, float) else repr(value)
+    return UDFError(f"{param}: got {shown}; expected {expected}")
+
+
+def _excel_error(value) -> str | None:
+    """The Excel error a cell holds ('#DIV/0!'), whether xlwings passed it as text or as an Office.js error object."""
+    if isinstance(value, dict) and value.get("type") == "Error":
+        return str(value.get("basicValue") or value.get("errorType") or "#VALUE!")
+    if isinstance(value, str) and value.strip().upper() in EXCEL_ERRORS:
+        return value.strip().upper()
+    return None
+
+
+def _held_error(param: str, value) -> None:
+    err = _excel_error(value)
+    if err is not None:
+        raise UDFError(f"{param}: the cell holds {err}; expected a value (fix the cell it comes from)")
+
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _num(param: str, value, unit: str, *, above=None, at_least=None, at_most=None, optional=False):
-    """A number from a cell: floats from Excel, ints, and nothing else; bounds checked."""
-    if value is None or value == "":
+    """A number from a cell: floats and ints, numbers stored as text, date serials; bounds and finiteness checked."""
+    _held_error(param, value)
+    if _blank(value):
         if optional:
             return None
-        raise _bad(param, value, f"a number [{unit}], not an empty cell")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _bad(param, value, f"a number [{unit}]")
+    if isinstance(value, _dt.datetime | _dt.date):  # classic xlwings passes a date cell as a datetime; Office.js as its serial
+        from xlwings.utils import datetime_to_xlserial
+
+        value = datetime_to_xlserial(value if isinstance(value, _dt.datetime) else _dt.datetime(value.year, value.month, value.day))
+    if isinstance(value, str):  # a number stored as text: Excel's own arithmetic takes it, so do we
+        try:
+            value = float(value.strip().replace(",", ""))
+        except ValueError:
+            raise _bad(param, value, f"a number [{unit}]") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) and type(value).__name__ not in ("float64", "int64"):
+        raise _bad(param, value, f"a number [{unit}]")
+    value = float(value)
+    if not math.isfinite(value):
+        raise _bad(param, value, f"a finite number [{unit}]")
     if above is not None and not value > above:
         raise _bad(param, value, f"a number above {above:g} [{unit}]")
     if at_least is not None and not value >= at_least:
@@ -56,7 +109,7 @@ def _num(param: str, value, unit: str, *, above=None, at_least=None, at_most=Non
     if at_most is not None and not value <= at_most:
         hint = " (0.40, not 40)" if unit == "fraction" else ""
         raise _bad(param, value, f"a number of at most {at_most:g} [{unit}]{hint}")
-    return float(value)
+    return value
 
 
 def _whole(param: str, value, unit: str, *, at_least: int = 1) -> int:
@@ -68,81 +121,204 @@ def _whole(param: str, value, unit: str, *, at_least: int = 1) -> int:
 
 
 def _text(param: str, value, expected: str) -> str:
+    _held_error(param, value)
     if not isinstance(value, str) or not value.strip():
         raise _bad(param, value, expected)
     return value.strip()
+
+
+def _dtype(param: str, value, allowed: tuple[str, ...]) -> str:
+    """A precision name, checked against the allowed list (a typo lists them)."""
+    text = _text(param, value, f"one of {', '.join(allowed)} [dtype]").lower()
+    if text not in allowed:
+        raise _bad(param, value, f"one of {', '.join(allowed)} [dtype]")
+    return text
 
 
 def _fraction(param: str, value, *, optional=False):
     return _num(param, value, "fraction", above=0.0, at_most=1.0, optional=optional)
 
 
-def _rows(value) -> list[list]:
-    """A range as rows: a 1-D list (a column, as classic xlwings passes it) becomes one cell per row."""
-    if value and all(isinstance(r, (list, tuple)) for r in value):
-        return [list(r) for r in value]
-    return [[v] for v in value]
+def _ordered(p50: float, p95: float, p99: float | None, what: str) -> None:
+    """Percentiles must rise: p50 <= p95 <= p99."""
+    if p95 < p50:
+        raise UDFError(f"{what}_p95: got {p95:g}, below {what}_p50 {p50:g}; expected p50 <= p95 <= p99")
+    if p99 is not None and p99 < p95:
+        raise UDFError(f"{what}_p99: got {p99:g}, below {what}_p95 {p95:g}; expected p50 <= p95 <= p99")
 
 
-def _broadcast(f, args: tuple, table_params: tuple[int, ...]):
-    ranged = [i for i, a in enumerate(args) if isinstance(a, (list, tuple)) and i not in table_params]
-    if not ranged:
-        return None
-    shapes = {i: _rows(args[i]) for i in ranged}
-    first = shapes[ranged[0]]
-    if any((len(s), len(s[0])) != (len(first), len(first[0])) for s in shapes.values()):
-        raise UDFError("ranges of different shapes; expected every range argument to have the same rows and columns")
-    out = []
-    for r, row in enumerate(first):
-        cells = []
-        for c, _ in enumerate(row):
-            call = [shapes[i][r][c] if i in shapes else a for i, a in enumerate(args)]
-            try:
-                cells.append(f(*call))
-            except UDFError:
-                cells.append(ERROR_IN_A_CELL)
-        out.append(cells)
-    return out
+def _finite(value):
+    """An answer fit for a cell: never inf or NaN (Excel would show #NUM! with no reason)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UDFError(f"the answer is {value} (the inputs overflow a floating-point number); expected smaller inputs")
+    return value
 
 
-def udf(tables: tuple[str, ...] = (), **docs: str):
+# ---------------------------------------------------------------------------------------------- shapes
+
+
+def _grid(value) -> list[list]:
+    """Any argument as a 2-D list: a scalar is 1×1; a flat list (a plain Python caller's column) is n×1."""
+    if isinstance(value, list | tuple):
+        if value and all(isinstance(r, list | tuple) for r in value):
+            return [list(r) for r in value]
+        return [[v] for v in value]
+    return [[value]]
+
+
+def _scalar_or_grid(value):
+    """A 1×1 range is its one value (a blank one is 'not given'); a larger range stays a 2-D list."""
+    if isinstance(value, list | tuple):
+        g = _grid(value)
+        if len(g) == 1 and len(g[0]) == 1:
+            v = g[0][0]
+            return None if _blank(v) else v
+        return g
+    return value
+
+
+def _table_rows(param: str, value, is_key) -> list[list]:
+    """A key/value table as (key, value) rows, from a range in either orientation, with or without a header row.
+
+    ``is_key`` tells a real key from a header or a value; the orientation whose first line holds more keys wins.
+    """
+    g = _grid(value)
+    for r, row in enumerate(g, start=1):
+        for c, cell in enumerate(row, start=1):
+            err = _excel_error(cell)
+            if err is not None:
+                raise UDFError(f"{param}: row {r}, column {c} holds {err}; expected a key or a value")
+    width = max((len(r) for r in g), default=0)
+    if width < 2 and len(g) < 2:
+        raise _bad(param, value, "a two-column range of keys and values")
+    first_col = [r[0] for r in g]
+    first_row = g[0]
+    by_rows = sum(1 for v in first_col if is_key(v))
+    by_cols = sum(1 for v in first_row if is_key(v))
+    if width == 2 and by_rows >= by_cols:
+        rows = g
+    elif len(g) == 2 and by_cols > 0:
+        rows = [list(p) for p in zip(*g)]
+    elif width >= 2:
+        rows = g
+    else:
+        raise _bad(param, value, "a two-column range of keys and values (or two rows: keys above, values below)")
+    if rows and not is_key(rows[0][0]) and isinstance(rows[0][0], str) and (len(rows[0]) < 2 or isinstance(rows[0][1], str) or rows[0][1] is None):
+        rows = rows[1:]  # a header row such as "Key | Value"
+    return [[r[0], r[1] if len(r) > 1 else None] for r in rows if not _blank(r[0])]
+
+
+def _com_error(message: str) -> Exception:
+    """Classic xlwings on Windows writes a COM exception's description into the cell; any other exception arrives
+    as "Unexpected Python Error: Traceback ...". So there, raise pywin32's COMException carrying our one line."""
+    try:
+        from win32com.server.exception import COMException
+    except ImportError:
+        return UDFError(message)
+    return COMException(description=message)
+
+
+def _classic() -> bool:
+    import os
+
+    return sys.platform.startswith("win") and os.environ.get("XLWINGS_ON_SERVER", "").lower() not in ("true", "1", "yes")
+
+
+def udf(tables: tuple[str, ...] = (), rows3: bool = False, **docs: str):
     """Register an Excel function: every parameter documented (with its unit), errors made one clear line.
 
-    ``tables`` names parameters that take a whole range (a plan table, a config);
-    any other parameter given a range makes the function answer cell by cell.
+    ``tables`` names parameters that take a whole range (a plan table, a config); any other parameter given a
+    range — a row, a column or a block — makes the function answer cell by cell in the same shape (a bad cell
+    gets #VALUE! alone). ``rows3`` marks a function whose one answer is three numbers (FLEET): they spill down for
+    a single input, and across, a row per input, for a range.
+
+    Every argument reaches Python as a 2-D list (``ndim=2``) with Excel errors as text (``err_to_str``), so a row
+    stays a row and #DIV/0! is named rather than read as a blank.
     """
 
     def wrap(f):
-        params = list(inspect.signature(f).parameters)
+        sig = inspect.signature(f)
+        params = list(sig.parameters)
         if set(params) != set(docs):
             raise TypeError(f"{f.__name__}: document exactly its parameters {params}, got {sorted(docs)}")
-        table_params = tuple(params.index(t) for t in tables)
+        defaults = [p.default for p in sig.parameters.values()]
+        table_idx = {params.index(t) for t in tables}
         name = f.__name__.upper()
 
         def checked(*args):
             try:
-                return f(*args)
+                return _finite(f(*args))
             except UDFError as e:
                 message = str(e)
                 raise UDFError(message if message.startswith(name) else f"{name}: {message}") from None
             except InputError as e:
                 raise UDFError(f"{name}: {'; '.join(e.problems)}") from None
-            except (ValueError, LookupError) as e:
+            except (ValueError, LookupError, ArithmeticError) as e:
                 raise UDFError(f"{name}: {e}") from None
             except Exception as e:  # never a traceback in a cell
                 raise UDFError(f"{name}: internal error ({type(e).__name__}: {e})") from None
 
         @functools.wraps(f)
         def guarded(*args):
-            spread = _broadcast(checked, args, table_params)
-            return checked(*args) if spread is None else spread
+            args = list(args) + [inspect.Parameter.empty] * (len(params) - len(args))
+            call = []
+            for i, a in enumerate(args):
+                if a is inspect.Parameter.empty:
+                    call.append(defaults[i])
+                elif i in table_idx:
+                    call.append(a)
+                else:
+                    v = _scalar_or_grid(a)
+                    call.append(defaults[i] if v is None and defaults[i] is not inspect.Parameter.empty else v)
+            try:
+                return _spread(checked, call, table_idx, rows3)
+            except UDFError as e:
+                if _classic():
+                    raise _com_error(str(e)) from None
+                raise
 
         g = guarded
         for p in params:
-            g = arg(p, doc=docs[p])(g)
+            g = arg(p, ndim=2, err_to_str=True, doc=docs[p])(g)
         return func(g)
 
     return wrap
+
+
+def _spread(f, args: list, table_idx: set[int], rows3: bool):
+    """Call ``f`` once, or once per cell when some argument is a range (all ranges the same shape)."""
+    ranged = [i for i, a in enumerate(args) if isinstance(a, list) and i not in table_idx]
+    if not ranged:
+        return f(*args)
+    shape = (len(args[ranged[0]]), len(args[ranged[0]][0]))
+    for i in ranged:
+        if (len(args[i]), max(len(r) for r in args[i])) != shape or any(len(r) != shape[1] for r in args[i]):
+            raise UDFError(f"ranges of different shapes ({shape[0]}x{shape[1]} and {len(args[i])}x{len(args[i][0])}); "
+                           "expected every range argument to have the same rows and columns")
+    out = []
+    for r in range(shape[0]):
+        cells = []
+        for c in range(shape[1]):
+            call = [args[i][r][c] if i in ranged else a for i, a in enumerate(args)]
+            try:
+                cells.append(f(*call))
+            except UDFError:
+                cells.append([ERROR_IN_A_CELL] * 3 if rows3 else ERROR_IN_A_CELL)
+        out.append(cells)
+    if rows3:  # a row per input, the three numbers across (FLEET's one answer spills down as [[a], [b], [c]])
+        return [[v[0] if isinstance(v, list) else v for v in cell] for row in out for cell in row]
+    return out
+
+
+def _name_or_num(param: str, value, unit: str, expected_name: str):
+    """A catalog name, or a number standing for the figure it would give (e.g. a GPU or its memory in GiB)."""
+    _held_error(param, value)
+    if isinstance(value, str):
+        try:
+            float(value.strip().replace(",", ""))
+        except ValueError:
+            return _text(param, value, expected_name)
+    return _num(param, value, unit, above=0.0)
 
 
 # ---------------------------------------------------------------------------------------------- step 3
@@ -160,10 +336,10 @@ def littles_law(arrival_rate_rps, time_in_system_s):
      ttft_s="Time to first token to add; 0 as the runbook does. [s]")
 def time_in_system(output_p50, output_p95, itl_s, output_p99=None, ttft_s=0.0):
     """Mean time in system: the fitted mean output × the inter-token target (+ TTFT) (300 × 0.05 = 15 s). [s]"""
-    return cellwise.time_in_system_s(
-        _num("output_p50", output_p50, "tokens", above=0.0), _num("output_p95", output_p95, "tokens", above=0.0),
-        _num("itl_s", itl_s, "s/token", above=0.0), _num("output_p99", output_p99, "tokens", above=0.0, optional=True),
-        _num("ttft_s", ttft_s, "s", at_least=0.0))
+    p50, p95 = _num("output_p50", output_p50, "tokens", above=0.0), _num("output_p95", output_p95, "tokens", above=0.0)
+    p99 = _num("output_p99", output_p99, "tokens", above=0.0, optional=True)
+    _ordered(p50, p95, p99, "output")
+    return cellwise.time_in_system_s(p50, p95, _num("itl_s", itl_s, "s/token", above=0.0), p99, _num("ttft_s", ttft_s, "s", at_least=0.0))
 
 
 # ---------------------------------------------------------------------------------------------- model
@@ -173,7 +349,7 @@ def time_in_system(output_p50, output_p95, itl_s, output_p99=None, ttft_s=0.0):
      kv_dtype="KV-cache precision: bf16, fp16, fp8 or int8. [dtype]")
 def kv_bytes_per_token(model, kv_dtype="bf16"):
     """KV cache per token with every layer full-length (Llama-3.1-8B bf16: 131,072 B). [bytes/token]"""
-    return cellwise.kv_bytes_per_token(_text("model", model, "a model name [text]"), _text("kv_dtype", kv_dtype, "a dtype [dtype]"))
+    return cellwise.kv_bytes_per_token(_text("model", model, "a model name [text]"), _dtype("kv_dtype", kv_dtype, KV_DTYPES))
 
 
 @udf(model="Catalog model name, Hugging Face id or alias. [text]",
@@ -183,31 +359,40 @@ def kv_gib_per_conversation(model, conversation_tokens, kv_dtype="bf16"):
     """KV cache one conversation holds; sliding-window layers hold at most their window (2,300 tokens: 0.281 GiB). [GiB]"""
     return cellwise.kv_gib_per_conversation(_text("model", model, "a model name [text]"),
                                             _num("conversation_tokens", conversation_tokens, "tokens", at_least=0.0),
-                                            _text("kv_dtype", kv_dtype, "a dtype [dtype]"))
+                                            _dtype("kv_dtype", kv_dtype, KV_DTYPES))
 
 
 @udf(model="Catalog model name, Hugging Face id or alias. [text]",
      weights_dtype="Weight precision: bf16, fp16, fp8, int8, int4, mxfp4, nvfp4. [dtype]")
 def weights_gib(model, weights_dtype="bf16"):
     """Weight footprint of the whole model; embeddings stay 16-bit in quantised checkpoints (Llama-3.1-8B bf16: 14.96 GiB). [GiB]"""
-    return cellwise.weights_gib(_text("model", model, "a model name [text]"), _text("weights_dtype", weights_dtype, "a dtype [dtype]"))
+    return cellwise.weights_gib(_text("model", model, "a model name [text]"), _dtype("weights_dtype", weights_dtype, WEIGHT_DTYPES))
 
 
 @udf(tables=("config",), config="A model name, or a two-column range of config.json fields and values (e.g. hidden_size | 4096). [text]",
      which="'total' (in memory) or 'active' (per token, MoE). [text]")
 def params_from_config(config, which="total"):
     """Parameters derived from the config: counted layer by layer (Llama-3.1-8B: 8,030,261,248). [parameters]"""
-    which = _text("which", which, "'total' or 'active' [text]")
-    if isinstance(config, (list, tuple)):
+    which = _text("which", which, "'total' or 'active' [text]").lower()
+    if which not in ("total", "active"):
+        raise _bad("which", which, "'total' or 'active' [text]")
+    if isinstance(_scalar_or_grid(config), list):
         from xlplan.io.hf_config import spec_from_hf_config
 
-        rows = _rows(config)
-        fields = {str(r[0]).strip(): r[1] for r in rows if len(r) >= 2 and r[0] not in (None, "")}
+        rows = _table_rows("config", config, _is_config_key)
+        fields = {str(r[0]).strip(): r[1] for r in rows}
         for k, v in fields.items():
             if isinstance(v, float) and v.is_integer():
                 fields[k] = int(v)
         return float(cellwise.params(spec_from_hf_config(fields, "config range"), which))
-    return float(cellwise.params(_text("config", config, "a model name or a two-column range [text]"), which))
+    return float(cellwise.params(_text("config", _scalar_or_grid(config), "a model name or a two-column range [text]"), which))
+
+
+def _is_config_key(v) -> bool:
+    """A config.json field name (hidden_size, num_hidden_layers...), not a header or a value."""
+    from xlplan.io.hf_config import KNOWN_FIELDS
+
+    return isinstance(v, str) and v.strip() in KNOWN_FIELDS
 
 
 # ---------------------------------------------------------------------------------------------- step 4
@@ -219,10 +404,13 @@ def params_from_config(config, which="total"):
      overhead_gib="Activations, CUDA graphs and runtime memory per GPU. [GiB]")
 def kv_budget_gib(gpu, weights_gib_per_gpu, memory_utilisation=MEMORY_UTILISATION, overhead_gib=OVERHEAD_GIB):
     """KV room per GPU: memory × utilisation − weights − overhead (H100: 0.9 × 79.65 − 14.96 − 3.0 = 53.73). [GiB]"""
-    g = gpu if isinstance(gpu, str) else _num("gpu", gpu, "GiB", above=0.0)
-    return cellwise.kv_budget_gib(g, _num("weights_gib_per_gpu", weights_gib_per_gpu, "GiB", at_least=0.0),
-                                  _fraction("memory_utilisation", memory_utilisation),
-                                  _num("overhead_gib", overhead_gib, "GiB", at_least=0.0))
+    g = _name_or_num("gpu", gpu, "GiB", "a GPU name or its memory [GiB]")
+    weights, util = _num("weights_gib_per_gpu", weights_gib_per_gpu, "GiB", at_least=0.0), _fraction("memory_utilisation", memory_utilisation)
+    overhead = _num("overhead_gib", overhead_gib, "GiB", at_least=0.0)
+    budget = cellwise.kv_budget_gib(g, weights, util, overhead)
+    if budget <= 0:
+        raise _no_room(weights, overhead, budget)
+    return budget
 
 
 @udf(concurrency="Requests in flight. [requests]", kv_gib_per_conversation="KV cache per conversation. [GiB]",
@@ -238,6 +426,12 @@ def memory_gpus(concurrency, kv_gib_per_conversation, kv_budget_gib, tp=1, kv_sh
                                 _whole("tp", tp, "GPUs"), _whole("kv_shards", kv_shards, "GPUs"))
 
 
+def _no_room(weights_gib: float, overhead_gib: float, budget_gib: float) -> UDFError:
+    return UDFError(f"weights_gib_per_gpu + overhead_gib: {weights_gib:g} + {overhead_gib:g} GiB leave {budget_gib:.2f} GiB for the "
+                    "KV cache: the weights do not fit; expected a positive budget (a larger GPU, more GPUs per replica, "
+                    "or quantised weights)")
+
+
 # ---------------------------------------------------------------------------------------------- step 5
 
 
@@ -247,11 +441,12 @@ def memory_gpus(concurrency, kv_gib_per_conversation, kv_budget_gib, tp=1, kv_sh
      prefix_reuse="Measured fraction of prompt compute served from the prefix cache; 0 unless measured. [fraction]")
 def prefill_tflops(arrival_rate_rps, model, prompt_p50, prompt_p95, prompt_p99=None, prefix_reuse=0.0):
     """Prefill demand at peak over the fitted prompt distribution: rate × (2·N·E[n] + 4·layers·E[n²]·width) (runbook: 1,369). [TFLOP/s]"""
-    return cellwise.prefill_tflops(
-        _num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0), _text("model", model, "a model name [text]"),
-        _num("prompt_p50", prompt_p50, "tokens", above=0.0), _num("prompt_p95", prompt_p95, "tokens", above=0.0),
-        _num("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True),
-        _num("prefix_reuse", prefix_reuse, "fraction", at_least=0.0, at_most=1.0))
+    p50, p95 = _num("prompt_p50", prompt_p50, "tokens", above=0.0), _num("prompt_p95", prompt_p95, "tokens", above=0.0)
+    p99 = _num("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True)
+    _ordered(p50, p95, p99, "prompt")
+    return cellwise.prefill_tflops(_num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0),
+                                   _text("model", model, "a model name [text]"), p50, p95, p99,
+                                   _num("prefix_reuse", prefix_reuse, "fraction", at_least=0.0, at_most=1.0))
 
 
 @udf(arrival_rate_rps="Peak arrival rate. [requests/s]", model="Catalog model name. [text]",
@@ -259,10 +454,11 @@ def prefill_tflops(arrival_rate_rps, model, prompt_p50, prompt_p95, prompt_p99=N
      output_p99="99th-percentile output length; may be blank. [tokens]")
 def decode_tflops(arrival_rate_rps, model, output_p50, output_p95, output_p99=None):
     """Decode demand at peak: rate × E[output] × 2·N_active (runbook: 40 × 300 × 2 × 8.03e9 = 193). [TFLOP/s]"""
-    return cellwise.decode_tflops(
-        _num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0), _text("model", model, "a model name [text]"),
-        _num("output_p50", output_p50, "tokens", above=0.0), _num("output_p95", output_p95, "tokens", above=0.0),
-        _num("output_p99", output_p99, "tokens", above=0.0, optional=True))
+    p50, p95 = _num("output_p50", output_p50, "tokens", above=0.0), _num("output_p95", output_p95, "tokens", above=0.0)
+    p99 = _num("output_p99", output_p99, "tokens", above=0.0, optional=True)
+    _ordered(p50, p95, p99, "output")
+    return cellwise.decode_tflops(_num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0),
+                                  _text("model", model, "a model name [text]"), p50, p95, p99)
 
 
 @udf(demand_tflops="Prefill plus decode demand at peak. [TFLOP/s]",
@@ -270,9 +466,9 @@ def decode_tflops(arrival_rate_rps, model, output_p50, output_p95, output_p99=No
      tp="GPUs per replica. [GPUs]", compute_dtype="Tensor-core dtype of the peak for a named GPU: bf16, fp8, fp4. [dtype]")
 def compute_gpus(demand_tflops, gpu, mfu=MFU, tp=1, compute_dtype="bf16"):
     """The compute path in whole replicas: demand ÷ (peak × MFU) (1,562 ÷ 395.6 = 3.95 → 4). [GPUs]"""
-    g = gpu if isinstance(gpu, str) else _num("gpu", gpu, "TFLOP/s", above=0.0)
+    g = _name_or_num("gpu", gpu, "TFLOP/s", "a GPU name or its dense peak [TFLOP/s]")
     return cellwise.compute_gpus(_num("demand_tflops", demand_tflops, "TFLOP/s", at_least=0.0), g, _fraction("mfu", mfu),
-                                 _whole("tp", tp, "GPUs"), _text("compute_dtype", compute_dtype, "bf16, fp8 or fp4 [dtype]"))
+                                 _whole("tp", tp, "GPUs"), _dtype("compute_dtype", compute_dtype, COMPUTE_DTYPES))
 
 
 # ---------------------------------------------------------------------------------------------- latency
@@ -290,9 +486,9 @@ def max_decode_batch(model, gpu, itl_s, conversation_tokens, tp=1, weights_dtype
     return cellwise.max_decode_batch(
         _text("model", model, "a model name [text]"), _text("gpu", gpu, "a GPU name [text]"), _num("itl_s", itl_s, "s/token", above=0.0),
         _num("conversation_tokens", conversation_tokens, "tokens", at_least=0.0), _whole("tp", tp, "GPUs"),
-        _text("weights_dtype", weights_dtype, "a dtype [dtype]"), _text("kv_dtype", kv_dtype, "a dtype [dtype]"),
+        _dtype("weights_dtype", weights_dtype, WEIGHT_DTYPES), _dtype("kv_dtype", kv_dtype, KV_DTYPES),
         _fraction("mfu", mfu), _fraction("bandwidth_efficiency", bandwidth_efficiency),
-        _text("compute_dtype", compute_dtype, "bf16, fp8 or fp4 [dtype]"))
+        _dtype("compute_dtype", compute_dtype, COMPUTE_DTYPES))
 
 
 @udf(concurrency="Requests in flight. [requests]", max_decode_batch="Largest batch per replica within the target. [conversations]",
@@ -317,11 +513,11 @@ def binding_constraint(memory_gpus, compute_gpus, latency_gpus=0.0):
                             _num("latency_gpus", latency_gpus, "GPUs", at_least=0.0))
 
 
-@udf(memory_gpus="The memory path. [GPUs]", compute_gpus="The compute path. [GPUs]", latency_gpus="The latency path. [GPUs]",
+@udf(rows3=True, memory_gpus="The memory path. [GPUs]", compute_gpus="The compute path. [GPUs]", latency_gpus="The latency path. [GPUs]",
      tp="GPUs per replica. [GPUs]", redundancy="Spare replicas (N+k). [replicas]",
      gpus_per_node="The purchasing unit. [GPUs]")
 def fleet(memory_gpus, compute_gpus, latency_gpus=0.0, tp=1, redundancy=REDUNDANCY, gpus_per_node=GPUS_PER_NODE):
-    """The three numbers, spilled down: load, with redundancy, purchased (the runbook: 4, 5, 8). [GPUs]"""
+    """The three numbers, spilled down: load, with redundancy, purchased (the runbook: 4, 5, 8); for a range of inputs, a row each with the three across. [GPUs]"""
     load, with_redundancy, purchased = cellwise.fleet_sizes(
         _num("memory_gpus", memory_gpus, "GPUs", at_least=0.0), _num("compute_gpus", compute_gpus, "GPUs", at_least=0.0),
         _num("latency_gpus", latency_gpus, "GPUs", at_least=0.0), _whole("tp", tp, "GPUs"),
@@ -351,13 +547,22 @@ def monthly_cost(gpus, usd_per_gpu_hour, hours_per_month=HOURS_PER_MONTH):
 def tokens_per_month(arrival_rate_rps, prompt_p50, prompt_p95, output_p50, output_p95, average_utilisation=AVERAGE_UTILISATION,
                      prompt_p99=None, output_p99=None, hours_per_month=HOURS_PER_MONTH):
     """Tokens served in a month at the average utilisation (40 × 2,300 × 0.40 × 730 h = 96.7 billion). [tokens/month]"""
+    prompt, output = _lengths(prompt_p50, prompt_p95, prompt_p99, output_p50, output_p95, output_p99)
     return cellwise.tokens_per_month(
-        _num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0), _num("prompt_p50", prompt_p50, "tokens", above=0.0),
-        _num("prompt_p95", prompt_p95, "tokens", above=0.0), _num("output_p50", output_p50, "tokens", above=0.0),
-        _num("output_p95", output_p95, "tokens", above=0.0), _fraction("average_utilisation", average_utilisation),
-        _num("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True),
-        _num("output_p99", output_p99, "tokens", above=0.0, optional=True),
+        _num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0), prompt[0], prompt[1], output[0], output[1],
+        _fraction("average_utilisation", average_utilisation), prompt[2], output[2],
         _num("hours_per_month", hours_per_month, "h/month", above=0.0, at_most=744.0))
+
+
+def _lengths(prompt_p50, prompt_p95, prompt_p99, output_p50, output_p95, output_p99):
+    """Prompt and output percentiles read and checked in order: ((p50, p95, p99), (p50, p95, p99)). [tokens]"""
+    out = []
+    for what, p50, p95, p99 in (("prompt", prompt_p50, prompt_p95, prompt_p99), ("output", output_p50, output_p95, output_p99)):
+        trio = (_num(f"{what}_p50", p50, "tokens", above=0.0), _num(f"{what}_p95", p95, "tokens", above=0.0),
+                _num(f"{what}_p99", p99, "tokens", above=0.0, optional=True))
+        _ordered(*trio, what)
+        out.append(trio)
+    return out
 
 
 @udf(monthly_usd="Monthly cost. [USD/month]", tokens_per_month="Tokens served in the month. [tokens/month]")
@@ -375,14 +580,12 @@ def cost_per_mtok(monthly_usd, tokens_per_month):
 def api_monthly_cost(tokens_per_month, usd_per_mtok_input, usd_per_mtok_output, prompt_p50, prompt_p95, output_p50, output_p95,
                      prompt_p99=None, output_p99=None):
     """The same traffic on a managed API at separate input and output prices (runbook: ~$30k/month). [USD/month]"""
+    prompt, output = _lengths(prompt_p50, prompt_p95, prompt_p99, output_p50, output_p95, output_p99)
     return cellwise.api_monthly_cost_usd(
         _num("tokens_per_month", tokens_per_month, "tokens/month", at_least=0.0),
         _num("usd_per_mtok_input", usd_per_mtok_input, "USD/Mtok", at_least=0.0),
         _num("usd_per_mtok_output", usd_per_mtok_output, "USD/Mtok", at_least=0.0),
-        _num("prompt_p50", prompt_p50, "tokens", above=0.0), _num("prompt_p95", prompt_p95, "tokens", above=0.0),
-        _num("output_p50", output_p50, "tokens", above=0.0), _num("output_p95", output_p95, "tokens", above=0.0),
-        _num("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True),
-        _num("output_p99", output_p99, "tokens", above=0.0, optional=True))
+        prompt[0], prompt[1], output[0], output[1], prompt[2], output[2])
 
 
 @udf(monthly_usd="Monthly cost of the fleet. [USD/month]", api_usd_per_mtok="The API's price at this input/output mix. [USD/Mtok]",
@@ -400,11 +603,22 @@ def breakeven_tokens(monthly_usd, api_usd_per_mtok, ops_usd_per_month=0.0):
 def _plan(plan_table):
     from xlplan.io.planfile import plan_from_pairs
 
-    if plan_table is None or plan_table == "":
+    one = _scalar_or_grid(plan_table)
+    if _blank(one):
         return plan_from_pairs([])
-    if not isinstance(plan_table, (list, tuple)):
-        raise _bad("plan_table", plan_table, "a two-column range of plan keys and values, e.g. forecast.peak_rps | 40")
-    return plan_from_pairs(_rows(plan_table), source="plan_table")
+    if not isinstance(one, list):
+        _held_error("plan_table", one)
+        raise _bad("plan_table", one, "a two-column range of plan keys and values, e.g. forecast.peak_rps | 40")
+    return plan_from_pairs(_table_rows("plan_table", plan_table, _is_plan_key), source="plan_table")
+
+
+def _is_plan_key(v) -> bool:
+    """A dotted plan key such as forecast.peak_rps (not a header such as 'Key')."""
+    from xlplan.plan import Plan
+
+    if not isinstance(v, str) or "." not in v:
+        return False
+    return v.strip().split(".", 1)[0] in Plan.model_fields
 
 
 PLAN_TABLE_DOC = ("Two-column range: plan keys (forecast.peak_rps, model.name, hardware.gpu, ...) and values; "

@@ -253,14 +253,20 @@ def workbook_cmd(
     pdf: bool = typer.Option(False, "--pdf", help="Also write OUTPUT.pdf of the six tabs (needs LibreOffice)."),
     recalc: bool = typer.Option(False, "--recalc", help="Take the cached values from a forced LibreOffice recalculation instead of the engine."),
     formulas: str = typer.Option("native", "--formulas", help="'native' Excel formulas (any Excel, LibreOffice), or 'udf': key cells call the xlplan Excel functions (needs the add-in)."),
+    namespace: str = typer.Option("", "--namespace", help="Prefix for calls to the xlplan functions as your add-in registers them: XLWINGS for xlwings Server's default (=XLWINGS.MEMORY_GPUS()); none for classic xlwings and Lite."),
 ) -> None:
     """Write the capacity-note workbook for a plan: six tabs of live formulas, cached values, checks."""
+    from xlplan.io.workbook.common import check_namespace
     from xlplan.io.workbook.export import export
 
     if formulas not in ("native", "udf"):
         raise InputError("--formulas", [f"got {formulas!r}; expected 'native' or 'udf'"])
+    try:
+        check_namespace(namespace)
+    except ValueError as e:
+        raise InputError("--namespace", [str(e).split(": ", 1)[1]]) from None
     p = _load(plan_file)
-    export(p, output, force=force, pdf=pdf, recalc=recalc, formulas=formulas)
+    export(p, output, force=force, pdf=pdf, recalc=recalc, formulas=formulas, namespace=namespace)
     typer.echo(f"wrote {output}" + (f" and {output.with_suffix('.pdf')}" if pdf else ""))
 
 

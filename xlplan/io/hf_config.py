@@ -20,6 +20,16 @@ DENSE = {"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "gemma3_text"
 MOE = {"mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
 SUPPORTED = sorted(DENSE | MOE)
 
+KNOWN_FIELDS = frozenset({
+    "model_type", "_name_or_path", "architectures", "num_hidden_layers", "hidden_size", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size", "tie_word_embeddings", "attention_bias",
+    "max_position_embeddings", "sliding_window", "sliding_window_pattern", "use_sliding_window", "layer_types",
+    "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token", "n_shared_experts",
+    "moe_intermediate_size", "first_k_dense_replace", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+    "qk_rope_head_dim", "v_head_dim", "torch_dtype", "rope_theta", "rms_norm_eps", "text_config",
+})
+"""config.json fields this reader knows (so a spreadsheet range can tell a field name from a header row)."""
+
 
 def _sliding_layers(cfg: dict[str, Any], layers: int, model_type: str) -> int:
     if isinstance(cfg.get("layer_types"), list):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from xlplan.io.workbook.cells import quote_sheet
-from xlplan.io.workbook.common import ADDIN_AGREES, ADDIN_MISSING
+from xlplan.io.workbook.common import ADDIN_AGREES, ADDIN_MISSING, CROSSCHECK_COL
 from xlplan.io.workbook.layout import CHECKS, build
 from xlplan.io.workbook.reader import open_workbook, read_workbook
 
@@ -63,14 +63,27 @@ def _show(v: Any) -> str:
     return repr(v) if isinstance(v, str) else str(v)
 
 
-def _formula_mode(wb) -> str:
-    """'udf' for a workbook written with --formulas udf (its Concurrency cell calls LITTLES_LAW), else 'native'."""
+_LITTLES_LAW = re.compile(r"(?:^|[^A-Za-z0-9_.])(?:([A-Za-z][A-Za-z0-9_.]*)\.)?LITTLES_LAW\(", re.IGNORECASE)
+
+
+def _formula_mode(wb) -> tuple[str, str]:
+    """('udf' or 'native', namespace): the Concurrency cell calls LITTLES_LAW in the --formulas udf variant, and the
+    add-in check beside it does in the native one; either call shows the namespace it was written with."""
     dn = wb.defined_names.get("Concurrency")
     if dn is not None:
         for title, ref in dn.destinations:
-            if title in wb.sheetnames and str(wb[title][ref.replace("$", "")].value or "").upper().startswith("=LITTLES_LAW("):
-                return "udf"
-    return "native"
+            if title not in wb.sheetnames:
+                continue
+            coord = ref.replace("$", "")
+            value = str(wb[title][coord].value or "")
+            m = _LITTLES_LAW.search(value)
+            if value.startswith("=") and m:
+                return "udf", (m.group(1) or "")
+            row = coord.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+            m = _LITTLES_LAW.search(str(wb[title][f"{CROSSCHECK_COL}{row}"].value or ""))
+            if m:
+                return "native", (m.group(1) or "")
+    return "native", ""
 
 
 def check_workbook(path: str | Path) -> list[Finding]:
@@ -85,7 +98,8 @@ def check_workbook(path: str | Path) -> list[Finding]:
     """
     plan = read_workbook(path)
     wf = open_workbook(path)
-    fresh = build(plan, _formula_mode(wf))
+    mode, namespace = _formula_mode(wf)
+    fresh = build(plan, mode, namespace=namespace)
     wv = open_workbook(path, data_only=True)
     findings: list[Finding] = []
     for sheet in fresh.sheets:

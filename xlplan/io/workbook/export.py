@@ -59,7 +59,7 @@ def pdf_of_six_tabs(xlsx: bytes, pdf_path: Path, force: bool = False) -> None:
 
 
 def export(plan: Plan, output: str | Path, force: bool = False, pdf: bool = False, recalc: bool = False,
-           formulas: str = "native", traffic=None) -> None:
+           formulas: str = "native", traffic=None, namespace: str = "") -> None:
     """Write the workbook for a plan (and its PDF); nothing is written when any step fails."""
     output = Path(output)
     if output.suffix.lower() != ".xlsx":
@@ -71,7 +71,7 @@ def export(plan: Plan, output: str | Path, force: bool = False, pdf: bool = Fals
         raise InputError(str(pdf_path), ["already exists; expected a new file name, or --force to overwrite it"])
     if recalc and formulas != "native":
         raise InputError("--recalc", ["LibreOffice cannot run the xlplan Excel functions; expected --formulas native with --recalc"])
-    book = build(plan, formulas, traffic)
+    book = build(plan, formulas, traffic, namespace)
     if recalc:
         book = recalculated_caches(book)
     data = workbook_bytes(book)

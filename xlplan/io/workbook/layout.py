@@ -24,20 +24,21 @@ from xlplan.plan import Plan
 __all__ = ["CATALOG_FIRST_ROW", "CHECKS", "GPU_COLUMNS", "MODEL_COLUMNS", "MODEL_EXTRA", "SIX_TABS", "SUPPORT_TABS", "build"]
 
 
-def build(plan: Plan, formulas: str = "native", traffic=None) -> Book:
+def build(plan: Plan, formulas: str = "native", traffic=None, namespace: str = "") -> Book:
     """Lay out the workbook for a plan: the six tabs of the note, then the supporting sheets.
 
     ``formulas='udf'`` writes the variant whose key calculation cells call the xlplan
     Excel functions (``=MEMORY_GPUS(Concurrency,KVPerConversationGiB,KVBudgetGiB,TP,KVShards)``)
     instead of native formulas; the default carries native formulas with an add-in
-    cross-check beside each.
+    cross-check beside each. ``namespace`` prefixes every call to the functions
+    (xlwings Server registers them as ``XLWINGS.MEMORY_GPUS`` by default).
 
     Raises
     ------
     PlanningError
         When the plan cannot be met (the engine's own error: there is nothing to lay out).
     """
-    e = Engine.run(plan, formulas)
+    e = Engine.run(plan, formulas, namespace)
     book = Book()
     inputs_tab(book, e)
     # Supporting sheets are laid out first where later tabs read their sizes, then moved behind the six.
