@@ -1,0 +1,59 @@
+"""The command line: ``xlplan plan``, ``workbook``, ``traffic``, ``validate``... one module per group of commands.
+
+A thin layer: it reads files, calls the planner and prints. Bad input exits with
+status 2 and one line per problem, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from xlplan import catalog
+from xlplan.io.errors import InputError
+from xlplan.io.planfile import read_plan, reference_plan
+from xlplan.steps import PlanningError
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="LLM-inference capacity planning: from a traffic forecast and a latency promise to a fleet, a bill and the binding constraint.",
+)
+
+PLAN_ARG = typer.Argument(None, help="Plan file (YAML or JSON); left out, the built-in reference plan (the runbook's worked example).")
+
+
+def load(path: Path | None):
+    """The plan in a file, or the built-in reference plan."""
+    return reference_plan() if path is None else read_plan(path)
+
+
+from xlplan.cli import measure_cmds, plan_cmds, traffic_cmds, workbook_cmds  # noqa: E402,F401  (registers the commands)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app, turning bad input into exit status 2 and clear lines."""
+    try:
+        app(args=argv, prog_name="xlplan")  # standalone: usage errors print the usage line and exit 2
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except InputError as e:
+        typer.echo(f"error: {e.source}: {len(e.problems)} problem(s)", err=True)
+        for p in e.problems:
+            typer.echo(f"  {p}", err=True)
+        return 2
+    except PlanningError as e:
+        typer.echo(f"error: cannot plan: {e}", err=True)
+        return 2
+    except catalog.UnknownNameError as e:
+        typer.echo(f"error: {e}", err=True)
+        return 2
+    return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""`python -m xlplan.cli`."""
+
+import sys
+
+from xlplan.cli import main
+
+sys.exit(main())

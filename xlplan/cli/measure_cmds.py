@@ -1,0 +1,145 @@
+"""Checks against measurement: validate, calibrate, confirm."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from xlplan.cli import app
+from xlplan.cli import load as _load
+from xlplan.io.errors import InputError
+from xlplan.io.planfile import read_plan, write_text_atomic
+
+
+@app.command("validate")
+def validate_cmd(
+    measurements: Path = typer.Argument(..., help="A CSV in the schema of shared/reference/measurements-public.csv."),
+    as_json: bool = typer.Option(False, "--json", help="Print every check and the medians as JSON."),
+) -> None:
+    """Predict each published measurement with the engine and show the relative error, by category."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from xlplan.io.measurements import CATEGORIES, medians, read_measurements, validate
+    from xlplan.io.measurements import as_json as checks_json
+    from xlplan.predict import Efficiencies
+
+    eff = Efficiencies()
+    checks = validate(read_measurements(measurements), eff)
+    if as_json:
+        typer.echo(json.dumps(checks_json(checks, eff), indent=2))
+        return
+    console = Console(width=170)
+    console.print(f"Efficiencies (global defaults): prefill MFU {eff.prefill_mfu:.2f}, decode MFU {eff.decode_mfu:.2f}, "
+                  f"bandwidth {eff.bandwidth_efficiency:.2f}")
+    med = medians(checks)
+    for category, title in dict.fromkeys(CATEGORIES.items()):
+        rows = [c for c in checks if c.category == category]
+        if not rows:
+            continue
+        table = Table(title=f"{title} — median |error| {med[category]:.1%}" if category in med else title)
+        for col in ("Row", "Figure", "Predicted", "Measured", "Error", "Note"):
+            table.add_column(col, overflow="fold")
+        for c in rows:
+            if c.skipped:
+                table.add_row(c.id, "skipped", "", "", "", c.skipped)
+            else:
+                table.add_row(c.id, c.metric, f"{c.predicted:,.2f}", f"{c.measured:,.2f}", f"{c.relative_error:+.1%}", c.note)
+        console.print(table)
+    for kind in ("capacity", "throughput", "latency"):
+        if kind in med:
+            console.print(f"median |error|, {kind}: {med[kind]:.1%}")
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    results: list[Path] = typer.Argument(..., help="Benchmark results: vllm bench serve --save-result JSON, GuideLLM report JSON, genai-perf profile export."),
+    plan_file: Path | None = typer.Option(None, "--plan", help="The plan whose model, GPU and dtypes were benchmarked (default: the reference plan)."),
+    tp: int | None = typer.Option(None, "--tp", min=1, help="GPUs per replica in the benchmark (default: the plan's TP, else 1). [GPUs]"),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write the calibrated plan (YAML) here."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Fit prefill MFU, decode MFU and bandwidth efficiency to your benchmark; write them as the plan's policy."""
+    from pydantic import ValidationError
+
+    from xlplan.calibrate import fit
+    from xlplan.io.bench_results import read_results
+    from xlplan.io.errors import describe_validation_error
+    from xlplan.io.planfile import plan_to_yaml
+    from xlplan.plan import Plan
+    from xlplan.planner import plan as run_plan
+    from xlplan.predict import hardware_from_scenario
+    from xlplan.scenario import resolve
+
+    base = _load(plan_file)
+    degree = tp or base.policy.tp or 1
+    runs = read_results(results)
+    f = fit(hardware_from_scenario(resolve(base), degree), runs)
+    for r in runs:
+        side = f.sides.get(r.source, "—")
+        ttft = f"{r.ttft_s * 1e3:,.1f} ms" if r.ttft_s else "—"
+        itl = f"{r.itl_s * 1e3:,.2f} ms" if r.itl_s else "—"
+        typer.echo(f"  {r.source}: concurrency {r.concurrency:g}, {r.isl:,.0f} in / {r.osl:,.0f} out, TTFT {ttft}, ITL {itl} ({side}-bound)")
+    e = f.efficiencies
+    typer.echo(f"Fitted on {len(runs)} run(s), TP {degree}: prefill MFU {e.prefill_mfu:.3f} ({f.prefill_range[0]:.3f}-{f.prefill_range[1]:.3f}), "
+               f"decode MFU {e.decode_mfu:.3f} ({f.decode_range[0]:.3f}-{f.decode_range[1]:.3f}), bandwidth efficiency "
+               f"{e.bandwidth_efficiency:.3f} ({f.bandwidth_range[0]:.3f}-{f.bandwidth_range[1]:.3f})")
+    for note in f.notes:
+        typer.echo(f"  note: {note}")
+    names = ", ".join(p.name for p in results)
+    data = base.model_dump(exclude_none=True)
+    data["policy"].update(prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, bandwidth_efficiency=e.bandwidth_efficiency,
+                          calibration={"source": f"{names} ({len(runs)} runs, TP {degree})", "runs": len(runs),
+                                       "prefill_mfu_range": list(f.prefill_range), "decode_mfu_range": list(f.decode_range),
+                                       "bandwidth_efficiency_range": list(f.bandwidth_range)})
+    try:
+        calibrated = Plan.model_validate(data)
+    except ValidationError as err:
+        raise InputError(names, ["the fitted efficiencies are not fractions of peak — the runs are faster than the roofline "
+                                 "allows; check the plan's GPU, TP degree and dtypes against the benchmark"]
+                         + describe_validation_error(err)) from None
+    r = run_plan(calibrated)
+    lo, hi = r.fleet.calibrated_low, r.fleet.calibrated_high
+    typer.echo(f"Fleet with the calibrated efficiencies: {r.fleet.with_redundancy} GPUs ({r.fleet.purchased} purchased); "
+               f"range {hi.with_redundancy if hi.feasible else 'infeasible'} to {lo.with_redundancy if lo.feasible else 'infeasible'}")
+    if output is not None:
+        write_text_atomic(output, plan_to_yaml(calibrated), force=force)
+        typer.echo(f"wrote {output}")
+
+
+@app.command("confirm")
+def confirm_cmd(
+    scrapes: list[Path] = typer.Argument(..., help="Prometheus text-format scrapes of a vLLM or SGLang server, in time order."),
+    plan_file: Path | None = typer.Option(None, "--plan", help="The plan whose binding constraint production should confirm."),
+    interval: float = typer.Option(15.0, "--interval", min=0.001, help="Seconds between scrapes. [s]"),
+    as_json: bool = typer.Option(False, "--json", help="Print the evidence and the verdict as JSON."),
+) -> None:
+    """Which constraint binds in production, from the two gauges: cache utilisation and preemptions vs queueing with a comfortable cache."""
+    from dataclasses import asdict
+
+    from xlplan.confirm import agrees_with_plan, verdict
+    from xlplan.io.metrics import read_scrapes
+
+    e = read_scrapes(scrapes, interval)
+    found, why = verdict(e)
+    planned = None
+    if plan_file is not None:
+        from xlplan.planner import plan
+
+        planned = plan(read_plan(plan_file)).binding
+    if as_json:
+        out = {"verdict": found, "why": why, "evidence": asdict(e)}
+        if planned is not None:
+            out.update(plan_binding=planned, agrees=agrees_with_plan(found, planned))
+        typer.echo(json.dumps(out, indent=2))
+        return
+    gen = f"{e.generation_tok_s:,.0f} output tokens/s" if e.generation_tok_s is not None else "no token counters"
+    typer.echo(f"{e.scrapes} scrapes over {e.seconds:,.0f} s: cache utilisation p50 {e.cache_p50:.0%}, p95 {e.cache_p95:.0%}; "
+               f"{e.preemptions_per_s:.3f} preemptions/s; waiting p50 {e.waiting_p50:g} (max {e.waiting_max:g}); "
+               f"running p50 {e.running_p50:g}; {gen}")
+    typer.echo(f"Binds in production: {found} — {why}")
+    if planned is not None:
+        word = "agrees with" if agrees_with_plan(found, planned) else "does not confirm"
+        typer.echo(f"This {word} the plan, which says {planned} binds.")

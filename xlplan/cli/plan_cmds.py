@@ -1,0 +1,120 @@
+"""Commands on a plan: plan, example, capacity, catalog, schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from xlplan import catalog
+from xlplan.cli import PLAN_ARG, app
+from xlplan.cli import load as _load
+from xlplan.io.errors import InputError
+from xlplan.io.planfile import reference_plan_text, write_text_atomic
+
+
+@app.command("plan")
+def plan_cmd(
+    plan_file: Path | None = PLAN_ARG,
+    as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also write the note as Markdown to this file."),
+    workbook: Path | None = typer.Option(None, "--workbook", help="Also write the capacity-note workbook (.xlsx) to this file."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --markdown or --workbook file."),
+) -> None:
+    """Print the one-page capacity note for a plan."""
+    from xlplan.note import render_markdown, render_text
+    from xlplan.planner import plan
+
+    p = _load(plan_file)
+    result = plan(p)
+    if markdown is not None:
+        write_text_atomic(markdown, render_markdown(result), force=force)
+    if workbook is not None:
+        from xlplan.io.workbook.export import export
+
+        export(p, workbook, force=force)
+        typer.echo(f"wrote {workbook}", err=True)
+    if as_json:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        typer.echo(render_text(result), nl=False)
+
+
+@app.command("example")
+def example_cmd(
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of standard output."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write the reference plan (the runbook's worked example) as a starting point."""
+    text = reference_plan_text()
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        write_text_atomic(output, text, force=force)
+        typer.echo(f"wrote {output}")
+
+
+@app.command("capacity")
+def capacity_cmd(
+    plan_file: Path | None = PLAN_ARG,
+    gpus: int = typer.Option(..., "--gpus", min=1, help="GPUs serving the load (spares excluded). [GPUs]"),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """The inverse question: the highest peak rate a given number of GPUs sustains under the promise."""
+    from xlplan.capacity import capacity
+    from xlplan.scenario import resolve
+
+    p = _load(plan_file)
+    cap = capacity(resolve(p), gpus)
+    if as_json:
+        typer.echo(json.dumps({"gpus": cap.gpus, "tp": cap.tp, "max_peak_rps": cap.max_peak_rps, "limited_by": cap.limited_by,
+                               "per_path_rps": cap.per_path_rps}, indent=2))
+        return
+    per = ", ".join(f"{k} {v:,.2f}" for k, v in cap.per_path_rps.items())
+    typer.echo(f"{gpus} GPUs (TP {cap.tp}) sustain at most {cap.max_peak_rps:,.2f} requests/s at peak "
+               f"under the promise (plan: {p.forecast.peak_rps:g}); {cap.limited_by} stops it first. By path [requests/s]: {per}.")
+
+
+@app.command("catalog")
+def catalog_cmd(
+    kind: str = typer.Argument(..., help="'gpus' or 'models'."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON, every field with its source."),
+) -> None:
+    """List the catalog of GPUs or models, with sources."""
+    from xlplan import architecture, memory
+
+    if kind not in ("gpus", "models"):
+        raise InputError("catalog", [f"kind: got {kind!r}; expected 'gpus' or 'models'"])
+    if kind == "gpus":
+        items = {k: catalog.get_gpu(k) for k in catalog.gpu_names()}
+        if as_json:
+            typer.echo(json.dumps({k: v.model_dump() for k, v in items.items()}, indent=2))
+            return
+        for k, g in items.items():
+            fp8 = f"{g.fp8_tflops:g}" if g.fp8_tflops else "—"
+            typer.echo(f"{k:10s} {g.name:28s} {g.memory_gib:7.2f} GiB  bf16 {g.bf16_tflops:7g}  fp8 {fp8:>6} TFLOP/s  "
+                       f"{g.hbm_tbps:5g} TB/s  ${g.usd_per_gpu_hour or 0:.2f}/h")
+            typer.echo(f"{'':10s} source: {g.source}")
+        return
+    items = {k: catalog.get_model(k) for k in catalog.model_names()}
+    if as_json:
+        typer.echo(json.dumps({k: v.model_dump() for k, v in items.items()}, indent=2))
+        return
+    for k, m in items.items():
+        typer.echo(f"{k:22s} {architecture.total_params(m) / 1e9:8.2f} B total  {architecture.active_params(m) / 1e9:7.2f} B active  "
+                   f"KV {memory.kv_bytes_per_token(m, 'bf16'):>9,.0f} B/token (bf16)")
+        typer.echo(f"{'':22s} source: {m.source}")
+
+
+@app.command("schema")
+def schema_cmd(output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of standard output."),
+               force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
+    """Print the JSON Schema of plan files."""
+    from xlplan.plan import plan_json_schema
+
+    text = json.dumps(plan_json_schema(), indent=2) + "\n"
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        write_text_atomic(output, text, force=force)
