@@ -80,15 +80,27 @@ def embedding_params(m: ModelSpec) -> int:
     return m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2)
 
 
+def moe_layers(m: ModelSpec) -> int:
+    """Layers with an MoE MLP: after the leading dense ones, every ``moe_layer_step``-th (Llama 4 Maverick: 24 of 48). [layers]"""
+    if not m.num_experts:
+        return 0
+    return (m.num_hidden_layers - m.first_dense_layers) // m.moe_layer_step
+
+
+def routed_expert_params(m: ModelSpec) -> int:
+    """Parameters of all routed experts of all MoE layers: what a step reads only where its tokens are routed. [parameters]"""
+    return moe_layers(m) * m.num_experts * expert_params(m)
+
+
 def decoder_params(m: ModelSpec, active_only: bool) -> int:
     """Decoder parameters (layers and final norm, no embeddings): all, or those one token uses. [parameters]"""
-    moe_layers = m.num_hidden_layers - m.first_dense_layers if m.num_experts else 0
-    dense_layers = m.num_hidden_layers - moe_layers
+    n_moe = moe_layers(m)
+    dense_layers = m.num_hidden_layers - n_moe
     per_layer_common = attention_params_per_layer(m) + m.norms_per_layer * m.hidden_size
     return (
         m.num_hidden_layers * per_layer_common
         + dense_layers * mlp_params_per_layer(m, False, active_only)
-        + moe_layers * mlp_params_per_layer(m, True, active_only)
+        + n_moe * mlp_params_per_layer(m, True, active_only)
         + m.hidden_size  # final norm
     )
 

@@ -16,6 +16,10 @@ KVDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
 ComputeDtype = Literal["bf16", "fp8", "fp4"]
 
 
+PCIE_GEN4_GBPS = 32.0
+"""PCIe Gen4 x16, one direction: 16 GT/s × 16 lanes × 128/130 ÷ 8 ≈ 31.5 GB/s, rounded. [GB/s]"""
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -39,9 +43,37 @@ class GPUSpec(_Spec):
     fp8_tflops: float | None = Field(default=None, gt=0, description="Peak dense FP8 throughput; none if the GPU has no FP8. [TFLOP/s]")
     fp4_tflops: float | None = Field(default=None, gt=0, description="Peak dense FP4 throughput; none if the GPU has no FP4. [TFLOP/s]")
     hbm_tbps: float = Field(gt=0, description="Memory bandwidth. [TB/s] (10**12 bytes/s)")
+    int8_tops: float | None = Field(default=None, gt=0, description="Peak dense INT8 throughput. [TOP/s]")
+    interconnect: str = Field(default="", description="GPU-to-GPU link as published, e.g. 'NVLink 4, 900 GB/s bidirectional'. [text]")
+    interconnect_gbps: float | None = Field(
+        default=None, gt=0, description="GPU-to-GPU bandwidth per GPU, one direction (what tensor-parallel all-reduces use). [GB/s]")
+    collective_latency_us: float | None = Field(
+        default=None, gt=0, description="Fixed time of one small all-reduce; left out, 10 µs over NVLink/Infinity Fabric, 25 µs over PCIe. [µs]")
+    nodes: int | None = Field(default=None, ge=1, description="The usual GPUs per node or NVLink domain (the purchasing unit). [GPUs]")
+    nodes_note: str = Field(default="", description="What the node size rests on. [text]")
+    tdp_w: float | None = Field(default=None, gt=0, description="Board power (TDP). [W]")
     usd_per_gpu_hour: float | None = Field(default=None, gt=0, description="One representative rental price. [USD/GPU-hour]")
     price_note: str = Field(default="", description="Provider, offer and date of the price. [text]")
+    purchase_usd_per_gpu: float | None = Field(default=None, gt=0, description="A dated purchase price per GPU, where a credible quote exists. [USD/GPU]")
+    purchase_note: str = Field(default="", description="Seller, quote and date of the purchase price. [text]")
     source: str = Field(default="user-supplied", description="Where the spec, memory and price figures come from. [text]")
+
+    def link_gbps(self) -> float:
+        """GPU-to-GPU bandwidth per GPU, one direction; PCIe Gen4 x16 (32 GB/s) where the catalog has none. [GB/s]"""
+        return self.interconnect_gbps or PCIE_GEN4_GBPS
+
+    def collective_latency_s(self) -> float:
+        """Fixed time of one small collective. [s]
+
+        Notes
+        -----
+        The catalog's figure where it has one; otherwise 10 µs on a GPU-to-GPU fabric (NVLink, Infinity Fabric,
+        links faster than 100 GB/s) and 25 µs over PCIe — NCCL's small-message all-reduce latency on each, the
+        order nccl-tests reports (github.com/NVIDIA/nccl-tests, busbw at 8 B messages).
+        """
+        if self.collective_latency_us is not None:
+            return self.collective_latency_us * 1e-6
+        return (10e-6 if self.link_gbps() > 100 else 25e-6)
 
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
         """Peak dense throughput for a compute dtype, or None when the GPU lacks it. [TFLOP/s]"""
@@ -75,6 +107,7 @@ class ModelSpec(_Spec):
     shared_experts: int = Field(default=0, ge=0, description="Always-active shared experts per MoE layer. [experts]")
     moe_intermediate_size: int = Field(default=0, ge=0, description="Width of one expert's gated MLP. [elements]")
     first_dense_layers: int = Field(default=0, ge=0, description="Leading layers with a dense MLP instead of MoE (DeepSeek first_k_dense_replace). [layers]")
+    moe_layer_step: int = Field(default=1, ge=1, description="Every n-th layer after the dense ones is MoE, the rest dense (Llama 4 interleave_moe_layer_step). [layers]")
     expert_bias: bool = Field(default=False, description="Expert MLPs carry biases (gpt-oss). [bool]")
     router_bias: bool = Field(default=False, description="The router carries a bias (gpt-oss; DeepSeek's score-correction bias). [bool]")
     q_lora_rank: int | None = Field(default=None, gt=0, description="MLA: rank of the low-rank query projection; none for a full projection. [elements]")
@@ -89,6 +122,7 @@ class ModelSpec(_Spec):
     published_params_b: float | None = Field(default=None, gt=0, description="Total parameter count as published. [billions of parameters]")
     published_active_params_b: float | None = Field(default=None, gt=0, description="Active parameters per token as published (MoE). [billions of parameters]")
     source: str = Field(default="user-supplied", description="Where the config and the published counts come from. [text]")
+    config_notes: str = Field(default="", description="Config fields the planner does not use (rope scaling, layer layouts), for a reviewer. [text]")
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelSpec:
