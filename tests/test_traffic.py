@@ -139,7 +139,9 @@ def test_bad_rows_are_counted_reported_and_strict_fails(tmp_path, bad_line, reas
 
 
 def test_bad_rows_reported_by_the_command(tmp_path, capsys):
-    path = _csv(tmp_path, "timestamp,prompt_tokens,completion_tokens\n" + GOOD.format(i=1) + "soon,1,1\n" + GOOD.format(i=2))
+    # 200 good rows a second apart (a forecast needs at least 100 spanning a window), one bad row on line 3
+    good = [f"{T0 + i},100,20\n" for i in range(200)]
+    path = _csv(tmp_path, "timestamp,prompt_tokens,completion_tokens\n" + good[0] + "soon,1,1\n" + "".join(good[1:]))
     assert main(["traffic", str(path)]) == 0
     out = capsys.readouterr().out
     assert "1 row(s) left out: unparseable timestamp" in out and "line 3" in out
@@ -257,3 +259,30 @@ def test_window_option(tmp_path, capsys):
     assert main(["traffic", str(path), "--window", "5m"]) == 0
     assert "busiest 300 s window" in capsys.readouterr().out
     assert main(["traffic", str(path), "--window", "soon"]) == 2
+
+
+def test_measured_growth_goes_into_the_plan_for_the_schedule(tmp_path):
+    # Five weeks each 5% above the last: the plan written by `xlplan traffic --plan` carries growth.monthly, the weekly
+    # rate compounded over 365.25 / 12 / 7 weeks a month, which `xlplan schedule` then uses without --growth.
+    import yaml
+
+    from xlplan.cli import main
+    from xlplan.schedule import monthly_from_weekly
+
+    rng = np.random.default_rng(3)
+    frames = []
+    for w in range(5):
+        n = int(20_000 * 1.05 ** w)
+        t = T0 + w * 7 * 86_400 + np.sort(rng.uniform(0, 7 * 86_400, n))
+        frames.append(pd.DataFrame({"created": t, "prompt_tokens": 1000, "completion_tokens": 100}))
+    log = tmp_path / "weeks.parquet"
+    pd.concat(frames).to_parquet(log)
+    base = tmp_path / "base.yaml"
+    assert main(["example", "-o", str(base)]) == 0
+    out = tmp_path / "plan.yaml"
+    assert main(["traffic", str(log), "--window", "1h", "--plan", str(base), "-o", str(out)]) == 0
+    data = yaml.safe_load(out.read_text())
+    s = summarise(*(lambda r: (r.t_s, r.prompt, r.output))(read_logs([log])), window_s=3600)
+    assert data["growth"]["monthly"] == approx(monthly_from_weekly(s.weekly_growth), abs=1e-6)
+    assert "measured" in data["growth"]["source"]
+    assert main(["schedule", str(out), "--lead-time-days", "30", "--months", "3", "--start", "2027-01", "--json"]) == 0

@@ -23,7 +23,7 @@ cache utilisation is comfortable."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 CACHE_PINNED = 0.90
 """Cache utilisation (p95) at which the cache counts as pinned. [fraction]"""
@@ -44,12 +44,13 @@ class Evidence:
     cache_p50: float  # [fraction]
     cache_p95: float  # [fraction]
     preemptions_per_s: float  # [preemptions/s]
-    waiting_p50: float  # [requests]
+    waiting_p50: float  # per engine, summed over other label sets [requests]
     waiting_max: float  # [requests]
-    running_p50: float  # [requests]
+    running_p50: float  # per engine, summed over other label sets [requests]
     generation_tok_s: float | None  # [tokens/s]
     prompt_tok_s: float | None  # [tokens/s]
     gpu_util_p50: float | None  # [fraction]
+    notes: tuple[str, ...] = field(default_factory=tuple)  # how the scrapes were read: reordering, counter restarts [text]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -84,7 +85,12 @@ def rate(counter: list[float], seconds: float) -> float:
 
 
 def verdict(e: Evidence) -> tuple[str, str]:
-    """('memory' | 'compute' | 'neither' | 'unclear', why) from the evidence."""
+    """('memory' | 'compute' | 'neither' | 'unclear', why) from the evidence; the evidence's notes follow the why."""
+    found, why = _verdict(e)
+    return found, why + "".join(f" (note: {n})" for n in e.notes)
+
+
+def _verdict(e: Evidence) -> tuple[str, str]:
     queueing = e.waiting_p50 > QUEUE
     preempting = e.preemptions_per_s > 0
     saturated = e.gpu_util_p50 is not None and e.gpu_util_p50 >= GPU_SATURATED

@@ -6,8 +6,13 @@ stays light). The reading of log files lives in :mod:`xlplan.io.logs`.
 Notes
 -----
 Peak rate is the busiest window's mean rate (requests in the window ÷ its
-length), with the window stated; the p99 of all per-window rates over the
-period is reported beside it. Average utilisation is the mean rate over the
+length), with the window stated. The window slides: every span of the window's
+length that starts at a request's arrival is counted, which finds the busiest
+span anywhere (shifting a span right until its first request sits on its left edge
+never loses a request), so a burst is never split by a window boundary, whether
+the clock's or the log's. The p99 of the rates in consecutive windows from the
+first request is reported beside it. A forecast needs at least ``MIN_REQUESTS``
+requests spanning at least one window. Average utilisation is the mean rate over the
 period ÷ the peak rate. Lengths are reported as p50/p95/p99 (numpy's linear
 interpolation); the mean is shown only to warn how far it is from p50. Prefix
 reuse is cached prompt tokens ÷ prompt tokens, the share of prompt compute the
@@ -26,6 +31,18 @@ from dataclasses import dataclass, field
 
 SECONDS_PER_WEEK = 7 * 24 * 3600.0
 """[s/week]"""
+MIN_REQUESTS = 100
+"""Fewest requests a forecast is made from: a p99 needs a hundred. [requests]"""
+PEAK_RULE = "sliding: the most requests in any {window:g} s span, each span starting at a request's arrival"
+"""How the peak window is chosen, as the output states it. [text]"""
+
+
+MAX_WINDOWS = 50_000_000
+"""Most consecutive windows a log may span (the rate series holds one count per window). [windows]"""
+
+
+class UnsuitableLog(ValueError):
+    """A log a forecast cannot be made from: too few requests, shorter than the window, or a span of too many windows."""
 MEAN_WARNING = 0.10
 """Relative gap between mean and p50 above which the summary warns. [fraction]"""
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -89,8 +106,32 @@ def window_counts(t_s, window_s: float):
     return np.bincount(bins)
 
 
+def _sorted(t_s):
+    """The timestamps as a sorted float array (not copied when they already are). [s]"""
+    import numpy as np
+
+    t = np.asarray(t_s, dtype=float)
+    return t if t.size < 2 or bool(np.all(t[1:] >= t[:-1])) else np.sort(t)
+
+
+def sliding_counts(t_sorted, window_s: float):
+    """Requests in the window of length ``window_s`` that starts at each arrival, [t_i, t_i + window). [requests]
+
+    Examples
+    --------
+    >>> sliding_counts([0, 10, 50, 61], 60).tolist()
+    [3, 3, 2, 1]
+    """
+    import numpy as np
+
+    t = np.asarray(t_sorted, dtype=float)
+    return np.searchsorted(t, t + window_s, side="left") - np.arange(t.size)
+
+
 def peak_rate(t_s, window_s: float) -> tuple[float, float, float]:
     """(peak rate, start of the peak window, p99 of per-window rates). [requests/s], [s], [requests/s]
+
+    The peak window slides (see the module notes); the p99 is over consecutive windows from the first request.
 
     Examples
     --------
@@ -98,12 +139,19 @@ def peak_rate(t_s, window_s: float) -> tuple[float, float, float]:
 
     >>> round(peak_rate([0.5 * i for i in range(10)] + [70], 60)[0], 4)
     0.1667
+
+    A burst across the boundary of two fixed windows (30-89 s) is found whole:
+
+    >>> peak_rate([30 + i for i in range(60)], 60)[:2]
+    (1.0, 30.0)
     """
     import numpy as np
 
-    counts = window_counts(t_s, window_s)
+    t = _sorted(t_s)
+    counts = sliding_counts(t, window_s)
     k = int(np.argmax(counts))
-    return float(counts[k] / window_s), float(np.min(t_s) + k * window_s), float(np.percentile(counts / window_s, 99))
+    tiled = window_counts(t, window_s)
+    return float(counts[k] / window_s), float(t[k]), float(np.percentile(tiled / window_s, 99))
 
 
 def mean_rate(requests: int, first_s: float, last_s: float, window_s: float) -> float:
@@ -134,16 +182,15 @@ def busiest_hour_of_week(t_s, offset_s: float = 0.0) -> tuple[str, float]:
 
 
 def weekly_peaks(t_s, window_s: float) -> list[float]:
-    """Peak rate of each complete week from the first timestamp. [requests/s]"""
+    """Peak rate of each complete week from the first timestamp, by sliding windows that start in that week. [requests/s]"""
     import numpy as np
 
-    t = np.asarray(t_s, dtype=float)
-    t0 = float(t.min())
-    full_weeks = int((float(t.max()) - t0) // SECONDS_PER_WEEK)
-    counts = window_counts(t, window_s)
-    per_week = int(round(SECONDS_PER_WEEK / window_s))
-    return [float(counts[w * per_week:(w + 1) * per_week].max() / window_s) for w in range(full_weeks)
-            if counts[w * per_week:(w + 1) * per_week].size]
+    t = _sorted(t_s)
+    t0 = float(t[0])
+    full_weeks = int((float(t[-1]) - t0) // SECONDS_PER_WEEK)
+    counts = sliding_counts(t, window_s)
+    week = np.floor((t - t0) / SECONDS_PER_WEEK).astype(np.int64)
+    return [float(counts[week == w].max() / window_s) if np.any(week == w) else 0.0 for w in range(full_weeks)]
 
 
 def weekly_growth(peaks_rps) -> float | None:
@@ -188,13 +235,23 @@ def mean_warning(name: str, d: Lengths) -> str | None:
 
 
 def summarise(t_s, prompt, output, cached=None, window_s: float = 60.0, offset_s: float = 0.0) -> TrafficSummary:
-    """Summarise a log's requests (timestamps in Unix seconds, token counts) into the forecast's figures."""
-    import numpy as np
+    """Summarise a log's requests (timestamps in Unix seconds, token counts) into the forecast's figures.
 
-    t = np.asarray(t_s, dtype=float)
-    if t.size == 0:
-        raise ValueError("no requests to summarise")
+    Raises
+    ------
+    UnsuitableLog
+        Fewer than ``MIN_REQUESTS`` requests, a span shorter than the window, or one of more than ``MAX_WINDOWS`` windows.
+    """
+    t = _sorted(t_s)
+    if t.size < MIN_REQUESTS:
+        raise UnsuitableLog(f"{t.size:,} request(s); expected at least {MIN_REQUESTS} to make a forecast from (a p99 needs a hundred)")
     first, last = float(t.min()), float(t.max())
+    if last - first < window_s:
+        raise UnsuitableLog(f"the requests span {last - first:,.0f} s, shorter than the {window_s:g} s window; expected a log "
+                            "covering at least one window (or a shorter --window)")
+    if (last - first) / window_s > MAX_WINDOWS:
+        raise UnsuitableLog(f"the requests span {(last - first) / 86400:,.0f} days, {(last - first) / window_s:,.0f} windows of "
+                            f"{window_s:g} s; expected at most {MAX_WINDOWS:,} (a longer --window, or check for stray timestamps)")
     peak, peak_start, p99_rate = peak_rate(t, window_s)
     mean = mean_rate(int(t.size), first, last, window_s)
     p, o = lengths(prompt), lengths(output)

@@ -15,40 +15,47 @@ from xlplan.io.planfile import read_plan, write_text_atomic
 
 @app.command("validate")
 def validate_cmd(
-    measurements: Path = typer.Argument(..., help="A CSV in the schema of shared/reference/measurements-public.csv."),
+    measurements: Path | None = typer.Argument(None, help="A CSV in the schema of measurements-public.csv; left out, the corpus that ships with xlplan."),
     as_json: bool = typer.Option(False, "--json", help="Print every check and the medians as JSON."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the README's validation table (with leave-one-source-out)."),
 ) -> None:
-    """Predict each published measurement with the engine and show the relative error, by category."""
+    """Predict each published measurement from its stated conditions with the planner's serving model; show the errors."""
     from rich.console import Console
     from rich.table import Table
 
-    from xlplan.io.measurements import CATEGORIES, medians, read_measurements, validate
+    from xlplan.io.measurements import CATEGORIES, CORPUS, medians, read_measurements, validate
     from xlplan.io.measurements import as_json as checks_json
     from xlplan.predict import Efficiencies
 
     eff = Efficiencies()
-    checks = validate(read_measurements(measurements), eff)
+    rows = read_measurements(measurements or CORPUS)
+    checks = validate(rows, eff)
     if as_json:
         typer.echo(json.dumps(checks_json(checks, eff), indent=2))
         return
+    if markdown:
+        from xlplan.io.validation_report import leave_one_source_out
+        from xlplan.io.validation_report import markdown as table
+
+        typer.echo(table(checks, leave_one_source_out(rows)), nl=False)
+        return
     console = Console(width=170)
-    console.print(f"Efficiencies (global defaults): prefill MFU {eff.prefill_mfu:.2f}, decode MFU {eff.decode_mfu:.2f}, "
-                  f"bandwidth {eff.bandwidth_efficiency:.2f}")
+    console.print("Efficiencies: the engine's defaults for each row's GPU vendor and engine (xlplan/data/efficiencies.yaml)")
     med = medians(checks)
     for category, title in dict.fromkeys(CATEGORIES.items()):
-        rows = [c for c in checks if c.category == category]
-        if not rows:
+        sel = [c for c in checks if c.category == category]
+        if not sel:
             continue
         table = Table(title=f"{title} — median |error| {med[category]:.1%}" if category in med else title)
         for col in ("Row", "Figure", "Predicted", "Measured", "Error", "Note"):
             table.add_column(col, overflow="fold")
-        for c in rows:
+        for c in sel:
             if c.skipped:
                 table.add_row(c.id, "skipped", "", "", "", c.skipped)
             else:
                 table.add_row(c.id, c.metric, f"{c.predicted:,.2f}", f"{c.measured:,.2f}", f"{c.relative_error:+.1%}", c.note)
         console.print(table)
-    for kind in ("capacity", "throughput", "latency"):
+    for kind in ("capacity", "throughput", "latency", "ttft"):
         if kind in med:
             console.print(f"median |error|, {kind}: {med[kind]:.1%}")
 
@@ -61,39 +68,47 @@ def calibrate_cmd(
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the calibrated plan (YAML) here."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
-    """Fit prefill MFU, decode MFU and bandwidth efficiency to your benchmark; write them as the plan's policy."""
+    """Fit prefill MFU, decode MFU, bandwidth efficiency and the per-step overhead to your benchmark; write them as the plan's policy."""
     from pydantic import ValidationError
 
+    from xlplan.io.extras import require
+
+    require("scipy", command="calibrate")
     from xlplan.calibrate import fit
     from xlplan.io.bench_results import read_results
     from xlplan.io.errors import describe_validation_error
     from xlplan.io.planfile import plan_to_yaml
     from xlplan.plan import Plan
     from xlplan.planner import plan as run_plan
-    from xlplan.predict import hardware_from_scenario
-    from xlplan.scenario import resolve
+    from xlplan.predict import conditions_of_plan
 
     base = _load(plan_file)
     degree = tp or base.policy.tp or 1
-    runs = read_results(results)
-    f = fit(hardware_from_scenario(resolve(base), degree), runs)
+    runs = read_results(results, plan_model=base.model.name)
+    for w in getattr(runs, "warnings", []):
+        typer.echo(f"warning: {w}", err=True)
+    f = fit(runs, conditions_of_plan(base, degree))
     for r in runs:
-        side = f.sides.get(r.source, "—")
         ttft = f"{r.ttft_s * 1e3:,.1f} ms" if r.ttft_s else "—"
         itl = f"{r.itl_s * 1e3:,.2f} ms" if r.itl_s else "—"
-        typer.echo(f"  {r.source}: concurrency {r.concurrency:g}, {r.isl:,.0f} in / {r.osl:,.0f} out, TTFT {ttft}, ITL {itl} ({side}-bound)")
+        conc = "offline" if r.concurrency is None else f"concurrency {r.concurrency:g}"
+        typer.echo(f"  {r.source}: {conc}, {r.isl:,.0f} in / {r.osl:,.0f} out, TTFT {ttft}, ITL {itl}")
     e = f.efficiencies
     typer.echo(f"Fitted on {len(runs)} run(s), TP {degree}: prefill MFU {e.prefill_mfu:.3f} ({f.prefill_range[0]:.3f}-{f.prefill_range[1]:.3f}), "
                f"decode MFU {e.decode_mfu:.3f} ({f.decode_range[0]:.3f}-{f.decode_range[1]:.3f}), bandwidth efficiency "
-               f"{e.bandwidth_efficiency:.3f} ({f.bandwidth_range[0]:.3f}-{f.bandwidth_range[1]:.3f})")
+               f"{e.bandwidth_efficiency:.3f} ({f.bandwidth_range[0]:.3f}-{f.bandwidth_range[1]:.3f}), step overhead "
+               f"{e.step_overhead_s * 1e3:.2f} ms; median |error| at the fit {f.median_error:.1%}")
     for note in f.notes:
         typer.echo(f"  note: {note}")
     names = ", ".join(p.name for p in results)
     data = base.model_dump(exclude_none=True)
     data["policy"].update(prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, bandwidth_efficiency=e.bandwidth_efficiency,
+                          step_overhead_s=e.step_overhead_s,
                           calibration={"source": f"{names} ({len(runs)} runs, TP {degree})", "runs": len(runs),
                                        "prefill_mfu_range": list(f.prefill_range), "decode_mfu_range": list(f.decode_range),
                                        "bandwidth_efficiency_range": list(f.bandwidth_range)})
+    if data["policy"].get("engine") == "runbook":
+        data["policy"]["engine"] = "vllm"  # a benchmark ran on a real engine: its memory rule and budgets apply
     try:
         calibrated = Plan.model_validate(data)
     except ValidationError as err:

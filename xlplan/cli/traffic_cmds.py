@@ -9,7 +9,10 @@ import typer
 from xlplan.cli import app
 from xlplan.cli import load as _load
 from xlplan.io.errors import InputError
-from xlplan.io.planfile import write_text_atomic
+from xlplan.io.outputs import PNG, YAML, Output, check_outputs, write_outputs
+
+MAX_WINDOW_S = 7 * 86400.0
+"""Longest --window: a week. [s]"""
 
 
 def _window_s(text: str) -> float:
@@ -25,8 +28,8 @@ def _window_s(text: str) -> float:
         value = float(number) * factor
     except ValueError:
         value = -1.0
-    if value <= 0:
-        raise InputError("--window", [f"got {text!r}; expected a positive duration such as 60s, 5m or 1h"])
+    if not 0 < value <= MAX_WINDOW_S:  # NaN fails too
+        raise InputError("--window", [f"got {text!r}; expected a positive duration of at most a week, such as 60s, 5m or 1h"])
     return value
 
 
@@ -36,24 +39,39 @@ def traffic_cmd(
     window: str = typer.Option("60s", "--window", help="Window the peak rate is averaged over: 60s, 5m, 1h."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the forecast (or, with --plan, the updated plan) here as YAML; PNGs go beside it."),
     plan_file: Path | None = typer.Option(None, "--plan", help="Write the forecast into a copy of this plan and show how the fleet changes."),
-    columns: str | None = typer.Option(None, "--columns", help="Map columns: timestamp=ts,prompt=in_tok,output=out_tok[,cached=c]."),
+    columns: str | None = typer.Option(None, "--columns", help="Map columns: timestamp=ts,prompt=in_tok,output=out_tok[,cached=c][,id=request_id]."),
     strict: bool = typer.Option(False, "--strict", help="Any bad row is an error (default: counted, reported and left out)."),
     workbook: Path | None = typer.Option(None, "--workbook", help="Also write the capacity-note workbook with the traffic sheets."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing output files."),
 ) -> None:
     """From request logs to the forecast: peak rate, p50/p95/p99 lengths, utilisation, prefix reuse, growth."""
+    from xlplan.io.extras import require
+
+    require("pandas", "matplotlib", command="traffic")
     from rich.console import Console
     from rich.table import Table
 
     from xlplan.io.logs import parse_columns, read_logs
     from xlplan.io.planfile import plan_from_mapping, plan_to_yaml
-    from xlplan.io.traffic_report import outlook, pictures, plan_fragment, provenance, summary_lines
+    from xlplan.io.traffic_report import outlook, picture_paths, pictures, plan_fragment, provenance, summary_lines
+    from xlplan.io.workbook.export import workbook_files, workbook_outputs
     from xlplan.planner import plan as run_plan
-    from xlplan.traffic import summarise
+    from xlplan.traffic import UnsuitableLog, summarise
 
     win = _window_s(window)
-    req = read_logs(logs, parse_columns(columns), strict=strict)
-    s = summarise(req.t_s, req.prompt, req.output, req.cached, win, req.offset_s)
+    mapping = parse_columns(columns)
+    outputs = []
+    if output is not None:
+        outputs += [Output(output, "-o", YAML)] + [Output(p, "-o (its picture)", PNG) for p in picture_paths(output.with_suffix(""))]
+    if workbook is not None:
+        outputs += workbook_outputs(workbook, option="--workbook")
+    check_outputs(outputs, force, inputs=[*logs, *([plan_file] if plan_file is not None else [])])
+    base = _load(plan_file)
+    req = read_logs(logs, mapping, strict=strict)
+    try:
+        s = summarise(req.t_s, req.prompt, req.output, req.cached, win, req.offset_s)
+    except UnsuitableLog as e:
+        raise InputError(", ".join(req.files), [str(e)] + req.bad.lines()) from None
     console = Console(width=160)
     table = Table(title="Traffic from the log", show_header=False)
     for label, value in summary_lines(req, s):
@@ -64,11 +82,13 @@ def traffic_cmd(
     for line in req.bad.lines():
         console.print(f"[yellow]{line}[/]")
     fragment = plan_fragment(req, s)
-    base = _load(plan_file)
     data = base.model_dump(exclude_none=True)
     data["forecast"] = fragment["forecast"]
     data.setdefault("sources", {})["forecast"] = fragment["sources"]["forecast"]
     data.setdefault("owners", {})["forecast"] = fragment["owners"]["forecast"]
+    if "growth" in fragment:  # the measured growth, for `xlplan schedule` (the plan's lead time and start kept)
+        data["growth"] = {**data.get("growth", {}), **fragment["growth"]}
+        data["growth"].pop("peaks_rps", None)
     new_plan = plan_from_mapping(data, "forecast from the log")
     new = run_plan(new_plan)
     if plan_file is not None:
@@ -84,14 +104,13 @@ def traffic_cmd(
     import yaml
 
     text = plan_to_yaml(new_plan) if plan_file is not None else yaml.safe_dump(fragment, sort_keys=False, allow_unicode=True)
+    contents = []
     if output is not None:
-        write_text_atomic(output, text, force=force)
-        written = [output, *pictures(req, s, output.with_suffix(""))]
-        console.print("wrote " + ", ".join(map(str, written)))
+        contents += [(output, text), *pictures(req, s, output.with_suffix(""))]
     else:
         typer.echo(text, nl=False)
     if workbook is not None:
-        from xlplan.io.workbook.export import export
-
-        export(new_plan, workbook, force=force, traffic=(s, req.t_s, req.prompt, req.output, provenance(req, s)))
-        console.print(f"wrote {workbook}")
+        contents += workbook_files(new_plan, workbook, traffic=(s, req.t_s, req.prompt, req.output, provenance(req, s)))
+    write_outputs(contents)
+    if contents:
+        console.print("wrote " + ", ".join(str(p) for p, _ in contents))

@@ -10,29 +10,35 @@ import typer
 from xlplan.cli import PLAN_ARG, app
 from xlplan.cli import load as _load
 from xlplan.io.errors import InputError
-from xlplan.io.planfile import reference_plan, write_text_atomic
+from xlplan.io.outputs import WORKBOOK, YAML, Output, check_outputs, write_outputs
+from xlplan.io.planfile import reference_plan
 
 TEMPLATE_PATH = Path("workbook") / "capacity-plan.xlsx"
 
 
 @app.command("template")
 def template_cmd(
-    output: Path = typer.Option(TEMPLATE_PATH, "-o", "--output", help="Where the template goes."),
+    output: Path | None = typer.Option(None, "-o", "--output", help=f"Where the template goes (.xlsx); left out, {TEMPLATE_PATH}, "
+                                       "which is regenerated in place."),
     check: bool = typer.Option(False, "--check", help="Do not write: exit 1 if the file differs from a fresh build (CI drift check)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing -o file."),
 ) -> None:
     """Regenerate the template workbook (the reference plan's inputs) from code; it is never edited by hand."""
+    from xlplan.io import files
     from xlplan.io.workbook.export import workbook_for_plan
-    from xlplan.io.workbook.writer import write_atomic
 
-    data = workbook_for_plan(reference_plan())
+    target = TEMPLATE_PATH if output is None else output
     if check:
-        if not output.exists() or output.read_bytes() != data:
-            typer.echo(f"{output} differs from a fresh build: run `xlplan template` and commit the result", err=True)
+        data = workbook_for_plan(reference_plan())
+        if not target.is_file() or files.read_bytes(target, "the template workbook", files.WORKBOOK_MAX_BYTES) != data:
+            typer.echo(f"{target} differs from a fresh build: run `xlplan template` and commit the result", err=True)
             raise typer.Exit(1)
-        typer.echo(f"{output} is current")
+        typer.echo(f"{target} is current")
         return
-    write_atomic(output, data, force=True)
-    typer.echo(f"wrote {output}")
+    # the default template is generated, never edited, so it is regenerated in place; any other file needs --force
+    check_outputs([Output(target, "-o", WORKBOOK)], force or output is None)
+    write_outputs([(target, workbook_for_plan(reference_plan()))])
+    typer.echo(f"wrote {target}")
 
 
 @app.command("workbook")
@@ -55,8 +61,8 @@ def workbook_cmd(
         check_namespace(namespace)
     except ValueError as e:
         raise InputError("--namespace", [str(e).split(": ", 1)[1]]) from None
-    p = _load(plan_file)
-    export(p, output, force=force, pdf=pdf, recalc=recalc, formulas=formulas, namespace=namespace)
+    export(_load(plan_file), output, force=force, pdf=pdf, recalc=recalc, formulas=formulas, namespace=namespace,
+           inputs=(plan_file,) if plan_file is not None else ())
     typer.echo(f"wrote {output}" + (f" and {output.with_suffix('.pdf')}" if pdf else ""))
 
 
@@ -70,11 +76,13 @@ def read_cmd(
     from xlplan.io.planfile import plan_to_yaml
     from xlplan.io.workbook.reader import read_workbook
 
+    if output is not None:
+        check_outputs([Output(output, "-o", YAML)], force, inputs=[workbook])
     text = plan_to_yaml(read_workbook(workbook))
     if output is None:
         typer.echo(text, nl=False)
     else:
-        write_text_atomic(output, text, force=force)
+        write_outputs([(output, text)])
         typer.echo(f"wrote {output}", err=True)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -40,6 +42,38 @@ def _value(v: Any) -> str:
     return repr(v)
 
 
+_HINT = re.compile(r" \(write [^()]*, not [^()]*\)")
+PERCENT_MIN = 2.0
+"""A fraction written at or above this, up to 100, reads as a percentage (40 for 0.40); below it (1.2) as a figure
+over 1, which gets no "write 0.01" hint. [—]"""
+
+
+def percent_hint(value: Any) -> str:
+    """' (write 0.40, not 40)' where a fraction was written as a percentage; '' otherwise. [text]
+
+    Examples
+    --------
+    >>> percent_hint(40)
+    ' (write 0.40, not 40)'
+    >>> percent_hint(1.2)
+    ''
+    >>> percent_hint(12.5)
+    ' (write 0.125, not 12.5)'
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return ""
+    if not PERCENT_MIN <= value <= 100:
+        return ""
+    fraction = value / 100
+    shown = f"{fraction:.2f}" if round(fraction, 2) == fraction else f"{fraction:g}"
+    return f" (write {shown}, not {value:g})"
+
+
+def _rehint(msg: str, value: Any) -> str:
+    """The message with its percentage hint given only where the value reads as a percentage."""
+    return _HINT.sub(lambda m: percent_hint(value), msg, count=1)
+
+
 def describe_validation_error(e: ValidationError) -> list[str]:
     """One line per problem: ``field.path: got VALUE; expected WHAT``."""
     out = []
@@ -57,5 +91,6 @@ def describe_validation_error(e: ValidationError) -> list[str]:
             msg = "expected " + (rest if rest.startswith(("a ", "an ", "'", "True", "False")) else "a value " + rest)
         elif kind == "extra_forbidden":
             msg = _EXPECTED["extra_forbidden"]
+        msg = _rehint(msg, err.get("input"))
         out.append(f"{path}: got {_value(err.get('input'))}; {msg}")
     return out

@@ -1,56 +1,48 @@
 """Reading request logs: OpenAI usage records, LiteLLM spend logs, plain CSV or Parquet (``.gz`` as they are).
 
 A log is recognised by its columns; ``columns`` maps any others
-(``{"timestamp": "ts", "prompt": "in_tok", "output": "out_tok"}``). Rows that are
-wrong (an unparseable timestamp, a missing or negative token count) are counted
-and reported with file, line and column, never silently dropped; ``strict``
-makes any of them an error. File-level problems (empty, no recognisable columns,
-mixed time zones) are errors naming the file.
+(``{"timestamp": "ts", "prompt": "in_tok", "output": "out_tok"}``). Every file goes
+through the input layer (:mod:`xlplan.io.files`: a folder, a device, a damaged or
+truncated ``.gz``, a decompression bomb are refused), and is read line by line, so
+one bad line among thousands is one row left out, never the whole file:
+
+- a row that cannot be read (not UTF-8, not a JSON object, a CSV row with the wrong
+  number of fields) or whose values do not hold a request (see
+  :mod:`xlplan.io.log_values`) is left out, counted and reported with file, line and
+  column; a request id seen before (the same log given twice) is left out the same way;
+- ``strict`` makes any of them an error, and so is a log where they are the majority;
+- file-level problems (empty, no recognisable columns, mixed time zones) are errors naming the file.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlplan.io import files
 from xlplan.io.errors import InputError
+from xlplan.io.log_formats import (
+    CHUNK_ROWS,
+    LOG_FILE,
+    RECOGNISED,
+    ROLES,
+    SlowPath,
+    csv_rows,
+    csv_rows_slow,
+    json_rows,
+    kind_of,
+    parquet_rows,
+)
+from xlplan.io.log_values import EXAMPLES, BadRows, Chunk, FileState, cached_above_prompt, show, timestamps, token_counts
 
-ROLES = ("timestamp", "prompt", "output", "cached")
-RECOGNISED: dict[str, tuple[str, ...]] = {
-    # OpenAI usage records first, then LiteLLM spend logs, then plain names
-    "timestamp": ("created", "startTime", "start_time", "timestamp", "time", "ts", "created_at", "request_time"),
-    "prompt": ("usage.prompt_tokens", "prompt_tokens", "usage.input_tokens", "input_tokens", "prompt", "tokens_in"),
-    "output": ("usage.completion_tokens", "completion_tokens", "usage.output_tokens", "output_tokens", "output", "tokens_out"),
-    "cached": ("usage.prompt_tokens_details.cached_tokens", "cached_tokens", "cache_read_input_tokens",
-               "usage.cache_read_input_tokens", "prompt_tokens_details.cached_tokens"),
-}
-CHUNK_ROWS = 1_000_000
+__all__ = ["CHUNK_ROWS", "RECOGNISED", "BadRows", "Requests", "parse_columns", "read_logs"]
+
 PROGRESS_MIN_BYTES = 20_000_000
 """Logs larger than this (about a second's reading) get a progress bar. [bytes]"""
-EXAMPLES = 5
-
-
-@dataclass
-class BadRows:
-    """Rows left out, by reason, with the first few places."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    examples: list[str] = field(default_factory=list)
-
-    def add(self, reason: str, n: int, where: list[str]) -> None:
-        if n:
-            self.counts[reason] = self.counts.get(reason, 0) + n
-            self.examples.extend(where[: max(0, EXAMPLES - len(self.examples))])
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts.values())
-
-    def lines(self) -> list[str]:
-        return [f"{n:,} row(s) left out: {reason}" for reason, n in self.counts.items()] + [f"  e.g. {e}" for e in self.examples]
+BAD_SHARE_MAX = 0.5
+"""Above this share of rows left out (duplicates aside), the log is refused rather than summarised from the rest. [fraction]"""
+DUPLICATE = "duplicate request id"
 
 
 @dataclass
@@ -69,7 +61,7 @@ class Requests:
 
 
 def parse_columns(text: str | None) -> dict[str, str]:
-    """``timestamp=ts,prompt=in_tok,output=out_tok[,cached=c]`` as a mapping."""
+    """``timestamp=ts,prompt=in_tok,output=out_tok[,cached=c][,id=request_id]`` as a mapping."""
     if not text:
         return {}
     out = {}
@@ -82,256 +74,196 @@ def parse_columns(text: str | None) -> dict[str, str]:
     return out
 
 
-def _open_text(path: Path):
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
-
-
-def _kind(path: Path) -> str:
-    name = path.name.lower().removesuffix(".gz")
-    if name.endswith(".parquet"):
-        return "parquet"
-    if name.endswith((".jsonl", ".ndjson", ".json")):
-        return "json"
-    return "csv"
-
-
-def _resolve_columns(present: list[str], mapping: dict[str, str], src: str) -> dict[str, str]:
-    lower = {c.lower(): c for c in present}
-    chosen = {}
-    for role in ROLES:
-        if role in mapping:
-            if mapping[role] not in present:
-                raise InputError(src, [f"column {mapping[role]!r} (--columns {role}=…) not found; columns: {', '.join(present[:20])}"])
-            chosen[role] = mapping[role]
-            continue
-        for candidate in RECOGNISED[role]:
-            if candidate.lower() in lower:
-                chosen[role] = lower[candidate.lower()]
-                break
-    missing = [r for r in ("timestamp", "prompt", "output") if r not in chosen]
-    if missing:
-        expected = "; ".join(f"{r}: {', '.join(RECOGNISED[r][:4])}…" for r in missing)
-        raise InputError(src, [f"no recognisable {', '.join(missing)} column (columns: {', '.join(present[:20]) or 'none'}); "
-                               f"expected {expected}, or map them with --columns timestamp=…,prompt=…,output=…"])
-    return chosen
-
-
-def _json_frames(path: Path, src: str, bad: BadRows, progress):
-    """JSON Lines (one record per line) or a JSON array of records, flattened ('usage.prompt_tokens')."""
-    import pandas as pd
-
-    with _open_text(path) as f:
-        head = f.read(1)
-        while head and head.isspace():
-            head = f.read(1)
-    if not head:
-        return
-    if head == "[":
-        with _open_text(path) as f:
-            try:
-                records = json.load(f)
-            except json.JSONDecodeError as e:
-                raise InputError(src, [f"line {e.lineno}: not valid JSON ({e.msg}); expected a JSON array of request records"]) from None
-        frame = pd.json_normalize(records)
-        frame.index = pd.RangeIndex(1, len(frame) + 1)  # record number
-        yield frame, "record"
-        return
-    records, lines, broken = [], [], []
-    with _open_text(path) as f:
-        for number, line in enumerate(f, start=1):
-            if progress:
-                progress(len(line))
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                if not isinstance(rec, dict):
-                    raise ValueError("not an object")
-            except ValueError:
-                broken.append(f"{src} line {number}: not a JSON object")
-                continue
-            records.append(rec)
-            lines.append(number)
-            if len(records) >= CHUNK_ROWS:
-                frame = pd.json_normalize(records)
-                frame.index = pd.Index(lines)
-                yield frame, "line"
-                records, lines = [], []
-    bad.add("unreadable JSON line", len(broken), broken)
-    if records:
-        frame = pd.json_normalize(records)
-        frame.index = pd.Index(lines)
-        yield frame, "line"
-
-
-def _csv_frames(path: Path, progress):
-    import pandas as pd
-
-    raw = open(path, "rb")  # noqa: SIM115 - closed below; its position drives the progress bar
-    stream = gzip.GzipFile(fileobj=raw) if path.suffix == ".gz" else raw
-    start, seen = 2, 0  # line 1 is the header
-    try:
-        for frame in pd.read_csv(stream, chunksize=CHUNK_ROWS, low_memory=False):
-            frame.index = pd.RangeIndex(start, start + len(frame))
-            start += len(frame)
-            if progress:
-                progress(raw.tell() - seen)
-                seen = raw.tell()
-            yield frame, "line"
-    except pd.errors.EmptyDataError:
-        return
-    finally:
-        stream.close()
-        raw.close()
-
-
-def _timestamps(col, src: str, name: str, unit_word: str):
-    """Unix seconds (UTC) from numbers (s or ms) or ISO 8601 text; the zone written in the text."""
-    import numpy as np
-    import pandas as pd
-
-    if pd.api.types.is_numeric_dtype(col):
-        t = col.astype(float)
-        t = t.where(t < 1e11, t / 1000.0)  # milliseconds
-        return t, None
-    text = col.astype("string").str.strip()
-    zones = text.str.extract(r"(Z|[+-]\d{2}:?\d{2})$", expand=False)
-    zones = zones.replace({"Z": "+00:00"}).str.replace(r"^([+-]\d{2})(\d{2})$", r"\1:\2", regex=True)
-    looks_like_time = text.str.match(r"^\d{4}-\d{2}-\d{2}").fillna(False).astype(bool)  # unparseable rows are counted later
-    kinds = zones[looks_like_time].fillna("none")
-    distinct = kinds.unique()
-    if len(distinct) > 1:
-        first_zone = kinds.iloc[0]
-        other = kinds[kinds != first_zone]
-        r = other.index[0]
-        shown = "no zone" if other.iloc[0] == "none" else other.iloc[0]
-        first_shown = "no zone" if first_zone == "none" else first_zone
-        raise InputError(src, [f"{unit_word} {r}, column {name!r}: time zone {shown} where earlier rows have {first_shown} "
-                               f"({_show(text[r])}); expected one time zone for the whole log: convert it to one zone (UTC)"])
-    zone = None if not len(distinct) or distinct[0] == "none" else distinct[0]
-    parsed = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
-    t = (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
-    return t.astype(float).where(parsed.notna(), np.nan), zone
-
-
-def _show(v) -> str:
-    return repr(v.item() if hasattr(v, "item") else v)
-
-
 def _offset_s(zone: str | None) -> float:
-    if not zone:
+    if not zone or zone == "none":
         return 0.0
     sign = -1.0 if zone.startswith("-") else 1.0
     hh, mm = zone[1:].split(":")
     return sign * (int(hh) * 3600 + int(mm) * 60)
 
 
+@dataclass
+class _Collected:
+    """The kept rows of every chunk, as arrays, with where each came from."""
+
+    t: list = field(default_factory=list)
+    prompt: list = field(default_factory=list)
+    output: list = field(default_factory=list)
+    cached: list = field(default_factory=list)
+    ids: list = field(default_factory=list)  # per chunk: a pandas Series of ids, or None without an id column
+    file: list = field(default_factory=list)  # per chunk: the file's index, an array per kept row
+    number: list = field(default_factory=list)  # per chunk: line (record, row) numbers of the kept rows
+    unit: dict = field(default_factory=dict)  # file index -> 'line', 'record' or 'row'
+    any_without_cached: bool = False
+
+    def extend(self, other: _Collected) -> None:
+        """Append another file's rows."""
+        for name in ("t", "prompt", "output", "cached", "ids", "file", "number"):
+            getattr(self, name).extend(getattr(other, name))
+        self.unit.update(other.unit)
+        self.any_without_cached |= other.any_without_cached
+
+
+def _keep(chunk: Chunk, state: FileState, bad: BadRows, out: _Collected, file_index: int) -> None:
+    import numpy as np
+
+    t = timestamps(chunk, state, bad)
+    good = ~np.isnan(t)
+    counts = {}
+    for role in ("prompt", "output", "cached"):
+        if role in chunk.columns:
+            counts[role] = token_counts(chunk, role, bad)
+            good &= ~np.isnan(counts[role])
+    if "cached" in counts:
+        sub = Chunk(chunk.src, chunk.unit, np.asarray(chunk.where)[good],
+                    {"cached": (chunk.columns["cached"][0], chunk.columns["cached"][1][good].reset_index(drop=True))})
+        checked = cached_above_prompt(sub, counts["prompt"][good], counts["cached"][good], bad)
+        keep_idx = np.flatnonzero(good)
+        good[keep_idx[np.isnan(checked)]] = False
+    else:
+        out.any_without_cached = True
+    out.t.append(t[good])
+    out.prompt.append(counts["prompt"][good])
+    out.output.append(counts["output"][good])
+    if "cached" in counts:
+        out.cached.append(counts["cached"][good])
+    ids = chunk.columns.get("id")
+    out.ids.append(None if ids is None else ids[1][good].reset_index(drop=True))
+    out.file.append(np.full(int(good.sum()), file_index, dtype=np.int32))
+    out.number.append(np.asarray(chunk.where, dtype=np.int64)[good])
+    out.unit[file_index] = chunk.unit
+
+
+def _drop_duplicate_ids(out: _Collected, srcs: list[str], col_of: dict[int, str], bad: BadRows):
+    """Keep-mask over the collected rows: False for a request id seen before (in any file)."""
+    import numpy as np
+    import pandas as pd
+
+    n = sum(a.size for a in out.t)
+    if all(ids is None for ids in out.ids):
+        return np.ones(n, dtype=bool)
+    ids = pd.concat([pd.Series([None] * a.size, dtype=object) if s is None else s.astype(object)
+                     for s, a in zip(out.ids, out.t)], ignore_index=True)
+    text = ids.map(lambda v: None if v is None or isinstance(v, (float, bool, dict, list)) or (isinstance(v, str) and not v.strip())
+                   else str(v))
+    given = text.notna().to_numpy(dtype=bool)
+    repeated = given & text.duplicated(keep="first").to_numpy(dtype=bool)
+    files, numbers = np.concatenate(out.file), np.concatenate(out.number)
+    places = []
+    if repeated.any():
+        for k in np.flatnonzero(repeated)[:EXAMPLES]:
+            k0 = int(np.flatnonzero((text == text.iat[k]).to_numpy(dtype=bool, na_value=False))[0])
+            f, f0 = int(files[k]), int(files[k0])
+            places.append(f"{srcs[f]} {out.unit[f]} {numbers[k]}, column {col_of.get(f, 'id')!r}: {show(text.iat[k])} was seen "
+                          f"before, at {srcs[f0]} {out.unit[f0]} {numbers[k0]}; expected each request once")
+    bad.add(DUPLICATE, int(repeated.sum()), places)
+    return ~repeated
+
+
 def read_logs(paths: list[str | Path], columns: dict[str, str] | None = None, strict: bool = False,
               show_progress: bool | None = None) -> Requests:
     """Read request logs into arrays; bad rows counted and reported (an error under ``strict``).
 
+    Parameters
+    ----------
+    paths
+        The logs. [path]
+    columns
+        Role -> column name, for columns not recognised by name. [text]
+    strict
+        Any bad row is an error. [bool]
+    show_progress
+        A progress bar; None: for logs over ``PROGRESS_MIN_BYTES``. [bool]
+
     Raises
     ------
     InputError
-        For an unreadable, empty or unrecognisable file, mixed time zones, or (``strict``) any bad row.
+        For an unreadable, empty or unrecognisable file, the same file given twice, mixed time zones,
+        no usable rows, more bad rows than good, or (``strict``) any bad row.
     """
     import numpy as np
-    import pandas as pd
 
+    from xlplan.io.extras import require
+
+    require("pandas", command="traffic")
     columns = columns or {}
+    paths = [Path(p) for p in paths]
+    seen: dict[str, str] = {}
+    for p in paths:
+        files.check_input(p, LOG_FILE)
+        real = os.path.realpath(p)
+        if real in seen:
+            raise InputError(str(p), [f"given twice (also as {seen[real]}); expected each log once (its requests would count twice)"])
+        seen[real] = str(p)
     bad = BadRows()
-    ts, ps, os_, cs = [], [], [], []
+    out = _Collected()
     used: dict[str, dict[str, str]] = {}
     zone_seen: str | None = None
     zone_file = ""
-    any_cached = True
-    total = sum(os.path.getsize(p) for p in map(Path, paths) if Path(p).exists())
-    bar = None
-    if show_progress is None:
-        show_progress = total > PROGRESS_MIN_BYTES
-    if show_progress:
-        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-        bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-                       transient=False)
-        bar.start()
+    bar = _progress_bar(paths, show_progress)
     try:
-        for p in map(Path, paths):
+        for index, p in enumerate(paths):
             src = str(p)
-            if not p.exists():
-                raise InputError(src, ["file not found; expected a request log (JSON Lines, JSON, CSV or Parquet, optionally .gz)"])
-            task = bar.add_task(f"reading {p.name}", total=os.path.getsize(p)) if bar else None
-
-            def progress(n, task=task):
-                if bar:
-                    bar.update(task, advance=n)
-
-            kind = _kind(p)
-            try:
-                if kind == "parquet":
-                    frame = pd.read_parquet(p)
-                    frame.index = pd.RangeIndex(1, len(frame) + 1)
-                    frames = iter([(frame, "row")])
-                elif kind == "json":
-                    frames = _json_frames(p, src, bad, progress if bar else None)
-                else:
-                    frames = _csv_frames(p, progress if bar else None)
-                n_rows = 0
-                for frame, unit_word in frames:
-                    chosen = _resolve_columns([str(c) for c in frame.columns], columns, src)
-                    used[src] = chosen
-                    t, zone = _timestamps(frame[chosen["timestamp"]], src, chosen["timestamp"], unit_word)
-                    if zone_seen is None and zone is not None:
-                        zone_seen, zone_file = zone, src
-                    elif zone is not None and zone != zone_seen:
-                        raise InputError(src, [f"column {chosen['timestamp']!r}: time zone {zone}, but {zone_file} is in {zone_seen}; "
-                                               "expected one time zone across the logs"])
-                    good = t.notna()
-                    where = [f"{src} {unit_word} {i}, column {chosen['timestamp']!r}: {_show(frame.at[i, chosen['timestamp']])} "
-                             "is not a timestamp (expected Unix seconds or ISO 8601)" for i in t.index[~good][:EXAMPLES]]
-                    bad.add(f"unparseable timestamp in column {chosen['timestamp']!r}", int((~good).sum()), where)
-                    counts = {}
-                    for role in ("prompt", "output", "cached"):
-                        if role not in chosen:
-                            continue
-                        raw = frame[chosen[role]]
-                        v = pd.to_numeric(raw, errors="coerce")
-                        if role == "cached":
-                            v = v.fillna(0.0)
-                        missing = v.isna() & good
-                        negative = (v < 0) & good
-                        bad.add(f"missing or non-numeric {role} token count in column {chosen[role]!r}", int(missing.sum()),
-                                [f"{src} {unit_word} {i}, column {chosen[role]!r}: {_show(raw[i])}; expected a token count"
-                                 for i in v.index[missing][:EXAMPLES]])
-                        bad.add(f"negative {role} token count in column {chosen[role]!r}", int(negative.sum()),
-                                [f"{src} {unit_word} {i}, column {chosen[role]!r}: {_show(raw[i])}; expected a count of at least 0"
-                                 for i in v.index[negative][:EXAMPLES]])
-                        good &= ~(missing | negative)
-                        counts[role] = v
-                    n_rows += len(frame)
-                    ts.append(t[good].to_numpy(dtype=float))
-                    ps.append(counts["prompt"][good].to_numpy(dtype=float))
-                    os_.append(counts["output"][good].to_numpy(dtype=float))
-                    if "cached" in counts:
-                        cs.append(counts["cached"][good].to_numpy(dtype=float))
-                    else:
-                        any_cached = False
-                if n_rows == 0 and not bad.total:
-                    raise InputError(src, ["empty: no requests in the file; expected one request per line or row"])
-            except InputError:
-                raise
-            except (OSError, ValueError, UnicodeDecodeError) as e:
-                raise InputError(src, [f"cannot read it as {kind.upper()} ({type(e).__name__}: {str(e)[:200]})"]) from None
+            kind = kind_of(p)
+            for reader in ((parquet_rows,) if kind == "parquet" else (json_rows,) if kind == "json" else (csv_rows, csv_rows_slow)):
+                state, file_bad, file_out = FileState(), BadRows(), _Collected()
+                progress = _advance(bar, p)
+                rows = 0
+                try:
+                    chunks = reader(p, src, columns) if kind == "parquet" else reader(p, src, columns, file_bad, progress)
+                    for chunk in chunks:
+                        used[src] = {role: col for role, (col, _) in chunk.columns.items()}
+                        _keep(chunk, state, file_bad, file_out, index)
+                        rows += len(chunk.columns["timestamp"][1])
+                except SlowPath:
+                    continue  # read it again, line by line
+                break
+            bad.merge(file_bad)
+            out.extend(file_out)
+            if state.zone is not None and state.zone != "none":
+                if zone_seen is None:
+                    zone_seen, zone_file = state.zone, src
+                elif state.zone != zone_seen:
+                    col = used.get(src, {}).get("timestamp", "timestamp")
+                    raise InputError(src, [f"column {col!r}: time zone {state.zone}, but {zone_file} is in {zone_seen}; "
+                                           "expected one time zone across the logs"])
+            if rows == 0 and file_bad.total == 0:
+                raise InputError(src, ["empty: no requests in the file; expected one request per line or row"])
     finally:
-        if bar:
+        if bar is not None:
             bar.stop()
+    srcs = [str(p) for p in paths]
+    keep = _drop_duplicate_ids(out, srcs, {i: used.get(s, {}).get("id", "id") for i, s in enumerate(srcs)}, bad)
+    names = ", ".join(srcs)
     if bad.total and strict:
-        raise InputError(", ".join(map(str, paths)), [f"{bad.total:,} bad row(s) (--strict)"] + bad.lines())
-    t_all = np.concatenate(ts) if ts else np.array([])
+        raise InputError(names, [f"{bad.total:,} bad row(s) (--strict)"] + bad.lines())
+    t_all = np.concatenate(out.t)[keep] if out.t else np.array([])
     if t_all.size == 0:
-        raise InputError(", ".join(map(str, paths)), ["no usable requests"] + bad.lines())
+        raise InputError(names, ["no usable requests"] + bad.lines())
+    unusable = bad.total - bad.counts.get(DUPLICATE, 0)  # a copy of a log given twice is not a sign of a wrong format
+    if unusable > BAD_SHARE_MAX * (unusable + t_all.size):
+        raise InputError(names, [f"{unusable:,} of {unusable + t_all.size:,} rows are bad; expected a log whose rows mostly "
+                                 "hold requests (check the format, or map the columns with --columns)"] + bad.lines())
+    cached = np.concatenate(out.cached)[keep] if out.cached and not out.any_without_cached else None
     return Requests(
-        t_s=t_all, prompt=np.concatenate(ps), output=np.concatenate(os_),
-        cached=np.concatenate(cs) if any_cached and cs else None, files=[str(p) for p in paths],
-        offset_s=_offset_s(zone_seen), zone=zone_seen or "UTC or as written (no zone in the log)", bad=bad, columns=used,
+        t_s=t_all, prompt=np.concatenate(out.prompt)[keep], output=np.concatenate(out.output)[keep], cached=cached,
+        files=srcs, offset_s=_offset_s(zone_seen), zone=zone_seen or "UTC or as written (no zone in the log)", bad=bad, columns=used,
     )
+
+
+def _progress_bar(paths: list[Path], show: bool | None):
+    total = sum(p.stat().st_size for p in paths)
+    if not (total > PROGRESS_MIN_BYTES if show is None else show):
+        return None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn(), transient=False)
+    bar.start()
+    return bar
+
+
+def _advance(bar, path: Path):
+    if bar is None:
+        return None
+    task = bar.add_task(f"reading {path.name}", total=path.stat().st_size)
+    return lambda n: bar.update(task, advance=n)

@@ -1,17 +1,36 @@
 """Reading Prometheus text-format scrapes of a vLLM or SGLang server, taken over time.
 
 Each file is one scrape (``curl -s http://server:8000/metrics > scrape-0001.txt``),
-in the order given, ``interval_s`` apart unless the samples carry their own
-timestamps. Parsed with ``prometheus_client``'s parser; a malformed scrape is an
-error naming the file and the line. Samples of a metric are summed over their
-labels (several engines or models on one server add up).
+read through the input layer (:mod:`xlplan.io.files`) and parsed with
+``prometheus_client``'s parser (the ``metrics`` extra); a malformed scrape is an error
+naming the file and the line.
+
+- **Order.** Scrapes are put in time order, not argument order: by their samples'
+  timestamps where every scrape carries them (the span is then measured), else by
+  the files' modification times (the span is then ``interval_s`` per scrape), ties
+  kept in the order given. A reordering is noted in the evidence.
+- **Several engines.** A data-parallel server reports one series per engine or rank
+  (``engine="0"``, ``engine="1"``; see ``ENGINE_LABELS``). Within a label set, gauges
+  are averaged across engines (two caches at 60% read 60%) and counters summed;
+  across other label sets (models, priorities), counts (waiting, running) and
+  counters add up while fractions (cache, GPU utilisation) are averaged.
+- **Duplicates.** A series given twice with the same value counts once; with two
+  values (two scrapes pasted into one file) it is an error. The same file twice is an error.
+- **Ranges.** Values are checked before they reach the verdict: a cache fraction
+  in [0, 1] (85 is refused with "0.85, not 85"), GPU utilisation in [0, 100], every
+  value finite and not negative.
+- **Counters** that fall between scrapes are taken as a restart (counted from 0) and noted.
 """
 
 from __future__ import annotations
 
+import math
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from xlplan.confirm import Evidence, percentile, rate
+from xlplan.io import files
 from xlplan.io.errors import InputError
 
 # role -> metric names, vLLM (current and older) then SGLang
@@ -25,73 +44,188 @@ METRICS: dict[str, tuple[str, ...]] = {
     "prompt": ("vllm:prompt_tokens_total", "vllm:prompt_tokens", "sglang:prompt_tokens_total"),
     "gpu_util": ("DCGM_FI_DEV_GPU_UTIL",),
 }
+KIND: dict[str, str] = {"cache": "fraction", "gpu_util": "percent", "waiting": "count", "running": "count",
+                        "preemptions": "counter", "generation": "counter", "prompt": "counter"}
+"""How each role's samples combine and which values are possible. [—]"""
+ENGINE_LABELS = frozenset({"engine", "rank", "dp_rank", "tp_rank", "pp_rank", "data_parallel_rank", "worker", "worker_id",
+                           "gpu", "device", "UUID", "pci_bus_id", "Hostname", "modelName", "DCGM_FI_DRIVER_VERSION"})
+"""Labels that tell engines, ranks or GPUs of one server apart (averaged over for gauges, summed for counters)."""
+FRACTION_SLACK = 1e-6
+"""A cache fraction may exceed 1 by this much (rounding). [fraction]"""
+MAX_INTERVAL_S = 86_400.0
+"""Longest interval between scrapes. [s]"""
+SCRAPE_FILE = "a Prometheus text-format scrape (curl http://server/metrics)"
+_WANTED = frozenset(name for names in METRICS.values() for name in names)
 
 
-def _parse(text: str, src: str) -> dict[str, float]:
+@dataclass(frozen=True)
+class Scrape:
+    """One scrape: each metric's value (combined over its series), and when it was taken."""
+
+    path: str
+    values: dict[str, float]  # metric name -> combined value [metric's unit]
+    at_s: float | None  # the samples' latest timestamp, where they carry one [s, Unix time]
+    mtime_s: float  # the file's modification time [s, Unix time]
+
+
+def _range_problem(role: str, v: float) -> str | None:
+    if not math.isfinite(v):
+        return f"got {v}; expected a finite number"
+    if v < 0:
+        return f"got {v:g}; expected a value of at least 0"
+    if KIND[role] == "fraction" and v > 1 + FRACTION_SLACK:
+        hint = f" ({v / 100:g}, not {v:g})" if 2 <= v <= 100 else ""
+        return f"got {v:g}; expected a fraction from 0 to 1{hint}"
+    if KIND[role] == "percent" and v > 100:
+        return f"got {v:g}; expected a percentage from 0 to 100"
+    return None
+
+
+def _series(name: str, labels: dict[str, str]) -> str:
+    return name + ("{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}" if labels else "")
+
+
+def _families(text: str, src: str):
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
-        families = list(text_string_to_metric_families(text))
-    except ValueError as e:
+        return list(text_string_to_metric_families(text))
+    except (ValueError, IndexError, KeyError, TypeError, AttributeError) as e:  # what the parser raises on malformed text
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip() and not line.startswith("#"):
                 try:
                     list(text_string_to_metric_families(line + "\n"))
-                except ValueError:
+                except (ValueError, IndexError, KeyError, TypeError, AttributeError):
                     raise InputError(src, [f"line {number}: not Prometheus text format ({e}): {line[:120]!r}"]) from None
         raise InputError(src, [f"not Prometheus text format ({e})"]) from None
-    values: dict[str, float] = {}
-    for family in families:
-        for sample in family.samples:
-            if sample.name.endswith(("_created", "_bucket", "_sum", "_count")) and sample.name not in sum(METRICS.values(), ()):
-                continue
-            values[sample.name] = values.get(sample.name, 0.0) + float(sample.value)
-    return values
 
 
-def _pick(scrape: dict[str, float], role: str) -> float | None:
-    for name in METRICS[role]:
-        if name in scrape:
-            return scrape[name]
-    return None
+def _combine(role: str, samples: dict[tuple, float]) -> float:
+    """One value from a metric's series: per label set across engines, then across label sets (see the module notes)."""
+    groups: dict[tuple, list[float]] = {}
+    for labels, v in samples.items():
+        key = tuple((k, x) for k, x in labels if k not in ENGINE_LABELS)
+        groups.setdefault(key, []).append(v)
+    counter = KIND[role] == "counter"
+    per_group = [sum(vs) if counter else sum(vs) / len(vs) for vs in groups.values()]
+    if KIND[role] in ("fraction", "percent"):
+        return sum(per_group) / len(per_group)
+    return sum(per_group)
 
 
-def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Evidence:
-    """The evidence in a series of scrapes.
+def parse_scrape(text: str, src: str, mtime_s: float = 0.0) -> Scrape:
+    """The values a scrape's text gives the roles in ``METRICS``, checked and combined.
 
     Raises
     ------
     InputError
-        A missing or malformed file, fewer than two scrapes, or scrapes without vLLM or SGLang metrics.
+        Malformed text (with the line), a series given twice with two values, a value out of range
+        (naming the series), or no vLLM or SGLang cache metric.
     """
-    scrapes = []
+    role_of = {name: role for role, names in METRICS.items() for name in names}
+    seen: dict[str, dict[tuple, float]] = {}
+    stamps: list[float] = []
+    problems: list[str] = []
+    for family in _families(text, src):
+        for sample in family.samples:
+            if sample.name not in _WANTED:
+                continue
+            value = float(sample.value)
+            labels = tuple(sorted(sample.labels.items()))
+            series = seen.setdefault(sample.name, {})
+            where = _series(sample.name, sample.labels)
+            if labels in series:
+                old = series[labels]
+                if old != value and not (math.isnan(old) and math.isnan(value)):
+                    problems.append(f"{where}: given twice, as {old:g} and {value:g}; expected each series once per scrape file "
+                                    "(two scrapes pasted together?)")
+                continue
+            problem = _range_problem(role_of[sample.name], value)
+            if problem:
+                problems.append(f"{where}: {problem}")
+            series[labels] = value
+            if sample.timestamp is not None:
+                stamps.append(float(sample.timestamp))
+    if problems:
+        raise InputError(src, problems)
+    values = {name: _combine(role_of[name], samples) for name, samples in seen.items()}
+    if not any(name in values for name in METRICS["cache"]):
+        found = ", ".join(sorted({f.name for f in _families(text, src)})[:8]) or "no metrics"
+        raise InputError(src, [f"no vLLM or SGLang cache metric (found: {found}); expected one of "
+                               f"{', '.join(METRICS['cache'])} — is this the inference server's /metrics?"])
+    return Scrape(src, values, max(stamps) if stamps else None, mtime_s)
+
+
+def _pick(scrape: Scrape, role: str) -> float | None:
+    for name in METRICS[role]:
+        if name in scrape.values:
+            return scrape.values[name]
+    return None
+
+
+def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Evidence:
+    """The evidence in a series of scrapes, in time order.
+
+    Parameters
+    ----------
+    paths
+        Scrape files, in any order. [path]
+    interval_s
+        Time between scrapes, where the samples carry no timestamps. [s]
+
+    Raises
+    ------
+    InputError
+        A missing or malformed file, the same file twice, fewer than two scrapes, scrapes without vLLM
+        or SGLang metrics, a value out of range, or a bad interval.
+    """
+    from xlplan.io.extras import require
+
+    if not (isinstance(interval_s, (int, float)) and 0 < interval_s <= MAX_INTERVAL_S):
+        raise InputError("--interval", [f"got {interval_s!r}; expected a number of seconds above 0 and at most a day"])
+    require("prometheus_client", command="confirm")
+    scrapes: list[Scrape] = []
+    seen: dict[str, str] = {}
     for p in map(Path, paths):
-        if not p.exists():
-            raise InputError(str(p), ["file not found; expected a Prometheus text-format scrape (curl http://server/metrics)"])
-        try:
-            text = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise InputError(str(p), ["not text; expected a Prometheus text-format scrape"]) from None
-        s = _parse(text, str(p))
-        if _pick(s, "cache") is None:
-            found = ", ".join(sorted(s)[:8]) or "no metrics"
-            raise InputError(str(p), [f"no vLLM or SGLang cache metric (found: {found}); expected one of "
-                                      f"{', '.join(METRICS['cache'])} — is this the inference server's /metrics?"])
-        scrapes.append(s)
+        real = os.path.realpath(p)
+        if real in seen:
+            raise InputError(str(p), [f"given twice (also as {seen[real]}); expected each scrape once"])
+        seen[real] = str(p)
+        text = files.read_text(p, SCRAPE_FILE, files.SCRAPE_MAX_BYTES)
+        scrapes.append(parse_scrape(text, str(p), p.stat().st_mtime))
     if len(scrapes) < 2:
         raise InputError(", ".join(map(str, paths)), ["one scrape; expected at least two, taken over time at peak (rates need two)"])
-    seconds = interval_s * (len(scrapes) - 1)
+    notes: list[str] = []
+    timed = all(s.at_s is not None for s in scrapes)
+    ordered = sorted(scrapes, key=(lambda s: s.at_s) if timed else (lambda s: s.mtime_s))
+    if ordered != scrapes:
+        how = "their samples' timestamps" if timed else "the files' modification times"
+        notes.append(f"scrapes taken in the order of {how} ({', '.join(Path(s.path).name for s in ordered[:6])}"
+                     f"{', …' if len(ordered) > 6 else ''}), not as given")
+    if timed:
+        seconds = ordered[-1].at_s - ordered[0].at_s
+        if seconds <= 0:
+            raise InputError(", ".join(map(str, paths)), ["every scrape carries the same timestamp; expected scrapes taken over time"])
+    else:
+        seconds = interval_s * (len(ordered) - 1)
 
     def series(role: str) -> list[float]:
-        return [v for v in (_pick(s, role) for s in scrapes) if v is not None]
+        return [v for v in (_pick(s, role) for s in ordered) if v is not None]
 
+    for role in ("preemptions", "generation", "prompt"):
+        values = [(s, _pick(s, role)) for s in ordered]
+        values = [(s, v) for s, v in values if v is not None]
+        for (a, x), (b, y) in zip(values, values[1:]):
+            if y < x:
+                notes.append(f"{role} counter fell from {x:g} to {y:g} between {Path(a.path).name} and {Path(b.path).name}: "
+                             "taken as a restart")
     cache = series("cache")
     gpu = series("gpu_util")
     gen, prompt = series("generation"), series("prompt")
     return Evidence(
-        scrapes=len(scrapes), seconds=seconds, cache_p50=percentile(cache, 0.5), cache_p95=percentile(cache, 0.95),
+        scrapes=len(ordered), seconds=seconds, cache_p50=percentile(cache, 0.5), cache_p95=percentile(cache, 0.95),
         preemptions_per_s=rate(series("preemptions"), seconds), waiting_p50=percentile(series("waiting"), 0.5),
         waiting_max=max(series("waiting") or [0.0]), running_p50=percentile(series("running"), 0.5),
         generation_tok_s=rate(gen, seconds) if len(gen) > 1 else None, prompt_tok_s=rate(prompt, seconds) if len(prompt) > 1 else None,
-        gpu_util_p50=percentile([g / 100.0 for g in gpu], 0.5) if gpu else None,
+        gpu_util_p50=percentile([g / 100.0 for g in gpu], 0.5) if gpu else None, notes=tuple(notes),
     )

@@ -11,7 +11,7 @@ import datetime as dt
 from pathlib import Path
 
 from xlplan.io.logs import Requests
-from xlplan.traffic import TrafficSummary
+from xlplan.traffic import PEAK_RULE, TrafficSummary
 
 
 def _when(t_s: float, offset_s: float = 0.0) -> str:
@@ -42,8 +42,14 @@ def forecast_section(s: TrafficSummary) -> dict:
 def plan_fragment(req: Requests, s: TrafficSummary) -> dict:
     """What a log contributes to a plan: the forecast, its source, its owner."""
     files = ", ".join(Path(f).name for f in req.files)
-    return {"forecast": forecast_section(s), "sources": {"forecast": provenance(req, s)},
-            "owners": {"forecast": f"request log ({files})"}}
+    out = {"forecast": forecast_section(s), "sources": {"forecast": provenance(req, s)},
+           "owners": {"forecast": f"request log ({files})"}}
+    if s.weekly_growth is not None:  # the growth `xlplan schedule` takes: weekly, as the equivalent monthly rate
+        from xlplan.schedule import monthly_from_weekly
+
+        out["growth"] = {"monthly": round(monthly_from_weekly(s.weekly_growth), 6),
+                         "source": f"measured: {s.weekly_growth:+.2%} a week over {len(s.weekly_peaks_rps)} weeks of {files}"}
+    return out
 
 
 def summary_lines(req: Requests, s: TrafficSummary) -> list[tuple[str, str]]:
@@ -51,7 +57,8 @@ def summary_lines(req: Requests, s: TrafficSummary) -> list[tuple[str, str]]:
     rows = [
         ("Requests", f"{s.requests:,} from {', '.join(Path(f).name for f in req.files)} ({req.zone})"),
         ("Period", f"{_when(s.first_s, req.offset_s)} – {_when(s.last_s, req.offset_s)}"),
-        ("Peak rate", f"{s.peak_rps:,.3f} req/s: the busiest {s.window_s:g} s window, from {_when(s.peak_window_start_s, req.offset_s)}"),
+        ("Peak rate", f"{s.peak_rps:,.3f} req/s: the busiest {s.window_s:g} s window, from {_when(s.peak_window_start_s, req.offset_s)} "
+                      f"({PEAK_RULE.format(window=s.window_s)})"),
         ("p99 of window rates", f"{s.p99_window_rps:,.3f} req/s"),
         ("Mean rate", f"{s.mean_rps:,.3f} req/s → average utilisation {s.average_utilisation:.1%} of peak"),
         ("Prompt tokens", f"p50 {s.prompt.p50:,.0f} · p95 {s.prompt.p95:,.0f} · p99 {s.prompt.p99:,.0f}   (mean {s.prompt.mean:,.0f}, max {s.prompt.max:,.0f})"),
@@ -66,8 +73,20 @@ def summary_lines(req: Requests, s: TrafficSummary) -> list[tuple[str, str]]:
     return rows
 
 
-def pictures(req: Requests, s: TrafficSummary, stem: Path) -> list[Path]:
-    """PNGs beside the forecast: the request rate with the peak window marked; prompt and output histograms with p50/p95/p99."""
+PLOT_POINTS = 4000
+"""Most points in the rate plot; longer series keep each group's busiest window. [points]"""
+
+
+def picture_paths(stem: Path) -> list[Path]:
+    """Where the PNGs beside a forecast go: ``STEM-rate.png`` and ``STEM-lengths.png``. [path]"""
+    return [stem.with_name(stem.name + "-rate.png"), stem.with_name(stem.name + "-lengths.png")]
+
+
+def pictures(req: Requests, s: TrafficSummary, stem: Path) -> list[tuple[Path, bytes]]:
+    """PNGs beside the forecast, as (path, bytes): the request rate with the peak window marked; prompt and output histograms
+    with p50/p95/p99. Nothing is written."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -78,7 +97,9 @@ def pictures(req: Requests, s: TrafficSummary, stem: Path) -> list[Path]:
 
     out = []
     counts = window_counts(req.t_s, s.window_s)
-    hours = np.arange(counts.size) * s.window_s / 3600.0
+    group = max(1, -(-counts.size // PLOT_POINTS))  # windows per point, each point the busiest of its group
+    counts = np.pad(counts, (0, (-counts.size) % group)).reshape(-1, group).max(axis=1)
+    hours = np.arange(counts.size) * group * s.window_s / 3600.0
     fig, ax = plt.subplots(figsize=(10, 3.6), dpi=110)
     ax.plot(hours, counts / s.window_s, lw=0.6, color="#1f77b4", label=f"requests/s per {s.window_s:g} s window")
     k = (s.peak_window_start_s - s.first_s) / 3600.0
@@ -90,10 +111,11 @@ def pictures(req: Requests, s: TrafficSummary, stem: Path) -> list[Path]:
     ax.set_title("Request rate over time, peak window marked")
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
-    rate = stem.with_name(stem.name + "-rate.png")
-    fig.savefig(rate)
+    rate_path, hist_path = picture_paths(stem)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
     plt.close(fig)
-    out.append(rate)
+    out.append((rate_path, buf.getvalue()))
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), dpi=110)
     for ax, values, d, name in ((axes[0], req.prompt, s.prompt, "prompt"), (axes[1], req.output, s.output, "output")):
         v = np.maximum(np.asarray(values, dtype=float), 1.0)
@@ -108,10 +130,10 @@ def pictures(req: Requests, s: TrafficSummary, stem: Path) -> list[Path]:
         ax.set_title(f"{name.capitalize()} lengths")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    hist = stem.with_name(stem.name + "-lengths.png")
-    fig.savefig(hist)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
     plt.close(fig)
-    out.append(hist)
+    out.append((hist_path, buf.getvalue()))
     return out
 
 

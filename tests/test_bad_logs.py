@@ -1,0 +1,222 @@
+"""Request logs: data problems become reports, never silent numbers; the peak is the busiest sliding window (issue 13)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from xlplan.cli import main
+from xlplan.io.errors import InputError
+from xlplan.io.logs import read_logs
+from xlplan.traffic import MIN_REQUESTS, UnsuitableLog, peak_rate, summarise
+
+T0 = 1_767_225_600  # 2026-01-01 00:00:00 UTC, a Thursday
+HEADER = "timestamp,prompt_tokens,completion_tokens\n"
+
+
+def rows(n: int, start: int = 0) -> list[str]:
+    """``n`` good CSV rows, one a second from T0 + start, 1,000 tokens in and 100 out."""
+    return [f"{T0 + start + i},1000,100\n" for i in range(n)]
+
+
+def write(tmp_path, lines: list[str], name="log.csv", header=HEADER):
+    path = tmp_path / name
+    path.write_text(header + "".join(lines), encoding="utf-8")
+    return path
+
+
+def test_one_malformed_line_among_thousands_is_one_row_left_out(tmp_path, capsys):
+    # line 1 is the header, so the 1,501st data row is on line 1,502
+    lines = rows(3000)
+    lines[1500] = f"{T0 + 1500},1000,100,an extra field\n"
+    path = write(tmp_path, lines)
+    r = read_logs([path])
+    assert r.t_s.size == 2999 and r.bad.counts == {"wrong number of fields": 1}
+    assert f"{path} line 1502: 4 field(s) where the header has 3" in r.bad.examples
+    assert main(["traffic", str(path)]) == 0
+    assert "1 row(s) left out: wrong number of fields" in capsys.readouterr().out
+    assert main(["traffic", str(path), "--strict"]) == 2
+    assert "1 bad row(s) (--strict)" in capsys.readouterr().err
+
+
+def test_an_unreadable_json_line_and_a_byte_that_is_not_utf8(tmp_path):
+    path = tmp_path / "log.jsonl"
+    recs = [json.dumps({"created": T0 + i, "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode() for i in range(200)]
+    recs[9] = b'{"created": 1767225609, "usage": {'  # line 10: cut short
+    recs[19] = recs[19].replace(b'"usage"', b'"us\xe9age"')  # line 20: a Latin-1 byte
+    path.write_bytes(b"\n".join(recs) + b"\n")
+    r = read_logs([path])
+    assert r.t_s.size == 198
+    assert r.bad.counts == {"unreadable JSON line": 1, "unreadable line": 1}
+    assert any(e.startswith(f"{path} line 10: not valid JSON") for e in r.bad.examples)
+    assert any(e.startswith(f"{path} line 20: column") and "0xe9 is not UTF-8" in e for e in r.bad.examples)
+
+
+def test_crlf_and_blank_lines_keep_line_numbers(tmp_path):
+    # header on line 1, a blank line 2, good rows on lines 3-4, a bad one on line 5
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"timestamp,prompt_tokens,completion_tokens\r\n\r\n1767225600,1,1\r\n1767225601,1,1\r\nsoon,1,1\r\n")
+    r = read_logs([path])
+    assert r.t_s.size == 2 and r.bad.examples[0].startswith(f"{path} line 5, column 'timestamp': 'soon'")
+
+
+def test_a_timestamp_in_another_format_is_left_out_not_the_rest(tmp_path):
+    # 2,999 rows in Unix seconds and one in ISO 8601: the file's format is seconds, the ISO row is the odd one out
+    lines = rows(3000)
+    lines[7] = "2026-01-01T00:00:07Z,1000,100\n"
+    r = read_logs([write(tmp_path, lines)])
+    assert r.t_s.size == 2999
+    assert r.bad.counts == {"timestamp in another format in column 'timestamp'": 1}
+    assert "line 9, column 'timestamp': '2026-01-01T00:00:07Z' where the file's timestamps are Unix seconds" in r.bad.examples[0]
+    # and the other way round: ISO text with one Unix timestamp among it
+    iso = [f"{pd.Timestamp(T0 + i, unit='s', tz='UTC').isoformat()},1000,100\n" for i in range(300)]
+    iso[5] = f"{T0 + 5},1000,100\n"
+    r = read_logs([write(tmp_path, iso, "iso.csv")])
+    assert r.t_s.size == 299 and "where the file's timestamps are ISO 8601 text" in r.bad.examples[0]
+
+
+def test_seconds_and_milliseconds_are_different_formats(tmp_path):
+    lines = rows(500)
+    lines[0] = f"{(T0 + 0) * 1000},1000,100\n"
+    r = read_logs([write(tmp_path, lines)])
+    assert r.t_s.size == 499 and "where the file's timestamps are Unix seconds" in r.bad.examples[0]
+
+
+@pytest.mark.parametrize("value, date", [("0", "1970-01-01"), ("4102444800", "2100-01-01"), ("946684799", "1999-12-31")])
+def test_timestamps_outside_2000_2099_are_reported(tmp_path, value, date):
+    lines = rows(300)
+    lines[3] = f"{value},1000,100\n"
+    r = read_logs([write(tmp_path, lines)])
+    assert r.t_s.size == 299 and r.bad.counts == {"timestamp outside 2000-2099 in column 'timestamp'": 1}
+    assert f"line 5, column 'timestamp': {value} is {date}; expected a date from 2000 to 2099" in r.bad.examples[0]
+
+
+@pytest.mark.parametrize("bad, reason", [
+    ("1767225610,-5,100", "negative prompt token count in column 'prompt_tokens'"),
+    ("1767225610,1000,-1", "negative output token count in column 'completion_tokens'"),
+    ("1767225610,1000.5,100", "fractional prompt token count in column 'prompt_tokens'"),
+    ("1767225610,inf,100", "implausible prompt token count in column 'prompt_tokens'"),
+    ("1767225610,1e12,100", "implausible prompt token count in column 'prompt_tokens'"),
+    ("1767225610,true,100", "missing or non-numeric prompt token count in column 'prompt_tokens'"),
+])
+def test_impossible_token_counts_are_reported(tmp_path, bad, reason):
+    lines = rows(300)
+    lines[10] = bad + "\n"
+    r = read_logs([write(tmp_path, lines)])
+    assert r.t_s.size == 299 and r.bad.counts == {reason: 1} and "line 12" in r.bad.examples[0]
+
+
+def test_cached_above_prompt_is_reported_not_clamped(tmp_path):
+    header = "timestamp,prompt_tokens,completion_tokens,cached_tokens\n"
+    lines = [f"{T0 + i},1000,100,250\n" for i in range(300)]
+    lines[4] = f"{T0 + 4},1000,100,3000\n"
+    r = read_logs([write(tmp_path, lines, header=header)])
+    assert r.t_s.size == 299 and r.bad.counts == {"cached tokens above prompt tokens in column 'cached_tokens'": 1}
+    assert "line 6, column 'cached_tokens': 3000 above the prompt's 1,000 tokens" in r.bad.examples[0]
+    # prefix reuse from the 299 rows left: 250 / 1,000 exactly, not pulled up by a clamped 1,000 / 1,000
+    assert summarise(r.t_s, r.prompt, r.output, r.cached).prefix_reuse == 0.25
+
+
+def test_duplicate_request_ids_are_counted_once(tmp_path):
+    header = "request_id,startTime,prompt_tokens,completion_tokens\n"
+    lines = [f"r{i},{T0 + i},1000,100\n" for i in range(300)]
+    lines[299] = f"r7,{T0 + 299},1000,100\n"
+    path = write(tmp_path, lines, header=header)
+    r = read_logs([path])
+    assert r.t_s.size == 299 and r.bad.counts == {"duplicate request id": 1}
+    assert f"{path} line 301, column 'request_id': 'r7' was seen before, at {path} line 9" in r.bad.examples[0]
+    # the same log under another name: every request of the copy is a duplicate, and none is counted twice
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(path.read_bytes())
+    r = read_logs([path, copy])
+    assert r.t_s.size == 299 and r.bad.counts == {"duplicate request id": 1 + 300}
+
+
+def test_the_same_file_twice_is_an_error(tmp_path, capsys):
+    path = write(tmp_path, rows(300))
+    assert main(["traffic", str(path), str(tmp_path / "." / "log.csv")]) == 2
+    assert "given twice" in capsys.readouterr().err
+
+
+def test_too_few_requests_or_too_short_a_span_is_an_error(tmp_path, capsys):
+    path = write(tmp_path, rows(MIN_REQUESTS - 1))
+    assert main(["traffic", str(path)]) == 2
+    assert f"{MIN_REQUESTS - 1} request(s); expected at least {MIN_REQUESTS}" in capsys.readouterr().err
+    # 300 requests a second apart span 299 s: shorter than a 5-minute window, so no peak is computed ("peak 0.000" before)
+    path = write(tmp_path, rows(300), "short.csv")
+    assert main(["traffic", str(path), "--window", "5m"]) == 2
+    assert "the requests span 299 s, shorter than the 300 s window" in capsys.readouterr().err
+    with pytest.raises(UnsuitableLog):
+        summarise(np.arange(300.0), np.ones(300), np.ones(300), window_s=300)
+
+
+def test_a_truncated_gz_is_one_clear_line(tmp_path, capsys):
+    path = tmp_path / "log.csv.gz"
+    path.write_bytes(gzip.compress((HEADER + "".join(rows(3000))).encode())[:-200])
+    assert main(["traffic", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a damaged or truncated .gz" in err and "Aborted" not in err
+
+
+def test_a_log_that_is_mostly_bad_is_refused(tmp_path):
+    # 150 good rows and 151 whose timestamps are not timestamps: more than half bad, so no forecast from the rest
+    lines = rows(150) + ["soon,1000,100\n"] * 151
+    with pytest.raises(InputError, match="151 of 301 rows are bad"):
+        read_logs([write(tmp_path, lines)])
+    # the format is the one most rows use, not the first row's: 151 ISO rows outvote 150 in Unix seconds
+    lines = rows(150) + [f"2026-01-02T00:{i // 60:02d}:{i % 60:02d}Z,1000,100\n" for i in range(151)]
+    r = read_logs([write(tmp_path, lines, "mixed.csv")])
+    assert r.t_s.size == 151 and r.bad.counts == {"timestamp in another format in column 'timestamp'": 150}
+
+
+def test_a_json_array_with_one_bad_record(tmp_path):
+    records = [{"created": T0 + i, "usage": {"prompt_tokens": 10, "completion_tokens": 5}} for i in range(200)]
+    records[3] = [1, 2]
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    r = read_logs([path])
+    assert r.t_s.size == 199 and r.bad.examples == [f"{path} record 4: a JSON list, not an object"]
+
+
+def test_a_burst_inside_one_clock_minute_is_the_true_busiest_minute(tmp_path, capsys):
+    # A week with one request every 2 s from T0 + 37 s (any 60 s span holds exactly 30 of them), plus 3,000 requests
+    # between 10 s and 50 s into the clock minute that starts 3 days, 12 h and 17 min after T0. The busiest minute holds
+    # the whole burst and 30 background requests: 3,030 / 60 s = 50.5 req/s. A window anchored at the first request
+    # (T0 + 37 s + 60 k) would cut the burst at 37 s into its minute.
+    minute = T0 + 3 * 86_400 + 12 * 3600 + 17 * 60
+    background = T0 + 37 + np.arange(0, 7 * 86_400 - 60, 2.0)
+    burst = minute + 10 + np.arange(3000) * (40.0 / 3000)
+    t = np.sort(np.concatenate([background, burst]))
+    path = tmp_path / "week.csv"
+    pd.DataFrame({"created": np.round(t, 3), "prompt_tokens": 1000, "completion_tokens": 100}).to_csv(path, index=False)
+    out = tmp_path / "fc.yaml"
+    assert main(["traffic", str(path), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert yaml.safe_load(out.read_text())["forecast"]["peak_rps"] == 3030 / 60
+    assert "sliding: the most requests in any 60 s span" in printed  # the rule is stated
+    peak, start, _ = peak_rate(t, 60)
+    assert peak == 50.5 and minute - 10 < start <= minute + 10  # the window holds the whole burst
+
+
+def test_a_burst_across_two_fixed_windows_is_found_whole():
+    # 100 requests from 30 s to 89.4 s: fixed windows [0, 60) and [60, 120) would each see about half; the sliding
+    # window from the first of them holds all 100, so the peak is 100 / 60 s
+    t = 30 + np.arange(100) * 0.6
+    assert peak_rate(t, 60)[:2] == (100 / 60, 30.0)
+
+
+@pytest.mark.parametrize("column", [
+    pd.to_datetime(T0 + np.arange(300), unit="s", utc=True),  # a Parquet timestamp with a zone
+    pd.to_datetime(T0 + np.arange(300), unit="s"),  # and without
+    pd.array(list(T0 + np.arange(299)) + [None], dtype="Int64"),  # nullable integers, one missing
+])
+def test_parquet_column_types(tmp_path, column):
+    path = tmp_path / "log.parquet"
+    pd.DataFrame({"created": column, "prompt_tokens": 100, "completion_tokens": 10}).to_parquet(path)
+    r = read_logs([path])
+    assert r.t_s.min() == T0 and r.t_s.size + r.bad.total == 300
