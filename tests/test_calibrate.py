@@ -9,26 +9,34 @@ from pathlib import Path
 import pytest
 import yaml
 
-from xlplan.calibrate import Run, fit
+from xlplan.calibrate import fit
 from xlplan.cli import main
 from xlplan.io.bench_results import read_results
 from xlplan.io.errors import InputError
 from xlplan.io.planfile import reference_plan
-from xlplan.predict import Efficiencies, hardware_from_scenario, itl_s, online_output_tok_s, ttft_s
-from xlplan.scenario import resolve
+from xlplan.predict import (
+    Efficiencies,
+    conditions_of_plan,
+    fixed_concurrency,
+    replace_concurrency,
+)
 
-TRUE = Efficiencies(prefill_mfu=0.52, decode_mfu=0.33, bandwidth_efficiency=0.71)
-# Llama-3.1-8B bf16 on one H100: concurrency 1 and 8 are memory-bound, 256 and 512 with 4k prompts compute-bound
-RUNS = [(1, 1000, 200), (8, 1000, 200), (256, 4000, 300), (512, 4000, 300)]
+# The truth the synthetic benchmark files are written from: a vLLM replica of Llama-3.1-8B bf16 on one H100 whose
+# efficiencies are these. Concurrency 1 and 8 with short prompts are memory- and overhead-bound; 64 with 8k prompts
+# reads 64 long caches per step; 384 with long outputs is compute-bound in its weight GEMMs.
+TRUE = Efficiencies(prefill_mfu=0.52, decode_mfu=0.33, bandwidth_efficiency=0.71, step_overhead_s=0.003, expert_efficiency=1.0)
+RUNS = [(1, 1000, 200), (8, 1000, 200), (64, 8000, 300), (384, 300, 1000)]
 
 
-def _h():
-    return hardware_from_scenario(resolve(reference_plan()), 1)
+def _conditions():
+    return conditions_of_plan(reference_plan(), 1)
 
 
 def _truth(c, isl, osl):
-    h = _h()
-    return ttft_s(h, isl, TRUE), itl_s(h, c, isl, osl, TRUE), online_output_tok_s(h, c, isl, osl, TRUE)
+    from dataclasses import replace
+
+    on = fixed_concurrency(replace(replace_concurrency(_conditions(), c), isl=isl, osl=osl), TRUE)
+    return on.ttft_s, on.itl_s, on.output_tok_s
 
 
 def write_vllm(folder: Path) -> list[Path]:
@@ -80,13 +88,15 @@ def write_genai_perf(folder: Path) -> list[Path]:
 
 @pytest.mark.parametrize("writer", [write_vllm, write_guidellm, write_genai_perf])
 def test_known_efficiencies_are_recovered_within_2_percent(tmp_path, writer):
+    # the files hold exactly what the serving model predicts at TRUE; fitting them must give TRUE back
     runs = read_results(writer(tmp_path))
     assert len(runs) == 4
-    f = fit(_h(), runs)
+    f = fit(runs, _conditions())
     assert f.efficiencies.prefill_mfu == pytest.approx(0.52, rel=0.02)
     assert f.efficiencies.decode_mfu == pytest.approx(0.33, rel=0.02)
     assert f.efficiencies.bandwidth_efficiency == pytest.approx(0.71, rel=0.02)
-    assert sorted(f.sides.values()) == ["compute", "compute", "memory", "memory"]
+    assert f.efficiencies.step_overhead_s == pytest.approx(0.003, rel=0.05)
+    assert f.median_error < 1e-3
 
 
 def test_calibrate_writes_the_policy_and_the_plan_reports_a_range(tmp_path, capsys):
@@ -94,7 +104,7 @@ def test_calibrate_writes_the_policy_and_the_plan_reports_a_range(tmp_path, caps
     out = tmp_path / "calibrated.yaml"
     assert main(["calibrate", *map(str, paths), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "prefill MFU 0.520" in printed and "range" in printed
+    assert "prefill MFU 0.520" in printed and "step overhead 3.00 ms" in printed and "range" in printed
     policy = yaml.safe_load(out.read_text())["policy"]
     assert policy["decode_mfu"] == pytest.approx(0.33, rel=0.02) and policy["calibration"]["runs"] == 4
     assert policy["calibration"]["source"].startswith("vllm-c1.json, vllm-c8.json")
@@ -113,33 +123,30 @@ def test_a_result_file_of_another_format(tmp_path, capsys):
     assert "not JSON" in capsys.readouterr().err
 
 
-def _runs_from_rows(rows) -> list[Run]:
-    """Public measurement rows as calibration runs, each with its own replica (model, dtypes, TP)."""
-    from xlplan.io.measurements import predict_row_inputs
+def test_leave_one_source_out_uses_no_row_of_the_source_it_predicts():
+    # the honest check of the default efficiencies: refit the table without one source and predict that source's rows
+    import math
 
-    return [r for r in (predict_row_inputs(row) for row in rows) if r is not None]
+    from xlplan.calibrate import _TABLE_OVERRIDE, fit_defaults, residuals
+    from xlplan.io.measurements import CORPUS, read_measurements, run_of, source_group
 
-
-def test_fitting_half_of_one_gpus_measurements_improves_the_other_half():
-    # The H100 rows of measurements-public.csv with a throughput or a latency, in id order (G03 N01 N03 N05 T01 T02 T10
-    # T16). Fitting on N01 N05 T02 T16 (prefill MFU 0.44 from N01's TTFT at concurrency 1, bandwidth 0.58 from N01 and
-    # T02, decode MFU 0.27 from N05 and T16) and predicting G03 N03 T01 T10 brings the median |error| from 24.9% (defaults)
-    # to 20.4%. The other alternation does not improve (4.6% -> 10.9%: the defaults already fit N01 N05 T02, and N03's
-    # chunked prefill pulls decode MFU down) — see the README's validation section.
-
-    from xlplan.io.measurements import read_measurements, validate
-
-    rows = [r for r in read_measurements(Path(__file__).parent / "data" / "measurements-public.csv")
-            if "H100" in str(r["gpu"]) and r["category"] in ("offline_max_throughput", "online_latency_sweep", "online_latency")]
-    rows.sort(key=lambda r: r["id"])
-    assert [r["id"] for r in rows] == ["G03", "N01", "N03", "N05", "T01", "T02", "T10", "T16"]
-    fit_half, test_half = rows[1::2], rows[0::2]
-    fitted = fit(None, _runs_from_rows(fit_half))
-    assert fitted.efficiencies.prefill_mfu == pytest.approx(0.438, abs=0.005)
-    default = statistics.median(abs(c.relative_error) for c in validate(test_half))
-    calibrated = statistics.median(abs(c.relative_error) for c in validate(test_half, fitted.efficiencies))
-    assert default == pytest.approx(0.249, abs=0.002) and calibrated == pytest.approx(0.204, abs=0.002)
-    assert calibrated < default
+    rows = read_measurements(CORPUS)
+    pairs = [(source_group(r["source"]), run_of(r)) for r in rows]
+    pairs = [(g, r) for g, r in pairs if r is not None]
+    groups = {g for g, _ in pairs}
+    assert len(groups) >= 5
+    errors = []
+    for g in sorted(groups):
+        train = [r for h, r in pairs if h != g]
+        table = fit_defaults(train)
+        assert table["overall"]["runs"] + table["overall"].get("moe_runs", 0) == len(train)
+        _TABLE_OVERRIDE.update(table)
+        try:
+            errors += [abs(math.exp(x) - 1) for x in residuals([r for h, r in pairs if h == g], Efficiencies())]
+        finally:
+            _TABLE_OVERRIDE.clear()
+    # the figure the README reports (a measurement of the model, not a target met): see benchmarks/bench_accuracy.py
+    assert 0 < statistics.median(errors) < 0.5
 
 
 def test_workbook_shows_the_calibrated_range_on_3_constraints(tmp_path, capsys):

@@ -81,11 +81,13 @@ def test_hf_config_reads_like_catalog(tmp_path):
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(
         "forecast: {peak_rps: 40, prompt_tokens: {p50: 2000, p95: 2000}, output_tokens: {p50: 300, p95: 300}}\n"
-        "promise: {ttft_s: 1, itl_s: 0.05}\nmodel: {config: config.json}\nhardware: {gpu: h100-sxm, usd_per_gpu_hour: 3}\n",
+        "promise: {ttft_s: 1, itl_s: 0.05}\nmodel: {config: config.json}\nhardware: {gpu: h100-sxm, usd_per_gpu_hour: 3}\n"
+        "policy: {engine: runbook, attention_flops: full, latency_step: decode_only}\n",
         encoding="utf-8",
     )
     from xlplan.io.planfile import read_plan
 
+    # under the runbook's conventions the config reproduces the worked example: 4 + 1 GPUs
     assert plan(read_plan(plan_path)).fleet.with_redundancy == 5
 
 
@@ -145,21 +147,124 @@ def test_purchased_billing():
 
 
 def test_latency_path_can_bind():
-    # Llama-3.1-70B bf16 on H100 at a 20 ms inter-token target, TP 4: weights 141.1e9 B / 4 = 35.27e9 B per GPU;
-    # a step may read 3.35e12 B/s × 0.6 × 0.02 s = 40.2e9 B, leaving 4.93e9 B for KV; one conversation is
-    # 2,300 × 327,680 B / 4 shards = 188.4e6 B per GPU -> at most 26.2 per replica; 40 × 300 × 0.02 = 240 in flight
-    # -> 9.2 -> 10 replicas = 40 GPUs, more than memory (8) or compute (36)
+    # Llama-3.1-8B bf16 on one H100 (TP fixed at 1) at a 12 ms inter-token target, the runbook's conventions (decode
+    # alone, no step overhead). A step reads the weights, 16.06e9 B / (3.35e12 B/s x 0.6) = 7.990 ms, and each decoding
+    # sequence's cache at its mean context 2,000 + 300/2 = 2,150 tokens: 2,150 x 131,072 B = 281.8e6 B -> 0.1402 ms
+    # (its GEMM FLOPs, 2 x 8.03e9 / (989e12 x 0.4) = 0.041 ms a sequence, stay under the weights' read until 197).
+    # So at most (12 - 7.990) / 0.1402 = 28.6 per replica; 40 x 300 x 0.012 = 144 in flight -> 5.03 -> 6 GPUs, more
+    # than compute (1,562 / 395.6 = 3.95 -> 4) or memory (144 x 0.281 / 53.73 = 0.75 -> 1)
+    p = plan(replan(reference_plan(), promise={"itl_s": 0.012}, policy={"tp": 1}))
+    assert p.latency.max_decode_batch == pytest.approx(28.6, abs=0.05)
+    assert (p.binding, p.latency.gpus, p.compute.gpus, p.memory.gpus) == ("latency", 6, 4, 1)
+
+
+def test_tensor_parallel_communication_decides_the_degree():
+    # Llama-3.1-70B bf16 on H100 at a 20 ms target, runbook conventions. At TP 4 a step reads 141.1e9 / 4 B of weights
+    # (17.55 ms at 2.01 TB/s) and pays two all-reduces per layer, 160 x 10 us = 1.6 ms before any token: 19.15 ms, so
+    # barely 9 sequences fit (each adds 0.0876 ms of cache and 0.0087 ms of all-reduce). At TP 8 the weights take 8.78 ms
+    # and ~178 fit: TP 8 buys fewer GPUs, and compute binds there (36 GPUs exact -> 40 in replicas of 8)
     p = plan(replan(reference_plan(), model={"name": "llama-3.1-70b"}, promise={"itl_s": 0.02}))
-    assert p.fleet.tp == 4
-    assert p.latency.max_decode_batch == pytest.approx(26.2, abs=0.1)
-    assert (p.binding, p.latency.gpus, p.compute.gpus) == ("latency", 40, 36)
+    tp4 = next(o for o in p.tp_options if o.tp == 4)
+    assert tp4.latency_gpus > p.fleet.load
+    assert (p.fleet.tp, p.binding, p.compute.gpus) == (8, "compute", 40)
 
 
 def test_ttft_that_no_replica_meets_is_said():
     # Llama-3.1-8B on L4, p95 prompt 32,000: prefill 2 × 8.03e9 × 32,000 + 4 × 32 × 32,000² × 4,096 = 1.05e15 FLOP;
-    # one L4 at 121 × 0.4 = 48.4 TFLOP/s takes 21.7 s (2.7 s even at TP 8) against a 1 s TTFT target
+    # one L4 at 121 × 0.4 = 48.4 TFLOP/s takes 21.7 s (2.7 s even at TP 8) against a 1 s TTFT target. Across a TP group
+    # of n L4s (PCIe Gen4, 32 GB/s a direction) each of the 64 all-reduces moves 2(n-1)/n x 32,000 x 4,096 x 2 B
     p = plan(replan(reference_plan(), forecast={"prompt_tokens": {"p50": 32000, "p95": 32000, "p99": 32000}},
                     hardware={"gpu": "l4"}))
     assert not p.latency.ttft_ok
-    assert p.latency.ttft_p95_s == pytest.approx(21.7 / p.fleet.tp, rel=0.01)
+    n = p.fleet.tp
+    comm = 64 * (25e-6 + 2 * (n - 1) / n * 32000 * 4096 * 2 / 32e9) if n > 1 else 0.0
+    assert p.latency.ttft_p95_s == pytest.approx(21.7 / n + comm, rel=0.01)
     assert any(w.startswith("TTFT not met") for w in p.warnings)
+
+
+def test_tp_is_chosen_by_purchase_then_bill_then_degree():
+    # The stated objective: fewest GPUs purchased, then fewest billed, then the smallest degree. For the reference at
+    # 80 req/s, TP 1 needs 8 for the load (compute 7.89 -> 8), 9 with N+1, 16 bought; TP 2 needs 8, (4 + 1) x 2 = 10 with
+    # N+1, 16 bought: the same purchase, but TP 1 bills 9 and TP 2 bills 10, so TP 1
+    from xlplan.steps import solve, tp_objective
+
+    p = plan(replan(reference_plan(), forecast={"peak_rps": 80}))
+    assert p.fleet.tp == 1 and (p.fleet.with_redundancy, p.fleet.purchased) == (9, 16)
+    tp2 = next(o for o in p.tp_options if o.tp == 2)
+    assert tp2.load == 8
+    s = resolve(replan(reference_plan(), forecast={"peak_rps": 80}))
+    sol = solve(s)
+    keys = sorted((tp_objective(c, c.with_redundancy), c.tp) for c in sol.candidates if c.load != float("inf"))
+    assert keys[0][1] == sol.paths.tp == 1
+
+
+def test_a_fleet_set_by_the_minimum_replica_says_so():
+    # 0.05 req/s: 0.75 in flight, far under one GPU on every path; the fleet is one replica because it cannot be less
+    p = plan(replan(reference_plan(), forecast={"peak_rps": 0.05}))
+    assert (p.fleet.load, p.binding) == (1, "minimum replica")
+    from xlplan.note import render_text
+
+    assert "minimum replica" in render_text(p)
+
+
+def test_capacity_refuses_a_model_that_cannot_fit(capsys):
+    # Llama-3.1-405B in bf16 (811 GB) on nodes of one L4 (24 GB): no degree holds the weights, so "0 requests/s" would be
+    # a confident wrong answer; it is an error naming why
+    from xlplan.capacity import capacity
+    from xlplan.steps import PlanningError
+
+    s = resolve(replan(reference_plan(), model={"name": "llama-3.1-405b"}, hardware={"gpu": "l4", "gpus_per_node": 1,
+                                                                                      "usd_per_gpu_hour": 1.0}))
+    with pytest.raises(PlanningError, match="the weights do not fit"):
+        capacity(s, 4)
+
+
+def test_only_a_real_infeasibility_reads_as_cannot_be_met(monkeypatch):
+    # a bug inside a what-if must surface as a bug, not as "infeasible"
+    from xlplan import steps, whatif
+
+    def broken(s):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(steps, "solve", broken)
+    with pytest.raises(ZeroDivisionError):
+        whatif.sensitivities(reference_plan(), resolve(reference_plan()))
+
+
+def test_searches_have_caps():
+    # a predicate that never turns true, from a start that scales to itself (0), and a bracket that never narrows
+    from xlplan.whatif import find_threshold
+
+    assert find_threshold(lambda x: False, 1.0, "up") is None
+    assert find_threshold(lambda x: True, 0.0, "up") is None
+    # a predicate that flips on every call (not monotone): both loops still stop within their caps
+    from xlplan.whatif import MAX_STEPS
+
+    calls = []
+
+    def flipping(x):
+        calls.append(x)
+        return len(calls) % 2 == 0
+
+    find_threshold(flipping, 1.0, "up")
+    assert len(calls) <= 2 * MAX_STEPS
+
+
+def test_the_promise_percentile_chooses_the_prompt_the_ttft_check_prefills(ref_plan):
+    # The TTFT promise holds at the promise's percentile: at p99 the check prefills the stated p99 prompt (4,000),
+    # at p95 the stated p95 (2,000); at p90 the fitted lognormal's quantile m·exp(σ·z90), between p50 and p95.
+    from planhelp import replan
+
+    from xlplan import distributions, steps
+    from xlplan.scenario import resolve
+
+    lengths = {"prompt_tokens": {"p50": 1000, "p95": 2000, "p99": 4000}}
+    ttft = {}
+    for q in (90, 95, 99):
+        s = resolve(replan(ref_plan, forecast=lengths, promise={"percentile": q}))
+        sol = steps.solve(s)
+        r = steps.replica(s, sol.paths.tp)
+        ttft[q] = sol.paths.ttft_p95_s
+        n = {95: 2000, 99: 4000}.get(q) or distributions.length_at_percentile(1000, 2000, 4000, 90)
+        assert ttft[q] == steps.prefill_alone_s(s, r, n)
+    assert ttft[90] < ttft[95] < ttft[99]

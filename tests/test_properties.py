@@ -31,8 +31,10 @@ def test_more_traffic_never_needs_fewer_gpus(rate, factor, p50, spread, out50, i
     except PlanningError:
         return
     sb = solve(b)
-    assert sb.paths.load >= sa.paths.load
+    # at each TP degree every path grows with the rate, so the purchase (the objective's first criterion, a minimum over
+    # degrees of non-decreasing counts) never shrinks; the load at the chosen degree may (a wider degree can buy the same)
     assert sb.paths.purchased >= sa.paths.purchased
+    assert min(c.load for c in sb.candidates) >= min(c.load for c in sa.candidates)
 
 
 @settings(max_examples=150, deadline=None)

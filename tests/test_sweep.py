@@ -44,6 +44,67 @@ def test_sweep_equals_scalar_planner():
         assert out.loc[i, "usd_per_mtok"] == pytest.approx(sol.bill.usd_per_mtok)
 
 
+def _value_variants(name: str, base: float) -> list[float]:
+    """Four values of one sweepable input around the plan's, inside its valid range."""
+    if name in ("average_utilisation", "memory_utilisation", "mfu", "prefill_mfu", "decode_mfu", "bandwidth_efficiency",
+                "expert_efficiency"):
+        return [base * f for f in (0.5, 0.8, 0.95)] + [min(base * 1.2, 1.0)]
+    if name == "prefix_reuse":
+        return [0.0, 0.2, 0.5, 0.9]
+    if name in ("step_overhead_s", "ops_usd_per_month", "overhead_gib", "link_latency_s") and not base:
+        return [0.0, 0.001, 0.004, 0.02]
+    if name.startswith(("prompt_p", "output_p")):
+        return [base * f for f in (1.0, 1.0, 1.0, 1.0)]  # percentiles move together below
+    return [base * f for f in (0.5, 0.8, 1.25, 2.0)]
+
+
+@pytest.mark.parametrize("name", __import__("xlplan.scenario", fromlist=["SWEEPABLE"]).SWEEPABLE)
+def test_every_sweepable_column_equals_the_scalar_planner(name):
+    # The allow-list: each input a sweep column may set changes the result exactly as the scalar planner does — mfu
+    # included, which a sweep used to ignore because the split MFUs were stored beside it. A default plan (engine vllm,
+    # causal attention, the latency step with prefill) so every term of the serving model is live.
+    from xlplan.plan import Plan
+    from xlplan.sweep import sweep
+
+    base = Plan.model_validate({
+        "forecast": {"peak_rps": 25, "prompt_tokens": {"p50": 1500, "p95": 4000, "p99": 6000},
+                     "output_tokens": {"p50": 300, "p95": 700, "p99": 900}},
+        "promise": {"ttft_s": 2, "itl_s": 0.05}, "model": {"name": "qwen3-30b-a3b", "weights_dtype": "fp8"},
+        "hardware": {"gpu": "h100-sxm", "usd_per_gpu_hour": 2.5},
+        "api": {"usd_per_mtok_input": 0.1, "usd_per_mtok_output": 0.4}, "policy": {"mfu": 0.4}})
+    s0 = resolve(base)
+    start = getattr(s0, name)
+    if start is None:
+        start = s0.mfu
+    values = _value_variants(name, float(start))
+    df = pd.DataFrame({name: values})
+    if name.startswith(("prompt_p", "output_p")):
+        kind = name.split("_")[0]
+        scale = np.array([0.5, 0.8, 1.25, 2.0])
+        df = pd.DataFrame({f"{kind}_{q}": getattr(s0, f"{kind}_{q}") * scale for q in ("p50", "p95", "p99")})
+    out = sweep(base, df)
+    for i, row in df.iterrows():
+        s = replace(s0, **{c: float(row[c]) for c in df.columns})
+        try:
+            sol = solve(s)
+        except PlanningError:
+            assert out.loc[i, "binding"] == "infeasible"
+            continue
+        assert (out.loc[i, "fleet_load"], out.loc[i, "fleet_purchased"], out.loc[i, "tp"], out.loc[i, "binding"]) == (
+            sol.paths.load, sol.paths.purchased, sol.paths.tp, sol.binding), (name, row.to_dict())
+        assert out.loc[i, "monthly_usd"] == pytest.approx(sol.bill.monthly_usd)
+        assert out.loc[i, "memory_gpus"] == sol.paths.memory_gpus and out.loc[i, "latency_gpus"] == sol.paths.latency_gpus
+
+
+def test_sweeping_mfu_moves_the_compute_path():
+    # the bug this allow-list closes: an mfu column left the split MFUs behind (4/4/4 where plan() gave 8/4/2)
+    from xlplan.sweep import sweep
+
+    out = sweep(reference_plan(), pd.DataFrame({"mfu": [0.2, 0.4, 0.8]}))
+    # compute path: 1,562 TFLOP/s ÷ (989 × MFU): 7.9 → 8, 3.95 → 4, 1.97 → 2 GPUs
+    assert out["compute_gpus"].tolist() == [8, 4, 2]
+
+
 def test_reference_row_reproduces_runbook():
     from xlplan.sweep import sweep
 

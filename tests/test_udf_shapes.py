@@ -35,7 +35,7 @@ GOOD: dict[str, list] = {
     "prefill_tflops": [40, "llama-3.1-8b", 2000, 2000, 2000, 0.0],
     "decode_tflops": [40, "llama-3.1-8b", 300, 300, 300],
     "compute_gpus": [1561.5, "h100-sxm", 0.4, 1, "bf16"],
-    "max_decode_batch": ["llama-3.1-8b", "h100-sxm", 0.05, 2300, 1, "bf16", "bf16", 0.4, 0.6, "bf16"],
+    "max_decode_batch": ["llama-3.1-8b", "h100-sxm", 0.05, 2150, 1, "bf16", "bf16", 0.4, 0.6, "bf16", 0.0, 0.0],
     "latency_gpus": [600, 150, 1],
     "binding_constraint": [4, 4, 3],
     "fleet": [4, 4, 3, 1, 1, 8],

@@ -26,10 +26,10 @@ from xlplan.specs import ComputeDtype, KVDtype, WeightDtype
 
 _POLICY = Policy.model_fields
 _HARDWARE = Hardware.model_fields
-MFU = _POLICY["mfu"].default
+MFU = 0.40  # the runbook's planning figure (engine 'runbook')
 MEMORY_UTILISATION = _POLICY["memory_utilisation"].default
 OVERHEAD_GIB = _POLICY["overhead_gib"].default
-BANDWIDTH_EFFICIENCY = _POLICY["bandwidth_efficiency"].default
+BANDWIDTH_EFFICIENCY = 0.60  # the runbook's planning figure (engine 'runbook')
 REDUNDANCY = _POLICY["redundancy"].default
 GPUS_PER_NODE = _HARDWARE["gpus_per_node"].default
 HOURS_PER_MONTH = _HARDWARE["hours_per_month"].default
@@ -475,20 +475,25 @@ def compute_gpus(demand_tflops, gpu, mfu=MFU, tp=1, compute_dtype="bf16"):
 
 
 @udf(model="Catalog model name. [text]", gpu="Catalog GPU name. [text]", itl_s="Inter-token latency target. [s/token]",
-     conversation_tokens="Tokens each resident conversation caches. [tokens]", tp="GPUs per replica. [GPUs]",
-     weights_dtype="Weight precision. [dtype]", kv_dtype="KV-cache precision. [dtype]",
+     context_tokens="Mean cached context of each decoding sequence: its prompt plus half its output. [tokens]",
+     tp="GPUs per replica. [GPUs]", weights_dtype="Weight precision. [dtype]", kv_dtype="KV-cache precision. [dtype]",
      mfu="Achieved fraction of peak FLOP/s (0.40, not 40). [fraction]",
-     bandwidth_efficiency="Achieved fraction of HBM bandwidth in decode (0.60, not 60). [fraction]",
-     compute_dtype="Tensor-core dtype of the peak: bf16, fp8, fp4. [dtype]")
-def max_decode_batch(model, gpu, itl_s, conversation_tokens, tp=1, weights_dtype="bf16", kv_dtype="bf16", mfu=MFU,
-                     bandwidth_efficiency=BANDWIDTH_EFFICIENCY, compute_dtype="bf16"):
-    """Largest batch one replica carries within the inter-token target: the decode roofline solved for the batch. [conversations]"""
+     bandwidth_efficiency="Achieved fraction of HBM bandwidth (0.60, not 60). [fraction]",
+     compute_dtype="Tensor-core dtype of the peak: bf16, fp8, fp4. [dtype]",
+     prefill_tokens_per_output="Prompt tokens prefilled per decoded token in the same steps (chunked prefill): E[prompt] ÷ E[output]; 0 for decode alone. [tokens/token]",
+     step_overhead_s="Fixed time per engine step (scheduling, launches, sampling). [s]")
+def max_decode_batch(model, gpu, itl_s, context_tokens, tp=1, weights_dtype="bf16", kv_dtype="bf16", mfu=MFU,
+                     bandwidth_efficiency=BANDWIDTH_EFFICIENCY, compute_dtype="bf16", prefill_tokens_per_output=0.0,
+                     step_overhead_s=0.0):
+    """Largest batch one replica carries within the inter-token target: the serving model's step solved for the batch. [sequences]"""
     return cellwise.max_decode_batch(
         _text("model", model, "a model name [text]"), _text("gpu", gpu, "a GPU name [text]"), _num("itl_s", itl_s, "s/token", above=0.0),
-        _num("conversation_tokens", conversation_tokens, "tokens", at_least=0.0), _whole("tp", tp, "GPUs"),
+        _num("context_tokens", context_tokens, "tokens", at_least=0.0), _whole("tp", tp, "GPUs"),
         _dtype("weights_dtype", weights_dtype, WEIGHT_DTYPES), _dtype("kv_dtype", kv_dtype, KV_DTYPES),
         _fraction("mfu", mfu), _fraction("bandwidth_efficiency", bandwidth_efficiency),
-        _dtype("compute_dtype", compute_dtype, COMPUTE_DTYPES))
+        _dtype("compute_dtype", compute_dtype, COMPUTE_DTYPES),
+        _num("prefill_tokens_per_output", prefill_tokens_per_output, "tokens/token", at_least=0.0),
+        _num("step_overhead_s", step_overhead_s, "s", at_least=0.0, at_most=1.0))
 
 
 @udf(concurrency="Requests in flight. [requests]", max_decode_batch="Largest batch per replica within the target. [conversations]",

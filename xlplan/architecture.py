@@ -92,6 +92,11 @@ def routed_expert_params(m: ModelSpec) -> int:
     return moe_layers(m) * m.num_experts * expert_params(m)
 
 
+def routed_expert_active_params(m: ModelSpec) -> int:
+    """Routed-expert parameters one token passes through: ``k`` experts in every MoE layer. [parameters]"""
+    return moe_layers(m) * m.experts_per_token * expert_params(m)
+
+
 def decoder_params(m: ModelSpec, active_only: bool) -> int:
     """Decoder parameters (layers and final norm, no embeddings): all, or those one token uses. [parameters]"""
     n_moe = moe_layers(m)

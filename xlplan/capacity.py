@@ -36,6 +36,12 @@ def capacity(s: Scenario, gpus: int) -> Capacity:
         The plan; its peak rate is ignored.
     gpus : int
         GPUs serving the load (no spares). [GPUs]
+
+    Raises
+    ------
+    PlanningError
+        When no tensor-parallel degree can run the model at all (the weights do not fit, or no batch meets the
+        inter-token target): "0 requests/s" would read as an answer.
     """
     unit = replace(s, peak_rps=1.0)
     tr = steps.traffic(unit)
@@ -49,4 +55,10 @@ def capacity(s: Scenario, gpus: int) -> Capacity:
         cap = Capacity(gpus, tp, limits[limited_by], limited_by, limits)
         if best is None or cap.max_peak_rps > best.max_peak_rps:
             best = cap
+    if best is None or not best.max_peak_rps > 0:
+        candidates = tuple(steps.paths(unit, tr, tp) for tp in s.tp_options)
+        if all(c.load == _vec.INF for c in candidates):
+            raise steps.PlanningError(steps.infeasible_reason(unit, candidates))
+        raise steps.PlanningError(f"{gpus} GPUs hold no whole replica at any TP degree the plan allows "
+                                  f"({', '.join(map(str, s.tp_options))}); expected at least {min(s.tp_options)} GPUs")
     return best

@@ -14,7 +14,18 @@ Runbook, document 14, "From a forecast to a purchase order", steps 3-7.
 
 from __future__ import annotations
 
-from xlplan import architecture, capacity, catalog, compute, concurrency, cost, distributions, fleet, latency, memory
+from xlplan import (
+    architecture,
+    capacity,
+    catalog,
+    compute,
+    concurrency,
+    cost,
+    distributions,
+    fleet,
+    latency,
+    memory,
+)
 from xlplan.plan import Plan
 from xlplan.specs import GPUSpec, ModelSpec
 from xlplan.units import GIB
@@ -152,17 +163,43 @@ def compute_gpus(demand_tflops: float, gpu: str | float, mfu: float, tp: int = 1
     return fleet.whole_gpus(compute.compute_gpus_exact(demand_tflops, peak_tflops(gpu, compute_dtype), mfu), tp)
 
 
-def max_decode_batch(model: str | ModelSpec, gpu: str | GPUSpec, itl_s: float, conversation_tokens: float, tp: int,
+def max_decode_batch(model: str | ModelSpec, gpu: str | GPUSpec, itl_s: float, context_tokens: float, tp: int,
                      weights_dtype: str, kv_dtype: str, mfu: float, bandwidth_efficiency: float,
-                     compute_dtype: str = "bf16") -> float:
-    """Largest batch one replica carries within the inter-token target (decode at 2·N_active FLOPs/token). [conversations]"""
+                     compute_dtype: str = "bf16", prefill_tokens_per_output: float = 0.0, step_overhead_s: float = 0.0) -> float:
+    """Largest batch one replica carries within the inter-token target, by the serving model. [sequences]
+
+    Notes
+    -----
+    The step carries the batch's decodes, each over ``context_tokens`` of cache, and (chunked prefill) their share
+    of prompts, ``prefill_tokens_per_output`` prompt tokens per decoded token; :func:`xlplan.serving.step_time_s`
+    times it and :func:`xlplan.serving.max_batch_within` finds the largest batch within ``itl_s``.
+    """
+    from xlplan import serving, steps
+    from xlplan.plan import Plan
+    from xlplan.scenario import resolve
+
     m, g = _model(model), _gpu(gpu)
-    kv_conv = _kv_bytes_per_conversation(m, conversation_tokens, kv_dtype)
-    shards = memory.kv_shards(tp, 1 if m.attention == "mla" else m.num_key_value_heads)
-    return latency.max_decode_batch(
-        itl_s, compute.decode_flops_per_token(float(architecture.active_params(m))), memory.weights_bytes(m, weights_dtype),
-        kv_conv, tp, shards, peak_tflops(g, compute_dtype), mfu, g.hbm_tbps, bandwidth_efficiency,
-    )
+    plan = Plan.model_validate({
+        "forecast": {"peak_rps": 1.0, "prompt_tokens": {"p50": max(prefill_tokens_per_output, 1.0), "p95": max(prefill_tokens_per_output, 1.0)},
+                     "output_tokens": {"p50": 1.0, "p95": 1.0}},
+        "promise": {"ttft_s": 1.0, "itl_s": itl_s},
+        "model": {"name": m.name, "spec": m.model_dump(exclude_none=True), "weights_dtype": weights_dtype, "kv_dtype": kv_dtype},
+        "hardware": {"gpu": {"name": g.name, **{k: v for k, v in g.model_dump(exclude_none=True).items()
+                                                 if k in ("memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops", "hbm_tbps")},
+                             "usd_per_gpu_hour": 1.0}, "gpus_per_node": tp},
+        "policy": {"engine": "runbook", "tp": tp, "mfu": mfu, "bandwidth_efficiency": bandwidth_efficiency,
+                   "compute_dtype": compute_dtype, "step_overhead_s": step_overhead_s, "attention_flops": "causal"},
+    })
+    s = resolve(plan)
+    tr = steps.traffic(s)
+    r = steps.replica(s, tp)
+    keys = tr.prefill_keys_per_request / max(prefill_tokens_per_output, 1.0) * prefill_tokens_per_output
+
+    def step(b):
+        load = serving.mixed_step(b, context_tokens, b * prefill_tokens_per_output, b * keys, b * keys, 0.0, r.window)
+        return serving.step_time_s(r, load)
+
+    return serving.max_batch_within(step, itl_s, float(steps.RUNBOOK_BATCH_CAP))
 
 
 def latency_gpus(concurrency_: float, max_decode_batch_: float, tp: int = 1) -> float:

@@ -22,8 +22,25 @@ from xlplan import _vec
 from xlplan.units import TERA
 
 
+def prefill_keys_per_request(mean_prompt_tokens, prompt_second_moment, causal=False):
+    """Token-key pairs of one prompt's prefill, averaged over the prompt distribution. [token·keys]
+
+    Notes
+    -----
+    Full (the runbook's convention): ``E[n²]``. Causal: token ``i`` attends to ``i`` keys, ``E[n(n + 1)/2] = (E[n²] + E[n])/2``.
+
+    Examples
+    --------
+    >>> prefill_keys_per_request(2000, 2000**2), prefill_keys_per_request(2000, 2000**2, causal=True)
+    (4000000, 2001000.0)
+    """
+    if causal:
+        return (prompt_second_moment + mean_prompt_tokens) / 2.0
+    return prompt_second_moment
+
+
 def prefill_flops_per_request(active_params, mean_prompt_tokens, prompt_second_moment, layers,
-                              attention_width, window_layers=0, window=None):
+                              attention_width, window_layers=0, window=None, causal=False):
     """FLOPs to prefill one prompt, averaged over the prompt distribution. [FLOP/request]
 
     Parameters
@@ -42,6 +59,12 @@ def prefill_flops_per_request(active_params, mean_prompt_tokens, prompt_second_m
         Of ``layers``, those with a sliding window. [layers]
     window : int, optional
         The sliding window. [tokens]
+    causal : bool
+        Count causal attention (half the square, :func:`prefill_keys_per_request`); the runbook counts ``n²``.
+
+    Notes
+    -----
+    ``2·N·E[n] + 4·w·(L_full·K + L_window·min(K, W·E[n]))`` with ``K`` the key pairs per request.
 
     Examples
     --------
@@ -51,10 +74,11 @@ def prefill_flops_per_request(active_params, mean_prompt_tokens, prompt_second_m
     '3.422e+13'
     """
     linear = 2.0 * active_params * mean_prompt_tokens
-    full = (layers - window_layers) * prompt_second_moment
+    keys = prefill_keys_per_request(mean_prompt_tokens, prompt_second_moment, causal)
+    pairs = (layers - window_layers) * keys
     if window_layers:
-        full = full + window_layers * _vec.minimum(prompt_second_moment, window * mean_prompt_tokens)
-    return linear + 4.0 * attention_width * full
+        pairs = pairs + window_layers * _vec.minimum(keys, window * mean_prompt_tokens)
+    return linear + 4.0 * attention_width * pairs
 
 
 def decode_flops_per_token(active_params, layers=0, attention_width=0, mean_context_tokens=0.0):

@@ -132,3 +132,33 @@ def length_moments(p50, p95, p99=None):
     """
     median, sigma = fit_lognormal(p50, p95, p99)
     return lognormal_mean(median, sigma), lognormal_second_moment(median, sigma)
+
+
+def length_at_percentile(p50, p95, p99, percentile):
+    """The length at the promise's percentile: the stated p50, p95 or p99 where the percentile is one of them,
+    else the fitted lognormal's quantile ``m · exp(σ · z)``. [tokens]
+
+    Parameters
+    ----------
+    p50, p95 : float or array
+        Stated percentiles. [tokens]
+    p99 : float or array or None
+        Stated 99th percentile, may be left out. [tokens]
+    percentile : float
+        The promise's percentile, in (0, 100). [percent]
+
+    Examples
+    --------
+    >>> length_at_percentile(2000, 8000, 12000, 95)
+    8000
+    >>> round(float(length_at_percentile(1000, 2000, None, 90)), 1)   # 1000 · 2^(z90 / z95) = 1000 · 2^(1.2816 / 1.6449)
+    1716.1
+    """
+    if percentile == 95:
+        return p95
+    if percentile == 50:
+        return p50
+    if percentile == 99 and p99 is not None:
+        return p99
+    m, sigma = fit_lognormal(p50, p95, p99)
+    return m * _vec.exp(sigma * NormalDist().inv_cdf(percentile / 100.0))

@@ -69,13 +69,21 @@ def fleet_sizes(load_replicas, tp, redundancy_replicas, gpus_per_node):
     return load, with_redundancy, purchased
 
 
-def binding_constraint(memory_gpus: float, compute_gpus: float, latency_gpus: float) -> tuple[str, tuple[str, ...]]:
-    """Which path needs the most GPUs: 'memory', 'compute', 'latency', 'both' or 'all'.
+MINIMUM_REPLICA = "minimum replica"
+"""The binding label when every path fits in less than one replica: the fleet is the smallest unit, not a path."""
+
+
+def binding_constraint(memory_gpus: float, compute_gpus: float, latency_gpus: float,
+                       tp: int | None = None) -> tuple[str, tuple[str, ...]]:
+    """Which path needs the most GPUs: 'memory', 'compute', 'latency', 'both', 'all' — or 'minimum replica'.
 
     Parameters
     ----------
     memory_gpus, compute_gpus, latency_gpus : float
         Each path's whole-replica GPU count. [GPUs]
+    tp : int, optional
+        GPUs per replica; when every path needs just one replica, the fleet is the minimum replica and no path
+        binds. [GPUs]
 
     Returns
     -------
@@ -88,7 +96,11 @@ def binding_constraint(memory_gpus: float, compute_gpus: float, latency_gpus: fl
     --------
     >>> binding_constraint(4, 4, 1)
     ('both', ('memory', 'compute'))
+    >>> binding_constraint(1, 1, 1, 1)
+    ('minimum replica', ())
     """
+    if tp is not None and memory_gpus == compute_gpus == latency_gpus == tp:
+        return MINIMUM_REPLICA, ()
     counts = dict(zip(PATHS, (memory_gpus, compute_gpus, latency_gpus)))
     top = max(counts.values())
     paths = tuple(p for p in PATHS if counts[p] == top)

@@ -49,13 +49,30 @@ def weights_bytes(m: ModelSpec, weights_dtype: WeightDtype) -> float:
     -----
     Decoder weights at the weight dtype (with block-scale overhead); the embedding,
     the output head and any vision tower at 16 bits, as fp8/int4 checkpoints ship
-    them (Llama-3.3-70B FP8-dynamic: 70.55 B params, 2.10 B of them embeddings →
+    them (an MXFP4 MoE checkpoint, gpt-oss, quantises only the routed experts) (Llama-3.3-70B FP8-dynamic: 70.55 B params, 2.10 B of them embeddings →
     72.65e9 B = 67.66 GiB; vLLM logs 2 × 33.88 = 67.76 GiB, measurements-public K04).
     """
     kept = architecture.embedding_params(m) + m.vision_params
+    if weights_dtype == "mxfp4" and m.num_experts:
+        # gpt-oss ships only the routed experts in MXFP4; attention, router and embeddings stay 16-bit
+        kept = architecture.total_params(m) - architecture.routed_expert_params(m)
     quantized = architecture.total_params(m) - kept
     high = max(WEIGHT_BYTES_PER_PARAM[weights_dtype], UNQUANTIZED_BYTES_PER_PARAM)
     return quantized * WEIGHT_BYTES_PER_PARAM[weights_dtype] + kept * high
+
+
+def expert_weights_bytes(m: ModelSpec, weights_dtype: WeightDtype) -> float:
+    """Bytes of all routed experts (quantised with the decoder): what a step reads only where tokens are routed. [bytes]
+
+    Examples
+    --------
+    A dense model has none.
+
+    >>> from xlplan.catalog import get_model
+    >>> expert_weights_bytes(get_model("llama-3.1-8b"), "bf16")
+    0.0
+    """
+    return float(architecture.routed_expert_params(m)) * WEIGHT_BYTES_PER_PARAM[weights_dtype]
 
 
 def weights_gib(m: ModelSpec, weights_dtype: WeightDtype) -> float:

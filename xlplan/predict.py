@@ -1,105 +1,259 @@
-"""Predicting what a serving engine measures: KV capacity at start-up, offline throughput, latency at a concurrency.
+"""What a serving engine measures, predicted from a benchmark's stated conditions by the planner's own serving model.
 
-The same roofline as the planner's paths, pointed at a benchmark's conditions, so
-published measurements (and a user's own benchmark) can check the engine.
+A benchmark's conditions (model, precision, GPU and count, parallelism, engine and settings, lengths,
+concurrency) are turned into a plan with fixed lengths and run through the planner's own functions:
+:func:`xlplan.scenario.resolve`, :func:`xlplan.steps.kv_budget_gib` (the engine's memory rule),
+:func:`xlplan.steps.latency_load` and :func:`xlplan.serving.step_time_s`. So ``xlplan validate`` and
+``xlplan calibrate`` check the very model that sizes the fleet. Nothing here reads a measured figure.
 
 Notes
 -----
-With ``f`` = 2·N_active FLOPs per token, prompt length ``i``, output ``o``, a batch
-(or concurrency) ``B`` on a replica of ``tp`` GPUs with ``s`` KV shards:
-
-- compute time per decode step: ``B·f ÷ (tp·peak·MFU_decode) + B·f·i/o ÷ (tp·peak·MFU_prefill)``
-  (each request's prefill spread over its ``o`` steps);
-- memory time per step: ``(W/tp + B·(i + o/2)·kv_per_token/s) ÷ (bandwidth·efficiency)``;
-- a step takes the larger (the roofline); output tokens/s = ``B ÷ step``;
-- offline, ``B`` is what the KV cache holds at the mean context ``i + o/2``;
-- online at concurrency ``C``: inter-token latency = the step at ``B = C``; TTFT = the
-  prompt's prefill alone; throughput = ``C·o ÷ (TTFT + o·ITL)``.
+- **KV capacity at start-up**: the engine's memory rule at the stated utilisation and budgets.
+- **Offline maximum throughput**: each replica runs the largest batch it can — ``max_num_seqs``, what
+  its KV cache holds at the mean context ``isl + osl/2``, and what the step budget leaves beside the
+  prefill share, ``budget ÷ (1 + isl/osl)`` — each step carrying the batch's decodes and its
+  steady-state share of prefill; output tokens/s = replicas × batch ÷ step.
+- **Fixed concurrency** ``C`` per replica: the batch is ``C`` up to the same caps (beyond them requests
+  wait); the inter-token latency is the step time; TTFT is the wait for a slot plus the prompt's
+  prefill in chunks of what the step budget leaves beside the decodes; throughput is
+  ``C·osl ÷ (TTFT + osl·ITL)`` per replica.
 
 References
 ----------
-Runbook, document 14, steps 4-5; measurements in ``../shared/reference/measurements-public.csv``.
+Sarathi-Serve (Agrawal et al., OSDI 2024) for chunked prefill sharing decode steps; vLLM's scheduler
+(vllm/v1/core/sched/scheduler.py: decodes first, then prefill up to ``max_num_batched_tokens``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from xlplan.units import TERA
+from xlplan import _vec, serving, steps
+from xlplan.specs import GPUSpec, ModelSpec
+from xlplan.units import GIB
 
 
 @dataclass(frozen=True)
 class Efficiencies:
-    """Achieved fractions of peak: the three numbers a benchmark calibrates. [fraction]"""
+    """The numbers a benchmark calibrates: achieved fractions of peak, and the fixed time per step.
 
-    prefill_mfu: float = 0.40  # of peak dense FLOP/s in prefill [fraction]
-    decode_mfu: float = 0.40  # of peak dense FLOP/s in decode [fraction]
-    bandwidth_efficiency: float = 0.60  # of HBM bandwidth in decode [fraction]
+    A field left as None takes the plan's default for the engine and GPU (:func:`xlplan.engines.default_efficiencies`).
+    """
+
+    prefill_mfu: float | None = None  # of peak dense FLOP/s in prefill [fraction]
+    decode_mfu: float | None = None  # of peak dense FLOP/s in decode [fraction]
+    bandwidth_efficiency: float | None = None  # of HBM bandwidth [fraction]
+    step_overhead_s: float | None = None  # per step [s]
+    expert_efficiency: float | None = None  # expert GEMMs' MFU relative to dense GEMMs' [fraction]
+
+    def resolved(self, engine: str, gpu_name: str) -> Efficiencies:
+        """Every field filled: the given ones, the engine's and GPU's defaults for the rest."""
+        from xlplan import engines
+
+        d = engines.default_efficiencies(engine, gpu_name)
+        return Efficiencies(*(d[f] if getattr(self, f) is None else getattr(self, f) for f in engines.EFFICIENCY_FIELDS))
 
 
 @dataclass(frozen=True)
-class Hardware:
-    """One replica's figures. Units in the field comments."""
+class Conditions:
+    """A benchmark's stated conditions, in xlplan's names. Units in the field comments."""
 
-    active_params: float  # [parameters]
-    weights_bytes: float  # whole model [bytes]
-    kv_bytes_per_token: float  # all layers [bytes/token]
-    tp: int  # GPUs per replica [GPUs]
-    kv_shards: int  # [GPUs]
-    peak_tflops: float  # per GPU [TFLOP/s]
-    hbm_tbps: float  # per GPU [TB/s]
+    model: ModelSpec
+    gpu: GPUSpec
+    weights_dtype: str
+    kv_dtype: str
+    gpus: int  # in the whole system [GPUs]
+    tp: int  # per replica [GPUs]
+    ep: int = 1  # expert parallel inside a replica [GPUs]
+    engine: str = "vllm"  # vllm | sglang | trtllm
+    memory_utilisation: float | None = None  # the engine's memory fraction [fraction]
+    max_num_seqs: int | None = None  # [sequences]
+    max_num_batched_tokens: int | None = None  # [tokens]
+    isl: float = 1.0  # prompt length [tokens]
+    osl: float = 1.0  # output length [tokens]
+    concurrency: float | None = None  # requests in flight in the whole system; None: offline [requests]
+    num_prompts: float | None = None  # requests submitted at once offline, where stated [requests]
+    v0: bool = False  # vLLM before 0.8 (its memory profile differs)
+    attention_dp: bool = False  # DP attention: each rank holds its own sequences' cache (MLA)
+
+    @property
+    def replicas(self) -> int:
+        """Data-parallel replicas of ``tp`` GPUs. [replicas]"""
+        return max(1, self.gpus // self.tp)
 
 
-def step_times_s(h: Hardware, batch: float, isl: float, osl: float, eff: Efficiencies) -> tuple[float, float]:
-    """(compute, memory) time of one decode step with prefill amortised over the output. [s]
+def conditions_of_plan(plan, tp: int) -> Conditions:
+    """A benchmark of the plan's model, GPU, dtypes and engine settings on one replica of ``tp`` GPUs. [Conditions]
 
-    Examples
-    --------
-    Llama-3.1-8B bf16 on one H100, one request of 0/1 tokens: weights 16.06e9 B ÷ (3.35 TB/s × 0.6) = 8.0 ms.
-
-    >>> h = Hardware(8.03e9, 16.06e9, 131072, 1, 1, 989, 3.35)
-    >>> round(step_times_s(h, 1, 0, 1, Efficiencies())[1] * 1e3, 2)
-    7.99
+    The runbook's convention is not an engine: a plan on it is benchmarked as vLLM.
     """
-    f = 2.0 * h.active_params
-    decode = batch * f / (h.tp * h.peak_tflops * eff.decode_mfu * TERA)
-    prefill = batch * f * isl / osl / (h.tp * h.peak_tflops * eff.prefill_mfu * TERA)
-    memory = (h.weights_bytes / h.tp + batch * (isl + osl / 2.0) * h.kv_bytes_per_token / h.kv_shards) / (
-        h.hbm_tbps * eff.bandwidth_efficiency * TERA)
-    return decode + prefill, memory
+    pol = plan.policy
+    return Conditions(model=plan.model.resolve(), gpu=plan.hardware.resolve(), weights_dtype=plan.model.weights_dtype,
+                      kv_dtype=plan.model.kv_dtype, gpus=tp, tp=tp, ep=pol.expert_parallel if tp % pol.expert_parallel == 0 else 1,
+                      engine="vllm" if pol.engine == "runbook" else pol.engine, memory_utilisation=pol.memory_utilisation,
+                      max_num_seqs=pol.max_num_seqs, max_num_batched_tokens=pol.max_num_batched_tokens,
+                      attention_dp=pol.attention_data_parallel)
 
 
-def itl_s(h: Hardware, concurrency: float, isl: float, osl: float, eff: Efficiencies) -> float:
-    """Inter-token latency at a concurrency: the slower side of the roofline. [s/token]"""
-    return max(step_times_s(h, concurrency, isl, osl, eff))
+def replace_concurrency(c: Conditions, concurrency: float) -> Conditions:
+    """The conditions at another concurrency (the whole system's). [Conditions]"""
+    return replace(c, concurrency=concurrency)
 
 
-def ttft_s(h: Hardware, isl: float, eff: Efficiencies) -> float:
-    """Time to first token: the prompt's prefill alone on the replica. [s]"""
-    return 2.0 * h.active_params * isl / (h.tp * h.peak_tflops * eff.prefill_mfu * TERA)
+def plan_for(c: Conditions, eff: Efficiencies):
+    """The plan whose scenario is the benchmark: fixed lengths, its engine and settings, the given efficiencies."""
+    from xlplan.plan import Plan
+
+    policy = {"engine": c.engine, "tp": c.tp, "expert_parallel": c.ep if c.tp % c.ep == 0 else 1,
+              "attention_flops": "causal", "latency_step": "with_prefill", "attention_data_parallel": c.attention_dp}
+    for key, value in (("memory_utilisation", c.memory_utilisation), ("max_num_seqs", c.max_num_seqs),
+                       ("max_num_batched_tokens", c.max_num_batched_tokens), ("step_overhead_s", eff.step_overhead_s),
+                       ("prefill_mfu", eff.prefill_mfu), ("decode_mfu", eff.decode_mfu),
+                       ("bandwidth_efficiency", eff.bandwidth_efficiency), ("expert_efficiency", eff.expert_efficiency)):
+        if value is not None:
+            policy[key] = value
+    gpu = c.gpu.model_dump(exclude_none=True)
+    return Plan.model_validate({
+        "forecast": {"peak_rps": 1.0, "prompt_tokens": {"p50": max(c.isl, 1.0), "p95": max(c.isl, 1.0)},
+                     "output_tokens": {"p50": max(c.osl, 1.0), "p95": max(c.osl, 1.0)}},
+        "promise": {"ttft_s": 1.0, "itl_s": 1.0},
+        "model": {"name": c.model.name, "spec": c.model.model_dump(exclude_none=True), "weights_dtype": c.weights_dtype,
+                  "kv_dtype": c.kv_dtype},
+        "hardware": {"gpu": {**{k: v for k, v in gpu.items() if k in _GPU_OVERRIDE}, "usd_per_gpu_hour": 1.0},
+                     "gpus_per_node": max(c.tp, 1)},
+        "policy": policy,
+    })
 
 
-def online_output_tok_s(h: Hardware, concurrency: float, isl: float, osl: float, eff: Efficiencies) -> float:
-    """Output tokens/s of one replica at a fixed concurrency: C·o ÷ (TTFT + o·ITL). [tokens/s]"""
-    return concurrency * osl / (ttft_s(h, isl, eff) + osl * itl_s(h, concurrency, isl, osl, eff))
+_GPU_OVERRIDE = ("name", "memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops", "hbm_tbps")
 
 
-def kv_batch(kv_gib_per_gpu: float, h: Hardware, isl: float, osl: float) -> float:
-    """Conversations the replica's KV cache holds at the mean context i + o/2. [conversations]"""
-    from xlplan.units import GIB
+@dataclass(frozen=True)
+class Replica:
+    """A benchmark's replica as the planner sees it: its scenario, traffic, serving replica and KV room."""
 
-    return kv_gib_per_gpu * GIB * h.kv_shards / (h.kv_bytes_per_token * (isl + osl / 2.0))
+    s: object  # xlplan.scenario.Scenario
+    gpu_name: str
+    tr: steps.Traffic
+    r: serving.Replica
+    kv_gib_per_gpu: float  # the engine's KV room [GiB]
+    kv_tokens: float  # tokens one replica's cache holds (all layers full-length) [tokens]
 
 
-def offline_output_tok_s(h: Hardware, kv_gib_per_gpu: float, isl: float, osl: float, eff: Efficiencies) -> tuple[float, float]:
-    """(output tokens/s of one replica at the batch its KV cache holds, that batch). [tokens/s], [conversations]"""
-    batch = kv_batch(kv_gib_per_gpu, h, isl, osl)
-    return batch / max(step_times_s(h, batch, isl, osl, eff)), batch
+def replica_for(c: Conditions, eff: Efficiencies = Efficiencies()) -> Replica:
+    """Resolve the benchmark's replica through the planner's own functions (the plan is resolved once per conditions)."""
+    return with_efficiencies(_replica(c), eff)
 
 
-def hardware_from_scenario(s, tp: int) -> Hardware:
-    """One replica of ``tp`` GPUs for a resolved plan (:class:`~xlplan.scenario.Scenario`)."""
-    from xlplan import memory
+def with_efficiencies(rep: Replica, eff: Efficiencies) -> Replica:
+    """The same replica at other efficiencies (nothing else depends on them). [Replica]"""
+    e = eff.resolved(rep.s.engine, rep.gpu_name)
+    s = replace(rep.s, prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, mfu=e.decode_mfu,
+                bandwidth_efficiency=e.bandwidth_efficiency, step_overhead_s=e.step_overhead_s, expert_efficiency=e.expert_efficiency)
+    r = replace(rep.r, prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, bandwidth_efficiency=e.bandwidth_efficiency,
+                step_overhead_s=e.step_overhead_s, expert_efficiency=e.expert_efficiency)
+    return replace(rep, s=s, r=r)
 
-    return Hardware(s.active_params, s.weights_bytes, s.kv_bytes_per_token_layer * s.layers, tp,
-                    memory.kv_shards(tp, s.kv_shard_limit), s.peak_tflops, s.hbm_tbps)
+
+_CACHE: dict = {}
+
+
+def _replica(c: Conditions) -> Replica:
+    key = c
+    if key in _CACHE:
+        return _CACHE[key]
+    from xlplan.scenario import resolve
+
+    s = resolve(plan_for(c, Efficiencies()))
+    s = replace(s, visible_gib=_visible(c.gpu, s.visible_gib))
+    if c.v0:
+        s = replace(s, max_num_seqs=float(c.max_num_seqs or 256))
+    tr = steps.traffic(s)
+    r = steps.replica(s, c.tp)
+    kv = steps.kv_budget_gib(s, c.tp) if not c.v0 else _v0_budget(c, s)
+    per_token = s.kv_bytes_per_token_layer * s.layers / r.kv_shards
+    rep = Replica(s, c.gpu.name, tr, r, kv, max(kv, 0.0) * GIB / per_token)
+    if len(_CACHE) > 4096:
+        _CACHE.clear()
+    _CACHE[key] = rep
+    return rep
+
+
+def _visible(gpu: GPUSpec, default: float) -> float:
+    return gpu.cuda_visible_gib if gpu.cuda_visible_gib is not None else default
+
+
+def _v0_budget(c: Conditions, s) -> float:
+    from xlplan import engines
+
+    tokens = c.max_num_batched_tokens or 2048
+    act = engines.vllm_activation_peak_gib(s.vocab, s.hidden, s.intermediate / c.tp, 256, tokens, v0=True)
+    return engines.kv_budget_gib("vllm", s.memory_gib, s.visible_gib, s.memory_utilisation, s.weights_bytes / c.tp / GIB,
+                                 0.0, act, c.tp)
+
+
+def kv_capacity(c: Conditions) -> tuple[float, float]:
+    """(KV room per GPU, tokens one replica holds) at start-up, by the engine's rule. [GiB], [tokens]"""
+    rep = replica_for(c)
+    return rep.kv_gib_per_gpu, rep.kv_tokens
+
+
+def batch_caps(rep: Replica) -> float:
+    """The most sequences a replica runs at once: max_num_seqs, the step budget beside the prefill share, the KV cache. [sequences]"""
+    s, tr = rep.s, rep.tr
+    by_cache = rep.kv_tokens / steps.decode_context_tokens(tr)
+    return _vec.minimum(steps.latency_batch_cap(s, tr), by_cache)
+
+
+def step_s(rep: Replica, batch: float) -> float:
+    """Mean step time at ``batch`` running sequences: their decodes and their share of prefill. [s]"""
+    return serving.step_time_s(rep.r, steps.latency_load(rep.s, rep.tr, rep.r, batch))
+
+
+def offline_output_tok_s(c: Conditions, eff: Efficiencies = Efficiencies()) -> tuple[float, float]:
+    """(Output tokens/s of the whole system at maximum throughput, the batch each replica runs). [tokens/s], [sequences]"""
+    rep = replica_for(c, eff)
+    batch = batch_caps(rep)
+    if c.num_prompts is not None:
+        batch = min(batch, c.num_prompts / c.replicas)
+    if batch <= 0:
+        return 0.0, 0.0
+    return c.replicas * batch / step_s(rep, batch), batch
+
+
+@dataclass(frozen=True)
+class Online:
+    """A fixed-concurrency prediction. Units in the field comments."""
+
+    batch: float  # running sequences per replica [sequences]
+    waiting: float  # requests per replica waiting for a slot [requests]
+    itl_s: float  # mean inter-token latency [s]
+    ttft_s: float  # mean time to first token [s]
+    output_tok_s: float  # whole system [tokens/s]
+
+
+def fixed_concurrency(c: Conditions, eff: Efficiencies = Efficiencies()) -> Online:
+    """Inter-token latency, TTFT and throughput at a fixed concurrency (a closed loop of ``concurrency`` clients)."""
+    rep = replica_for(c, eff)
+    per_replica = c.concurrency / c.replicas
+    batch = min(per_replica, batch_caps(rep))
+    itl = step_s(rep, batch)
+    waiting = max(per_replica - batch, 0.0)
+    wait_s = waiting / batch * c.osl * itl if batch > 0 else float("inf")
+    ttft = wait_s + prefill_under_load_s(rep, batch, c.isl)
+    return Online(batch, waiting, itl, ttft, c.replicas * per_replica * c.osl / (ttft + c.osl * itl))
+
+
+def prefill_under_load_s(rep: Replica, batch: float, prompt_tokens: float) -> float:
+    """A prompt's prefill while ``batch`` sequences decode: chunks of what the step budget leaves beside them. [s]"""
+    s, r = rep.s, rep.r
+    room = max(s.max_num_batched_tokens - batch, 1.0)
+    from xlplan import compute
+
+    n = max(1.0, -(-prompt_tokens // room))
+    chunk = prompt_tokens / n
+    keys = compute.prefill_keys_per_request(prompt_tokens, prompt_tokens * prompt_tokens, s.causal_attention) / n
+    keys_window = min(keys, r.window * chunk)
+    ctx = steps.decode_context_tokens(rep.tr)
+    load = serving.mixed_step(batch, ctx, chunk, keys, keys_window, chunk * (n - 1.0) / 2.0, r.window)
+    return n * serving.step_time_s(r, load)

@@ -122,6 +122,8 @@ class ModelSpec(_Spec):
     published_params_b: float | None = Field(default=None, gt=0, description="Total parameter count as published. [billions of parameters]")
     published_active_params_b: float | None = Field(default=None, gt=0, description="Active parameters per token as published (MoE). [billions of parameters]")
     source: str = Field(default="user-supplied", description="Where the config and the published counts come from. [text]")
+    weights_dtype_native: WeightDtype = Field(
+        default="bf16", description="The format the published checkpoint ships in (DeepSeek-V3 fp8, gpt-oss mxfp4), read when a result does not state one. [text]")
     config_notes: str = Field(default="", description="Config fields the planner does not use (rope scaling, layer layouts), for a reviewer. [text]")
 
     @model_validator(mode="after")

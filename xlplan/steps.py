@@ -11,13 +11,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xlplan import _vec, compute, concurrency, cost, distributions, fleet, latency, memory
+from xlplan import (
+    _vec,
+    compute,
+    concurrency,
+    cost,
+    distributions,
+    engines,
+    fleet,
+    memory,
+    serving,
+)
 from xlplan.scenario import Scenario
 from xlplan.units import GIB
 
 
 class PlanningError(ValueError):
     """The plan is valid but cannot be met on this hardware (e.g. the weights do not fit)."""
+
+
+def prefill_mfu(s: Scenario):
+    """The MFU prefill runs at: the calibrated one, else the plan's MFU. [fraction]"""
+    return s.mfu if s.prefill_mfu is None else s.prefill_mfu
+
+
+def decode_mfu(s: Scenario):
+    """The MFU decode runs at: the calibrated one, else the plan's MFU. [fraction]"""
+    return s.mfu if s.decode_mfu is None else s.decode_mfu
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +55,8 @@ class Traffic:
     kv_gib_per_conversation: float  # [GiB]
     kv_gib_total: float  # [GiB]
     prefill_flops_per_request: float  # [FLOP]
-    prefill_flops_p95_prompt: float  # [FLOP]
+    prefill_keys_per_request: float  # token-key pairs of one prompt's prefill (causal or full, as the policy counts) [token·keys]
+    prefill_keys_window_per_request: float  # the same, clipped at the sliding window [token·keys]
     decode_flops_per_token: float  # [FLOP/token]
     prefill_tflops: float  # [TFLOP/s]
     decode_tflops: float  # [TFLOP/s]
@@ -58,7 +79,7 @@ class Paths:
     max_decode_batch: float  # [conversations per replica]
     latency_gpus_exact: float  # [GPUs]
     latency_gpus: float  # [GPUs]
-    ttft_p95_s: float  # prefill of a p95 prompt alone [s]
+    ttft_p95_s: float  # prefill alone of the prompt at the promise's percentile (p95 by default) [s]
     load_replicas: float  # [replicas]
     load: float  # [GPUs]
     with_redundancy: float  # [GPUs]
@@ -113,11 +134,10 @@ def traffic(s: Scenario) -> Traffic:
         conv_tokens, s.kv_bytes_per_token_layer, s.layers - s.window_layers, s.window_layers, s.window
     )
     prefill_req = compute.prefill_flops_per_request(
-        s.active_params, prompt_mean, prompt_m2, s.layers, s.attention_width, s.window_layers, s.window
+        s.active_params, prompt_mean, prompt_m2, s.layers, s.attention_width, s.window_layers, s.window, s.causal_attention
     )
-    prefill_p95 = compute.prefill_flops_per_request(
-        s.active_params, s.prompt_p95, s.prompt_p95 * s.prompt_p95, s.layers, s.attention_width, s.window_layers, s.window
-    )
+    keys = compute.prefill_keys_per_request(prompt_mean, prompt_m2, s.causal_attention)
+    keys_window = _vec.minimum(keys, s.window * prompt_mean) if s.window_layers else keys
     if s.decode_attention:
         decode_tok = compute.decode_flops_per_token(s.active_params, s.layers, s.attention_width, prompt_mean + output_mean / 2.0)
     else:
@@ -134,38 +154,130 @@ def traffic(s: Scenario) -> Traffic:
         kv_gib_per_conversation=kv_conv / GIB,
         kv_gib_total=in_flight * kv_conv / GIB,
         prefill_flops_per_request=prefill_req,
-        prefill_flops_p95_prompt=prefill_p95,
+        prefill_keys_per_request=keys,
+        prefill_keys_window_per_request=keys_window,
         decode_flops_per_token=decode_tok,
         prefill_tflops=compute.prefill_tflops(s.peak_rps, prefill_req, s.prefix_reuse),
         decode_tflops=compute.decode_tflops(s.peak_rps, output_mean, decode_tok),
     )
 
 
+def replica(s: Scenario, tp: int) -> serving.Replica:
+    """One replica of ``tp`` GPUs for the serving model. [Replica]"""
+    ep = s.expert_parallel if s.experts and tp % s.expert_parallel == 0 else 1
+    return serving.Replica(
+        tp=tp, ep=ep, layers=s.layers, window_layers=s.window_layers,
+        window=float(s.window) if s.window_layers else _vec.INF, hidden=s.hidden, attention_width=s.attention_width,
+        active_params=s.active_params, expert_active_params=s.expert_active_params,
+        dense_weight_bytes=s.weights_bytes - s.expert_weights_bytes,
+        expert_weight_bytes=s.expert_weights_bytes, experts=s.experts, experts_per_token=s.experts_per_token,
+        moe_layers=s.moe_layers, kv_bytes_per_token_layer=s.kv_bytes_per_token_layer,
+        kv_shards=kv_shards(s, tp), peak_tflops=s.peak_tflops, attention_peak_tflops=s.attention_peak_tflops,
+        hbm_tbps=s.hbm_tbps,
+        link_gbps=s.link_gbps, link_latency_s=s.link_latency_s, activation_bytes=ACTIVATION_BYTES,
+        prefill_mfu=prefill_mfu(s), decode_mfu=decode_mfu(s), bandwidth_efficiency=s.bandwidth_efficiency,
+        step_overhead_s=s.step_overhead_s, expert_efficiency=s.expert_efficiency,
+    )
+
+
+def kv_shards(s: Scenario, tp: int) -> int:
+    """Ways each sequence's KV cache splits across a replica (DP attention gives each rank its own sequences). [GPUs]"""
+    if s.attention_data_parallel:
+        return tp
+    return memory.kv_shards(tp, s.kv_shard_limit)
+
+
+RUNBOOK_BATCH_CAP = 10**7
+"""The largest batch searched where no engine budget caps it (the runbook's convention). [sequences]"""
+
+ACTIVATION_BYTES = 2.0
+"""Bytes per activation element on the wire (bf16 all-reduces, as the engines send them). [bytes]"""
+
+
+def activation_gib(s: Scenario, tp: int):
+    """The engine's activation memory per GPU at start-up (what its KV rule takes out). [GiB]"""
+    if s.engine == "vllm":
+        return engines.vllm_activation_peak_gib(s.vocab, s.hidden, s.intermediate / tp, s.max_num_seqs, s.max_num_batched_tokens)
+    if s.engine == "trtllm":
+        return engines.vllm_activation_peak_gib(s.vocab, s.hidden, s.intermediate / tp, 0, s.max_num_batched_tokens, v0=True)
+    return 0.0 * s.memory_gib
+
+
+def kv_budget_gib(s: Scenario, tp: int):
+    """KV room per GPU at TP ``tp``, by the engine's memory rule. [GiB]"""
+    return engines.kv_budget_gib(s.engine, s.memory_gib, s.visible_gib, s.memory_utilisation, s.weights_bytes / tp / GIB,
+                                 s.overhead_gib, activation_gib(s, tp), tp)
+
+
+def decode_context_tokens(tr: Traffic):
+    """Mean cached context of a decoding sequence: its prompt and half its output. [tokens]"""
+    return tr.prompt_mean + tr.output_mean / 2.0
+
+
+def prefill_share(s: Scenario, tr: Traffic):
+    """Prompt tokens prefilled per decoded token in the steady state: E[prompt]·(1 − reuse) ÷ E[output]. [tokens/token]"""
+    return tr.prompt_mean * (1.0 - s.prefix_reuse) / tr.output_mean
+
+
+def latency_load(s: Scenario, tr: Traffic, r: serving.Replica, batch) -> serving.StepLoad:
+    """The step the latency path times: ``batch`` decodes, plus their steady-state share of prefill (chunked prefill)
+    unless the policy counts decode alone (the runbook's roofline). [StepLoad]"""
+    ctx = decode_context_tokens(tr)
+    if not s.latency_with_prefill:
+        return serving.decode_step(batch, ctx, r.window)
+    requests = batch * (1.0 - s.prefix_reuse) / tr.output_mean  # prompts started per step
+    return serving.mixed_step(batch, ctx, requests * tr.prompt_mean, requests * tr.prefill_keys_per_request,
+                              requests * tr.prefill_keys_window_per_request, 0.0, r.window)
+
+
+def latency_batch_cap(s: Scenario, tr: Traffic):
+    """The most decodes a replica may carry: max_num_seqs, and the step's token budget shared with prefill. [sequences]"""
+    share = prefill_share(s, tr) if s.latency_with_prefill else 0.0
+    return _vec.minimum(s.max_num_seqs, s.max_num_batched_tokens / (1.0 + share))
+
+
+def max_decode_batch(s: Scenario, tr: Traffic, r: serving.Replica):
+    """Largest batch a replica carries with its step within the inter-token target. [sequences]"""
+    return serving.max_batch_within(lambda b: serving.step_time_s(r, latency_load(s, tr, r, b)), s.itl_s,
+                                    latency_batch_cap(s, tr))
+
+
+def prefill_alone_s(s: Scenario, r: serving.Replica, prompt_tokens):
+    """Time to prefill one prompt on an idle replica, in chunks of the step budget. [s]
+
+    Notes
+    -----
+    ``n = ceil(prompt ÷ budget)`` steps of ``prompt ÷ n`` tokens each; the chunks' key pairs sum to the whole
+    prompt's (causal or full) and each reads the prefix before it (on average ``(n − 1)/2`` chunks).
+    """
+    n = _vec.ceil(prompt_tokens / s.max_num_batched_tokens)
+    chunk = prompt_tokens / n
+    keys = compute.prefill_keys_per_request(prompt_tokens, prompt_tokens * prompt_tokens, s.causal_attention) / n
+    keys_window = _vec.minimum(keys, r.window * chunk)
+    prefix = chunk * (n - 1.0) / 2.0
+    return n * serving.step_time_s(r, serving.mixed_step(0.0 * prompt_tokens, 0.0, chunk, keys, keys_window, prefix, r.window))
+
+
 def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
     """Steps 4-6 at tensor-parallel degree ``tp``: each path in whole replicas, then the fleet."""
-    shards = memory.kv_shards(tp, s.kv_shard_limit)
+    r = replica(s, tp)
+    shards = r.kv_shards
     weights_gib_gpu = s.weights_bytes / tp / GIB
-    budget = memory.kv_budget_gib(s.memory_gib, s.memory_utilisation, weights_gib_gpu, s.overhead_gib)
+    budget = kv_budget_gib(s, tp)
     per_replica = memory.conversations_per_replica(budget, tr.kv_gib_per_conversation, shards)
     mem_exact = memory.memory_gpus_exact(tr.concurrency, tr.kv_gib_per_conversation, budget, tp, shards)
     mem = fleet.whole_gpus(mem_exact, tp)
 
-    comp_exact = compute.compute_gpus_split(tr.prefill_tflops, tr.decode_tflops, s.peak_tflops, s.prefill_mfu, s.decode_mfu)
+    comp_exact = compute.compute_gpus_split(tr.prefill_tflops, tr.decode_tflops, s.peak_tflops, prefill_mfu(s), decode_mfu(s))
     comp = fleet.whole_gpus(comp_exact, tp)
 
-    batch_cap = latency.max_decode_batch(
-        s.itl_s, tr.decode_flops_per_token, s.weights_bytes, tr.kv_bytes_per_conversation, tp, shards,
-        s.peak_tflops, s.decode_mfu, s.hbm_tbps, s.bandwidth_efficiency,
-    )
-    lat_exact = latency.latency_gpus_exact(tr.concurrency, batch_cap, tp)
+    batch_cap = _vec.where(budget > 0, max_decode_batch(s, tr, r), 0.0 * budget)
+    lat_exact = tp * _vec.div_pos(tr.concurrency, batch_cap)
     lat = fleet.whole_gpus(lat_exact, tp)
 
     load_replicas = _vec.maximum(_vec.maximum(mem, comp), lat) / tp
     load, with_red, purchased = fleet.fleet_sizes(load_replicas, tp, s.redundancy, s.gpus_per_node)
-    step = latency.decode_step_time_s(
-        _vec.div_pos(tr.concurrency, load_replicas), tr.decode_flops_per_token, s.weights_bytes,
-        tr.kv_bytes_per_conversation, tp, shards, s.peak_tflops, s.decode_mfu, s.hbm_tbps, s.bandwidth_efficiency,
-    )
+    step = serving.step_time_s(r, latency_load(s, tr, r, _vec.div_pos(tr.concurrency, load_replicas)))
     return Paths(
         tp=tp,
         kv_shards=shards,
@@ -180,7 +292,7 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
         max_decode_batch=batch_cap,
         latency_gpus_exact=lat_exact,
         latency_gpus=lat,
-        ttft_p95_s=latency.prefill_time_s(tr.prefill_flops_p95_prompt, tp, s.peak_tflops, s.prefill_mfu),
+        ttft_p95_s=prefill_alone_s(s, r, distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile)),
         load_replicas=load_replicas,
         load=load,
         with_redundancy=with_red,
@@ -197,7 +309,7 @@ def tokens_per_month(s: Scenario, tr: Traffic):
 def bill(s: Scenario, tr: Traffic, p: Paths) -> Bill:
     """Step 7: the monthly bill, $/M tokens at the average utilisation, and the API comparison."""
     billed = _vec.where(s.bill_purchased, p.purchased, p.with_redundancy)
-    monthly = cost.monthly_cost_usd(billed, s.usd_per_gpu_hour, s.hours_per_month)
+    monthly = cost.monthly_cost_usd(billed, s.usd_per_gpu_hour, s.hours_per_month) + s.fixed_usd_per_month
     tokens = tokens_per_month(s, tr)
     blended = api_monthly = breakeven = None
     if s.api_usd_per_mtok_input is not None:
@@ -215,7 +327,8 @@ def bill(s: Scenario, tr: Traffic, p: Paths) -> Bill:
     )
 
 
-def _infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
+def infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
+    """Why no TP degree works: the weights do not fit, or no batch meets the inter-token target. [text]"""
     widest = candidates[-1]
     if widest.kv_budget_gib_per_gpu <= 0:
         return (
@@ -225,15 +338,21 @@ def _infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
             f"{widest.kv_budget_gib_per_gpu:.2f} GiB for the KV cache; expected a positive budget — use a larger GPU or node, "
             "quantised weights, or a smaller model"
         )
-    read_s = s.weights_bytes / widest.tp / (s.hbm_tbps * s.bandwidth_efficiency * 1e12)
+    one = serving.step_time_s(replica(s, widest.tp), serving.decode_step(1.0, 0.0))
     return (
-        f"the inter-token target {s.itl_s:g} s cannot be met: even at TP {widest.tp} reading the weights takes "
-        f"{read_s:.4f} s per decode step; expected a looser promise.itl_s, a faster GPU or quantised weights"
+        f"the inter-token target {s.itl_s:g} s cannot be met: even at TP {widest.tp} one decode step takes "
+        f"{one:.4f} s (reading the weights, the step overhead and communication); expected a looser promise.itl_s, "
+        "a faster GPU or quantised weights"
     )
 
 
+def tp_objective(p: Paths, billed) -> tuple:
+    """The order TP degrees are chosen in: fewest purchased GPUs, then fewest billed, then the smallest degree."""
+    return (p.purchased, billed, p.tp)
+
+
 def solve(s: Scenario) -> Solution:
-    """Solve one scalar scenario, choosing the TP degree that needs the fewest GPUs (smallest on a tie).
+    """Solve one scalar scenario, choosing the TP degree by :func:`tp_objective`.
 
     Raises
     ------
@@ -244,7 +363,7 @@ def solve(s: Scenario) -> Solution:
     candidates = tuple(paths(s, tr, tp) for tp in s.tp_options)
     feasible = [c for c in candidates if c.load != _vec.INF]
     if not feasible:
-        raise PlanningError(_infeasible_reason(s, candidates))
-    best = min(feasible, key=lambda c: (c.load, c.tp))
-    label, which = fleet.binding_constraint(best.memory_gpus, best.compute_gpus, best.latency_gpus)
+        raise PlanningError(infeasible_reason(s, candidates))
+    best = min(feasible, key=lambda c: tp_objective(c, c.purchased if s.bill_purchased else c.with_redundancy))
+    label, which = fleet.binding_constraint(best.memory_gpus, best.compute_gpus, best.latency_gpus, best.tp)
     return Solution(tr, best, candidates, bill(s, tr, best), label, which)

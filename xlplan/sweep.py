@@ -4,25 +4,18 @@ Each column of the input overrides one numeric field of a base plan's
 :class:`~xlplan.scenario.Scenario` (e.g. ``peak_rps``, ``prompt_p95``,
 ``itl_s``, ``usd_per_gpu_hour``). The steps run once on whole columns (numpy
 arrays) through the same functions as the scalar planner (:mod:`xlplan.steps`);
-for each row the TP degree that needs the fewest GPUs is chosen, smallest on a tie.
-pandas and numpy are imported only here.
+for each row the TP degree is chosen by :func:`xlplan.steps.tp_objective` (fewest purchased, then fewest
+billed, then the smallest degree). pandas and numpy are imported only here.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 from types import SimpleNamespace
 
 from xlplan import fleet, steps
 from xlplan.plan import Plan
-from xlplan.scenario import Scenario, resolve
-
-SWEEPABLE = tuple(
-    f.name for f in fields(Scenario)
-    if f.name not in ("tp_options", "layers", "window_layers", "window", "attention_width", "kv_shard_limit",
-                      "bill_purchased", "worst_case_memory", "include_ttft", "decode_attention", "redundancy", "gpus_per_node")
-)
-"""Scenario fields a sweep column may set."""
+from xlplan.scenario import SWEEPABLE, resolve
 
 OUTPUT_COLUMNS = (
     "concurrency", "time_in_system_s", "kv_gib_total", "memory_gpus", "compute_gpus", "latency_gpus", "tp",
@@ -58,22 +51,28 @@ def sweep(base: Plan, scenarios):
     s = replace(s0, **{"peak_rps": np.full(n, float(s0.peak_rps)), **cols})
     tr = steps.traffic(s)
     best = None
+    keys = ("load", "with_redundancy", "purchased", "memory_gpus", "compute_gpus", "latency_gpus", "memory_gpus_exact",
+            "compute_gpus_exact", "latency_gpus_exact")
     for tp in s.tp_options:
         p = steps.paths(s, tr, tp)
+        now = {k: np.broadcast_to(np.asarray(getattr(p, k), dtype=float), (n,)).copy() for k in keys}
+        now["tp"] = np.full(n, float(tp))
+        now["billed"] = now["purchased"] if s.bill_purchased else now["with_redundancy"]
+        now["purchased"] = np.where(np.isinf(now["load"]), np.inf, now["purchased"])
         if best is None:
-            best = {k: np.broadcast_to(np.asarray(getattr(p, k), dtype=float), (n,)).copy()
-                    for k in ("load", "with_redundancy", "purchased", "memory_gpus", "compute_gpus", "latency_gpus")}
-            best["tp"] = np.full(n, float(tp))
+            best = now
             continue
-        better = p.load < best["load"]
+        # the objective, lexicographic: fewer purchased, then fewer billed, then (degrees ascend) keep the smaller
+        better = (now["purchased"] < best["purchased"]) | ((now["purchased"] == best["purchased"]) & (now["billed"] < best["billed"]))
         for k in best:
-            value = float(tp) if k == "tp" else getattr(p, k)
-            best[k] = np.where(better, value, best[k])
+            best[k] = np.where(better, now[k], best[k])
     mem, comp, lat = best["memory_gpus"], best["compute_gpus"], best["latency_gpus"]
     top = np.maximum(np.maximum(mem, comp), lat)
     ties = (mem == top).astype(int) + (comp == top).astype(int) + (lat == top).astype(int)
     single = np.select([mem == top, comp == top], [fleet.PATHS[0], fleet.PATHS[1]], fleet.PATHS[2])
     binding = np.where(ties == 3, "all", np.where(ties == 2, "both", single))
+    minimum = (ties == 3) & (top == best["tp"])
+    binding = np.where(minimum, fleet.MINIMUM_REPLICA, binding)
     binding = np.where(np.isinf(best["load"]), "infeasible", binding)
     bl = steps.bill(s, tr, SimpleNamespace(purchased=best["purchased"], with_redundancy=best["with_redundancy"]))
     out = pd.DataFrame(

@@ -24,6 +24,10 @@ SEARCH_RANGE = 64.0
 RELATIVE_TOLERANCE = 1e-6
 """Bisection stops when the bracket is this narrow, relative to the value. [fraction]"""
 
+MAX_STEPS = 200
+"""Most steps of either search (the outward one takes ~19 to reach x64; bisection ~30 to 1e-6): a cap, so no input can
+make a search run forever. [steps]"""
+
 
 def _outcome(s: Scenario):
     try:
@@ -126,8 +130,8 @@ def apply(plan: Plan, s: Scenario, w: WhatIf) -> Scenario:
 
     Raises
     ------
-    ValueError
-        When the changed plan cannot be resolved (e.g. a dtype the GPU lacks).
+    PlanningError
+        When the changed plan cannot run on the GPU (e.g. a dtype the GPU lacks).
     """
     if w.kv_dtype is not None or w.weights_dtype is not None:
         update = {k: v for k, v in (("kv_dtype", w.kv_dtype), ("weights_dtype", w.weights_dtype)) if v is not None}
@@ -149,7 +153,7 @@ def sensitivities(plan: Plan, s: Scenario, what_ifs: tuple[WhatIf, ...] = STANDA
         label = describe(plan, s, w)
         try:
             changed = apply(plan, s, w)
-        except ValueError as e:
+        except steps.PlanningError as e:  # only a real infeasibility reads as "cannot be met"; a bug surfaces as a bug
             out.append(_sensitivity(label, None, str(e)))
             continue
         out.append(_sensitivity(label, changed))
@@ -181,14 +185,22 @@ def find_threshold(predicate: Callable[[float], bool], start: float, direction: 
     >>> round(find_threshold(lambda x: x > 3.0, 1.0, "up"), 4)
     3.0
     """
+    if not (start > 0 and start < float("inf")):
+        return None  # nothing to search from (a zero or infinite value scales to itself)
     factor = SEARCH_FACTOR if direction == "up" else 1.0 / SEARCH_FACTOR
     inside, x = start, start * factor
-    while not predicate(x):
+    for _ in range(MAX_STEPS):
+        if predicate(x):
+            break
         inside, x = x, x * factor
         if x > start * search_range or x < start / search_range:
             return None
+    else:
+        return None
     outside = x
-    while abs(outside - inside) > RELATIVE_TOLERANCE * abs(outside):
+    for _ in range(MAX_STEPS):
+        if abs(outside - inside) <= RELATIVE_TOLERANCE * abs(outside):
+            break
         mid = (inside + outside) / 2.0
         if predicate(mid):
             outside = mid

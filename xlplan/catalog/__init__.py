@@ -24,6 +24,7 @@ class UnknownNameError(LookupError):
         super().__init__(f"unknown {kind} {name!r}; {hint}")
 
 
+@cache
 def _load(filename: str) -> dict:
     import yaml
 
@@ -105,3 +106,29 @@ def get_gpu(name: str) -> GPUSpec:
 def get_model(name: str) -> ModelSpec:
     """The model called ``name`` (key, display name, Hugging Face id or alias)."""
     return _models()[model_key(name)]
+
+
+def ownership_defaults() -> dict:
+    """Default figures for owning GPUs (depreciation, PUE, hosting), each ``{value, date, source, reliability}``."""
+    return dict(_load("ownership.yaml")["defaults"])
+
+
+def ownership_for(name: str) -> dict:
+    """A GPU's ownership figures where a credible one exists: ``capex_usd_per_node`` (with ``gpus``), ``kw_per_gpu``,
+    ``lead_time`` (text); ``{}`` when none. Each figure ``{value, date, source, reliability}``."""
+    return dict(_load("ownership.yaml")["gpus"].get(gpu_key(name), {}))
+
+
+@cache
+def api_price_rows() -> tuple[dict, ...]:
+    """The managed-API price list (``api_prices.csv`` beside the planner's data), one dict per offer, with its
+    ``size_class``, prices in USD per million tokens, date and source."""
+    import csv
+
+    text = resources.files("xlplan.data").joinpath("api_prices.csv").read_text(encoding="utf-8")
+    rows = []
+    for row in csv.DictReader(text.splitlines()):
+        row["usd_per_1M_input"] = float(row["usd_per_1M_input"])
+        row["usd_per_1M_output"] = float(row["usd_per_1M_output"])
+        rows.append(row)
+    return tuple(rows)

@@ -1,257 +1,282 @@
-"""Validation: each published measurement predicted by the engine, with the relative error.
+"""Validation: each published measurement predicted from its stated conditions, with the error.
 
-Reads a file in the schema of ``shared/reference/measurements-public.csv`` and maps
-its outside names (Hugging Face ids, GPU descriptions, engine settings) to ours at
-this edge. Rows whose model, GPU, precision or parallelism the file does not pin
-down are skipped with the reason, never guessed.
+Reads a CSV in the schema of ``shared/reference/measurements-public.csv`` (the corpus
+``xlplan/data/measurements.csv`` by default). Each row's outside names — Hugging Face ids with
+suffixes, GPU strings with counts and vendors, precision strings, engines — are read by
+:mod:`xlplan.io.names`; its conditions go to :mod:`xlplan.predict`, the planner's own serving model.
+No measured column is an input to a prediction: a row is predicted from its model, precision, GPU,
+count, parallelism, engine, settings, lengths and concurrency alone. A row that cannot be predicted
+says what is missing.
 
-Conventions (stated, global, no per-row factors):
+Metrics and how each is scored:
 
-- **KV capacity at start-up** (vLLM): the start-up log's own non-KV memory (activation
-  peak, non-torch allocations, as ``util × visible − weights − KV``) is an input, as
-  vLLM logs it; the engine predicts the weights per GPU and so the KV that remains,
-  in GiB, and in tokens where the row reports them.
-- **Precision**: ``bf16`` is bf16 weights and cache; ``fp8`` is fp8 weights, with an
-  fp8 KV cache on TensorRT-LLM and NIM (their fp8 recipe) and a bf16 one on vLLM
-  unless its settings say ``kv_cache_dtype=fp8``.
-- **Offline maximum throughput**: the KV cache after weights and the planner's 3 GiB
-  overhead, times the engine's ``kv_cache_free_gpu_mem_fraction`` (0.90 if not stated),
-  limits the batch at the mean context; the roofline gives the step.
-- **Online at a fixed concurrency**: the step at batch = concurrency; lengths not given
-  leave context and prefill out.
+- **capacity**: KV cache GiB per GPU (or tokens per replica) at start-up. The error is taken against
+  the measured figure, or against 5 GiB where the figure is smaller (a cache near zero, or a model
+  that does not fit), so 0.5 GiB there scores as 10%.
+- **throughput**: output tokens/s of the whole system.
+- **latency**: mean inter-token latency (TPOT) at a fixed concurrency.
+- **ttft**: mean time to first token at a fixed concurrency (shown, not in the headline targets).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import re
+import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
-from xlplan import architecture, catalog, memory
+from xlplan import catalog, predict
+from xlplan.io import names
 from xlplan.io.errors import InputError
-from xlplan.predict import Efficiencies, Hardware, itl_s, offline_output_tok_s, online_output_tok_s
-from xlplan.scenario import weights_compute_dtype
 from xlplan.units import GIB
 
 REQUIRED = ("id", "category", "model", "precision", "gpu", "gpu_count", "parallelism", "engine", "settings", "isl", "osl",
             "concurrency_or_rate", "weights_GiB_per_gpu", "kv_cache_GiB_per_gpu", "kv_cache_tokens", "output_tok_s",
-            "tpot_or_itl_mean_ms")
+            "tpot_or_itl_mean_ms", "source")
+MEASURED = ("kv_cache_GiB_per_gpu", "kv_cache_tokens", "output_tok_s", "tpot_or_itl_mean_ms", "ttft_mean_ms")
 CATEGORIES = {
     "kv_capacity": "KV-cache capacity at start-up",
     "offline_max_throughput": "offline maximum throughput",
-    "online_latency_sweep": "online throughput and inter-token latency at a fixed concurrency",
-    "online_latency": "online throughput and inter-token latency at a fixed concurrency",
+    "online_latency_sweep": "throughput and latency at a fixed concurrency",
+    "online_latency": "throughput and latency at a fixed concurrency",
     "mlperf_offline": "MLPerf offline",
     "mlperf_server": "MLPerf server",
 }
-THROUGHPUT, LATENCY, CAPACITY = "throughput", "latency", "capacity"
-PLANNER_OVERHEAD_GIB = 3.0
-"""Non-KV memory per GPU for engines that do not log it (the plan's default overhead). [GiB]"""
+CAPACITY, THROUGHPUT, LATENCY, TTFT = "capacity", "throughput", "latency", "ttft"
+KINDS = (CAPACITY, THROUGHPUT, LATENCY, TTFT)
+CAPACITY_FLOOR_GIB = 5.0
+"""Capacity errors are taken against the measured figure, or this much where it is smaller. [GiB]"""
+DEFAULT_UTILISATION = {"vllm": 0.90, "sglang": 0.88, "trtllm": 0.90}
+"""The engines' default memory fractions (vLLM gpu_memory_utilization, SGLang mem_fraction_static on large GPUs,
+TensorRT-LLM free_gpu_memory_fraction for trtllm-bench/serve). [fraction]"""
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "measurements.csv"
+"""The public corpus that ships with xlplan (every row with its source and a reliability note)."""
 
 
 @dataclass(frozen=True)
 class Check:
-    """One predicted figure against its measurement."""
+    """One predicted figure against its measurement (or a row that could not be predicted, with why)."""
 
     id: str
     category: str
-    metric: str  # e.g. 'output tokens/s'
-    kind: str  # capacity | throughput | latency
+    source: str  # the source group the row comes from (host and repository)
+    metric: str
+    kind: str  # capacity | throughput | latency | ttft
     predicted: float | None
     measured: float | None
-    relative_error: float | None  # predicted ÷ measured − 1 [fraction]
-    skipped: str = ""  # why it was not predicted
+    relative_error: float | None  # predicted ÷ measured − 1; capacity against max(|measured|, 5 GiB) [fraction]
+    skipped: str = ""
     note: str = ""
 
 
 def _num(v) -> float | None:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
+    if v is None:
         return None
-    return None if math.isnan(x) else x
+    try:
+        x = float(str(v).replace(",", "").strip())
+    except ValueError:
+        return None
+    return None if math.isnan(x) or math.isinf(x) else x
 
 
-def _gpu(text: str) -> str | None:
-    candidates = [text, text.split("(")[0]]
-    inner = re.search(r"\(([^)]*)\)", text)
-    if inner:
-        candidates.append(re.sub(r"^\d+\s*x\s*", "", inner.group(1).strip()))
-    for c in candidates:
-        try:
-            return catalog.gpu_key(c.strip())
-        except catalog.UnknownNameError:
-            continue
-    return None
+def source_group(url: str) -> str:
+    """The host and repository a row's source is in: what leave-one-source-out leaves out.
 
-
-def _dtypes(precision: str, engine: str, settings: str) -> tuple[str, str] | None:
-    p = precision.lower()
-    if p.startswith("bf16"):
-        return "bf16", "bf16"
-    if p.startswith("fp8"):
-        if "vllm" in engine.lower():
-            return "fp8", "fp8" if "kv_cache_dtype=fp8" in settings.replace(" ", "") else "bf16"
-        return "fp8", "fp8"
-    return None
-
-
-def _setting(settings: str, key: str) -> float | None:
-    m = re.search(rf"{key}\D*?(\d+(?:\.\d+)?)", settings)
-    return float(m.group(1)) if m else None
-
-
-def _hardware(model_key: str, gpu_key: str, wd: str, kd: str, tp: int) -> Hardware:
-    m, g = catalog.get_model(model_key), catalog.get_gpu(gpu_key)
-    peak = g.peak_tflops(weights_compute_dtype(wd, g))
-    shards = memory.kv_shards(tp, 1 if m.attention == "mla" else m.num_key_value_heads)
-    return Hardware(float(architecture.active_params(m)), memory.weights_bytes(m, wd), memory.kv_bytes_per_token(m, kd), tp, shards,
-                    peak, g.hbm_tbps)
+    Examples
+    --------
+    >>> source_group("https://github.com/NVIDIA/TensorRT-LLM/blob/00f3/docs/perf.md")
+    'github.com/NVIDIA/TensorRT-LLM'
+    >>> source_group("https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance.html")
+    'docs.nvidia.com/nim'
+    """
+    first = str(url).split()[0] if str(url).split() else ""
+    if "://" not in first:
+        first = "https://" + first
+    u = urlparse(first)
+    parts = [p for p in u.path.split("/") if p]
+    keep = 2 if u.netloc.endswith("github.com") or u.netloc.endswith("huggingface.co") else 1
+    return "/".join([u.netloc, *parts[:keep]])
 
 
 def _check(row, metric, kind, predicted, measured, note="") -> Check:
-    err = None if predicted is None or not measured else predicted / measured - 1.0
-    return Check(str(row["id"]), str(row["category"]), metric, kind, predicted, measured, err, "", note)
+    if predicted is None or measured is None:
+        err = None
+    elif kind == CAPACITY:
+        err = (predicted - measured) / max(abs(measured), CAPACITY_FLOOR_GIB if "GiB" in metric else abs(measured) or 1.0)
+    else:
+        err = predicted / measured - 1.0 if measured else None
+    return Check(str(row["id"]), str(row["category"]), source_group(row.get("source", "")), metric, kind, predicted, measured,
+                 err, "", note)
 
 
 def _skip(row, reason: str) -> Check:
-    return Check(str(row["id"]), str(row["category"]), "", "", None, None, None, reason)
+    return Check(str(row["id"]), str(row["category"]), source_group(row.get("source", "")), "", "", None, None, None, reason)
 
 
-def predict_row(row: dict, eff: Efficiencies) -> list[Check]:
-    """The checks one measurement row allows (or one skipped check with the reason)."""
-    category = str(row["category"])
+def conditions(row: dict) -> tuple[predict.Conditions | None, str]:
+    """A row's stated conditions in xlplan's names, or (None, what is missing)."""
+    model_text = str(row.get("model") or "")
+    key = names.model_key(model_text)
+    if key is None:
+        return None, f"model {model_text!r} is not in the catalog"
+    model = catalog.get_model(key)
+    gpu, why = names.gpu_key(str(row.get("gpu") or ""))
+    if gpu is None:
+        return None, why
+    eng = names.engine(str(row.get("engine") or ""))
+    if eng is None:
+        return None, f"engine {row.get('engine')!r} is not vLLM, SGLang or TensorRT-LLM"
+    settings = str(row.get("settings") or "")
+    wd = names.weights_dtype(str(row.get("precision") or ""), model_text, model.weights_dtype_native)
+    if wd is None:
+        return None, f"precision {str(row.get('precision'))[:40]!r} is not stated in a form xlplan reads"
+    kd = names.kv_dtype(str(row.get("precision") or ""), model_text, eng, settings, wd)
+    count = _num(row.get("gpu_count"))
+    tp, ep, why = names.parallelism(str(row.get("parallelism") or ""), int(count) if count else None)
+    if tp is None:
+        return None, why
+    gpus = int(count) if count else tp
+    util = names.setting(settings, "gpu_memory_utilization", "mem_fraction_static", "kv_cache_free_gpu_mem_fraction",
+                         "free_gpu_memory_fraction")
+    if util is not None and not 0 < util <= 1:
+        util = None
+    seqs = names.setting(settings, "max_num_seqs", "max_batch_size", "max_running_requests")
+    tokens = names.setting(settings, "max_num_batched_tokens", "max_num_tokens", "chunked_prefill_size")
+    v0 = eng == "vllm" and names.vllm_v0(str(row.get("engine_version") or "") + " " + str(row.get("engine") or ""))
+    if v0 and tokens is None:
+        # V0 profiled the whole context limit, unless chunked prefill was on (its default past 32K tokens: 2,048 per step)
+        max_len = names.setting(settings, "max_model_len") or model.max_context_tokens or 2048
+        tokens = 2048 if max_len > 32768 else max(max_len, 2048)
+    dp_attention = bool(re.search(r"dp[- ]attention|attention[- ]dp|enable-dp-attention", str(row.get("parallelism") or "")
+                                  + " " + settings, re.IGNORECASE))
+    if dp_attention:  # with attention data parallel the batch and token budgets are per rank (TensorRT-LLM, SGLang)
+        seqs = seqs * tp if seqs else None
+        tokens = tokens * tp if tokens else None
+    return predict.Conditions(
+        model=model, gpu=catalog.get_gpu(gpu), weights_dtype=wd, kv_dtype=kd, gpus=gpus, tp=tp, ep=ep, engine=eng,
+        memory_utilisation=util if util is not None else DEFAULT_UTILISATION[eng],
+        max_num_seqs=int(seqs) if seqs else None, max_num_batched_tokens=int(tokens) if tokens else None,
+        isl=_num(row.get("isl")) or 0.0, osl=_num(row.get("osl")) or 0.0, v0=v0,
+        num_prompts=_num(row.get("num_prompts")), attention_dp=dp_attention,
+    ), ""
+
+
+def _concurrency(text: str) -> tuple[float | None, str]:
+    """(concurrency, '') from 'concurrency 25', 'max concurrency 4', 'batch 32 (static)', '50 concurrent requests'."""
+    t = text.lower()
+    for pattern in (r"concurrency\s*[:=]?\s*(\d+(?:\.\d+)?)", r"batch\s+(\d+)", r"(\d+)\s+concurrent"):
+        m = re.search(pattern, t)
+        if m:
+            return float(m.group(1)), ""
+    if "rate" in t and "inf" not in t:
+        return None, f"an open-loop request rate ({text!r}): its latency is a queueing question (xlplan simulate), not a fixed concurrency"
+    return None, f"concurrency not stated in {text!r}"
+
+
+def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies()) -> list[Check]:
+    """The checks one measurement row allows, or one skipped check with the reason."""
+    category = str(row.get("category"))
     if category not in CATEGORIES:
-        return [_skip(row, f"category {category!r} is not one the engine predicts ({', '.join(CATEGORIES)})")]
+        return [_skip(row, f"category {category!r} is not one xlplan predicts ({', '.join(CATEGORIES)})")]
+    if category.startswith("mlperf"):
+        return [_skip(row, "MLPerf rows: precision, parallelism and lengths are the vendor's and not stated")]
+    c, why = conditions(row)
+    if c is None:
+        return [_skip(row, why)]
+    settings = f"{row.get('settings') or ''} {row.get('planner_check') or ''}".lower()
+    if re.search(r"\bmtp\b|speculative|eagle|draft model", settings):
+        return [_skip(row, "speculative decoding (MTP, EAGLE, a draft model) is not modelled")]
+    if re.search(r"not in (the )?excerpt|settings unknown|launch command not", settings):
+        return [_skip(row, "the engine's settings (memory fraction, budgets) are not stated")]
     try:
-        model_key = catalog.model_key(str(row["model"]))
-    except catalog.UnknownNameError:
-        return [_skip(row, f"model {row['model']!r} is not in the catalog")]
-    gpu_key = _gpu(str(row["gpu"]))
-    if gpu_key is None:
-        return [_skip(row, f"GPU {row['gpu']!r} is not in the catalog")]
-    settings, engine = str(row.get("settings") or ""), str(row.get("engine") or "")
-    dtypes = _dtypes(str(row["precision"]), engine, settings)
-    if dtypes is None:
-        return [_skip(row, f"precision {row['precision'][:40]!r} is not stated as bf16 or fp8")]
-    tp_match = re.match(r"TP(\d+)", str(row["parallelism"]))
-    if not tp_match:
-        return [_skip(row, f"parallelism {row['parallelism']!r} is not stated as a TP degree")]
-    tp = int(tp_match.group(1))
-    wd, kd = dtypes
-    h = _hardware(model_key, gpu_key, wd, kd, tp)
-    gpus = int(_num(row["gpu_count"]) or tp)
+        return _predict(row, category, c, eff)
+    except Exception as e:  # a row the model cannot run (e.g. an engine setting out of range) is reported, not raised
+        from xlplan.steps import PlanningError
+
+        if isinstance(e, (PlanningError, ValueError)):
+            return [_skip(row, f"cannot be predicted: {e}")]
+        raise
+
+
+def _predict(row: dict, category: str, c: predict.Conditions, eff: predict.Efficiencies) -> list[Check]:
     if category == "kv_capacity":
-        util = _setting(settings, "gpu_memory_utilization")
-        visible = re.search(r"\((\d+(?:\.\d+)?) GiB visible\)", str(row["gpu"]))
-        visible_gib = float(visible.group(1)) if visible else catalog.get_gpu(gpu_key).cuda_visible_gib
-        w_meas, kv_meas = _num(row["weights_GiB_per_gpu"]), _num(row["kv_cache_GiB_per_gpu"])
-        if util is None or visible_gib is None or w_meas is None or kv_meas is None:
-            return [_skip(row, "start-up figures (gpu_memory_utilization, visible memory, weights and KV GiB) not all given")]
-        logged_overhead = util * visible_gib - w_meas - kv_meas
-        weights = h.weights_bytes / tp / GIB
-        kv = memory.kv_budget_gib(visible_gib, util, weights, logged_overhead)
-        out = [_check(row, "weights GiB per GPU", CAPACITY, weights, w_meas),
-               _check(row, "KV cache GiB per GPU", CAPACITY, kv, kv_meas,
-                      f"{util:g} × {visible_gib:g} − {weights:.2f} weights − {logged_overhead:.2f} logged non-KV memory")]
-        tokens = _num(row["kv_cache_tokens"])
-        if tokens:
-            out.append(_check(row, "KV cache tokens", CAPACITY, kv * GIB * h.kv_shards / h.kv_bytes_per_token, tokens))
-        return out
-    isl, osl = _num(row["isl"]), _num(row["osl"])
-    if category == "offline_max_throughput":
-        if not isl or not osl:
-            return [_skip(row, "input and output lengths not given")]
-        fraction = _setting(settings, "kv_cache_free_gpu_mem_fraction") or 0.90
-        g = catalog.get_gpu(gpu_key)
-        kv_gib = (g.memory_gib - h.weights_bytes / tp / GIB - PLANNER_OVERHEAD_GIB) * fraction
-        per_replica, batch = offline_output_tok_s(h, kv_gib, isl, osl, eff)
-        return [_check(row, "output tokens/s", THROUGHPUT, per_replica * gpus / tp, _num(row["output_tok_s"]),
-                       f"batch {batch:,.0f} held by {kv_gib:.1f} GiB of KV per GPU ({kd} cache)")]
-    if category in ("online_latency_sweep", "online_latency"):
-        c = re.search(r"concurrency\s+(\d+(?:\.\d+)?)", str(row["concurrency_or_rate"]))
-        if not c:
-            return [_skip(row, f"concurrency not stated in {row['concurrency_or_rate']!r}")]
-        conc = float(c.group(1))
-        note = "" if isl and osl else "lengths not given: context and prefill left out"
-        i, o = (isl, osl) if isl and osl else (0.0, 1.0)
+        gib, tokens = predict.kv_capacity(c)
         out = []
-        if _num(row["output_tok_s"]):
-            out.append(_check(row, "output tokens/s", THROUGHPUT, online_output_tok_s(h, conc, i, o, eff) * gpus / tp,
-                              _num(row["output_tok_s"]), note))
-        if _num(row["tpot_or_itl_mean_ms"]):
-            out.append(_check(row, "inter-token latency ms", LATENCY, itl_s(h, conc, i, o, eff) * 1e3, _num(row["tpot_or_itl_mean_ms"]), note))
-        return out or [_skip(row, "no throughput or latency measured")]
-    return [_skip(row, "MLPerf rows: parallelism, precision and input lengths are the vendor's and not given")]
-
-
-def predict_row_inputs(row: dict):
-    """A throughput or latency row as a calibration run (None for rows that are not, or are skipped)."""
-    from xlplan.calibrate import Run
-    from xlplan.predict import kv_batch
-
-    category = str(row["category"])
-    if category not in ("offline_max_throughput", "online_latency_sweep", "online_latency"):
-        return None
-    try:
-        model_key = catalog.model_key(str(row["model"]))
-    except catalog.UnknownNameError:
-        return None
-    gpu_key = _gpu(str(row["gpu"]))
-    dtypes = _dtypes(str(row["precision"]), str(row.get("engine") or ""), str(row.get("settings") or ""))
-    tp_match = re.match(r"TP(\d+)", str(row["parallelism"]))
-    if gpu_key is None or dtypes is None or not tp_match:
-        return None
-    tp = int(tp_match.group(1))
-    h = _hardware(model_key, gpu_key, *dtypes, tp)
-    gpus = int(_num(row["gpu_count"]) or tp)
-    isl, osl = _num(row["isl"]) or 0.0, _num(row["osl"]) or 1.0
-    if category == "offline_max_throughput":
-        fraction = _setting(str(row.get("settings") or ""), "kv_cache_free_gpu_mem_fraction") or 0.90
-        kv_gib = (catalog.get_gpu(gpu_key).memory_gib - h.weights_bytes / tp / GIB - PLANNER_OVERHEAD_GIB) * fraction
-        batch = kv_batch(kv_gib, h, isl, osl)
-        per_replica = (_num(row["output_tok_s"]) or 0) * tp / gpus
-        return Run(str(row["id"]), batch, isl, osl, None, batch / per_replica if per_replica else None, per_replica, h)
-    c = re.search(r"concurrency\s+(\d+(?:\.\d+)?)", str(row["concurrency_or_rate"]))
-    itl = _num(row["tpot_or_itl_mean_ms"])
-    if not c or not itl:
-        return None
-    conc = float(c.group(1))
-    ttft = _num(row.get("ttft_mean_ms"))
-    # TTFT is the prefill alone only without a queue: at concurrency 1
-    first = ttft / 1e3 if ttft and isl and conc == 1 else None
-    return Run(str(row["id"]), conc, isl, osl, first, itl / 1e3, _num(row["output_tok_s"]), h)
+        if _num(row.get("kv_cache_GiB_per_gpu")) is not None:
+            out.append(_check(row, "KV cache GiB per GPU", CAPACITY, gib, _num(row["kv_cache_GiB_per_gpu"]),
+                              f"{c.engine} rule at {c.memory_utilisation:g}"))
+        if _num(row.get("kv_cache_tokens")) is not None:
+            out.append(_check(row, "KV cache tokens per replica", CAPACITY, tokens, _num(row["kv_cache_tokens"])))
+        return out or [_skip(row, "no KV figure measured")]
+    if not c.isl or not c.osl:
+        return [_skip(row, "input and output lengths not stated (a dataset such as ShareGPT without its token counts)")]
+    if category == "offline_max_throughput" and not re.search(r"concurrency\s*\d", str(row.get("concurrency_or_rate", "")).lower()):
+        measured = _num(row.get("output_tok_s"))
+        if measured is None:
+            return [_skip(row, "no output tokens/s measured")]
+        tok_s, batch = predict.offline_output_tok_s(c, eff)
+        return [_check(row, "output tokens/s", THROUGHPUT, tok_s, measured, f"batch {batch:,.0f} per replica")]
+    conc, why = _concurrency(str(row.get("concurrency_or_rate") or ""))
+    if conc is None:
+        return [_skip(row, why)]
+    on = predict.fixed_concurrency(predict.replace_concurrency(c, conc), eff)
+    out = []
+    note = f"batch {on.batch:,.1f} per replica" + (f", {on.waiting:,.1f} waiting" if on.waiting > 0.05 else "")
+    if _num(row.get("output_tok_s")) is not None:
+        out.append(_check(row, "output tokens/s", THROUGHPUT, on.output_tok_s, _num(row["output_tok_s"]), note))
+    if _num(row.get("tpot_or_itl_mean_ms")) is not None:
+        out.append(_check(row, "inter-token latency ms", LATENCY, on.itl_s * 1e3, _num(row["tpot_or_itl_mean_ms"]), note))
+    if _num(row.get("ttft_mean_ms")) is not None:
+        out.append(_check(row, "TTFT ms", TTFT, on.ttft_s * 1e3, _num(row["ttft_mean_ms"]), note))
+    return out or [_skip(row, "no throughput or latency measured")]
 
 
 def read_measurements(path: str | Path) -> list[dict]:
-    """Rows of a measurements CSV as dicts; a missing column or a file of another format is an InputError."""
-    import pandas as pd
+    """Rows of a measurements CSV; a missing column, a duplicate id or a file of another format is an InputError."""
+    from xlplan.io import files
 
-    path = Path(path)
     src = str(path)
-    if not path.exists():
-        raise InputError(src, ["file not found; expected a CSV in the schema of measurements-public.csv"])
+    text = files.read_text(path, "a measurements CSV", files.TABLE_MAX_BYTES)
     try:
-        frame = pd.read_csv(path)
-    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
-        raise InputError(src, [f"not a CSV ({type(e).__name__}); expected the schema of measurements-public.csv"]) from None
-    missing = [c for c in REQUIRED if c not in frame.columns]
+        reader = csv.DictReader(io.StringIO(text))
+        fields = reader.fieldnames or []
+        rows = list(reader)
+    except csv.Error as e:
+        raise InputError(src, [f"not a CSV ({e}); expected the columns of measurements-public.csv"]) from None
+    missing = [c for c in REQUIRED if c not in fields]
     if missing:
         raise InputError(src, [f"missing column(s) {', '.join(missing)}; expected the columns of measurements-public.csv "
                                f"({', '.join(REQUIRED)}, …)"])
-    return frame.to_dict("records")
+    problems, seen = [], {}
+    for line, row in enumerate(rows, start=2):
+        rid = str(row.get("id") or "").strip()
+        if not rid:
+            problems.append(f"line {line}: id: empty; expected a row id")
+        elif rid in seen:
+            problems.append(f"line {line}: id: {rid!r} also on line {seen[rid]}; expected each row once")
+        else:
+            seen[rid] = line
+        for col in MEASURED:
+            v = (row.get(col) or "").strip()
+            if v and _num(v) is None:
+                problems.append(f"line {line} ({rid}): {col}: got {v!r}; expected a number")
+    if problems:
+        raise InputError(src, problems)
+    return rows
 
 
-def validate(rows: list[dict], eff: Efficiencies = Efficiencies()) -> list[Check]:
+def validate(rows: list[dict], eff: predict.Efficiencies = predict.Efficiencies()) -> list[Check]:
     """Every row predicted (or skipped with the reason)."""
     return [c for row in rows for c in predict_row(row, eff)]
 
 
 def medians(checks: list[Check]) -> dict[str, float]:
-    """Median absolute relative error by category and by kind (throughput, latency, capacity). [fraction]"""
-    import statistics
-
+    """Median absolute error by category and by kind. [fraction]"""
     out = {}
     for key in sorted({c.category for c in checks} | {c.kind for c in checks if c.kind}):
         errs = [abs(c.relative_error) for c in checks if c.relative_error is not None and key in (c.category, c.kind)]
@@ -260,5 +285,29 @@ def medians(checks: list[Check]) -> dict[str, float]:
     return out
 
 
-def as_json(checks: list[Check], eff: Efficiencies) -> dict:
+def as_json(checks: list[Check], eff: predict.Efficiencies) -> dict:
     return {"efficiencies": asdict(eff), "checks": [asdict(c) for c in checks], "median_absolute_error": medians(checks)}
+
+
+def kv_gib(tokens: float, c: predict.Conditions) -> float:
+    """Tokens per replica as GiB per GPU for a row's model and cache dtype. [GiB]"""
+    rep = predict.replica_for(c)
+    return tokens * rep.s.kv_bytes_per_token_layer * rep.s.layers / rep.r.kv_shards / GIB
+
+
+def run_of(row: dict):
+    """A throughput or latency row as a calibration run with its own conditions, or None (capacity rows, skipped rows)."""
+    from xlplan.calibrate import Run
+
+    category = str(row.get("category"))
+    if category not in ("offline_max_throughput", "online_latency_sweep", "online_latency"):
+        return None
+    checks = predict_row(row)
+    if not checks or checks[0].skipped:
+        return None
+    c, _ = conditions(row)
+    offline = category == "offline_max_throughput" and not re.search(r"concurrency\s*\d", str(row.get("concurrency_or_rate", "")).lower())
+    conc = None if offline else _concurrency(str(row.get("concurrency_or_rate") or ""))[0]
+    itl, ttft = _num(row.get("tpot_or_itl_mean_ms")), _num(row.get("ttft_mean_ms"))
+    return Run(str(row["id"]), conc, c.isl, c.osl, None if offline or not ttft else ttft / 1e3,
+               None if offline or not itl else itl / 1e3, _num(row.get("output_tok_s")), c)

@@ -1,0 +1,40 @@
+"""Fit the default efficiencies (xlplan/data/efficiencies.yaml) to the public corpus (xlplan/data/measurements.csv).
+
+    python scripts/fit_efficiencies.py            # rewrite the table
+    python scripts/fit_efficiencies.py --check    # exit 1 if the committed table differs from a fresh fit
+
+Every throughput and latency row the engine can predict is a run with its own conditions; see
+xlplan.calibrate.fit_defaults for the procedure. The KV-capacity rows do not enter (no efficiency moves them).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+from xlplan.calibrate import fit_defaults
+from xlplan.io.measurements import CORPUS, read_measurements, run_of
+
+TABLE = Path(__file__).resolve().parents[1] / "xlplan" / "data" / "efficiencies.yaml"
+HEADER = """# Default efficiencies by GPU vendor and serving engine: what a plan runs at when it states none.
+# Written by `python scripts/fit_efficiencies.py` from xlplan/data/measurements.csv (the public corpus, each row with its
+# source): dense-model runs fit prefill MFU, decode MFU, bandwidth efficiency and the per-step overhead [s] per vendor x
+# engine (at least 4 runs), per vendor, and overall; MoE runs fit the expert efficiency. `runs` counts the runs behind each.
+# The README's validation table reports these in-sample figures beside leave-one-source-out ones, which fit without the
+# source they predict.
+"""
+
+
+def table_text() -> str:
+    runs = [r for r in (run_of(row) for row in read_measurements(CORPUS)) if r is not None]
+    return HEADER + yaml.safe_dump(fit_defaults(runs), sort_keys=False)
+
+
+if __name__ == "__main__":
+    text = table_text()
+    if "--check" in sys.argv:
+        sys.exit(0 if TABLE.read_text(encoding="utf-8") == text else 1)
+    TABLE.write_text(text, encoding="utf-8")
+    print(f"wrote {TABLE}")

@@ -1,0 +1,458 @@
+"""The serving model: how long one engine step of one replica takes, given what the step carries.
+
+One model behind every prediction: the planner's latency path, ``xlplan validate``,
+``xlplan calibrate`` and the simulator all time steps with :func:`step_time_s`.
+
+Notes
+-----
+A step of a replica (``tp`` GPUs, continuous batching) carries ``b`` decode tokens, each
+attending to its cached context, and ``p`` prefill tokens (a chunk of a prompt, up to the
+batched-token budget). Its time is
+
+``t = overhead + Σ_parts max(t_compute, t_memory) + t_comm``
+
+over three parts that run as separate kernels one after another, each on its own roofline:
+
+- **dense weights** (attention projections, dense MLPs, shared experts, the output head):
+  ``2·N_dense`` FLOPs per token at the weights' compute dtype, against reading the weights once;
+- **routed experts**: ``2·N_experts,active`` FLOPs per token against reading the experts the step's
+  tokens touch (an MoE layer with ``E`` experts and ``k`` per token touches ``E·(1 − (1 − k/E)^T)``
+  of them for ``T`` tokens, in expectation under uniform routing);
+- **attention**: ``4·w`` FLOPs per (token, key) pair per layer at the 16-bit peak (FlashAttention
+  runs in bf16 whatever the weights), against reading every decoding sequence's KV cache;
+
+decode tokens at the decode MFU and prefill tokens at the prefill MFU, over ``tp × peak``, and
+bytes over HBM bandwidth × efficiency, per GPU. Summing the parts' rooflines, not taking one
+roofline of the whole step, is what makes a large decode batch with long contexts slower than
+either side alone: its weight GEMMs are compute-bound while its attention reads the cache;
+- ``t_comm``: tensor parallelism's two all-reduces per layer of ``T × hidden`` activations
+  (a ring all-reduce moves ``2(tp − 1)/tp`` of them per GPU), each with a fixed latency;
+  expert parallelism's two all-to-alls per MoE layer;
+- ``overhead``: scheduling, kernel launches and sampling, a fixed time per step.
+
+Each term is a pure function below; the planner, validation and the simulator differ only in
+what they put in a step.
+
+References
+----------
+Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009. Decode reads the
+weights once per step: Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023
+(§2, memory time per step). Ring all-reduce moves 2(n−1)/n of the data per GPU: Patarasuk &
+Yuan, JPDC 69(2), 2009. Distinct experts touched: the expected number of occupied bins when
+``T·k`` balls are thrown into ``E`` bins without replacement per ball (coupon collector).
+Chunked prefill sharing steps with decode: Agrawal et al., "Sarathi-Serve", OSDI 2024.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlplan import _vec
+from xlplan.units import GB, TERA
+
+BISECTION_STEPS = 64
+"""Fixed iterations of :func:`max_batch_within`; 64 halvings narrow any bracket below float precision. [1]"""
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """One replica's physics: the model cut across ``tp`` GPUs, the GPU's peaks and the engine's efficiencies.
+
+    Units in the field comments. Built by :func:`xlplan.scenario.replica` (plans) and by
+    :mod:`xlplan.predict` (benchmark rows).
+    """
+
+    tp: int  # GPUs in the replica (tensor parallel) [GPUs]
+    ep: int  # expert-parallel degree inside the replica; 1 splits experts by TP [GPUs]
+    layers: int  # [layers]
+    window_layers: int  # of ``layers``, sliding-window layers [layers]
+    window: float  # their window; inf when none [tokens]
+    hidden: int  # model width [elements]
+    attention_width: int  # heads × head width of the score/value products [elements]
+    active_params: float  # parameters one token passes through (2·N FLOPs) [parameters]
+    expert_active_params: float  # of those, in routed experts (k per token, all MoE layers) [parameters]
+    dense_weight_bytes: float  # bytes read every step: attention, dense MLPs, shared experts, embeddings [bytes]
+    expert_weight_bytes: float  # bytes of all routed experts [bytes]
+    experts: int  # routed experts per MoE layer; 0 for a dense model [experts]
+    experts_per_token: int  # [experts]
+    moe_layers: int  # [layers]
+    kv_bytes_per_token_layer: float  # [bytes/token/layer]
+    kv_shards: int  # ways one token's KV splits across the replica [GPUs]
+    peak_tflops: float  # per GPU, at the weights' compute dtype [TFLOP/s]
+    attention_peak_tflops: float  # per GPU, 16-bit, for the attention products [TFLOP/s]
+    hbm_tbps: float  # per GPU [TB/s]
+    link_gbps: float  # GPU-to-GPU bandwidth per GPU, one direction [GB/s]
+    link_latency_s: float  # fixed time of one collective [s]
+    activation_bytes: float  # bytes per activation element on the wire [bytes]
+    prefill_mfu: float  # [fraction]
+    decode_mfu: float  # [fraction]
+    bandwidth_efficiency: float  # [fraction]
+    step_overhead_s: float  # [s]
+    expert_efficiency: float = 1.0  # grouped expert GEMMs' MFU as a fraction of dense GEMMs' [fraction]
+
+
+@dataclass(frozen=True, slots=True)
+class StepLoad:
+    """What one step carries. Token-key pairs count, per layer kind, the keys each token attends to.
+
+    ``decode_keys`` is the sum over decoding sequences of their context (each decode token attends to
+    all of it); ``prefill_keys`` the sum over prefill tokens of the keys each attends to (causal: the
+    prefix plus its own position). ``*_window`` are the same sums clipped at the sliding window.
+    ``kv_tokens`` / ``kv_tokens_window`` are the cached tokens the step reads (decode contexts and the
+    prefixes of prefill chunks).
+    """
+
+    decode_tokens: float  # [tokens]
+    decode_keys: float  # [token·keys]
+    decode_keys_window: float  # [token·keys]
+    prefill_tokens: float  # [tokens]
+    prefill_keys: float  # [token·keys]
+    prefill_keys_window: float  # [token·keys]
+    kv_tokens: float  # [tokens]
+    kv_tokens_window: float  # [tokens]
+
+
+def attention_flops(keys, keys_window, full_layers, window_layers, attention_width):
+    """Score and value products over a step's token-key pairs. [FLOP]
+
+    Parameters
+    ----------
+    keys, keys_window : float or array
+        Token-key pairs, unclipped and clipped at the window. [token·keys]
+    full_layers, window_layers : int
+        Layers of each kind. [layers]
+    attention_width : int
+        Heads × head width. [elements]
+
+    Notes
+    -----
+    ``4·w·(L_full·K + L_window·K_window)``: QKᵀ and AV, one multiply-accumulate (2 FLOPs) each.
+    """
+    return 4.0 * attention_width * (full_layers * keys + window_layers * keys_window)
+
+
+def experts_touched_fraction(tokens, experts, experts_per_token):
+    """Expected fraction of an MoE layer's routed experts a step's tokens touch. [fraction]
+
+    Parameters
+    ----------
+    tokens : float or array
+        Tokens in the step. [tokens]
+    experts : int
+        Routed experts per layer; 0 for a dense model (returns 0). [experts]
+    experts_per_token : int
+        Experts each token is routed to. [experts]
+
+    Notes
+    -----
+    ``1 − (1 − k/E)^T`` (uniform routing). One token touches ``k/E``; many touch all.
+
+    Examples
+    --------
+    Qwen3-30B-A3B (128 experts, 8 per token): one token 1/16, sixteen tokens 1 − (15/16)^16 = 64%.
+
+    >>> experts_touched_fraction(1, 128, 8), round(experts_touched_fraction(16, 128, 8), 3)
+    (0.0625, 0.644)
+    """
+    if not experts:
+        return 0.0 * tokens
+    return 1.0 - (1.0 - experts_per_token / experts) ** tokens
+
+
+def _flops_time(r: Replica, decode_flops, prefill_flops, peak_tflops, scale=1.0):
+    per_gpu = r.tp * peak_tflops * TERA * scale
+    return decode_flops / (per_gpu * r.decode_mfu) + prefill_flops / (per_gpu * r.prefill_mfu)
+
+
+def _bandwidth_time(r: Replica, bytes_per_gpu):
+    return bytes_per_gpu / (r.hbm_tbps * r.bandwidth_efficiency * TERA)
+
+
+def dense_time_s(r: Replica, load: StepLoad):
+    """The dense weights' part of a step: GEMM FLOPs against reading the weights once, per GPU. [s]
+
+    Notes
+    -----
+    ``max((2·N_dense·b) ÷ (tp·peak·MFU_d) + (2·N_dense·p) ÷ (tp·peak·MFU_p), W_dense/tp ÷ (bandwidth·efficiency))``.
+    """
+    n = r.active_params - r.expert_active_params
+    compute = _flops_time(r, 2.0 * n * load.decode_tokens, 2.0 * n * load.prefill_tokens, r.peak_tflops)
+    return _vec.maximum(compute, _bandwidth_time(r, r.dense_weight_bytes / r.tp))
+
+
+def expert_time_s(r: Replica, load: StepLoad):
+    """The routed experts' part of a step: their FLOPs against reading the experts the tokens touch. [s]
+
+    Notes
+    -----
+    Grouped expert GEMMs run each expert on its share of the tokens (``T·k/E``), with routing, permutation and
+    padding around them, so they reach a lower fraction of peak than a dense GEMM: ``expert_efficiency``.
+    """
+    if not r.experts:
+        return 0.0 * load.decode_tokens
+    tokens = load.decode_tokens + load.prefill_tokens
+    compute = _flops_time(r, 2.0 * r.expert_active_params * load.decode_tokens,
+                          2.0 * r.expert_active_params * load.prefill_tokens, r.peak_tflops, r.expert_efficiency)
+    touched = r.expert_weight_bytes * experts_touched_fraction(tokens, r.experts, r.experts_per_token)
+    return _vec.maximum(compute, _bandwidth_time(r, touched / r.tp))
+
+
+def attention_time_s(r: Replica, load: StepLoad):
+    """The attention part of a step: score and value FLOPs at the 16-bit peak against reading the KV cache. [s]"""
+    full = r.layers - r.window_layers
+    decode = attention_flops(load.decode_keys, load.decode_keys_window, full, r.window_layers, r.attention_width)
+    prefill = attention_flops(load.prefill_keys, load.prefill_keys_window, full, r.window_layers, r.attention_width)
+    compute = _flops_time(r, decode, prefill, r.attention_peak_tflops)
+    kv = r.kv_bytes_per_token_layer * (full * load.kv_tokens + r.window_layers * load.kv_tokens_window)
+    return _vec.maximum(compute, _bandwidth_time(r, kv / r.kv_shards))
+
+
+def compute_time_s(r: Replica, load: StepLoad):
+    """All the step's FLOPs over the replica's peaks, decode and prefill at their own MFU (the parts' compute sides). [s]"""
+    full = r.layers - r.window_layers
+    n_dense = r.active_params - r.expert_active_params
+    linear = _flops_time(r, 2.0 * (n_dense + r.expert_active_params) * load.decode_tokens,
+                         2.0 * (n_dense + r.expert_active_params) * load.prefill_tokens, r.peak_tflops)
+    attn = _flops_time(r, attention_flops(load.decode_keys, load.decode_keys_window, full, r.window_layers, r.attention_width),
+                       attention_flops(load.prefill_keys, load.prefill_keys_window, full, r.window_layers, r.attention_width),
+                       r.attention_peak_tflops)
+    return linear + attn
+
+
+def bytes_read_per_gpu(r: Replica, load: StepLoad):
+    """Bytes one GPU reads from HBM in the step: its share of the weights and of the KV cache. [bytes]
+
+    Notes
+    -----
+    ``(W_dense + W_experts·touched(T)) ÷ tp + kv_layer·(L_full·kv_tokens + L_window·kv_tokens_window) ÷ shards``.
+    """
+    tokens = load.decode_tokens + load.prefill_tokens
+    weights = r.dense_weight_bytes + r.expert_weight_bytes * experts_touched_fraction(tokens, r.experts, r.experts_per_token)
+    kv = r.kv_bytes_per_token_layer * ((r.layers - r.window_layers) * load.kv_tokens + r.window_layers * load.kv_tokens_window)
+    return weights / r.tp + kv / r.kv_shards
+
+
+def memory_time_s(r: Replica, load: StepLoad):
+    """The step's HBM traffic over bandwidth × efficiency (the parts' memory sides). [s]"""
+    return _bandwidth_time(r, bytes_read_per_gpu(r, load))
+
+
+def allreduce_time_s(message_bytes, gpus, link_gbps, latency_s):
+    """One ring all-reduce of ``message_bytes`` across ``gpus``. [s]
+
+    Parameters
+    ----------
+    message_bytes : float or array
+        Bytes each GPU contributes. [bytes]
+    gpus : int
+        GPUs in the group; one GPU needs none (returns 0). [GPUs]
+    link_gbps : float
+        Bandwidth per GPU, one direction. [GB/s]
+    latency_s : float
+        Fixed cost of one collective. [s]
+
+    Notes
+    -----
+    ``latency + 2·(n − 1)/n · bytes ÷ bandwidth`` for ``n > 1`` (Patarasuk & Yuan 2009).
+
+    Examples
+    --------
+    8 GPUs, 1 MB each, 450 GB/s, 10 µs: 10 µs + 1.75 × 1e6 / 450e9 = 13.9 µs.
+
+    >>> round(allreduce_time_s(1e6, 8, 450, 10e-6) * 1e6, 1)
+    13.9
+    """
+    if gpus <= 1:
+        return 0.0 * message_bytes
+    return latency_s + 2.0 * (gpus - 1) / gpus * message_bytes / (link_gbps * GB)
+
+
+def comm_time_s(r: Replica, load: StepLoad):
+    """Tensor- and expert-parallel communication of the step. [s]
+
+    Notes
+    -----
+    TP: two all-reduces per layer (after attention and after the MLP) of ``T × hidden`` activations.
+    EP: two all-to-alls per MoE layer (dispatch and combine), each moving ``T·k/ep × hidden`` activations
+    per GPU with ``(ep − 1)/ep`` of them crossing GPUs.
+    """
+    tokens = load.decode_tokens + load.prefill_tokens
+    message = tokens * r.hidden * r.activation_bytes
+    t = 2.0 * r.layers * allreduce_time_s(message, r.tp, r.link_gbps, r.link_latency_s)
+    if r.ep > 1 and r.experts:
+        a2a = tokens * r.experts_per_token / r.ep * r.hidden * r.activation_bytes * (r.ep - 1) / r.ep
+        t = t + 2.0 * r.moe_layers * (r.link_latency_s + a2a / (r.link_gbps * GB))
+    return t
+
+
+def step_time_s(r: Replica, load: StepLoad):
+    """Time of one engine step: overhead + each part's roofline (dense weights, experts, attention) + communication. [s]
+
+    Parameters
+    ----------
+    r : Replica
+        The replica.
+    load : StepLoad
+        What the step carries.
+
+    Examples
+    --------
+    Llama-3.1-8B bf16 on one H100 (989 TFLOP/s, 3.35 TB/s at 40% and 60%), one decode token of no
+    context: the weights, 16.06e9 B ÷ 2.01e12 B/s = 7.99 ms.
+
+    >>> r = Replica(1, 1, 32, 0, float("inf"), 4096, 4096, 8.03e9, 0.0, 16.06e9, 0.0, 0, 0, 0, 4096, 1, 989, 989, 3.35,
+    ...             450, 10e-6, 2, 0.4, 0.4, 0.6, 0.0)
+    >>> round(step_time_s(r, decode_step(1, 0.0)) * 1e3, 2)
+    7.99
+    """
+    return (r.step_overhead_s + dense_time_s(r, load) + expert_time_s(r, load) + attention_time_s(r, load)
+            + comm_time_s(r, load))
+
+
+# ---------------------------------------------------------------------------------------------- steps the callers build
+
+
+def decode_step(batch, context_tokens, window=float("inf")) -> StepLoad:
+    """A step of ``batch`` decodes, each over ``context_tokens`` of cache; no prefill. [StepLoad]
+
+    Parameters
+    ----------
+    batch : float or array
+        Decoding sequences. [sequences]
+    context_tokens : float or array
+        Mean cached context of each. [tokens]
+    window : float
+        Sliding window of the window layers. [tokens]
+    """
+    clipped = _vec.minimum(context_tokens, window)
+    return StepLoad(batch, batch * context_tokens, batch * clipped, 0.0 * batch, 0.0 * batch, 0.0 * batch,
+                    batch * context_tokens, batch * clipped)
+
+
+def prefill_keys(chunk_tokens, prefix_tokens, causal: bool = True):
+    """Token-key pairs of a prefill chunk of ``chunk_tokens`` after ``prefix_tokens`` already cached. [token·keys]
+
+    Notes
+    -----
+    Causal: token ``i`` of the chunk attends to the prefix and to ``i`` tokens of the chunk,
+    ``p·s + p(p + 1)/2``; full (the runbook's convention): ``p·(s + p)``.
+
+    Examples
+    --------
+    >>> prefill_keys(2000, 0), prefill_keys(2000, 0, causal=False)
+    (2001000.0, 4000000.0)
+    """
+    own = chunk_tokens * (chunk_tokens + 1.0) / 2.0 if causal else chunk_tokens * chunk_tokens * 1.0
+    return chunk_tokens * prefix_tokens + own
+
+
+def mixed_step(batch, context_tokens, prefill_tokens, prefill_keys_full, prefill_keys_window, prefill_prefix_tokens=0.0,
+               window=float("inf")) -> StepLoad:
+    """A step of ``batch`` decodes and ``prefill_tokens`` of prefill (chunked prefill shares the step). [StepLoad]
+
+    Parameters
+    ----------
+    batch : float or array
+        Decoding sequences. [sequences]
+    context_tokens : float or array
+        Mean cached context of each decode. [tokens]
+    prefill_tokens : float or array
+        Prompt tokens prefilled in the step. [tokens]
+    prefill_keys_full, prefill_keys_window : float or array
+        Their token-key pairs, unclipped and clipped at the window. [token·keys]
+    prefill_prefix_tokens : float or array
+        Cached prompt tokens the chunks continue from (read once). [tokens]
+    window : float
+        Sliding window. [tokens]
+    """
+    d = decode_step(batch, context_tokens, window)
+    return StepLoad(d.decode_tokens, d.decode_keys, d.decode_keys_window, prefill_tokens, prefill_keys_full,
+                    prefill_keys_window, d.kv_tokens + prefill_prefix_tokens,
+                    d.kv_tokens_window + _vec.minimum(prefill_prefix_tokens, window))
+
+
+def max_batch_within(step_of_batch, limit_s, upper):
+    """Largest batch whose step time stays within ``limit_s``, by bisection on a monotone step. [sequences]
+
+    Parameters
+    ----------
+    step_of_batch : callable
+        Batch (float or array) → step time [s]; increasing in the batch.
+    limit_s : float or array
+        The inter-token target. [s]
+    upper : float or array
+        A batch known to be too large, or the most the replica may run (max_num_seqs, the cache). [sequences]
+
+    Returns
+    -------
+    float or array
+        The largest batch (fractional) with ``step_of_batch(b) <= limit_s``; ``upper`` when even that
+        fits; 0 when not even one sequence does.
+
+    Notes
+    -----
+    A fixed :data:`BISECTION_STEPS` halvings, written with :mod:`xlplan._vec` so arrays (the sweep) work.
+    """
+    fits_all = step_of_batch(upper) <= limit_s
+    fits_one = step_of_batch(1.0 + 0.0 * upper) <= limit_s
+    lo, hi = 1.0 + 0.0 * upper, upper * 1.0
+    for _ in range(BISECTION_STEPS):
+        mid = (lo + hi) / 2.0
+        ok = step_of_batch(mid) <= limit_s
+        lo, hi = _vec.where(ok, mid, lo), _vec.where(ok, hi, mid)
+    return _vec.where(fits_all, upper * 1.0, _vec.where(fits_one, lo, 0.0 * upper))
+
+
+def step_time_fn(r: Replica):
+    """:func:`step_time_s` with the replica's constants folded in, for the simulator's inner loop. [callable]
+
+    Returns ``f(decode_tokens, decode_keys, decode_keys_window, prefill_tokens, prefill_keys, prefill_keys_window,
+    kv_tokens, kv_tokens_window) -> seconds`` on plain floats: the same arithmetic as :func:`step_time_s` term by
+    term (a test holds them equal), without building a :class:`StepLoad` per step.
+    """
+    tera = TERA
+    gpu_d = r.tp * r.peak_tflops * tera * r.decode_mfu
+    gpu_p = r.tp * r.peak_tflops * tera * r.prefill_mfu
+    exp_d = gpu_d * r.expert_efficiency
+    exp_p = gpu_p * r.expert_efficiency
+    att_d = r.tp * r.attention_peak_tflops * tera * r.decode_mfu
+    att_p = r.tp * r.attention_peak_tflops * tera * r.prefill_mfu
+    bw = r.hbm_tbps * r.bandwidth_efficiency * tera
+    n_dense = 2.0 * (r.active_params - r.expert_active_params)
+    n_exp = 2.0 * r.expert_active_params
+    dense_mem = r.dense_weight_bytes / r.tp / bw
+    full = r.layers - r.window_layers
+    attn = 4.0 * r.attention_width
+    kv_per = r.kv_bytes_per_token_layer / r.kv_shards / bw
+    q = 1.0 - r.experts_per_token / r.experts if r.experts else 0.0
+    exp_bytes = r.expert_weight_bytes / r.tp / bw
+    link = r.link_gbps * GB
+    ring = 2.0 * (r.tp - 1) / r.tp * r.hidden * r.activation_bytes / link if r.tp > 1 else 0.0
+    ar_fixed = 2.0 * r.layers * r.link_latency_s if r.tp > 1 else 0.0
+    ar_per_token = 2.0 * r.layers * ring
+    ep = r.ep if (r.ep > 1 and r.experts) else 0
+    a2a_fixed = 2.0 * r.moe_layers * r.link_latency_s if ep else 0.0
+    a2a_per_token = (2.0 * r.moe_layers * r.experts_per_token / ep * r.hidden * r.activation_bytes * (ep - 1) / ep / link
+                     if ep else 0.0)
+    overhead = r.step_overhead_s
+    has_experts = bool(r.experts)
+
+    def f(dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
+        tokens = dec + pre
+        t = overhead
+        c = n_dense * dec / gpu_d + n_dense * pre / gpu_p
+        t += c if c > dense_mem else dense_mem
+        if has_experts:
+            c = n_exp * dec / exp_d + n_exp * pre / exp_p
+            m = exp_bytes * (1.0 - q ** tokens)
+            t += c if c > m else m
+        c = attn * (full * dec_keys + r.window_layers * dec_keys_w) / att_d + attn * (full * pre_keys + r.window_layers * pre_keys_w) / att_p
+        m = kv_per * (full * kv + r.window_layers * kv_w)
+        t += c if c > m else m
+        if ar_fixed:
+            t += ar_fixed + ar_per_token * tokens
+        if a2a_fixed:
+            t += a2a_fixed + a2a_per_token * tokens
+        return t
+
+    return f
