@@ -1,0 +1,295 @@
+"""Evidence that the simulator is right: queueing laws, the serving model's own limits, and monotonicity.
+
+Each test states where its expected figure comes from: Little's Law, the Pollaczek–Khinchine formula for M/D/1,
+the runbook's roofline worked by hand from the catalog, or the serving model's step time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from xlplan import architecture, catalog, memory, serving, simulate, steps
+from xlplan.cli import main
+from xlplan.io.planfile import reference_plan
+from xlplan.scenario import resolve
+
+REF = resolve(reference_plan())
+
+
+def _fixed(rate_rps: float, duration_s: float, prompt: int, output: int, seed: int = 7) -> simulate.Workload:
+    """Poisson arrivals, every request the same lengths."""
+    rng = np.random.default_rng(seed)
+    t = np.cumsum(rng.exponential(1.0 / rate_rps, int(rate_rps * duration_s * 1.2) + 100))
+    t = t[t < duration_s]
+    return simulate.Workload(t, np.full(len(t), prompt), np.full(len(t), output))
+
+
+def test_littles_law_holds_inside_the_run():
+    # Little's Law (Little 1961): time-average number in the system = arrival rate x mean time in system, for any
+    # stable queue. Six replicas carry the reference peak (the search finds them), so the run is stationary.
+    wl = simulate.poisson_workload(REF, 600, seed=3)
+    r = simulate.simulate(REF, 6, 1, wl, 600)
+    assert r.stable and r.unfinished == 0
+    assert r.mean_in_flight == pytest.approx(r.arrival_rate_rps * r.mean_time_in_system_s, rel=0.02)
+    # and with bursty arrivals (gamma gaps, squared CV 4) on more replicas
+    wl = simulate.poisson_workload(REF, 600, seed=4, cv2=4.0)
+    r = simulate.simulate(REF, 8, 1, wl, 600)
+    assert r.mean_in_flight == pytest.approx(r.arrival_rate_rps * r.mean_time_in_system_s, rel=0.02)
+
+
+def _prefill_alone_s(prompt: int, chunk: int) -> float:
+    """The reference prompt's prefill on an idle H100, chunk by chunk, from the runbook's roofline by hand.
+
+    Llama-3.1-8B bf16 (catalog): active parameters N, weight bytes W, 32 layers, attention width 4,096, KV
+    4,096 B per token per layer. H100 SXM: 989 TFLOP/s at 40% MFU, 3.35 TB/s at 60%. A chunk of c tokens after d
+    done: dense max(2·N·c / (peak·MFU), W / bandwidth); attention max(4·width·layers·(c·d + c²) / (peak·MFU) (full
+    n² FLOPs, the reference's convention), 4,096·layers·d / bandwidth).
+    """
+    m = catalog.get_model("llama-3.1-8b")
+    n = architecture.active_params(m)
+    w = memory.weights_bytes(m, "bf16")
+    flops = 989e12 * 0.40
+    bw = 3.35e12 * 0.60
+    total, done = 0.0, 0
+    while done < prompt:
+        c = min(chunk, prompt - done)
+        total += max(2 * n * c / flops, w / bw)
+        total += max(4 * 4096 * 32 * (c * done + c * c) / flops, 4096 * 32 * done / bw)
+        done += c
+    return total
+
+
+def test_light_load_ttft_is_one_prefill_and_no_queue_forms():
+    # One request every 20 s on 4 replicas: each finds an idle replica (its 300 tokens take ~3 s). TTFT is the
+    # prefill alone: 2,000 tokens in chunks of 512 (the runbook engine's simulated chunk), worked by hand.
+    wl = _fixed(0.05, 4000, 2000, 300)
+    r = simulate.simulate(REF, 4, 1, wl, 4000)
+    alone = _prefill_alone_s(2000, simulate.RUNBOOK_CHUNK_TOKENS)
+    assert r.ttft_s.p50 == pytest.approx(alone, rel=1e-6)
+    assert r.ttft_s.p99 == pytest.approx(alone, rel=1e-6)  # no request ever waits
+    assert r.preemptions == 0
+
+
+def test_md1_waiting_time_matches_pollaczek_khinchine():
+    # One replica, batch size one, one output token: every request is one deterministic prefill step of D seconds.
+    # Poisson arrivals at utilisation rho: mean wait in queue W_q = rho·D / (2(1 − rho)) (Pollaczek–Khinchine, M/D/1).
+    s = dataclasses.replace(REF, max_num_seqs=1.0, max_num_batched_tokens=512.0)
+    d = _prefill_alone_s(512, 512)
+    for rho in (0.5, 0.8):
+        lam = rho / d
+        duration = 150_000 / lam
+        r = simulate.simulate(s, 1, 1, _fixed(lam, duration, 512, 1, seed=11), duration)
+        expected_wait = rho * d / (2 * (1 - rho))
+        mean_ttft = r.mean_time_in_system_s  # one token: the request leaves at its first token
+        assert mean_ttft - d == pytest.approx(expected_wait, rel=0.05), rho
+
+
+def test_throughput_saturates_at_the_serving_models_capacity():
+    # Far more arrivals than one replica can serve, at most 64 sequences: the replica runs 64 decodes every step.
+    # Its output rate is then the serving model's: 64 tokens per step of 64 decodes at the mean context (1-token
+    # prompts, 200 outputs: context 1 + 100), plus one 1-token prefill per 200 decodes (negligible, < 1%).
+    s = dataclasses.replace(REF, max_num_seqs=64.0, max_num_batched_tokens=512.0)
+    r = simulate.simulate(s, 1, 1, _fixed(400.0, 300, 1, 200), 300)
+    step = serving.step_time_s(steps.replica(s, 1), serving.decode_step(64, 101.0))
+    assert r.output_tok_s == pytest.approx(64 / step, rel=0.02)
+    assert r.itl_s.p50 == pytest.approx(step, rel=0.02)
+
+
+def test_more_replicas_never_raise_p95_ttft():
+    # Same seed, same requests: adding a replica can only take work off the others under least-loaded routing.
+    wl = simulate.poisson_workload(REF, 300, seed=5)
+    p95 = [simulate.simulate(REF, n, 1, wl, 300).ttft_s.p95 for n in range(4, 10)]
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(p95, p95[1:])), p95
+    wl = simulate.poisson_workload(REF, 300, seed=6, cv2=4.0)
+    p95 = [simulate.simulate(REF, n, 1, wl, 300).ttft_s.p95 for n in range(5, 10)]
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(p95, p95[1:])), p95
+
+
+def test_the_runbooks_four_gpus_miss_at_peak():
+    # The runbook's compute path is 3.95 GPUs of FLOPs at 40% MFU (notes: 1,369 + 193 TFLOP/s ÷ 395.6): on 4 GPUs the
+    # utilisation is at least 0.987 before any memory traffic, so the queue grows without bound and p95 TTFT far
+    # exceeds the 1 s promise.
+    wl = simulate.poisson_workload(REF, 600, seed=1)
+    r = simulate.simulate(REF, 4, 1, wl, 600)
+    assert not r.meets_promise
+    assert r.ttft_s.p95 > 10.0
+
+
+def test_verified_load_is_minimal():
+    wl = simulate.poisson_workload(REF, 600, seed=1)
+    found = simulate.search(REF, 1, wl, 600, 4)
+    n = found.verified_replicas
+    assert n is not None
+    assert found.runs[n].meets_promise and found.runs[n].ttft_at_percentile_s <= REF.ttft_s
+    assert not found.runs[n - 1].meets_promise  # the run just below is shown, and misses
+    assert all(not r.meets_promise for k, r in found.runs.items() if k < n)
+
+
+def test_runs_are_seeded_and_reproducible():
+    a = simulate.simulate(REF, 6, 1, simulate.poisson_workload(REF, 300, seed=9), 300)
+    b = simulate.simulate(REF, 6, 1, simulate.poisson_workload(REF, 300, seed=9), 300)
+    c = simulate.simulate(REF, 6, 1, simulate.poisson_workload(REF, 300, seed=10), 300)
+    assert a == b
+    assert a.ttft_s != c.ttft_s
+
+
+def test_step_time_fn_is_step_time_s():
+    # The simulator's fast closure must be the serving model term by term: a mixed step on a MoE model with EP and TP.
+    from xlplan.io.planfile import plan_from_mapping
+
+    data = reference_plan().model_dump(exclude_none=True)
+    data["model"] = {"name": "qwen3-30b-a3b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
+    data["policy"] = {"engine": "vllm", "expert_parallel": 2}
+    s = resolve(plan_from_mapping(data, "test"))
+    for tp in (1, 2):
+        r = steps.replica(s, tp)
+        f = serving.step_time_fn(r)
+        load = serving.mixed_step(37.0, 1800.0, 300.0, 300.0 * 1200.0, 300.0 * 1200.0, 900.0, r.window)
+        expected = serving.step_time_s(r, load)
+        got = f(load.decode_tokens, load.decode_keys, load.decode_keys_window, load.prefill_tokens, load.prefill_keys,
+                load.prefill_keys_window, load.kv_tokens, load.kv_tokens_window)
+        assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_full_cache_preempts_and_recomputes():
+    # A budget of 79.65 GiB x 0.2561 − 14.96 GiB weights − 3 GiB = 2.44 GiB holds ~20,000 tokens of 131,072 B: nine
+    # 2,000-token prompts fill it, and their 300 outputs each cannot all fit. The scheduler must preempt and recompute,
+    # every request still finishes, and never more is held than fits.
+    s = dataclasses.replace(REF, memory_utilisation=0.2561, max_num_batched_tokens=512.0)
+    cap = simulate.kv_capacity_tokens(s, 1)
+    assert cap == pytest.approx((79.647 * 0.2561 - 14.957 - 3.0) * 2**30 / 131072, rel=0.01)
+    r = simulate.simulate(s, 1, 1, _fixed(1.2, 600, 2000, 300), 600)
+    assert r.preemptions > 0
+    assert r.unfinished == 0
+    assert r.kv_utilisation.max <= 1.0
+
+
+def test_default_run_length_rule():
+    # max(10 minutes, 20,000 arrivals), at most 6 hours
+    assert simulate.default_minutes(40.0) == 10.0
+    assert simulate.default_minutes(1.0) == pytest.approx(20_000 / 60)
+    assert simulate.default_minutes(0.1) == 360.0
+
+
+def test_verify_reference_sentence_and_failure_check():
+    p = reference_plan()
+    s = resolve(p)
+    v = simulate.verify(s, steps.solve(s), 95.0)
+    assert v.runbook_load == 4 and v.runbook_with_redundancy == 5
+    assert not v.meets_promise_at_load
+    assert v.load is not None and v.load > 4
+    assert v.with_redundancy == v.load + 1
+    assert v.failure_gpus == 4 and v.failure_meets_promise is False  # one of 5 down leaves the 4 that miss
+    assert "the runbook's 4 GPUs miss the TTFT promise" in v.sentence
+    assert [c.gpus for c in v.curve] == sorted(c.gpus for c in v.curve)
+
+
+# ------------------------------------------------------------------------------------------------------- the CLI
+
+
+def test_simulate_json_keys(capsys):
+    assert main(["simulate", "--gpus", "6", "--minutes", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("gpus", "replicas", "tp", "requests", "simulated_s", "mean_in_flight", "mean_time_in_system_s",
+                "preemptions", "meets_promise"):
+        assert key in out
+    for key in ("ttft_s", "itl_s", "tpot_s"):
+        assert set(out[key]) == {"p50", "p95", "p99"}
+    assert set(out["kv_utilisation"]) == {"mean", "p95", "max"}
+    assert out["gpus"] == 6 and out["replicas"] == 6 and out["tp"] == 1 and out["simulated_s"] == 240
+
+
+def test_simulate_search_reports_runs_below_and_at(capsys):
+    assert main(["simulate", "--search", "--minutes", "5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    v = out["verified_load_gpus"]
+    assert [r["gpus"] for r in out["runs"]] == [v - 1, v]
+    assert [r["meets_promise"] for r in out["runs"]] == [False, True]
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--minutes", "0"], "--minutes"),
+    (["--minutes", "nan"], "--minutes"),
+    (["--minutes", "100000"], "--minutes"),
+    (["--seed", "-1"], "--seed"),
+    (["--gpus", "0"], "--gpus"),
+    (["--burst", "0"], "--burst"),
+    (["--resample"], "--resample"),
+])
+def test_bad_options_exit_2_naming_the_option(args, option, capsys):
+    assert main(["simulate", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and option in err[0], err
+
+
+def test_gpus_must_be_whole_replicas(tmp_path, capsys):
+    # A 70B model in bf16 (141 GB) needs TP 4 on H100s: 6 GPUs is not whole replicas.
+    plan = tmp_path / "p.yaml"
+    data = reference_plan().model_dump(exclude_none=True)
+    data["model"] = {"name": "llama-3.1-70b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
+    import yaml
+
+    plan.write_text(yaml.safe_dump(data))
+    assert main(["simulate", str(plan), "--gpus", "2", "--minutes", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--gpus: got 2" in err and "TP" in err
+
+
+def test_a_plan_that_cannot_fit_exits_2(tmp_path, capsys):
+    # Llama-3.1-405B in bf16 is ~756 GiB of weights: no TP degree inside a node of 8 x 24 GiB GPUs holds it.
+    import yaml
+
+    data = reference_plan().model_dump(exclude_none=True)
+    data["model"] = {"name": "llama-3.1-405b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
+    data["hardware"] = {"gpu": "rtx-4090", "gpus_per_node": 8, "usd_per_gpu_hour": 0.5}
+    plan = tmp_path / "big.yaml"
+    plan.write_text(yaml.safe_dump(data))
+    assert main(["simulate", str(plan)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "big.yaml" in err[0], err
+
+
+def test_too_many_requests_is_refused(tmp_path, capsys):
+    # 10,000 req/s for 10 minutes is 6,000,000 requests, past the 2,000,000 one run may hold.
+    import yaml
+
+    data = reference_plan().model_dump(exclude_none=True)
+    data["forecast"]["peak_rps"] = 10_000
+    plan = tmp_path / "busy.yaml"
+    plan.write_text(yaml.safe_dump(data))
+    assert main(["simulate", str(plan), "--minutes", "10"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--minutes" in err[0] and "6,000,000" in err[0], err
+
+
+def test_no_nan_in_json():
+    # One output token per request: TPOT has no gaps to measure; the JSON carries null, never NaN.
+    from xlplan.cli.simulate_cmds import _finite, result_json
+
+    r = simulate.simulate(REF, 2, 1, _fixed(1.0, 300, 100, 1), 300)
+    assert math.isnan(r.tpot_s.p50)
+    text = json.dumps(_finite(result_json(r)), allow_nan=False)
+    assert json.loads(text)["tpot_s"]["p50"] is None
+
+
+def test_plan_verify_json_note_and_picture(tmp_path, capsys):
+    # `plan --verify`: the verified section beside the runbook's figures (which stay as they are: 4, 5, 8).
+    assert main(["plan", "--verify", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["fleet"]["load"], out["fleet"]["with_redundancy"], out["fleet"]["purchased"]) == (4, 5, 8)
+    v = out["verified"]
+    for key in ("load", "with_redundancy", "meets_promise_at_load", "ttft_p95_s", "itl_p95_s"):
+        assert key in v
+    assert v["meets_promise_at_load"] is False and v["load"] > 4
+    note = tmp_path / "note.md"
+    assert main(["plan", "--verify", "--markdown", str(note)]) == 0
+    text = capsys.readouterr().out
+    assert "Simulated at peak" in text and "With one replica down at peak" in text
+    png = tmp_path / "note.verified.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "Verified at peak (simulated)" in note.read_text()

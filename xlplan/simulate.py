@@ -1,0 +1,708 @@
+"""Does the planned fleet keep the promise at peak? A discrete-event simulation of continuous batching.
+
+The closed form sizes the fleet from averages; whether p95 TTFT and ITL hold under random arrivals is a
+queueing question. This module answers it with the plan's own physics: every engine step is timed by
+:func:`xlplan.serving.step_time_fn` (the serving model), each replica's KV cache holds what the engine's
+memory rule gives (:func:`xlplan.steps.kv_budget_gib`), and the scheduler is vLLM's: running sequences decode
+first, then waiting prompts are prefilled in chunks up to ``max_num_batched_tokens``; a cache that cannot take
+the next token preempts the newest sequence, which is recomputed later.
+
+Notes
+-----
+- **Arrivals**: Poisson at the peak rate, or bursty (gamma inter-arrival times with squared coefficient of
+  variation ``cv2`` > 1), or given (a log's timestamps). **Lengths**: the plan's fitted lognormals (clipped at the
+  model's context limit), or given (a log's). **Routing**: least loaded (fewest requests queued and running).
+- **Measurement**: the first ``warmup`` seconds are discarded — max(60 s, 10% of the run) — and requests that
+  arrive before the end are followed until they finish or the drain cap (max(60 s, 20% of the run)) passes; one
+  still waiting then counts its time so far, a lower bound. ITL is pooled over token gaps: every decode step of
+  the measured window contributes its duration once per sequence it advanced; TPOT is per request,
+  ``(finish − first token) ÷ (output − 1)``. The run is stable when p95 TTFT over the two halves of the measured
+  window agree within 10% of the larger or of the TTFT target. A run lasts max(10 minutes, 20,000 arrivals) unless
+  told, at most 6 hours.
+- **Prefix reuse**: the plan's reused share of each prompt is held in the cache from admission but not computed.
+
+References
+----------
+vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): decodes first, chunked prefill in the remaining token
+budget, recompute preemption of the newest request. Little's Law (Little, Operations Research 9(3), 1961) holds
+inside the run and is tested; M/D/1 waiting time by the Pollaczek–Khinchine formula.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from xlplan import serving, steps
+from xlplan.scenario import RUNBOOK_UNBOUNDED, Scenario
+from xlplan.units import GIB
+
+RUNBOOK_CHUNK_TOKENS = 512
+"""The prefill chunk the simulation schedules when the plan's engine sets no step budget (the runbook's): vLLM's
+long-prefill chunk size, small enough that a 2,000-token prompt does not stall every decode for one long step. A plan
+that sets ``policy.max_num_batched_tokens`` (or names an engine: vLLM's 8,192 on an H100) is simulated with its own. [tokens]"""
+
+DEFAULT_SEED = 1
+"""The seed of a run nobody asked to vary: runs are reproducible, and every fleet size sees the same requests. [—]"""
+
+MIN_MINUTES = 10.0
+"""The shortest default run. [minutes]"""
+
+MIN_REQUESTS = 20_000
+"""A default run lasts until this many requests have arrived (p95 then rests on about 1,000 requests above it). [requests]"""
+
+MAX_MINUTES = 360.0
+"""The longest default run, and the most ``--minutes`` accepts. [minutes]"""
+
+MAX_REQUESTS = 2_000_000
+"""The most requests one run simulates: beyond it a run takes minutes, not seconds. [requests]"""
+
+STABLE_SPREAD = 0.10
+"""A run is stable when p95 TTFT over the two halves of its measured window differ by at most this fraction of the
+larger, or by at most this fraction of the TTFT target. [fraction]"""
+
+
+def default_minutes(peak_rps: float) -> float:
+    """How long a run lasts unless told: max(10 minutes, the time for 20,000 arrivals), at most 6 hours. [minutes]
+
+    Examples
+    --------
+    >>> default_minutes(40.0)   # the reference plan: 24,000 requests in 10 minutes
+    10.0
+    >>> round(default_minutes(10.0), 2)   # 20,000 requests at 10 req/s
+    33.33
+    """
+    return min(max(MIN_MINUTES, MIN_REQUESTS / peak_rps / 60.0), MAX_MINUTES)
+
+
+def chunk_tokens(s: Scenario) -> int:
+    """The step's token budget the simulation schedules with: the plan's, else :data:`RUNBOOK_CHUNK_TOKENS`. [tokens]"""
+    budget = s.max_num_batched_tokens
+    return RUNBOOK_CHUNK_TOKENS if budget >= RUNBOOK_UNBOUNDED else int(budget)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The requests a run serves: arrival times and lengths. [s], [tokens]"""
+
+    arrival_s: tuple[float, ...] | object  # numpy array
+    prompt_tokens: tuple[int, ...] | object
+    output_tokens: tuple[int, ...] | object
+
+
+@dataclass(frozen=True)
+class Quantiles:
+    """p50, p95, p99 of a sample. [unit of the sample]"""
+
+    p50: float
+    p95: float
+    p99: float
+
+
+@dataclass(frozen=True)
+class KVUse:
+    """Share of the KV cache in use, time-weighted over the measured window. [fraction]"""
+
+    mean: float
+    p95: float
+    max: float
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """One run at peak. Units in the field comments."""
+
+    gpus: int  # [GPUs]
+    replicas: int  # [replicas]
+    tp: int  # [GPUs per replica]
+    requests: int  # measured: arrived after the warm-up [requests]
+    simulated_s: float  # arrivals span [s]
+    ttft_s: Quantiles  # [s]
+    itl_s: Quantiles  # token gaps, pooled [s]
+    tpot_s: Quantiles  # per request [s/token]
+    mean_in_flight: float  # time average over the measured window [requests]
+    mean_time_in_system_s: float  # over measured requests [s]
+    arrival_rate_rps: float  # measured requests ÷ measured window [requests/s]
+    kv_utilisation: KVUse  # [fraction]
+    output_tok_s: float  # tokens generated per second over the measured window, every replica [tokens/s]
+    preemptions: int  # [requests]
+    percentile: float  # the promise's percentile [percent]
+    meets_promise: bool  # TTFT and ITL at the percentile within the targets
+    ttft_at_percentile_s: float  # [s]
+    itl_at_percentile_s: float  # [s]
+    stable: bool  # p95 TTFT over the two halves of the window within 10% (of the larger, or of the target)
+    unfinished: int  # measured requests still unfinished at the drain cap [requests]
+
+
+def warmup_s(duration_s: float) -> float:
+    """Seconds discarded at the start of a run: max(60 s, 10% of it), at most half of it. [s]"""
+    return min(max(60.0, 0.1 * duration_s), 0.5 * duration_s)
+
+
+def drain_cap_s(duration_s: float) -> float:
+    """How long past the last arrival the run follows measured requests: max(60 s, 20% of it). [s]"""
+    return max(60.0, 0.2 * duration_s)
+
+
+def poisson_workload(s: Scenario, duration_s: float, seed: int, cv2: float = 1.0, rate_rps: float | None = None,
+                     max_context: int | None = None) -> Workload:
+    """Arrivals at the plan's peak (Poisson, or gamma with squared CV ``cv2``) and lengths from its fitted lognormals."""
+    import numpy as np
+
+    from xlplan import distributions
+
+    rng = np.random.default_rng(seed)
+    rate = s.peak_rps if rate_rps is None else rate_rps
+    n = int(rate * duration_s * 1.2 + 50)
+    if cv2 == 1.0:
+        gaps = rng.exponential(1.0 / rate, n)
+    else:
+        shape = 1.0 / cv2
+        gaps = rng.gamma(shape, 1.0 / (rate * shape), n)
+    times = np.cumsum(gaps)
+    times = times[times < duration_s]
+    m = len(times)
+    out = []
+    for p50, p95, p99 in ((s.prompt_p50, s.prompt_p95, s.prompt_p99), (s.output_p50, s.output_p95, s.output_p99)):
+        median, sigma = distributions.fit_lognormal(p50, p95, p99)
+        x = median * np.exp(sigma * rng.standard_normal(m))
+        out.append(np.maximum(1, np.rint(x)).astype(np.int64))
+    prompt, output = out
+    if max_context:
+        prompt = np.minimum(prompt, max(1, max_context - 1))
+        output = np.minimum(output, np.maximum(1, max_context - prompt))
+    return Workload(times, prompt, output)
+
+
+def replayed_workload(t_s, prompt, output, minutes: float) -> Workload:
+    """A log's busiest ``minutes`` (by requests), replayed as it happened: its arrival times and its lengths.
+
+    A log shorter than ``minutes`` is replayed whole. Times are shifted to start at zero. [s], [tokens]
+    """
+    import numpy as np
+
+    t = np.asarray(t_s, dtype=float)
+    order = np.argsort(t, kind="stable")
+    t, p, o = t[order], np.asarray(prompt)[order], np.asarray(output)[order]
+    span = minutes * 60.0
+    ends = np.searchsorted(t, t + span, side="left")
+    i = int(np.argmax(ends - np.arange(len(t))))
+    j = int(ends[i])
+    return Workload(t[i:j] - t[i], np.maximum(np.rint(p[i:j]), 1).astype(np.int64),
+                    np.maximum(np.rint(o[i:j]), 1).astype(np.int64))
+
+
+def resampled_workload(s: Scenario, prompt, output, duration_s: float, seed: int, cv2: float = 1.0) -> Workload:
+    """Arrivals at the plan's peak (Poisson, or gamma with squared CV ``cv2``), lengths drawn from a log's requests
+    (a prompt and its output kept together). [s], [tokens]"""
+    import numpy as np
+
+    base = poisson_workload(s, duration_s, seed, cv2)
+    rng = np.random.default_rng(seed + 1)
+    k = rng.integers(0, len(prompt), len(base.arrival_s))
+    p, o = np.asarray(prompt)[k], np.asarray(output)[k]
+    return Workload(base.arrival_s, np.maximum(np.rint(p), 1).astype(np.int64), np.maximum(np.rint(o), 1).astype(np.int64))
+
+
+def kv_capacity_tokens(s: Scenario, tp: int) -> float:
+    """Tokens one replica's KV cache holds at plan time (every layer counted full-length). [tokens]"""
+    shards = steps.kv_shards(s, tp)
+    return max(steps.kv_budget_gib(s, tp), 0.0) * GIB * shards / (s.kv_bytes_per_token_layer * s.layers)
+
+
+class _Replica:
+    __slots__ = ("busy", "waiting", "prefilling", "dec", "heap", "order", "b", "sum_c", "k", "sum_prefill", "pending")
+
+    def __init__(self):
+        self.busy = False  # a step is in flight
+        self.waiting = deque()  # request ids, FIFO (preempted ones go to the front)
+        self.prefilling = []  # [request id, tokens prefilled]
+        self.dec = {}  # request id -> (c, finish step counter); its context at step counter k is c + k
+        self.heap = []  # (finish step counter, request id)
+        self.order = []  # decoders in order of joining (newest last), for preemption
+        self.b = 0  # decoding sequences
+        self.sum_c = 0.0
+        self.k = 0  # step counter
+        self.sum_prefill = 0.0  # tokens cached by partly prefilled requests
+        self.pending = []  # the prefill chunks of the step in flight
+
+
+class _Run:
+    """The event loop of one simulation (state of every request and replica)."""
+
+    def __init__(self, s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float):
+        import numpy as np
+
+        r = steps.replica(s, tp)
+        self.step_time = serving.step_time_fn(r)
+        self.cap = kv_capacity_tokens(s, tp)
+        if self.cap < 1.0:
+            raise steps.PlanningError(f"at TP {tp} the weights leave no room for the KV cache; expected a positive budget")
+        self.budget = float(chunk_tokens(s))
+        self.max_seqs = int(min(s.max_num_seqs, 10**9))
+        self.window = float(s.window) if s.window_layers else math.inf
+        self.causal = s.causal_attention
+        self.reuse = s.prefix_reuse
+        self.arrivals = np.asarray(workload.arrival_s, dtype=float)
+        self.output0 = np.asarray(workload.output_tokens, dtype=np.int64)
+        n = len(self.arrivals)
+        self.prompt = np.asarray(workload.prompt_tokens, dtype=float).tolist()  # grows on recompute after preemption
+        self.output = self.output0.astype(int).tolist()  # tokens still to generate, the prefill step's one included
+        self.first_token = [math.nan] * n
+        self.finish = [math.nan] * n
+        self.last_token = [math.nan] * n
+        self.resumed = [False] * n
+        self.gaps_extra: list[float] = []  # token gaps across a preemption
+        self.duration = duration_s
+        self.warm = warmup_s(duration_s)
+        self.stop = duration_s + drain_cap_s(duration_s)
+        self.reps = [_Replica() for _ in range(replicas)]
+        self.loads = [0] * replicas
+        self.events: list[tuple[float, int]] = []
+        self.first_in_window = 0  # first tokens sampled inside the measured window
+        self.step_t: list[float] = []  # measured steps: duration, decodes, cache in use
+        self.step_b: list[int] = []
+        self.kv_u: list[float] = []
+        self.preemptions = 0
+
+    def run(self) -> None:
+        arrivals, reps, events = self.arrivals, self.reps, self.events
+        n, nxt = len(arrivals), 0
+        loads = self.loads  # requests queued or running on each replica: least-loaded routing by C-level min()
+        while True:
+            t_arr = arrivals[nxt] if nxt < n else math.inf
+            t_step = events[0][0] if events else math.inf
+            if t_step == math.inf and t_arr == math.inf:
+                return
+            if t_step <= t_arr:
+                now, i = heapq.heappop(events)
+                if now > self.stop:
+                    return
+                self.end_step(i, now)
+            else:
+                rid, nxt = nxt, nxt + 1
+                i = loads.index(min(loads))
+                loads[i] += 1
+                reps[i].waiting.append(rid)
+                if not reps[i].busy:
+                    self.start_step(i, t_arr)
+
+    def start_step(self, i: int, now: float) -> None:
+        rp, cap, window = self.reps[i], self.cap, self.window
+        output, prompt = self.output, self.prompt
+        k = rp.k
+        # 1. decodes first: room for one token each, preempting the newest sequence while the cache is full
+        used = rp.sum_c + rp.b * k + rp.sum_prefill
+        while rp.b and used + rp.b > cap:
+            rid = rp.order.pop()
+            if rid not in rp.dec:
+                continue
+            c, kf = rp.dec.pop(rid)
+            rp.b -= 1
+            rp.sum_c -= c
+            generated = output[rid] - (kf - k + 1)
+            prompt[rid] += generated
+            output[rid] -= generated
+            self.resumed[rid] = True
+            self.last_token[rid] = now
+            rp.waiting.appendleft(rid)
+            self.preemptions += 1
+            used = rp.sum_c + rp.b * k + rp.sum_prefill
+        b = rp.b
+        ctx_sum = rp.sum_c + b * k
+        dec_keys_w = min(ctx_sum, b * window) if b else 0.0
+        # 2. prefill in the remaining token budget: partly prefilled requests first, then the queue (FIFO)
+        room = self.budget - b
+        free = cap - used - b
+        chunks = []
+        for entry in rp.prefilling:
+            if room < 1 or free < 1:
+                break
+            chunk = min(prompt[entry[0]] - entry[1], room, free)
+            chunks.append((entry, chunk))
+            room -= chunk
+            free -= chunk
+        running = b + len(rp.prefilling)
+        reuse = self.reuse
+        while rp.waiting and room >= 1 and free >= 1 and running < self.max_seqs:
+            rid = rp.waiting[0]
+            cached = 0.0 if self.resumed[rid] else math.floor(prompt[rid] * reuse)  # a prefix-cache hit: held, not computed
+            want = min(prompt[rid] - cached, room)
+            if want + cached > free:  # admitted only when its next chunk fits the cache
+                break
+            rp.waiting.popleft()
+            entry = [rid, cached]
+            rp.sum_prefill += cached
+            rp.prefilling.append(entry)
+            running += 1
+            chunks.append((entry, want))
+            room -= want
+            free -= want + cached
+        pre = pre_keys = pre_keys_w = kv_pre = kv_pre_w = 0.0
+        for entry, chunk in chunks:
+            done = entry[1]
+            keys = chunk * done + (chunk * (chunk + 1.0) / 2.0 if self.causal else chunk * chunk)
+            pre += chunk
+            pre_keys += keys
+            pre_keys_w += min(keys, window * chunk)
+            kv_pre += done
+            kv_pre_w += min(done, window)
+        if b == 0 and pre == 0:
+            rp.busy = False
+            return
+        t = self.step_time(b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys_w, ctx_sum + kv_pre, dec_keys_w + kv_pre_w)
+        rp.busy = True
+        rp.pending = chunks
+        if self.warm <= now < self.duration:
+            self.step_t.append(t)
+            self.step_b.append(b)
+            self.kv_u.append(min((used + b + pre) / cap, 1.0))
+        heapq.heappush(self.events, (now + t, i))
+
+    def end_step(self, i: int, now: float) -> None:
+        rp = self.reps[i]
+        k = rp.k
+        while rp.heap and rp.heap[0][0] <= k:  # sequences whose last token this step was leave
+            kf, rid = heapq.heappop(rp.heap)
+            got = rp.dec.get(rid)
+            if got is None or got[1] != kf:
+                continue
+            del rp.dec[rid]
+            rp.b -= 1
+            rp.sum_c -= got[0]
+            self.finish[rid] = now
+            self.loads[i] -= 1
+        for entry, chunk in rp.pending:
+            entry[1] += chunk
+            rp.sum_prefill += chunk
+            rid, done = entry
+            if done >= self.prompt[rid] - 1e-9:  # the prompt is in: this step sampled its next token
+                rp.prefilling.remove(entry)
+                rp.sum_prefill -= done
+                if self.resumed[rid]:
+                    self.gaps_extra.append(now - self.last_token[rid])
+                else:
+                    self.first_token[rid] = now
+                    if self.warm <= now < self.duration:
+                        self.first_in_window += 1
+                if self.output[rid] <= 1:
+                    self.finish[rid] = now
+                    self.loads[i] -= 1
+                    continue
+                kf = k + self.output[rid] - 1
+                c = self.prompt[rid] - k
+                rp.dec[rid] = (c, kf)
+                heapq.heappush(rp.heap, (kf, rid))
+                rp.order.append(rid)
+                rp.b += 1
+                rp.sum_c += c
+        rp.pending = []
+        rp.k = k + 1
+        self.start_step(i, now)
+
+
+def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0) -> SimResult:
+    """Serve ``workload`` on ``replicas`` replicas of ``tp`` GPUs at the plan's physics; measure against the promise.
+
+    Raises
+    ------
+    PlanningError
+        When the weights leave no room for a KV cache at this TP degree.
+    """
+    run = _Run(s, replicas, tp, workload, duration_s)
+    run.run()
+    return _measure(s, replicas, tp, run, percentile)
+
+
+def _quantiles(x) -> Quantiles:
+    import numpy as np
+
+    if len(x) == 0:
+        return Quantiles(math.nan, math.nan, math.nan)
+    q = np.percentile(x, [50, 95, 99])
+    return Quantiles(float(q[0]), float(q[1]), float(q[2]))
+
+
+def _weighted_percentile(values, weights, q: float) -> float:
+    import numpy as np
+
+    values, weights = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
+    if weights.sum() <= 0:
+        return math.nan
+    order = np.argsort(values)
+    cum = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cum, q / 100.0 * cum[-1])])
+
+
+def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) -> SimResult:
+    import numpy as np
+
+    arr = run.arrivals
+    first = np.asarray(run.first_token, dtype=float)
+    fin = np.asarray(run.finish, dtype=float)
+    end = min(run.stop, max(np.nanmax(fin) if np.isfinite(fin).any() else run.duration, run.duration))
+    sel = (arr >= run.warm) & (arr < run.duration)
+    ttft = np.where(np.isnan(first), end - arr, first - arr)[sel]
+    out = run.output0[sel]
+    done = sel & ~np.isnan(fin)
+    tpot = ((fin - first)[done] / np.maximum(run.output0[done] - 1, 1))[run.output0[done] > 1]
+    t_in = np.where(np.isnan(fin), end, fin) - arr
+    # ITL pooled over token gaps: each measured step once per sequence it advanced, plus the gaps across preemptions
+    gaps = np.repeat(np.asarray(run.step_t), np.asarray(run.step_b, dtype=int)) if run.step_t else np.array([])
+    if run.gaps_extra:
+        gaps = np.concatenate([gaps, np.asarray(run.gaps_extra)])
+    # Little's Law inside the run: the time average of requests in the system over the measured window
+    lo, hi = run.warm, run.duration
+    overlap = np.clip(np.minimum(np.where(np.isnan(fin), end, fin), hi) - np.maximum(arr, lo), 0.0, None)
+    in_flight = float(overlap.sum() / (hi - lo))
+    kv_w = np.asarray(run.step_t)
+    kv_u = np.asarray(run.kv_u)
+    ttft_q = float(np.percentile(ttft, percentile)) if len(ttft) else math.nan
+    itl_q = float(np.percentile(gaps, percentile)) if len(gaps) else math.nan
+    mid = (lo + hi) / 2.0
+    a1, a2 = ttft[arr[sel] < mid], ttft[arr[sel] >= mid]
+    if len(a1) and len(a2):
+        h1, h2 = np.percentile(a1, 95), np.percentile(a2, 95)
+        stable = bool(abs(h1 - h2) <= STABLE_SPREAD * max(h1, h2, s.ttft_s))
+    else:
+        stable = False
+    del out
+    return SimResult(
+        gpus=replicas * tp, replicas=replicas, tp=tp, requests=int(sel.sum()), simulated_s=run.duration,
+        ttft_s=_quantiles(ttft), itl_s=_quantiles(gaps), tpot_s=_quantiles(tpot), mean_in_flight=in_flight,
+        mean_time_in_system_s=float(t_in[sel].mean()) if sel.any() else math.nan,
+        arrival_rate_rps=float(sel.sum() / (hi - lo)),
+        output_tok_s=float((sum(run.step_b) + run.first_in_window) / (hi - lo)),
+        kv_utilisation=KVUse(float((kv_u * kv_w).sum() / kv_w.sum()) if kv_w.sum() > 0 else math.nan,
+                             _weighted_percentile(kv_u, kv_w, 95), float(kv_u.max()) if len(kv_u) else math.nan),
+        preemptions=run.preemptions, percentile=percentile,
+        meets_promise=bool(ttft_q <= s.ttft_s and itl_q <= s.itl_s), ttft_at_percentile_s=ttft_q, itl_at_percentile_s=itl_q,
+        stable=stable, unfinished=int((sel & np.isnan(fin)).sum()),
+    )
+
+
+def workload_for(s: Scenario, minutes: float, seed: int, cv2: float = 1.0, max_context: int | None = None) -> Workload:
+    """The requests of one run: :func:`poisson_workload` over ``minutes``, checked against :data:`MAX_REQUESTS`.
+
+    Raises
+    ------
+    PlanningError
+        When the run would hold more than :data:`MAX_REQUESTS` requests.
+    """
+    expected = s.peak_rps * minutes * 60.0
+    if expected > MAX_REQUESTS:
+        raise steps.PlanningError(f"{minutes:g} minutes at {s.peak_rps:,.6g} requests/s is {expected:,.0f} requests; "
+                                  f"expected at most {MAX_REQUESTS:,} in one run (fewer minutes)")
+    return poisson_workload(s, minutes * 60.0, seed, cv2, max_context=max_context)
+
+
+@dataclass(frozen=True)
+class Search:
+    """The fewest replicas that keep the promise, and every run that found it. Units in the field comments."""
+
+    verified_replicas: int | None  # None: no fleet up to the search's cap keeps it [replicas]
+    runs: dict  # replicas -> SimResult
+    cap_replicas: int  # the largest fleet the search would try [replicas]
+
+
+def search_cap(start_replicas: int) -> int:
+    """The most replicas a search tries: 4 × the start + 4. [replicas]"""
+    return 4 * max(start_replicas, 1) + 4
+
+
+PILOT_MIN_S = 120.0
+"""A search first bisects on a pilot: the run's first max(2 minutes, 5,000 arrivals); full runs then confirm. [s]"""
+
+PILOT_REQUESTS = 5_000
+"""Arrivals a pilot run holds at least. [requests]"""
+
+
+def prefix(workload: Workload, duration_s: float) -> Workload:
+    """The requests of a workload that arrive before ``duration_s``: the same requests, a shorter run. [Workload]"""
+    import numpy as np
+
+    k = int(np.searchsorted(np.asarray(workload.arrival_s), duration_s, side="left"))
+    return Workload(workload.arrival_s[:k], workload.prompt_tokens[:k], workload.output_tokens[:k])
+
+
+def search(s: Scenario, tp: int, workload: Workload, duration_s: float, start_replicas: int, percentile: float = 95.0,
+           runs: dict | None = None) -> Search:
+    """The smallest whole number of replicas that keeps the promise at ``percentile``, by simulation.
+
+    From ``start_replicas`` (the runbook's load) it bisects down when that meets the promise, or doubles up then
+    bisects when it does not. Long runs bisect on a pilot (their first max(2 minutes, 5,000 arrivals)) and then confirm
+    with full runs, stepping one replica at a time until the full run at ``n`` meets the promise and the one at
+    ``n − 1`` misses; so the answer is always shown beside a full run just below it that misses (or ``n = 1``).
+    Every fleet size serves the same requests (common random numbers); p95 TTFT does not rise with replicas for the
+    same seed (tested), which is what makes the bisection valid. ``runs`` receives the full runs only.
+    """
+    runs = {} if runs is None else runs
+    cap = search_cap(start_replicas)
+    rate = len(workload.arrival_s) / duration_s if duration_s > 0 else 0.0
+    pilot_s = max(PILOT_MIN_S, PILOT_REQUESTS / rate) if rate > 0 else duration_s
+    if pilot_s >= 0.75 * duration_s:
+        n = _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap)
+        if n is not None and n > 1:
+            _meets(s, tp, workload, duration_s, percentile, runs, n - 1)  # shown: the run just below
+        return Search(n, runs, cap)
+    n = _bisect(s, tp, prefix(workload, pilot_s), pilot_s, start_replicas, percentile, {}, cap)
+    n = cap if n is None else n
+
+    def full(k: int) -> bool:
+        return _meets(s, tp, workload, duration_s, percentile, runs, k)
+
+    if full(n):
+        while n > 1 and full(n - 1):
+            n -= 1
+    else:
+        while not full(n):
+            if n >= cap:
+                return Search(None, runs, cap)
+            n += 1
+        if n > 1:
+            full(n - 1)
+    return Search(n, runs, cap)
+
+
+def _meets(s, tp, workload, duration_s, percentile, runs, n: int) -> bool:
+    if n not in runs:
+        runs[n] = simulate(s, n, tp, workload, duration_s, percentile)
+    return runs[n].meets_promise
+
+
+def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap) -> int | None:
+    """The fewest replicas meeting the promise on this workload: doubling from the start, then bisection. [replicas]"""
+    def meets(n: int) -> bool:
+        return _meets(s, tp, workload, duration_s, percentile, runs, n)
+
+    start = max(1, start_replicas)
+    if meets(start):
+        lo, hi = 0, start  # lo misses (0 replicas serve nothing), hi meets
+    else:
+        lo, hi = start, None
+        n = start
+        while hi is None:
+            n = min(2 * n, cap)
+            if meets(n):
+                hi = n
+            elif n >= cap:
+                return None
+            else:
+                lo = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def point(r: SimResult):
+    from xlplan.result import SimulatedPoint
+
+    return SimulatedPoint(gpus=r.gpus, replicas=r.replicas, ttft_p95_s=r.ttft_s.p95, itl_p95_s=r.itl_s.p95,
+                          ttft_at_percentile_s=r.ttft_at_percentile_s, itl_at_percentile_s=r.itl_at_percentile_s,
+                          meets_promise=r.meets_promise, mean_in_flight=r.mean_in_flight,
+                          kv_utilisation_mean=r.kv_utilisation.mean, preemptions=r.preemptions, stable=r.stable)
+
+
+def _missed(s: Scenario, r: SimResult) -> str:
+    """'the TTFT promise (p95 1.3 s)', 'the inter-token promise (p95 62 ms)' or both. [text]"""
+    q = f"p{r.percentile:g}"
+    parts = []
+    if not r.ttft_at_percentile_s <= s.ttft_s:
+        parts.append(("TTFT", f"{q} {_secs(r.ttft_at_percentile_s)}"))
+    if not r.itl_at_percentile_s <= s.itl_s:
+        parts.append(("inter-token", f"{q} {_secs(r.itl_at_percentile_s)}"))
+    if len(parts) == 1:
+        return f"the {parts[0][0]} promise ({parts[0][1]})"
+    return f"the TTFT and inter-token promises ({parts[0][1]}, {parts[1][1]})"
+
+
+def _secs(x: float) -> str:
+    """0.0234 -> '23 ms', 1.31 -> '1.3 s', 75 -> '75 s'. [text]"""
+    if not math.isfinite(x):
+        return "never"
+    if x < 1.0:
+        return f"{x * 1000:.0f} ms"
+    return f"{x:.2g} s" if x < 10 else f"{x:,.0f} s"
+
+
+def _gpus(n: int) -> str:
+    return f"{n} GPU" + ("" if n == 1 else "s")
+
+
+def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: float | None = None, seed: int = DEFAULT_SEED,
+           cv2: float = 1.0, max_context: int | None = None, workload: Workload | None = None, arrivals: str | None = None):
+    """Simulate the plan's fleet at peak: the verified load, the runbook's load, and one replica down.
+
+    Returns
+    -------
+    xlplan.result.VerifiedOut
+        The runbook's figures stay as they are; these sit beside them.
+    """
+    from xlplan.result import VerifiedOut
+
+    pa = sol.paths
+    tp = int(pa.tp)
+    if minutes is None:
+        minutes = min(default_minutes(s.peak_rps), MAX_REQUESTS / (s.peak_rps * 60.0))
+        if minutes < 1.0:
+            raise steps.PlanningError(f"--verify: at {s.peak_rps:,.6g} requests/s one minute of peak is "
+                                      f"{s.peak_rps * 60:,.0f} requests, past the {MAX_REQUESTS:,} one run may hold; "
+                                      "expected a peak under 33,000 requests/s (simulate a share of the fleet with "
+                                      "`xlplan simulate` on a plan with that share of the peak)")
+    duration = minutes * 60.0
+    wl = workload_for(s, minutes, seed, cv2, max_context) if workload is None else workload
+    load_reps = int(round(pa.load / tp))
+    red = int(s.redundancy)
+    runs: dict = {}
+    found = search(s, tp, wl, duration, load_reps, percentile, runs)
+    fail_reps = max(load_reps + red - 1, 1)
+    for n in {load_reps, fail_reps, load_reps + red}:
+        if n not in runs:
+            runs[n] = simulate(s, n, tp, wl, duration, percentile)
+    at_load, failed = runs[load_reps], runs[fail_reps]
+    v = found.verified_replicas
+    ver = runs[v] if v is not None else None
+    rb, rb_red = load_reps * tp, (load_reps + red) * tp
+    how = arrivals or ("Poisson arrivals" if cv2 == 1.0 else f"bursty arrivals (squared CV {cv2:g})")
+    whose = "the runbook's" if s.engine == "runbook" else "the closed form's"
+    head = f"Simulated at peak ({how}, {minutes:g} min, seed {seed}): {whose} {_gpus(rb)}"
+    if at_load.meets_promise:
+        sentence = (f"{head} keep the promise (p{percentile:g} TTFT {_secs(at_load.ttft_at_percentile_s)}, "
+                    f"inter-token {_secs(at_load.itl_at_percentile_s)}); it holds from {_gpus(v * tp)}, so the "
+                    f"redundancy stays spare at peak.")
+    elif v is None:
+        sentence = (f"{head} miss {_missed(s, at_load)}, and no fleet up to {_gpus(found.cap_replicas * tp)} keeps it: "
+                    "adding replicas does not shorten one replica's steps; change the promise, the hardware or the model.")
+    elif v * tp <= rb_red:
+        spare = "the redundancy GPU is" if red * tp == 1 else "the redundancy is"
+        sentence = (f"{head} miss {_missed(s, at_load)}; it holds from {v * tp}, so {spare} needed at peak"
+                    + (" (no spare is left for a failure)." if v * tp == rb_red else "."))
+    else:
+        short = v * tp - rb_red
+        sentence = (f"{head} miss {_missed(s, at_load)}; it holds from {v * tp}, {_gpus(short)} more than the "
+                    f"{rb_red} with redundancy" + (f" (the {int(pa.purchased)} purchased cover it)." if pa.purchased >= (v + red) * tp
+                                                    else f"; with redundancy the fleet needs {(v + red) * tp}."))
+    chunk = chunk_tokens(s)
+    if not at_load.itl_at_percentile_s <= s.itl_s and chunk > 1024:
+        sentence += (f" Long prefill steps stall decoding: a smaller policy.max_num_batched_tokens (now {chunk:,}) spreads "
+                     "each prompt over more, shorter steps.")
+    if failed.meets_promise:
+        failure = (f"With one replica down at peak ({fail_reps * tp} of {rb_red} GPUs) the promise holds "
+                   f"(p{percentile:g} TTFT {_secs(failed.ttft_at_percentile_s)}, inter-token {_secs(failed.itl_at_percentile_s)}).")
+    else:
+        failure = f"With one replica down at peak ({fail_reps * tp} of {rb_red} GPUs) it misses {_missed(s, failed)}."
+    return VerifiedOut(
+        arrivals=how, burst_cv2=cv2, minutes=minutes, seed=seed, chunk_tokens=chunk_tokens(s), percentile=percentile,
+        runbook_load=rb, runbook_with_redundancy=rb_red, meets_promise_at_load=at_load.meets_promise,
+        load=v * tp if v is not None else None, with_redundancy=(v + red) * tp if v is not None else None,
+        ttft_p95_s=ver.ttft_s.p95 if ver else None, itl_p95_s=ver.itl_s.p95 if ver else None,
+        searched_up_to=max(runs) * tp, failure_gpus=fail_reps * tp, failure_meets_promise=failed.meets_promise,
+        failure_ttft_p95_s=failed.ttft_s.p95, failure_itl_p95_s=failed.itl_s.p95,
+        curve=[point(runs[n]) for n in sorted(runs)], sentence=sentence, failure_sentence=failure,
+    )
