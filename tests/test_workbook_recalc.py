@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from planhelp import replan
@@ -24,6 +25,13 @@ def test_reference_plan_recalculates_to_the_runbook_figures(ref_plan, tmp_path):
     require_libreoffice()
     problems = recalc_and_compare({"reference": ref_plan}, tmp_path)
     assert problems == []
+
+
+def test_verified_workbook_recalculates_in_both_engines(ref_plan, tmp_path):
+    # `plan --verify --workbook`: tab 4 gains the simulated block (values) and its chart data (target formulas);
+    # LibreOffice and the Excel-grammar engine must both agree with the engine on every formula cell of it.
+    require_libreoffice()
+    assert recalc_and_compare({"verified": ref_plan}, tmp_path, verify=("verified",)) == []
     # and through the installed command itself, as a user runs it
     out = subprocess.run([sys.executable, "-m", "xlplan.cli", "plan", "--json"], capture_output=True, text=True, check=True)
     assert '"purchased": 8' in out.stdout
@@ -112,8 +120,9 @@ def _draw_plans(n: int) -> list[Plan]:
     return list(drawn.values())
 
 
-def test_random_plans_recalculate(tmp_path):
-    require_libreoffice()
+@pytest.fixture(scope="module")
+def random_plans() -> dict[str, Plan]:
+    """32 plans drawn by hypothesis and the fixed shapes the issue names, by key."""
     drawn = _draw_plans(32)
     # the shapes the issue names are among them: MoE, MLA, fp8, TP > 1 (fixed plans make sure of each)
     fixed = {
@@ -146,20 +155,37 @@ def test_random_plans_recalculate(tmp_path):
                        "calibration": {"source": "bench.json", "runs": 4, "prefill_mfu_range": [0.48, 0.55],
                                        "decode_mfu_range": [0.27, 0.34], "bandwidth_efficiency_range": [0.58, 0.66]}}}),
     }
-    plans_ = {f"random_{i:02d}": p for i, p in enumerate(drawn)} | fixed
-    results = {k: run_plan(p) for k, p in plans_.items()}
+    return {f"random_{i:02d}": p for i, p in enumerate(drawn)} | fixed
+
+
+def _excel_grammar_keys(plans_: dict[str, Plan]) -> set[str]:
+    """The plans the Excel-grammar engine also evaluates: 24 of the drawn ones and every fixed one (each costs ~20 s
+    of formula compilation)."""
+    return {k for k in plans_ if k not in {f"random_{i:02d}" for i in range(24, 32)}}
+
+
+def test_random_plans_cover_the_shapes_the_issue_names(random_plans):
+    # MoE, MLA, fp8, TP > 1 among all; int4, MLA and MoE also among those the Excel-grammar engine evaluates
+    results = {k: run_plan(p) for k, p in random_plans.items()}
     assert any(r.model.params_active < r.model.params_total * 0.9 for r in results.values())  # MoE
-    assert any(p.model.resolve().attention == "mla" for p in plans_.values())  # MLA
-    assert any(p.model.weights_dtype == "fp8" for p in plans_.values())  # fp8
+    assert any(p.model.resolve().attention == "mla" for p in random_plans.values())  # MLA
+    assert any(p.model.weights_dtype == "fp8" for p in random_plans.values())  # fp8
     assert any(r.fleet.tp > 1 for r in results.values())  # TP > 1
-    problems = recalc_and_compare(plans_, tmp_path, engines=("libreoffice",))
-    # the Excel-grammar engine on 24 of the drawn plans and the five fixed ones (each costs ~6 s of formula
-    # compilation); int4 weights are among them alongside MoE, MLA and fp8
-    excel = {k: p for k, p in plans_.items() if k not in {f"random_{i:02d}" for i in range(24, 32)}}
-    assert len(excel) >= 20 + len(fixed)
-    assert any(p.model.weights_dtype == "int4" for p in excel.values())
-    assert any(p.model.resolve().attention == "mla" for p in excel.values())
+    excel = _excel_grammar_keys(random_plans)
+    assert len(excel) >= 29
+    assert any(random_plans[k].model.weights_dtype == "int4" for k in excel)
+    assert any(random_plans[k].model.resolve().attention == "mla" for k in excel)
     assert any(results[k].model.params_active < results[k].model.params_total * 0.9 for k in excel)
+
+
+@pytest.mark.parametrize("shard", range(4))
+def test_random_plans_recalculate(random_plans, shard, tmp_path):
+    # a quarter of the plans each, so parallel test workers share the work: LibreOffice on every plan of the shard,
+    # the Excel-grammar engine on those of them in _excel_grammar_keys
+    require_libreoffice()
+    mine = {k: p for i, (k, p) in enumerate(sorted(random_plans.items())) if i % 4 == shard}
+    problems = recalc_and_compare(mine, tmp_path, engines=("libreoffice",))
+    excel = {k: p for k, p in mine.items() if k in _excel_grammar_keys(random_plans)}
     problems += recalc_and_compare(excel, tmp_path / "excel", engines=("excel",))
     assert problems == [], "\n".join(problems[:40])
 
