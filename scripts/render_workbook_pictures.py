@@ -1,25 +1,25 @@
-"""Render one PNG per tab of the reference workbook for the README (needs LibreOffice and poppler's pdftoppm).
+"""Render one PNG per sheet of the reference workbook for the README (needs LibreOffice and poppler's pdftoppm).
 
     python scripts/render_workbook_pictures.py [--out docs/workbook]
 
-Each tab is printed on its own (the others hidden) through the same PDF path as
-`xlplan workbook --pdf`, and the first page is turned into a PNG.
+The Summary, the six tabs and Options come from the reference plan; Schedule from the reference plan with 10% growth
+a month and a 90-day lead time (the reference has no growth section). Each sheet is printed on its own (the others
+hidden in the package, charts kept) through the same PDF path as `xlplan workbook --pdf`; its first page becomes a PNG.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import subprocess
 import tempfile
 from pathlib import Path
-
-import openpyxl
 
 from xlplan.io.libreoffice import to_pdf
 from xlplan.io.planfile import reference_plan
 from xlplan.io.workbook import SIX_TABS
 from xlplan.io.workbook.export import workbook_for_plan
+from xlplan.io.workbook.writer import with_sheets_shown
+from xlplan.plan import Plan
 
 
 def main() -> None:
@@ -28,17 +28,19 @@ def main() -> None:
     ap.add_argument("--dpi", type=int, default=110)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    data = workbook_for_plan(reference_plan())
+    ref = reference_plan()
+    data = workbook_for_plan(ref)
+    grown = ref.model_dump(exclude_none=True)
+    grown["growth"] = {"monthly": 0.10, "months": 12, "lead_time_days": 90, "start": "2027-01"}
+    with_growth = workbook_for_plan(Plan.model_validate(grown))
+    sheets = [("summary", "Summary", data)] + [(f"tab{i}", t, data) for i, t in enumerate(SIX_TABS, start=1)] + \
+        [("options", "Options", data), ("schedule", "Schedule", with_growth)]
     with tempfile.TemporaryDirectory() as tmp:
-        for i, title in enumerate(SIX_TABS, start=1):
-            wb = openpyxl.load_workbook(io.BytesIO(data))
-            for ws in wb.worksheets:
-                ws.sheet_state = "visible" if ws.title == title else "hidden"
-            wb.active = wb.sheetnames.index(title)
-            src = Path(tmp) / f"tab{i}.xlsx"
-            wb.save(src)
+        for stem_name, title, xlsx in sheets:
+            src = Path(tmp) / f"{stem_name}.xlsx"
+            src.write_bytes(with_sheets_shown(xlsx, frozenset({title})))
             pdf = to_pdf(src, Path(tmp) / "pdf")
-            stem = args.out / f"tab{i}"
+            stem = args.out / stem_name
             subprocess.run(["pdftoppm", "-png", "-r", str(args.dpi), "-f", "1", "-l", "1", "-singlefile", str(pdf), str(stem)], check=True)
             print(f"{stem}.png  {title}")
 

@@ -71,6 +71,7 @@ def _workbooks(ref_plan):
         yield stem, build(plan)
         yield stem + "_udf", build(plan, formulas="udf")
     yield "namespace", build(ref_plan, formulas="udf", namespace="XLWINGS")
+    yield "verified", build(ref_plan, verify=True)
 
 
 def test_every_defined_name_in_every_workbook_is_valid_in_excel(ref_plan):
@@ -96,7 +97,8 @@ def test_workbook_with_traffic_sheets_has_valid_names(ref_plan, tmp_path):
     from xlplan.cli import main
 
     log = tmp_path / "log.csv"
-    pd.DataFrame({"timestamp": pd.date_range("2026-01-05", periods=400, freq="37s").astype("int64") // 10**9,
+    pd.DataFrame({"timestamp": (pd.date_range("2026-01-05", periods=400, freq="37s") - pd.Timestamp("1970-01-01"))
+                  // pd.Timedelta("1s"),  # Unix seconds, whatever unit pandas stores
                   "prompt_tokens": [1500 + 7 * i % 900 for i in range(400)],
                   "completion_tokens": [200 + 3 * i % 300 for i in range(400)]}).to_csv(log, index=False)
     out = tmp_path / "t.xlsx"

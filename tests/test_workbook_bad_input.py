@@ -96,7 +96,7 @@ def test_renamed_tab(wb_path, capsys, tmp_path):
     wb["1 Inputs"].title = "Inputs"
     wb.save(wb_path)
     rc, err = _read(wb_path, capsys, tmp_path)
-    assert rc == 2 and "sheet '1 Inputs' not found (sheets: Inputs," in err
+    assert rc == 2 and "sheet '1 Inputs' not found (sheets: Summary, Inputs," in err
 
 
 def test_legacy_xls(capsys, tmp_path):

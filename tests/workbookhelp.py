@@ -123,15 +123,16 @@ def agrees(found, expected, rel=1e-9) -> bool:
     return found == expected
 
 
-def recalc_and_compare(plans: dict[str, Plan], folder: Path, engines: tuple[str, ...] = ("libreoffice", "excel")) -> list[str]:
+def recalc_and_compare(plans: dict[str, Plan], folder: Path, engines: tuple[str, ...] = ("libreoffice", "excel"),
+                       verify: tuple[str, ...] = ()) -> list[str]:
     """Build each plan's workbook without caches, evaluate them with each spreadsheet engine — LibreOffice (one headless
     run for all) and the Excel-grammar engine (`formulas`) — and list every disagreement: named outputs against
     `xlplan plan --json`, sensitivity rows against its what-ifs, and every formula cell against the cached value the
-    exporter writes."""
+    exporter writes. Plans named in ``verify`` are built as `plan --verify` writes them (tab 4's simulated block)."""
     folder.mkdir(parents=True, exist_ok=True)
     books, files, jsons = {}, [], {}
     for stem, plan in plans.items():
-        books[stem] = build(plan)
+        books[stem] = build(plan, verify=stem in verify)
         f = folder / f"{stem}.xlsx"
         f.write_bytes(workbook_bytes(books[stem], caches=False))
         files.append(f)

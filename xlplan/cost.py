@@ -77,3 +77,53 @@ def breakeven_tokens_per_month(fixed_monthly_usd, blended_api_usd_per_mtok):
     fleet can carry that volume.
     """
     return _vec.div_pos(fixed_monthly_usd * MILLION, blended_api_usd_per_mtok)
+
+
+API_SIZE_CLASSES = ("dense up to 5B", "dense 5-12B", "dense 12-40B", "dense 40-120B", "dense over 120B",
+                    "MoE up to 60B total", "MoE over 60B total")
+"""The size classes of ``api_prices.csv``: managed-API prices cluster by a model's total size and whether it is a
+mixture of experts (a 30B-A3B MoE is priced near a 8B dense model, not a 32B one). [text]"""
+
+
+def api_size_class(total_params, moe: bool) -> str:
+    """The API price class of a model: by total parameters, dense or MoE. [text]
+
+    Examples
+    --------
+    >>> api_size_class(8.03e9, False), api_size_class(30.5e9, True), api_size_class(671e9, True)
+    ('dense 5-12B', 'MoE up to 60B total', 'MoE over 60B total')
+    """
+    b = total_params / 1e9
+    if moe:
+        return API_SIZE_CLASSES[5] if b <= 60 else API_SIZE_CLASSES[6]
+    for limit, name in zip((5, 12, 40, 120), API_SIZE_CLASSES[:4]):
+        if b <= limit:
+            return name
+    return API_SIZE_CLASSES[4]
+
+
+def median(values) -> float:
+    """The median of a non-empty sequence. [unit of the values]
+
+    >>> median([3.0, 1.0, 2.0]), median([4.0, 1.0, 2.0, 3.0])
+    (2.0, 2.5)
+    """
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2.0
+
+
+def api_class_price(rows, size_class: str) -> tuple[float, float, int]:
+    """(median input price, median output price, offers) over the listed offers of one size class. [USD/Mtok], [offers]
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Offers with ``size_class``, ``usd_per_1M_input``, ``usd_per_1M_output`` (``api_prices.csv``).
+    size_class : str
+        One of :data:`API_SIZE_CLASSES`.
+    """
+    mine = [r for r in rows if r["size_class"] == size_class]
+    if not mine:
+        raise ValueError(f"size_class: got {size_class!r}; expected one of {', '.join(API_SIZE_CLASSES)}")
+    return median([r["usd_per_1M_input"] for r in mine]), median([r["usd_per_1M_output"] for r in mine]), len(mine)

@@ -33,7 +33,10 @@ def _binding_words(r: PlanResult) -> str:
     counts = {"memory": r.memory.gpus, "compute": r.compute.gpus, "latency": r.latency.gpus}
     exact = {"memory": r.memory.gpus_exact, "compute": r.compute.gpus_exact, "latency": r.latency.gpus_exact}
     detail = ", ".join(f"{k} {counts[k]} ({exact[k]:.2f} exact)" for k in counts)
-    if r.binding in ("both", "all"):
+    if r.binding == "minimum replica":
+        head = f"No path binds: every path fits in one replica of {r.fleet.tp} GPU(s), so the minimum replica sets the fleet"
+        tail = " — traffic could grow a long way before any path needs a second replica (see the breakpoints)."
+    elif r.binding in ("both", "all"):
         which = " and ".join(r.binding_paths)
         head = f"{which.capitalize()} bind about equally ({counts[r.binding_paths[0]]} GPUs each)"
         tail = " — either could move first if the traffic shape shifts, so watch both gauges."
@@ -55,6 +58,8 @@ def _who_binds(binding: str, paths: list[str] | None) -> str:
         return f"{paths[0]} and {paths[1]} bind together"
     if binding == "infeasible":
         return "the plan becomes infeasible"
+    if binding == "minimum replica":
+        return "the minimum replica sets the fleet"
     return f"{binding} binds"
 
 
@@ -96,7 +101,7 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         ("Average utilisation", f"{i.average_utilisation:.0%} of peak  [owner: {i.owners['forecast']}]"),
         ("Prefix reuse (measured)", f"{i.prefix_reuse:.0%}"),
         ("Promise", f"TTFT < {i.ttft_s:g} s, inter-token < {i.itl_s * 1000:g} ms ({1 / i.itl_s:g} tokens/s) at p{i.percentile:g}  [owner: {i.owners['promise']}]"),
-        ("Prices", f"${k.usd_per_gpu_hour:g}/GPU-hour; API {_usd(k.api_usd_per_mtok_blended, 3)}/M blended  [owner: {i.owners['pricing']}]"),
+        ("Prices", f"${k.usd_per_gpu_hour:.4g}/GPU-hour{' (owned)' if k.ownership else ''}; API {_usd(k.api_usd_per_mtok_blended, 3)}/M blended  [owner: {i.owners['pricing']}]"),
     ]
     s2 = [
         ("Model", f"{m.name}: {m.params_total / 1e9:,.2f} B parameters from the config ({m.params_active / 1e9:,.2f} B active per token)"),
@@ -131,12 +136,34 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         ("Monthly bill", f"{k.billed_gpus} GPUs ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × {k.hours_per_month:g} h = {_usd(k.monthly_usd)} / month, fixed"),
         ("Tokens per month", f"{_tokens(k.tokens_per_month)} at {i.average_utilisation:.0%} average utilisation"),
         ("Cost per million tokens", f"{_usd(k.usd_per_mtok, 3)} (all kinds)"),
-        ("Same traffic on the API", f"{_usd(k.api_monthly_usd)} / month" if k.api_monthly_usd is not None else "no API price given"),
+        ("Same traffic on the API", f"{_usd(k.api_monthly_usd)} / month at {k.api_provider or 'the plan’s API prices'}"
+         if k.api_monthly_usd is not None else "no API price given"),
         ("Break-even volume", f"{_tokens(k.breakeven_tokens_per_month)} tokens / month" if k.breakeven_tokens_per_month is not None else "—"),
         ("By utilisation", ", ".join(f"{u.utilisation:.0%} {_usd(u.usd_per_mtok, 3)}" for u in k.usd_per_mtok_by_utilisation)),
     ]
+    o = k.ownership
+    if o is not None:
+        s5[0] = ("Monthly cost of ownership",
+                 f"{k.billed_gpus} GPUs owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
+                 f"{o.depreciation_years:g} years) + power {_usd(o.energy_usd_per_month)} ({o.kw_per_gpu:g} kW x PUE {o.pue:g} x "
+                 f"${o.usd_per_kwh:g}/kWh) + hosting {_usd(o.hosting_usd_per_month)} + hardware ops "
+                 f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(k.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour)")
+        if o.rent_monthly_usd is None:
+            s5.insert(1, ("Against renting", "no rental price known for this GPU"))
+        else:
+            pay = (f"buying pays back in {o.payback_months:,.1f} months" if o.payback_months is not None
+                   else "renting costs less than running owned hardware: buying never pays back")
+            s5.insert(1, ("Against renting", f"renting the {f.with_redundancy} GPUs with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
+                                             f"{_usd(o.rent_monthly_usd)} / month; {pay}"))
     p3 = [_binding_words(r)]
     p4 = [f.tp_reason + "."]
+    v = r.verified
+    if v is not None:
+        s4.append(("Verified at peak (simulated)",
+                   (f"{v.load} GPUs keep the promise (p95 TTFT {_secs(v.ttft_p95_s)}, inter-token {_secs(v.itl_p95_s)}); "
+                    f"{v.with_redundancy} with redundancy" if v.load is not None else f"no fleet up to {v.searched_up_to} GPUs keeps the promise")
+                   + f" — {v.minutes:g} min, {v.arrivals}, seed {v.seed}, {v.chunk_tokens:,}-token steps"))
+        p4 += [v.sentence, v.failure_sentence]
     api_words = []
     if k.api_monthly_usd is not None:
         ratio = k.api_monthly_usd / k.monthly_usd
@@ -158,6 +185,13 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         (SECTIONS[4], s5, api_words),
         (SECTIONS[5], [], p6),
     ]
+
+
+def _secs(x: float | None) -> str:
+    """0.0234 -> '23 ms', 1.31 -> '1.31 s'. [text]"""
+    if x is None:
+        return "—"
+    return f"{x * 1000:,.0f} ms" if x < 1 else f"{x:,.2f} s"
 
 
 def render_text(r: PlanResult) -> str:

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from xlplan import catalog
 from xlplan.specs import ComputeDtype, GPUSpec, KVDtype, ModelSpec, WeightDtype
@@ -199,15 +206,50 @@ class Calibration(_Section):
 class Policy(_Section):
     """Conventions and efficiencies: the assumptions a reviewer should check first."""
 
-    mfu: Fraction = Field(default=0.40, description="Achieved fraction of peak dense FLOP/s (model FLOPs utilisation). [fraction]")
-    prefill_mfu: Fraction | None = Field(default=None, description="MFU in prefill, where calibrated; left out, mfu. [fraction]")
-    decode_mfu: Fraction | None = Field(default=None, description="MFU in decode, where calibrated; left out, mfu. [fraction]")
+    mfu: Fraction | None = Field(
+        default=None,
+        description="Achieved fraction of peak dense FLOP/s (model FLOPs utilisation), for prefill and decode alike; left out, "
+                    "the engine's defaults for the GPU (engine 'runbook': 0.40, the runbook's planning figure). [fraction]")
+    prefill_mfu: Fraction | None = Field(
+        default=None, description="MFU in prefill, where calibrated; left out, mfu if the plan states it, else the engine's default for the GPU. [fraction]")
+    decode_mfu: Fraction | None = Field(
+        default=None, description="MFU in decode, where calibrated; left out, mfu if the plan states it, else the engine's default for the GPU. [fraction]")
+    expert_efficiency: Fraction | None = Field(
+        default=None, description="Grouped expert GEMMs' MFU as a fraction of dense GEMMs' (MoE); left out, the engine's default. [fraction]")
     calibration: Calibration | None = Field(default=None, description="Where calibrated efficiencies came from and their spread; the fleet is then also given as a range.")
-    memory_utilisation: Fraction = Field(default=0.90, description="Fraction of GPU memory the engine may use (vLLM gpu_memory_utilization). [fraction]")
-    overhead_gib: float = Field(default=3.0, ge=0, description="Activations, CUDA graphs and runtime memory per GPU. [GiB]")
-    bandwidth_efficiency: Fraction = Field(
-        default=0.60,
-        description="Achieved fraction of HBM bandwidth in decode (public measurements show 57-66%: measurements-public N01, G03). [fraction]",
+    engine: Literal["runbook", "vllm", "sglang", "trtllm"] = Field(
+        default="vllm",
+        description="Serving engine whose memory rule sizes the KV cache and whose defaults set the step budget: 'vllm', 'sglang', "
+                    "'trtllm', or 'runbook' (memory x utilisation - weights - overhead_gib, the runbook's convention). [text]",
+    )
+    memory_utilisation: Fraction = Field(
+        default=0.90,
+        description="The engine's memory fraction: vLLM gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM "
+                    "kv_cache_free_gpu_mem_fraction (the runbook's rule: fraction of driver memory). [fraction]",
+    )
+    overhead_gib: float = Field(default=3.0, ge=0, description="Activations, CUDA graphs and runtime memory per GPU, for engine 'runbook' (the other engines estimate it). [GiB]")
+    max_num_batched_tokens: int | None = Field(
+        default=None, ge=1, description="Tokens one engine step may carry (vLLM max_num_batched_tokens; chunked prefill); left out, the engine's default for the GPU. [tokens]")
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, description="Sequences a replica runs at once (vLLM max_num_seqs); left out, the engine's default for the GPU. [sequences]")
+    step_overhead_s: float | None = Field(
+        default=None, ge=0, lt=1, description="Fixed time per engine step (scheduling, launches, sampling); left out, the engine's default. [s]")
+    expert_parallel: int = Field(default=1, ge=1, description="Expert-parallel degree inside a replica (MoE); must divide the TP degree. [GPUs]")
+    attention_data_parallel: bool = Field(
+        default=False, description="MLA models: each rank of a replica holds its own sequences' KV latent (SGLang/TRT-LLM 'DP attention') instead of a copy of every one. [bool]")
+    attention_flops: Literal["causal", "full"] = Field(
+        default="causal",
+        description="Prefill attention FLOPs: 'causal' (each token attends to those before it, half the square) or 'full' (the runbook's n²). [text]",
+    )
+    latency_step: Literal["with_prefill", "decode_only"] = Field(
+        default="with_prefill",
+        description="What the latency path's step carries: the decodes plus their share of prefill ('with_prefill', chunked prefill), "
+                    "or the decodes alone ('decode_only', the runbook's roofline). [text]",
+    )
+    bandwidth_efficiency: Fraction | None = Field(
+        default=None,
+        description="Achieved fraction of HBM bandwidth; left out, the engine's default for the GPU (engine 'runbook': 0.60, "
+                    "from measured 57-66%: measurements N01, G03). [fraction]",
     )
     redundancy: int = Field(default=1, ge=0, description="Spare replicas on top of the load: N+k. [replicas]")
     memory_convention: Literal["paged", "worst_case"] = Field(
@@ -229,6 +271,57 @@ class APIPrices(_Section):
     usd_per_mtok_output: float = Field(ge=0, description="Price of output tokens. [USD/Mtok]")
     provider: str = Field(default="", description="Provider and offer the prices come from. [text]")
     source: str = Field(default="", description="Where and when the prices were read. [text]")
+
+
+class Costs(_Section):
+    """Rent or buy: what the monthly bill counts. Buying needs the figures below; each left out falls back on a dated,
+    sourced default (``xlplan/catalog/ownership.yaml``) where a credible one exists, and is otherwise required."""
+
+    mode: Literal["rent", "buy"] = Field(default="rent", description="'rent' (an hourly price) or 'buy' (capex, power and hosting). [text]")
+    capex_usd_per_node: float | None = Field(default=None, gt=0, le=1e9,
+                                             description="Buy: price of one purchasing unit, GPUs, host and network; left out, the catalog's dated quote for the GPU where one exists. [USD]")
+    depreciation_years: float | None = Field(default=None, gt=0, le=15,
+                                             description="Buy: straight-line life, no residual; left out, 5 (AWS servers since 2025). [years]")
+    kw_per_gpu: float | None = Field(default=None, gt=0, le=20,
+                                     description="Buy: power per GPU at load, its share of the host included; left out, the catalog's (the vendor system's maximum ÷ its GPUs) where known. [kW]")
+    pue: float | None = Field(default=None, ge=1, le=3, description="Buy: facility power ÷ IT power; left out, 1.54 (Uptime Institute 2025). [—]")
+    usd_per_kwh: float | None = Field(default=None, gt=0, le=2, description="Buy: electricity price; required (prices differ 3x between US states). [USD/kWh]")
+    hosting_usd_per_kw_month: float | None = Field(default=None, ge=0, le=5000,
+                                                   description="Buy: colocation per kW of IT load; left out, 184.06 (CBRE, North America H2 2024). [USD/kW-month]")
+    hardware_ops_usd_per_month: float | None = Field(default=None, ge=0, le=1e9,
+                                                     description="Buy: running the hardware: hands on site, spares, support contracts; required (no credible public figure). [USD/month]")
+    source: str = Field(default="", description="Where and when the buy figures come from. [text]")
+
+    @model_validator(mode="after")
+    def _rent_has_no_buy_figures(self) -> Costs:
+        if self.mode == "rent":
+            given = [f for f in ("capex_usd_per_node", "depreciation_years", "kw_per_gpu", "pue", "usd_per_kwh",
+                                 "hosting_usd_per_kw_month", "hardware_ops_usd_per_month") if getattr(self, f) is not None]
+            if given:
+                raise ValueError(f"mode is 'rent' but {', '.join(given)} {'is' if len(given) == 1 else 'are'} given; "
+                                 "expected mode: buy to use them, or leave them out")
+        return self
+
+
+class Growth(_Section):
+    """How peak traffic grows month by month, for the order schedule (`xlplan schedule`)."""
+
+    monthly: float | None = Field(default=None, gt=-0.5, le=10,
+                                  description="Growth of the peak rate per month: 0.10 is 10% a month, compounding. [fraction/month]")
+    peaks_rps: list[Annotated[float, Field(gt=0, le=1e7)]] | None = Field(
+        default=None, min_length=1, max_length=240, description="Or the peak rate month by month, from the first month. [requests/s]")
+    months: int = Field(default=12, ge=1, le=240, description="Months to plan. [months]")
+    lead_time_days: int | None = Field(default=None, ge=0, le=1095,
+                                       description="Days from order to GPUs in service; required to date the orders (published lead times vary from weeks to a year). [days]")
+    start: str | None = Field(default=None, pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
+                              description="First month of the schedule, YYYY-MM; left out, the month after today. [month]")
+    source: str = Field(default="", description="Where the growth comes from (a log's measured growth, a product forecast). [text]")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Growth:
+        if self.monthly is not None and self.peaks_rps is not None:
+            raise ValueError("give monthly or peaks_rps, not both")
+        return self
 
 
 class Owners(_Section):
@@ -253,12 +346,16 @@ class Plan(_Section):
     """A capacity plan's inputs: everything the seven steps need."""
 
     name: str = Field(default="Capacity plan", description="Title of the capacity note. [text]")
+    date: str | None = Field(default=None, pattern=r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$",
+                             description="When the plan was prepared, YYYY-MM-DD; left out, a workbook shows the day it was built. [date]")
     forecast: Forecast = Field(description="Step 1: peak rate and length distributions.")
     promise: Promise = Field(description="Step 2: TTFT and inter-token targets at a percentile.")
     model: ModelChoice = Field(description="The model and its precision.")
     hardware: Hardware = Field(description="The GPU, the purchasing unit and the price.")
     policy: Policy = Field(default_factory=Policy, description="Conventions and efficiencies.")
-    api: APIPrices | None = Field(default=None, description="Managed-API prices for the comparison; left out, no comparison.")
+    api: APIPrices | None = Field(default=None, description="Managed-API prices for the comparison; left out, the median listed price of models of this size class (api_prices.csv).")
+    costs: Costs = Field(default_factory=Costs, description="Rent or buy, and what owning costs.")
+    growth: Growth | None = Field(default=None, description="How the peak grows month by month (`xlplan schedule`); left out, no schedule.")
     owners: Owners = Field(default_factory=Owners, description="Who owns each input.")
     sources: Sources = Field(default_factory=Sources, description="Where and when each input was obtained.")
 
@@ -268,9 +365,56 @@ class Plan(_Section):
         dtype = self.policy.compute_dtype
         if dtype is not None and gpu.peak_tflops(dtype) is None:
             raise ValueError(f"policy.compute_dtype: {gpu.name} has no {dtype} peak in the catalog; expected bf16 or a dtype it supports")
-        if self.hardware.usd_per_gpu_hour is None and gpu.usd_per_gpu_hour is None:
+        if self.costs.mode == "rent" and self.hardware.usd_per_gpu_hour is None and gpu.usd_per_gpu_hour is None:
             raise ValueError(f"hardware.usd_per_gpu_hour: missing, and {gpu.name} has no catalog price; expected a price in USD/GPU-hour")
+        if self.costs.mode == "buy":
+            own = catalog.ownership_for(gpu.name) if isinstance(self.hardware.gpu, str) else {}
+            missing = []
+            if self.costs.capex_usd_per_node is None and "capex_usd_per_node" not in own:
+                missing.append(f"capex_usd_per_node (no dated quote for {gpu.name} in the catalog)")
+            if self.costs.kw_per_gpu is None and "kw_per_gpu" not in own:
+                missing.append(f"kw_per_gpu (no sourced power figure for {gpu.name} in the catalog)")
+            if self.costs.usd_per_kwh is None:
+                missing.append("usd_per_kwh (e.g. EIA 2023: Virginia commercial 0.0895, Texas industrial 0.066)")
+            if self.costs.hardware_ops_usd_per_month is None:
+                missing.append("hardware_ops_usd_per_month (0 if none)")
+            if missing:
+                raise ValueError("costs: mode is 'buy', so these are required: " + "; ".join(missing))
         return self
+
+    def api_used(self) -> APIPrices:
+        """The API prices the comparison uses: the plan's, or the median listed offer of the model's size class. [APIPrices]"""
+        if self.api is not None:
+            return self.api
+        from xlplan import architecture, cost
+
+        model = self.model.resolve()
+        size_class = cost.api_size_class(architecture.total_params(model), model.num_experts > 0)
+        usd_in, usd_out, n = cost.api_class_price(catalog.api_price_rows(), size_class)
+        return APIPrices(usd_per_mtok_input=usd_in, usd_per_mtok_output=usd_out,
+                         provider=f"median of {n} listed offers for {size_class} models (size-class match, not this model's own price)",
+                         source="xlplan/data/api_prices.csv: provider pages and price datasets, 2025-2026, each row dated")
+
+    def ownership(self) -> dict:
+        """Buy mode: the figures used, each ``{value, source}`` (the plan's, else the catalog default). ``{}`` in rent mode."""
+        if self.costs.mode != "buy":
+            return {}
+        gpu = self.hardware.resolve()
+        own = catalog.ownership_for(gpu.name) if isinstance(self.hardware.gpu, str) else {}
+        defaults = catalog.ownership_defaults()
+        out = {}
+        for field in ("capex_usd_per_node", "depreciation_years", "kw_per_gpu", "pue", "usd_per_kwh", "hosting_usd_per_kw_month",
+                      "hardware_ops_usd_per_month"):
+            v = getattr(self.costs, field)
+            if v is not None:
+                out[field] = {"value": float(v), "source": self.costs.source or "plan"}
+                continue
+            d = own.get(field) or defaults.get(field)
+            value = float(d["value"])
+            if field == "capex_usd_per_node" and d.get("gpus") and d["gpus"] != self.hardware.gpus_per_node:
+                value = value / d["gpus"] * self.hardware.gpus_per_node  # the quote's price per GPU, times this unit's GPUs
+            out[field] = {"value": value, "source": f"{d['source']} ({d['date']})"}
+        return out
 
     @model_validator(mode="after")
     def _tp_fits_node(self) -> Plan:

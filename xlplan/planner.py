@@ -6,7 +6,7 @@ Runs the seven steps (:mod:`xlplan.steps`), the what-ifs and breakpoints
 
 from __future__ import annotations
 
-from xlplan import _vec, architecture, cost, memory, whatif
+from xlplan import _vec, architecture, cost, memory, ownership, simulate, whatif
 from xlplan.plan import Plan
 from xlplan.result import (
     ComputeOut,
@@ -14,6 +14,7 @@ from xlplan.result import (
     FleetAt,
     FleetOut,
     InputsOut,
+    OwnershipOut,
     LatencyOut,
     LengthOut,
     MemoryOut,
@@ -23,7 +24,7 @@ from xlplan.result import (
     UtilisationCost,
 )
 from xlplan.scenario import Scenario, compute_dtype, resolve
-from xlplan.steps import PlanningError, Solution, solve
+from xlplan.steps import PlanningError, Solution, decode_mfu, prefill_mfu, solve
 
 UTILISATION_TABLE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 """Average utilisations at which $/M tokens is tabulated. [fraction]"""
@@ -31,20 +32,24 @@ UTILISATION_TABLE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 __all__ = ["PlanningError", "plan", "resolve", "solve"]
 
 
-def _tp_reason(sol: Solution) -> str:
+def _tp_reason(sol: Solution, bill_purchased: bool) -> str:
     chosen = sol.paths
     others = [c for c in sol.candidates if c.tp != chosen.tp]
     if not others:
         return f"TP {chosen.tp} as the plan fixes it"
+
+    def billed(c):
+        return c.purchased if bill_purchased else c.with_redundancy
+
     parts = []
     for c in others:
         if c.load == _vec.INF:
             why = "weights leave no KV room" if c.kv_budget_gib_per_gpu <= 0 else "cannot meet the inter-token target"
             parts.append(f"TP {c.tp}: {why}")
         else:
-            parts.append(f"TP {c.tp}: {c.load:.0f} GPUs")
-    tie = " (smallest of those tied)" if any(c.load == chosen.load for c in others) else ""
-    return f"TP {chosen.tp} needs the fewest GPUs for the load, {chosen.load:.0f}{tie}; " + ", ".join(parts)
+            parts.append(f"TP {c.tp}: {c.purchased:.0f} bought, {billed(c):.0f} billed")
+    return (f"TP {chosen.tp} buys the fewest GPUs ({chosen.purchased:.0f}), then bills the fewest ({billed(chosen):.0f}), "
+            f"then is the smallest degree; " + ", ".join(parts))
 
 
 def _length(p50, p95, p99, mean, m2) -> LengthOut:
@@ -94,8 +99,36 @@ def calibrated_ends(p: Plan, s: Scenario) -> tuple[FleetAt | None, FleetAt | Non
     return out[0], out[1]
 
 
-def plan(p: Plan) -> PlanResult:
+def _ownership(p: Plan, s, pa) -> OwnershipOut | None:
+    """Buy: the parts of owning the purchased fleet, and its payback against renting the fleet with redundancy."""
+    own = p.ownership()
+    if not own:
+        return None
+    v = {k: d["value"] for k, d in own.items()}
+    purchased, node = float(pa.purchased), p.hardware.gpus_per_node
+    hours = p.hardware.hours_per_month
+    capex = purchased / node * v["capex_usd_per_node"]
+    energy = purchased * v["kw_per_gpu"] * v["pue"] * v["usd_per_kwh"] * hours
+    hosting = purchased * v["kw_per_gpu"] * v["hosting_usd_per_kw_month"]
+    rent_rate = p.hardware.usd_per_gpu_hour or p.hardware.resolve().usd_per_gpu_hour
+    rent = cost.monthly_cost_usd(float(pa.with_redundancy), rent_rate, hours) if rent_rate else None
+    running = energy + hosting + v["hardware_ops_usd_per_month"]
+    return OwnershipOut(
+        capex_usd_per_node=v["capex_usd_per_node"], capex_usd=capex, depreciation_years=v["depreciation_years"],
+        kw_per_gpu=v["kw_per_gpu"], pue=v["pue"], usd_per_kwh=v["usd_per_kwh"], hosting_usd_per_kw_month=v["hosting_usd_per_kw_month"],
+        hardware_ops_usd_per_month=v["hardware_ops_usd_per_month"], depreciation_usd_per_month=capex / (12.0 * v["depreciation_years"]),
+        energy_usd_per_month=energy, hosting_usd_per_month=hosting, owned_usd_per_gpu_hour=s.usd_per_gpu_hour,
+        rent_usd_per_gpu_hour=rent_rate, rent_monthly_usd=rent,
+        payback_months=ownership.payback_months(capex, rent, running) if rent is not None else None,
+        sources={k: d["source"] for k, d in own.items()},
+    )
+
+
+def plan(p: Plan, verify: bool = False) -> PlanResult:
     """Run the seven steps, the what-ifs and the breakpoints for a validated plan.
+
+    With ``verify``, also simulate the fleet at peak (:func:`xlplan.simulate.verify`, the default run: Poisson
+    arrivals, seed 1, max(10 minutes, 20,000 requests)) and carry the result as ``verified``.
 
     Raises
     ------
@@ -165,8 +198,8 @@ def plan(p: Plan) -> PlanResult:
             demand_tflops=tr.prefill_tflops + tr.decode_tflops,
             tflops_per_gpu=pa.tflops_per_gpu,
             mfu=s.mfu,
-            prefill_mfu=s.prefill_mfu,
-            decode_mfu=s.decode_mfu,
+            prefill_mfu=prefill_mfu(s),
+            decode_mfu=decode_mfu(s),
             gpus_exact=pa.compute_gpus_exact,
             gpus=int(pa.compute_gpus),
         ),
@@ -187,7 +220,7 @@ def plan(p: Plan) -> PlanResult:
         ],
         fleet=FleetOut(
             tp=pa.tp,
-            tp_reason=_tp_reason(sol),
+            tp_reason=_tp_reason(sol, s.bill_purchased),
             load=int(pa.load),
             redundancy_replicas=s.redundancy,
             with_redundancy=int(pa.with_redundancy),
@@ -197,7 +230,9 @@ def plan(p: Plan) -> PlanResult:
             calibrated_high=high,
         ),
         cost=CostOut(
-            billing=p.hardware.billing,
+            billing="purchased" if p.costs.mode == "buy" else p.hardware.billing,
+            api_provider=p.api_used().provider,
+            ownership=_ownership(p, s, pa),
             billed_gpus=int(bl.billed_gpus),
             usd_per_gpu_hour=s.usd_per_gpu_hour,
             hours_per_month=s.hours_per_month,
@@ -213,5 +248,6 @@ def plan(p: Plan) -> PlanResult:
         sensitivities=whatif.sensitivities(p, s),
         breakpoints=whatif.breakpoints(s, sol),
         warnings=_warnings(p, s, sol),
+        verified=simulate.verify(s, sol, p.promise.percentile, max_context=model.max_context_tokens) if verify else None,
     )
 

@@ -154,6 +154,29 @@ class CostOut(_Out):
     ops_usd_per_month: float = Field(description="Engineering/on-call cost counted in the break-even. [USD/month]")
     breakeven_tokens_per_month: float | None = Field(description="Volume above which self-hosting wins. [tokens/month]")
     usd_per_mtok_by_utilisation: list[UtilisationCost] = Field(description="$/M tokens at 10%…100% utilisation.")
+    api_provider: str = Field(default="", description="Whose API prices the comparison uses (the plan's, or a size-class match, named). [text]")
+    ownership: OwnershipOut | None = Field(default=None, description="Buy: what owning costs, and when it pays back against renting.")
+
+
+class OwnershipOut(_Out):
+    """Rent or buy: the cost of owning the purchased fleet, against renting it (costs.mode: buy)."""
+
+    capex_usd_per_node: float = Field(description="Price of one purchasing unit. [USD]")
+    capex_usd: float = Field(description="The purchased fleet's price. [USD]")
+    depreciation_years: float = Field(description="Straight-line life. [years]")
+    kw_per_gpu: float = Field(description="Power per GPU at load, host share included. [kW]")
+    pue: float = Field(description="Facility power ÷ IT power. [—]")
+    usd_per_kwh: float = Field(description="Electricity price. [USD/kWh]")
+    hosting_usd_per_kw_month: float = Field(description="Colocation per kW of IT load. [USD/kW-month]")
+    hardware_ops_usd_per_month: float = Field(description="Running the hardware. [USD/month]")
+    depreciation_usd_per_month: float = Field(description="Capex ÷ (12 × years). [USD/month]")
+    energy_usd_per_month: float = Field(description="Electricity at load, every hour, times PUE. [USD/month]")
+    hosting_usd_per_month: float = Field(description="Colocation. [USD/month]")
+    owned_usd_per_gpu_hour: float = Field(description="Depreciation, energy and hosting per GPU-hour. [USD/GPU-hour]")
+    rent_usd_per_gpu_hour: float | None = Field(description="The rental price it is compared with (the plan's, else the catalog's); None: none known. [USD/GPU-hour]")
+    rent_monthly_usd: float | None = Field(description="Renting the fleet with redundancy at that price. [USD/month]")
+    payback_months: float | None = Field(description="Capex ÷ (rent − running costs); None when owning costs more to run than renting. [months]")
+    sources: dict[str, str] = Field(description="Where each figure comes from: the plan, or a dated catalog default. [text]")
 
 
 class Sensitivity(_Out):
@@ -185,6 +208,105 @@ class Breakpoint(_Out):
     binding_paths_after: list[str] | None = Field(default=None, description="The paths that bind just past that value. [text]")
 
 
+class SimulatedPoint(_Out):
+    """One simulated fleet size at peak."""
+
+    gpus: int = Field(description="GPUs serving the peak. [GPUs]")
+    replicas: int = Field(description="Replicas of TP GPUs. [replicas]")
+    ttft_p95_s: float = Field(description="p95 time to first token. [s]")
+    itl_p95_s: float = Field(description="p95 inter-token gap, pooled over every token gap. [s]")
+    ttft_at_percentile_s: float = Field(description="TTFT at the promise's percentile. [s]")
+    itl_at_percentile_s: float = Field(description="Inter-token gap at the promise's percentile. [s]")
+    meets_promise: bool = Field(description="Both within the promise at its percentile. [bool]")
+    mean_in_flight: float = Field(description="Time-average requests in the system. [requests]")
+    kv_utilisation_mean: float = Field(description="Time-average share of the KV cache in use. [fraction]")
+    preemptions: int = Field(description="Sequences evicted and recomputed. [requests]")
+    stable: bool = Field(description="p95 TTFT over the two halves of the run agree within 10%. [bool]")
+
+
+class VerifiedOut(_Out):
+    """The fleet simulated at peak: does it keep the promise under random arrivals? (engine values beside the runbook's)"""
+
+    arrivals: str = Field(description="How requests arrive: 'Poisson arrivals', 'bursty arrivals (squared CV 4)', or a replayed log. [text]")
+    burst_cv2: float = Field(description="Squared coefficient of variation of inter-arrival times (1: Poisson). [—]")
+    minutes: float = Field(description="Simulated arrivals per run, warm-up included. [minutes]")
+    seed: int = Field(description="Random seed: every fleet size sees the same requests. [—]")
+    chunk_tokens: int = Field(description="The step's token budget scheduled (decodes plus prefill chunks). [tokens]")
+    percentile: float = Field(description="The promise's percentile. [percent]")
+    runbook_load: int = Field(description="The runbook's load, for comparison. [GPUs]")
+    runbook_with_redundancy: int = Field(description="The runbook's load plus redundancy. [GPUs]")
+    meets_promise_at_load: bool = Field(description="Whether the runbook's load keeps the promise when simulated. [bool]")
+    load: int | None = Field(description="Verified load: the fewest GPUs (whole replicas) that keep the promise (None: none up to searched_up_to). [GPUs]")
+    with_redundancy: int | None = Field(description="Verified load plus the plan's redundancy replicas. [GPUs]")
+    ttft_p95_s: float | None = Field(description="p95 TTFT at the verified load. [s]")
+    itl_p95_s: float | None = Field(description="p95 inter-token gap at the verified load. [s]")
+    searched_up_to: int = Field(description="The largest fleet simulated. [GPUs]")
+    failure_gpus: int = Field(description="The runbook's fleet with redundancy minus one replica. [GPUs]")
+    failure_meets_promise: bool = Field(description="Whether the promise holds with one replica down at peak. [bool]")
+    failure_ttft_p95_s: float = Field(description="p95 TTFT with one replica down. [s]")
+    failure_itl_p95_s: float = Field(description="p95 inter-token gap with one replica down. [s]")
+    curve: list[SimulatedPoint] = Field(description="Every fleet size simulated, fewest GPUs first.")
+    sentence: str = Field(description="What the simulation says, in words. [text]")
+    failure_sentence: str = Field(description="The failure check, in words. [text]")
+
+
+class GPUOption(_Out):
+    """The plan on one GPU in one weight and cache format (`xlplan compare`)."""
+
+    gpu: str = Field(description="Catalog key of the GPU. [text]")
+    gpu_name: str = Field(description="Its display name. [text]")
+    weights_dtype: str = Field(description="Weight format. [text]")
+    kv_dtype: str = Field(description="KV-cache format. [text]")
+    is_plan: bool = Field(default=False, description="The plan's own GPU, formats and price. [bool]")
+    feasible: bool = Field(description="Whether the plan can be met on it. [bool]")
+    reason: str = Field(default="", description="Why it is infeasible, or why its cost is missing. [text]")
+    tp: int | None = Field(default=None, description="Best tensor-parallel degree. [GPUs]")
+    load: int | None = Field(default=None, description="GPUs for the load. [GPUs]")
+    with_redundancy: int | None = Field(default=None, description="Plus redundancy. [GPUs]")
+    purchased: int | None = Field(default=None, description="Whole purchasing units. [GPUs]")
+    gpus_per_node: int | None = Field(default=None, description="The GPU's purchasing unit. [GPUs]")
+    binding: str | None = Field(default=None, description="The binding constraint there. [text]")
+    usd_per_gpu_hour: float | None = Field(default=None, description="Price used (rent) or cost of ownership (buy); None: missing. [USD/GPU-hour]")
+    billed_gpus: int | None = Field(default=None, description="GPUs on the bill: with redundancy (rented) or purchased. [GPUs]")
+    billed_purchased_always: bool = Field(default=False, description="Owned (buy): every purchased GPU is on the bill whatever the billing input. [bool]")
+    fixed_usd_per_month: float = Field(default=0.0, description="Hardware operations of an owned fleet; 0 when rented. [USD/month]")
+    monthly_usd: float | None = Field(default=None, description="Monthly cost; None: no price. [USD/month]")
+    usd_per_mtok: float | None = Field(default=None, description="Cost per million tokens; None: no price. [USD/Mtok]")
+    price_note: str = Field(default="", description="Where the price comes from, dated. [text]")
+
+
+class ScheduleMonth(_Out):
+    """One month of the order schedule (`xlplan schedule`)."""
+
+    month: str = Field(description="YYYY-MM. [month]")
+    peak_rps: float = Field(description="Peak arrival rate that month. [requests/s]")
+    tp: int = Field(description="Tensor-parallel degree at that peak. [GPUs]")
+    load: int = Field(description="GPUs the month's peak needs. [GPUs]")
+    with_redundancy: int = Field(description="Plus redundancy. [GPUs]")
+    needed_purchased: int = Field(description="Whole purchasing units this month's peak needs on its own. [GPUs]")
+    purchased: int = Field(description="GPUs bought by then: the running maximum of whole purchasing units. [GPUs]")
+    new_gpus: int = Field(description="GPUs that must be in service from this month's first day. [GPUs]")
+    order_by: str | None = Field(description="Last day to order them: the month's first day minus the lead time (None: nothing new). [date]")
+    billed_gpus: int = Field(description="GPUs on the month's bill. [GPUs]")
+    monthly_usd: float = Field(description="The month's cost. [USD/month]")
+    cumulative_usd: float = Field(description="Cost from the first month to this one. [USD]")
+    binding: str = Field(description="The binding constraint that month. [text]")
+    api_monthly_usd: float | None = Field(description="The same month's traffic on the API. [USD/month]")
+
+
+class ScheduleOut(_Out):
+    """The fleet month by month as traffic grows, with order dates."""
+
+    months: list[ScheduleMonth] = Field(description="Every month planned.")
+    start: str = Field(description="First month, YYYY-MM. [month]")
+    lead_time_days: int = Field(description="Days from order to service. [days]")
+    growth: str = Field(description="How the peaks were made. [text]")
+    breakeven_month: str | None = Field(description="First month whose API comparison differs from the first month's. [month]")
+    breakeven_words: str = Field(description="The API comparison over the schedule, in words. [text]")
+    binding_change_month: str | None = Field(description="First month the binding constraint differs from the first month's. [month]")
+    stopped: str = Field(default="", description="Why the schedule ends early, if it does. [text]")
+
+
 class PlanResult(_Out):
     """Everything the capacity note says."""
 
@@ -205,3 +327,4 @@ class PlanResult(_Out):
     sensitivities: list[Sensitivity] = Field(description="Section 6: the standard what-ifs.")
     breakpoints: list[Breakpoint] = Field(description="Section 6: where each input changes the answer.")
     warnings: list[str] = Field(description="What the reader must know (e.g. TTFT not met on this hardware). [text]")
+    verified: VerifiedOut | None = Field(default=None, description="The fleet simulated at peak (plan --verify); None when not asked for.")

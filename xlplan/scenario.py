@@ -20,7 +20,12 @@ TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 
 @dataclass(frozen=True, slots=True)
 class Scenario:
-    """Numeric inputs of the seven steps. Units as in the field comments."""
+    """Numeric inputs of the seven steps and of the serving model. Units as in the field comments.
+
+    Inputs only: what is derived from them (the MFUs left to default, the activation peak, the KV budget)
+    is derived by a function of :mod:`xlplan.steps`, so a sweep column that changes an input changes
+    everything downstream of it.
+    """
 
     # forecast
     peak_rps: float  # [requests/s]
@@ -35,39 +40,77 @@ class Scenario:
     # promise
     ttft_s: float  # [s]
     itl_s: float  # [s/token]
-    # model
+    percentile: float  # the promise's percentile: the TTFT check takes the prompt length at it [percent]
+    # model (from the catalog: not sweepable)
     active_params: float  # [parameters]
     weights_bytes: float  # [bytes]
+    expert_weights_bytes: float  # routed experts, read only where tokens are routed [bytes]
+    expert_active_params: float  # routed-expert parameters one token passes through [parameters]
+    experts: int  # routed experts per MoE layer [experts]
+    experts_per_token: int  # [experts]
+    moe_layers: int  # [layers]
     layers: int  # [layers]
     window_layers: int  # [layers]
     window: int | None  # [tokens]
+    hidden: int  # [elements]
+    intermediate: int  # dense MLP width (the profiled activations) [elements]
+    vocab: int  # [tokens]
     attention_width: int  # [elements]
     kv_bytes_per_token_layer: float  # [bytes/token/layer]
     kv_shard_limit: int  # [GPUs] KV heads (GQA), 1 (MLA)
     # hardware
     memory_gib: float  # [GiB]
-    peak_tflops: float  # [TFLOP/s]
+    visible_gib: float  # CUDA-visible [GiB]
+    peak_tflops: float  # at the weights' compute dtype [TFLOP/s]
+    attention_peak_tflops: float  # 16-bit, for attention products [TFLOP/s]
     hbm_tbps: float  # [TB/s]
+    link_gbps: float  # GPU-to-GPU per GPU, one direction [GB/s]
+    link_latency_s: float  # one collective [s]
     gpus_per_node: int  # [GPUs]
-    usd_per_gpu_hour: float  # [USD/GPU-hour]
+    usd_per_gpu_hour: float  # rent: the price; buy: the owned cost (xlplan.ownership) [USD/GPU-hour]
+    fixed_usd_per_month: float  # buy: hardware operations; rent: 0 [USD/month]
     hours_per_month: float  # [h/month]
     bill_purchased: bool
     ops_usd_per_month: float  # [USD/month]
     # policy
     mfu: float  # [fraction]
-    prefill_mfu: float  # [fraction]
-    decode_mfu: float  # [fraction]
+    prefill_mfu: float | None  # None: mfu [fraction]
+    decode_mfu: float | None  # None: mfu [fraction]
     memory_utilisation: float  # [fraction]
-    overhead_gib: float  # [GiB]
+    overhead_gib: float  # [GiB] (engine 'runbook')
     bandwidth_efficiency: float  # [fraction]
     redundancy: int  # [replicas]
     worst_case_memory: bool
     include_ttft: bool
     decode_attention: bool
     tp_options: tuple[int, ...]  # [GPUs]
+    engine: str  # runbook | vllm | sglang | trtllm
+    max_num_batched_tokens: float  # [tokens]
+    max_num_seqs: float  # [sequences]
+    step_overhead_s: float  # [s]
+    expert_efficiency: float  # expert GEMMs' MFU relative to dense [fraction]
+    expert_parallel: int  # [GPUs]
+    attention_data_parallel: bool  # MLA: each rank holds its own sequences' latent (DP attention)
+    causal_attention: bool
+    latency_with_prefill: bool
     # api
     api_usd_per_mtok_input: float | None  # [USD/Mtok]
     api_usd_per_mtok_output: float | None  # [USD/Mtok]
+
+
+SWEEPABLE: tuple[str, ...] = (
+    "peak_rps", "prompt_p50", "prompt_p95", "prompt_p99", "output_p50", "output_p95", "output_p99", "average_utilisation",
+    "prefix_reuse", "ttft_s", "itl_s", "memory_gib", "visible_gib", "peak_tflops", "attention_peak_tflops", "hbm_tbps", "link_gbps", "link_latency_s",
+    "usd_per_gpu_hour", "hours_per_month", "ops_usd_per_month", "mfu", "prefill_mfu", "decode_mfu", "memory_utilisation",
+    "overhead_gib", "bandwidth_efficiency", "step_overhead_s", "expert_efficiency", "api_usd_per_mtok_input",
+    "api_usd_per_mtok_output",
+)
+"""Scenario fields a sweep column may set: an allow-list of inputs, each of which the steps read directly."""
+
+
+WEIGHT_ONLY = ("int4", "int8", "mxfp4")
+"""Weight formats served weight-only (W4A16, W8A16; gpt-oss-style MXFP4 with 8- or 16-bit activations):
+bytes at the stored size, compute at the activation dtype's peak."""
 
 
 def compute_dtype(plan: Plan, gpu: GPUSpec) -> str:
@@ -78,11 +121,19 @@ def compute_dtype(plan: Plan, gpu: GPUSpec) -> str:
 
 
 def weights_compute_dtype(w: str, gpu: GPUSpec) -> str:
-    """The peak a weight format runs at: fp8 for fp8 weights, fp4 for fp4 weights where the GPU has it, else bf16."""
+    """The peak a weight format runs at.
+
+    fp8 weights run at the FP8 peak where the GPU has it (W8A8); nvfp4/fp4 at the FP4 peak where it has it
+    (W4A4, as TensorRT-LLM's FP4 checkpoints run); MXFP4 (gpt-oss) runs MXFP4 x MXFP8 at the FP8 peak on GPUs
+    with FP4 math (Blackwell) and weight-only with 16-bit activations elsewhere (Marlin/Triton kernels on
+    Hopper); int4 and int8 are weight-only at bf16; everything else bf16.
+    """
     if w == "fp8" and gpu.fp8_tflops:
         return "fp8"
-    if w in ("fp4", "nvfp4", "mxfp4") and gpu.fp4_tflops:
+    if w in ("fp4", "nvfp4") and gpu.fp4_tflops:
         return "fp4"
+    if w == "mxfp4" and gpu.fp4_tflops and gpu.fp8_tflops:
+        return "fp8"
     return "bf16"
 
 
@@ -94,16 +145,84 @@ def tp_options(plan: Plan) -> tuple[int, ...]:
     return tuple(t for t in TP_DEGREES if t <= node and node % t == 0)
 
 
+def engine_budgets(plan: Plan, gpu: GPUSpec) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) the replica runs with: the policy's, else the engine's default. [sequences], [tokens]
+
+    Notes
+    -----
+    vLLM's defaults by GPU (:func:`xlplan.engines.vllm_defaults`) stand for SGLang's and TensorRT-LLM's too (SGLang's
+    chunked prefill is 8,192 tokens on large GPUs; trtllm-serve's max_num_tokens 8,192). The runbook's convention has
+    no step budget (a very large one).
+    """
+    from xlplan import engines
+
+    if plan.policy.engine == "runbook":
+        seqs, tokens = RUNBOOK_UNBOUNDED, RUNBOOK_UNBOUNDED
+    else:
+        seqs, tokens = engines.vllm_defaults(gpu.memory_gib, gpu.name)
+    return plan.policy.max_num_seqs or seqs, plan.policy.max_num_batched_tokens or tokens
+
+
+def efficiencies(plan: Plan, gpu: GPUSpec) -> dict[str, float | None]:
+    """The efficiencies the plan runs at: those it states, else the engine's defaults for the GPU.
+
+    Notes
+    -----
+    ``mfu``: the policy's, else the engine's default decode MFU (0.40 for the runbook's engine). Prefill and decode
+    MFU: the policy's own; else ``mfu`` where the plan states it (or the engine is the runbook's), returned as None
+    so a sweep of ``mfu`` moves them; else the engine's default (:func:`xlplan.engines.default_efficiencies`).
+    """
+    from xlplan import engines
+
+    pol = plan.policy
+    d = engines.default_efficiencies(pol.engine, gpu.name)
+    use_mfu = pol.mfu is not None or pol.engine == "runbook"
+    out: dict[str, float | None] = {"mfu": pol.mfu if pol.mfu is not None else d["decode_mfu"]}
+    for f in ("prefill_mfu", "decode_mfu"):
+        given = getattr(pol, f)
+        out[f] = given if given is not None else (None if use_mfu else d[f])
+    for f in ("bandwidth_efficiency", "step_overhead_s", "expert_efficiency"):
+        given = getattr(pol, f, None)
+        out[f] = given if given is not None else d[f]
+    return out
+
+
+RUNBOOK_UNBOUNDED = 10**7
+"""The runbook's convention caps neither the batch nor the step: a budget no plan reaches. [sequences], [tokens]"""
+
+
 def resolve(plan: Plan) -> Scenario:
-    """Reduce a plan to the numbers the steps need."""
+    """Reduce a plan to the numbers the steps need.
+
+    Raises
+    ------
+    PlanningError
+        When the GPU lacks the compute dtype the policy names (the plan cannot run on it).
+    """
+    from xlplan import engines
+    from xlplan.steps import PlanningError
+
     model: ModelSpec = plan.model.resolve()
     gpu: GPUSpec = plan.hardware.resolve()
     dtype = compute_dtype(plan, gpu)
     peak = gpu.peak_tflops(dtype)
     if peak is None:
-        raise ValueError(f"policy.compute_dtype: {gpu.name} has no {dtype} peak in the catalog; expected bf16 or a dtype it supports")
+        raise PlanningError(f"policy.compute_dtype: {gpu.name} has no {dtype} peak in the catalog; expected bf16 or a dtype it supports")
     f, p, o = plan.forecast, plan.forecast.prompt_tokens, plan.forecast.output_tokens
-    api = plan.api
+    api = plan.api_used()
+    own = plan.ownership()
+    if own:  # buy: the bill counts every purchased GPU at its owned hourly cost, plus the hardware's running cost
+        from xlplan import ownership
+
+        usd_per_gpu_hour = ownership.owned_usd_per_gpu_hour(
+            own["capex_usd_per_node"]["value"], plan.hardware.gpus_per_node, own["depreciation_years"]["value"],
+            own["kw_per_gpu"]["value"], own["pue"]["value"], own["usd_per_kwh"]["value"],
+            own["hosting_usd_per_kw_month"]["value"], plan.hardware.hours_per_month)
+        fixed_usd_per_month = own["hardware_ops_usd_per_month"]["value"]
+    else:
+        usd_per_gpu_hour, fixed_usd_per_month = plan.hardware.price(), 0.0
+    seqs, tokens = engine_budgets(plan, gpu)
+    eff = efficiencies(plan, gpu)
     return Scenario(
         peak_rps=f.peak_rps,
         prompt_p50=p.p50, prompt_p95=p.p95, prompt_p99=p.p99,
@@ -112,33 +231,56 @@ def resolve(plan: Plan) -> Scenario:
         prefix_reuse=f.prefix_reuse,
         ttft_s=plan.promise.ttft_s,
         itl_s=plan.promise.itl,
+        percentile=plan.promise.percentile,
         active_params=float(architecture.active_params(model)),
         weights_bytes=memory.weights_bytes(model, plan.model.weights_dtype),
+        expert_weights_bytes=memory.expert_weights_bytes(model, plan.model.weights_dtype),
+        expert_active_params=float(architecture.routed_expert_active_params(model)),
+        experts=model.num_experts,
+        experts_per_token=model.experts_per_token,
+        moe_layers=architecture.moe_layers(model),
         layers=model.num_hidden_layers,
         window_layers=model.sliding_window_layers,
         window=model.sliding_window,
+        hidden=model.hidden_size,
+        intermediate=model.intermediate_size,
+        vocab=model.vocab_size,
         attention_width=architecture.attention_width(model),
         kv_bytes_per_token_layer=memory.kv_bytes_per_token_per_layer(model, plan.model.kv_dtype),
         kv_shard_limit=1 if model.attention == "mla" else model.num_key_value_heads,
         memory_gib=gpu.memory_gib,
+        visible_gib=engines.visible_gib(gpu.memory_gib, gpu.cuda_visible_gib),
         peak_tflops=peak,
+        attention_peak_tflops=gpu.bf16_tflops,
         hbm_tbps=gpu.hbm_tbps,
+        link_gbps=gpu.link_gbps(),
+        link_latency_s=gpu.collective_latency_s(),
         gpus_per_node=plan.hardware.gpus_per_node,
-        usd_per_gpu_hour=plan.hardware.price(),
+        usd_per_gpu_hour=usd_per_gpu_hour,
+        fixed_usd_per_month=fixed_usd_per_month,
         hours_per_month=plan.hardware.hours_per_month,
-        bill_purchased=plan.hardware.billing == "purchased",
+        bill_purchased=bool(own) or plan.hardware.billing == "purchased",
         ops_usd_per_month=plan.hardware.ops_usd_per_month,
-        mfu=plan.policy.mfu,
-        prefill_mfu=plan.policy.prefill_mfu or plan.policy.mfu,
-        decode_mfu=plan.policy.decode_mfu or plan.policy.mfu,
+        mfu=eff["mfu"],
+        prefill_mfu=eff["prefill_mfu"],
+        decode_mfu=eff["decode_mfu"],
         memory_utilisation=plan.policy.memory_utilisation,
         overhead_gib=plan.policy.overhead_gib,
-        bandwidth_efficiency=plan.policy.bandwidth_efficiency,
+        bandwidth_efficiency=eff["bandwidth_efficiency"],
         redundancy=plan.policy.redundancy,
         worst_case_memory=plan.policy.memory_convention == "worst_case",
         include_ttft=plan.policy.include_ttft_in_time_in_system,
         decode_attention=plan.policy.decode_attention_flops,
         tp_options=tp_options(plan),
-        api_usd_per_mtok_input=api.usd_per_mtok_input if api else None,
-        api_usd_per_mtok_output=api.usd_per_mtok_output if api else None,
+        engine=plan.policy.engine,
+        max_num_batched_tokens=float(tokens),
+        max_num_seqs=float(seqs),
+        step_overhead_s=eff["step_overhead_s"],
+        expert_efficiency=eff["expert_efficiency"],
+        expert_parallel=plan.policy.expert_parallel,
+        attention_data_parallel=plan.policy.attention_data_parallel,
+        causal_attention=plan.policy.attention_flops == "causal",
+        latency_with_prefill=plan.policy.latency_step == "with_prefill",
+        api_usd_per_mtok_input=api.usd_per_mtok_input,
+        api_usd_per_mtok_output=api.usd_per_mtok_output,
     )

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import typer
 
-from xlplan import catalog
+from xlplan import __version__, catalog
 from xlplan.io.errors import InputError
+from xlplan.io.extras import missing_extra
 from xlplan.io.planfile import read_plan, reference_plan
 from xlplan.steps import PlanningError
 
@@ -23,6 +24,19 @@ app = typer.Typer(
     help="LLM-inference capacity planning: from a traffic forecast and a latency promise to a fleet, a bill and the binding constraint.",
 )
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"xlplan {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print the version and exit.")) -> None:
+    """LLM-inference capacity planning: from a traffic forecast and a latency promise to a fleet, a bill and the binding constraint."""
+
+
 PLAN_ARG = typer.Argument(None, help="Plan file (YAML or JSON); left out, the built-in reference plan (the runbook's worked example).")
 
 
@@ -31,7 +45,22 @@ def load(path: Path | None):
     return reference_plan() if path is None else read_plan(path)
 
 
-from xlplan.cli import measure_cmds, plan_cmds, traffic_cmds, workbook_cmds  # noqa: E402,F401  (registers the commands)
+from xlplan.cli import decision_cmds, measure_cmds, plan_cmds, simulate_cmds, traffic_cmds, workbook_cmds  # noqa: E402,F401  (registers the commands)
+
+
+def _command(argv: list[str] | None) -> str | None:
+    args = sys.argv[1:] if argv is None else argv
+    return next((a for a in args if not a.startswith("-")), None)
+
+
+def report(e: InputError) -> None:
+    """Print an InputError: one line for one problem, else a count and a line for each."""
+    if len(e.problems) == 1:
+        typer.echo(f"error: {e.source}: {e.problems[0]}", err=True)
+        return
+    typer.echo(f"error: {e.source}: {len(e.problems)} problem(s)", err=True)
+    for p in e.problems:
+        typer.echo(f"  {p}", err=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,9 +70,13 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except InputError as e:
-        typer.echo(f"error: {e.source}: {len(e.problems)} problem(s)", err=True)
-        for p in e.problems:
-            typer.echo(f"  {p}", err=True)
+        report(e)
+        return 2
+    except ModuleNotFoundError as e:
+        missing = missing_extra(e, _command(argv))
+        if missing is None:
+            raise  # not an optional package: a bug, shown as one
+        report(missing)
         return 2
     except PlanningError as e:
         typer.echo(f"error: cannot plan: {e}", err=True)

@@ -11,7 +11,9 @@ from xlplan import catalog
 from xlplan.cli import PLAN_ARG, app
 from xlplan.cli import load as _load
 from xlplan.io.errors import InputError
-from xlplan.io.planfile import reference_plan_text, write_text_atomic
+from xlplan.io.extras import require
+from xlplan.io.outputs import JSON, MARKDOWN, PNG, YAML, Output, check_outputs, write_outputs
+from xlplan.io.planfile import reference_plan_text
 
 
 @app.command("plan")
@@ -21,20 +23,34 @@ def plan_cmd(
     markdown: Path | None = typer.Option(None, "--markdown", help="Also write the note as Markdown to this file."),
     workbook: Path | None = typer.Option(None, "--workbook", help="Also write the capacity-note workbook (.xlsx) to this file."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --markdown or --workbook file."),
+    verify: bool = typer.Option(False, "--verify", help="Also simulate the fleet at peak (Poisson arrivals, seed 1): the verified "
+                                "load, the runbook's load and one replica down, in the note, the JSON and the workbook; with "
+                                "--markdown, a picture beside the note (NOTE.verified.png)."),
 ) -> None:
     """Print the one-page capacity note for a plan."""
+    from xlplan.io.verify_picture import picture_path, picture_png
+    from xlplan.io.workbook.export import workbook_files, workbook_outputs
     from xlplan.note import render_markdown, render_text
     from xlplan.planner import plan
 
+    picture = picture_path(markdown) if (verify and markdown is not None) else None
+    outputs = ([Output(markdown, "--markdown", MARKDOWN)] if markdown is not None else []) + \
+        ([Output(picture, "--markdown (its picture)", PNG)] if picture is not None else []) + \
+        (workbook_outputs(workbook, option="--workbook") if workbook is not None else [])
+    check_outputs(outputs, force, inputs=[plan_file] if plan_file is not None else [])
+    if picture is not None:
+        require("matplotlib", command="plan --verify --markdown")
     p = _load(plan_file)
-    result = plan(p)
-    if markdown is not None:
-        write_text_atomic(markdown, render_markdown(result), force=force)
+    result = plan(p, verify=verify)
+    contents = [(markdown, render_markdown(result))] if markdown is not None else []
+    if picture is not None:
+        v = result.verified
+        contents.append((picture, picture_png(v.curve, p.promise.ttft_s, p.promise.itl, v.percentile, v.runbook_load, p.name)))
     if workbook is not None:
-        from xlplan.io.workbook.export import export
-
-        export(p, workbook, force=force)
-        typer.echo(f"wrote {workbook}", err=True)
+        contents += workbook_files(p, workbook, verify=verify, result=result)
+    write_outputs(contents)
+    for path, _ in contents:
+        typer.echo(f"wrote {path}", err=True)
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
@@ -51,7 +67,8 @@ def example_cmd(
     if output is None:
         typer.echo(text, nl=False)
     else:
-        write_text_atomic(output, text, force=force)
+        check_outputs([Output(output, "-o", YAML)], force)
+        write_outputs([(output, text)])
         typer.echo(f"wrote {output}")
 
 
@@ -117,4 +134,5 @@ def schema_cmd(output: Path | None = typer.Option(None, "-o", "--output", help="
     if output is None:
         typer.echo(text, nl=False)
     else:
-        write_text_atomic(output, text, force=force)
+        check_outputs([Output(output, "-o", JSON)], force)
+        write_outputs([(output, text)])

@@ -1,30 +1,40 @@
-"""Reading and writing plan files (YAML or JSON)."""
+"""Reading and writing plan files (YAML or JSON).
+
+Plan files are read through the input layer (:mod:`xlplan.io.files`,
+:mod:`xlplan.io.structured`): size and encoding checked, YAML read safely (no
+aliases, no repeated keys, no yes/no booleans), and every number checked against
+the plan's JSON Schema, so ``peak_rps: true``, ``.inf`` or ``1e300`` are refused
+naming ``forecast.peak_rps``.
+"""
 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from xlplan.io import files, structured
 from xlplan.io.errors import InputError, describe_validation_error
 from xlplan.io.hf_config import read_hf_config
 from xlplan.plan import Plan
 
 REFERENCE_PLAN = "reference.yaml"
+PLAN_FILE = "a plan file (YAML or JSON): try `xlplan example`"
 
 
 def _parse(text: str, source: str) -> Any:
-    import yaml
+    return structured.load_yaml(text, source)  # YAML is a superset of JSON
 
-    try:
-        return yaml.safe_load(text)  # YAML is a superset of JSON
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise InputError(source, [f"{where}not valid YAML/JSON ({getattr(e, 'problem', e)})"]) from None
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
+    from xlplan.plan import plan_json_schema
+
+    return plan_json_schema()
 
 
 def plan_from_mapping(data: Any, source: str = "plan", base_dir: Path | None = None) -> Plan:
@@ -32,12 +42,21 @@ def plan_from_mapping(data: Any, source: str = "plan", base_dir: Path | None = N
     if not isinstance(data, dict):
         raise InputError(source, [f"(top level): got {type(data).__name__}; expected a mapping with forecast, promise, model, hardware"])
     model = data.get("model")
-    if isinstance(model, dict) and model.get("config"):
-        cfg_path = Path(model["config"])
+    if isinstance(model, dict) and model.get("config") not in (None, ""):
+        config = model["config"]
+        if not isinstance(config, str):
+            raise InputError(source, [f"model.config: got {config!r}; expected the path of a Hugging Face config.json (text)"])
+        cfg_path = Path(config)
         if base_dir is not None and not cfg_path.is_absolute():
             cfg_path = base_dir / cfg_path
-        spec = read_hf_config(cfg_path).model_dump()
-        data = {**data, "model": {**model, "spec": {**spec, **(model.get("spec") or {})}}}
+        try:
+            spec = read_hf_config(cfg_path).model_dump()
+        except InputError as e:
+            raise InputError(source, [f"model.config: {e.source}: {p}" for p in e.problems]) from None
+        inline = model.get("spec")
+        if inline is not None and not isinstance(inline, dict):
+            raise InputError(source, [f"model.spec: got {inline!r}; expected a mapping of model fields"])
+        data = {**data, "model": {**model, "spec": {**spec, **(inline or {})}}}
     try:
         return Plan.model_validate(data)
     except ValidationError as e:
@@ -45,15 +64,11 @@ def plan_from_mapping(data: Any, source: str = "plan", base_dir: Path | None = N
 
 
 def read_plan(path: str | Path) -> Plan:
-    """Read and validate a plan file; raises InputError with one line per problem."""
+    """Read and validate a plan file; raises InputError with one line per problem (the file and the field or line)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(str(path), ["file not found; expected a plan file (YAML or JSON): try `xlplan example`"]) from None
-    except UnicodeDecodeError:
-        raise InputError(str(path), ["not a text file; expected a plan file (YAML or JSON)"]) from None
-    return plan_from_mapping(_parse(text, str(path)), str(path), path.parent)
+    data = _parse(files.read_text(path, PLAN_FILE, files.TEXT_MAX_BYTES), str(path))
+    structured.check_numbers(data, str(path), _schema())
+    return plan_from_mapping(data, str(path), path.parent)
 
 
 def reference_plan_text() -> str:
@@ -73,22 +88,12 @@ def plan_to_yaml(plan: Plan) -> str:
     return yaml.safe_dump(plan.model_dump(exclude_defaults=True, mode="json"), sort_keys=False)
 
 
-def write_text_atomic(path: str | Path, text: str, force: bool = False) -> None:
-    """Write ``text`` via a temporary file and a rename; refuse to overwrite without ``force``."""
-    import os
-    import tempfile
+def write_text_atomic(path: str | Path, text: str, force: bool = False, suffixes: tuple[str, ...] = ()) -> None:
+    """Write ``text`` through the output layer (:func:`xlplan.io.outputs.write_checked`): the folder checked, no overwrite
+    without ``force``, a temporary file and a rename, the umask's permissions."""
+    from xlplan.io.outputs import write_checked
 
-    path = Path(path)
-    if path.exists() and not force:
-        raise InputError(str(path), ["already exists; expected a new file name, or --force to overwrite"])
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_checked(path, text, force=force, suffixes=suffixes)
 
 
 def json_dumps(obj: Any) -> str:

@@ -35,12 +35,13 @@ class Cell:
     value: Any = None  # constant, text, or a formula beginning with '=' (formula=True)
     formula: bool = False
     cached: Any = None  # engine value of a formula cell
-    kind: str = "text"  # input | calc | const | label | header | title | unit | note | check | link
+    kind: str = "text"  # input | calc | const | label | header | title | unit | note | check | static | banner | flag
     fmt: str | None = None
     name: str | None = None  # workbook-scope defined name pointing at this cell
     validation: Validation | None = None
     comment: str | None = None
     bold: bool = False
+    wrap: bool = False  # wrap long text inside the column (the row grows) instead of running on or being cut off
 
 
 @dataclass
@@ -56,6 +57,10 @@ class Sheet:
     outline_columns: tuple[str, str] | None = None  # working columns grouped (and left out of print)
     print_area: str | None = None
     charts: list[dict] = field(default_factory=list)
+    freeze: str | None = None  # top-left cell of the scrolling area (rows above and columns left of it stay put)
+    merges: list[str] = field(default_factory=list)  # ranges shown as one cell, e.g. 'C8:E8'
+    fit_width: bool = True  # printed one page wide; False for wide reference tables (printed at a readable scale)
+    print_title_cols: str | None = None  # columns repeated on every printed page, e.g. 'A:B'
     row: int = 1  # cursor for builders
 
     def put(self, col: int | str, row: int, cell: Cell) -> str:
@@ -79,6 +84,7 @@ class Book:
     sheets: list[Sheet] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)  # name -> absolute reference
     chartsheets: list[dict] = field(default_factory=list)  # sheets that are one chart, after the worksheets
+    print_header: str = ""  # the plan's name, printed at the top of every page
 
     def sheet(self, title: str, purpose: str, **kw) -> Sheet:
         s = Sheet(title=title, purpose=purpose, **kw)
@@ -110,3 +116,34 @@ def quote_sheet(title: str) -> str:
     if title.replace("_", "").isalnum() and not title[0].isdigit():
         return title
     return "'" + title.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One row of a vertical tab, declared: its defined name, label, formula with the engine's value, unit, number
+    format and how it is computed. ``how`` is fixed text, or an object with ``formula`` and ``text`` (a
+    :class:`~xlplan.io.workbook.formulas.Prose`) when it quotes figures, so it follows the inputs."""
+
+    name: str | None
+    label: str
+    formula: str
+    cached: Any
+    unit: str = ""
+    fmt: str | None = None
+    how: Any = ""
+    udf: str | None = None  # the same figure as a call to an xlplan Excel function (an add-in cross-check beside it)
+    needs: str = ""
+
+
+HOW_COL = "D"
+
+
+def write_lines(rows, lines) -> None:
+    """Write declared lines one under another with a row writer (:class:`~xlplan.io.workbook.common.Rows`)."""
+    from xlplan.io.workbook.formulas import cell_formula
+
+    for ln in lines:
+        how = ln.how if isinstance(ln.how, str) else ""
+        rows.calc(ln.name, ln.label, ln.formula, ln.cached, ln.unit, ln.fmt, how, udf=ln.udf, needs=ln.needs)
+        if not isinstance(ln.how, str):
+            rows.sheet.put(HOW_COL, rows.sheet.row - 1, Cell(cell_formula(ln.how), formula=True, cached=ln.how.text, kind="note"))

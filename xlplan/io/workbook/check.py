@@ -4,7 +4,9 @@ Three kinds of finding: a formula cell that no longer holds the template's
 formula (the classic error: a formula overwritten by a typed number), a value
 that differs from what the engine computes for the workbook's own inputs (stale:
 inputs changed but the file was not recalculated, or a formula was changed), and
-a check on the Checks sheet that fails.
+a check on the Checks sheet that fails. The what-if rows of ``6 Sensitivities``
+are read back too, a user's own rows among them: each is compared with the
+engine's re-plan of that row.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from xlplan.io.workbook.cells import quote_sheet
-from xlplan.io.workbook.common import ADDIN_AGREES, ADDIN_MISSING, CROSSCHECK_COL
+from xlplan.io.workbook.common import ADDIN_AGREES, ADDIN_MISSING, CROSSCHECK_COL, SIX_TABS, Engine
 from xlplan.io.workbook.layout import CHECKS, build
-from xlplan.io.workbook.reader import open_workbook, read_workbook
+from xlplan.io.workbook.reader import name_cells, open_workbook, read_whatifs, read_workbook
+from xlplan.io.workbook.tab_sensitivities import STALE, built_whatifs, relay_whatifs, whatif_rows
 
 RELATIVE_TOLERANCE = 1e-9
 """Values within this relative difference agree (LibreOffice stores 15 significant digits). [fraction]"""
@@ -43,6 +46,29 @@ def _norm(formula: str) -> str:
     parts = re.split(r'("(?:[^"]|"")*")', formula)
     out = "".join(p if p.startswith('"') else re.sub(r"\s+", "", p).upper() for p in parts).lstrip("=")
     return out.replace("TRUE()", "TRUE").replace("FALSE()", "FALSE")  # LibreOffice writes the constants as functions
+
+
+_SAME_SHEET_REF = re.compile(r"(?<![A-Za-z_!$.'])\$?([A-Z]{1,3})\$?([0-9]+)(?![0-9A-Za-z_(])")
+
+
+def _from_searched(sheet) -> set[str]:
+    """Formula cells of one sheet that read, directly or through other formulas, a value the engine searched.
+
+    The searched values (an option's GPUs, a schedule month's need) are static cells; a formula beside them that
+    reads them goes stale with them when an input changes, and is reported as they are.
+    """
+    static = {coord for coord, c in sheet.cells.items() if c.kind == "static" and not c.formula}
+    refs = {coord: {f"{col}{row}" for col, row in _SAME_SHEET_REF.findall(re.sub(r'"[^"]*"', "", c.value))}
+            for coord, c in sheet.cells.items() if c.formula}
+    found: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for coord, rs in refs.items():
+            if coord not in found and rs & (static | found):
+                found.add(coord)
+                grew = True
+    return found
 
 
 def _agree(found: Any, expected: Any) -> bool:
@@ -71,10 +97,7 @@ def _formula_mode(wb) -> tuple[str, str]:
     add-in check beside it does in the native one; either call shows the namespace it was written with."""
     dn = wb.defined_names.get("Concurrency")
     if dn is not None:
-        for title, ref in dn.destinations:
-            if title not in wb.sheetnames:
-                continue
-            coord = ref.replace("$", "")
+        for title, coord in name_cells(wb, dn):
             value = str(wb[title][coord].value or "")
             m = _LITTLES_LAW.search(value)
             if value.startswith("=") and m:
@@ -99,7 +122,16 @@ def check_workbook(path: str | Path) -> list[Finding]:
     plan = read_workbook(path)
     wf = open_workbook(path)
     mode, namespace = _formula_mode(wf)
-    fresh = build(plan, mode, namespace=namespace)
+    verified = wf.defined_names.get("VerifiedLoad") is not None  # built with `plan --verify`: simulate again (seeded)
+    fresh = build(plan, mode, namespace=namespace, verify=verified)
+    # The what-if rows as the workbook holds them (a user's own rows filled in, a standard row edited): the engine
+    # re-plans each, and its figures are what the row must show.
+    whatifs = read_whatifs(path)
+    user_rows: set[int] = set()
+    if whatifs is not None and whatifs != built_whatifs() and len(whatifs) == len(built_whatifs()):
+        relay_whatifs(fresh, Engine.run(plan, mode, namespace), whatifs)
+        first, _ = whatif_rows(fresh)
+        user_rows = {first + k for k, (w, b) in enumerate(zip(whatifs, built_whatifs())) if w != b}
     wv = open_workbook(path, data_only=True)
     findings: list[Finding] = []
     for sheet in fresh.sheets:
@@ -107,6 +139,7 @@ def check_workbook(path: str | Path) -> list[Finding]:
             findings.append(Finding(quote_sheet(sheet.title), "sheet-missing", "(no such sheet)", "the template's sheet"))
             continue
         f_ws, v_ws = wf[sheet.title], wv[sheet.title]
+        from_searched = _from_searched(sheet)
         for coord, cell in sheet.cells.items():
             where = f"{quote_sheet(sheet.title)}!{coord}"
             if cell.formula:
@@ -119,6 +152,8 @@ def check_workbook(path: str | Path) -> list[Finding]:
                     findings.append(Finding(where, "formula-changed", have_text, cell.value))
                     continue
                 value = v_ws[coord].value
+                if "BuildDate" in cell.value:  # the day the workbook was built: another day's rebuild differs by design
+                    continue
                 if cell.kind == "crosscheck":
                     if value not in (ADDIN_MISSING, ADDIN_AGREES, None):
                         findings.append(Finding(where, "add-in-disagrees", _show(value),
@@ -128,21 +163,30 @@ def check_workbook(path: str | Path) -> list[Finding]:
                     findings.append(Finding(where, "no-cached-value", "(none)",
                                             f"{_show(cell.cached)}: open and save the file in Excel or LibreOffice, "
                                             "or rebuild it with `xlplan workbook`"))
+                elif cell.kind == "flag" and (value == STALE or str(value).startswith("STALE")):
+                    continue  # a STALE flag (breakpoints, Options, Schedule): the stale values beside it are the finding
+                elif not _agree(value, cell.cached) and coord in from_searched:
+                    findings.append(Finding(where, "stale-breakpoint", _show(value),
+                                            f"{_show(cell.cached)} (computed from values the engine searched for the "
+                                            "built inputs; rebuild with `xlplan workbook`)"))
                 elif not _agree(value, cell.cached):
                     findings.append(Finding(where, "stale-value", _show(value),
                                             f"{_show(cell.cached)} (the engine, for this workbook's inputs)"))
             elif cell.kind == "static":
                 value = v_ws[coord].value
                 if not _agree(value, cell.value if cell.value is not None else ""):
-                    findings.append(Finding(where, "stale-breakpoint", _show(value),
-                                            f"{_show(cell.value)} (searched by the engine for these inputs; rebuild with `xlplan workbook`)"))
+                    row = int(coord.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+                    why = ("the engine's largest decode batch for this what-if row, which the sheet cannot search"
+                           if sheet.title == SIX_TABS[5] and row in user_rows else
+                           "searched by the engine for these inputs; rebuild with `xlplan workbook`")
+                    findings.append(Finding(where, "stale-breakpoint", _show(value), f"{_show(cell.value)} ({why})"))
     labels = {f"Check{name}": label for name, label, _ in CHECKS}
     for name, label in labels.items():
         dn = wv.defined_names.get(name)
         if dn is None:
             continue
-        for title, ref in dn.destinations:
-            v = wv[title][ref.replace("$", "")].value
+        for title, coord in name_cells(wv, dn):
+            v = wv[title][coord].value
             if v is not True:
-                findings.append(Finding(f"{quote_sheet(title)}!{ref.replace('$', '')}", "check-failed", _show(v), f"TRUE: {label}"))
+                findings.append(Finding(f"{quote_sheet(title)}!{coord}", "check-failed", _show(v), f"TRUE: {label}"))
     return findings

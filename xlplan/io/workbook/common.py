@@ -7,13 +7,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from xlplan import catalog, distributions, fleet, memory, steps
+from xlplan import catalog, distributions, engines, fleet, memory, steps
 from xlplan.io.workbook.cells import Book, Cell, Sheet
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
 from xlplan.plan import Plan
 from xlplan.planner import plan as run_plan
 from xlplan.result import PlanResult
-from xlplan.scenario import Scenario, resolve
+from xlplan.scenario import RUNBOOK_UNBOUNDED, Scenario, resolve
 from xlplan.specs import GPUSpec, ModelSpec
 from xlplan.units import GIB, MILLION, SECONDS_PER_HOUR, TERA
 
@@ -27,6 +27,14 @@ SIX_TABS = ("1 Inputs", "2 Model", "3 Constraints", "4 Fleet", "5 Cost", "6 Sens
 SUPPORT_TABS = ("Checks", "Constants", "GPUs", "Models", "Change log")
 
 
+SUMMARY_TAB = "Summary"
+"""The first sheet: the answer, by formula over the six tabs' names."""
+
+
+DECISION_TABS = ("Options", "Schedule")
+"""After the six tabs: which hardware (every catalog GPU and format) and when to order (month by month)."""
+
+
 NONE = "none"  # a path that cannot be met at this TP degree
 
 
@@ -34,23 +42,26 @@ NA = "n/a"
 
 
 FMT = {
+    # Units are shown once, in the Unit column (or a header's [unit]); formats carry none, bar the dollar sign.
     "usd": '"$"#,##0',
     "usd2": '"$"#,##0.00',
     "usd_mtok": '"$"#,##0.000',
-    "gib": '#,##0.000 "GiB"',
-    "tokens": '#,##0 "tokens"',
-    "tokens_month": '#,##0 "tokens"',
+    "gib": "#,##0.000",
+    "tokens": "#,##0",
+    "tokens_month": "#,##0",
     "pct": "0%",
     "int": "#,##0",
     "num": "#,##0.00",
     "num4": "#,##0.0000",
     "sci": "0.000E+00",
-    "s": '0.0000 "s"',
-    "tflops": '#,##0.0 "TFLOP/s"',
-    "bytes": '#,##0 "B"',
-    "gpus": '#,##0 "GPUs"',
-    "gpus2": '#,##0.00 "GPUs"',
+    "s": "0.0000",
+    "s2": "0.00",
+    "tflops": "#,##0.0",
+    "bytes": "#,##0",
+    "gpus": "#,##0",
+    "gpus2": "#,##0.00",
     "sigma": "0.0000",
+    "value": "#,##0.0###",  # an input quoted as typed: 40.0, 0.05, 2,000.0
 }
 
 
@@ -91,6 +102,7 @@ MODEL_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("sliding_window_layers", "SlidingWindowLayers", "layers"),
     ("vision_params", "VisionParams", "parameters"),
     ("max_context_tokens", "MaxContext", "tokens"),
+    ("moe_layer_step", "MoELayerStep", "layers"),
 )
 
 
@@ -105,14 +117,49 @@ GPU_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("fp4_tflops", "GPUFP4TFLOPS", "TFLOP/s"),
     ("hbm_tbps", "GPUHBMTBps", "TB/s"),
     ("usd_per_gpu_hour", "GPUCatalogUSDPerHour", "USD/GPU-hour"),
+    ("cuda_visible_gib", "GPUCatalogVisibleGiB", "GiB"),
+    ("interconnect_gbps", "GPUCatalogLinkGBps", "GB/s"),
+    ("collective_latency_us", "GPUCatalogLatencyUs", "us"),
 )
+
+GPU_DERIVED: tuple[tuple[str, str, str], ...] = (
+    ("vendor", "GPUVendor", "nvidia | amd | intel"),
+    ("vllm_max_num_seqs", "GPUDefaultMaxNumSeqs", "sequences"),
+    ("vllm_max_num_batched_tokens", "GPUDefaultMaxNumBatchedTokens", "tokens"),
+    ("owned_capex_usd_per_gpu", "GPUOwnedCapexUSDPerGPU", "USD/GPU"),
+    ("owned_kw_per_gpu", "GPUOwnedKWPerGPU", "kW"),
+)
+"""GPUs-sheet columns after the catalog figures: what the engine derives from the GPU (its vendor, vLLM's default budgets)."""
+
+
+def gpu_derived(spec: GPUSpec) -> list:
+    """The GPU_DERIVED values for one GPU."""
+    seqs, tokens = engines.vllm_defaults(spec.memory_gib, spec.name)
+    try:  # ownership figures with a dated source (catalog/ownership.yaml); 0: none credible, a buy plan must state it
+        own = catalog.ownership_for(spec.name)
+    except catalog.UnknownNameError:
+        own = {}
+    capex = own["capex_usd_per_node"]["value"] / own["capex_usd_per_node"]["gpus"] if "capex_usd_per_node" in own else 0.0
+    kw = float(own["kw_per_gpu"]["value"]) if "kw_per_gpu" in own else 0.0
+    return [engines.vendor(spec.name), seqs, tokens, float(capex), kw]
 
 
 CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("GiB", "Bytes per GiB", float(GIB), "bytes/GiB", "2^30: CUDA, vLLM and nvidia-smi's MiB figures are binary."),
     ("TeraUnit", "FLOP per TFLOP, bytes/s per TB/s", TERA, "1", "10^12: TFLOP/s and TB/s are decimal."),
     ("TokensPerMillion", "Tokens per million tokens", MILLION, "tokens/Mtok", "API prices are per million tokens."),
+    ("TokensPerBillion", "Tokens per billion tokens", 1e9, "tokens/billion", "Monthly volumes are quoted in billions."),
     ("SecondsPerHour", "Seconds per hour", SECONDS_PER_HOUR, "s/h", ""),
+    ("MonthsPerYear", "Months per year", 12.0, "months/year", "The annual view: 12 months of the monthly bill."),
+    ("PercentP50", "The median, as a percentile", 50.0, "percent", "The promise's percentile that reads the stated p50."),
+    ("PercentP95", "The 95th percentile", 95.0, "percent", "The promise's percentile that reads the stated p95."),
+    ("PercentP99", "The 99th percentile", 99.0, "percent", "The promise's percentile that reads the stated p99."),
+    ("PercentPerFraction", "Percent per unit fraction", 100.0, "percent", "A percentile of 95 is the fraction 0.95."),
+    ("DefaultDepreciationYears", "Depreciation life when a buy plan gives none", 5.0, "years",
+     "AWS shortened server lives from 6 to 5 years in 2025 (catalog/ownership.yaml)."),
+    ("DefaultPUE", "PUE when a buy plan gives none", 1.54, "1", "Uptime Institute Global Data Center Survey 2025 average."),
+    ("DefaultHostingUSDPerKWMonth", "Colocation per kW-month when a buy plan gives none", 184.06, "USD/kW-month",
+     "CBRE North America Data Center Trends H2 2024, 250-500 kW, primary markets."),
     ("RoundingTolerance", "Rounding tolerance", fleet.ROUNDING_TOLERANCE, "fraction",
      "Slack before rounding up, so 4.000000000001 GPUs of float noise counts as 4."),
     ("ZScore95", "Standard normal quantile at 0.95", distributions.Z95, "1", "NORMSINV(0.95); fits the lognormal through p95."),
@@ -125,7 +172,34 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("UnquantizedBytesPerParam", "Bytes per unquantised parameter", memory.UNQUANTIZED_BYTES_PER_PARAM, "bytes/parameter",
      "Embeddings, output head and vision tower stay 16-bit in quantised checkpoints."),
     ("MeanDecodePosition", "Mean position in the output while decoding", 0.5, "fraction of output",
-     "Used only when attention FLOPs in decode are counted."),
+     "Used when attention FLOPs in decode are counted, and for the mean cached context of a decoding sequence."),
+    ("CausalPairsDivisor", "Causal attention: pairs n(n+1)/2", 2.0, "1", "Each token attends to those before it."),
+    ("GBUnit", "Bytes per GB", 1e9, "bytes/GB", "10^9: interconnect GB/s are decimal."),
+    ("ActivationBytes", "Bytes per activation on the wire", steps.ACTIVATION_BYTES, "bytes", "bf16 all-reduces."),
+    ("BF16Bytes", "Bytes per bf16 element", 2.0, "bytes", ""),
+    ("MLPUpProjections", "Gate and up projections", 2.0, "matrices", "The MLP's intermediate is twice its width before SiLU."),
+    ("AllReducesPerLayer", "Tensor-parallel all-reduces per layer", 2.0, "1", "After attention and after the MLP."),
+    ("AllToAllsPerMoELayer", "Expert-parallel all-to-alls per MoE layer", 2.0, "1", "Dispatch and combine."),
+    ("RingAllReduceTraffic", "Ring all-reduce traffic factor", 2.0, "1", "A ring moves 2(n-1)/n of the data per GPU."),
+    ("NonTorchGiB", "Non-PyTorch memory, one GPU", engines.NON_TORCH_GIB[1], "GiB", "vLLM start-up logs (llm-d)."),
+    ("NonTorchTPGiB", "Non-PyTorch memory, TP > 1", engines.NON_TORCH_GIB["tp"], "GiB", "With NCCL buffers (llm-d logs)."),
+    ("SamplerBytesPerSeqVocab", "vLLM profiled sampler bytes", engines.SAMPLER_BYTES_PER_SEQ_VOCAB, "bytes/(sequence x token)",
+     "Fitted to six vLLM start-up logs (engines.py)."),
+    ("ForwardHiddenTensors", "vLLM profiled forward tensors", engines.FORWARD_HIDDEN_TENSORS, "tensors", "Same fit."),
+    ("UnfusedHiddenTensors", "Unfused forward hidden tensors", engines.V0_FORWARD_HIDDEN_TENSORS, "tensors",
+     "TensorRT-LLM's activation workspace, as vLLM V0 profiled it."),
+    ("SGLangReserveGiB", "SGLang reserve beyond weights and KV", engines.SGLANG_RESERVE_GIB, "GiB", "engines.py"),
+    ("DriverReservedGiB", "Driver memory CUDA cannot allocate", engines.DRIVER_RESERVED_GIB, "GiB", "H100: 79.65 vs 79.18 GiB."),
+    ("PCIeGen4GBps", "PCIe Gen4 x16, one direction", 32.0, "GB/s", "Where the catalog names no GPU link."),
+    ("FabricLatencyS", "Collective latency, NVLink / Infinity Fabric", 10e-6, "s", "NCCL small-message all-reduce."),
+    ("PCIeLatencyS", "Collective latency, PCIe", 25e-6, "s", ""),
+    ("FabricThresholdGBps", "Links faster than this are a GPU fabric", 100.0, "GB/s", ""),
+    ("MicroUnit", "Seconds per microsecond", 1e-6, "s/us", ""),
+    ("MeanChunkPosition", "Mean position of a prefill chunk in its prompt", 0.5, "fraction of chunks",
+     "Each chunk reads the prefix before it: on average half the chunks."),
+    ("RunbookUnbounded", "No step budget (the runbook's convention)", float(RUNBOOK_UNBOUNDED), "tokens, sequences", ""),
+    ("TPObjectivePurchased", "TP choice: weight of GPUs purchased", 1e8, "1", "Fewest purchased first..."),
+    ("TPObjectiveBilled", "TP choice: weight of GPUs billed", 100.0, "1", "...then fewest billed, then the smallest TP."),
 )
 
 
@@ -143,12 +217,17 @@ class Engine:
     namespace: str = ""  # the add-in's function namespace (xlwings Server's XLWINGS), '' for none
 
     @classmethod
-    def run(cls, plan: Plan, formulas: str = "native", namespace: str = "") -> Engine:
+    def run(cls, plan: Plan, formulas: str = "native", namespace: str = "", verify: bool = False,
+            result: PlanResult | None = None) -> Engine:
+        """The engine's figures for ``plan``; with ``verify``, the fleet simulated at peak too (``result.verified``).
+        ``result``: the plan's result already computed (``plan --verify --workbook`` simulates once, not twice)."""
         if formulas not in FORMULA_MODES:
             raise ValueError(f"formulas: got {formulas!r}; expected one of {', '.join(FORMULA_MODES)}")
         check_namespace(namespace)
         s = resolve(plan)
-        return cls(plan, s, steps.solve(s), run_plan(plan), plan.model.resolve(), plan.hardware.resolve(), formulas, namespace)
+        if result is None or (verify and result.verified is None):
+            result = run_plan(plan, verify=verify)
+        return cls(plan, s, steps.solve(s), result, plan.model.resolve(), plan.hardware.resolve(), formulas, namespace)
 
     def udf_call(self, text: str) -> str:
         """An expression calling xlplan Excel functions, each name prefixed with the namespace (``XLWINGS.MEMORY_GPUS(``)."""

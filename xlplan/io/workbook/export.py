@@ -6,9 +6,11 @@ import tempfile
 from pathlib import Path
 
 from xlplan.io.errors import InputError
+from xlplan.io.outputs import PDF, WORKBOOK, Output, check_outputs, write_outputs
 from xlplan.io.workbook.cells import Book
+from xlplan.io.workbook.common import DECISION_TABS, SUMMARY_TAB
 from xlplan.io.workbook.layout import SIX_TABS, build
-from xlplan.io.workbook.writer import workbook_bytes, write_atomic
+from xlplan.io.workbook.writer import workbook_bytes
 from xlplan.plan import Plan
 
 
@@ -37,44 +39,50 @@ def recalculated_caches(book: Book) -> Book:
     return book
 
 
-def pdf_of_six_tabs(xlsx: bytes, pdf_path: Path, force: bool = False) -> None:
-    """Print the six tabs to PDF with headless LibreOffice (supporting sheets hidden for the print)."""
-    import io
+PRINTED = frozenset({SUMMARY_TAB, *SIX_TABS, *DECISION_TABS})
+"""The sheets a workbook's PDF holds: the Summary, the six tabs and the decisions (not the reference sheets)."""
 
-    import openpyxl
 
+def pdf_of_six_tabs(xlsx: bytes, name: str = "workbook", sheets: frozenset[str] = PRINTED) -> bytes:
+    """The Summary, the six tabs, Options and Schedule printed to PDF by headless LibreOffice, charts included
+    (the other sheets hidden in the package itself: LibreOffice leaves hidden sheets out of a PDF). [bytes]"""
     from xlplan.io.libreoffice import to_pdf
+    from xlplan.io.workbook.writer import with_sheets_shown
 
-    if pdf_path.exists() and not force:
-        raise InputError(str(pdf_path), ["already exists; expected a new file name, or --force to overwrite it"])
-    wb = openpyxl.load_workbook(io.BytesIO(xlsx))
-    for ws in wb.worksheets:
-        if ws.title not in SIX_TABS:
-            ws.sheet_state = "hidden"  # LibreOffice leaves hidden sheets out of a PDF
     with tempfile.TemporaryDirectory(prefix="xlplan-pdf-") as tmp:
-        src = Path(tmp) / (pdf_path.stem + ".xlsx")
-        wb.save(src)
-        out = to_pdf(src, Path(tmp) / "out")
-        write_atomic(pdf_path, out.read_bytes(), force=True)
+        src = Path(tmp) / (name + ".xlsx")
+        src.write_bytes(with_sheets_shown(xlsx, sheets))
+        return to_pdf(src, Path(tmp) / "out").read_bytes()
 
 
-def export(plan: Plan, output: str | Path, force: bool = False, pdf: bool = False, recalc: bool = False,
-           formulas: str = "native", traffic=None, namespace: str = "") -> None:
-    """Write the workbook for a plan (and its PDF); nothing is written when any step fails."""
+def workbook_outputs(output: str | Path, pdf: bool = False, option: str = "-o") -> list[Output]:
+    """The files writing a workbook makes: the .xlsx, and with ``pdf`` the PDF beside it (``OUT.pdf``)."""
     output = Path(output)
-    if output.suffix.lower() != ".xlsx":
-        raise InputError(str(output), [f"output must end in .xlsx; got {output.suffix or 'no suffix'!r}"])
-    if output.exists() and not force:
-        raise InputError(str(output), ["already exists; expected a new file name, or --force to overwrite it"])
-    pdf_path = output.with_suffix(".pdf")
-    if pdf and pdf_path.exists() and not force:
-        raise InputError(str(pdf_path), ["already exists; expected a new file name, or --force to overwrite it"])
+    outs = [Output(output, option, WORKBOOK)]
+    if pdf:
+        outs.append(Output(output.with_suffix(".pdf"), f"{option} (its PDF)", PDF))
+    return outs
+
+
+def workbook_files(plan: Plan, output: str | Path, pdf: bool = False, recalc: bool = False, formulas: str = "native",
+                   traffic=None, namespace: str = "", verify: bool = False, result=None) -> list[tuple[Path, bytes]]:
+    """(path, bytes) of the workbook for a plan and, with ``pdf``, its PDF; nothing is written. ``verify``: with the
+    fleet simulated at peak on tab 4; ``result``: the plan's result when the caller already has it."""
+    output = Path(output)
     if recalc and formulas != "native":
         raise InputError("--recalc", ["LibreOffice cannot run the xlplan Excel functions; expected --formulas native with --recalc"])
-    book = build(plan, formulas, traffic, namespace)
+    book = build(plan, formulas, traffic, namespace, verify, result)
     if recalc:
         book = recalculated_caches(book)
     data = workbook_bytes(book)
+    out = [(output, data)]
     if pdf:
-        pdf_of_six_tabs(data, pdf_path, force=force)
-    write_atomic(output, data, force=force)
+        out.append((output.with_suffix(".pdf"), pdf_of_six_tabs(data, output.stem)))
+    return out
+
+
+def export(plan: Plan, output: str | Path, force: bool = False, pdf: bool = False, recalc: bool = False,
+           formulas: str = "native", traffic=None, namespace: str = "", inputs: tuple = ()) -> None:
+    """Write the workbook for a plan (and its PDF); every output is checked first, and nothing is written when any step fails."""
+    check_outputs(workbook_outputs(output, pdf), force, inputs)
+    write_outputs(workbook_files(plan, output, pdf, recalc, formulas, traffic, namespace))

@@ -5,9 +5,16 @@ Every builder takes its arguments as Excel expressions (a defined name such as
 computes it, so the vertical tabs and the sensitivity rows share one spelling of
 each formula. They mirror the pure functions in :mod:`xlplan` named in each
 docstring; the LibreOffice tests hold the two equal to 1e-9.
+
+The prose builders at the end (:class:`Prose`) write explanatory text that quotes
+figures ("40 req/s x 15.0 s = 600") as formulas too, with the text they show for
+the engine's figures, so a line never goes stale when an input changes.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 
 
 def lognormal_sigma(p50: str, p95: str, p99: str) -> str:
@@ -57,16 +64,20 @@ def dtype_bytes(dtype: str, keys: str, values: str) -> str:
     return f"INDEX({values},MATCH({dtype},{keys},0))"
 
 
-def weights_bytes(bytes_per_param: str) -> str:
-    """:func:`xlplan.memory.weights_bytes`: decoder at the weight dtype; embeddings and vision tower 16-bit."""
-    return (f"(ParamsTotal-EmbeddingParams-VisionParams)*{bytes_per_param}"
-            f"+(EmbeddingParams+VisionParams)*MAX({bytes_per_param},UnquantizedBytesPerParam)")
+def weights_bytes(bytes_per_param: str, dtype: str = "WeightsDtype") -> str:
+    """:func:`xlplan.memory.weights_bytes`: decoder at the weight dtype; embeddings and vision tower 16-bit (an MXFP4 MoE
+    checkpoint quantises only the routed experts)."""
+    high = f"MAX({bytes_per_param},UnquantizedBytesPerParam)"
+    return (f'IF(AND({dtype}="mxfp4",Experts>0),RoutedExpertParams*{bytes_per_param}+(ParamsTotal-RoutedExpertParams)*{high},'
+            f"(ParamsTotal-EmbeddingParams-VisionParams)*{bytes_per_param}+(EmbeddingParams+VisionParams)*{high})")
 
 
 def compute_dtype(weights_dtype: str) -> str:
-    """:func:`xlplan.scenario.compute_dtype`: the peak of the weights' format where the GPU has it."""
+    """:func:`xlplan.scenario.weights_compute_dtype`: fp8 for fp8, fp4 for nvfp4/fp4 where the GPU has each; MXFP4 at the
+    fp8 peak on GPUs with FP4 math (MXFP4 x MXFP8), bf16 elsewhere; int4/int8 weight-only at bf16."""
     return (f'IF(ComputeDtypeInput<>"",ComputeDtypeInput,IF(AND({weights_dtype}="fp8",GPUFP8TFLOPS>0),"fp8",'
-            f'IF(AND(OR({weights_dtype}="fp4",{weights_dtype}="nvfp4",{weights_dtype}="mxfp4"),GPUFP4TFLOPS>0),"fp4","bf16")))')
+            f'IF(AND(OR({weights_dtype}="fp4",{weights_dtype}="nvfp4"),GPUFP4TFLOPS>0),"fp4",'
+            f'IF(AND({weights_dtype}="mxfp4",GPUFP4TFLOPS>0,GPUFP8TFLOPS>0),"fp8","bf16"))))')
 
 
 def peak_tflops(dtype: str) -> str:
@@ -75,9 +86,11 @@ def peak_tflops(dtype: str) -> str:
 
 
 def prefill_flops(mean: str, second_moment: str) -> str:
-    """:func:`xlplan.compute.prefill_flops_per_request`: 2·N·E[n] + 4·width·(full layers·E[n²] + window layers·min(E[n²], w·E[n]))."""
-    return (f"FLOPsPerMAC*ParamsActive*{mean}+AttentionFLOPs*AttentionWidth*((Layers-SlidingWindowLayers)*{second_moment}"
-            f"+SlidingWindowLayers*MIN({second_moment},SlidingWindow*{mean}))")
+    """:func:`xlplan.compute.prefill_flops_per_request`: 2·N·E[n] + 4·width·(full layers·K + window layers·min(K, w·E[n])),
+    K the key pairs per request (causal or full)."""
+    keys = prefill_keys(mean, second_moment)
+    return (f"FLOPsPerMAC*ParamsActive*{mean}+AttentionFLOPs*AttentionWidth*((Layers-SlidingWindowLayers)*{keys}"
+            f"+SlidingWindowLayers*MIN({keys},SlidingWindow*{mean}))")
 
 
 def decode_flops(prompt_mean: str) -> str:
@@ -108,9 +121,156 @@ def max_decode_batch(itl: str, peak: str, decode_flops_: str, weights_bytes_: st
             f"MAX({itl}*GPUHBMTBps*BandwidthEfficiency*TeraUnit-{weights_bytes_}/{tp},0)*{shards}/{kv_conv_bytes})")
 
 
-def binding(memory: str, compute: str, latency: str) -> str:
-    """:func:`xlplan.fleet.binding_constraint`'s label: the path needing the most GPUs, 'both'/'all' on ties."""
+def binding(memory: str, compute: str, latency: str, tp: str | None = None) -> str:
+    """:func:`xlplan.fleet.binding_constraint`'s label: the path needing the most GPUs, 'both'/'all' on ties, and
+    'minimum replica' when every path needs just one replica."""
     top = f"MAX({memory},{compute},{latency})"
-    return (f'IF(AND({memory}={top},{compute}={top},{latency}={top}),"all",'
-            f'IF(({memory}={top})+({compute}={top})+({latency}={top})>1,"both",'
-            f'IF({memory}={top},"memory",IF({compute}={top},"compute","latency"))))')
+    label = (f'IF(AND({memory}={top},{compute}={top},{latency}={top}),"all",'
+             f'IF(({memory}={top})+({compute}={top})+({latency}={top})>1,"both",'
+             f'IF({memory}={top},"memory",IF({compute}={top},"compute","latency"))))')
+    if tp is None:
+        return label
+    return f'IF(AND({memory}={tp},{compute}={tp},{latency}={tp}),"minimum replica",{label})'
+
+
+def prefill_keys(mean: str, second_moment: str) -> str:
+    """:func:`xlplan.compute.prefill_keys_per_request`: E[n²] (full) or (E[n²] + E[n])/2 (causal)."""
+    return f'IF(AttentionFLOPsKind="causal",({second_moment}+{mean})/CausalPairsDivisor,{second_moment})'
+
+
+def experts_touched(tokens: str) -> str:
+    """:func:`xlplan.serving.experts_touched_fraction`: 1 − (1 − k/E)^T, 0 for a dense model.
+
+    Written 1 − EXP(T·LN(1 − k/E)): LibreOffice's ``^`` gives #NUM! where the power underflows (0.875^7083, a long
+    prompt chunk on gpt-oss-20b), while EXP goes to 0 as Excel's power does; every expert is touched when k = E."""
+    return f"IF(Experts>0,IF(ExpertsPerToken<Experts,1-EXP(({tokens})*LN(1-ExpertsPerToken/Experts)),1),0)"
+
+
+def _flops_time(decode_flops: str, prefill_flops: str, tp: str, peak: str, scale: str = "") -> str:
+    s = f"*{scale}" if scale else ""
+    return (f"({decode_flops})/({tp}*{peak}*TeraUnit{s}*DecodeMFU)"
+            f"+({prefill_flops})/({tp}*{peak}*TeraUnit{s}*PrefillMFU)")
+
+
+def step_time(tp: str, ep: str, shards: str, dec: str, dec_keys: str, dec_keys_w: str, pre: str, pre_keys: str,
+              pre_keys_w: str, kv: str, kv_w: str) -> str:
+    """:func:`xlplan.serving.step_time_s`: overhead + the dense, expert and attention parts' rooflines + communication.
+
+    Each argument is an Excel expression: the replica's TP and EP degrees and KV shards, then the step's decode tokens
+    and their key pairs (unclipped, clipped at the window), prefill tokens and theirs, and the cached tokens it reads.
+    """
+    tokens = f"(({dec})+({pre}))"
+    bw = "(GPUHBMTBps*TeraUnit*BandwidthEfficiency)"
+    dense_flops = "FLOPsPerMAC*(ParamsActive-ExpertActiveParams)"
+    dense = (f"MAX({_flops_time(f'{dense_flops}*({dec})', f'{dense_flops}*({pre})', tp, 'PeakTFLOPS')},"
+             f"(WeightsBytes-ExpertWeightsBytes)/{tp}/{bw})")
+    expert_flops = "FLOPsPerMAC*ExpertActiveParams"
+    experts = (f"IF(Experts>0,MAX({_flops_time(f'{expert_flops}*({dec})', f'{expert_flops}*({pre})', tp, 'PeakTFLOPS', 'ExpertEfficiency')},"
+               f"ExpertWeightsBytes*{experts_touched(tokens)}/{tp}/{bw}),0)")
+    full = "(Layers-SlidingWindowLayers)"
+    attn_dec = f"AttentionFLOPs*AttentionWidth*({full}*({dec_keys})+SlidingWindowLayers*({dec_keys_w}))"
+    attn_pre = f"AttentionFLOPs*AttentionWidth*({full}*({pre_keys})+SlidingWindowLayers*({pre_keys_w}))"
+    attention = (f"MAX({_flops_time(attn_dec, attn_pre, tp, 'GPUBF16TFLOPS')},"
+                 f"KVBytesPerTokenLayer*({full}*({kv})+SlidingWindowLayers*({kv_w}))/{shards}/{bw})")
+    link = "(LinkGBps*GBUnit)"
+    allreduce = f"IF({tp}>1,LinkLatencyS+RingAllReduceTraffic*({tp}-1)/{tp}*{tokens}*Hidden*ActivationBytes/{link},0)"
+    comm = (f"AllReducesPerLayer*Layers*{allreduce}"
+            f"+IF(AND({ep}>1,Experts>0),AllToAllsPerMoELayer*MoELayers*(LinkLatencyS+{tokens}*ExpertsPerToken/{ep}*Hidden*ActivationBytes"
+            f"*({ep}-1)/{ep}/{link}),0)")
+    return f"StepOverhead+{dense}+{experts}+{attention}+{comm}"
+
+
+def kv_budget_engine(weights_bytes_: str, tp: str, activation: str) -> str:
+    """:func:`xlplan.engines.kv_budget_gib` by the plan's engine (the runbook's rule, vLLM's, SGLang's, TensorRT-LLM's)."""
+    w = f"{weights_bytes_}/{tp}/GiB"
+    non_torch = f"IF({tp}>1,NonTorchTPGiB,NonTorchGiB)"
+    return (f'IF(Engine="runbook",GPUMemoryGiB*MemoryUtilisation-{w}-OverheadGiB,'
+            f'IF(Engine="vllm",MemoryUtilisation*GPUVisibleGiB-{w}-({activation})-{non_torch},'
+            f'IF(Engine="sglang",MemoryUtilisation*GPUVisibleGiB-{w}-SGLangReserveGiB,'
+            f"MemoryUtilisation*(GPUVisibleGiB-{w}-({activation})-{non_torch}))))")
+
+
+def activation_gib(tp: str) -> str:
+    """:func:`xlplan.steps.activation_gib`: vLLM's profiled peak, TensorRT-LLM's workspace, 0 for the others."""
+    return (f'IF(Engine="vllm",(SamplerBytesPerSeqVocab*MaxNumSeqs*Vocab+ForwardHiddenTensors*MaxNumBatchedTokens*Hidden*BF16Bytes)/GiB,'
+            f'IF(Engine="trtllm",MaxNumBatchedTokens*(MLPUpProjections*Intermediate/{tp}+UnfusedHiddenTensors*Hidden)*BF16Bytes/GiB,0))')
+
+
+# ---------------------------------------------------------------------------------------------- prose
+# Explanatory text that quotes a figure is a formula too, so it follows the inputs. Each builder returns a Prose: the
+# Excel text expression and what it evaluates to for the engine's figures (the cached value). Numbers are rounded by
+# ROUND before they are formatted: LibreOffice and Excel round half away from zero on 15 significant digits, which
+# ``_round`` mirrors; FIXED (not TEXT) gives thousands separators, because the `formulas` package's TEXT writes
+# "0," for "#,##0" below 1, and FIXED uses the reader's own separators where TEXT's format codes are locale-bound.
+
+
+@dataclass(frozen=True)
+class Prose:
+    """A line of text built by formula, and the text it shows for the engine's figures."""
+
+    formula: str  # an Excel expression whose value is text (no leading '=')
+    text: str  # what it evaluates to: the cached value
+
+
+def _round(x: float, decimals: int) -> Decimal:
+    """ROUND(x, decimals) as LibreOffice and Excel compute it: half away from zero, on 15 significant digits."""
+    return Decimal(f"{x:.15g}").quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+
+
+def lit(text: str) -> Prose:
+    """Literal text."""
+    return Prose('"' + text.replace('"', '""') + '"', text)
+
+
+def fixed(expr: str, value: float, decimals: int = 0) -> Prose:
+    """A number with thousands separators and a fixed number of decimals: FIXED(ROUND(x, d), d). [text]"""
+    return Prose(f"FIXED(ROUND({expr},{decimals}),{decimals})", f"{_round(value, decimals):,.{decimals}f}")
+
+
+def usd(expr: str, value: float, decimals: int = 0) -> Prose:
+    """A dollar amount: "$" and :func:`fixed`. [text]"""
+    return join("$", fixed(expr, value, decimals))
+
+
+def short(expr: str, value: float, decimals: int = 2) -> Prose:
+    """A number as few digits as it needs: whole numbers with thousands separators, else up to ``decimals`` decimals
+    without trailing zeros (12.5, 0.025, 40). [text]"""
+    whole = _round(value, 0)
+    if _round(value, decimals) == whole:
+        text = f"{whole:,.0f}"
+    else:
+        text = f"{_round(value, decimals):.{decimals}f}".rstrip("0")
+        text += "0" if text.endswith(".") else ""
+    code = "0.0" + "#" * (decimals - 1)
+    return Prose(f'IF(ROUND({expr},{decimals})=ROUND({expr},0),FIXED(ROUND({expr},0),0),TEXT(ROUND({expr},{decimals}),"{code}"))',
+                 text)
+
+
+def pct(expr: str, value: float) -> Prose:
+    """A fraction as a whole percentage (0.4 -> 40%). [text]"""
+    return Prose(f'TEXT(ROUND({expr},2),"0%")', f"{_round(value, 2) * 100:.0f}%")
+
+
+def ref(expr: str, value: str) -> Prose:
+    """A cell or name holding text (a GPU's name, the binding path)."""
+    return Prose(f'{expr}&""', value)
+
+
+def join(*parts: Prose | str) -> Prose:
+    """Parts one after another; a str is literal text."""
+    ps = [lit(p) if isinstance(p, str) else p for p in parts]
+    if not ps:
+        return lit("")
+    return Prose("&".join(p.formula for p in ps), "".join(p.text for p in ps))
+
+
+def when(condition: str, holds: bool, then: Prose | str, otherwise: Prose | str = "") -> Prose:
+    """IF(condition, then, otherwise); ``holds`` is the condition's value for the engine's figures."""
+    a = lit(then) if isinstance(then, str) else then
+    b = lit(otherwise) if isinstance(otherwise, str) else otherwise
+    return Prose(f"IF({condition},{a.formula},{b.formula})", a.text if holds else b.text)
+
+
+def cell_formula(p: Prose) -> str:
+    """The formula of a cell showing ``p``: an error in a figure it quotes (an edited input) shows as no text."""
+    return f'=IFERROR({p.formula},"")'

@@ -9,6 +9,7 @@ dependency of the ``excel`` extra), so a hostile workbook cannot expand entities
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,17 @@ from typing import Any
 from pydantic import ValidationError
 
 from xlplan import catalog
+from xlplan.io import files
 from xlplan.io.errors import InputError, describe_validation_error
+from xlplan.io.structured import number_problem
 from xlplan.io.workbook.cells import quote_sheet
 from xlplan.io.workbook.inputs import INPUTS_SHEET, OWNER_SECTIONS, InputSpec, all_inputs
 from xlplan.io.workbook.layout import CATALOG_FIRST_ROW, GPU_COLUMNS, MODEL_COLUMNS, MODEL_EXTRA, SIX_TABS
 from xlplan.plan import Plan
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+WORKBOOK_FILE = "an .xlsx workbook (try `xlplan template`)"
+_CELL = re.compile(r"^(?:[A-Z]|[A-Z][A-Z]|[A-W][A-Z][A-Z]|X[A-E][A-Z]|XF[A-D])(?:[1-9][0-9]{0,6})$")
 
 
 def open_workbook(path: str | Path, data_only: bool = False):
@@ -30,16 +35,16 @@ def open_workbook(path: str | Path, data_only: bool = False):
     import openpyxl
     from openpyxl.xml import DEFUSEDXML
 
-    path = Path(path)
+    path = files.check_input(path, WORKBOOK_FILE, files.WORKBOOK_MAX_BYTES)
     src = str(path)
-    if not path.exists():
-        raise InputError(src, ["file not found; expected an .xlsx workbook (try `xlplan template`)"])
-    head = path.read_bytes()[:8]
+    with open(path, "rb") as f:
+        head = f.read(8)
     if head == OLE_MAGIC:
         raise InputError(src, [_ole_problem(path)])
     if not zipfile.is_zipfile(path):
         raise InputError(src, ["not a valid .xlsx (not a zip package: corrupt, truncated or another format); "
                                "expected a workbook saved by Excel or LibreOffice as .xlsx"])
+    files.check_zip_package(path, WORKBOOK_FILE)
     if not DEFUSEDXML:  # pragma: no cover - defusedxml is a dependency of the excel extra
         raise InputError(src, ["defusedxml is not installed; expected it, so that untrusted workbooks are parsed safely"])
     try:
@@ -69,20 +74,40 @@ def _ole_problem(path: Path) -> str:
     return "a legacy Excel 97-2003 .xls; expected .xlsx: open it and save as Excel Workbook (.xlsx)"
 
 
+def _destinations(dn) -> list[tuple[str, str]]:
+    """(sheet title, reference) pairs of a defined name; [] where openpyxl cannot split it (empty, a formula)."""
+    from openpyxl.formula.tokenizer import TokenizerError
+
+    try:
+        return list(dn.destinations) if isinstance(dn.attr_text, str) and dn.attr_text.strip() else []
+    except (TokenizerError, AttributeError, ValueError, TypeError):
+        return []
+
+
+def name_cells(wb, dn) -> list[tuple[str, str]]:
+    """(sheet title, coordinate) of each single cell on an existing worksheet that a defined name points at; ranges,
+    formulas and deleted sheets give none. [—]"""
+    return [(t, r.replace("$", "")) for t, r in _destinations(dn)
+            if t in wb.sheetnames and hasattr(wb[t], "iter_rows") and _CELL.match(r.replace("$", ""))]
+
+
 def _where(wb, name: str, src: str) -> tuple[str, str]:
     """(sheet title, coordinate) of a workbook-scope defined name."""
     dn = wb.defined_names.get(name)
     if dn is None:
         raise InputError(src, [f"defined name {name!r} is missing; expected it to point at its input on {INPUTS_SHEET!r} "
                                "(was it deleted? rebuild the workbook with `xlplan workbook`)"])
-    dests = list(dn.destinations)
+    dests = _destinations(dn)
     if len(dests) != 1:
         raise InputError(src, [f"defined name {name!r} refers to {dn.attr_text!r}; expected a single cell"])
     title, ref = dests[0]
     if title not in wb.sheetnames:
         raise InputError(src, [f"defined name {name!r} points at sheet {title!r}, which is not in the workbook "
                                f"(sheets: {', '.join(wb.sheetnames)}); expected the template's tabs — was a tab renamed?"])
-    return title, ref.replace("$", "")
+    coord = ref.replace("$", "")
+    if not _CELL.match(coord) or not hasattr(wb[title], "iter_rows"):
+        raise InputError(src, [f"defined name {name!r} refers to {dn.attr_text!r}; expected a single cell on a worksheet"])
+    return title, coord
 
 
 def _at(title: str, coord: str) -> str:
@@ -100,6 +125,9 @@ def _parse(spec: InputSpec, v: Any, where: str, problems: list[str]) -> Any:
     if v is None:
         if spec.required:
             problems.append(f"{label}: empty; expected {_expected(spec)}")
+        return None
+    if spec.kind in ("number", "number0", "fraction", "fraction0", "whole", "whole0") and _is_number(v) and number_problem(v):
+        problems.append(f"{label}: {number_problem(v)}")
         return None
     if spec.kind in ("number", "number0", "fraction", "fraction0"):
         if not _is_number(v):
@@ -163,6 +191,10 @@ def _catalog_row(wb, title: str, key: str, columns, src: str, extra: tuple[str, 
     raise InputError(src, [f"{title!r} has no row with key {key!r}; expected the key chosen on {INPUTS_SHEET!r}"])
 
 
+SIZE_CLASS_MATCH = "size-class match"
+"""Marks API prices the plan did not give: the median listed offer of the model's size class (Plan.api_used)."""
+
+
 def read_workbook(path: str | Path) -> Plan:
     """The plan a workbook's inputs describe.
 
@@ -183,6 +215,13 @@ def read_workbook(path: str | Path) -> Plan:
     title, coord = _where(wb, "PlanName", src)
     name = wb[title][coord].value
     data["name"] = str(name) if name not in (None, "") else "Capacity plan"
+    if "PlanDate" in wb.defined_names:  # optional; a date Excel turned into a date value is read as one
+        title, coord = _where(wb, "PlanDate", src)
+        day = wb[title][coord].value
+        if hasattr(day, "date") and callable(day.date):
+            day = day.date()
+        if day not in (None, ""):
+            data["date"] = day.isoformat() if hasattr(day, "isoformat") else str(day).strip()
     for key, _ in OWNER_SECTIONS:
         for prefix, section in (("Owner", "owners"), ("Source", "sources")):
             t, c = _where(wb, f"{prefix}{key.capitalize()}", src)
@@ -229,10 +268,76 @@ def read_workbook(path: str | Path) -> Plan:
         if api.get("provider") or api.get("source"):
             pass  # text without prices: no comparison
         data.pop("api", None)
+    elif SIZE_CLASS_MATCH in str(api.get("provider", "")):
+        # the prices the plan fell back on (the size-class median), written out: the plan still gives none, unless
+        # someone typed over them
+        try:
+            fallback = Plan.model_validate({k: v for k, v in data.items() if k != "api"}).api_used()
+        except ValidationError:
+            fallback = None
+        if fallback is not None and (api.get("usd_per_mtok_input"), api.get("usd_per_mtok_output")) == (
+                fallback.usd_per_mtok_input, fallback.usd_per_mtok_output):
+            data.pop("api")
     try:
         return Plan.model_validate(data)
     except ValidationError as e:
         raise InputError(src, _locate(e, cells)) from None
+
+
+WHATIF_FIELDS = ("rate_x", "prompt_p95_x", "itl_x", "kv_dtype", "weights_dtype", "prefix_reuse", "average_utilisation")
+"""The WhatIf field each input column of a what-if row (B to H on ``6 Sensitivities``) holds."""
+
+
+def read_whatifs(path: str | Path) -> list | None:
+    """The what-if rows of a workbook's ``6 Sensitivities``, in order: a :class:`~xlplan.whatif.WhatIf` for a row with
+    inputs, None for a blank row; None where the workbook has no what-if table (``WhatIfInputs``).
+
+    Raises
+    ------
+    InputError
+        Naming the cell of every value that is not a positive multiple, a listed dtype or a fraction from 0 to 1.
+    """
+    from xlplan import memory
+    from xlplan.whatif import WhatIf
+
+    src = str(path)
+    wb = open_workbook(path)
+    dn = wb.defined_names.get("WhatIfInputs")
+    dests = _destinations(dn) if dn is not None else []
+    if len(dests) != 1 or dests[0][0] not in wb.sheetnames:
+        return None
+    title, ref = dests[0]
+    ws = wb[title]
+    problems: list[str] = []
+    out = []
+    for row in ws[ref.replace("$", "")]:
+        values = [None if isinstance(c.value, str) and not c.value.strip() else c.value for c in row]
+        if all(v is None for v in values):
+            out.append(None)
+            continue
+        fields: dict[str, Any] = {}
+        for c, v, field in zip(row, values, WHATIF_FIELDS):
+            where = f"{_at(title, c.coordinate)} (what-if {field})"
+            if v is None:
+                continue
+            if field.endswith("_x"):
+                if not _is_number(v) or number_problem(v) or v <= 0:
+                    problems.append(f"{where}: found {v!r}; expected a positive multiple of the plan's value, e.g. 1.5, or blank")
+                    continue
+            elif field.endswith("dtype"):
+                allowed = memory.KV_BYTES_PER_ELEMENT if field == "kv_dtype" else memory.WEIGHT_BYTES_PER_PARAM
+                if not isinstance(v, str) or v.strip() not in allowed:
+                    problems.append(f"{where}: found {v!r}; expected one of {', '.join(allowed)}, or blank")
+                    continue
+                v = v.strip()
+            elif not _is_number(v) or number_problem(v) or not 0 <= v <= 1:
+                problems.append(f"{where}: found {v!r}; expected a fraction between 0 and 1 (0.40, not 40), or blank")
+                continue
+            fields[field] = float(v) if _is_number(v) else v
+        out.append(WhatIf(**fields))
+    if problems:
+        raise InputError(src, problems)
+    return out
 
 
 def _locate(e: ValidationError, cells: dict[tuple[str, ...], str]) -> list[str]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from xlplan import __version__, catalog, memory
+import re
+
+from xlplan import __version__, catalog, engines, memory
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import (
     CATALOG_FIRST_ROW,
     CONSTANTS,
     GPU_COLUMNS,
+    GPU_DERIVED,
     KV_DTYPES,
     MODEL_COLUMNS,
     MODEL_EXTRA,
@@ -16,6 +19,7 @@ from xlplan.io.workbook.common import (
     Rows,
     catalog_gpu_keys,
     catalog_model_keys,
+    gpu_derived,
 )
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
 from xlplan.scenario import TP_DEGREES
@@ -39,6 +43,48 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+FAILURES: dict[str, str] = {
+    "PromptOrdered": "prompt lengths out of order (p50 ≤ p95 ≤ p99)",
+    "OutputOrdered": "output lengths out of order (p50 ≤ p95 ≤ p99)",
+    "FractionsInRange": "a fraction outside 0-1 (0.40, not 40)",
+    "OneSpeed": "give the inter-token target or the streaming speed, not both or neither",
+    "ModelFound": "the model is not on the Models sheet",
+    "GPUFound": "the GPU is not on the GPUs sheet",
+    "TPDividesNode": "the tensor-parallel degree does not divide the purchasing unit",
+    "SomeTPFits": "no tensor-parallel degree fits the weights and keeps the promise",
+    "FleetOrdered": "load, redundancy and purchase out of order",
+    "TTFTCheck": "a p95 prompt misses the TTFT target",
+}
+"""What the banner on every tab says for each failed check."""
+
+BANNER_CELL = "A3"
+"""Where each of the six tabs shows the check banner: under the title, above the frozen line."""
+
+SEPARATOR = "; "
+
+
+def banner_text(e: Engine) -> str:
+    """The check banner for the engine's figures: empty when every check passes. [text]"""
+    values = check_values(e)
+    failed = [FAILURES[name] for name, _, _ in CHECKS if not values[name]]
+    if not failed:
+        return ""
+    return f"CHECK FAILED on 1 Inputs: {SEPARATOR.join(failed)} — these figures are not a plan"
+
+
+def put_banner(sh: Sheet, e: Engine) -> None:
+    """The check banner near the top of a tab: empty while every check passes, a red warning when one fails."""
+    col = BANNER_CELL.rstrip("0123456789")
+    sh.put(col, int(BANNER_CELL[len(col):]), Cell("=CheckBanner", formula=True, cached=banner_text(e), kind="banner"))
+
+
+def price_date(note: str) -> str:
+    """The date a catalog price note gives (2026-07-23, June 2026), or '' where it names none. [text]"""
+    m = re.search(r"\b\d{4}-\d{2}-\d{2}\b", note) or re.search(
+        r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{4}\b", note)
+    return m.group(0) if m else ""
+
+
 def check_values(e: Engine) -> dict[str, bool]:
     """What each check evaluates to for a plan the engine accepted: the input checks hold by validation."""
     s, pa = e.s, e.sol.paths
@@ -52,7 +98,7 @@ def check_values(e: Engine) -> dict[str, bool]:
 
 def checks_sheet(book: Book, e: Engine) -> None:
     sh = book.sheet("Checks", "Supporting sheet: the checks block. Every row must be TRUE; the master check is shown on 1 Inputs.",
-                    widths={"A": 60, "B": 14, "C": 60})
+                    widths={"A": 60, "B": 14, "C": 60}, freeze="A5")
     rows = Rows(book, sh)
     rows.title("Checks — every row must be TRUE", "Supporting sheet. The master check appears on 1 Inputs.")
     rows.header("Check", "Passes")
@@ -70,11 +116,25 @@ def checks_sheet(book: Book, e: Engine) -> None:
     sh.put("A", r, Cell("All checks pass", kind="label", bold=True))
     coord = sh.put("B", r, Cell("=AND(CheckResults)", formula=True, cached=all(values.values()), kind="check"))
     book.define("AllChecksPass", sh, coord)
+    # What failed, in words, and the banner every tab shows: a check that is an error (an edited input gone bad)
+    # counts as failed.
+    failed = "&".join(f'IF(IFERROR(Check{name},FALSE),"","{SEPARATOR}{FAILURES[name]}")' for name, _, _ in CHECKS)
+    r += 1
+    sh.put("A", r, Cell("Failed checks", kind="label"))
+    coord = sh.put("B", r, Cell("=" + failed, formula=True, kind="calc",
+                                cached="".join(SEPARATOR + FAILURES[n] for n, _, _ in CHECKS if not values[n])))
+    book.define("FailedChecks", sh, coord)
+    r += 1
+    sh.put("A", r, Cell("Banner on every tab", kind="label"))
+    coord = sh.put("B", r, Cell('=IF(IFERROR(AllChecksPass,FALSE),"","CHECK FAILED on 1 Inputs: "'
+                                f'&MID(FailedChecks,LEN("{SEPARATOR}")+1,LEN(FailedChecks))&" — these figures are not a plan")',
+                                formula=True, cached=banner_text(e), kind="banner"))
+    book.define("CheckBanner", sh, coord)
 
 
 def constants_sheet(book: Book) -> None:
     sh = book.sheet("Constants", "Supporting sheet: every constant the formulas use, labelled, and the drop-down lists.",
-                    widths={"A": 28, "B": 46, "C": 22, "D": 16, "E": 70})
+                    widths={"A": 28, "B": 46, "C": 22, "D": 16, "E": 70}, freeze="A5", landscape=True, print_title_rows="4:4")
     sh.put("A", 1, Cell("Constants — every number the formulas use, with its unit", kind="title"))
     sh.put("A", 2, Cell("Supporting sheet. Formulas refer to these by name; none has a number written inside it.", kind="note"))
     for i, h in enumerate(("Name", "Meaning", "Value", "Unit", "Why")):
@@ -107,7 +167,11 @@ def constants_sheet(book: Book) -> None:
     simple = (
         ("ComputeDtypes", "Compute dtypes", ["bf16", "fp8", "fp4"]),
         ("BillingModes", "Billing", ["rented", "purchased"]),
+        ("CostModes", "Rent or buy", ["rent", "buy"]),
         ("MemoryConventions", "KV sizing convention", ["paged", "worst_case"]),
+        ("EngineNames", "Serving engine", list(engines.ENGINES)),
+        ("AttentionFLOPsKinds", "Prefill attention FLOPs", ["causal", "full"]),
+        ("LatencySteps", "Latency check's step", ["with_prefill", "decode_only"]),
         ("Booleans", "Yes / no", [True, False]),
         ("TPDegrees", "Tensor-parallel degrees considered", list(TP_DEGREES)),
     )
@@ -119,22 +183,48 @@ def constants_sheet(book: Book) -> None:
             sh.put("A", r, Cell(v, kind="const"))
         book.define_range(name, sh, f"A{first}", f"A{r}")
         r += 2
+    # The default efficiencies by vendor and engine (xlplan/data/efficiencies.yaml, fitted to the public corpus; the
+    # runbook's figures for its engine), one row per vendor|engine, fallbacks already applied.
+    heads = ("Vendor|engine", "Prefill MFU", "Decode MFU", "Bandwidth efficiency", "Step overhead [s]", "Expert efficiency")
+    for i, h in enumerate(heads):
+        sh.put(i + 1, r, Cell(h, kind="header"))
+    first = r + 1
+    for v in engines.VENDORS:
+        for eng in engines.ENGINES:
+            r += 1
+            d = engines.default_efficiencies_for(eng, v)
+            sh.put("A", r, Cell(f"{v}|{eng}", kind="const"))
+            for i, f in enumerate(("prefill_mfu", "decode_mfu", "bandwidth_efficiency", "step_overhead_s", "expert_efficiency")):
+                sh.put(i + 2, r, Cell(d[f], kind="const", fmt="General"))
+    for name, col in (("EffKeys", "A"), ("EffPrefill", "B"), ("EffDecode", "C"), ("EffBandwidth", "D"), ("EffOverhead", "E"),
+                      ("EffExpert", "F")):
+        book.define_range(name, sh, f"{col}{first}", f"{col}{r}")
+    r += 2
 
 
 def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
     from openpyxl.utils import get_column_letter
 
+    note_col = get_column_letter(3 + len(GPU_COLUMNS) + len(GPU_DERIVED))
+    date_col = get_column_letter(5 + len(GPU_COLUMNS) + len(GPU_DERIVED))  # after the source
     gs = book.sheet("GPUs", "Supporting sheet: the GPU catalog the drop-down on 1 Inputs picks from, with sources.",
-                    widths={"A": 18, "B": 30, **{get_column_letter(3 + i): 13 for i in range(len(GPU_COLUMNS))}, "I": 60, "J": 90})
-    heads = ["Key", "Name"] + [f"{f} [{u}]" for f, _, u in GPU_COLUMNS] + ["Price note", "Source"]
+                    widths={"A": 18, "B": 30, **{get_column_letter(3 + i): 13 for i in range(len(GPU_COLUMNS) + len(GPU_DERIVED))},
+                            note_col: 60, get_column_letter(4 + len(GPU_COLUMNS) + len(GPU_DERIVED)): 90, date_col: 12},
+                    **REFERENCE_PRINT)
+    heads = (["Key", "Name"] + [f"{f} [{u}]" for f, _, u in GPU_COLUMNS] + [f"{f} [{u}]" for f, _, u in GPU_DERIVED]
+             + ["Price note", "Source", "Price date"])
     _catalog_rows(book, gs, "GPUs — the catalog, with sources", heads, "GPUKeys", "GPUNames",
                   [(key, e.gpu if key == gpu_row_key(e.plan) and key not in catalog.gpu_names() else catalog.get_gpu(key))
                    for key in catalog_gpu_keys(e.plan)],
-                  lambda spec: [getattr(spec, f) for f, _, _ in GPU_COLUMNS] + [spec.price_note, spec.source])
+                  lambda spec: [getattr(spec, f) for f, _, _ in GPU_COLUMNS] + gpu_derived(spec)
+                  + [spec.price_note, spec.source, price_date(spec.price_note)])
     keys = catalog_gpu_keys(e.plan)
+    last = CATALOG_FIRST_ROW + len(keys) - 1
+    book.define_range("GPUPriceNotes", gs, f"{note_col}{CATALOG_FIRST_ROW}", f"{note_col}{last}")
+    book.define_range("GPUPriceDates", gs, f"{date_col}{CATALOG_FIRST_ROW}", f"{date_col}{last}")
 
     ms = book.sheet("Models", "Supporting sheet: model configs (Hugging Face config.json fields) the drop-down picks from, with sources.",
-                    widths={"A": 26, "B": 30, **{get_column_letter(3 + i): 11 for i in range(len(MODEL_COLUMNS))}})
+                    widths={"A": 26, "B": 30, **{get_column_letter(3 + i): 11 for i in range(len(MODEL_COLUMNS))}}, **REFERENCE_PRINT)
     heads = ["Key", "Name"] + [f for f, _, _ in MODEL_COLUMNS] + [f for f in MODEL_EXTRA]
     mkeys = catalog_model_keys(e.plan)
     _catalog_rows(book, ms, "Models — config.json fields, with sources", heads, "ModelKeys", "ModelNames",
@@ -142,6 +232,12 @@ def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
                    for key in mkeys],
                   lambda spec: [getattr(spec, f) for f, _, _ in MODEL_COLUMNS] + [getattr(spec, f) for f in MODEL_EXTRA])
     return len(mkeys), len(keys)
+
+
+REFERENCE_PRINT = dict(freeze="C5", landscape=True, fit_width=False, print_title_rows=f"{CATALOG_FIRST_ROW - 1}:{CATALOG_FIRST_ROW - 1}",
+                       print_title_cols="A:B")
+"""How the wide catalog sheets scroll and print: key and name columns and the header kept in view, pages across at a
+readable scale rather than one page shrunk to nothing."""
 
 
 def _catalog_rows(book: Book, sh: Sheet, title: str, heads: list[str], key_name: str, name_name: str, entries, fields) -> None:
@@ -159,7 +255,7 @@ def _catalog_rows(book: Book, sh: Sheet, title: str, heads: list[str], key_name:
 
 def changelog_sheet(book: Book, e: Engine) -> None:
     sh = book.sheet("Change log", "Supporting sheet: who changed what and why. Add a row for every change.",
-                    widths={"A": 14, "B": 24, "C": 100})
+                    widths={"A": 14, "B": 24, "C": 100}, freeze="A5", landscape=True, print_title_rows="4:4")
     sh.put("A", 1, Cell("Change log — add a row for every change", kind="title"))
     sh.put("A", 2, Cell("Supporting sheet.", kind="note"))
     for i, h in enumerate(("Date", "Who", "What changed and why")):

@@ -6,7 +6,7 @@ import math
 
 from xlplan import distributions, steps
 from xlplan.io.workbook import formulas as F
-from xlplan.io.workbook.cells import Book, Cell, Validation
+from xlplan.io.workbook.cells import Book, Cell, Line, Validation, write_lines
 from xlplan.io.workbook.common import (
     FMT,
     NONE,
@@ -15,22 +15,136 @@ from xlplan.io.workbook.common import (
     Rows,
     num,
 )
+from xlplan.io.workbook.support import put_banner
 from xlplan.scenario import TP_DEGREES
+from xlplan.units import TERA
 
-TP_COLS = ("TP", "Considered", "KV shards", "Weights per GPU", "KV budget per GPU", "Conversations per replica",
-           "Memory GPUs (exact)", "Memory GPUs", "Compute GPUs (exact)", "Compute GPUs", "Max decode batch",
-           "Latency GPUs (exact)", "Latency GPUs", "Load GPUs")
+
+def _vec_div(a: float, b: float) -> float:
+    return a / b if b else float("inf")
+
+
+def _vec_ceil(x: float) -> float:
+    return float(math.ceil(x))
+
+TP_COLS = ("TP", "Considered", "KV shards", "Weights per GPU [GiB]", "KV budget per GPU [GiB]", "Conversations per replica",
+           "Memory GPUs (exact)", "Memory GPUs", "Compute GPUs (exact)", "Compute GPUs", "Max decode batch (engine) [sequences]",
+           "Latency GPUs (exact)", "Latency GPUs", "Load GPUs", "With redundancy", "Purchased", "Billed", "Objective")
+
+
+def _little_lines(e: Engine) -> list[Line]:
+    """Time in system and Little's Law."""
+    s, tr = e.s, e.sol.traffic
+    ttft = s.ttft_s if s.include_ttft else 0.0
+    return [
+        Line("TTFTCounted", "TTFT counted in time in system", "=IF(IncludeTTFT,TTFTTarget,0)", ttft, "s", FMT["s2"],
+             "0 unless the policy adds it (the runbook leaves it out)"),
+        Line("TimeInSystem", "Time in system", "=" + F.time_in_system("ITLTarget", "TTFTCounted"), tr.time_in_system_s, "s",
+             FMT["s2"], F.join("mean output ", F.fixed("OutputMean", tr.output_mean), " tokens x ", F.short("ITLTarget", s.itl_s, 4),
+                               " s", F.when("IncludeTTFT", s.include_ttft, F.join(" + TTFT ", F.short("TTFTCounted", ttft, 3), " s")),
+                               " = ", F.fixed("TimeInSystem", tr.time_in_system_s, 1), " s"),
+             udf="TIME_IN_SYSTEM(OutputP50,OutputP95,ITLTarget,OutputP99,TTFTCounted)"),
+        Line("Concurrency", "Requests in flight (Little's Law)", "=PeakRate*TimeInSystem", tr.concurrency, "requests", FMT["num"],
+             F.join(F.short("PeakRate", s.peak_rps), " req/s x ", F.fixed("TimeInSystem", tr.time_in_system_s, 1), " s = ",
+                    F.short("Concurrency", tr.concurrency, 1), " in flight"),
+             udf="LITTLES_LAW(PeakRate,TimeInSystem)"),
+    ]
+
+
+def _memory_lines(e: Engine) -> list[Line]:
+    """The memory path: the cache in flight against the KV budget per GPU."""
+    s, tr, pa = e.s, e.sol.traffic, e.sol.paths
+    mem_exact = num(pa.memory_gpus_exact)
+    runbook = s.engine == "runbook"
+    budget = F.when('Engine="runbook"', runbook,
+                    F.join(F.fixed("GPUMemoryGiB", e.gpu.memory_gib, 2), " GiB x ", F.pct("MemoryUtilisation", s.memory_utilisation),
+                           " - ", F.fixed("WeightsGiBPerGPU", pa.weights_gib_per_gpu, 2), " GiB weights - ",
+                           F.fixed("OverheadGiB", s.overhead_gib, 2), " GiB overhead"),
+                    F.join(F.ref("Engine", s.engine), "'s rule at TP ", F.fixed("TP", pa.tp), ": ", F.pct("MemoryUtilisation", s.memory_utilisation),
+                           " of the memory less weights, activations and runtime (the TP table)"))
+    return [
+        Line("ConversationTokens", "Conversation length the cache is sized at",
+             "=" + F.conversation_tokens("PromptP50", "PromptP99", "PromptP99Fitted"), tr.conversation_tokens, "tokens", FMT["tokens"],
+             F.when('MemoryConvention="worst_case"', s.worst_case_memory, "p99 prompt + p99 output (worst case)",
+                    "p50 prompt + p50 output (paged)")),
+        Line("KVBytesPerConversation", "KV cache per conversation",
+             "=" + F.kv_bytes_per_conversation("KVBytesPerTokenLayer", "ConversationTokens"), tr.kv_bytes_per_conversation,
+             "bytes", FMT["int"], "cache per token per layer x the length (sliding-window layers hold at most the window)"),
+        Line("KVPerConversationGiB", "KV cache per conversation", "=KVBytesPerConversation/GiB", tr.kv_gib_per_conversation,
+             "GiB", FMT["gib"], "the bytes above ÷ 2^30", udf="KV_GIB_PER_CONVERSATION(ModelKey,ConversationTokens,KVDtype)",
+             needs="model"),
+        Line("KVTotalGiB", "KV cache in flight", "=Concurrency*KVBytesPerConversation/GiB", tr.kv_gib_total, "GiB", FMT["gib"],
+             F.join(F.short("Concurrency", tr.concurrency, 1), " in flight x ", F.fixed("KVPerConversationGiB", tr.kv_gib_per_conversation, 3),
+                    " GiB = ", F.fixed("KVTotalGiB", tr.kv_gib_total, 1), " GiB")),
+        Line("WeightsGiBPerGPU", "Weights per GPU at the chosen TP", "=INDEX(TPWeightsGiB,TPChoiceRow)", pa.weights_gib_per_gpu,
+             "GiB", FMT["gib"], ""),
+        Line("KVBudgetGiB", "KV budget per GPU", "=INDEX(TPBudgetGiB,TPChoiceRow)", pa.kv_budget_gib_per_gpu, "GiB", FMT["gib"],
+             F.join(budget, " = ", F.fixed("KVBudgetGiB", pa.kv_budget_gib_per_gpu, 2), " GiB"),
+             udf="KV_BUDGET_GIB(GPUMemoryGiB,WeightsGiBPerGPU,MemoryUtilisation,OverheadGiB)"),
+        Line("ConversationsPerReplica", "Conversations one replica holds", "=INDEX(TPConversations,TPChoiceRow)",
+             pa.conversations_per_replica, "conversations", FMT["num"], "KV budget x KV shards ÷ cache per conversation"),
+        Line("MemoryGPUsExact", "Memory path before rounding", "=INDEX(TPMemoryExact,TPChoiceRow)", mem_exact, "GPUs", FMT["gpus2"],
+             F.when("ISNUMBER(MemoryGPUsExact)", isinstance(mem_exact, float),
+                    F.join(F.short("Concurrency", tr.concurrency, 1), " in flight ÷ ",
+                           F.fixed("ConversationsPerReplica", pa.conversations_per_replica, 1), " per replica x TP ", F.fixed("TP", pa.tp),
+                           " = ", F.fixed("MemoryGPUsExact", mem_exact if isinstance(mem_exact, float) else 0.0, 2)),
+                    "the weights leave no room for the cache at this degree")),
+        Line("KVShards", "Ways each conversation's cache splits", "=INDEX(TPShards,TPChoiceRow)", pa.kv_shards, "GPUs", "0",
+             "min(TP, KV heads); 1 for MLA"),
+        Line("MemoryGPUs", "Memory path", "=INDEX(TPMemory,TPChoiceRow)", num(pa.memory_gpus), "GPUs", FMT["gpus"],
+             "in whole replicas", udf="MEMORY_GPUS(Concurrency,KVPerConversationGiB,KVBudgetGiB,TP,KVShards)"),
+    ]
+
+
+def _compute_lines(e: Engine) -> list[Line]:
+    """The compute path: prefill and decode FLOP/s at peak against peak x MFU."""
+    s, tr, pa = e.s, e.sol.traffic, e.sol.paths
+    pre, dec = steps.prefill_mfu(s), steps.decode_mfu(s)
+    return [
+        Line("PrefillKeysPerRequest", "Attention key pairs per prompt", "=" + F.prefill_keys("PromptMean", "PromptSecondMoment"),
+             tr.prefill_keys_per_request, "token·keys", FMT["sci"], "causal: (E[n²] + E[n]) ÷ 2; full (the runbook): E[n²]"),
+        Line("PrefillKeysWindowPerRequest", "Of those, within the sliding window",
+             "=IF(SlidingWindowLayers>0,MIN(PrefillKeysPerRequest,SlidingWindow*PromptMean),PrefillKeysPerRequest)",
+             tr.prefill_keys_window_per_request, "token·keys", FMT["sci"], "window layers attend to at most the window"),
+        Line("PrefillFLOPsPerRequest", "Prefill per request", "=" + F.prefill_flops("PromptMean", "PromptSecondMoment"),
+             tr.prefill_flops_per_request, "FLOP", FMT["sci"], "2·N·E[n] + 4·width·layers·key pairs: the distribution, not the mean"),
+        Line("DecodeFLOPsPerToken", "Decode per output token", "=" + F.decode_flops("PromptMean"), tr.decode_flops_per_token,
+             "FLOP/token", FMT["sci"], F.when("DecodeAttention", s.decode_attention, "2 x active parameters, plus attention over the cache",
+                                              "2 x active parameters")),
+        Line("PrefillTFLOPS", "Prefill demand at peak", "=PeakRate*PrefillFLOPsPerRequest*(1-PrefixReuse)/TeraUnit",
+             tr.prefill_tflops, "TFLOP/s", FMT["tflops"],
+             F.join(F.short("PeakRate", s.peak_rps), " req/s x ", F.fixed("PrefillFLOPsPerRequest/TeraUnit", tr.prefill_flops_per_request / TERA, 1),
+                    " TFLOP per prompt x (1 - ", F.pct("PrefixReuse", s.prefix_reuse), " reuse) = ", F.fixed("PrefillTFLOPS", tr.prefill_tflops)),
+             udf="PREFILL_TFLOPS(PeakRate,ModelKey,PromptP50,PromptP95,PromptP99,PrefixReuse)", needs="model"),
+        Line("DecodeTFLOPS", "Decode demand at peak", "=PeakRate*OutputMean*DecodeFLOPsPerToken/TeraUnit", tr.decode_tflops,
+             "TFLOP/s", FMT["tflops"],
+             F.join(F.fixed("PeakRate*OutputMean", s.peak_rps * tr.output_mean), " tokens/s x the FLOPs per token above = ",
+                    F.fixed("DecodeTFLOPS", tr.decode_tflops)),
+             udf="DECODE_TFLOPS(PeakRate,ModelKey,OutputP50,OutputP95,OutputP99)", needs="model runbook_decode"),
+        Line("DemandTFLOPS", "Total demand", "=PrefillTFLOPS+DecodeTFLOPS", tr.prefill_tflops + tr.decode_tflops, "TFLOP/s",
+             FMT["tflops"], ""),
+        Line("TFLOPSPerGPU", "Sustained per GPU", "=PeakTFLOPS*MFU", pa.tflops_per_gpu, "TFLOP/s", FMT["tflops"],
+             F.join(F.fixed("PeakTFLOPS", s.peak_tflops), " peak x ", F.pct("MFU", s.mfu), " MFU = ", F.fixed("TFLOPSPerGPU", pa.tflops_per_gpu, 1))),
+        Line("ComputeGPUsExact", "Compute path before rounding", "=INDEX(TPComputeExact,TPChoiceRow)", pa.compute_gpus_exact, "GPUs",
+             FMT["gpus2"],
+             F.join(F.fixed("PrefillTFLOPS", tr.prefill_tflops), " ÷ (", F.fixed("PeakTFLOPS", s.peak_tflops), " x ",
+                    F.pct("PrefillMFU", pre), ") + ", F.fixed("DecodeTFLOPS", tr.decode_tflops), " ÷ (", F.fixed("PeakTFLOPS", s.peak_tflops),
+                    " x ", F.pct("DecodeMFU", dec), ") = ", F.fixed("ComputeGPUsExact", pa.compute_gpus_exact, 2))),
+        Line("ComputeGPUs", "Compute path", "=INDEX(TPCompute,TPChoiceRow)", pa.compute_gpus, "GPUs", FMT["gpus"],
+             "in whole replicas", udf="COMPUTE_GPUS(DemandTFLOPS,PeakTFLOPS,MFU,TP)", needs="single_mfu"),
+    ]
 
 
 def constraints_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[2], "Section 3: the memory path and the compute path computed separately, the latency check, which binds.",
-                    widths={"A": 40, "B": 22, "C": 16, "D": 80, **{c: 13 for c in "EFGHIJKLMN"}},
-                    print_title_rows="1:2", landscape=True)
+                    widths={"A": 40, "B": 22, "C": 16, "D": 80, **{c: 13 for c in "EFGHIJKLMNOPQR"}},
+                    print_title_rows="1:3", landscape=True, freeze="A4")
     rows = Rows(book, sh, engine=e)
     s, tr, pa = e.s, e.sol.traffic, e.sol.paths
     rows.title("3 · The two constraints — memory and compute, computed separately; the latency check; which binds",
                "Compute both, compare, then confirm in production: memory binds when the cache is pinned near 100%; "
                "compute binds when the GPU is saturated while the cache is comfortable.")
+    put_banner(sh, e)
     rows.section("Traffic — lengths fitted as a lognormal through p50/p95/p99; Little's Law")
     rows.header("Quantity", "Value", "Unit", "How")
     fits = (
@@ -49,94 +163,69 @@ def constraints_tab(book: Book, e: Engine) -> None:
                   FMT["sci"], how[2])
         rows.calc(f"{who}P99Fitted", f"{who} p99 (fitted)", "=" + F.lognormal_p99(n50, sig),
                   distributions.lognormal_quantile(median, sigma, 0.99), "tokens", FMT["num"], how[3])
-    rows.calc("TTFTCounted", "TTFT counted in time in system", "=IF(IncludeTTFT,TTFTTarget,0)",
-              s.ttft_s if s.include_ttft else 0.0, "s", '0.00 "s"', "0 unless the policy adds it (the runbook leaves it out)")
-    rows.calc("TimeInSystem", "Time in system", "=" + F.time_in_system("ITLTarget", "TTFTCounted"),
-              tr.time_in_system_s, "s", '0.00 "s"', "mean output x inter-token target (the runbook: 300 x 0.05 = 15 s)",
-              udf="TIME_IN_SYSTEM(OutputP50,OutputP95,ITLTarget,OutputP99,TTFTCounted)")
-    rows.calc("Concurrency", "Requests in flight (Little's Law)", "=PeakRate*TimeInSystem",
-              tr.concurrency, "requests", FMT["num"], "arrival rate x time in system (40 x 15 = 600)",
-              udf="LITTLES_LAW(PeakRate,TimeInSystem)")
-
+    write_lines(rows, _little_lines(e))
     rows.section("Memory path — the cache every conversation in flight holds, against the room per GPU")
     rows.header("Quantity", "Value", "Unit", "How")
-    rows.calc("ConversationTokens", "Conversation length the cache is sized at",
-              "=" + F.conversation_tokens("PromptP50", "PromptP99", "PromptP99Fitted"),
-              tr.conversation_tokens, "tokens", FMT["tokens"], "p50 prompt + p50 output (paged), or p99 + p99 (worst case)")
-    rows.calc("KVBytesPerConversation", "KV cache per conversation",
-              "=" + F.kv_bytes_per_conversation("KVBytesPerTokenLayer", "ConversationTokens"),
-              tr.kv_bytes_per_conversation, "bytes", FMT["int"], "sliding-window layers hold at most the window")
-    rows.calc("KVPerConversationGiB", "KV cache per conversation", "=KVBytesPerConversation/GiB",
-              tr.kv_gib_per_conversation, "GiB", FMT["gib"], "the runbook: 0.281 GiB",
-              udf="KV_GIB_PER_CONVERSATION(ModelKey,ConversationTokens,KVDtype)", needs="model")
-    rows.calc("KVTotalGiB", "KV cache in flight", "=Concurrency*KVBytesPerConversation/GiB",
-              tr.kv_gib_total, "GiB", FMT["gib"], "600 x 0.281 = 168.5 GiB")
-    rows.calc("WeightsGiBPerGPU", "Weights per GPU at the chosen TP", "=INDEX(TPWeightsGiB,TPChoiceRow)",
-              pa.weights_gib_per_gpu, "GiB", FMT["gib"], "")
-    rows.calc("KVBudgetGiB", "KV budget per GPU", "=INDEX(TPBudgetGiB,TPChoiceRow)",
-              pa.kv_budget_gib_per_gpu, "GiB", FMT["gib"], "memory x utilisation - weights - overhead (0.9 x 79.65 - 14.96 - 3.0 = 53.73)",
-              udf="KV_BUDGET_GIB(GPUMemoryGiB,WeightsGiBPerGPU,MemoryUtilisation,OverheadGiB)")
-    rows.calc("ConversationsPerReplica", "Conversations one replica holds", "=INDEX(TPConversations,TPChoiceRow)",
-              pa.conversations_per_replica, "conversations", FMT["num"], "")
-    rows.calc("MemoryGPUsExact", "Memory path before rounding", "=INDEX(TPMemoryExact,TPChoiceRow)",
-              num(pa.memory_gpus_exact), "GPUs", FMT["gpus2"], "168.5 ÷ 53.73 = 3.14")
-    rows.calc("KVShards", "Ways each conversation's cache splits", "=INDEX(TPShards,TPChoiceRow)", pa.kv_shards, "GPUs", "0",
-              "min(TP, KV heads); 1 for MLA")
-    rows.calc("MemoryGPUs", "Memory path", "=INDEX(TPMemory,TPChoiceRow)", num(pa.memory_gpus), "GPUs", FMT["gpus"],
-              "in whole replicas", udf="MEMORY_GPUS(Concurrency,KVPerConversationGiB,KVBudgetGiB,TP,KVShards)")
-
+    write_lines(rows, _memory_lines(e))
     rows.section("Compute path — prefill and decode FLOPs at peak, against peak x MFU")
     rows.header("Quantity", "Value", "Unit", "How")
-    rows.calc("PrefillFLOPsPerRequest", "Prefill per request",
-              "=" + F.prefill_flops("PromptMean", "PromptSecondMoment"),
-              tr.prefill_flops_per_request, "FLOP", FMT["sci"], "2·N·E[n] + 4·layers·E[n²]·width: the distribution, not the mean")
-    rows.calc("DecodeFLOPsPerToken", "Decode per output token",
-              "=" + F.decode_flops("PromptMean"),
-              tr.decode_flops_per_token, "FLOP/token", FMT["sci"], "2 x active parameters")
-    rows.calc("PrefillTFLOPS", "Prefill demand at peak", "=PeakRate*PrefillFLOPsPerRequest*(1-PrefixReuse)/TeraUnit",
-              tr.prefill_tflops, "TFLOP/s", FMT["tflops"], "the runbook: 1,369",
-              udf="PREFILL_TFLOPS(PeakRate,ModelKey,PromptP50,PromptP95,PromptP99,PrefixReuse)", needs="model")
-    rows.calc("DecodeTFLOPS", "Decode demand at peak", "=PeakRate*OutputMean*DecodeFLOPsPerToken/TeraUnit",
-              tr.decode_tflops, "TFLOP/s", FMT["tflops"], "the runbook: 193",
-              udf="DECODE_TFLOPS(PeakRate,ModelKey,OutputP50,OutputP95,OutputP99)", needs="model runbook_decode")
-    rows.calc("DemandTFLOPS", "Total demand", "=PrefillTFLOPS+DecodeTFLOPS", tr.prefill_tflops + tr.decode_tflops,
-              "TFLOP/s", FMT["tflops"], "")
-    rows.calc("TFLOPSPerGPU", "Sustained per GPU", "=PeakTFLOPS*MFU", pa.tflops_per_gpu, "TFLOP/s", FMT["tflops"],
-              "989 x 0.40 = 395.6")
-    rows.calc("ComputeGPUsExact", "Compute path before rounding", "=INDEX(TPComputeExact,TPChoiceRow)",
-              pa.compute_gpus_exact, "GPUs", FMT["gpus2"], "1,562 ÷ 395.6 = 3.95")
-    rows.calc("ComputeGPUs", "Compute path", "=INDEX(TPCompute,TPChoiceRow)", pa.compute_gpus, "GPUs", FMT["gpus"],
-              "in whole replicas", udf="COMPUTE_GPUS(DemandTFLOPS,PeakTFLOPS,MFU,TP)", needs="single_mfu")
+    write_lines(rows, _compute_lines(e))
 
-    rows.section("Latency check — can a replica meet the promise?")
+    rows.section("Latency check — can a replica meet the promise? (the serving model: each step's dense, expert and "
+                 "attention parts on their rooflines, plus communication and the per-step overhead)")
     rows.header("Quantity", "Value", "Unit", "How")
+    r = steps.replica(s, pa.tp)
+    rows.calc("EPUsed", "Expert-parallel degree used", "=IF(AND(Experts>0,MOD(TP,ExpertParallel)=0),ExpertParallel,1)",
+              r.ep, "GPUs", "0", "the policy's, where it divides the TP degree")
     rows.calc("MaxDecodeBatch", "Largest batch within the inter-token target", "=INDEX(TPMaxBatch,TPChoiceRow)",
-              pa.max_decode_batch, "conversations", FMT["num"], "roofline: FLOPs vs peak x MFU, bytes vs bandwidth x efficiency")
+              pa.max_decode_batch, "sequences", FMT["num"], "searched by the engine (a bisection is not a formula); the TP table")
     rows.calc("LatencyGPUsExact", "Latency path before rounding", "=INDEX(TPLatencyExact,TPChoiceRow)",
               num(pa.latency_gpus_exact), "GPUs", FMT["gpus2"], "")
     rows.calc("LatencyGPUs", "Latency path", "=INDEX(TPLatency,TPChoiceRow)", num(pa.latency_gpus), "GPUs", FMT["gpus"], "",
               udf="LATENCY_GPUS(Concurrency,MaxDecodeBatch,TP)")
-    rows.calc("PrefillFLOPsP95", "Prefill of a p95 prompt",
-              "=" + F.prefill_flops("PromptP95", "PromptP95*PromptP95"),
-              tr.prefill_flops_p95_prompt, "FLOP", FMT["sci"], "")
-    rows.calc("TTFTP95", "TTFT of a p95 prompt alone", "=PrefillFLOPsP95/(TP*PeakTFLOPS*PrefillMFU*TeraUnit)",
+    rows.calc("DecodeContext", "Cached context of a decoding sequence", "=PromptMean+OutputMean*MeanDecodePosition",
+              steps.decode_context_tokens(tr), "tokens", FMT["num"], "its prompt and half its output")
+    rows.calc("PrefillPerDecode", "Prompts started per decoded token",
+              '=IF(LatencyStep="with_prefill",(1-PrefixReuse)/OutputMean,0)',
+              (1 - s.prefix_reuse) / tr.output_mean if s.latency_with_prefill else 0.0, "prompts/token", "0.000000",
+              "chunked prefill shares the decode steps (0: decode alone, the runbook)")
+    q = float(distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile))
+    rows.calc("TTFTPrompt", "Prompt at the promise's percentile",
+              "=IF(PromisePercentile=PercentP95,PromptP95,IF(PromisePercentile=PercentP50,PromptP50,"
+              "IF(AND(PromisePercentile=PercentP99,ISNUMBER(PromptP99)),PromptP99,"
+              "PromptP50*EXP(PromptSigma*NORMSINV(PromisePercentile/PercentPerFraction)))))",
+              q, "tokens", FMT["num"], "the stated p50, p95 or p99; another percentile from the fitted lognormal")
+    n = _vec_ceil(q / s.max_num_batched_tokens)
+    rows.calc("TTFTChunks", "Prefill steps of that prompt", "=ROUNDUP(TTFTPrompt/MaxNumBatchedTokens,0)", n, "steps", "0",
+              "chunks of the step budget")
+    rows.calc("TTFTChunkTokens", "Tokens per chunk", "=TTFTPrompt/TTFTChunks", q / n, "tokens", FMT["num"], "")
+    keys = (q * q + q) / 2.0 if s.causal_attention else q * q
+    rows.calc("TTFTChunkKeys", "Key pairs per chunk",
+              '=IF(AttentionFLOPsKind="causal",(TTFTPrompt*TTFTPrompt+TTFTPrompt)/CausalPairsDivisor,TTFTPrompt*TTFTPrompt)/TTFTChunks',
+              keys / n, "token·keys", FMT["sci"], "")
+    rows.calc("TTFTChunkPrefix", "Cached prefix each chunk reads", "=TTFTChunkTokens*(TTFTChunks-1)*MeanChunkPosition",
+              q / n * (n - 1) / 2.0, "tokens", FMT["num"], "")
+    rows.calc("TTFTP95", "TTFT of that prompt alone",
+              "=TTFTChunks*(" + F.step_time("TP", "EPUsed", "KVShards", "0", "0", "0", "TTFTChunkTokens", "TTFTChunkKeys",
+                                            "IF(SlidingWindowLayers>0,MIN(TTFTChunkKeys,SlidingWindow*TTFTChunkTokens),TTFTChunkKeys)",
+                                            "TTFTChunkPrefix", "MIN(TTFTChunkPrefix,SlidingWindow)") + ")",
               pa.ttft_p95_s, "s", FMT["s"], "more replicas do not shorten this")
     rows.calc("TTFTMet", "TTFT target met", "=TTFTP95<=TTFTTarget", pa.ttft_p95_s <= s.ttft_s, "TRUE | FALSE", None, "")
 
     rows.section("Which binds")
     rows.header("Quantity", "Value", "Unit", "How")
     rows.calc("Binding", "Binding constraint",
-              "=" + F.binding("MemoryGPUs", "ComputeGPUs", "LatencyGPUs"),
-              e.sol.binding, "path", None, "the path that needs the most GPUs; 'both' when two tie, 'all' when three do",
-              udf="BINDING_CONSTRAINT(MemoryGPUs,ComputeGPUs,LatencyGPUs)")
+              "=" + F.binding("MemoryGPUs", "ComputeGPUs", "LatencyGPUs", "TP"),
+              e.sol.binding, "path", None,
+              "the path that needs the most GPUs; 'both' when two tie, 'all' when three do; 'minimum replica' when all fit in one")
     rows.calc("TP", "Tensor-parallel degree chosen", "=INDEX(TPDegreeCol,TPChoiceRow)", pa.tp, "GPUs", "0",
-              "the degree that needs the fewest GPUs for the load (smallest on a tie)")
+              "fewest GPUs purchased, then fewest billed, then the smallest degree")
 
     low, high = e.result.fleet.calibrated_low, e.result.fleet.calibrated_high
     if low is not None and high is not None:
         rows.section("Calibrated range — the fleet at the ends of the fitted efficiencies (values from xlplan calibrate; "
                      "`xlplan check` flags them when inputs change)")
-        rows.header("End", "With redundancy", "Purchased", "Efficiencies (prefill MFU, decode MFU, bandwidth)")
+        rows.header("End", "With redundancy [GPUs]", "Purchased [GPUs]", "Efficiencies (prefill MFU, decode MFU, bandwidth)")
         for label, at in (("High efficiencies (fewer GPUs)", high), ("Low efficiencies (more GPUs)", low)):
             r = sh.row
             sh.put("A", r, Cell(label, kind="label"))
@@ -148,7 +237,7 @@ def constraints_tab(book: Book, e: Engine) -> None:
             sh.row += 1
 
     # The TP table: one row per degree, one formula per column.
-    rows.section("Every tensor-parallel degree — the planner picks the one with the smallest load")
+    rows.section("Every tensor-parallel degree — the planner buys the fewest GPUs, then bills the fewest, then takes the smallest degree")
     hdr = sh.row
     for i, label in enumerate(TP_COLS):
         sh.put(i + 1, hdr, Cell(label, kind="header"))
@@ -158,40 +247,53 @@ def constraints_tab(book: Book, e: Engine) -> None:
         r = first + k
         c = cands.get(tp) or steps.paths(s, tr, tp)
         considered = tp in s.tp_options
+        feasible = considered and not math.isinf(c.load)
         f = {
             "A": (f"=INDEX(TPDegrees,{k + 1})", tp, "0"),
             "B": ("=" + F.tp_considered(f"A{r}"), considered, None),
-            "C": (f"=MIN(A{r},KVShardLimit)", c.kv_shards, "0"),
+            "C": (f"=IF(AttentionDataParallel,A{r},MIN(A{r},KVShardLimit))", c.kv_shards, "0"),
             "D": (f"=WeightsBytes/A{r}/GiB", c.weights_gib_per_gpu, FMT["gib"]),
-            "E": ("=" + F.kv_budget_gib("WeightsBytes", f"A{r}"), c.kv_budget_gib_per_gpu, FMT["gib"]),
+            "E": ("=" + F.kv_budget_engine("WeightsBytes", f"A{r}", F.activation_gib(f"A{r}")), c.kv_budget_gib_per_gpu, FMT["gib"]),
             "F": (f"=MAX(E{r},0)*C{r}/KVPerConversationGiB", c.conversations_per_replica, FMT["num"]),
             "G": (f'=IF(F{r}>0,A{r}*(Concurrency/F{r}),"{NONE}")', num(c.memory_gpus_exact), FMT["num"]),
             "H": (f'=IF(ISNUMBER(G{r}),{F.whole_gpus(f"G{r}/A{r}", f"A{r}")},"{NONE}")', num(c.memory_gpus), "0"),
             "I": ("=PrefillTFLOPS/(PeakTFLOPS*PrefillMFU)+DecodeTFLOPS/(PeakTFLOPS*DecodeMFU)", c.compute_gpus_exact, FMT["num"]),
             "J": ("=" + F.whole_gpus(f"I{r}/A{r}", f"A{r}"), c.compute_gpus, "0"),
-            "K": ("=" + F.max_decode_batch("ITLTarget", "PeakTFLOPS", "DecodeFLOPsPerToken", "WeightsBytes",
-                                           "KVBytesPerConversation", f"A{r}", f"C{r}"), c.max_decode_batch, FMT["num"]),
+            "K": None,
             "L": (f'=IF(K{r}>0,A{r}*(Concurrency/K{r}),"{NONE}")', num(c.latency_gpus_exact), FMT["num"]),
             "M": (f'=IF(ISNUMBER(L{r}),{F.whole_gpus(f"L{r}/A{r}", f"A{r}")},"{NONE}")', num(c.latency_gpus), "0"),
             "N": (f'=IF(AND(B{r},ISNUMBER(H{r}),ISNUMBER(M{r})),MAX(H{r},J{r},M{r}),"")',
                   c.load if (considered and not math.isinf(c.load)) else "", "0"),
+            "O": (f'=IF(ISNUMBER(N{r}),(N{r}/A{r}+Redundancy)*A{r},"")', c.with_redundancy if feasible else "", "0"),
+            "P": (f'=IF(ISNUMBER(O{r}),ROUNDUP(O{r}/GPUsPerNode,0)*GPUsPerNode,"")', c.purchased if feasible else "", "0"),
+            "Q": (f'=IF(ISNUMBER(P{r}),IF(BillPurchased,P{r},O{r}),"")',
+                  (c.purchased if s.bill_purchased else c.with_redundancy) if feasible else "", "0"),
+            "R": (f'=IF(ISNUMBER(Q{r}),P{r}*TPObjectivePurchased+Q{r}*TPObjectiveBilled+A{r},"")',
+                  c.purchased * 1e8 + (c.purchased if s.bill_purchased else c.with_redundancy) * 100.0 + tp if feasible else "", "0"),
         }
-        for col, (formula, cached, fmt) in f.items():
+        for col, spec in f.items():
+            if spec is None:  # searched by the engine: a value, shaded like the breakpoints
+                sh.put(col, r, Cell(num(c.max_decode_batch) if not math.isinf(c.max_decode_batch) else 0.0, kind="static",
+                                    fmt=FMT["num"]))
+                continue
+            formula, cached, fmt = spec
             sh.put(col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt))
     last = first + len(TP_DEGREES) - 1
     for name, col in (("TPDegreeCol", "A"), ("TPShards", "C"), ("TPWeightsGiB", "D"), ("TPBudgetGiB", "E"), ("TPConversations", "F"),
                       ("TPMemoryExact", "G"), ("TPMemory", "H"), ("TPComputeExact", "I"), ("TPCompute", "J"),
-                      ("TPMaxBatch", "K"), ("TPLatencyExact", "L"), ("TPLatency", "M"), ("TPLoad", "N")):
+                      ("TPMaxBatch", "K"), ("TPLatencyExact", "L"), ("TPLatency", "M"), ("TPLoad", "N"),
+                      ("TPWithRedundancy", "O"), ("TPPurchased", "P"), ("TPBilled", "Q"), ("TPObjective", "R")):
         book.define_range(name, sh, f"{col}{first}", f"{col}{last}")
     sh.row = last + 1
-    rows.calc("TPChoiceRow", "Row of the chosen degree", "=MATCH(MIN(TPLoad),TPLoad,0)",
-              TP_DEGREES.index(pa.tp) + 1, "row", "0", "the first (smallest) degree with the smallest load; #N/A if none fits")
+    rows.calc("TPChoiceRow", "Row of the chosen degree", "=MATCH(MIN(TPObjective),TPObjective,0)",
+              TP_DEGREES.index(pa.tp) + 1, "row", "0",
+              "fewest purchased, then fewest billed, then the smallest degree (Objective column); #N/A if none fits")
 
     # Chart data: each path against peak rate at the chosen degree (linear in the rate).
     rows.section("Each path against peak rate (at the chosen degree): where the lines cross, the binding constraint flips")
     hdr = sh.row
-    for i, label in enumerate(("x current peak", "Peak rate [req/s]", "Memory GPUs (exact)", "Compute GPUs (exact)",
-                               "Latency GPUs (exact)")):
+    for i, label in enumerate(("x current peak", "Peak rate [req/s]", "Memory path", "Compute path", "Latency path",
+                               "GPUs purchased")):
         sh.put(i + 1, hdr, Cell(label, kind="header"))
     mults = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0)
     for k, x in enumerate(mults):
@@ -206,9 +308,25 @@ def constraints_tab(book: Book, e: Engine) -> None:
         sh.put("D", r, Cell(f"=ComputeGPUsExact*A{r}", formula=True, cached=pa.compute_gpus_exact * x, kind="calc", fmt=FMT["num"]))
         sh.put("E", r, Cell(f'=IF(ISNUMBER(LatencyGPUsExact),LatencyGPUsExact*A{r},"")', formula=True,
                             cached=lat * x if not math.isinf(lat) else "", kind="calc", fmt=FMT["num"]))
+        sh.put("F", r, Cell("=FleetPurchased", formula=True, cached=pa.purchased, kind="calc", fmt=FMT["gpus"]))
     end = hdr + len(mults)
-    sh.charts.append({"kind": "scatter", "title": "GPUs needed by each path against peak rate",
+    # The current peak, drawn as a vertical line from 0 to the top of the chart.
+    mark = end + 2
+    for col, label in (("A", "Marker"), ("B", "Peak rate [req/s]"), ("C", "Current peak")):
+        sh.put(col, mark, Cell(label, kind="header"))
+    exact = [v for v in (pa.memory_gpus_exact, pa.compute_gpus_exact, lat) if not math.isinf(v)]
+    for k, (label, formula, cached) in enumerate((("bottom", "=0", 0.0),
+                                                  ("top", f"=MAX(C{hdr + 1}:F{end})", max(max(exact) * mults[-1], pa.purchased)))):
+        r = mark + 1 + k
+        sh.put("A", r, Cell(label, kind="label"))
+        sh.put("B", r, Cell("=PeakRate", formula=True, cached=s.peak_rps, kind="calc", fmt=FMT["num"]))
+        sh.put("C", r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=FMT["num"]))
+    paths = [{"col": c, "rows": (hdr, end), "colour": colour} for c, colour in (("C", "1F77B4"), ("D", "FF7F0E"), ("E", "2CA02C"))]
+    sh.charts.append({"kind": "scatter", "title": "GPUs by path against peak rate",
                       "x_title": "Peak rate [requests/s]", "y_title": "GPUs (before rounding)",
-                      "x": ("B", hdr + 1, end), "series": [("C", hdr, end), ("D", hdr, end), ("E", hdr, end)],
-                      "anchor": f"G{hdr}"})
-    sh.row = end + 1
+                      "x": ("B", hdr + 1, end), "x_format": "#,##0", "y_format": "#,##0", "x_min": 0, "y_min": 0,
+                      "series": paths + [{"col": "F", "rows": (hdr, end), "colour": "9467BD", "dash": "dash", "marker": "none"},
+                                         {"col": "C", "rows": (mark, mark + 2), "x": ("B", mark + 1, mark + 2), "colour": "D62728",
+                                          "dash": "sysDash", "marker": "none"}],
+                      "anchor": f"H{hdr}", "width": 18, "height": 11})
+    sh.row = mark + 3

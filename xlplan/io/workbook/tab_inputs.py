@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from xlplan.io.workbook.cells import Book, Cell, Validation
+from xlplan.io.workbook import formulas as F
+from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import (
     FMT,
     SIX_TABS,
@@ -10,7 +11,7 @@ from xlplan.io.workbook.common import (
     Rows,
 )
 from xlplan.io.workbook.inputs import INPUT_SPECS, OWNER_SECTIONS, InputSpec, input_value
-from xlplan.io.workbook.support import check_values
+from xlplan.io.workbook.support import check_values, price_date, put_banner
 
 
 def _validation(spec: InputSpec) -> Validation:
@@ -39,41 +40,124 @@ def _validation(spec: InputSpec) -> Validation:
                       "Text up to 255 characters.")
 
 
+def _efficiencies_used(rows: Rows, e: Engine) -> None:
+    """What the plan runs at: each efficiency and budget as given, else the engine's default for the GPU."""
+    from xlplan import engines, steps
+
+    s = e.s
+    rows.section("Efficiencies and budgets used — given above, else the engine's defaults for this GPU (Constants sheet)")
+    rows.header("Quantity", "Value", "Unit", "", "", "How")
+    key = f"{engines.vendor(e.gpu.name)}|{s.engine}"
+    table_row = [f"{v}|{eng}" for v in engines.VENDORS for eng in engines.ENGINES].index(key) + 1
+    rows.calc("EffRow", "Row of the defaults table", '=MATCH(GPUVendor&"|"&Engine,EffKeys,0)', table_row, "row", "0",
+              "the GPU's vendor and the engine")
+    rows.calc("MFU", "MFU used", "=IF(ISNUMBER(MFUInput),MFUInput,INDEX(EffDecode,EffRow))", s.mfu, "fraction", "0%",
+              "as given, else the engine's decode MFU")
+    rows.calc("PrefillMFU", "MFU in prefill used",
+              '=IF(ISNUMBER(PrefillMFUInput),PrefillMFUInput,IF(OR(ISNUMBER(MFUInput),Engine="runbook"),MFU,INDEX(EffPrefill,EffRow)))',
+              steps.prefill_mfu(s), "fraction", "0%", "calibrated, else the MFU given, else the engine's default")
+    rows.calc("DecodeMFU", "MFU in decode used",
+              '=IF(ISNUMBER(DecodeMFUInput),DecodeMFUInput,IF(OR(ISNUMBER(MFUInput),Engine="runbook"),MFU,INDEX(EffDecode,EffRow)))',
+              steps.decode_mfu(s), "fraction", "0%", "calibrated, else the MFU given, else the engine's default")
+    for name, label, field, unit, fmt in (
+            ("BandwidthEfficiency", "Bandwidth efficiency used", "bandwidth_efficiency", "fraction", "0%"),
+            ("StepOverhead", "Time per engine step used", "step_overhead_s", "s", FMT["s"]),
+            ("ExpertEfficiency", "Expert GEMM efficiency used", "expert_efficiency", "fraction", "0%")):
+        table = {"bandwidth_efficiency": "EffBandwidth", "step_overhead_s": "EffOverhead", "expert_efficiency": "EffExpert"}[field]
+        given = {"bandwidth_efficiency": "BandwidthEfficiencyInput", "step_overhead_s": "StepOverheadInput",
+                 "expert_efficiency": "ExpertEfficiencyInput"}[field]
+        rows.calc(name, label, f"=IF(ISNUMBER({given}),{given},INDEX({table},EffRow))", getattr(s, field), unit, fmt,
+                  "as given, else the engine's default")
+    rows.calc("MaxNumBatchedTokens", "Tokens per engine step used",
+              '=IF(ISNUMBER(MaxNumBatchedTokensInput),MaxNumBatchedTokensInput,IF(Engine="runbook",RunbookUnbounded,'
+              "GPUDefaultMaxNumBatchedTokens))", s.max_num_batched_tokens, "tokens", "#,##0",
+              "as given, else vLLM's default for the GPU (no budget for 'runbook')")
+    rows.calc("MaxNumSeqs", "Sequences per replica used",
+              '=IF(ISNUMBER(MaxNumSeqsInput),MaxNumSeqsInput,IF(Engine="runbook",RunbookUnbounded,GPUDefaultMaxNumSeqs))',
+              s.max_num_seqs, "sequences", "#,##0", "as given, else vLLM's default for the GPU")
+
+
+def plan_date(e: Engine) -> str:
+    """The plan's date (YYYY-MM-DD) as the print header shows it: the plan's own, else the day the workbook is built."""
+    import datetime
+
+    return getattr(e.plan, "date", None) or datetime.date.today().isoformat()
+
+
+def _catalog_price(sh: Sheet, e: Engine) -> None:
+    """The chosen GPU's catalog price beside the price paid, with its dated note, and a flag where the two differ, so
+    switching GPU cannot silently keep the old GPU's negotiated price."""
+    cat = e.gpu.usd_per_gpu_hour or 0.0
+    r = sh.row
+    sh.put("A", r, Cell("Catalog price for this GPU", kind="label"))
+    sh.put("B", r, Cell("=GPUCatalogUSDPerHour", formula=True, cached=cat, kind="calc", fmt=FMT["usd2"]))
+    sh.put("C", r, Cell("USD/GPU-hour", kind="unit"))
+    sh.put("D", r, Cell("GPUs sheet", kind="note"))
+    sh.put("E", r, Cell('=INDEX(GPUPriceNotes,GPURow)&""', formula=True, cached=e.gpu.price_note, kind="calc", wrap=True))
+    sh.put("F", r, Cell('=INDEX(GPUPriceDates,GPURow)&""', formula=True, cached=price_date(e.gpu.price_note), kind="calc"))
+    sh.put("G", r, Cell("The catalog's representative price for the GPU chosen above, with its dated source.", kind="note"))
+    sh.row += 1
+    paid = e.plan.hardware.usd_per_gpu_hour
+    override = paid is not None and paid != cat
+    listed = F.when("GPUCatalogUSDPerHour>0", cat > 0,
+                    F.join(F.usd("GPUCatalogUSDPerHour", cat, 2), F.when('INDEX(GPUPriceDates,GPURow)<>""', bool(price_date(e.gpu.price_note)),
+                                                                     F.join(" (", F.ref("INDEX(GPUPriceDates,GPURow)", price_date(e.gpu.price_note)), ")"))),
+                    "not listed")
+    flag = F.when("AND(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput<>GPUCatalogUSDPerHour)", override,
+                  F.join("OVERRIDE: ", F.usd("GPUUSDPerHourInput", paid or 0.0, 2), "/GPU-hour paid; the catalog's price for ",
+                         F.ref("GPUName", e.gpu.name), " is ", listed, " — check the price paid is for this GPU"))
+    sh.put("A", sh.row, Cell("Price paid against the catalog", kind="label"))
+    sh.put("B", sh.row, Cell(F.cell_formula(flag), formula=True, cached=flag.text, kind="flag"))
+    sh.row += 1
+
+
 # ---------------------------------------------------------------------------------------------- sheets
 
 
 def inputs_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[0], "Section 1 of the capacity note: every input, with its unit, its owner and its dated source.",
-                    widths={"A": 34, "B": 22, "C": 16, "D": 20, "E": 34, "F": 70}, print_title_rows="1:2", landscape=True)
+                    widths={"A": 34, "B": 22, "C": 16, "D": 20, "E": 40, "F": 12, "G": 70}, print_title_rows="1:3",
+                    landscape=True, freeze="A4")
+    book.print_header = f"{e.plan.name} — {plan_date(e)}"
     rows = Rows(book, sh)
     rows.title("1 · Inputs — the forecast, the promise and the prices, attributed",
                "Yellow cells are inputs; everything else is computed. A wrong forecast is a forecast problem: each input "
                "names its owner and source.")
+    put_banner(sh, e)
     sh.put("A", 4, Cell("Plan name", kind="label"))
     coord = sh.put("B", 4, Cell(e.plan.name, kind="input", name="PlanName",
                                 validation=Validation("textLength", "lessThanOrEqual", "255", None, False, "Plan name",
                                                       "Title of the capacity note.", "Text up to 255 characters.")))
     book.define("PlanName", sh, coord)
+    sh.put("A", 6, Cell("Plan date", kind="label"))
+    coord = sh.put("B", 6, Cell(e.plan.date or "", kind="input", fmt="yyyy-mm-dd",
+                                validation=Validation("textLength", "lessThanOrEqual", "10", None, True, "Plan date",
+                                                      "When the plan was prepared, YYYY-MM-DD; blank: the day the workbook is built.",
+                                                      "Write the date as YYYY-MM-DD, e.g. 2027-01-15.")))
+    book.define("PlanDate", sh, coord)
+    sh.put("D", 6, Cell("YYYY-MM-DD; blank: the Summary shows the day the workbook was built", kind="note"))
     sh.put("A", 5, Cell("All checks pass", kind="label", bold=True))
     coord = sh.put("B", 5, Cell("=AllChecksPass", formula=True, cached=all(check_values(e).values()), kind="check"))
     sh.put("D", 5, Cell("TRUE when every check on the Checks sheet passes.", kind="note"))
     sh.row = 7
     rows.section("Who owns each input, and where it comes from")
     rows.header("Inputs of", "Owner", "Source and date")
+    sh.merges.append(f"C{sh.row - 1}:E{sh.row - 1}")
     for key, label in OWNER_SECTIONS:
         r = sh.row
         sh.put("A", r, Cell(label, kind="label"))
         for col, prefix, value in (("B", "Owner", getattr(e.plan.owners, key)), ("C", "Source", getattr(e.plan.sources, key))):
             name = f"{prefix}{key.capitalize()}"
-            c = sh.put(col, r, Cell(value, kind="input", name=name,
+            c = sh.put(col, r, Cell(value, kind="input", name=name, wrap=prefix == "Source",
                                     validation=Validation("textLength", "lessThanOrEqual", "255", None, True, f"{prefix} of {label}"[:32],
                                                           f"{'Who answers for' if prefix == 'Owner' else 'Where and when you got'} the {label.lower()} inputs.",
                                                           "Text up to 255 characters.")))
             book.define(name, sh, c)
+        sh.merges.append(f"C{r}:E{r}")  # the source across Unit, Owner and Source: wide enough to read
         sh.row += 1
     for title, specs in INPUT_SPECS:
         rows.section(title)
-        rows.header("Input", "Value", "Unit", "Owner", "Source", "What it means and how to get it right")
+        rows.header("Input", "Value", "Unit", "Owner", "Source", "Date", "What it means and how to get it right")
         for spec in specs:
             r = sh.row
             value = input_value(e.plan, spec)
@@ -85,18 +169,24 @@ def inputs_tab(book: Book, e: Engine) -> None:
             owner_name = f"Owner{spec.owner.capitalize()}"
             source_name = f"Source{spec.owner.capitalize()}"
             sh.put("D", r, Cell(f'={owner_name}&""', formula=True, cached=getattr(e.plan.owners, spec.owner), kind="calc"))
-            sh.put("E", r, Cell(f'={source_name}&""', formula=True, cached=getattr(e.plan.sources, spec.owner), kind="calc"))
-            sh.put("F", r, Cell(spec.note, kind="note"))
+            sh.put("E", r, Cell(f'={source_name}&""', formula=True, cached=getattr(e.plan.sources, spec.owner), kind="calc",
+                                wrap=True))
+            sh.put("G", r, Cell(spec.note, kind="note"))
             sh.row += 1
             if spec.name == "TokensPerSecondInput":
                 rows.calc("ITLTarget", "Inter-token target used", '=IF(ISNUMBER(ITLInput),ITLInput,1/TokensPerSecondInput)',
-                          e.s.itl_s, "s/token", '0.0000 "s"', "The target as given, or 1 ÷ the streaming speed.")
-            if spec.name == "DecodeMFUInput":
-                rows.calc("PrefillMFU", "MFU in prefill used", "=IF(ISNUMBER(PrefillMFUInput),PrefillMFUInput,MFU)",
-                          e.s.prefill_mfu, "fraction", "0%", "The calibrated value, or the MFU.")
-                rows.calc("DecodeMFU", "MFU in decode used", "=IF(ISNUMBER(DecodeMFUInput),DecodeMFUInput,MFU)",
-                          e.s.decode_mfu, "fraction", "0%", "The calibrated value, or the MFU.")
+                          e.s.itl_s, "s/token", FMT["s"], "The target as given, or 1 ÷ the streaming speed.")
+            if spec.name == "LatencyStep":
+                _efficiencies_used(rows, e)
             if spec.name == "GPUUSDPerHourInput":
-                rows.calc("GPUUSDPerHour", "GPU price used",
+                _catalog_price(sh, e)
+                rent = e.plan.hardware.usd_per_gpu_hour or e.gpu.usd_per_gpu_hour or 0.0
+                rows.calc("RentUSDPerGPUHour", "Rental price used",
                           '=IF(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput,GPUCatalogUSDPerHour)',
-                          e.s.usd_per_gpu_hour, "USD/GPU-hour", FMT["usd2"], "The price paid, or the catalog's price.")
+                          rent, "USD/GPU-hour", FMT["usd2"], "The price paid, or the catalog's price.")
+                rows.calc("GPUUSDPerHour", "GPU cost per hour used", '=IF(CostMode="buy",OwnedUSDPerGPUHour,RentUSDPerGPUHour)',
+                          e.s.usd_per_gpu_hour, "USD/GPU-hour", FMT["usd2"],
+                          "rent: the rental price; buy: what an owned GPU costs an hour (5 Cost, rent or buy)")
+            if spec.name == "Billing":
+                rows.calc("BillPurchased", "The bill counts purchased GPUs", '=OR(Billing="purchased",CostMode="buy")',
+                          e.s.bill_purchased, "TRUE | FALSE", None, "purchased units, or owned hardware (buy)")

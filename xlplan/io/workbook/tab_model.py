@@ -9,28 +9,32 @@ from xlplan.io.workbook.common import (
     CATALOG_FIRST_ROW,
     FMT,
     GPU_COLUMNS,
+    GPU_DERIVED,
     MODEL_COLUMNS,
     SIX_TABS,
     Engine,
     Rows,
     catalog_gpu_keys,
     catalog_model_keys,
+    gpu_derived,
     gpus_col,
     models_col,
 )
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
+from xlplan.io.workbook.support import put_banner
 from xlplan.scenario import compute_dtype
 from xlplan.units import GIB
 
 
 def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     sh = book.sheet(SIX_TABS[1], "Section 2: the model and precision: parameters derived from the config, weights, cache per token.",
-                    widths={"A": 40, "B": 22, "C": 16, "D": 90, "E": 18}, print_title_rows="1:2", landscape=True)
+                    widths={"A": 40, "B": 22, "C": 16, "D": 90, "E": 18}, print_title_rows="1:3", landscape=True, freeze="A4")
     rows = Rows(book, sh, engine=e)
     m, g, s = e.model, e.gpu, e.s
     rows.title("2 · Model and precision — parameters from the config, weights, cache per token",
                "Config fields come from the Models sheet for the model chosen on 1 Inputs; the counts below are the "
                "arithmetic anyone can check.")
+    put_banner(sh, e)
     rows.section("The config (from the Models sheet)")
     rows.header("Field", "Value", "Unit", "config.json field")
     rows.calc("ModelRow", "Row on the Models sheet", "=MATCH(ModelKey,ModelKeys,0)",
@@ -70,8 +74,9 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     rows.calc("MoEMLPParamsActive", "MoE MLP per layer, used per token",
               "=ExpertsPerToken*ExpertParams+SharedExperts*GatedMLPMatrices*Hidden*MoEIntermediate+RouterParams",
               a.mlp_params_per_layer(m, True, True), "parameters", FMT["int"], "")
-    moe_layers = m.num_hidden_layers - m.first_dense_layers if m.num_experts else 0
-    rows.calc("MoELayers", "MoE layers", "=IF(Experts>0,Layers-FirstDenseLayers,0)", moe_layers, "layers", FMT["int"], "")
+    moe_layers = a.moe_layers(m)
+    rows.calc("MoELayers", "MoE layers", "=IF(Experts>0,INT((Layers-FirstDenseLayers)/MoELayerStep),0)", moe_layers, "layers",
+              FMT["int"], "after the leading dense layers, every n-th (Llama 4 Maverick: 24 of 48)")
     rows.calc("DenseLayers", "Dense-MLP layers", "=Layers-MoELayers", m.num_hidden_layers - moe_layers, "layers", FMT["int"], "")
     rows.calc("LayerCommonParams", "Attention and norms per layer", "=AttnParams+NormsPerLayer*Hidden",
               a.attention_params_per_layer(m) + m.norms_per_layer * m.hidden_size, "parameters", FMT["int"], "")
@@ -88,6 +93,10 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
               needs="model")
     rows.calc("ParamsActive", "Parameters per token", "=DecoderParamsActive+EmbeddingParams",
               a.active_params(m), "parameters", FMT["int"], "what FLOPs count (2 x N per token)")
+    rows.calc("RoutedExpertParams", "Routed experts, all MoE layers", "=MoELayers*Experts*ExpertParams",
+              a.routed_expert_params(m), "parameters", FMT["int"], "read only where a step's tokens are routed")
+    rows.calc("ExpertActiveParams", "Routed experts one token uses", "=MoELayers*ExpertsPerToken*ExpertParams",
+              a.routed_expert_active_params(m), "parameters", FMT["int"], "k experts in every MoE layer")
 
     rows.section("Weights and cache per token")
     rows.header("Quantity", "Value", "Unit", "How")
@@ -97,6 +106,8 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     rows.calc("WeightsBytes", "Weight footprint",
               "=" + F.weights_bytes("WeightBytesPerParam"),
               s.weights_bytes, "bytes", FMT["int"], "decoder at the weight dtype; embeddings and vision tower 16-bit")
+    rows.calc("ExpertWeightsBytes", "Of which routed experts", "=RoutedExpertParams*WeightBytesPerParam",
+              s.expert_weights_bytes, "bytes", FMT["int"], "a step reads the share its tokens touch")
     rows.calc("WeightsGiB", "Weight footprint", "=WeightsBytes/GiB", s.weights_bytes / GIB, "GiB", FMT["gib"], "",
               udf="WEIGHTS_GIB(ModelKey,WeightsDtype)", needs="model")
     kvb = memory.KV_BYTES_PER_ELEMENT[e.plan.model.kv_dtype]
@@ -123,6 +134,18 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
         raw = getattr(g, field)
         rows.calc(name, field.replace("_", " "), f"=INDEX(GPUs!${col}${CATALOG_FIRST_ROW}:${col}${n_gpus + CATALOG_FIRST_ROW - 1},GPURow)",
                   raw if raw is not None else 0, unit, FMT["num"], field)
+    for i, (field, name, unit) in enumerate(GPU_DERIVED):
+        col = gpus_col(len(GPU_COLUMNS) + i)
+        raw = gpu_derived(g)[i]
+        rows.calc(name, field.replace("_", " "), f"=INDEX(GPUs!${col}${CATALOG_FIRST_ROW}:${col}${n_gpus + CATALOG_FIRST_ROW - 1},GPURow)",
+                  raw, unit, None if isinstance(raw, str) else FMT["int"], "what the engine derives from the GPU")
+    rows.calc("GPUVisibleGiB", "Memory CUDA can allocate", "=IF(GPUCatalogVisibleGiB>0,GPUCatalogVisibleGiB,GPUMemoryGiB-DriverReservedGiB)",
+              s.visible_gib, "GiB", FMT["gib"], "measured where the catalog has it, else the driver total less the reserve")
+    rows.calc("LinkGBps", "GPU-to-GPU bandwidth, one direction", "=IF(GPUCatalogLinkGBps>0,GPUCatalogLinkGBps,PCIeGen4GBps)",
+              s.link_gbps, "GB/s", FMT["num"], "NVLink, Infinity Fabric or PCIe: what tensor-parallel all-reduces move over")
+    rows.calc("LinkLatencyS", "Fixed time of one collective",
+              "=IF(GPUCatalogLatencyUs>0,GPUCatalogLatencyUs*MicroUnit,IF(LinkGBps>FabricThresholdGBps,FabricLatencyS,PCIeLatencyS))",
+              s.link_latency_s, "s", "0.000000", "")
     rows.calc("ComputeDtype", "Compute dtype of the peak",
               "=" + F.compute_dtype("WeightsDtype"),
               compute_dtype(e.plan, g), "dtype", None, "fp8 weights use the fp8 peak where the GPU has one")

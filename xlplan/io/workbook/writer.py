@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import re
 import zipfile
 from pathlib import Path
@@ -28,6 +27,7 @@ INPUT_FILL = "FFFFCC"
 HEADER_FILL = "DDEBF7"
 SECTION_FILL = "F2F2F2"
 STATIC_FILL = "EDEDED"
+WARNING_FONT = "C00000"  # a failed check, a stale breakpoint, a price override: dark red, bold
 
 
 def _styles():
@@ -51,6 +51,8 @@ def _styles():
         "unit": dict(font=Font(color="595959")),
         "note": dict(font=Font(italic=True, color="595959")),
         "text": dict(),
+        "banner": dict(font=Font(bold=True, size=12, color=WARNING_FONT)),
+        "flag": dict(font=Font(bold=True, color=WARNING_FONT)),
     }
 
 
@@ -90,6 +92,8 @@ def render(book: Book):
                 cell.number_format = c.fmt
             if c.kind == "note":
                 cell.alignment = Alignment(wrap_text=False, vertical="top")
+            if c.wrap:
+                cell.alignment = Alignment(wrap_text=True, vertical="top")
             if isinstance(c.value, str) and not c.formula and c.value.startswith(TEXT_TRIGGERS):
                 cell.alignment = Alignment(horizontal="left")
                 cell.quotePrefix = True  # typed-in text stays text when the user edits the cell
@@ -107,12 +111,17 @@ def render(book: Book):
                     ws.add_data_validation(dv)
                 dv.add(coord)
         _header_heights(ws, sheet)
+        _wrapped_heights(ws, sheet)
         checks = [coord for coord, c in sheet.cells.items() if c.kind == "check"]
         for coord in checks:
             ws.conditional_formatting.add(coord, CellIsRule(operator="equal", formula=["TRUE"], fill=PatternFill("solid", fgColor="C6EFCE")))
             ws.conditional_formatting.add(coord, CellIsRule(operator="notEqual", formula=["TRUE"], fill=PatternFill("solid", fgColor="FFC7CE")))
         if sheet.outline_columns:
             ws.column_dimensions.group(*sheet.outline_columns, hidden=False, outline_level=1)
+        for rng in sheet.merges:
+            ws.merge_cells(rng)
+        if sheet.freeze:
+            ws.freeze_panes = sheet.freeze
         for ch in sheet.charts:
             ws.add_chart(_chart(ws, ch), ch["anchor"])
         ws.protection.sheet = True  # no password: stops accidents, not a deliberate unprotect
@@ -120,13 +129,21 @@ def render(book: Book):
         ws.protection.formatRows = False
         ws.page_setup.orientation = "landscape" if sheet.landscape else "portrait"
         ws.page_setup.paperSize = ws.PAPERSIZE_A4
-        ws.page_setup.fitToWidth = 1
-        ws.page_setup.fitToHeight = 0
-        ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
+        if sheet.fit_width:  # one page wide, as many long as it takes
+            ws.page_setup.fitToWidth = 1
+            ws.page_setup.fitToHeight = 0
+            ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
+        else:  # a wide reference table: pages across at a readable scale, its key columns repeated on each
+            ws.page_setup.scale = REFERENCE_PRINT_SCALE
         if sheet.print_title_rows:
             ws.print_title_rows = sheet.print_title_rows
+        if sheet.print_title_cols:
+            ws.print_title_cols = sheet.print_title_cols
         if sheet.print_area:
             ws.print_area = sheet.print_area
+        if book.print_header:
+            ws.oddHeader.left.text = _header_text(book.print_header)
+        ws.oddHeader.right.text = "printed &D"
         ws.oddFooter.center.text = f"{sheet.title} — page &P of &N"
         ws.sheet_view.showGridLines = False
     for name, ref in book.names.items():
@@ -137,22 +154,55 @@ def render(book: Book):
     return wb
 
 
+REFERENCE_PRINT_SCALE = 70
+"""Print scale of the wide reference sheets (GPUs, Models), which run to several pages across. [percent]"""
+
+SERIES_COLOURS = ("1F77B4", "FF7F0E", "2CA02C", "D62728", "9467BD", "8C564B", "7F7F7F")
+"""Line colours of a chart's series in order, each distinct (a chart style shades one colour)."""
+
+
+def _header_text(text: str) -> str:
+    """Text for a print header: '&' doubled (it starts a header code), cut to fit Excel's 255 characters."""
+    return text[:100].replace("&", "&&")
+
+
 def _chart(ws, ch: dict):
-    """A scatter (lines with markers) or a column chart from a spec: x range, series ranges with a title row."""
+    """A scatter (lines with markers) or a column chart from a spec.
+
+    ``series`` are ``(column, title row, last row)`` over the chart's ``x`` range, or dicts with ``col``, ``rows``
+    (title row, last row), and optionally their own ``x`` range, a ``colour``, ``dash`` ('dash', 'sysDot'...) and
+    ``marker``. Axis number formats (``x_format``, ``y_format``), bounds (``x_min``, ``x_max``, ``y_min``) and the
+    legend (``legend``: a position, or None; by default one only where there is more than one series) are optional.
+    """
     from openpyxl.chart import BarChart, Reference, ScatterChart, Series
 
     xcol, x0, x1 = ch["x"]
     xref = Reference(ws, min_col=_col(xcol), min_row=x0, max_row=x1)
+    specs = [s if isinstance(s, dict) else {"col": s[0], "rows": (s[1], s[2])} for s in ch["series"]]
     if ch.get("kind") == "bar":
         chart = BarChart()
-        for col, h, end in ch["series"]:
-            chart.add_data(Reference(ws, min_col=_col(col), min_row=h, max_row=end), titles_from_data=True)
+        for spec in specs:
+            h, end = spec["rows"]
+            chart.add_data(Reference(ws, min_col=_col(spec["col"]), min_row=h, max_row=end), titles_from_data=True)
         chart.set_categories(xref)
     else:
         chart = ScatterChart()
-        for col, h, end in ch["series"]:
-            series = Series(Reference(ws, min_col=_col(col), min_row=h, max_row=end), xref, title_from_data=True)
-            series.marker.symbol = ch.get("marker", "circle")
+        for i, spec in enumerate(specs):
+            h, end = spec["rows"]
+            own_x = spec.get("x")
+            xs = Reference(ws, min_col=_col(own_x[0]), min_row=own_x[1], max_row=own_x[2]) if own_x else xref
+            series = Series(Reference(ws, min_col=_col(spec["col"]), min_row=h, max_row=end), xs, title_from_data=True)
+            colour = spec.get("colour", SERIES_COLOURS[i % len(SERIES_COLOURS)])
+            series.graphicalProperties.line.solidFill = colour
+            series.graphicalProperties.line.width = 22000  # EMU: about 1.75 pt
+            if spec.get("dash"):
+                series.graphicalProperties.line.prstDash = spec["dash"]
+            series.marker.symbol = spec.get("marker", ch.get("marker", "circle"))
+            if series.marker.symbol != "none":
+                series.marker.size = 5
+                series.marker.graphicalProperties.solidFill = colour
+                series.marker.graphicalProperties.line.solidFill = colour
+            series.smooth = False
             chart.series.append(series)
     chart.title = ch["title"]
     chart.style = 13
@@ -161,6 +211,23 @@ def _chart(ws, ch: dict):
     chart.height, chart.width = ch.get("height", 9), ch.get("width", 16)
     chart.x_axis.delete = False
     chart.y_axis.delete = False
+    for axis, key in ((chart.x_axis, "x"), (chart.y_axis, "y")):
+        if ch.get(f"{key}_format"):
+            axis.number_format = ch[f"{key}_format"]
+            axis.numFmt.sourceLinked = False
+        if ch.get(f"{key}_min") is not None:
+            axis.scaling.min = ch[f"{key}_min"]
+        if ch.get(f"{key}_max") is not None:
+            axis.scaling.max = ch[f"{key}_max"]
+        if ch.get(f"{key}_major") is not None:
+            axis.majorUnit = ch[f"{key}_major"]
+    legend = ch.get("legend", "b" if len(specs) > 1 else None)
+    if legend is None:
+        chart.legend = None
+    else:
+        chart.legend.position = legend
+    if ch.get("y_log"):  # values spanning decades (an overloaded fleet's TTFT beside a met one)
+        chart.y_axis.scaling.logBase = 10
     return chart
 
 
@@ -172,12 +239,62 @@ def _header_heights(ws, sheet) -> None:
             continue
         col = coord.rstrip("0123456789")
         row = int(coord[len(col):])
-        width = sheet.widths.get(col, 8.43)
-        lines = -(-len(c.value) // max(int(width), 1))
+        lines = _lines(c.value, sheet.widths.get(col, 8.43))
         tall[row] = max(tall.get(row, 1), min(lines, 4))
     for row, lines in tall.items():
         if lines > 1:
             ws.row_dimensions[row].height = 13 * lines + 2
+
+
+CHARS_PER_WIDTH = 1.0
+"""Characters of running text that fit one unit of column width (a width counts the digit '0', wider than most
+letters). [characters]"""
+
+LINE_POINTS = 13
+"""Height of one line of wrapped text. [points]"""
+
+
+def _lines(text: str, width: float) -> int:
+    """Lines ``text`` wraps to in a column ``width`` wide: words laid greedily, as a spreadsheet wraps them. [lines]"""
+    room = max(int(width * CHARS_PER_WIDTH), 1)
+    lines, used = 1, 0
+    for word in text.split():
+        if used and used + 1 + len(word) > room:
+            lines, used = lines + 1, 0
+        used += (1 if used else 0) + len(word)
+        while used > room:  # a word longer than the column breaks across lines
+            lines, used = lines + 1, used - room
+    return lines
+
+
+def _wrapped_heights(ws, sheet) -> None:
+    """Rows tall enough for their wrapped cells (the text each shows, over its column or merged columns): neither
+    LibreOffice nor Excel grows a row by itself when a file is opened."""
+    from openpyxl.utils import get_column_letter
+
+    spans = {}
+    for rng in sheet.merges:
+        a, b = rng.split(":")
+        ca, cb = a.rstrip("0123456789"), b.rstrip("0123456789")
+        spans[a] = [get_column_letter(i) for i in range(_col(ca), _col(cb) + 1)]
+    tall: dict[int, int] = {}
+    for coord, c in sheet.cells.items():
+        text = c.cached if c.formula else c.value
+        if not c.wrap or not isinstance(text, str) or not text:
+            continue
+        col = coord.rstrip("0123456789")
+        lines = _lines(text, sum(sheet.widths.get(x, 8.43) for x in spans.get(coord, [col])))
+        row = int(coord[len(col):])
+        tall[row] = max(tall.get(row, 1), lines)
+    from openpyxl.styles import Alignment
+
+    for row, lines in tall.items():
+        if lines > 1:
+            ws.row_dimensions[row].height = LINE_POINTS * lines + 2
+            for cell in ws[row]:  # the row's other cells at the top too, level with the wrapped text's first line
+                if cell.value is not None:
+                    a = cell.alignment
+                    cell.alignment = Alignment(horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
 
 
 def _col(letter: str) -> int:
@@ -274,18 +391,42 @@ def _without_caches(book: Book) -> Book:
 
 
 def write_atomic(path: str | Path, data: bytes, force: bool = False) -> None:
-    """Write bytes through a temporary file and a rename; refuse to overwrite without ``force``."""
-    from xlplan.io.errors import InputError
+    """Write bytes through the output layer (:func:`xlplan.io.outputs.write_checked`): the folder checked, no overwrite
+    without ``force``, a temporary file and a rename, the umask's permissions."""
+    from xlplan.io.outputs import write_checked
 
-    path = Path(path)
-    if path.exists() and not force:
-        raise InputError(str(path), ["already exists; expected a new file name, or --force to overwrite it"])
-    if path.parent and not path.parent.exists():
-        raise InputError(str(path), [f"folder {path.parent} does not exist; expected an existing folder"])
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_checked(path, data, force=force)
+
+
+def with_sheets_shown(xlsx: bytes, keep: set[str] | frozenset[str]) -> bytes:
+    """The same package with every sheet outside ``keep`` hidden, edited in ``xl/workbook.xml`` itself (a re-save
+    through openpyxl would drop the charts); the first kept sheet becomes the active one. For printing a subset. [bytes]"""
+    import re
+    from xml.sax.saxutils import unescape
+
+    src = zipfile.ZipFile(io.BytesIO(xlsx))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename == "xl/workbook.xml":
+                text = data.decode("utf-8")
+                names = [unescape(m.group(1), {"&quot;": '"', "&apos;": "'"}) for m in re.finditer(r'<sheet [^>]*name="([^"]*)"', text)]
+                first = next((i for i, n in enumerate(names) if n in keep), 0)
+
+                def hide(m: re.Match) -> str:
+                    tag = re.sub(r'\s+state="[^"]*"', "", m.group(0))
+                    name = unescape(re.search(r'name="([^"]*)"', tag).group(1), {"&quot;": '"', "&apos;": "'"})
+                    return tag if name in keep else tag.replace("<sheet ", '<sheet state="hidden" ', 1)
+
+                text = re.sub(r"<sheet [^>]*/>", hide, text)
+                hidden_ids = {str(i) for i, n in enumerate(names) if n not in keep}
+                # LibreOffice prints a hidden sheet that has a print range: drop the ranges of the hidden ones
+                text = re.sub(r'<definedName name="_xlnm\.Print_Area" localSheetId="(\d+)"[^>]*>[^<]*</definedName>',
+                              lambda m: "" if m.group(1) in hidden_ids else m.group(0), text)
+                text = re.sub(r'activeTab="\d+"', f'activeTab="{first}"', text)
+                if "activeTab=" not in text:
+                    text = text.replace("<workbookView ", f'<workbookView activeTab="{first}" ', 1)
+                data = text.encode("utf-8")
+            dst.writestr(info, data)
+    return out.getvalue()

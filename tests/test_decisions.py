@@ -1,0 +1,273 @@
+"""The purchase decision: which hardware (compare), when to order (schedule), rent or buy (costs).
+
+Expected figures come from the runbook's worked example (5 GPUs x $3 x 730 h = $10,950 a month, 8 purchased),
+from compounding growth worked by hand, and from the ownership formula worked by hand in each test's comment.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+import yaml
+
+from xlplan import compare, schedule
+from xlplan.cli import main
+from xlplan.io.planfile import reference_plan
+from xlplan.planner import plan as run_plan
+from xlplan.scenario import resolve
+
+DATA = Path(__file__).resolve().parents[1] / "xlplan" / "data"
+
+
+def _write(tmp_path, data, name="p.yaml") -> Path:
+    f = tmp_path / name
+    f.write_text(yaml.safe_dump(data))
+    return f
+
+
+# ----------------------------------------------------------------------------------------------------------- compare
+
+
+def test_reference_option_is_exactly_the_plan():
+    # Runbook: 4 + 1 GPUs rented at $3/h x 730 h = $10,950 a month; a node of 8 purchased.
+    options = compare.compare(reference_plan())
+    mine = [o for o in options if o.is_plan]
+    assert len(mine) == 1
+    o = mine[0]
+    assert (o.gpu, o.weights_dtype, o.kv_dtype, o.tp) == ("h100-sxm", "bf16", "bf16", 1)
+    assert (o.load, o.with_redundancy, o.purchased) == (4, 5, 8)
+    assert o.monthly_usd == pytest.approx(5 * 3.0 * 730)
+    assert o.binding == run_plan(reference_plan()).binding
+
+
+def test_options_are_ranked_and_unpriced_ones_are_missing_not_zero():
+    options = compare.compare(reference_plan())
+    priced = [o.usd_per_mtok for o in options if o.feasible and o.usd_per_mtok is not None]
+    assert priced == sorted(priced)
+    # The GH200 has no rental price in the catalog: its cost is missing, never $0, and it ranks after every priced one.
+    gh = [o for o in options if o.gpu == "gh200-96gb"]
+    assert gh and all(o.monthly_usd is None and o.usd_per_mtok is None and "no catalog price" in o.reason for o in gh)
+    first_unpriced = next(i for i, o in enumerate(options) if o.feasible and o.usd_per_mtok is None)
+    assert all(o.usd_per_mtok is None or not o.feasible for o in options[first_unpriced:])
+
+
+def test_formats_follow_the_tensor_cores():
+    # An A100 has no FP8 tensor cores: bf16 only. An H100 adds fp8; a B200 adds fp4 (NVFP4) weights.
+    from xlplan import catalog
+
+    assert compare.formats(catalog.get_gpu("a100-80gb")) == [("bf16", "bf16")]
+    assert ("fp8", "fp8") in compare.formats(catalog.get_gpu("h100-sxm"))
+    assert ("nvfp4", "fp8") in compare.formats(catalog.get_gpu("b200"))
+    assert not any(w == "nvfp4" for w, _ in compare.formats(catalog.get_gpu("h100-sxm")))
+
+
+def test_compare_json_and_named_gpus(capsys):
+    assert main(["compare", "--gpus", "h100-sxm,h200", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {o["gpu"] for o in out["options"]} == {"h100-sxm", "h200"}
+    for o in out["options"]:
+        for key in ("gpu", "weights_dtype", "kv_dtype", "tp", "load", "with_redundancy", "purchased", "binding",
+                    "monthly_usd", "usd_per_mtok", "feasible", "reason"):
+            assert key in o
+    assert "cheaper per token" in out["recommendation"] or "cheapest" in out["recommendation"]
+
+
+def test_compare_unknown_gpu_exits_2(capsys):
+    assert main(["compare", "--gpus", "h100-sx"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "h100-sx" in err[0] and "did you mean" in err[0]
+
+
+def test_infeasible_option_says_why():
+    # Llama-3.1-405B in bf16 (~756 GiB) fits no TP degree on 24 GiB cards: infeasible with the planner's reason.
+    data = reference_plan().model_dump(exclude_none=True)
+    data["model"] = {"name": "llama-3.1-405b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
+    from xlplan.plan import Plan
+
+    o = compare.option(Plan.model_validate(data), "rtx-4090", "bf16", "bf16")
+    assert not o.feasible and "do not fit" in o.reason
+
+
+# ---------------------------------------------------------------------------------------------------------- schedule
+
+
+def test_ten_percent_a_month_for_a_year():
+    # Compounding: month m's peak is 40 x 1.1^m. The fleet bought never shrinks; each month that adds GPUs has its
+    # order dated exactly the lead time (90 days) before the month's first day.
+    s = resolve(reference_plan())
+    out = schedule.schedule(s, schedule.monthly_peaks(40.0, 0.10, 12), "2027-01", 90)
+    assert len(out.months) == 12
+    for m, x in enumerate(out.months):
+        assert x.peak_rps == pytest.approx(40.0 * 1.1**m, rel=1e-12)
+        assert x.month == f"{2027 + m // 12}-{m % 12 + 1:02d}"
+    bought = [x.purchased for x in out.months]
+    assert bought == sorted(bought) and bought[0] == 8
+    assert sum(x.new_gpus for x in out.months) == bought[-1]
+    for x in out.months:
+        first_day = dt.date.fromisoformat(x.month + "-01")
+        if x.new_gpus:
+            assert dt.date.fromisoformat(x.order_by) == first_day - dt.timedelta(days=90)
+        else:
+            assert x.order_by is None
+    # a rented fleet's bill follows each month's fleet with redundancy at $3 x 730 h
+    assert [x.monthly_usd for x in out.months] == pytest.approx([x.with_redundancy * 3.0 * 730 for x in out.months])
+    assert out.months[-1].cumulative_usd == pytest.approx(sum(x.monthly_usd for x in out.months))
+
+
+def test_schedule_cli_json(tmp_path, capsys):
+    assert main(["schedule", "--growth", "10%", "--months", "12", "--lead-time-days", "60", "--start", "2027-01", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [m["month"] for m in out["months"]][:2] == ["2027-01", "2027-02"]
+    for m in out["months"]:
+        for key in ("month", "peak_rps", "load", "with_redundancy", "purchased", "new_gpus", "order_by", "monthly_usd", "cumulative_usd"):
+            assert key in m
+    assert out["months"][0]["order_by"] == "2026-11-02"  # 2027-01-01 minus 60 days
+    assert "breakeven_month" in out and "binding_change_month" in out
+
+
+def test_schedule_from_a_forecast_table(tmp_path, capsys):
+    f = tmp_path / "peaks.csv"
+    f.write_text("month,peak_rps\n2027-03,40\n2027-04,60\n2027-05,90\n")
+    assert main(["schedule", "--forecast", str(f), "--lead-time-days", "30", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [m["peak_rps"] for m in out["months"]] == [40, 60, 90]
+    assert out["start"] == "2027-03"
+
+
+def test_schedule_from_the_plan_growth_section(tmp_path, capsys):
+    data = reference_plan().model_dump(exclude_none=True)
+    data["growth"] = {"monthly": 0.05, "months": 3, "lead_time_days": 45, "start": "2027-06"}
+    assert main(["schedule", str(_write(tmp_path, data)), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [round(m["peak_rps"], 6) for m in out["months"]] == [40.0, 42.0, 44.1]
+    assert out["months"][0]["order_by"] == "2027-04-17"  # 2027-06-01 minus 45 days
+
+
+@pytest.mark.parametrize("content, where", [
+    ("month,peak\n2027-01,40\n", "line 1"),
+    ("month,peak_rps\n2027-1,40\n", "line 2, column 'month'"),
+    ("month,peak_rps\n2027-01,40\n2027-03,50\n", "expected 2027-02"),
+    ("month,peak_rps\n2027-01,-4\n", "line 2, column 'peak_rps'"),
+    ("month,peak_rps\n2027-01,lots\n", "line 2, column 'peak_rps'"),
+    ("month,peak_rps\n", "no months"),
+])
+def test_bad_forecast_tables_exit_2(tmp_path, capsys, content, where):
+    f = tmp_path / "peaks.csv"
+    f.write_text(content)
+    assert main(["schedule", "--forecast", str(f), "--lead-time-days", "30"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(f) in err[0] and where in err[0], err
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--growth", "lots", "--lead-time-days", "9"], "--growth"),
+    (["--growth", "2000%", "--lead-time-days", "9"], "--growth"),
+    (["--growth", "0.1"], "--lead-time-days"),
+    (["--growth", "0.1", "--lead-time-days", "-3"], "--lead-time-days"),
+    (["--growth", "0.1", "--lead-time-days", "9", "--start", "2027-13"], "--start"),
+    (["--growth", "0.1", "--lead-time-days", "9", "--months", "0"], "--months"),
+    ([], "--growth"),
+])
+def test_bad_schedule_options_exit_2(capsys, args, option):
+    assert main(["schedule", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and option in err[0], err
+
+
+def test_missing_lead_time_quotes_the_published_range(capsys):
+    assert main(["schedule", "--growth", "0.1"]) == 2
+    assert "Omdia" in capsys.readouterr().err  # the catalog's sourced H100 lead times, as guidance
+
+
+# ------------------------------------------------------------------------------------------------------- rent or buy
+
+
+def _buy(**costs):
+    data = reference_plan().model_dump(exclude_none=True)
+    data["costs"] = {"mode": "buy", **costs}
+    return data
+
+
+def test_buying_reproduces_a_hand_computed_monthly_cost(tmp_path):
+    # 8 H100s bought (one node). Per month:
+    #   depreciation 300,000 per node / (5 x 12) = 5,000.00
+    #   electricity  8 x 1.2 kW x PUE 1.5 x $0.10 x 730 h = 1,051.20
+    #   hosting      8 x 1.2 kW x $150 per kW-month = 1,440.00
+    #   hardware ops 1,000.00
+    #   total        8,491.20
+    from xlplan.plan import Plan
+
+    p = Plan.model_validate(_buy(capex_usd_per_node=300000, depreciation_years=5, kw_per_gpu=1.2, pue=1.5, usd_per_kwh=0.10,
+                                 hosting_usd_per_kw_month=150, hardware_ops_usd_per_month=1000))
+    r = run_plan(p)
+    assert r.fleet.purchased == 8
+    assert r.cost.billed_gpus == 8
+    assert r.cost.monthly_usd == pytest.approx(8491.20, rel=1e-12)
+    # against renting the 5 GPUs with redundancy at the plan's $3/h (10,950 a month), the running costs being
+    # 1,051.20 + 1,440 + 1,000 = 3,491.20: payback = 300,000 / (10,950 - 3,491.20) = 40.22 months
+    o = r.cost.ownership
+    assert o.rent_monthly_usd == pytest.approx(10950.0)
+    assert o.payback_months == pytest.approx(300000 / (10950 - 3491.20), rel=1e-12)
+    assert r.cost.billing == "purchased"
+
+
+def test_buy_defaults_come_from_dated_sources():
+    # Left out, capex and power fall back on the catalog's H100 figures (DGX H100 ~$270,000, 10.2 kW / 8 GPUs),
+    # depreciation 5 years (AWS 2025), PUE 1.54 (Uptime 2025), hosting $184.06/kW-month (CBRE H2 2024).
+    from xlplan.plan import Plan
+
+    p = Plan.model_validate(_buy(usd_per_kwh=0.09, hardware_ops_usd_per_month=0))
+    own = p.ownership()
+    assert own["capex_usd_per_node"]["value"] == 270000 and "SemiAnalysis" in own["capex_usd_per_node"]["source"]
+    assert own["kw_per_gpu"]["value"] == 1.275
+    assert own["depreciation_years"]["value"] == 5 and own["pue"]["value"] == 1.54
+    assert own["hosting_usd_per_kw_month"]["value"] == 184.06
+    expected = 270000 / 60 + 8 * 1.275 * 1.54 * 0.09 * 730 + 8 * 1.275 * 184.06
+    assert run_plan(p).cost.monthly_usd == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("costs, field", [
+    ({"hardware_ops_usd_per_month": 0}, "usd_per_kwh"),
+    ({"usd_per_kwh": 0.1}, "hardware_ops_usd_per_month"),
+])
+def test_buy_without_a_credible_default_is_required(tmp_path, capsys, costs, field):
+    assert main(["plan", str(_write(tmp_path, _buy(**costs)))]) == 2
+    err = capsys.readouterr().err
+    assert field in err and "required" in err
+
+
+def test_buy_on_a_gpu_without_a_node_price_requires_capex(tmp_path, capsys):
+    data = _buy(usd_per_kwh=0.1, hardware_ops_usd_per_month=0)
+    data["hardware"] = {"gpu": "l40s", "gpus_per_node": 8, "usd_per_gpu_hour": 1.0}
+    assert main(["plan", str(_write(tmp_path, data))]) == 2
+    assert "capex_usd_per_node" in capsys.readouterr().err
+
+
+def test_rent_with_buy_figures_is_refused(tmp_path, capsys):
+    data = reference_plan().model_dump(exclude_none=True)
+    data["costs"] = {"mode": "rent", "pue": 1.3}
+    assert main(["plan", str(_write(tmp_path, data))]) == 2
+    assert "pue" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------- the API price
+
+
+def test_api_price_is_matched_to_the_size_class():
+    # Left out, the API price is the median listed offer for the model's size class in api_prices.csv:
+    # Llama-3.1-8B is dense with 8.03 B parameters, class 'dense 5-12B'.
+    with open(DATA / "api_prices.csv", newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["size_class"] == "dense 5-12B"]
+    data = reference_plan().model_dump(exclude_none=True)
+    data.pop("api")
+    from xlplan.plan import Plan
+
+    api = Plan.model_validate(data).api_used()
+    assert api.usd_per_mtok_input == statistics.median(float(r["usd_per_1M_input"]) for r in rows)
+    assert api.usd_per_mtok_output == statistics.median(float(r["usd_per_1M_output"]) for r in rows)
+    assert "dense 5-12B" in api.provider and f"{len(rows)} listed offers" in api.provider

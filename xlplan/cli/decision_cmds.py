@@ -1,0 +1,162 @@
+"""The purchase decision: `xlplan compare` (which hardware) and `xlplan schedule` (when to order)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+from pathlib import Path
+
+import typer
+
+from xlplan.cli import PLAN_ARG, app
+from xlplan.cli import load as _load
+from xlplan.io.errors import InputError
+
+
+def _usd(x: float | None, digits: int = 0) -> str:
+    return "missing" if x is None else f"${x:,.{digits}f}"
+
+
+@app.command("compare")
+def compare_cmd(
+    plan_file: Path | None = PLAN_ARG,
+    gpus: str | None = typer.Option(None, "--gpus", help="Compare only these GPUs, comma-separated (catalog names: h100-sxm,h200,b200)."),
+    as_json: bool = typer.Option(False, "--json", help="Print every option as JSON."),
+    top: int = typer.Option(15, "--top", min=1, help="Rows of the ranked table to print (the plan's own row is always shown)."),
+) -> None:
+    """Which hardware: the plan on every catalog GPU, in each format it supports, ranked by $/M tokens."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from xlplan.compare import compare, recommendation
+
+    names = [g.strip() for g in gpus.split(",") if g.strip()] if gpus is not None else None
+    if names is not None and not names:
+        raise InputError("--gpus", [f"got {gpus!r}; expected catalog GPU names separated by commas, e.g. h100-sxm,h200"])
+    p = _load(plan_file)
+    options = compare(p, names)
+    line = recommendation(options)
+    if as_json:
+        typer.echo(json.dumps({"recommendation": line, "options": [o.model_dump(mode="json") for o in options]}, indent=2))
+        return
+    table = Table(title=f"{p.name}: every GPU and format, ranked by $/M tokens ({p.costs.mode})")
+    for col in ("#", "GPU", "weights", "cache", "TP", "load", "+redundancy", "buy", "binds", "$/month", "$/M tokens", "note"):
+        table.add_column(col, justify="right" if col in ("#", "TP", "load", "+redundancy", "buy", "$/month", "$/M tokens") else "left")
+    for i, o in enumerate(options, start=1):
+        if i > top and not o.is_plan:
+            continue
+        mark = " (plan)" if o.is_plan else ""
+        if not o.feasible:
+            table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, "", "", "", "", "", "", "", f"cannot: {o.reason[:70]}")
+            continue
+        table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, str(o.tp), str(o.load), str(o.with_redundancy),
+                      str(o.purchased), o.binding or "", _usd(o.monthly_usd), _usd(o.usd_per_mtok, 3),
+                      o.reason if o.usd_per_mtok is None else "")
+    console = Console(width=200)
+    console.print(table)
+    shown = sum(1 for i, o in enumerate(options, start=1) if i <= top or o.is_plan)
+    if shown < len(options):
+        console.print(f"{len(options) - shown} more option(s): --top {len(options)} or --json shows them all.")
+    console.print(line)
+
+
+_MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+
+
+def _growth(text: str) -> float:
+    """'0.10' or '10%' -> 0.10, refused past the range a monthly growth can have. [fraction/month]"""
+    t = text.strip()
+    try:
+        g = float(t[:-1]) / 100.0 if t.endswith("%") else float(t)
+    except ValueError:
+        raise InputError("--growth", [f"got {text!r}; expected a monthly growth such as 0.10 or 10%"]) from None
+    if not (math.isfinite(g) and -0.5 < g <= 10):
+        raise InputError("--growth", [f"got {text}; expected a monthly growth above -50% and at most 1000% (0.10 is 10% a month)"])
+    return g
+
+
+def _next_month(today: dt.date) -> str:
+    return f"{today.year + (today.month == 12):04d}-{today.month % 12 + 1:02d}"
+
+
+@app.command("schedule")
+def schedule_cmd(
+    plan_file: Path | None = PLAN_ARG,
+    growth: str | None = typer.Option(None, "--growth", help="Monthly growth of the peak: 0.10 or 10% (compounding)."),
+    forecast: Path | None = typer.Option(None, "--forecast", help="CSV of monthly peaks: columns month (YYYY-MM) and peak_rps."),
+    months: int | None = typer.Option(None, "--months", help="Months to plan (default: the plan's growth.months, else 12)."),
+    lead_time_days: int | None = typer.Option(None, "--lead-time-days", help="Days from order to GPUs in service (or growth.lead_time_days)."),
+    start: str | None = typer.Option(None, "--start", help="First month, YYYY-MM (default: the plan's growth.start, else next month)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """When to order: the fleet month by month as the peak grows, each order dated its lead time ahead."""
+    from xlplan import catalog
+    from xlplan.io.forecast_table import read_forecast
+    from xlplan.scenario import resolve
+    from xlplan.schedule import monthly_peaks, schedule
+
+    if growth is not None and forecast is not None:
+        raise InputError("--growth", ["given with --forecast; expected one of them"])
+    if months is not None and not 1 <= months <= 240:
+        raise InputError("--months", [f"got {months}; expected 1 to 240 months"])
+    if lead_time_days is not None and not 0 <= lead_time_days <= 1095:
+        raise InputError("--lead-time-days", [f"got {lead_time_days}; expected 0 to 1,095 days"])
+    if start is not None and not _MONTH.match(start):
+        raise InputError("--start", [f"got {start!r}; expected YYYY-MM, e.g. 2027-01"])
+    p = _load(plan_file)
+    g = p.growth
+    s = resolve(p)
+    n = months or (g.months if g else 12)
+    if forecast is not None:
+        first, peaks = read_forecast(forecast)
+        start = start or first
+        if months is not None:
+            peaks = peaks[:months]
+        words = f"monthly peaks from {forecast}"
+    elif growth is not None:
+        rate = _growth(growth)
+        peaks, words = monthly_peaks(p.forecast.peak_rps, rate, n), f"{rate:.1%} a month from {p.forecast.peak_rps:g} req/s (--growth)"
+    elif g is not None and g.peaks_rps is not None:
+        peaks, words = g.peaks_rps[: n if months else None], "monthly peaks from the plan's growth section"
+    elif g is not None and g.monthly is not None:
+        peaks = monthly_peaks(p.forecast.peak_rps, g.monthly, n)
+        words = f"{g.monthly:.1%} a month from {p.forecast.peak_rps:g} req/s" + (f" ({g.source})" if g.source else " (the plan's growth section)")
+    else:
+        raise InputError("--growth", ["missing; expected --growth G (0.10 is 10% a month), --forecast CSV, "
+                                      "or a growth section in the plan (growth.monthly or growth.peaks_rps)"])
+    lead = lead_time_days if lead_time_days is not None else (g.lead_time_days if g else None)
+    if lead is None:
+        gpu = p.hardware.resolve()
+        known = catalog.ownership_for(gpu.name).get("lead_time") if isinstance(p.hardware.gpu, str) else None
+        hint = f" (published for {gpu.name}: {known})" if known else ""
+        raise InputError("--lead-time-days", [f"missing; expected the days from order to GPUs in service{hint}, "
+                                              "or growth.lead_time_days in the plan"])
+    today = dt.date.today()
+    start = start or (g.start if g and g.start else _next_month(today))
+    out = schedule(s, peaks, start, lead, words)
+    late = [m for m in out.months if m.order_by and m.order_by < today.isoformat()]
+    if as_json:
+        data = out.model_dump(mode="json")
+        data["late_orders"] = [m.month for m in late]
+        typer.echo(json.dumps(data, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{p.name}: the fleet month by month ({words}; lead time {lead} days)")
+    for col in ("month", "peak req/s", "load", "+redundancy", "bought", "new", "order by", "$/month", "cumulative $", "binds", "API $/month"):
+        table.add_column(col, justify="left" if col in ("month", "order by", "binds") else "right")
+    for m in out.months:
+        table.add_row(m.month, f"{m.peak_rps:,.1f}", str(m.load), str(m.with_redundancy), str(m.purchased),
+                      str(m.new_gpus) if m.new_gpus else "", (m.order_by or "") + (" LATE" if m in late else ""),
+                      _usd(m.monthly_usd), _usd(m.cumulative_usd), m.binding, _usd(m.api_monthly_usd))
+    console = Console(width=200)
+    console.print(table)
+    console.print(f"API: {out.breakeven_words}.")
+    console.print(f"Binding: {'changes to ' + next(m.binding for m in out.months if m.month == out.binding_change_month) + ' in ' + out.binding_change_month if out.binding_change_month else 'the same in every month'}.")
+    if late:
+        console.print(f"[bold red]Late:[/] the order for {', '.join(m.month for m in late)} should already have gone out (order-by date before today, {today}).")
+    if out.stopped:
+        console.print(f"[bold red]Stops:[/] {out.stopped}")

@@ -1,0 +1,176 @@
+"""Which hardware: the plan re-solved on every catalog GPU, in each weight and cache format it supports, ranked by $/M tokens.
+
+Notes
+-----
+Each GPU is tried with bf16 weights and cache, fp8 weights and cache where it has FP8 tensor cores, and fp4 (NVFP4)
+weights where it has FP4 ones; each option at its best tensor-parallel degree (the planner's objective: fewest
+purchased GPUs, then fewest billed, then the smallest degree). A GPU's purchasing unit is its catalog node size,
+its price the catalog's dated rental price (the plan's own price override applies only to the plan's own GPU).
+A buy plan is compared at each GPU's cost of ownership where the catalog has its node price and power, and its
+cost is shown as missing where it does not. Quantised weights change a model's outputs: a cheaper format is an
+option to evaluate, not a free saving.
+"""
+
+from __future__ import annotations
+
+from xlplan import catalog, steps
+from xlplan.plan import Plan
+from xlplan.result import GPUOption
+from xlplan.scenario import resolve
+
+WEIGHT_FORMATS = ("bf16", "fp8", "nvfp4")
+"""Weight formats tried on a GPU with the matching tensor cores (bf16 everywhere). [text]"""
+
+KV_FORMATS = ("bf16", "fp8")
+"""Cache formats tried (fp8 where the GPU has FP8 tensor cores). [text]"""
+
+
+def formats(gpu) -> list[tuple[str, str]]:
+    """(weights, cache) formats a GPU supports natively. [text]"""
+    weights = ["bf16"] + (["fp8"] if gpu.fp8_tflops else []) + (["nvfp4"] if gpu.fp4_tflops else [])
+    kv = ["bf16"] + (["fp8"] if gpu.fp8_tflops else [])
+    return [(w, k) for w in weights for k in kv]
+
+
+def _variant(p: Plan, gpu_key: str, weights: str, kv: str) -> tuple[Plan, str | None]:
+    """(the plan on another GPU and formats, why its cost is missing or None). Its own GPU keeps the plan's hardware."""
+    data = p.model_dump(exclude_none=True)
+    gpu = catalog.get_gpu(gpu_key)
+    own_gpu = isinstance(p.hardware.gpu, str) and catalog.gpu_key(p.hardware.gpu) == gpu_key
+    data["model"]["weights_dtype"], data["model"]["kv_dtype"] = weights, kv
+    data["policy"].pop("tp", None)
+    data["policy"].pop("compute_dtype", None)
+    missing = None
+    if not own_gpu:
+        data["hardware"]["gpu"] = gpu_key
+        data["hardware"].pop("usd_per_gpu_hour", None)
+        data["hardware"]["gpus_per_node"] = gpu.nodes or p.hardware.gpus_per_node
+        costs = data.get("costs", {})
+        if costs.get("mode") == "buy":
+            for field in ("capex_usd_per_node", "kw_per_gpu"):
+                costs.pop(field, None)  # the plan's figures are for its own GPU
+            own = catalog.ownership_for(gpu_key)
+            lacking = [f for f in ("capex_usd_per_node", "kw_per_gpu") if f not in own]
+            if lacking:
+                missing = f"no catalog {' or '.join(lacking)} for {gpu.name}"
+                data["costs"] = {"mode": "rent"}
+                data["hardware"]["usd_per_gpu_hour"] = 1.0  # solved for the fleet only; the cost is reported missing
+        elif gpu.usd_per_gpu_hour is None:
+            missing = f"no catalog price for {gpu.name}"
+            data["hardware"]["usd_per_gpu_hour"] = 1.0
+    return Plan.model_validate(data), missing
+
+
+def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False) -> GPUOption:
+    """One GPU in one format, solved. [GPUOption]"""
+    gpu = catalog.get_gpu(gpu_key)
+    base = dict(gpu=gpu_key, gpu_name=gpu.name, weights_dtype=weights, kv_dtype=kv, is_plan=is_plan)
+    try:
+        q, missing = (p, None) if is_plan else _variant(p, gpu_key, weights, kv)
+        s = resolve(q)
+        sol = steps.solve(s)
+    except steps.PlanningError as e:
+        return GPUOption(**base, feasible=False, reason=str(e), price_note=gpu.price_note)
+    pa, bl = sol.paths, sol.bill
+    priced = missing is None
+    owned = p.costs.mode == "buy"  # an owned fleet bills every purchased GPU, priced or not
+    return GPUOption(
+        **base, feasible=True, tp=int(pa.tp), load=int(pa.load), with_redundancy=int(pa.with_redundancy),
+        purchased=int(pa.purchased), gpus_per_node=s.gpus_per_node, binding=sol.binding,
+        billed_gpus=int(pa.purchased) if owned else int(bl.billed_gpus), billed_purchased_always=owned,
+        fixed_usd_per_month=s.fixed_usd_per_month if priced else 0.0,
+        usd_per_gpu_hour=s.usd_per_gpu_hour if priced else None, monthly_usd=bl.monthly_usd if priced else None,
+        usd_per_mtok=bl.usd_per_mtok if priced else None, reason=missing or "",
+        price_note=_price_note(q, gpu) if priced else missing,
+    )
+
+
+def _price_note(q: Plan, gpu) -> str:
+    """Where an option's price comes from, with its date. [text]"""
+    if q.costs.mode == "buy":
+        own = q.ownership()
+        return (f"owned: ${own['capex_usd_per_node']['value']:,.0f} per node of {q.hardware.gpus_per_node} "
+                f"({own['capex_usd_per_node']['source']}), {own['kw_per_gpu']['value']:g} kW per GPU")
+    if q.hardware.usd_per_gpu_hour is not None:
+        catalog_price = f"${gpu.usd_per_gpu_hour:.2f}/h, {gpu.price_note}" if gpu.usd_per_gpu_hour else "no catalog price"
+        return f"the plan's price ${q.hardware.usd_per_gpu_hour:.2f}/h (catalog: {catalog_price})"
+    return f"${gpu.usd_per_gpu_hour:.2f}/h: {gpu.price_note}"
+
+
+def compare(p: Plan, gpus: list[str] | None = None) -> list[GPUOption]:
+    """The plan on every catalog GPU (or those named), in every format each supports, ranked by $/M tokens.
+
+    The plan's own option (its GPU, formats, price and purchasing unit, exactly as planned) is first among equals:
+    marked ``is_plan`` and always present. Options without a cost rank after those with one, infeasible ones last.
+
+    Raises
+    ------
+    catalog.UnknownNameError
+        For a GPU name the catalog does not have.
+    """
+    keys = [catalog.gpu_key(g) for g in gpus] if gpus else list(catalog.gpu_names())
+    keys = list(dict.fromkeys(keys))
+    own_key = catalog.gpu_key(p.hardware.gpu) if isinstance(p.hardware.gpu, str) else None
+    out = [option(p, own_key or "", p.model.weights_dtype, p.model.kv_dtype, is_plan=True)] if own_key else []
+    if own_key is None:  # an inline GPU: the plan's own option, named as the plan names it
+        out.append(_inline_option(p))
+    for key in keys:
+        for w, k in formats(catalog.get_gpu(key)):
+            if key == own_key and (w, k) == (p.model.weights_dtype, p.model.kv_dtype):
+                continue
+            out.append(option(p, key, w, k))
+    return rank(out)
+
+
+def _inline_option(p: Plan) -> GPUOption:
+    gpu = p.hardware.resolve()
+    s = resolve(p)
+    sol = steps.solve(s)
+    pa, bl = sol.paths, sol.bill
+    return GPUOption(gpu=gpu.name, gpu_name=gpu.name, weights_dtype=p.model.weights_dtype, kv_dtype=p.model.kv_dtype,
+                     is_plan=True, feasible=True, tp=int(pa.tp), load=int(pa.load), with_redundancy=int(pa.with_redundancy),
+                     purchased=int(pa.purchased), gpus_per_node=s.gpus_per_node, binding=sol.binding,
+                     billed_gpus=int(bl.billed_gpus), billed_purchased_always=p.costs.mode == "buy",
+                     fixed_usd_per_month=s.fixed_usd_per_month, usd_per_gpu_hour=s.usd_per_gpu_hour, monthly_usd=bl.monthly_usd, usd_per_mtok=bl.usd_per_mtok,
+                     price_note="the plan's own GPU and price")
+
+
+def rank(options: list[GPUOption]) -> list[GPUOption]:
+    """By $/M tokens, then monthly cost, then GPUs purchased; unpriced after priced, infeasible last."""
+    def key(o: GPUOption):
+        if not o.feasible:
+            return (2, 0.0, 0.0, 0)
+        if o.usd_per_mtok is None:
+            return (1, float(o.purchased or 0), 0.0, 0)
+        return (0, o.usd_per_mtok, o.monthly_usd or 0.0, o.purchased or 0)
+
+    return sorted(options, key=key)
+
+
+def _label(o: GPUOption) -> str:
+    w = o.weights_dtype if o.weights_dtype == o.kv_dtype else f"{o.weights_dtype} weights, {o.kv_dtype} cache"
+    return f"{o.gpu_name} in {w}"
+
+
+def recommendation(options: list[GPUOption]) -> str:
+    """One line: the cheapest option per token against the plan's own, and what binds there. [text]"""
+    mine = next(o for o in options if o.is_plan)
+    priced = [o for o in options if o.feasible and o.usd_per_mtok is not None]
+    if not priced:
+        return "No option has a price: give hardware.usd_per_gpu_hour, or compare GPUs the catalog prices."
+    best = priced[0]
+    if not mine.feasible:
+        return f"The plan's {_label(mine)} cannot be met ({mine.reason}); the cheapest option per token is {_label(best)} " \
+               f"at ${best.usd_per_mtok:.3f}/M tokens ({best.purchased} GPUs to buy; {best.binding} binds there)."
+    if best is mine or (mine.usd_per_mtok is not None and best.usd_per_mtok >= mine.usd_per_mtok):
+        nxt = next((o for o in priced if o is not mine), None)
+        tail = f"; next is {_label(nxt)} at {nxt.usd_per_mtok / mine.usd_per_mtok - 1:+.0%} per token" if nxt and mine.usd_per_mtok else ""
+        return f"The plan's {_label(mine)} is the cheapest per token of {len(priced)} priced options{tail}."
+    if mine.usd_per_mtok is None:
+        return f"The plan's {_label(mine)} has no price to compare; the cheapest option per token is {_label(best)} " \
+               f"at ${best.usd_per_mtok:.3f}/M tokens; {best.binding} binds there."
+    saving = 1.0 - best.usd_per_mtok / mine.usd_per_mtok
+    quant = " (quantised weights: check quality before you buy)" if best.weights_dtype != mine.weights_dtype else ""
+    return (f"{_label(best)} is {saving:.0%} cheaper per token than the plan's {_label(mine)} "
+            f"(${best.usd_per_mtok:.3f} against ${mine.usd_per_mtok:.3f}/M tokens, {best.purchased} GPUs to buy); "
+            f"{best.binding} binds there{quant}.")

@@ -1,0 +1,97 @@
+"""The Schedule sheet: the fleet month by month as the peak grows (`xlplan schedule`), each order dated by formula.
+
+Each month's fleet is a full re-plan at that month's peak: engine values (shaded, with a STALE flag by formula).
+Everything else is a formula: the peak from the growth, GPUs bought as the running maximum, new GPUs, the order-by
+date (the month's first day minus the lead time), GPUs billed, the month's cost, the running total, and the API's
+cost for the same month's traffic.
+"""
+
+from __future__ import annotations
+
+from xlplan.io.workbook.cells import Book, Cell
+from xlplan.io.workbook.common import DECISION_TABS, FMT, NA, Engine, Rows
+from xlplan.io.workbook.tab_options import Decisions, stale_flag
+
+SCHEDULE_COLUMNS = ("Month", "Year", "Month no.", "Index", "Peak", "TP", "Load", "With redundancy", "Needed", "Bought", "New",
+                    "Order by", "GPUs billed", "Monthly", "Cumulative", "Binds", "API monthly")
+UNITS = ("YYYY-MM", "", "", "months", "req/s", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "date", "GPUs", "USD/month",
+         "USD", "", "USD/month")
+
+
+def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
+    """Lay out the Schedule sheet (only when the plan has a growth section with a lead time)."""
+    from openpyxl.utils import get_column_letter as L
+
+    sh = book.sheet(DECISION_TABS[1], "When to order: the fleet month by month as the peak grows, with order dates.",
+                    widths={"A": 10, **{L(i): 11 for i in range(2, 18)}, "L": 12}, print_title_rows="1:2", landscape=True)
+    rows = Rows(book, sh)
+    rows.title("Schedule — when each order must go out as traffic grows",
+               "Each month re-plans the whole note at its peak; GPUs bought stay bought; an order goes out its lead time "
+               "before the month it is needed.")
+    stale_flag(book, sh, e, "ScheduleStale")
+    sc = d.schedule
+    if sc is None:
+        sh.put("A", sh.row, Cell(d.schedule_note, kind="note"))
+        sh.row += 1
+        return
+    r = sh.row
+    sh.put("A", r, Cell("Growth", kind="label"))
+    sh.put("C", r, Cell(sc.growth, kind="static"))
+    sh.put("A", r + 1, Cell("Lead time", kind="label"))
+    coord = sh.put("C", r + 1, Cell(sc.lead_time_days, kind="static", fmt=FMT["int"]))
+    sh.put("D", r + 1, Cell("days from order to GPUs in service", kind="unit"))
+    book.define("ScheduleLeadTimeDays", sh, coord)
+    rate = e.plan.growth.monthly if (e.plan.growth and e.plan.growth.monthly is not None) else None
+    if rate is not None:
+        sh.put("A", r + 2, Cell("Growth per month", kind="label"))
+        coord = sh.put("C", r + 2, Cell(rate, kind="static", fmt="0.0%"))
+        book.define("ScheduleGrowth", sh, coord)
+    sh.put("A", r + 3, Cell(f"API: {sc.breakeven_words}. " + (f"The binding constraint changes in {sc.binding_change_month}."
+                                                              if sc.binding_change_month else "The binding constraint stays the same.")
+                            + (f" Stops: {sc.stopped}" if sc.stopped else ""), kind="static", wrap=True))
+    sh.merges.append(f"A{r + 3}:Q{r + 3}")
+    hdr = r + 5
+    for i, label in enumerate(SCHEDULE_COLUMNS):
+        sh.put(i + 1, hdr, Cell(label, kind="header"))
+        sh.put(i + 1, hdr + 1, Cell(UNITS[i], kind="unit"))
+    has_api = any(m.api_monthly_usd is not None for m in sc.months)
+    for k, m in enumerate(sc.months):
+        x = hdr + 2 + k
+        prev = x - 1
+        year, month = (int(v) for v in m.month.split("-"))
+        sh.put("A", x, Cell(m.month, kind="static"))
+        sh.put("B", x, Cell(year, kind="static", fmt="0"))
+        sh.put("C", x, Cell(month, kind="static", fmt="0"))
+        sh.put("D", x, Cell(k, kind="static", fmt="0"))
+        if rate is not None:
+            sh.put("E", x, Cell(f"=PeakRate*(1+ScheduleGrowth)^D{x}", formula=True, cached=m.peak_rps, kind="calc", fmt=FMT["num"]))
+        else:
+            sh.put("E", x, Cell(m.peak_rps, kind="static", fmt=FMT["num"]))
+        for col, v in (("F", m.tp), ("G", m.load), ("H", m.with_redundancy)):
+            sh.put(col, x, Cell(v, kind="static", fmt=FMT["gpus"]))
+        # "Needed": whole purchasing units at this month's peak alone (before the running maximum of what is bought)
+        sh.put("I", x, Cell(m.needed_purchased, kind="static", fmt=FMT["gpus"]))
+        sh.put("J", x, Cell(f"=I{x}" if k == 0 else f"=MAX(J{prev},I{x})", formula=True, cached=m.purchased, kind="calc",
+                            fmt=FMT["gpus"]))
+        sh.put("K", x, Cell(f"=J{x}" if k == 0 else f"=J{x}-J{prev}", formula=True, cached=m.new_gpus, kind="calc", fmt=FMT["gpus"]))
+        sh.put("L", x, Cell(f'=IF(K{x}>0,TEXT(DATE(B{x},C{x},1)-ScheduleLeadTimeDays,"yyyy-mm-dd"),"")', formula=True,
+                            cached=m.order_by or "", kind="calc"))
+        billed = f'=IF(BillPurchased,J{x},H{x})'
+        sh.put("M", x, Cell(billed, formula=True, cached=m.billed_gpus, kind="calc", fmt=FMT["gpus"]))
+        sh.put("N", x, Cell(f"=M{x}*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth", formula=True, cached=m.monthly_usd, kind="calc", fmt=FMT["usd"]))
+        sh.put("O", x, Cell(f"=N{x}" if k == 0 else f"=O{prev}+N{x}", formula=True, cached=m.cumulative_usd, kind="calc",
+                            fmt=FMT["usd"]))
+        sh.put("P", x, Cell(m.binding, kind="static"))
+        api = (f'=IF(ISNUMBER(APIBlendedUSDPerMTok),E{x}*(PromptMean+OutputMean)*AvgUtilisation*HoursPerMonth*SecondsPerHour'
+               f'*APIBlendedUSDPerMTok/TokensPerMillion,"{NA}")')
+        sh.put("Q", x, Cell(api, formula=True, cached=m.api_monthly_usd if has_api else NA, kind="calc", fmt=FMT["usd"]))
+    end = hdr + 1 + len(sc.months)
+    sh.freeze = f"B{hdr + 2}"
+    sh.print_area = f"A1:Q{end + 18}"  # the chart below the table too
+    sh.row = end + 1
+    first, last = hdr + 2, end
+    sh.charts.append({"kind": "scatter", "title": "GPUs bought and GPUs the load needs, month by month", "x_title": "Month index",
+                      "y_title": "GPUs", "x": ("D", first, last), "series": [("G", hdr, last), ("H", hdr, last), ("J", hdr, last)],
+                      "anchor": f"A{end + 2}", "width": 22, "height": 8})
+    sh.row = end + 20
+

@@ -1,0 +1,88 @@
+"""Rent or buy: the monthly cost of owning a fleet, its hourly equivalent, and when buying pays back.
+
+Notes
+-----
+Owning a GPU costs, per month: its share of the purchasing unit's price spread straight-line over the
+depreciation period (no residual value, no cost of capital), the electricity it and its share of the host draw at
+load for every hour of the month times the facility's PUE, the colocation space priced per kW of IT load, and a
+fixed hardware-operations cost for the fleet (hands on site, spares, support contracts). Every term but the last
+scales with the GPUs purchased, so the cost per GPU-hour is one figure:
+
+    usd_per_gpu_hour = capex_per_node / gpus_per_node / (12 · years) / hours
+                       + kw_per_gpu · pue · usd_per_kwh
+                       + kw_per_gpu · hosting_usd_per_kw_month / hours
+
+Power is counted at load for every hour, which over-states the bill of a fleet idle at night: a stated,
+conservative convention.
+
+References
+----------
+Straight-line depreciation over 5-6 years is what hyperscalers book for servers (AWS 5 years from 2025, Google and
+Microsoft 6); PUE from the Uptime Institute's survey; colocation per kW of IT load from CBRE's market reports. The
+figures and their dates are in ``xlplan/catalog/ownership.yaml``.
+"""
+
+from __future__ import annotations
+
+HOURS_PER_MONTH = 730.0
+
+
+def owned_usd_per_gpu_hour(capex_usd_per_node, gpus_per_node, depreciation_years, kw_per_gpu, pue, usd_per_kwh,
+                           hosting_usd_per_kw_month, hours_per_month=HOURS_PER_MONTH):
+    """What an owned GPU costs per hour: depreciation, electricity and hosting. [USD/GPU-hour]
+
+    Parameters
+    ----------
+    capex_usd_per_node : float
+        Price of one purchasing unit: its GPUs, host, network. [USD]
+    gpus_per_node : int
+        GPUs in it. [GPUs]
+    depreciation_years : float
+        Straight-line life. [years]
+    kw_per_gpu : float
+        Power per GPU at load, its share of the host included. [kW]
+    pue : float
+        Facility power ÷ IT power. [—]
+    usd_per_kwh : float
+        Electricity price. [USD/kWh]
+    hosting_usd_per_kw_month : float
+        Colocation price per kW of IT load. [USD/kW-month]
+    hours_per_month : float
+        [h/month]
+
+    Examples
+    --------
+    An 8-GPU node at $270,000 over 5 years, 1.275 kW per GPU, PUE 1.5, $0.10/kWh, $180/kW-month, 730 h:
+    270,000 / 8 / 60 / 730 = 0.77055; 1.275 x 1.5 x 0.10 = 0.19125; 1.275 x 180 / 730 = 0.31438; sum 1.27618:
+
+    >>> round(owned_usd_per_gpu_hour(270000, 8, 5, 1.275, 1.5, 0.10, 180, 730), 4)
+    1.2762
+    """
+    depreciation = capex_usd_per_node / gpus_per_node / (12.0 * depreciation_years) / hours_per_month
+    energy = kw_per_gpu * pue * usd_per_kwh
+    hosting = kw_per_gpu * hosting_usd_per_kw_month / hours_per_month
+    return depreciation + energy + hosting
+
+
+def monthly_ownership_usd(purchased_gpus, usd_per_gpu_hour, hardware_ops_usd_per_month, hours_per_month=HOURS_PER_MONTH):
+    """The monthly cost of owning the purchased fleet: every purchased GPU, every hour, plus hardware operations. [USD/month]
+
+    >>> round(monthly_ownership_usd(8, 1.2761, 2000.0, 730), 2)   # 8 x 1.2761 x 730 + 2,000
+    9452.42
+    """
+    return purchased_gpus * usd_per_gpu_hour * hours_per_month + hardware_ops_usd_per_month
+
+
+def payback_months(capex_usd, rent_usd_per_month, running_usd_per_month):
+    """Months until buying has cost less than renting: capex ÷ (rent − running costs); None when renting is cheaper
+    to run than owning (buying never pays back). [months]
+
+    >>> payback_months(270000, 10950.0, 3000.0)
+    33.9622641509434
+    >>> payback_months(270000, 2000.0, 3000.0) is None
+    True
+    """
+    saving = rent_usd_per_month - running_usd_per_month
+    if saving <= 0:
+        return None
+    return capex_usd / saving

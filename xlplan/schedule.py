@@ -1,0 +1,141 @@
+"""When to order: the fleet month by month as traffic grows, each order dated its lead time before it is needed.
+
+Notes
+-----
+Month ``m`` (0 for the first) has peak ``peak_rps × (1 + g)^m`` at a monthly growth ``g``, or the stated peak of a
+table. Each month is re-planned in full at its peak (the seven steps; the TP degree may change). GPUs bought stay
+bought: the purchased fleet is the running maximum of what each month needs, and the GPUs a month adds must be in
+service on its first day, so their order goes out ``lead_time_days`` before it. A rented fleet's bill follows each
+month's fleet with redundancy; a purchased or owned fleet's bill counts every GPU bought so far.
+
+References
+----------
+Runbook, document 14: "peak for the fleet, average for the cost model"; "you cannot scale into a burst" — capacity
+must be in place before the peak it serves, which for bought hardware means ordered a lead time ahead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from xlplan import cost, steps
+from xlplan.result import ScheduleMonth, ScheduleOut
+from xlplan.scenario import Scenario
+
+
+def monthly_peaks(peak_rps: float, growth: float, months: int) -> list[float]:
+    """Peak rate month by month at a compounding monthly growth. [requests/s]
+
+    >>> [round(x, 2) for x in monthly_peaks(40.0, 0.10, 4)]
+    [40.0, 44.0, 48.4, 53.24]
+    """
+    return [peak_rps * (1.0 + growth) ** m for m in range(months)]
+
+
+def monthly_from_weekly(weekly_growth: float) -> float:
+    """A weekly growth rate as the equivalent monthly one (365.25 / 12 / 7 weeks a month, compounding). [fraction/month]
+
+    >>> round(monthly_from_weekly(0.02), 4)
+    0.0899
+    """
+    return (1.0 + weekly_growth) ** (365.25 / 12.0 / 7.0) - 1.0
+
+
+def month_start(yyyy_mm: str, add: int = 0) -> dt.date:
+    """The first day of the month ``add`` months after ``YYYY-MM``. [date]
+
+    >>> month_start("2026-11", 3)
+    datetime.date(2027, 2, 1)
+    """
+    year, month = (int(x) for x in yyyy_mm.split("-"))
+    k = year * 12 + (month - 1) + add
+    return dt.date(k // 12, k % 12 + 1, 1)
+
+
+def order_by(needed_from: dt.date, lead_time_days: int) -> dt.date:
+    """The last day an order can go out to be in service on ``needed_from``. [date]
+
+    >>> order_by(dt.date(2027, 3, 1), 90)
+    datetime.date(2026, 12, 1)
+    """
+    return needed_from - dt.timedelta(days=lead_time_days)
+
+
+def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: int, growth_words: str = "") -> ScheduleOut:
+    """The fleet, its orders and its bill month by month.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan at its current peak; each month replaces ``peak_rps``.
+    peaks_rps : list of float
+        Peak rate of each month, from the first. [requests/s]
+    start : str
+        The first month, ``YYYY-MM``. [month]
+    lead_time_days : int
+        Days from order to GPUs in service. [days]
+    growth_words : str
+        How the peaks were made, for the record. [text]
+
+    Returns
+    -------
+    ScheduleOut
+        Every month, and the months the API break-even is crossed and the binding constraint changes (None if not).
+        A month whose peak cannot be met on this hardware ends the schedule, with its reason.
+    """
+    months: list[ScheduleMonth] = []
+    owned = 0
+    cumulative = 0.0
+    stopped = ""
+    for m, peak in enumerate(peaks_rps):
+        first_day = month_start(start, m)
+        try:
+            sol = steps.solve(dataclasses.replace(s, peak_rps=peak))
+        except steps.PlanningError as e:
+            stopped = f"{first_day:%Y-%m}: at {peak:,.6g} requests/s the plan cannot be met ({e})"
+            break
+        pa, bl = sol.paths, sol.bill
+        needed = int(pa.purchased)
+        new = max(needed - owned, 0)
+        owned = max(owned, needed)
+        billed = owned if s.bill_purchased else int(pa.with_redundancy)
+        monthly = cost.monthly_cost_usd(billed, s.usd_per_gpu_hour, s.hours_per_month) + s.fixed_usd_per_month
+        cumulative += monthly
+        months.append(ScheduleMonth(
+            month=f"{first_day:%Y-%m}", peak_rps=peak, tp=int(pa.tp), load=int(pa.load), with_redundancy=int(pa.with_redundancy),
+            needed_purchased=needed, purchased=owned, new_gpus=new, order_by=order_by(first_day, lead_time_days).isoformat() if new else None,
+            billed_gpus=billed, monthly_usd=monthly, cumulative_usd=cumulative, binding=sol.binding,
+            api_monthly_usd=bl.api_monthly_usd,
+        ))
+    return ScheduleOut(months=months, start=start, lead_time_days=lead_time_days, growth=growth_words,
+                       breakeven_month=_breakeven_month(months, s.ops_usd_per_month),
+                       breakeven_words=_breakeven_words(months, s.ops_usd_per_month),
+                       binding_change_month=next((x.month for x in months if x.binding != months[0].binding), None) if months else None,
+                       stopped=stopped)
+
+
+def _cheaper_self_hosted(x: ScheduleMonth, ops_usd_per_month: float) -> bool | None:
+    if x.api_monthly_usd is None:
+        return None
+    return x.monthly_usd + ops_usd_per_month < x.api_monthly_usd
+
+
+def _breakeven_month(months: list[ScheduleMonth], ops: float) -> str | None:
+    """The first month whose API comparison differs from the first month's. [month]"""
+    if not months or _cheaper_self_hosted(months[0], ops) is None:
+        return None
+    first = _cheaper_self_hosted(months[0], ops)
+    return next((x.month for x in months if _cheaper_self_hosted(x, ops) != first), None)
+
+
+def _breakeven_words(months: list[ScheduleMonth], ops: float) -> str:
+    if not months or months[0].api_monthly_usd is None:
+        return "no API price to compare"
+    first = _cheaper_self_hosted(months[0], ops)
+    crossed = _breakeven_month(months, ops)
+    now = "self-hosting is cheaper than the API" if first else "the API is cheaper than self-hosting"
+    if crossed is None:
+        return f"{now} in every month of the schedule"
+    then = "self-hosting becomes cheaper than the API" if not first else "the API becomes cheaper than self-hosting"
+    return f"{now} at first; {then} from {crossed}"
