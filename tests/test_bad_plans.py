@@ -111,3 +111,14 @@ def test_new_gpu_without_price(tmp_path, capsys):
     data["hardware"] = {k: v for k, v in data["hardware"].items() if v is not None}
     rc, err = run_plan(tmp_path, capsys, data)
     assert rc == 2 and "hardware.usd_per_gpu_hour: missing" in err
+
+
+def test_command_line_typos_get_one_line_naming_the_option(capsys):
+    # a mistyped option or a word where a number belongs: exit 2 (the usage-error status) and one line that names
+    # the command and the option, never the framework's multi-line box
+    for argv, named in ((["plan", "--bogus"], "--bogus"), (["simulate", "--minutes", "abc"], "--minutes"),
+                        (["schedule", "--months", "x"], "--months"), (["compare", "--gpus"], "--gpus"),
+                        (["nosuchcmd"], "nosuchcmd")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: xlplan") and err.count("\n") == 1 and named in err, err

@@ -66,7 +66,23 @@ def report(e: InputError) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning bad input into exit status 2 and clear lines."""
     try:
-        app(args=argv, prog_name="xlplan")  # standalone: usage errors print the usage line and exit 2
+        # not standalone: usage errors are raised to us (not printed as a box), and a command's typer.Exit(code)
+        # comes back as its code; commands return nothing else
+        code = app(args=argv, prog_name="xlplan", standalone_mode=False)
+        return code if isinstance(code, int) else 0
+    except typer.TyperException as e:  # a usage error: an unknown option, a value of the wrong type
+        ctx = getattr(e, "ctx", None)
+        where = ctx.command_path if ctx is not None else "xlplan"
+        if type(e).__name__ == "NoArgsIsHelpError":  # `xlplan` alone: the help, and the usage-error status
+            typer.echo(ctx.get_help() if ctx is not None else e.format_message(), err=True)
+        else:
+            typer.echo(f"error: {where}: {e.format_message().rstrip('.')}; see `{where} --help`", err=True)
+        return 2
+    except typer.Exit as e:
+        return e.exit_code
+    except typer.Abort:
+        typer.echo("error: aborted", err=True)
+        return 1
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except InputError as e:

@@ -30,7 +30,11 @@ def template_cmd(
     target = TEMPLATE_PATH if output is None else output
     if check:
         data = workbook_for_plan(reference_plan())
-        if not target.is_file() or files.read_bytes(target, "the template workbook", files.WORKBOOK_MAX_BYTES) != data:
+        if not target.is_file():
+            typer.echo(f"error: {target}: no such file; expected the template workbook (run from the checkout's "
+                       "top folder, or give -o)", err=True)
+            raise typer.Exit(2)
+        if files.read_bytes(target, "the template workbook", files.WORKBOOK_MAX_BYTES) != data:
             typer.echo(f"{target} differs from a fresh build: run `xlplan template` and commit the result", err=True)
             raise typer.Exit(1)
         typer.echo(f"{target} is current")
