@@ -150,7 +150,10 @@ def test_schedule_from_the_plan_growth_section(tmp_path, capsys):
 
 @pytest.mark.parametrize("content, where", [
     ("month,peak\n2027-01,40\n", "line 1"),
-    ("month,peak_rps\n2027-1,40\n", "line 2, column 'month'"),
+    ("month,peak_rps\n2027-13,40\n", "line 2, column 'month'"),
+    ("month,peak_rps\n1/1/2027,40\n", "line 2, column 'month'"),  # 1 January or 1 February: not guessed
+    ("month,peak_rps\n2027-01,1,200\n", "line 2: 3 cells under a 2-column header"),  # would read as 1 req/s
+    ("month;peak_rps\n2027-01;1.200\n", "line 2, column 'peak_rps': got '1.200'"),  # 1.2 or 1,200: not guessed
     ("month,peak_rps\n2027-01,40\n2027-03,50\n", "expected 2027-02"),
     ("month,peak_rps\n2027-01,-4\n", "line 2, column 'peak_rps'"),
     ("month,peak_rps\n2027-01,lots\n", "line 2, column 'peak_rps'"),
@@ -162,6 +165,28 @@ def test_bad_forecast_tables_exit_2(tmp_path, capsys, content, where):
     assert main(["schedule", "--forecast", str(f), "--lead-time-days", "30"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(f) in err[0] and where in err[0], err
+
+
+@pytest.mark.parametrize("content", [
+    "month,peak_rps\n2027-03,40\n2027-04,60\n2027-05,1200\n",
+    "\ufeffMonth;Peak RPS\r\n2027-03;40\r\n2027-04;60\r\n2027-05;1200\r\n\r\n",  # Excel's CSV (semicolon, BOM, CRLF)
+    "month\tpeak_rps\n2027-03-01\t40\n2027-04-01\t60\n2027-05-01\t1200\n",  # tabs, first-of-month dates
+    'month,peak_rps,note\nMar 2027,40,launch\nApril 2027,60,\nMay 2027,"1,200",\n',  # month names, quoted thousands
+])
+def test_forecast_tables_as_people_keep_them(tmp_path, capsys, content):
+    f = tmp_path / "peaks.csv"
+    f.write_text(content, encoding="utf-8")
+    assert main(["schedule", "--forecast", str(f), "--lead-time-days", "30", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["start"] == "2027-03" and [m["peak_rps"] for m in out["months"]] == [40, 60, 1200]
+
+
+def test_every_bad_row_of_a_forecast_is_named(tmp_path, capsys):
+    f = tmp_path / "peaks.csv"
+    f.write_text("month,peak_rps\n2027-01,40\n2027-02,abc\n2027-03,-5\n2027-04,1e12\n")
+    assert main(["schedule", "--forecast", str(f), "--lead-time-days", "30"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == f"error: {f}: 3 problem(s)" and [e.split(",")[0].strip() for e in err[1:]] == ["line 3", "line 4", "line 5"]
 
 
 @pytest.mark.parametrize("args, option", [
@@ -253,6 +278,92 @@ def test_rent_with_buy_figures_is_refused(tmp_path, capsys):
     data["costs"] = {"mode": "rent", "pue": 1.3}
     assert main(["plan", str(_write(tmp_path, data))]) == 2
     assert "pue" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------- inputs in the wrong unit or form
+
+
+@pytest.mark.parametrize("section, fields, line", [
+    # a percentage typed where a fraction belongs: 10 would compound 1000% a month, 40 -> 440 req/s in one month
+    ("growth", {"monthly": 10, "lead_time_days": 30}, "growth.monthly: got 10; expected a value less than or equal to 1 (write 0.10, not 10)"),
+    # a node price in thousands: $270 a node would make owning nearly free
+    ("costs", {"mode": "buy", "capex_usd_per_node": 270, "usd_per_kwh": 0.1, "hardware_ops_usd_per_month": 0},
+     "costs.capex_usd_per_node: got 270; expected a value greater than or equal to 1000 (whole dollars: 270,000 for 270 thousand)"),
+    # watts for kilowatts (an H100 node: 10.2 kW / 8 = 1.275 kW a GPU), a PUE as a percentage, cents for dollars
+    ("costs", {"mode": "buy", "kw_per_gpu": 1275, "usd_per_kwh": 0.1, "hardware_ops_usd_per_month": 0},
+     "costs.kw_per_gpu: got 1275; expected a value less than or equal to 20 (kilowatts, not watts: write 1.275, not 1275)"),
+    ("costs", {"mode": "buy", "pue": 130, "usd_per_kwh": 0.1, "hardware_ops_usd_per_month": 0},
+     "costs.pue: got 130; expected a value less than or equal to 3 (write 1.3, not 130)"),
+    ("costs", {"mode": "buy", "usd_per_kwh": 9, "hardware_ops_usd_per_month": 0},
+     "costs.usd_per_kwh: got 9; expected a value less than or equal to 2 (dollars, not cents: write 0.09, not 9)"),
+    ("growth", {"monthly": 0.05, "lead_time_days": 30, "start": "2027-01-01"},
+     "growth.start: got '2027-01-01'; expected a month written YYYY-MM, e.g. 2027-01"),
+    ("growth", {"peaks_rps": [40, 50, 60], "months": 12, "lead_time_days": 30},
+     "growth.months: got 12; peaks_rps gives 3 month(s) (leave months out, or give a peak for each month)"),
+])
+def test_a_figure_in_the_wrong_unit_is_named_with_the_likely_fix(tmp_path, capsys, section, fields, line):
+    data = reference_plan().model_dump(exclude_none=True)
+    data[section] = fields
+    f = _write(tmp_path, data)
+    assert main(["plan", str(f)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {f}: {line}"]
+
+
+def test_missing_buy_figures_are_named_at_their_own_path(tmp_path, capsys):
+    # two required fields missing: two lines, each at costs.FIELD, never "(top level)" with the plan pasted in
+    f = _write(tmp_path, _buy())
+    assert main(["plan", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == f"error: {f}: 2 problem(s)"
+    assert [e.split(":")[0].strip() for e in err[1:]] == ["costs.usd_per_kwh", "costs.hardware_ops_usd_per_month"]
+    assert not any("top level" in e or "forecast" in e for e in err)
+
+
+def test_a_day_that_does_not_exist_is_refused(tmp_path, capsys):
+    data = reference_plan().model_dump(exclude_none=True)
+    data["date"] = "2026-02-30"
+    f = _write(tmp_path, data)
+    assert main(["plan", str(f)]) == 2
+    assert "date: got '2026-02-30'; expected a day of the calendar" in capsys.readouterr().err
+
+
+def test_growth_as_percent_text_reads_as_the_command_line_does(tmp_path, capsys):
+    # growth.monthly '10%' is 0.10, as --growth 10% is: 40 x 1.1 = 44 req/s in the second month
+    data = reference_plan().model_dump(exclude_none=True)
+    data["growth"] = {"monthly": "10%", "months": 2, "lead_time_days": 30, "start": "2027-01"}
+    assert main(["schedule", str(_write(tmp_path, data)), "--json"]) == 0
+    assert [round(m["peak_rps"], 9) for m in json.loads(capsys.readouterr().out)["months"]] == [40.0, 44.0]
+
+
+def test_runaway_growth_stops_at_the_cap_and_says_so(capsys):
+    # doubling every month: 40 x 2^15 = 1,310,720 req/s in month 16 passes the 1,000,000 req/s cap, so 15 months plan
+    assert main(["schedule", "--growth", "1", "--months", "240", "--lead-time-days", "9", "--start", "2027-01", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["months"]) == 15 and max(m["peak_rps"] for m in out["months"]) == 40 * 2 ** 14
+    assert out["stopped"].startswith("2028-04: the peak reaches 1.31072e+06 requests/s")
+
+
+def test_a_forecast_file_keeps_its_own_months(tmp_path, capsys):
+    f = tmp_path / "peaks.csv"
+    f.write_text("month,peak_rps\n2027-01,40\n2027-02,45\n2027-03,52\n")
+    assert main(["schedule", "--forecast", str(f), "--lead-time-days", "9", "--start", "2028-05"]) == 2
+    assert "--start: got 2028-05; the forecast" in capsys.readouterr().err
+    assert main(["schedule", "--forecast", str(f), "--lead-time-days", "9", "--months", "12"]) == 2
+    assert f"--months: got 12; {f} gives 3 month(s)" in capsys.readouterr().err
+
+
+def test_growth_section_survives_the_workbook_round_trip(tmp_path, capsys):
+    # plan -> workbook -> plan: the growth section comes back as given (the Schedule sheet carries it)
+    from xlplan.io.planfile import read_plan
+
+    data = reference_plan().model_dump(exclude_none=True)
+    data["growth"] = {"monthly": 0.08, "lead_time_days": 120, "start": "2027-03", "source": "finance forecast"}
+    book, back = tmp_path / "p.xlsx", tmp_path / "back.yaml"
+    assert main(["workbook", str(_write(tmp_path, data)), "-o", str(book)]) == 0
+    assert main(["read", str(book), "-o", str(back)]) == 0
+    capsys.readouterr()
+    g = read_plan(back).growth
+    assert (g.monthly, g.lead_time_days, g.start, g.source) == (0.08, 120, "2027-03", "finance forecast")
 
 
 # ---------------------------------------------------------------------------------------------------- the API price

@@ -147,7 +147,7 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
                  f"{k.billed_gpus} GPUs owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
                  f"{o.depreciation_years:g} years) + power {_usd(o.energy_usd_per_month)} ({o.kw_per_gpu:g} kW x PUE {o.pue:g} x "
                  f"${o.usd_per_kwh:g}/kWh) + hosting {_usd(o.hosting_usd_per_month)} + hardware ops "
-                 f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(k.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour)")
+                 f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(k.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)")
         if o.rent_monthly_usd is None:
             s5.insert(1, ("Against renting", "no rental price known for this GPU"))
         else:

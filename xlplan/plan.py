@@ -8,6 +8,7 @@ closest matches.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -278,7 +279,7 @@ class Costs(_Section):
     sourced default (``xlplan/catalog/ownership.yaml``) where a credible one exists, and is otherwise required."""
 
     mode: Literal["rent", "buy"] = Field(default="rent", description="'rent' (an hourly price) or 'buy' (capex, power and hosting). [text]")
-    capex_usd_per_node: float | None = Field(default=None, gt=0, le=1e9,
+    capex_usd_per_node: float | None = Field(default=None, ge=1000, le=1e9,
                                              description="Buy: price of one purchasing unit, GPUs, host and network; left out, the catalog's dated quote for the GPU where one exists. [USD]")
     depreciation_years: float | None = Field(default=None, gt=0, le=15,
                                              description="Buy: straight-line life, no residual; left out, 5 (AWS servers since 2025). [years]")
@@ -306,8 +307,9 @@ class Costs(_Section):
 class Growth(_Section):
     """How peak traffic grows month by month, for the order schedule (`xlplan schedule`)."""
 
-    monthly: float | None = Field(default=None, gt=-0.5, le=10,
-                                  description="Growth of the peak rate per month: 0.10 is 10% a month, compounding. [fraction/month]")
+    monthly: float | None = Field(default=None, gt=-0.5, le=1,
+                                  description="Growth of the peak rate per month: 0.10 is 10% a month, compounding; at most 1 "
+                                              "(doubling every month); '10%' is read as 0.10. [fraction/month]")
     peaks_rps: list[Annotated[float, Field(gt=0, le=1e7)]] | None = Field(
         default=None, min_length=1, max_length=240, description="Or the peak rate month by month, from the first month. [requests/s]")
     months: int = Field(default=12, ge=1, le=240, description="Months to plan. [months]")
@@ -317,10 +319,24 @@ class Growth(_Section):
                               description="First month of the schedule, YYYY-MM; left out, the month after today. [month]")
     source: str = Field(default="", description="Where the growth comes from (a log's measured growth, a product forecast). [text]")
 
+    @field_validator("monthly", mode="before")
+    @classmethod
+    def _percent_text(cls, v: Any) -> Any:
+        """'10%' as 0.10, as the command line's --growth reads it."""
+        if isinstance(v, str) and v.strip().endswith("%"):
+            try:
+                return float(v.strip()[:-1]) / 100
+            except ValueError:
+                return v
+        return v
+
     @model_validator(mode="after")
     def _one_way(self) -> Growth:
         if self.monthly is not None and self.peaks_rps is not None:
             raise ValueError("give monthly or peaks_rps, not both")
+        if self.peaks_rps is not None and "months" in self.model_fields_set and self.months != len(self.peaks_rps):
+            raise ValueError(f"months: got {self.months}; peaks_rps gives {len(self.peaks_rps)} month(s) "
+                             "(leave months out, or give a peak for each month)")
         return self
 
 
@@ -348,6 +364,16 @@ class Plan(_Section):
     name: str = Field(default="Capacity plan", description="Title of the capacity note. [text]")
     date: str | None = Field(default=None, pattern=r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$",
                              description="When the plan was prepared, YYYY-MM-DD; left out, a workbook shows the day it was built. [date]")
+
+    @field_validator("date", mode="after")
+    @classmethod
+    def _a_real_day(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                dt.date.fromisoformat(v)
+            except ValueError:
+                raise ValueError(f"expected a day of the calendar, YYYY-MM-DD ({v} does not exist)") from None
+        return v
     forecast: Forecast = Field(description="Step 1: peak rate and length distributions.")
     promise: Promise = Field(description="Step 2: TTFT and inter-token targets at a percentile.")
     model: ModelChoice = Field(description="The model and its precision.")
@@ -378,8 +404,9 @@ class Plan(_Section):
                 missing.append("usd_per_kwh (e.g. EIA 2023: Virginia commercial 0.0895, Texas industrial 0.066)")
             if self.costs.hardware_ops_usd_per_month is None:
                 missing.append("hardware_ops_usd_per_month (0 if none)")
-            if missing:
-                raise ValueError("costs: mode is 'buy', so these are required: " + "; ".join(missing))
+            if missing:  # one line each, at its own path (errors.describe_validation_error keeps "path: ..." lines)
+                raise ValueError("\n".join(f"costs.{m.split(' ', 1)[0]}: missing; costs.mode is 'buy', so it is required"
+                                           + (f" {m.split(' ', 1)[1]}" if " " in m else "") for m in missing))
         return self
 
     def api_used(self) -> APIPrices:

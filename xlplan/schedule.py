@@ -23,6 +23,10 @@ from xlplan import cost, steps
 from xlplan.result import ScheduleMonth, ScheduleOut
 from xlplan.scenario import Scenario
 
+MAX_PEAK_RPS = 1e6
+"""The largest peak a schedule month plans: a million requests a second is beyond any single deployment, and past it a
+compounding growth has run away (a percentage typed as a fraction). [requests/s]"""
+
 
 def monthly_peaks(peak_rps: float, growth: float, months: int) -> list[float]:
     """Peak rate month by month at a compounding monthly growth. [requests/s]
@@ -90,6 +94,10 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
     stopped = ""
     for m, peak in enumerate(peaks_rps):
         first_day = month_start(start, m)
+        if peak > MAX_PEAK_RPS:
+            stopped = (f"{first_day:%Y-%m}: the peak reaches {peak:,.6g} requests/s, beyond the {MAX_PEAK_RPS:,.0f} a "
+                       "schedule plans; check the growth rate or plan fewer months")
+            break
         try:
             sol = steps.solve(dataclasses.replace(s, peak_rps=peak))
         except steps.PlanningError as e:

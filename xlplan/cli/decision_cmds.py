@@ -10,9 +10,10 @@ from pathlib import Path
 
 import typer
 
+from xlplan import catalog
 from xlplan.cli import PLAN_ARG, app
 from xlplan.cli import load as _load
-from xlplan.io.errors import InputError
+from xlplan.io.errors import InputError, percent_hint
 
 
 def _usd(x: float | None, digits: int = 0) -> str:
@@ -36,6 +37,12 @@ def compare_cmd(
     if names is not None and not names:
         raise InputError("--gpus", [f"got {gpus!r}; expected catalog GPU names separated by commas, e.g. h100-sxm,h200"])
     p = _load(plan_file)
+    if names is not None:
+        for n in names:  # a typo is named at the option that carries it
+            try:
+                catalog.gpu_key(n)
+            except catalog.UnknownNameError as e:
+                raise InputError("--gpus", [str(e)]) from None
     options = compare(p, names)
     line = recommendation(options)
     if as_json:
@@ -72,8 +79,10 @@ def _growth(text: str) -> float:
         g = float(t[:-1]) / 100.0 if t.endswith("%") else float(t)
     except ValueError:
         raise InputError("--growth", [f"got {text!r}; expected a monthly growth such as 0.10 or 10%"]) from None
-    if not (math.isfinite(g) and -0.5 < g <= 10):
-        raise InputError("--growth", [f"got {text}; expected a monthly growth above -50% and at most 1000% (0.10 is 10% a month)"])
+    if not (math.isfinite(g) and -0.5 < g <= 1):
+        hint = percent_hint(g) if not t.endswith("%") else ""
+        raise InputError("--growth", [f"got {text}; expected a monthly growth above -50% and at most 100% (0.10 or 10% is "
+                                      f"10% a month){hint}"])
     return g
 
 
@@ -111,7 +120,12 @@ def schedule_cmd(
     n = months or (g.months if g else 12)
     if forecast is not None:
         first, peaks = read_forecast(forecast)
-        start = start or first
+        if start is not None and start != first:
+            raise InputError("--start", [f"got {start}; the forecast {forecast} starts in {first} and its months are its own "
+                                         "(leave --start out, or edit the file)"])
+        start = first
+        if months is not None and months > len(peaks):
+            raise InputError("--months", [f"got {months}; {forecast} gives {len(peaks)} month(s) ({first} on)"])
         if months is not None:
             peaks = peaks[:months]
         words = f"monthly peaks from {forecast}"
@@ -119,6 +133,8 @@ def schedule_cmd(
         rate = _growth(growth)
         peaks, words = monthly_peaks(p.forecast.peak_rps, rate, n), f"{rate:.1%} a month from {p.forecast.peak_rps:g} req/s (--growth)"
     elif g is not None and g.peaks_rps is not None:
+        if months is not None and months > len(g.peaks_rps):
+            raise InputError("--months", [f"got {months}; the plan's growth.peaks_rps gives {len(g.peaks_rps)} month(s)"])
         peaks, words = g.peaks_rps[: n if months else None], "monthly peaks from the plan's growth section"
     elif g is not None and g.monthly is not None:
         peaks = monthly_peaks(p.forecast.peak_rps, g.monthly, n)

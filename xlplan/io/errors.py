@@ -74,6 +74,74 @@ def _rehint(msg: str, value: Any) -> str:
     return _HINT.sub(lambda m: percent_hint(value), msg, count=1)
 
 
+_PATTERNS = {
+    r"^\d{4}-(0[1-9]|1[0-2])$": "expected a month written YYYY-MM, e.g. 2027-01",
+    r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$": "expected a day written YYYY-MM-DD, e.g. 2026-11-30",
+}
+"""Words for the text patterns plan fields use, instead of the regular expression."""
+
+_OWN_PATH = re.compile(r"^[A-Za-z_][\w.\[\]]*: ")
+
+
+def _unit_hint(path: str, value: Any) -> str:
+    """A hint where a figure reads as written in another unit: watts for kW, a percentage for a fraction. [text]"""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return ""
+    if path == "costs.kw_per_gpu" and 20 < value <= 20_000:
+        return f" (kilowatts, not watts: write {value / 1000:g}, not {value:g})"
+    if path == "costs.pue" and 100 <= value <= 300:
+        return f" (write {value / 100:g}, not {value:g})"
+    if path == "costs.capex_usd_per_node" and 10 <= value < 1000:
+        return f" (whole dollars: {value * 1000:,.0f} for {value:g} thousand)"
+    if path == "costs.usd_per_kwh" and 2 < value <= 200:
+        return f" (dollars, not cents: write {value / 100:g}, not {value:g})"
+    if path == "growth.monthly":
+        return percent_hint(value)
+    return ""
+
+
+def _field_names() -> set[str]:
+    """Every field name of a plan file, at any depth. [names]"""
+    from pydantic import BaseModel
+
+    from xlplan.plan import Plan
+
+    names: set[str] = set()
+    seen: set[type] = set()
+
+    def walk(model: type) -> None:
+        if model in seen:
+            return
+        seen.add(model)
+        for name, f in model.model_fields.items():
+            names.add(name)
+            for t in _types(f.annotation):
+                if isinstance(t, type) and issubclass(t, BaseModel):
+                    walk(t)
+
+    walk(Plan)
+    return names
+
+
+def _types(annotation: Any) -> list[Any]:
+    import typing
+
+    out = [annotation]
+    for a in typing.get_args(annotation):
+        out += _types(a)
+    return out
+
+
+def _did_you_mean(key: Any) -> str:
+    """'; did you mean 'depreciation_years'?' for a misspelt field, else ''. [text]"""
+    import difflib
+
+    if not isinstance(key, str):
+        return ""
+    close = difflib.get_close_matches(key, sorted(_field_names()), n=1, cutoff=0.8)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def describe_validation_error(e: ValidationError) -> list[str]:
     """One line per problem: ``field.path: got VALUE; expected WHAT``."""
     out = []
@@ -86,11 +154,22 @@ def describe_validation_error(e: ValidationError) -> list[str]:
         msg = err["msg"]
         for prefix in ("Value error, ", "Assertion failed, "):
             msg = msg.removeprefix(prefix)
-        if msg.startswith("Input should be "):
+        lines = msg.split("\n")
+        if kind == "value_error" and all(_OWN_PATH.match(line) for line in lines):
+            # a check across fields names each problem at its own path: the line as it is, not the whole section
+            out.extend(f"{path}.{line}" if path != "(top level)" and not line.startswith(path) else line for line in lines)
+            continue
+        if kind == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") in _PATTERNS:
+            out.append(f"{path}: got {_value(err.get('input'))}; {_PATTERNS[err['ctx']['pattern']]}")
+            continue
+        if kind in ("model_type", "model_attributes_type", "dict_type"):
+            msg = "expected a section of fields (key: value lines under it)"
+        elif msg.startswith("Input should be "):
             rest = msg[len("Input should be "):]
             msg = "expected " + (rest if rest.startswith(("a ", "an ", "'", "True", "False")) else "a value " + rest)
         elif kind == "extra_forbidden":
-            msg = _EXPECTED["extra_forbidden"]
-        msg = _rehint(msg, err.get("input"))
+            msg = _EXPECTED["extra_forbidden"] + _did_you_mean(err["loc"][-1] if err["loc"] else "")
+
+        msg = _rehint(msg, err.get("input")) + _unit_hint(path, err.get("input"))
         out.append(f"{path}: got {_value(err.get('input'))}; {msg}")
     return out

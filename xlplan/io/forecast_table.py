@@ -1,13 +1,14 @@
 """Reading a table of monthly peaks for `xlplan schedule --forecast`: CSV with columns ``month`` and ``peak_rps``.
 
-``month`` is ``YYYY-MM`` (consecutive months, no gaps); ``peak_rps`` a positive number of requests per second.
-A header row is required; other columns are ignored. Bad content is an :class:`InputError` naming the file, the
+``month`` is a month (2027-01, 2027-01-01, Jan 2027…; consecutive, no gaps); ``peak_rps`` a positive number of
+requests per second. A header row is required; other columns are ignored; commas, semicolons or tabs separate them. Bad content is an :class:`InputError` naming the file, the
 line and the column.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import math
 import re
 from pathlib import Path
@@ -21,53 +22,112 @@ FORECAST_MAX_BYTES = files.MIB
 MAX_MONTHS = 240
 """Twenty years of months. [months]"""
 
-_MONTH = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+_MONTH_FORMATS = ("%Y-%m", "%Y-%m-%d", "%Y/%m", "%b %Y", "%B %Y", "%b-%Y", "%m/%Y")
+"""How months are written in the files people keep: 2027-01, 2027-01-01 (a spreadsheet's first of the month),
+2027/01, Jan 2027, January 2027, Jan-2027, 01/2027."""
+
+_THOUSANDS = re.compile(r"^\d{1,3}(,\d{3})+(\.\d+)?$")
+_DOT_THOUSANDS = re.compile(r"^\d{1,3}(\.\d{3})+(,\d+)?$")
+MAX_PROBLEMS = 20
+"""Bad rows reported before the rest are counted. [rows]"""
+
+
+def _column(name: str) -> str:
+    """A header as a column key: 'Peak RPS' -> 'peak_rps', ' Month ' -> 'month'. [text]"""
+    return re.sub(r"[\s\-/]+", "_", name.strip().strip("\ufeff").lower())
+
+
+def _month(text: str) -> str | None:
+    """'YYYY-MM' for a month written any of the :data:`_MONTH_FORMATS` ways, else None. [month]"""
+    for fmt in _MONTH_FORMATS:
+        try:
+            d = dt.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        return f"{d.year:04d}-{d.month:02d}"
+    return None
+
+
+def _split(text: str) -> tuple[list[list[str]], str]:
+    """The rows, split at the delimiter under which the header names both columns (comma, semicolon or tab)."""
+    lines = text.splitlines()
+    for delimiter in (",", ";", "\t"):
+        rows = list(csv.reader(lines, delimiter=delimiter))
+        if rows and {"month", "peak_rps"} <= {_column(h) for h in rows[0]}:
+            return rows, delimiter
+    return list(csv.reader(lines)), ","
 
 
 def read_forecast(path: str | Path) -> tuple[str, list[float]]:
     """(first month ``YYYY-MM``, peak of each month from it). [month], [requests/s]
 
+    The header names the columns ``month`` and ``peak_rps`` (any case; 'Peak RPS' too), split by commas, semicolons
+    or tabs; months are written as in :data:`_MONTH_FORMATS`; a peak may carry thousands separators (1,200).
+
     Raises
     ------
     InputError
-        Unreadable or oversized file; no ``month``/``peak_rps`` header; a month not ``YYYY-MM`` or not following the
-        one before; a peak that is not a positive finite number; no rows; more than 240 months.
+        Unreadable or oversized file; no ``month``/``peak_rps`` header; a month not readable or not following the
+        one before; a peak that is not a positive finite number; no rows; more than 240 months. Every bad row is
+        named (up to :data:`MAX_PROBLEMS`).
     """
     src = str(path)
     text = files.read_text(path, "a forecast CSV (month,peak_rps)", FORECAST_MAX_BYTES)
-    rows = list(csv.reader(text.splitlines()))
+    rows, delimiter = _split(text)
     if not rows:
         raise InputError(src, ["empty; expected a header 'month,peak_rps' and one row per month"])
-    header = [h.strip().lower() for h in rows[0]]
+    header = [_column(h) for h in rows[0]]
     if "month" not in header or "peak_rps" not in header:
-        raise InputError(src, [f"line 1: header {','.join(rows[0])!r}; expected columns 'month' and 'peak_rps'"])
+        raise InputError(src, [f"line 1: header {','.join(rows[0])!r}; expected columns 'month' and 'peak_rps' "
+                               "(separated by commas, semicolons or tabs)"])
     im, ip = header.index("month"), header.index("peak_rps")
     months: list[str] = []
     peaks: list[float] = []
+    problems: list[str] = []
     for n, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
             continue
         if len(row) <= max(im, ip):
-            raise InputError(src, [f"line {n}: {len(row)} column(s); expected month and peak_rps"])
-        month, peak_text = row[im].strip(), row[ip].strip()
-        m = _MONTH.match(month)
-        if not m:
-            raise InputError(src, [f"line {n}, column 'month': got {month!r}; expected YYYY-MM, e.g. 2027-01"])
-        if months:
+            problems.append(f"line {n}: {len(row)} column(s); expected month and peak_rps")
+            continue
+        if len(row) > len(rows[0]) and any(c.strip() for c in row[len(rows[0]):]):
+            # 2027-01,1,200 is three cells under a two-column header: a thousands separator would be read as a column
+            problems.append(f"line {n}: {len(row)} cells under a {len(rows[0])}-column header; expected one cell per "
+                            "column (write 1200, not 1,200 unquoted)")
+            continue
+        month_text, peak_text = row[im].strip(), row[ip].strip()
+        month = _month(month_text)
+        if month is None:
+            problems.append(f"line {n}, column 'month': got {month_text!r}; expected a month such as 2027-01 or Jan 2027")
+        elif months:
             y, mo = (int(x) for x in months[-1].split("-"))
             expected = f"{y + (mo == 12):04d}-{mo % 12 + 1:02d}"
             if month != expected:
-                raise InputError(src, [f"line {n}, column 'month': got {month}; expected {expected}, the month after {months[-1]}"])
-        try:
-            peak = float(peak_text)
-        except ValueError:
-            raise InputError(src, [f"line {n}, column 'peak_rps': got {peak_text!r}; expected a number of requests/s"]) from None
-        if not (math.isfinite(peak) and 0 < peak <= 1e7):
-            raise InputError(src, [f"line {n}, column 'peak_rps': got {peak_text}; expected a positive number up to 10,000,000 requests/s"])
-        months.append(month)
-        peaks.append(peak)
+                problems.append(f"line {n}, column 'month': got {month_text}; expected {expected}, the month after {months[-1]}")
+        peak = None
+        if delimiter != "," and ("," in peak_text or _DOT_THOUSANDS.match(peak_text)):
+            # a semicolon or tab file is often written with 1.200 for twelve hundred and 40,5 for forty and a half:
+            # which one was meant cannot be told, so it is asked for, never guessed
+            problems.append(f"line {n}, column 'peak_rps': got {peak_text!r}; expected a number without separators "
+                            "(1200 or 40.5): '.' and ',' are read differently in different locales")
+        else:
+            try:
+                peak = float(peak_text.replace(",", "") if _THOUSANDS.match(peak_text) else peak_text)
+            except ValueError:
+                problems.append(f"line {n}, column 'peak_rps': got {peak_text!r}; expected a number of requests/s")
+        if peak is not None and not (math.isfinite(peak) and 0 < peak <= 1e7):
+            problems.append(f"line {n}, column 'peak_rps': got {peak_text}; expected a positive number up to 10,000,000 requests/s")
+        if month is not None:
+            months.append(month)
+            peaks.append(peak if peak is not None else math.nan)
         if len(months) > MAX_MONTHS:
-            raise InputError(src, [f"line {n}: more than {MAX_MONTHS} months; expected at most {MAX_MONTHS}"])
+            problems.append(f"line {n}: more than {MAX_MONTHS} months; expected at most {MAX_MONTHS}")
+            break
+        if len(problems) >= MAX_PROBLEMS:
+            problems.append(f"stopped at line {n} after {MAX_PROBLEMS} problems")
+            break
+    if problems:
+        raise InputError(src, problems)
     if not months:
         raise InputError(src, ["no months; expected one row per month under the header 'month,peak_rps'"])
     return months[0], peaks

@@ -9,6 +9,7 @@ dependency of the ``excel`` extra), so a hostile workbook cannot expand entities
 
 from __future__ import annotations
 
+import json
 import re
 import zipfile
 from pathlib import Path
@@ -222,6 +223,18 @@ def read_workbook(path: str | Path) -> Plan:
             day = day.date()
         if day not in (None, ""):
             data["date"] = day.isoformat() if hasattr(day, "isoformat") else str(day).strip()
+    if "GrowthSection" in wb.defined_names:  # the plan's growth section, written by the Schedule sheet as JSON
+        title, coord = _where(wb, "GrowthSection", src)
+        text = wb[title][coord].value
+        try:
+            growth = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            growth = None
+        if not isinstance(growth, dict):
+            problems.append(f"{_at(title, coord)}: got {text!r}; expected the plan's growth section as JSON, as "
+                            "`xlplan workbook` writes it")
+        else:
+            data["growth"] = growth
     for key, _ in OWNER_SECTIONS:
         for prefix, section in (("Owner", "owners"), ("Source", "sources")):
             t, c = _where(wb, f"{prefix}{key.capitalize()}", src)

@@ -8,6 +8,8 @@ cost for the same month's traffic.
 
 from __future__ import annotations
 
+import json
+
 from xlplan.io.workbook.cells import Book, Cell
 from xlplan.io.workbook.common import DECISION_TABS, FMT, NA, Engine, Rows
 from xlplan.io.workbook.tab_options import Decisions, stale_flag
@@ -29,6 +31,13 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
                "Each month re-plans the whole note at its peak; GPUs bought stay bought; an order goes out its lead time "
                "before the month it is needed.")
     stale_flag(book, sh, e, "ScheduleStale")
+    if e.plan.growth is not None:  # the plan file's growth section as given, so `xlplan read` gives the plan back
+        r = sh.row
+        sh.put("A", r, Cell("Growth section of the plan file (read back by `xlplan read`)", kind="label"))
+        coord = sh.put("E", r, Cell(json.dumps(e.plan.growth.model_dump(mode="json", exclude_unset=True), sort_keys=True),
+                                    kind="static"))
+        book.define("GrowthSection", sh, coord)
+        sh.row += 1
     sc = d.schedule
     if sc is None:
         sh.put("A", sh.row, Cell(d.schedule_note, kind="note"))
