@@ -220,6 +220,8 @@ def test_simulate_search_reports_runs_below_and_at(capsys):
     (["--gpus", "0"], "--gpus"),
     (["--burst", "0"], "--burst"),
     (["--resample"], "--resample"),
+    (["--columns", "prompt=in"], "--columns"),  # a column map with no log to apply it to: refused, not ignored
+    (["--minutes", "abc"], "--minutes"),  # a word where a number belongs: the same one line
 ])
 def test_bad_options_exit_2_naming_the_option(args, option, capsys):
     assert main(["simulate", *args]) == 2

@@ -124,6 +124,8 @@ def simulate_cmd(
     check_run_options(minutes, seed, burst)
     if resample and log is None:
         raise InputError("--resample", ["given without --log; expected --log LOG to draw lengths from"])
+    if columns is not None and log is None:
+        raise InputError("--columns", ["given without --log; expected --log LOG whose columns it names"])
     if picture is not None and not do_search:
         raise InputError("--picture", ["given without --search; expected --search (the picture is the search's curve)"])
     outputs = [Output(picture, "--picture", PNG)] if picture is not None else []
