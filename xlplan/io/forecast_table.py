@@ -15,6 +15,7 @@ from pathlib import Path
 
 from xlplan.io import files
 from xlplan.io.errors import InputError
+from xlplan.io.tables import CsvRow, csv_records
 
 FORECAST_MAX_BYTES = files.MIB
 """A monthly forecast is a few hundred bytes; a file past 1 MiB is not one. [bytes]"""
@@ -48,14 +49,15 @@ def _month(text: str) -> str | None:
     return None
 
 
-def _split(text: str) -> tuple[list[list[str]], str]:
-    """The rows, split at the delimiter under which the header names both columns (comma, semicolon or tab)."""
+def _records(text: str) -> tuple[list[CsvRow], str]:
+    """The records with their lines, split at the delimiter under which the header names both columns (comma,
+    semicolon or tab); blank rows left out."""
     lines = text.splitlines()
     for delimiter in (",", ";", "\t"):
-        rows = list(csv.reader(lines, delimiter=delimiter))
-        if rows and {"month", "peak_rps"} <= {_column(h) for h in rows[0]}:
-            return rows, delimiter
-    return list(csv.reader(lines)), ","
+        recs = list(csv_records(csv.reader(lines, delimiter=delimiter)))
+        if recs and recs[0].fields is not None and {"month", "peak_rps"} <= {_column(h) for h in recs[0].fields}:
+            return recs, delimiter
+    return list(csv_records(csv.reader(lines))), ","
 
 
 def read_forecast(path: str | Path) -> tuple[str, list[float]]:
@@ -73,26 +75,29 @@ def read_forecast(path: str | Path) -> tuple[str, list[float]]:
     """
     src = str(path)
     text = files.read_text(path, "a forecast CSV (month,peak_rps)", FORECAST_MAX_BYTES)
-    rows, delimiter = _split(text)
-    if not rows:
+    recs, delimiter = _records(text)
+    if not recs:
         raise InputError(src, ["empty; expected a header 'month,peak_rps' and one row per month"])
-    header = [_column(h) for h in rows[0]]
+    names = recs[0].fields or []
+    header = [_column(h) for h in names]
     if "month" not in header or "peak_rps" not in header:
-        raise InputError(src, [f"line 1: header {','.join(rows[0])!r}; expected columns 'month' and 'peak_rps' "
+        raise InputError(src, [f"line {recs[0].first}: header {','.join(names)!r}; expected columns 'month' and 'peak_rps' "
                                "(separated by commas, semicolons or tabs)"])
     im, ip = header.index("month"), header.index("peak_rps")
     months: list[str] = []
     peaks: list[float] = []
     problems: list[str] = []
-    for n, row in enumerate(rows[1:], start=2):
-        if not any(c.strip() for c in row):
+    for rec in recs[1:]:
+        n, row = rec.first, rec.fields
+        if row is None:
+            problems.append(f"line {n}: not a CSV row ({rec.error})")
             continue
         if len(row) <= max(im, ip):
             problems.append(f"line {n}: {len(row)} column(s); expected month and peak_rps")
             continue
-        if len(row) > len(rows[0]) and any(c.strip() for c in row[len(rows[0]):]):
+        if len(row) > len(names) and any(c.strip() for c in row[len(names):]):
             # 2027-01,1,200 is three cells under a two-column header: a thousands separator would be read as a column
-            problems.append(f"line {n}: {len(row)} cells under a {len(rows[0])}-column header; expected one cell per "
+            problems.append(f"line {n}: {len(row)} cells under a {len(names)}-column header; expected one cell per "
                             "column (write 1200, not 1,200 unquoted)")
             continue
         month_text, peak_text = row[im].strip(), row[ip].strip()

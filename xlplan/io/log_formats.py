@@ -21,6 +21,7 @@ from pathlib import Path
 from xlplan.io import files
 from xlplan.io.errors import InputError
 from xlplan.io.log_values import BadRows, Chunk
+from xlplan.io.tables import csv_records
 
 ROLES = ("timestamp", "prompt", "output", "cached", "id")
 RECOGNISED: dict[str, tuple[str, ...]] = {
@@ -249,28 +250,19 @@ def csv_rows_slow(path: Path, src: str, mapping: dict[str, str], bad: BadRows, p
             numbers.append(number)
             yield line
 
-    reader = csv.reader(text())
     header: list[str] | None = None
     rows: _Rows | None = None
-    previous = 0
     old_limit = csv.field_size_limit()
     csv.field_size_limit(files.LINE_MAX_BYTES)
     try:
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as e:
-                bad.add("unreadable CSV row", 1, [f"{src} line {numbers[-1] if numbers else 1}: {e}"])
-                previous = reader.line_num
+        for rec in csv_records(csv.reader(text())):
+            if rec.fields is None:
+                bad.add("unreadable CSV row", 1, [f"{src} line {numbers[-1] if numbers else 1}: {rec.error}"])
                 continue
-            start, previous = previous + 1, reader.line_num
-            if not row or all(not c.strip() for c in row):
-                continue
-            if previous - start >= LONG_ROW_LINES:
+            row, start = rec.fields, rec.first
+            if rec.last - start >= LONG_ROW_LINES:
                 bad.add("row over many lines (an unclosed quote?)", 1,
-                        [f"{src} lines {start}-{previous}: one row of {len(row)} field(s); expected one request a line"])
+                        [f"{src} lines {start}-{rec.last}: one row of {len(row)} field(s); expected one request a line"])
                 continue
             if header is None:
                 header = [c.strip() for c in row]

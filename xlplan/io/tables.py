@@ -14,6 +14,7 @@ for ``xlplan validate``::
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,34 @@ class CsvTable:
     rows: tuple[dict[str, str], ...]  # each row's fields by column name [text]
     lines: tuple[int, ...]  # the line each row starts on [line]
     problems: tuple[str, ...]  # rows left out (wrong number of fields, unreadable): 'line N: …' [text]
+
+
+@dataclass(frozen=True)
+class CsvRow:
+    """One record of a CSV reader: its fields and the lines it spans, or the error that kept it from being read."""
+
+    first: int  # the line it starts on [line]
+    last: int  # the line it ends on (a quoted field may run over several) [line]
+    fields: list[str] | None  # None when it could not be read [text]
+    error: csv.Error | None = None
+
+
+def csv_records(reader) -> Iterator[CsvRow]:
+    """Each record of a ``csv.reader`` with the lines it spans, blank rows skipped and unreadable ones yielded with
+    their error (the reader goes on after them), so every CSV reader reports a row at the same line."""
+    previous = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            previous = reader.line_num
+            yield CsvRow(previous, previous, None, e)
+            continue
+        start, previous = previous + 1, reader.line_num
+        if row and any(c.strip() for c in row):
+            yield CsvRow(start, previous, row)
 
 
 def read_csv_table(path: str | Path, what: str, required: tuple[str, ...] | list[str] = (),
@@ -61,24 +90,15 @@ def read_csv_table(path: str | Path, what: str, required: tuple[str, ...] | list
     src = str(path)
     text = files.read_text(path, what, max_bytes)
     lines = text.splitlines(keepends=True)
-    reader = csv.reader(lines)
     header: list[str] | None = None
     rows: list[dict[str, str]] = []
     where: list[int] = []
     problems: list[str] = []
-    previous = 0
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as e:
-            problems.append(f"line {reader.line_num}: not a CSV row ({e})")
-            previous = reader.line_num
+    for rec in csv_records(csv.reader(lines)):
+        if rec.fields is None:
+            problems.append(f"line {rec.first}: not a CSV row ({rec.error})")
             continue
-        start, previous = previous + 1, reader.line_num
-        if not row or all(not c.strip() for c in row):
-            continue
+        row, start = rec.fields, rec.first
         if header is None:
             header = [c.strip() for c in row]
             twice = sorted({c for c in header if header.count(c) > 1})
