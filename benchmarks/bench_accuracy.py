@@ -14,7 +14,6 @@ system; throughput = replicas × its tokens/s. Only rows both predict enter the 
 
 from __future__ import annotations
 
-
 import os
 import re
 import shutil

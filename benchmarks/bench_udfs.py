@@ -41,11 +41,11 @@ def main() -> None:
     print(f"{'function':16s} {'plain calls/s':>14s} {'Office.js calls/s':>18s}")
     for label, (name, args) in CASES.items():
         f = getattr(U, name)
-        plain = rate(lambda: f(*args))
+        plain = rate(lambda f=f, args=args: f(*args))
         data = {"func_name": name, "args": [[[a]] for a in args], "version": xlwings.__version__, "client": "Office.js",
                 "runtime": "1.4", "culture_info_name": "en-US", "date_format": "M/d/yyyy"}
 
-        async def many(k: int = 200):
+        async def many(k: int = 200, data=data):
             for _ in range(k):
                 await custom_functions_call(data, U)
 

@@ -67,9 +67,9 @@ def _udf(name: str):
         import numpy as np
         import xlwings
         from formulas.tokens.operand import Error
+        from xlwings.pro.udfs_officejs import custom_functions_call
 
         from udfs import functions as U
-        from xlwings.pro.udfs_officejs import custom_functions_call
 
         data = {"func_name": name.lower(), "args": [_officejs_arg(a) for a in args], "version": xlwings.__version__,
                 "client": "Office.js", "runtime": "1.4", "culture_info_name": "en-US", "date_format": "M/d/yyyy"}

@@ -69,8 +69,8 @@ def test_a_result_for_another_model_is_a_warning(tmp_path):
     vllm, genai = write(tmp_path, VLLM), write(tmp_path, GENAI, "genai.json")
     runs = read_results([vllm, genai], plan_model="llama-3.1-8b")
     assert len(runs) == 2  # still read: a warning, not an error
-    assert runs.warnings == [f"{genai}: model 'Qwen/Qwen3-8B' is not the plan's model 'llama-3.1-8b'; expected a benchmark of "
-                             "the plan's model (the fit would describe another model)"]
+    assert runs.warnings == [(f"{genai}: model 'Qwen/Qwen3-8B' is not the plan's model 'llama-3.1-8b'; expected a benchmark of "
+                             "the plan's model (the fit would describe another model)")]
     assert read_results([vllm, genai]).warnings == []  # without the plan's model, nothing to compare
 
 

@@ -214,9 +214,9 @@ def apply_edits(edits: list[tuple]) -> bytes:
             continue
         _, a, b, old, new = edit
         if op == "drop":
-            return _rezip(data, lambda n, c: None if n == names[a % len(names)] else c)
+            return _rezip(data, lambda n, c, a=a: None if n == names[a % len(names)] else c)
         if op == "cut_part":
-            return _rezip(data, lambda n, c: c[: b % 400] if n == names[a % len(names)] else c)
+            return _rezip(data, lambda n, c, a=a, b=b: c[: b % 400] if n == names[a % len(names)] else c)
         if op == "flip":
             out = bytearray(data)
             out[a % len(out)] ^= 1 + b % 255

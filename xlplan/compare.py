@@ -165,15 +165,15 @@ def recommendation(options: list[GPUOption]) -> str:
         return "No option has a price: give hardware.usd_per_gpu_hour, or compare GPUs the catalog prices."
     best = priced[0]
     if not mine.feasible:
-        return f"The plan's {_label(mine)} cannot be met ({mine.reason}); the cheapest option per token is {_label(best)} " \
-               f"at ${best.usd_per_mtok:.3f}/M tokens ({best.purchased} GPUs to buy; {_binds(best.binding)})."
+        return (f"The plan's {_label(mine)} cannot be met ({mine.reason}); the cheapest option per token is {_label(best)} "
+                f"at ${best.usd_per_mtok:.3f}/M tokens ({best.purchased} GPUs to buy; {_binds(best.binding)}).")
     if best is mine or (mine.usd_per_mtok is not None and best.usd_per_mtok >= mine.usd_per_mtok):
         nxt = next((o for o in priced if o is not mine), None)
         tail = f"; next is {_label(nxt)} at {nxt.usd_per_mtok / mine.usd_per_mtok - 1:+.0%} per token" if nxt and mine.usd_per_mtok else ""
         return f"The plan's {_label(mine)} is the cheapest per token of {len(priced)} priced options{tail}."
     if mine.usd_per_mtok is None:
-        return f"The plan's {_label(mine)} has no price to compare; the cheapest option per token is {_label(best)} " \
-               f"at ${best.usd_per_mtok:.3f}/M tokens; {_binds(best.binding)}."
+        return (f"The plan's {_label(mine)} has no price to compare; the cheapest option per token is {_label(best)} "
+                f"at ${best.usd_per_mtok:.3f}/M tokens; {_binds(best.binding)}.")
     saving = 1.0 - best.usd_per_mtok / mine.usd_per_mtok
     quant = " (quantised weights: check quality before you buy)" if best.weights_dtype != mine.weights_dtype else ""
     return (f"{_label(best)} is {saving:.0%} cheaper per token than the plan's {_label(mine)} "

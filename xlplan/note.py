@@ -130,8 +130,8 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         def _at(a):
             return f"{a.with_redundancy} ({a.purchased} purchased)" if a.feasible else "cannot be met"
 
-        s4.append(("Calibrated range", f"fleet {_at(f.calibrated_high)} to {_at(f.calibrated_low)} GPUs over the calibrated "
-                                       f"efficiencies (point figure {f.with_redundancy}); calibrated from {r.calibration_source}"))
+        s4.append(("Calibrated range", (f"fleet {_at(f.calibrated_high)} to {_at(f.calibrated_low)} GPUs over the calibrated "
+                                       f"efficiencies (point figure {f.with_redundancy}); calibrated from {r.calibration_source}")))
     s5 = [
         ("Monthly bill", f"{k.billed_gpus} GPUs ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × {k.hours_per_month:g} h = {_usd(k.monthly_usd)} / month, fixed"),
         ("Tokens per month", f"{_tokens(k.tokens_per_month)} at {i.average_utilisation:.0%} average utilisation"),
@@ -144,17 +144,17 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
     o = k.ownership
     if o is not None:
         s5[0] = ("Monthly cost of ownership",
-                 f"{k.billed_gpus} GPUs owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
+                 (f"{k.billed_gpus} GPUs owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
                  f"{o.depreciation_years:g} years) + power {_usd(o.energy_usd_per_month)} ({o.kw_per_gpu:g} kW x PUE {o.pue:g} x "
                  f"${o.usd_per_kwh:g}/kWh) + hosting {_usd(o.hosting_usd_per_month)} + hardware ops "
-                 f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(k.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)")
+                 f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(k.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)"))
         if o.rent_monthly_usd is None:
             s5.insert(1, ("Against renting", "no rental price known for this GPU"))
         else:
             pay = (f"buying pays back in {o.payback_months:,.1f} months" if o.payback_months is not None
                    else "renting costs less than running owned hardware: buying never pays back")
-            s5.insert(1, ("Against renting", f"renting the {f.with_redundancy} GPUs with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
-                                             f"{_usd(o.rent_monthly_usd)} / month; {pay}"))
+            s5.insert(1, ("Against renting", (f"renting the {f.with_redundancy} GPUs with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
+                                             f"{_usd(o.rent_monthly_usd)} / month; {pay}")))
     p3 = [_binding_words(r)]
     p4 = [f.tp_reason + "."]
     v = r.verified

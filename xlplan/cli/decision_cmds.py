@@ -81,8 +81,8 @@ def _growth(text: str) -> float:
         raise InputError("--growth", [f"got {text!r}; expected a monthly growth such as 0.10 or 10%"]) from None
     if not (math.isfinite(g) and -0.5 < g <= 1):
         hint = percent_hint(g) if not t.endswith("%") else ""
-        raise InputError("--growth", [f"got {text}; expected a monthly growth above -50% and at most 100% (0.10 or 10% is "
-                                      f"10% a month){hint}"])
+        raise InputError("--growth", [(f"got {text}; expected a monthly growth above -50% and at most 100% (0.10 or 10% is "
+                                      f"10% a month){hint}")])
     return g
 
 
@@ -121,8 +121,8 @@ def schedule_cmd(
     if forecast is not None:
         first, peaks = read_forecast(forecast)
         if start is not None and start != first:
-            raise InputError("--start", [f"got {start}; the forecast {forecast} starts in {first} and its months are its own "
-                                         "(leave --start out, or edit the file)"])
+            raise InputError("--start", [(f"got {start}; the forecast {forecast} starts in {first} and its months are its own "
+                                         "(leave --start out, or edit the file)")])
         start = first
         if months is not None and months > len(peaks):
             raise InputError("--months", [f"got {months}; {forecast} gives {len(peaks)} month(s) ({first} on)"])
@@ -140,15 +140,15 @@ def schedule_cmd(
         peaks = monthly_peaks(p.forecast.peak_rps, g.monthly, n)
         words = f"{g.monthly:.1%} a month from {p.forecast.peak_rps:g} req/s" + (f" ({g.source})" if g.source else " (the plan's growth section)")
     else:
-        raise InputError("--growth", ["missing; expected --growth G (0.10 is 10% a month), --forecast CSV, "
-                                      "or a growth section in the plan (growth.monthly or growth.peaks_rps)"])
+        raise InputError("--growth", [("missing; expected --growth G (0.10 is 10% a month), --forecast CSV, "
+                                      "or a growth section in the plan (growth.monthly or growth.peaks_rps)")])
     lead = lead_time_days if lead_time_days is not None else (g.lead_time_days if g else None)
     if lead is None:
         gpu = p.hardware.resolve()
         known = catalog.ownership_for(gpu.name).get("lead_time") if isinstance(p.hardware.gpu, str) else None
         hint = f" (published for {gpu.name}: {known})" if known else ""
-        raise InputError("--lead-time-days", [f"missing; expected the days from order to GPUs in service{hint}, "
-                                              "or growth.lead_time_days in the plan"])
+        raise InputError("--lead-time-days", [(f"missing; expected the days from order to GPUs in service{hint}, "
+                                              "or growth.lead_time_days in the plan")])
     today = dt.date.today()
     start = start or (g.start if g and g.start else _next_month(today))
     out = schedule(s, peaks, start, lead, words)

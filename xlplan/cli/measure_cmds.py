@@ -112,8 +112,8 @@ def calibrate_cmd(
     try:
         calibrated = Plan.model_validate(data)
     except ValidationError as err:
-        raise InputError(names, ["the fitted efficiencies are not fractions of peak — the runs are faster than the roofline "
-                                 "allows; check the plan's GPU, TP degree and dtypes against the benchmark"]
+        raise InputError(names, [("the fitted efficiencies are not fractions of peak — the runs are faster than the roofline "
+                                 "allows; check the plan's GPU, TP degree and dtypes against the benchmark")]
                          + describe_validation_error(err)) from None
     r = run_plan(calibrated)
     lo, hi = r.fleet.calibrated_low, r.fleet.calibrated_high

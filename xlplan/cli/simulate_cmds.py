@@ -23,8 +23,8 @@ def check_run_options(minutes: float | None, seed: int, burst: float) -> None:
     if seed < 0:
         raise InputError("--seed", [f"got {seed}; expected a whole number 0 or above"])
     if not (math.isfinite(burst) and 0 < burst <= 100):
-        raise InputError("--burst", [f"got {burst:g}; expected the squared coefficient of variation of the gaps between "
-                                     "arrivals, above 0 and at most 100 (1: Poisson, 4: bursty)"])
+        raise InputError("--burst", [(f"got {burst:g}; expected the squared coefficient of variation of the gaps between "
+                                     "arrivals, above 0 and at most 100 (1: Poisson, 4: bursty)")])
 
 
 def _workload(s, plan, minutes, seed, burst, log, resample, columns):
@@ -36,8 +36,8 @@ def _workload(s, plan, minutes, seed, burst, log, resample, columns):
         minutes = sim.default_minutes(s.peak_rps) if minutes is None else minutes
         expected = s.peak_rps * minutes * 60.0
         if expected > sim.MAX_REQUESTS:
-            raise InputError("--minutes", [f"got {minutes:g}: at {s.peak_rps:,.6g} requests/s that is {expected:,.0f} requests; "
-                                           f"expected at most {sim.MAX_REQUESTS:,} in one run (fewer minutes)"])
+            raise InputError("--minutes", [(f"got {minutes:g}: at {s.peak_rps:,.6g} requests/s that is {expected:,.0f} requests; "
+                                           f"expected at most {sim.MAX_REQUESTS:,} in one run (fewer minutes)")])
     if log is None:
         return sim.workload_for(s, minutes, seed, burst, max_context), minutes, None
     from xlplan.io.extras import require
@@ -52,8 +52,8 @@ def _workload(s, plan, minutes, seed, burst, log, resample, columns):
     minutes = sim.MIN_MINUTES if minutes is None else minutes
     wl = sim.replayed_workload(req.t_s, req.prompt, req.output, minutes)
     if len(wl.arrival_s) > sim.MAX_REQUESTS:
-        raise InputError("--minutes", [f"the busiest {minutes:g} minutes of {log} hold {len(wl.arrival_s):,} requests; "
-                                       f"expected at most {sim.MAX_REQUESTS:,} (fewer minutes)"])
+        raise InputError("--minutes", [(f"the busiest {minutes:g} minutes of {log} hold {len(wl.arrival_s):,} requests; "
+                                       f"expected at most {sim.MAX_REQUESTS:,} (fewer minutes)")])
     span_min = max(float(wl.arrival_s[-1]) / 60.0, 1.0 / 60.0) if len(wl.arrival_s) else 0.0
     if len(wl.arrival_s) < 2:
         raise InputError(str(log), [f"{len(wl.arrival_s)} request(s) to replay; expected a log with at least 2"])
@@ -88,14 +88,14 @@ def _lines(r, s) -> list[str]:
     q = f"p{r.percentile:g}"
     ok = "keeps" if r.meets_promise else "misses"
     return [
-        f"{r.gpus} GPUs = {r.replicas} replica(s) of TP {r.tp}: {r.requests:,} requests measured over {r.simulated_s / 60:g} min "
-        f"(arrived {r.arrival_rate_rps:,.2f} req/s)",
+        (f"{r.gpus} GPUs = {r.replicas} replica(s) of TP {r.tp}: {r.requests:,} requests measured over {r.simulated_s / 60:g} min "
+        f"(arrived {r.arrival_rate_rps:,.2f} req/s)"),
         f"  TTFT        p50 {_ms(r.ttft_s.p50)}  p95 {_ms(r.ttft_s.p95)}  p99 {_ms(r.ttft_s.p99)}   (target {_ms(s.ttft_s)})",
         f"  inter-token p50 {_ms(r.itl_s.p50)}  p95 {_ms(r.itl_s.p95)}  p99 {_ms(r.itl_s.p99)}   (target {_ms(s.itl_s)})",
         f"  TPOT        p50 {_ms(r.tpot_s.p50)}  p95 {_ms(r.tpot_s.p95)}  p99 {_ms(r.tpot_s.p99)}",
-        f"  in flight {r.mean_in_flight:,.1f} on average; time in system {r.mean_time_in_system_s:,.2f} s; KV cache "
+        (f"  in flight {r.mean_in_flight:,.1f} on average; time in system {r.mean_time_in_system_s:,.2f} s; KV cache "
         f"{r.kv_utilisation.mean:.0%} mean, {r.kv_utilisation.p95:.0%} p95, {r.kv_utilisation.max:.0%} max; "
-        f"{r.preemptions:,} preemption(s)",
+        f"{r.preemptions:,} preemption(s)"),
         f"  {ok} the promise at {q}" + ("" if r.stable else " (p95 TTFT still moving between the run's halves: "
                                                                "overloaded, or run longer with --minutes)"),
     ]
@@ -146,8 +146,8 @@ def simulate_cmd(
     if gpus is None:
         gpus = load_reps * tp
     elif gpus < tp or gpus % tp:
-        raise InputError("--gpus", [f"got {gpus}; expected whole replicas of the plan's TP {tp}: "
-                                    f"{', '.join(str(tp * k) for k in (1, 2, 3))}…"])
+        raise InputError("--gpus", [(f"got {gpus}; expected whole replicas of the plan's TP {tp}: "
+                                    f"{', '.join(str(tp * k) for k in (1, 2, 3))}…")])
     percentile = plan.promise.percentile
     wl, minutes, arrivals = _workload(s, plan, minutes, seed, burst, log, resample, columns)
     try:

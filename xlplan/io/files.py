@@ -143,8 +143,8 @@ class _Capped(io.RawIOBase):
         try:
             n = self._raw.readinto(b)
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-            raise InputError(self._src, [f"a damaged or truncated .gz ({type(e).__name__}: {e}); expected a complete gzip file "
-                                         f"of {self._what}: was the copy cut short?"]) from None
+            raise InputError(self._src, [(f"a damaged or truncated .gz ({type(e).__name__}: {e}); expected a complete gzip file "
+                                         f"of {self._what}: was the copy cut short?")]) from None
         except OSError as e:
             raise InputError(self._src, [f"cannot be read ({e.strerror or e}); expected {self._what}"]) from None
         self.count += n or 0
@@ -218,8 +218,8 @@ def decode_utf8(data: bytes, src: str, what: str) -> str:
         before = data[start:e.start]
         line = before.count(b"\n") + 1
         column = len(before) - (before.rfind(b"\n") + 1) + 1
-        raise InputError(src, [f"line {line}, column {column}: byte 0x{data[e.start]:02x} is not UTF-8 text; "
-                               f"expected {what} saved as UTF-8"]) from None
+        raise InputError(src, [(f"line {line}, column {column}: byte 0x{data[e.start]:02x} is not UTF-8 text; "
+                               f"expected {what} saved as UTF-8")]) from None
 
 
 def read_text(path: str | Path, what: str, max_bytes: int) -> str:
@@ -304,13 +304,13 @@ def check_zip_package(path: str | Path, what: str, limits: ZipLimits = ZipLimits
         total = 0
         for info in infos:
             if info.file_size > limits.max_member_bytes:
-                raise InputError(src, [f"part {info.filename!r} declares {_size_text(info.file_size)} inflated; expected {what} "
+                raise InputError(src, [(f"part {info.filename!r} declares {_size_text(info.file_size)} inflated; expected {what} "
                                        f"whose parts are at most {_size_text(limits.max_member_bytes)} (refused as a possible "
-                                       "decompression bomb)"])
+                                       "decompression bomb)")])
             total += info.file_size
         if total > limits.max_total_bytes:
-            raise InputError(src, [f"its parts declare {_size_text(total)} inflated; expected {what} of at most "
-                                   f"{_size_text(limits.max_total_bytes)} (refused as a possible decompression bomb)"])
+            raise InputError(src, [(f"its parts declare {_size_text(total)} inflated; expected {what} of at most "
+                                   f"{_size_text(limits.max_total_bytes)} (refused as a possible decompression bomb)")])
         total = 0
         for info in infos:
             seen = 0
@@ -320,10 +320,10 @@ def check_zip_package(path: str | Path, what: str, limits: ZipLimits = ZipLimits
                         seen += len(chunk)
                         total += len(chunk)
                         if seen > limits.max_member_bytes or total > limits.max_total_bytes:
-                            raise InputError(src, [f"part {info.filename!r} inflates beyond its limit; expected {what} (refused as "
-                                                   "a possible decompression bomb)"])
+                            raise InputError(src, [(f"part {info.filename!r} inflates beyond its limit; expected {what} (refused as "
+                                                   "a possible decompression bomb)")])
             except InputError:
                 raise
             except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError, ValueError) as e:
-                raise InputError(src, [f"part {info.filename!r} is damaged or encrypted ({type(e).__name__}: {str(e)[:120]}); "
-                                       f"expected {what}"]) from None
+                raise InputError(src, [(f"part {info.filename!r} is damaged or encrypted ({type(e).__name__}: {str(e)[:120]}); "
+                                       f"expected {what}")]) from None

@@ -81,8 +81,8 @@ def read_forecast(path: str | Path) -> tuple[str, list[float]]:
     names = recs[0].fields or []
     header = [_column(h) for h in names]
     if "month" not in header or "peak_rps" not in header:
-        raise InputError(src, [f"line {recs[0].first}: header {','.join(names)!r}; expected columns 'month' and 'peak_rps' "
-                               "(separated by commas, semicolons or tabs)"])
+        raise InputError(src, [(f"line {recs[0].first}: header {','.join(names)!r}; expected columns 'month' and 'peak_rps' "
+                               "(separated by commas, semicolons or tabs)")])
     im, ip = header.index("month"), header.index("peak_rps")
     months: list[str] = []
     peaks: list[float] = []

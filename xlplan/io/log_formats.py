@@ -72,8 +72,8 @@ def resolve_columns(present: list[str], mapping: dict[str, str], src: str) -> di
     missing = [r for r in ("timestamp", "prompt", "output") if r not in chosen]
     if missing:
         expected = "; ".join(f"{r}: {', '.join(RECOGNISED[r][:4])}…" for r in missing)
-        raise InputError(src, [f"no recognisable {', '.join(missing)} column (columns: {', '.join(present[:20]) or 'none'}); "
-                               f"expected {expected}, or map them with --columns timestamp=…,prompt=…,output=…"])
+        raise InputError(src, [(f"no recognisable {', '.join(missing)} column (columns: {', '.join(present[:20]) or 'none'}); "
+                               f"expected {expected}, or map them with --columns timestamp=…,prompt=…,output=…")])
     return chosen
 
 
@@ -193,8 +193,8 @@ def _json_array_rows(path: Path, src: str, mapping: dict[str, str], bad: BadRows
     try:
         records = loads_marked(text)
     except json.JSONDecodeError as e:
-        raise InputError(src, [f"line {e.lineno}, column {e.colno}: not valid JSON ({e.msg}); expected a JSON array of request "
-                               "records"]) from None
+        raise InputError(src, [(f"line {e.lineno}, column {e.colno}: not valid JSON ({e.msg}); expected a JSON array of request "
+                               "records")]) from None
     except RecursionError:
         raise InputError(src, ["nested too deeply; expected a JSON array of request records"]) from None
     if not isinstance(records, list):
@@ -374,8 +374,8 @@ def csv_rows(path: Path, src: str, mapping: dict[str, str], bad: BadRows, progre
                     m = _SKIPPED.search(str(w.message))
                     if m:
                         skipped.append(int(m.group(1)))
-                        bad.add("wrong number of fields", 1, [f"{src} line {m.group(1)}: {m.group(3)} field(s) where the header "
-                                                              f"has {m.group(2)}"])
+                        bad.add("wrong number of fields", 1, [(f"{src} line {m.group(1)}: {m.group(3)} field(s) where the header "
+                                                              f"has {m.group(2)}")])
                 caught.clear()
                 if progress and not files.is_gzip(path):
                     position = stream.tell()

@@ -201,9 +201,9 @@ def _iso_seconds(chunk: Chunk, col: str, raw, text, rows, state: FileState):
     if len(other):
         i = other.index[0]
         shown, first_shown = ("no zone" if z == "none" else z for z in (other.iloc[0], first))
-        raise InputError(chunk.src, [f"{chunk.unit} {chunk.where[i]}, column {col!r}: time zone {shown} where earlier rows have "
+        raise InputError(chunk.src, [(f"{chunk.unit} {chunk.where[i]}, column {col!r}: time zone {shown} where earlier rows have "
                                      f"{first_shown} ({show(raw.iloc[i])}); expected one time zone for the whole log: convert it "
-                                     "to one zone (UTC)"])
+                                     "to one zone (UTC)")])
     state.zone = first
     parsed = pd.to_datetime(text[rows], format="ISO8601", utc=True, errors="coerce")
     seconds = (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds()

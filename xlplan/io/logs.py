@@ -225,8 +225,8 @@ def read_logs(paths: list[str | Path], columns: dict[str, str] | None = None, st
                     zone_seen, zone_file = state.zone, src
                 elif state.zone != zone_seen:
                     col = used.get(src, {}).get("timestamp", "timestamp")
-                    raise InputError(src, [f"column {col!r}: time zone {state.zone}, but {zone_file} is in {zone_seen}; "
-                                           "expected one time zone across the logs"])
+                    raise InputError(src, [(f"column {col!r}: time zone {state.zone}, but {zone_file} is in {zone_seen}; "
+                                           "expected one time zone across the logs")])
             if rows == 0 and file_bad.total == 0:
                 raise InputError(src, ["empty: no requests in the file; expected one request per line or row"])
     finally:
@@ -242,8 +242,8 @@ def read_logs(paths: list[str | Path], columns: dict[str, str] | None = None, st
         raise InputError(names, ["no usable requests"] + bad.lines())
     unusable = bad.total - bad.counts.get(DUPLICATE, 0)  # a copy of a log given twice is not a sign of a wrong format
     if unusable > BAD_SHARE_MAX * (unusable + t_all.size):
-        raise InputError(names, [f"{unusable:,} of {unusable + t_all.size:,} rows are bad; expected a log whose rows mostly "
-                                 "hold requests (check the format, or map the columns with --columns)"] + bad.lines())
+        raise InputError(names, [(f"{unusable:,} of {unusable + t_all.size:,} rows are bad; expected a log whose rows mostly "
+                                 "hold requests (check the format, or map the columns with --columns)")] + bad.lines())
     cached = np.concatenate(out.cached)[keep] if out.cached and not out.any_without_cached else None
     return Requests(
         t_s=t_all, prompt=np.concatenate(out.prompt)[keep], output=np.concatenate(out.output)[keep], cached=cached,

@@ -250,8 +250,8 @@ def read_measurements(path: str | Path) -> list[dict]:
         raise InputError(src, [f"not a CSV ({e}); expected the columns of measurements-public.csv"]) from None
     missing = [c for c in REQUIRED if c not in fields]
     if missing:
-        raise InputError(src, [f"missing column(s) {', '.join(missing)}; expected the columns of measurements-public.csv "
-                               f"({', '.join(REQUIRED)}, …)"])
+        raise InputError(src, [(f"missing column(s) {', '.join(missing)}; expected the columns of measurements-public.csv "
+                               f"({', '.join(REQUIRED)}, …)")])
     problems, seen = [], {}
     for line, row in enumerate(rows, start=2):
         rid = str(row.get("id") or "").strip()

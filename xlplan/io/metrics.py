@@ -151,8 +151,8 @@ def parse_scrape(text: str, src: str, mtime_s: float = 0.0) -> Scrape:
     values = {name: _combine(role_of[name], samples) for name, samples in seen.items()}
     if not any(name in values for name in METRICS["cache"]):
         found = ", ".join(sorted({f.name for f in _families(text, src)})[:8]) or "no metrics"
-        raise InputError(src, [f"no vLLM or SGLang cache metric (found: {found}); expected one of "
-                               f"{', '.join(METRICS['cache'])} — is this the inference server's /metrics?"])
+        raise InputError(src, [(f"no vLLM or SGLang cache metric (found: {found}); expected one of "
+                               f"{', '.join(METRICS['cache'])} — is this the inference server's /metrics?")])
     return Scrape(src, values, max(stamps) if stamps else None, mtime_s)
 
 

@@ -56,8 +56,8 @@ def _loader(source: str):
             if self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
                 mark = event.start_mark
-                raise InputError(source, [f"line {mark.line + 1}, column {mark.column + 1}: alias *{event.anchor}; expected each "
-                                          "value written out (aliases and merge keys are refused: they can expand without bound)"])
+                raise InputError(source, [(f"line {mark.line + 1}, column {mark.column + 1}: alias *{event.anchor}; expected each "
+                                          "value written out (aliases and merge keys are refused: they can expand without bound)")])
             return super().compose_node(parent, index)
 
         def construct_mapping(self, node, deep=False):

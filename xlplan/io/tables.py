@@ -103,8 +103,8 @@ def read_csv_table(path: str | Path, what: str, required: tuple[str, ...] | list
             header = [c.strip() for c in row]
             twice = sorted({c for c in header if header.count(c) > 1})
             if twice:
-                raise InputError(src, [f"line {start}: column(s) {', '.join(map(repr, twice))} named twice; expected {what} "
-                                       "with each column once"])
+                raise InputError(src, [(f"line {start}: column(s) {', '.join(map(repr, twice))} named twice; expected {what} "
+                                       "with each column once")])
             missing = [c for c in required if c not in header]
             if missing:
                 raise InputError(src, [f"missing column(s) {', '.join(missing)}; expected {what} ({', '.join(required)}, …)"])

@@ -57,8 +57,8 @@ def summary_lines(req: Requests, s: TrafficSummary) -> list[tuple[str, str]]:
     rows = [
         ("Requests", f"{s.requests:,} from {', '.join(Path(f).name for f in req.files)} ({req.zone})"),
         ("Period", f"{_when(s.first_s, req.offset_s)} – {_when(s.last_s, req.offset_s)}"),
-        ("Peak rate", f"{s.peak_rps:,.3f} req/s: the busiest {s.window_s:g} s window, from {_when(s.peak_window_start_s, req.offset_s)} "
-                      f"({PEAK_RULE.format(window=s.window_s)})"),
+        ("Peak rate", (f"{s.peak_rps:,.3f} req/s: the busiest {s.window_s:g} s window, from {_when(s.peak_window_start_s, req.offset_s)} "
+                      f"({PEAK_RULE.format(window=s.window_s)})")),
         ("p99 of window rates", f"{s.p99_window_rps:,.3f} req/s"),
         ("Mean rate", f"{s.mean_rps:,.3f} req/s → average utilisation {s.average_utilisation:.1%} of peak"),
         ("Prompt tokens", f"p50 {s.prompt.p50:,.0f} · p95 {s.prompt.p95:,.0f} · p99 {s.prompt.p99:,.0f}   (mean {s.prompt.mean:,.0f}, max {s.prompt.max:,.0f})"),

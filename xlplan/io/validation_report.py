@@ -114,8 +114,8 @@ def markdown(checks: list[Check], loso: list[SourceOut] | None = None, loso_pool
             lines.append(f"| {cat} | {n} | {statistics.median(errs):.1%} |")
     rows = {c.id for c in checks}
     skipped = {c.id for c in checks if c.skipped} - {c.id for c in predicted}
-    lines += ["", f"{len(rows)} rows from {len({c.source for c in checks})} sources: {len(rows - skipped)} predicted, "
-                  f"{len(skipped)} skipped with the reason (`xlplan validate` lists them)."]
+    lines += ["", (f"{len(rows)} rows from {len({c.source for c in checks})} sources: {len(rows - skipped)} predicted, "
+                  f"{len(skipped)} skipped with the reason (`xlplan validate` lists them).")]
     if loso:
         lines += ["", "| left out (default efficiencies fitted on the others) | runs | median \\|error\\| |", "|---|---|---|"]
         lines += [f"| {s.source} | {s.runs} | {s.median_error:.1%} |" for s in loso]

@@ -43,8 +43,8 @@ def open_workbook(path: str | Path, data_only: bool = False):
     if head == OLE_MAGIC:
         raise InputError(src, [_ole_problem(path)])
     if not zipfile.is_zipfile(path):
-        raise InputError(src, ["not a valid .xlsx (not a zip package: corrupt, truncated or another format); "
-                               "expected a workbook saved by Excel or LibreOffice as .xlsx"])
+        raise InputError(src, [("not a valid .xlsx (not a zip package: corrupt, truncated or another format); "
+                               "expected a workbook saved by Excel or LibreOffice as .xlsx")])
     files.check_zip_package(path, WORKBOOK_FILE)
     if not DEFUSEDXML:  # pragma: no cover - defusedxml is a dependency of the excel extra
         raise InputError(src, ["defusedxml is not installed; expected it, so that untrusted workbooks are parsed safely"])
@@ -54,12 +54,12 @@ def open_workbook(path: str | Path, data_only: bool = False):
         cause: BaseException | None = e
         while cause is not None:
             if type(cause).__module__.startswith("defusedxml"):
-                raise InputError(src, [f"refused: its XML declares entities or a DTD ({type(cause).__name__}), as an XML bomb "
-                                       "does; expected plain spreadsheet XML as Excel and LibreOffice write it"]) from None
+                raise InputError(src, [(f"refused: its XML declares entities or a DTD ({type(cause).__name__}), as an XML bomb "
+                                       "does; expected plain spreadsheet XML as Excel and LibreOffice write it")]) from None
             cause = cause.__cause__ or cause.__context__
         reason = str(e).strip() or type(e).__name__
-        raise InputError(src, [f"not a readable .xlsx ({type(e).__name__}: {reason[:200]}); "
-                               "expected a workbook saved by Excel or LibreOffice as .xlsx"]) from None
+        raise InputError(src, [(f"not a readable .xlsx ({type(e).__name__}: {reason[:200]}); "
+                               "expected a workbook saved by Excel or LibreOffice as .xlsx")]) from None
 
 
 def _ole_problem(path: Path) -> str:
@@ -96,15 +96,15 @@ def _where(wb, name: str, src: str) -> tuple[str, str]:
     """(sheet title, coordinate) of a workbook-scope defined name."""
     dn = wb.defined_names.get(name)
     if dn is None:
-        raise InputError(src, [f"defined name {name!r} is missing; expected it to point at its input on {INPUTS_SHEET!r} "
-                               "(was it deleted? rebuild the workbook with `xlplan workbook`)"])
+        raise InputError(src, [(f"defined name {name!r} is missing; expected it to point at its input on {INPUTS_SHEET!r} "
+                               "(was it deleted? rebuild the workbook with `xlplan workbook`)")])
     dests = _destinations(dn)
     if len(dests) != 1:
         raise InputError(src, [f"defined name {name!r} refers to {dn.attr_text!r}; expected a single cell"])
     title, ref = dests[0]
     if title not in wb.sheetnames:
-        raise InputError(src, [f"defined name {name!r} points at sheet {title!r}, which is not in the workbook "
-                               f"(sheets: {', '.join(wb.sheetnames)}); expected the template's tabs — was a tab renamed?"])
+        raise InputError(src, [(f"defined name {name!r} points at sheet {title!r}, which is not in the workbook "
+                               f"(sheets: {', '.join(wb.sheetnames)}); expected the template's tabs — was a tab renamed?")])
     coord = ref.replace("$", "")
     if not _CELL.match(coord) or not hasattr(wb[title], "iter_rows"):
         raise InputError(src, [f"defined name {name!r} refers to {dn.attr_text!r}; expected a single cell on a worksheet"])

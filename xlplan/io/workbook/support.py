@@ -30,8 +30,8 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
     ("OutputOrdered", "Output lengths ordered: p50 ≤ p95 ≤ p99",
      "=AND(OutputP50<=OutputP95,OR(NOT(ISNUMBER(OutputP99)),OutputP95<=OutputP99))"),
     ("FractionsInRange", "Fractions between 0 and 1 (0.40, not 40)",
-     "=AND(AvgUtilisation>0,AvgUtilisation<=1,MFU>0,MFU<=1,MemoryUtilisation>0,MemoryUtilisation<=1,"
-     "BandwidthEfficiency>0,BandwidthEfficiency<=1,PrefixReuse>=0,PrefixReuse<1)"),
+     ("=AND(AvgUtilisation>0,AvgUtilisation<=1,MFU>0,MFU<=1,MemoryUtilisation>0,MemoryUtilisation<=1,"
+     "BandwidthEfficiency>0,BandwidthEfficiency<=1,PrefixReuse>=0,PrefixReuse<1)")),
     ("OneSpeed", "Exactly one of inter-token target and streaming speed", "=ISNUMBER(ITLInput)<>ISNUMBER(TokensPerSecondInput)"),
     ("ModelFound", "Model found on the Models sheet", "=ISNUMBER(ModelRow)"),
     ("GPUFound", "GPU found on the GPUs sheet", "=ISNUMBER(GPURow)"),

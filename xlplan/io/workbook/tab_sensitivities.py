@@ -152,7 +152,7 @@ def sensitivities_tab(book: Book, e: Engine) -> None:
             sh.put(col, hdr, Cell(f"{kind} @TP{TP_DEGREES[i]}", kind="header"))
     tp_row = hdr - 1  # the degrees, referenced by every per-TP formula
     sh.put(cols["demand"], tp_row, Cell("TP degree of each working column →", kind="note"))
-    for kind, kcols in per_tp.items():
+    for kcols in per_tp.values():
         for i, col in enumerate(kcols):
             sh.put(col, tp_row, Cell(f"=INDEX(TPDegrees,{i + 1})", formula=True, cached=TP_DEGREES[i], kind="calc", fmt="0"))
     sh.outline_columns = ("P", last_col)
@@ -222,8 +222,12 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf | None
         cands = {}
     sol = solved.paths if solved else None
     p_sig = distributions.fit_lognormal(sc.prompt_p50, sc.prompt_p95, sc.prompt_p99)[1] if sc else NA
-    put = lambda col, formula, cached, fmt=None: sh.put(col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt))
-    ratio = lambda x: None if x == 1.0 else x
+    def put(col, formula, cached, fmt=None):
+        sh.put(col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt))
+
+    def ratio(x):
+        return None if x == 1.0 else x
+
     inputs = (None, ratio(ww.rate_x), ratio(ww.prompt_p95_x), ratio(ww.itl_x), ww.kv_dtype, ww.weights_dtype, ww.prefix_reuse,
               ww.average_utilisation)
     for i, (v, (title, kind, fmt)) in enumerate(zip(inputs, SENS_INPUT_COLS)):
@@ -329,8 +333,9 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf | None
     put(C["tokens"], f"={q['rate']}*({q['pmean']}+OutputMean)*{q['util']}*HoursPerMonth*SecondsPerHour",
         NA if sc is None else steps.tokens_per_month(sc, tr), FMT["sci"])
     # The results: empty for a blank row, "infeasible" where no degree can carry the row.
-    res = lambda col, formula, value, fmt=None: put(col, f'=IF({q["blank"]},"",{formula})',
-                                                    "" if blank else value if ok else inf, fmt)
+    def res(col, formula, value, fmt=None):
+        put(col, f'=IF({q["blank"]},"",{formula})', "" if blank else value if ok else inf, fmt)
+
     m_, c_, l_ = q["memc"], q["compc"], q["latc"]
     has = f'ISNUMBER({q["choice"]})'
     res("I", f'IF({has},MAX({m_},{c_},{l_}),"{inf}")', sol.load if ok else None, FMT["int"])

@@ -423,7 +423,7 @@ def with_sheets_shown(xlsx: bytes, keep: set[str] | frozenset[str]) -> bytes:
                 hidden_ids = {str(i) for i, n in enumerate(names) if n not in keep}
                 # LibreOffice prints a hidden sheet that has a print range: drop the ranges of the hidden ones
                 text = re.sub(r'<definedName name="_xlnm\.Print_Area" localSheetId="(\d+)"[^>]*>[^<]*</definedName>',
-                              lambda m: "" if m.group(1) in hidden_ids else m.group(0), text)
+                              lambda m, hidden_ids=hidden_ids: "" if m.group(1) in hidden_ids else m.group(0), text)
                 text = re.sub(r'activeTab="\d+"', f'activeTab="{first}"', text)
                 if "activeTab=" not in text:
                     text = text.replace("<workbookView ", f'<workbookView activeTab="{first}" ', 1)
