@@ -25,47 +25,132 @@ def _np():
 
 
 def ceil(x):
-    """Round up to a whole number; infinities pass through. [same unit as x]"""
+    """Round up to a whole number; infinities pass through. [same unit as x]
+
+    Parameters
+    ----------
+    x : float or array
+        The value to round up, in whatever unit the caller counts (GPUs, replicas, …). [any unit]
+
+    Returns
+    -------
+    float or array
+        The smallest whole number not below ``x`` (a float, or a numpy array for an array). [same unit as x]
+    """
     if _is_array(x):
         return _np().ceil(x)
     return float(math.ceil(x)) if math.isfinite(x) else x
 
 
 def floor(x):
-    """Round down to a whole number; infinities pass through. [same unit as x]"""
+    """Round down to a whole number; infinities pass through. [same unit as x]
+
+    Parameters
+    ----------
+    x : float or array
+        The value to round down, in whatever unit the caller counts. [any unit]
+
+    Returns
+    -------
+    float or array
+        The largest whole number not above ``x`` (a float, or a numpy array for an array). [same unit as x]
+    """
     if _is_array(x):
         return _np().floor(x)
     return float(math.floor(x)) if math.isfinite(x) else x
 
 
 def maximum(a, b):
-    """Element-wise maximum."""
+    """Element-wise maximum.
+
+    Parameters
+    ----------
+    a : float or array
+        First operand. [any unit]
+    b : float or array
+        Second operand, in the unit of ``a``. [same unit as a]
+
+    Returns
+    -------
+    float or array
+        The larger of ``a`` and ``b`` (element by element for arrays). [same unit as a]
+    """
     if _is_array(a, b):
         return _np().maximum(a, b)
     return max(a, b)
 
 
 def minimum(a, b):
-    """Element-wise minimum."""
+    """Element-wise minimum.
+
+    Parameters
+    ----------
+    a : float or array
+        First operand. [any unit]
+    b : float or array
+        Second operand, in the unit of ``a``. [same unit as a]
+
+    Returns
+    -------
+    float or array
+        The smaller of ``a`` and ``b`` (element by element for arrays). [same unit as a]
+    """
     if _is_array(a, b):
         return _np().minimum(a, b)
     return min(a, b)
 
 
 def where(cond, a, b):
-    """Element-wise ``a if cond else b``."""
+    """Element-wise ``a if cond else b``.
+
+    Parameters
+    ----------
+    cond : bool or array of bool
+        Where to take ``a``; a truth value, no unit. [1]
+    a : float or array
+        Value where ``cond`` holds. [any unit]
+    b : float or array
+        Value where it does not, in the unit of ``a``. [same unit as a]
+
+    Returns
+    -------
+    float or array
+        ``a`` where ``cond`` holds, else ``b`` (element by element for arrays). [same unit as a]
+    """
     if _is_array(cond, a, b):
         return _np().where(cond, a, b)
     return a if cond else b
 
 
 def exp(x):
-    """Element-wise exponential."""
+    """Element-wise exponential.
+
+    Parameters
+    ----------
+    x : float or array
+        Exponent, a pure number (e.g. a log ratio or ``σ²/2``). [1]
+
+    Returns
+    -------
+    float or array
+        ``e**x``. [1]
+    """
     return _np().exp(x) if _is_array(x) else math.exp(x)
 
 
 def log(x):
-    """Element-wise natural logarithm."""
+    """Element-wise natural logarithm.
+
+    Parameters
+    ----------
+    x : float or array
+        A positive pure number (e.g. a ratio of two lengths or two latencies). [1]
+
+    Returns
+    -------
+    float or array
+        ``ln x``. [1]
+    """
     return _np().log(x) if _is_array(x) else math.log(x)
 
 
@@ -74,6 +159,18 @@ def div_pos(a, b):
 
     Used where a zero or negative denominator means "this configuration cannot
     hold any of it" (e.g. a KV budget that the weights have already used up).
+
+    Parameters
+    ----------
+    a : float or array
+        Numerator (e.g. the requests in flight, or a monthly cost). [any unit]
+    b : float or array
+        Denominator (e.g. the batch one replica carries, or the tokens served); zero or negative means no room. [any unit]
+
+    Returns
+    -------
+    float or array
+        ``a / b``, or +inf where ``b <= 0``. [unit of a / unit of b]
     """
     if _is_array(a, b):
         np = _np()

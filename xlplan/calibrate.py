@@ -71,7 +71,28 @@ def _conditions(run: Run, base: Conditions | None) -> Conditions:
 
 
 def predicted(run: Run, eff: Efficiencies, base: Conditions | None = None) -> dict[str, float]:
-    """The model's figures for a run at ``eff``: 'ttft_s', 'itl_s', 'output_tok_s' (those the run measured)."""
+    """The model's figures for a run at ``eff``: 'ttft_s', 'itl_s', 'output_tok_s' (those the run measured).
+
+    Parameters
+    ----------
+    run : Run
+        The run, at its own lengths and concurrency (``None``: offline maximum throughput).
+    eff : Efficiencies
+        The efficiencies to predict with; every field filled (see :meth:`xlplan.predict.Efficiencies.resolved`).
+    base : Conditions, optional
+        Model, GPU, dtypes and TP for runs that carry no conditions of their own.
+
+    Returns
+    -------
+    dict of str to float
+        Predicted mean 'ttft_s' [s] and 'itl_s' [s/token] at a fixed concurrency, and whole-system 'output_tok_s'
+        (the only one for an offline run). [tokens/s]
+
+    Raises
+    ------
+    ValueError
+        When neither the run nor ``base`` gives conditions to predict with.
+    """
     c = _conditions(run, base)
     if run.concurrency is None:
         return {"output_tok_s": predict.offline_output_tok_s(c, eff)[0]}
@@ -84,7 +105,23 @@ def _measured(run: Run) -> dict[str, float]:
 
 
 def residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None) -> list[float]:
-    """Log ratios predicted ÷ measured over every figure every run measured (TTFT weighted by :data:`TTFT_WEIGHT`). [1]"""
+    """Log ratios predicted ÷ measured over every figure every run measured (TTFT weighted by :data:`TTFT_WEIGHT`). [1]
+
+    Parameters
+    ----------
+    runs : list of Run
+        Benchmark runs (or public measurements), each with the figures it measured.
+    eff : Efficiencies
+        The efficiencies to predict with; every field filled (see :meth:`xlplan.predict.Efficiencies.resolved`).
+    base : Conditions, optional
+        Model, GPU, dtypes and TP for runs that carry no conditions of their own.
+
+    Returns
+    -------
+    list of float
+        ``ln(predicted ÷ measured)`` per measured figure, run by run; 5.0 where the prediction is missing, not
+        positive or not finite. [1]
+    """
     out = []
     for r in runs:
         pred = predicted(r, eff, base)
@@ -129,7 +166,24 @@ def _resolved(runs: list[Run], start: Efficiencies, base: Conditions | None) -> 
 
 def sensitivity(runs: list[Run], eff: Efficiencies, base: Conditions | None = None,
                 fields: tuple[str, ...] = FIELDS) -> tuple[str, ...]:
-    """Which fields move the runs' predictions at (resolved) ``eff``: the ones a fit can set."""
+    """Which fields move the runs' predictions at (resolved) ``eff``: the ones a fit can set.
+
+    Parameters
+    ----------
+    runs : list of Run
+        Benchmark runs (or public measurements), each with the figures it measured.
+    eff : Efficiencies
+        The efficiencies to predict with; every field filled (see :meth:`xlplan.predict.Efficiencies.resolved`).
+    base : Conditions, optional
+        Model, GPU, dtypes and TP for runs that carry no conditions of their own.
+    fields : tuple of str
+        The :class:`Efficiencies` fields to try (see :data:`FIELDS`).
+
+    Returns
+    -------
+    tuple of str
+        The fields whose change (×1.2, or +2 ms for the per-step overhead) moves some residual by more than 0.01.
+    """
     r0 = residuals(runs, eff, base)
     out = []
     for f in fields:
@@ -146,6 +200,26 @@ def fit(runs: list[Run], base: Conditions | None = None, start: Efficiencies = E
     """Fit the efficiencies (and the per-step overhead) to the runs, on ``base`` conditions or each run's own.
 
     Fields the runs are not sensitive to keep their starting value (the engine's default), and the notes say so.
+
+    Parameters
+    ----------
+    runs : list of Run
+        Benchmark runs (or public measurements), each with the figures it measured.
+    base : Conditions, optional
+        Model, GPU, dtypes and TP for runs that carry no conditions of their own.
+    start : Efficiencies
+        Starting values; fields left as None take the engine's and GPU's defaults.
+    spread : bool
+        Refit with each run left out (with more than two runs) for the ranges; else each range is the fit alone.
+    fields : tuple of str
+        The :class:`Efficiencies` fields the fit may set (see :data:`FIELDS`); a dense model never fits the expert
+        efficiency.
+
+    Returns
+    -------
+    Fit
+        The fitted efficiencies, their leave-one-run-out ranges, the median error at the fit, which figures each
+        run constrained, and notes on the fields left at their starting value.
     """
     start = _resolved(runs, start, base)
     if not any((r.conditions or base).model.num_experts for r in runs):
@@ -177,6 +251,17 @@ def fit_defaults(runs: list[Run]) -> dict:
     Dense-model runs fit prefill MFU, decode MFU, bandwidth efficiency and the step overhead for each class with
     at least :data:`MIN_RUNS` runs, for each vendor over all its engines, and overall; MoE runs then fit the one
     expert efficiency, with each run's class efficiencies held. Returns the table ``xlplan/data/efficiencies.yaml`` holds.
+
+    Parameters
+    ----------
+    runs : list of Run
+        Public runs, each with its own conditions (model, GPU, engine).
+
+    Returns
+    -------
+    dict
+        ``{'overall': {...}, 'vendors': {vendor: {'all': {...}, engine: {...}}}}``; each entry holds the four fitted
+        fields, rounded to 4 places, and the number of runs it was fitted to; 'overall' also the expert efficiency.
     """
     from xlplan import engines
 

@@ -37,6 +37,12 @@ def capacity(s: Scenario, gpus: int) -> Capacity:
     gpus : int
         GPUs serving the load (no spares). [GPUs]
 
+    Returns
+    -------
+    Capacity
+        At the best tensor-parallel degree: the highest sustainable peak rate, the path that limits it
+        ('memory', 'compute' or 'latency') and each path's own limit.
+
     Raises
     ------
     PlanningError

@@ -26,7 +26,18 @@ KV_FORMATS = ("bf16", "fp8")
 
 
 def formats(gpu) -> list[tuple[str, str]]:
-    """(weights, cache) formats a GPU supports natively. [text]"""
+    """(weights, cache) formats a GPU supports natively. [text]
+
+    Parameters
+    ----------
+    gpu : GPUSpec
+        The GPU; its FP8 and FP4 peak rates say which tensor cores it has.
+
+    Returns
+    -------
+    list of tuple of str
+        Every (weights, cache) pair: bf16, fp8 where it has FP8 tensor cores, nvfp4 weights where it has FP4 ones.
+    """
     weights = ["bf16"] + (["fp8"] if gpu.fp8_tflops else []) + (["nvfp4"] if gpu.fp4_tflops else [])
     kv = ["bf16"] + (["fp8"] if gpu.fp8_tflops else [])
     return [(w, k) for w in weights for k in kv]
@@ -62,7 +73,27 @@ def _variant(p: Plan, gpu_key: str, weights: str, kv: str) -> tuple[Plan, str | 
 
 
 def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False) -> GPUOption:
-    """One GPU in one format, solved. [GPUOption]"""
+    """One GPU in one format, solved. [GPUOption]
+
+    Parameters
+    ----------
+    p : Plan
+        The plan to re-solve.
+    gpu_key : str
+        Catalog key of the GPU to try.
+    weights : str
+        Weight format, e.g. 'bf16', 'fp8', 'nvfp4'.
+    kv : str
+        Cache format, e.g. 'bf16', 'fp8'.
+    is_plan : bool
+        This is the plan's own option: solved exactly as planned (its GPU, formats, price and purchasing unit).
+
+    Returns
+    -------
+    GPUOption
+        The fleet and its cost at the best tensor-parallel degree, the cost left out where the catalog has no
+        price; or ``feasible=False`` with the planner's reason.
+    """
     gpu = catalog.get_gpu(gpu_key)
     base = dict(gpu=gpu_key, gpu_name=gpu.name, weights_dtype=weights, kv_dtype=kv, is_plan=is_plan)
     try:
@@ -103,6 +134,18 @@ def compare(p: Plan, gpus: list[str] | None = None) -> list[GPUOption]:
     The plan's own option (its GPU, formats, price and purchasing unit, exactly as planned) is first among equals:
     marked ``is_plan`` and always present. Options without a cost rank after those with one, infeasible ones last.
 
+    Parameters
+    ----------
+    p : Plan
+        The plan to re-solve.
+    gpus : list of str, optional
+        GPU names, ids or aliases to try; None tries every catalog GPU.
+
+    Returns
+    -------
+    list of GPUOption
+        Every option, ranked by :func:`rank`.
+
     Raises
     ------
     catalog.UnknownNameError
@@ -136,7 +179,18 @@ def _inline_option(p: Plan) -> GPUOption:
 
 
 def rank(options: list[GPUOption]) -> list[GPUOption]:
-    """By $/M tokens, then monthly cost, then GPUs purchased; unpriced after priced, infeasible last."""
+    """By $/M tokens, then monthly cost, then GPUs purchased; unpriced after priced, infeasible last.
+
+    Parameters
+    ----------
+    options : list of GPUOption
+        The solved options.
+
+    Returns
+    -------
+    list of GPUOption
+        The same options, sorted (a stable sort: ties keep their order). Unpriced ones rank by GPUs purchased.
+    """
     def key(o: GPUOption):
         if not o.feasible:
             return (2, 0.0, 0.0, 0)
@@ -158,7 +212,18 @@ def _binds(label: str) -> str:
 
 
 def recommendation(options: list[GPUOption]) -> str:
-    """One line: the cheapest option per token against the plan's own, and what binds there. [text]"""
+    """One line: the cheapest option per token against the plan's own, and what binds there. [text]
+
+    Parameters
+    ----------
+    options : list of GPUOption
+        Ranked options (:func:`compare`), the plan's own among them.
+
+    Returns
+    -------
+    str
+        The recommendation, with the saving per token against the plan's own option where both are priced.
+    """
     mine = next(o for o in options if o.is_plan)
     priced = [o for o in options if o.feasible and o.usd_per_mtok is not None]
     if not priced:

@@ -25,9 +25,28 @@ from xlplan.units import TERA
 def prefill_keys_per_request(mean_prompt_tokens, prompt_second_moment, causal=False):
     """Token-key pairs of one prompt's prefill, averaged over the prompt distribution. [token·keys]
 
+    Parameters
+    ----------
+    mean_prompt_tokens : float or array
+        ``E[n]``, the fitted mean prompt length. [tokens]
+    prompt_second_moment : float or array
+        ``E[n²]``, the fitted second moment of the prompt length. [tokens²]
+    causal : bool
+        Count causal attention (token ``i`` attends to ``i`` keys); the runbook counts every pair, ``n²``.
+
+    Returns
+    -------
+    float or array
+        Query-key pairs per prompt, ``E[n²]`` (full) or ``(E[n²] + E[n])/2`` (causal). [token·keys]
+
     Notes
     -----
     Full (the runbook's convention): ``E[n²]``. Causal: token ``i`` attends to ``i`` keys, ``E[n(n + 1)/2] = (E[n²] + E[n])/2``.
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "prefill 1,369" TFLOP/s counts every pair:
+    40 × (2 × 8.03e9 × 2,000 + 4 × 32 × 2,000² × 4,096).
 
     Examples
     --------
@@ -62,9 +81,18 @@ def prefill_flops_per_request(active_params, mean_prompt_tokens, prompt_second_m
     causal : bool
         Count causal attention (half the square, :func:`prefill_keys_per_request`); the runbook counts ``n²``.
 
+    Returns
+    -------
+    float or array
+        Mean prefill FLOPs per request: the linear term plus the attention term. [FLOP/request]
+
     Notes
     -----
     ``2·N·E[n] + 4·w·(L_full·K + L_window·min(K, W·E[n]))`` with ``K`` the key pairs per request.
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU".
 
     Examples
     --------
@@ -92,12 +120,21 @@ def decode_flops_per_token(active_params, layers=0, attention_width=0, mean_cont
         Layers, for the optional attention term (0 leaves it out, as the runbook does). [layers]
     attention_width : int
         Heads × head width. [elements]
-    mean_context_tokens : float
+    mean_context_tokens : float or array
         Mean cached context a decoded token attends to. [tokens]
+
+    Returns
+    -------
+    float or array
+        FLOPs per output token: ``2·N_active``, plus attention over the cache when ``layers`` is given. [FLOP/token]
 
     Notes
     -----
     ``2·N_active (+ 4·layers·context·width)``.
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU".
     """
     return 2.0 * active_params + 4.0 * layers * mean_context_tokens * attention_width
 
@@ -113,12 +150,39 @@ def prefill_tflops(arrival_rate_rps, flops_per_request, prefix_reuse=0.0):
         Prefill FLOPs per request. [FLOP/request]
     prefix_reuse : float or array
         Measured fraction of prompt compute served from the prefix cache. [fraction]
+
+    Returns
+    -------
+    float or array
+        ``rate × FLOPs per request × (1 − prefix reuse)``, in TFLOP/s. [TFLOP/s]
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU".
     """
     return arrival_rate_rps * flops_per_request * (1.0 - prefix_reuse) / TERA
 
 
 def decode_tflops(arrival_rate_rps, mean_output_tokens, flops_per_token):
     """Decode demand at the peak rate. [TFLOP/s]
+
+    Parameters
+    ----------
+    arrival_rate_rps : float or array
+        Peak arrival rate. [requests/s]
+    mean_output_tokens : float or array
+        Mean output length ``E[output]``. [tokens]
+    flops_per_token : float or array
+        Decode FLOPs per output token (:func:`decode_flops_per_token`). [FLOP/token]
+
+    Returns
+    -------
+    float or array
+        ``rate × E[output] × FLOPs per token``, in TFLOP/s. [TFLOP/s]
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU".
 
     Examples
     --------
@@ -133,6 +197,22 @@ def decode_tflops(arrival_rate_rps, mean_output_tokens, flops_per_token):
 def effective_tflops_per_gpu(peak_tflops, mfu):
     """What one GPU sustains. [TFLOP/s]
 
+    Parameters
+    ----------
+    peak_tflops : float or array
+        Peak dense TFLOP/s of one GPU in the compute format (BF16, or FP8/FP4 for weights in that format). [TFLOP/s]
+    mfu : float or array
+        Model FLOPs utilisation: the fraction of peak achieved. [fraction]
+
+    Returns
+    -------
+    float or array
+        ``peak × MFU``. [TFLOP/s]
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU".
+
     Examples
     --------
     >>> effective_tflops_per_gpu(989, 0.40)
@@ -143,6 +223,24 @@ def effective_tflops_per_gpu(peak_tflops, mfu):
 
 def compute_gpus_split(prefill_tflops_, decode_tflops_, peak_tflops, prefill_mfu, decode_mfu):
     """GPUs the FLOPs need before rounding, prefill and decode at their own MFU. [GPUs]
+
+    Parameters
+    ----------
+    prefill_tflops_ : float or array
+        Prefill demand at the peak rate (:func:`prefill_tflops`). [TFLOP/s]
+    decode_tflops_ : float or array
+        Decode demand at the peak rate (:func:`decode_tflops`). [TFLOP/s]
+    peak_tflops : float or array
+        Peak dense TFLOP/s of one GPU. [TFLOP/s]
+    prefill_mfu : float or array
+        Fraction of peak achieved in prefill. [fraction]
+    decode_mfu : float or array
+        Fraction of peak achieved in decode. [fraction]
+
+    Returns
+    -------
+    float or array
+        GPUs the compute path needs, fractional (rounding to whole replicas comes later). [GPUs]
 
     Notes
     -----
@@ -160,8 +258,26 @@ def compute_gpus_split(prefill_tflops_, decode_tflops_, peak_tflops, prefill_mfu
 def compute_gpus_exact(demand_tflops, peak_tflops, mfu):
     """GPUs the FLOPs need before rounding. [GPUs]
 
+    Parameters
+    ----------
+    demand_tflops : float or array
+        FLOP/s demand at the peak rate. [TFLOP/s]
+    peak_tflops : float or array
+        Peak dense TFLOP/s of one GPU. [TFLOP/s]
+    mfu : float or array
+        Fraction of peak achieved. [fraction]
+
+    Returns
+    -------
+    float or array
+        ``demand ÷ (peak × MFU)``, fractional. [GPUs]
+
     Notes
     -----
     ``demand ÷ (peak × MFU)``: the runbook's 1,562 ÷ 395.6 = 3.95.
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU".
     """
     return demand_tflops / effective_tflops_per_gpu(peak_tflops, mfu)

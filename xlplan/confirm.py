@@ -56,6 +56,18 @@ class Evidence:
 def percentile(values: list[float], q: float) -> float:
     """Linear-interpolated percentile of a short series. [unit of values]
 
+    Parameters
+    ----------
+    values : list of float
+        The series, one value per scrape, in any order (e.g. cache utilisation, waiting requests). [unit of values]
+    q : float
+        The quantile: 0.5 for the median, 0.95 for p95. [fraction]
+
+    Returns
+    -------
+    float
+        The value at ``q``, interpolated linearly between the two nearest ranks; 0.0 for an empty series. [unit of values]
+
     Examples
     --------
     >>> percentile([0.0, 1.0], 0.5)
@@ -73,6 +85,18 @@ def percentile(values: list[float], q: float) -> float:
 def rate(counter: list[float], seconds: float) -> float:
     """Increase of a counter over the span, resets tolerated. [unit/s]
 
+    Parameters
+    ----------
+    counter : list of float
+        A cumulative counter's samples in time order (e.g. preemptions, tokens); a fall is a restart from 0. [unit]
+    seconds : float
+        The time the samples span. [s]
+
+    Returns
+    -------
+    float
+        The counter's increase per second; 0.0 with fewer than two samples or no span. [unit/s]
+
     Examples
     --------
     >>> rate([0, 10, 20], 20.0)
@@ -85,7 +109,26 @@ def rate(counter: list[float], seconds: float) -> float:
 
 
 def verdict(e: Evidence) -> tuple[str, str]:
-    """('memory' | 'compute' | 'neither' | 'unclear', why) from the evidence; the evidence's notes follow the why."""
+    """('memory' | 'compute' | 'neither' | 'unclear', why) from the evidence; the evidence's notes follow the why.
+
+    Parameters
+    ----------
+    e : Evidence
+        What the scrapes show (cache and GPU utilisation, waiting requests, preemptions).
+
+    Returns
+    -------
+    found : str
+        'memory', 'compute', 'neither' or 'unclear'.
+    why : str
+        The evidence behind it, in words, then the evidence's notes.
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "Memory-bound: cache utilisation pinned near 100%,
+    requests queue for blocks, preemptions rise. Compute-bound: GPU saturated while
+    cache utilisation is comfortable."
+    """
     found, why = _verdict(e)
     return found, why + "".join(f" (note: {n})" for n in e.notes)
 
@@ -107,7 +150,20 @@ def _verdict(e: Evidence) -> tuple[str, str]:
 
 
 def agrees_with_plan(found: str, planned: str) -> bool:
-    """Whether production's binding constraint is one the plan named ('both' covers memory and compute)."""
+    """Whether production's binding constraint is one the plan named ('both' covers memory and compute).
+
+    Parameters
+    ----------
+    found : str
+        What :func:`verdict` found: 'memory', 'compute', 'neither' or 'unclear'.
+    planned : str
+        The plan's binding constraint: 'memory', 'compute', 'latency', 'both', 'all' or 'minimum replica'.
+
+    Returns
+    -------
+    bool
+        True when production confirms it; never for 'neither' or 'unclear'.
+    """
     if found in ("neither", "unclear"):
         return False
     return found == planned or (planned in ("both", "all") and found in ("memory", "compute"))

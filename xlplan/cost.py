@@ -21,6 +21,24 @@ from xlplan.units import HOURS_PER_MONTH, MILLION, SECONDS_PER_HOUR
 def monthly_cost_usd(gpus, usd_per_gpu_hour, hours_per_month=HOURS_PER_MONTH):
     """Fixed monthly infrastructure cost. [USD/month]
 
+    Parameters
+    ----------
+    gpus : float or array
+        GPUs on the bill. [GPUs]
+    usd_per_gpu_hour : float or array
+        Price paid per GPU. [USD/GPU-hour]
+    hours_per_month : float
+        Billed hours per month (8,760 / 12 = 730). [h/month]
+
+    Returns
+    -------
+    float or array
+        GPUs × price × hours. [USD/month]
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "5 GPUs at $3/hr × 730 hours ≈ $11,000 / month".
+
     Examples
     --------
     >>> monthly_cost_usd(5, 3.0)
@@ -41,7 +59,16 @@ def tokens_per_month(arrival_rate_rps, mean_tokens_per_request, average_utilisat
     average_utilisation : float or array
         Average load over the month as a fraction of peak. [fraction]
     hours_per_month : float
-        [h/month]
+        Hours in the month (8,760 / 12 = 730). [h/month]
+
+    Returns
+    -------
+    float or array
+        ``rate × E[prompt + output] × utilisation × hours × 3600``. [tokens/month]
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "at 40% average load roughly 95 billion tokens a month".
 
     Examples
     --------
@@ -52,24 +79,83 @@ def tokens_per_month(arrival_rate_rps, mean_tokens_per_request, average_utilisat
 
 
 def usd_per_mtok(monthly_usd, tokens):
-    """Cost per million tokens of all kinds. [USD/Mtok]"""
+    """Cost per million tokens of all kinds. [USD/Mtok]
+
+    Parameters
+    ----------
+    monthly_usd : float or array
+        Monthly cost. [USD/month]
+    tokens : float or array
+        Tokens of all kinds served in the same month. [tokens/month]
+
+    Returns
+    -------
+    float or array
+        ``monthly_usd × 10**6 ÷ tokens``; +inf when no tokens are served. [USD/Mtok]
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "~$0.11 per million tokens".
+    """
     return _vec.div_pos(monthly_usd * MILLION, tokens)
 
 
 def api_usd_per_mtok_blended(mean_prompt_tokens, mean_output_tokens, usd_per_mtok_input, usd_per_mtok_output):
-    """An API's price per million tokens at this traffic's input/output mix. [USD/Mtok]"""
+    """An API's price per million tokens at this traffic's input/output mix. [USD/Mtok]
+
+    Parameters
+    ----------
+    mean_prompt_tokens : float or array
+        Mean prompt length ``E[prompt]``. [tokens]
+    mean_output_tokens : float or array
+        Mean output length ``E[output]``. [tokens]
+    usd_per_mtok_input : float or array
+        API price of input tokens. [USD/Mtok]
+    usd_per_mtok_output : float or array
+        API price of output tokens. [USD/Mtok]
+
+    Returns
+    -------
+    float or array
+        The two prices weighted by the mean prompt and output lengths. [USD/Mtok]
+    """
     return (mean_prompt_tokens * usd_per_mtok_input + mean_output_tokens * usd_per_mtok_output) / (
         mean_prompt_tokens + mean_output_tokens
     )
 
 
 def api_monthly_cost_usd(tokens_in_month, blended_usd_per_mtok):
-    """The same traffic on a managed API. [USD/month]"""
+    """The same traffic on a managed API. [USD/month]
+
+    Parameters
+    ----------
+    tokens_in_month : float or array
+        Tokens of all kinds served in the month. [tokens/month]
+    blended_usd_per_mtok : float or array
+        The API's price at this traffic's input/output mix (:func:`api_usd_per_mtok_blended`). [USD/Mtok]
+
+    Returns
+    -------
+    float or array
+        ``tokens × price ÷ 10**6``. [USD/month]
+    """
     return tokens_in_month * blended_usd_per_mtok / MILLION
 
 
 def breakeven_tokens_per_month(fixed_monthly_usd, blended_api_usd_per_mtok):
     """Monthly volume above which self-hosting this fleet is cheaper than the API. [tokens/month]
+
+    Parameters
+    ----------
+    fixed_monthly_usd : float or array
+        The fleet's monthly cost plus engineering and on-call. [USD/month]
+    blended_api_usd_per_mtok : float or array
+        The API's price at this traffic's input/output mix. [USD/Mtok]
+
+    Returns
+    -------
+    float or array
+        The break-even volume; +inf when the API price is not positive. [tokens/month]
 
     Notes
     -----
@@ -88,6 +174,18 @@ mixture of experts (a 30B-A3B MoE is priced near a 8B dense model, not a 32B one
 def api_size_class(total_params, moe: bool) -> str:
     """The API price class of a model: by total parameters, dense or MoE. [text]
 
+    Parameters
+    ----------
+    total_params : float or int
+        Total parameters, every expert counted. [parameters]
+    moe : bool
+        Whether the model is a mixture of experts.
+
+    Returns
+    -------
+    str
+        One of :data:`API_SIZE_CLASSES`.
+
     Examples
     --------
     >>> api_size_class(8.03e9, False), api_size_class(30.5e9, True), api_size_class(671e9, True)
@@ -105,6 +203,18 @@ def api_size_class(total_params, moe: bool) -> str:
 def median(values) -> float:
     """The median of a non-empty sequence. [unit of the values]
 
+    Parameters
+    ----------
+    values : sequence of float
+        The values, at least one. [unit of the values]
+
+    Returns
+    -------
+    float
+        The middle value, or the mean of the two middle values for an even count. [unit of the values]
+
+    Examples
+    --------
     >>> median([3.0, 1.0, 2.0]), median([4.0, 1.0, 2.0, 3.0])
     (2.0, 2.5)
     """
@@ -122,6 +232,15 @@ def api_class_price(rows, size_class: str) -> tuple[float, float, int]:
         Offers with ``size_class``, ``usd_per_1M_input``, ``usd_per_1M_output`` (``api_prices.csv``).
     size_class : str
         One of :data:`API_SIZE_CLASSES`.
+
+    Returns
+    -------
+    usd_per_mtok_input : float
+        Median price of input tokens over the class's offers. [USD/Mtok]
+    usd_per_mtok_output : float
+        Median price of output tokens over the class's offers. [USD/Mtok]
+    offers : int
+        Offers listed in the class. [offers]
     """
     mine = [r for r in rows if r["size_class"] == size_class]
     if not mine:

@@ -76,6 +76,11 @@ def lognormal_mean(median, sigma):
     sigma : float or array
         Standard deviation of the log length. [ln tokens]
 
+    Returns
+    -------
+    float or array
+        ``E[n]``. [tokens]
+
     Notes
     -----
     ``E[n] = m exp(sigma² / 2)``.
@@ -92,6 +97,11 @@ def lognormal_second_moment(median, sigma):
         Median length. [tokens]
     sigma : float or array
         Standard deviation of the log length. [ln tokens]
+
+    Returns
+    -------
+    float or array
+        ``E[n²]``. [tokens²]
 
     Notes
     -----
@@ -111,12 +121,26 @@ def lognormal_quantile(median, sigma, q):
         Standard deviation of the log length. [ln tokens]
     q : float
         Quantile, strictly between 0 and 1. [1]
+
+    Returns
+    -------
+    float or array
+        ``m · exp(sigma · z_q)``, with ``z_q`` the standard normal quantile at ``q``. [tokens]
     """
     return median * _vec.exp(sigma * NormalDist().inv_cdf(q))
 
 
 def length_moments(p50, p95, p99=None):
     """Mean and second moment of a length distribution given by percentiles.
+
+    Parameters
+    ----------
+    p50 : float or array
+        Median length. [tokens]
+    p95 : float or array
+        95th-percentile length, at least ``p50``. [tokens]
+    p99 : float or array, optional
+        99th-percentile length, at least ``p95``; left out, the fit uses p95 alone. [tokens]
 
     Returns
     -------
@@ -146,6 +170,11 @@ def length_at_percentile(p50, p95, p99, percentile):
         Stated 99th percentile, may be left out. [tokens]
     percentile : float
         The promise's percentile, in (0, 100). [percent]
+
+    Returns
+    -------
+    float or array
+        The length at ``percentile``. [tokens]
 
     Examples
     --------

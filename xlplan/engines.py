@@ -62,6 +62,23 @@ Qwen3-235B-A22B FP8 TP4 start-up log leaves: 0.93 × 79.18 − 55.0 − 16.47 = 
 def visible_gib(memory_gib: float, cuda_visible_gib: float | None = None) -> float:
     """Memory CUDA can allocate: the catalog's measured figure, else the driver total less the reserve. [GiB]
 
+    Parameters
+    ----------
+    memory_gib : float
+        Memory as the driver reports it. [GiB]
+    cuda_visible_gib : float, optional
+        The catalog's measured CUDA-visible memory, where it has one. [GiB]
+
+    Returns
+    -------
+    float
+        ``cuda_visible_gib``, else ``memory_gib`` − :data:`DRIVER_RESERVED_GIB`. [GiB]
+
+    References
+    ----------
+    llm-d-benchmark config_explorer/empirical-vllm-memory-results.md @4f4d449 · the H100's 81,559 MiB (79.65 GiB)
+    against 79.18 GiB visible to vLLM.
+
     Examples
     --------
     >>> round(visible_gib(79.647), 3), visible_gib(79.647, 79.18)
@@ -71,18 +88,55 @@ def visible_gib(memory_gib: float, cuda_visible_gib: float | None = None) -> flo
 
 
 def non_torch_gib(tp: int) -> float:
-    """Non-PyTorch memory per GPU. [GiB]"""
+    """Non-PyTorch memory per GPU. [GiB]
+
+    Parameters
+    ----------
+    tp : int
+        GPUs per replica; above 1, NCCL buffers count too. [GPUs]
+
+    Returns
+    -------
+    float
+        CUDA context and allocator memory outside PyTorch (:data:`NON_TORCH_GIB`). [GiB]
+
+    References
+    ----------
+    llm-d-benchmark config_explorer/empirical-vllm-memory-results.md @4f4d449 · vLLM start-up logs: 0.13/0.14 GiB at
+    TP 1, 0.54/0.55 GiB at TP 2.
+    """
     return NON_TORCH_GIB[1] if tp <= 1 else NON_TORCH_GIB["tp"]
 
 
 def vllm_defaults(memory_gib: float, gpu_name: str = "", v0: bool = False) -> tuple[int, int]:
     """vLLM's default (max_num_seqs, max_num_batched_tokens) for its OpenAI server on this GPU. [sequences], [tokens]
 
+    Parameters
+    ----------
+    memory_gib : float
+        The GPU's memory. [GiB]
+    gpu_name : str
+        The GPU's display name; an A100 keeps the smaller budgets whatever its memory.
+    v0 : bool
+        vLLM before 0.8 (the V0 engine).
+
+    Returns
+    -------
+    max_num_seqs : int
+        Sequences the scheduler runs at once. [sequences]
+    max_num_batched_tokens : int
+        Tokens one step may carry; 0 for V0, whose budget the caller sets to the context limit. [tokens]
+
     Notes
     -----
     V1: 1,024 and 8,192 on GPUs with at least 70 GiB that are not A100s; 256 and 2,048 otherwise (arg_utils.py).
     V0 had no chunked prefill by default: 256 sequences, and the batched-token budget is the context limit,
     set by the caller.
+
+    References
+    ----------
+    vLLM, vllm/engine/arg_utils.py ``_set_default_args`` · 8,192 batched tokens and 1,024 sequences for the API
+    server on GPUs with at least 70 GiB, 2,048 and 256 below.
     """
     if v0:
         return 256, 0
@@ -110,9 +164,20 @@ def vllm_activation_peak_gib(vocab: int, hidden: int, intermediate_per_gpu: floa
     v0 : bool
         vLLM before 0.8 (the V0 engine).
 
+    Returns
+    -------
+    float
+        The profiled sampler plus forward pass (V1), or the unfused forward pass (V0). [GiB]
+
     Notes
     -----
     V1: ``38.2 B × seqs × vocab + 1.34 × tokens × hidden × 2 B``. V0: ``tokens × (2·I/tp + 6·hidden) × 2 B``.
+
+    References
+    ----------
+    llm-d-benchmark config_explorer/empirical-vllm-memory-results.md @4f4d449 · the activation peaks six vLLM ~0.11
+    start-up logs print, to which the V1 coefficients are fitted (residuals under 5 MiB). V0: two start-up logs at
+    20,000 and 29,000 tokens (vllm-project/vllm issue comments, measurements KV01/KV02).
 
     Examples
     --------
@@ -154,7 +219,14 @@ def kv_budget_gib(engine: str, memory_gib: float, visible: float, utilisation: f
     Returns
     -------
     float
-        Negative when the weights do not fit.
+        KV-cache room per GPU. Negative when the weights do not fit. [GiB]
+
+    References
+    ----------
+    Runbook, document 14, step 4 · "600 × 0.281 GiB = 168.5 GiB ÷ 53.73 GiB per GPU" (the runbook's rule).
+    vLLM ``gpu_memory_utilization``; its start-up log (``../shared/reference/measurements-public.csv`` K01):
+    0.9 × 79.18 − 14.99 − 4.76 − 0.13 = 51.38 GiB. SGLang ``--mem-fraction-static``; TensorRT-LLM
+    ``KvCacheConfig.free_gpu_memory_fraction``.
 
     Examples
     --------
@@ -184,7 +256,18 @@ EFFICIENCY_FIELDS = ("prefill_mfu", "decode_mfu", "bandwidth_efficiency", "step_
 
 
 def vendor(gpu_name: str) -> str:
-    """'amd', 'intel' or 'nvidia', from a GPU's display name. [text]"""
+    """'amd', 'intel' or 'nvidia', from a GPU's display name. [text]
+
+    Parameters
+    ----------
+    gpu_name : str
+        The GPU's display name, e.g. 'H100 SXM' or 'Instinct MI300X'.
+
+    Returns
+    -------
+    str
+        'amd', 'intel' or 'nvidia' (the default).
+    """
     n = gpu_name.lower()
     if "amd" in n or "instinct" in n or n.startswith("mi"):
         return "amd"
@@ -204,11 +287,29 @@ def _table() -> dict:
 def default_efficiencies(engine: str, gpu_name: str) -> dict[str, float]:
     """The efficiencies a plan gets when it states none: fitted per vendor and engine on the public corpus.
 
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        The serving engine.
+    gpu_name : str
+        The GPU's display name; its vendor picks the fit (:func:`vendor`).
+
+    Returns
+    -------
+    dict of str to float
+        By :data:`EFFICIENCY_FIELDS`: prefill_mfu, decode_mfu, bandwidth_efficiency and expert_efficiency as
+        fractions, step_overhead_s in seconds. [fraction], [s]
+
     Notes
     -----
     ``xlplan/data/efficiencies.yaml``, written by ``scripts/fit_efficiencies.py`` from ``xlplan/data/measurements.csv``:
     each vendor × engine with enough measured runs has its own fit; otherwise the vendor's fit over all its engines,
     otherwise the fit over everything. The runbook's engine keeps the runbook's figures.
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "÷ 396 per GPU at 40% MFU" (the runbook engine's figures, :data:`RUNBOOK_EFFICIENCIES`).
+    The public corpus, ``xlplan/data/measurements.csv``, each row with its source.
     """
     return default_efficiencies_for(engine, vendor(gpu_name))
 
@@ -217,7 +318,26 @@ VENDORS = ("nvidia", "amd", "intel")
 
 
 def default_efficiencies_for(engine: str, v: str) -> dict[str, float]:
-    """:func:`default_efficiencies` by vendor name ('nvidia', 'amd', 'intel'). [fractions], [s]"""
+    """:func:`default_efficiencies` by vendor name ('nvidia', 'amd', 'intel'). [fractions], [s]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        The serving engine.
+    v : {'nvidia', 'amd', 'intel'}
+        The GPU's vendor (:data:`VENDORS`).
+
+    Returns
+    -------
+    dict of str to float
+        By :data:`EFFICIENCY_FIELDS`: prefill_mfu, decode_mfu, bandwidth_efficiency and expert_efficiency as
+        fractions, step_overhead_s in seconds. [fraction], [s]
+
+    References
+    ----------
+    ``xlplan/data/efficiencies.yaml``, fitted by ``scripts/fit_efficiencies.py`` to the public corpus
+    ``xlplan/data/measurements.csv``, each row with its source.
+    """
     if engine == "runbook":
         return dict(RUNBOOK_EFFICIENCIES)
     from xlplan import calibrate
@@ -233,5 +353,24 @@ _TABLE_CACHE: dict = {}
 
 
 def step_overhead_default(engine: str, gpu_name: str = "") -> float:
-    """Fixed time per engine step (scheduling, launches, sampling) when a plan states none. [s]"""
+    """Fixed time per engine step (scheduling, launches, sampling) when a plan states none. [s]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        The serving engine.
+    gpu_name : str
+        The GPU's display name; its vendor picks the fit.
+
+    Returns
+    -------
+    float
+        ``step_overhead_s`` of :func:`default_efficiencies`; 0 for the runbook engine. [s]
+
+    References
+    ----------
+    ``xlplan/data/efficiencies.yaml``, fitted by ``scripts/fit_efficiencies.py`` to the public corpus
+    ``xlplan/data/measurements.csv``, each row with its source; the runbook's method counts no step overhead
+    (:data:`RUNBOOK_EFFICIENCIES`).
+    """
     return default_efficiencies(engine, gpu_name)["step_overhead_s"]

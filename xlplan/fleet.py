@@ -20,6 +20,18 @@ PATHS = ("memory", "compute", "latency")
 def whole_replicas(gpus_exact, tp):
     """Replicas of ``tp`` GPUs that cover ``gpus_exact``. [replicas]
 
+    Parameters
+    ----------
+    gpus_exact : float or array
+        GPUs a path needs before rounding. [GPUs]
+    tp : int
+        GPUs per replica. [GPUs]
+
+    Returns
+    -------
+    float or array
+        ``ceil(gpus_exact ÷ tp)``, with :data:`ROUNDING_TOLERANCE` of slack for float noise. [replicas]
+
     Examples
     --------
     >>> whole_replicas(3.14, 1), whole_replicas(3.14, 2)
@@ -31,6 +43,22 @@ def whole_replicas(gpus_exact, tp):
 
 def whole_gpus(gpus_exact, tp):
     """GPUs in whole replicas of ``tp`` that cover ``gpus_exact``. [GPUs]
+
+    Parameters
+    ----------
+    gpus_exact : float or array
+        GPUs a path needs before rounding. [GPUs]
+    tp : int
+        GPUs per replica. [GPUs]
+
+    Returns
+    -------
+    float or array
+        :func:`whole_replicas` × ``tp``. [GPUs]
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable".
 
     Examples
     --------
@@ -55,6 +83,20 @@ def fleet_sizes(load_replicas, tp, redundancy_replicas, gpus_per_node):
         Spare replicas (N+k). [replicas]
     gpus_per_node : int
         The purchasing unit. [GPUs]
+
+    Returns
+    -------
+    load : float or array
+        GPUs the peak needs. [GPUs]
+    with_redundancy : float or array
+        The load plus the spare replicas. [GPUs]
+    purchased : float or array
+        ``with_redundancy`` rounded up to whole nodes. [GPUs]
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "4 for the load, +1 for N+1 … buy a node of 8" and "the answer is three
+    numbers, not one: the load, the redundancy, and the purchasing unit".
 
     Examples
     --------

@@ -42,6 +42,20 @@ def decode_step_time_s(batch, flops_per_token, weights_bytes, kv_bytes_per_conve
         Memory bandwidth per GPU. [TB/s]
     bandwidth_efficiency : float
         Achieved fraction of bandwidth in decode. [fraction]
+
+    Returns
+    -------
+    float or array
+        The larger of the FLOP time and the time to read the weights and the resident cache. [s]
+
+    Notes
+    -----
+    ``max(b·f_tok/tp ÷ (peak × MFU), (W/tp + b·kv/shards) ÷ (bandwidth × efficiency))``: the roofline.
+
+    References
+    ----------
+    Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009. Decode reads the weights once per step:
+    Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023 (§2, memory time per step).
     """
     compute_s = batch * flops_per_token / tp / (peak_tflops * mfu * TERA)
     memory_s = (weights_bytes / tp + batch * kv_bytes_per_conversation / shards) / (hbm_tbps * bandwidth_efficiency * TERA)
@@ -52,10 +66,42 @@ def max_decode_batch(itl_s, flops_per_token, weights_bytes, kv_bytes_per_convers
                      peak_tflops, mfu, hbm_tbps, bandwidth_efficiency):
     """Largest batch a replica carries within the inter-token target. [conversations]
 
+    Parameters
+    ----------
+    itl_s : float or array
+        Inter-token latency target. [s/token]
+    flops_per_token : float
+        Decode FLOPs per token. [FLOP/token]
+    weights_bytes : float
+        The whole model's weights. [bytes]
+    kv_bytes_per_conversation : float or array
+        KV cache of one resident conversation. [bytes]
+    tp : int
+        GPUs in the replica. [GPUs]
+    shards : int
+        Ways the KV cache splits across them. [GPUs]
+    peak_tflops : float
+        Peak dense throughput per GPU. [TFLOP/s]
+    mfu : float
+        Achieved fraction of peak. [fraction]
+    hbm_tbps : float
+        Memory bandwidth per GPU. [TB/s]
+    bandwidth_efficiency : float
+        Achieved fraction of bandwidth in decode. [fraction]
+
+    Returns
+    -------
+    float or array
+        The largest batch, fractional; 0 when the weights alone miss the target. [conversations]
+
     Notes
     -----
     Solves ``decode_step_time_s(b) = itl`` for ``b`` on each side of the roofline and
     takes the smaller; zero when even the weights take longer than the target to read.
+
+    References
+    ----------
+    Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009.
     """
     by_flops = itl_s * peak_tflops * mfu * TERA * tp / flops_per_token
     room_bytes = itl_s * hbm_tbps * bandwidth_efficiency * TERA - weights_bytes / tp
@@ -65,6 +111,20 @@ def max_decode_batch(itl_s, flops_per_token, weights_bytes, kv_bytes_per_convers
 
 def latency_gpus_exact(concurrency, max_batch, tp):
     """GPUs needed so no replica's step exceeds the inter-token target. [GPUs]
+
+    Parameters
+    ----------
+    concurrency : float or array
+        Requests in flight. [requests]
+    max_batch : float or array
+        Largest batch per replica within the target (:func:`max_decode_batch`). [conversations]
+    tp : int
+        GPUs per replica. [GPUs]
+
+    Returns
+    -------
+    float or array
+        GPUs before rounding to whole replicas; +inf when ``max_batch`` is 0. [GPUs]
 
     Notes
     -----
@@ -86,5 +146,10 @@ def prefill_time_s(flops_per_request, tp, peak_tflops, mfu):
         Peak dense throughput per GPU. [TFLOP/s]
     mfu : float
         Achieved fraction of peak. [fraction]
+
+    Returns
+    -------
+    float or array
+        ``f_prefill ÷ (tp × peak × MFU)``, the compute side alone. [s]
     """
     return flops_per_request / (tp * peak_tflops * mfu * TERA)

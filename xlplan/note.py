@@ -64,7 +64,20 @@ def _who_binds(binding: str, paths: list[str] | None) -> str:
 
 
 def sensitivity_sentence(s: Sensitivity, base_fleet: int) -> str:
-    """'If p95 prompts reach 8,000 tokens (x4), compute binds and the fleet goes to 7.'"""
+    """'If p95 prompts reach 8,000 tokens (x4), compute binds and the fleet goes to 7.'
+
+    Parameters
+    ----------
+    s : Sensitivity
+        One what-if: the re-planned fleet with one input changed.
+    base_fleet : int
+        The plan's own fleet with redundancy, against which the what-if's fleet is compared. [GPUs]
+
+    Returns
+    -------
+    str
+        One sentence: the change, what binds and the fleet it gives; or why the changed plan cannot be met.
+    """
     if not s.feasible:
         return f"If {s.change}: the plan cannot be met — {s.note}"
     if s.fleet == base_fleet:
@@ -87,7 +100,22 @@ def _breakpoint_sentence(b, unit_fmt) -> list[str]:
 
 
 def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[str]]]:
-    """The note as (title, rows of (label, value), paragraphs) per section."""
+    """The note as (title, rows of (label, value), paragraphs) per section.
+
+    Parameters
+    ----------
+    r : PlanResult
+        The planner's result; read, not recomputed.
+
+    Returns
+    -------
+    list of (str, list of (str, str), list of str)
+        Six sections in order: the title, its rows of label and value, and its paragraphs.
+
+    References
+    ----------
+    Runbook, document 14, "The capacity note": its six sections, in this order.
+    """
     i, m, mem, c, lat, f, k = r.inputs, r.model, r.memory, r.compute, r.latency, r.fleet, r.cost
 
     def pct(d):
@@ -195,7 +223,22 @@ def _secs(x: float | None) -> str:
 
 
 def render_text(r: PlanResult) -> str:
-    """The capacity note as plain text."""
+    """The capacity note as plain text.
+
+    Parameters
+    ----------
+    r : PlanResult
+        The planner's result; read, not recomputed.
+
+    Returns
+    -------
+    str
+        The title, the answer line, any warnings and the six sections of :func:`note_sections`, newline-terminated.
+
+    References
+    ----------
+    Runbook, document 14, "The capacity note": its six sections, in this order.
+    """
     lines = [f"CAPACITY NOTE — {r.name}", "=" * (16 + len(r.name)), ""]
     lines.append(f"Answer: {r.fleet.load} GPUs for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}; "
                  f"binding: {r.binding}; ~{_usd(r.cost.monthly_usd)}/month, {_usd(r.cost.usd_per_mtok, 3)}/M tokens.")
@@ -210,7 +253,23 @@ def render_text(r: PlanResult) -> str:
 
 
 def render_markdown(r: PlanResult) -> str:
-    """The capacity note as Markdown."""
+    """The capacity note as Markdown.
+
+    Parameters
+    ----------
+    r : PlanResult
+        The planner's result; read, not recomputed.
+
+    Returns
+    -------
+    str
+        A heading, the answer in bold, warnings as quotes and each section of :func:`note_sections` as a table
+        and paragraphs (section 6 as a list).
+
+    References
+    ----------
+    Runbook, document 14, "The capacity note": its six sections, in this order.
+    """
     lines = [f"# Capacity note — {r.name}", ""]
     lines.append(f"**{r.fleet.load} GPUs for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}.** "
                  f"Binding: **{r.binding}**. ~{_usd(r.cost.monthly_usd)}/month, {_usd(r.cost.usd_per_mtok, 3)}/M tokens.")

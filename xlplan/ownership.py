@@ -42,13 +42,29 @@ def owned_usd_per_gpu_hour(capex_usd_per_node, gpus_per_node, depreciation_years
     kw_per_gpu : float
         Power per GPU at load, its share of the host included. [kW]
     pue : float
-        Facility power ÷ IT power. [—]
+        Facility power ÷ IT power (power usage effectiveness). [1]
     usd_per_kwh : float
         Electricity price. [USD/kWh]
     hosting_usd_per_kw_month : float
         Colocation price per kW of IT load. [USD/kW-month]
     hours_per_month : float
-        [h/month]
+        Hours the GPU is paid for in a month (8,760 / 12 = 730). [h/month]
+
+    Returns
+    -------
+    float
+        Depreciation, electricity at load and hosting, per GPU per hour. [USD/GPU-hour]
+
+    Notes
+    -----
+    ``capex ÷ GPUs ÷ (12 × years) ÷ hours + kW × PUE × USD/kWh + kW × USD/kW-month ÷ hours``: straight-line
+    depreciation with no residual value and no cost of capital, power drawn at load every hour.
+
+    References
+    ----------
+    Straight-line depreciation over 5-6 years, as hyperscalers book servers (AWS 5 years from 2025, Google and
+    Microsoft 6); PUE from the Uptime Institute's Global Data Center Survey; colocation per kW of IT load from CBRE's
+    North America Data Center Trends. Figures and dates in ``xlplan/catalog/ownership.yaml``.
 
     Examples
     --------
@@ -67,6 +83,28 @@ def owned_usd_per_gpu_hour(capex_usd_per_node, gpus_per_node, depreciation_years
 def monthly_ownership_usd(purchased_gpus, usd_per_gpu_hour, hardware_ops_usd_per_month, hours_per_month=HOURS_PER_MONTH):
     """The monthly cost of owning the purchased fleet: every purchased GPU, every hour, plus hardware operations. [USD/month]
 
+    Parameters
+    ----------
+    purchased_gpus : int or float
+        GPUs bought: whole purchasing units. [GPUs]
+    usd_per_gpu_hour : float
+        Owned cost of one GPU-hour (:func:`owned_usd_per_gpu_hour`). [USD/GPU-hour]
+    hardware_ops_usd_per_month : float
+        Running the hardware: hands on site, spares, support contracts, for the whole fleet. [USD/month]
+    hours_per_month : float
+        Hours counted in a month (8,760 / 12 = 730). [h/month]
+
+    Returns
+    -------
+    float
+        ``purchased × USD/GPU-hour × hours + hardware operations``. [USD/month]
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "5 GPUs at $3/hr × 730 hours ≈ $11,000 / month": GPUs × hourly price × 730 hours.
+
+    Examples
+    --------
     >>> round(monthly_ownership_usd(8, 1.2761, 2000.0, 730), 2)   # 8 x 1.2761 x 730 + 2,000
     9452.42
     """
@@ -77,6 +115,22 @@ def payback_months(capex_usd, rent_usd_per_month, running_usd_per_month):
     """Months until buying has cost less than renting: capex ÷ (rent − running costs); None when renting is cheaper
     to run than owning (buying never pays back). [months]
 
+    Parameters
+    ----------
+    capex_usd : float
+        Purchase price of the fleet bought. [USD]
+    rent_usd_per_month : float
+        What renting the fleet would cost a month. [USD/month]
+    running_usd_per_month : float
+        What running the owned fleet costs a month: power, hosting and hardware operations, no depreciation. [USD/month]
+
+    Returns
+    -------
+    float or None
+        ``capex ÷ (rent − running)``; None when the monthly saving is zero or negative. [months]
+
+    Examples
+    --------
     >>> payback_months(270000, 10950.0, 3000.0)
     33.9622641509434
     >>> payback_months(270000, 2000.0, 3000.0) is None

@@ -126,7 +126,13 @@ class ModelChoice(_Section):
         return self
 
     def resolve(self) -> ModelSpec:
-        """The model's spec: the catalog entry with any inline fields applied."""
+        """The model's spec: the catalog entry with any inline fields applied.
+
+        Returns
+        -------
+        ModelSpec
+            The catalog entry for ``name`` (or only that name, when the catalog lacks it) with ``spec``'s fields on top.
+        """
         base: dict[str, Any] = {}
         if self.name is not None:
             try:
@@ -176,7 +182,14 @@ class Hardware(_Section):
         return v
 
     def resolve(self) -> GPUSpec:
-        """The GPU's spec: the catalog entry with any inline fields applied."""
+        """The GPU's spec: the catalog entry with any inline fields applied.
+
+        Returns
+        -------
+        GPUSpec
+            The catalog entry for ``gpu``; for an inline GPU, the catalog entry of its name (if any) with its given fields
+            on top.
+        """
         if isinstance(self.gpu, str):
             return catalog.get_gpu(self.gpu)
         fields = {k: v for k, v in self.gpu.model_dump().items() if v is not None}
@@ -187,7 +200,18 @@ class Hardware(_Section):
         return GPUSpec(**{**base, **fields})
 
     def price(self) -> float:
-        """The price the plan uses. [USD/GPU-hour]"""
+        """The price the plan uses. [USD/GPU-hour]
+
+        Returns
+        -------
+        float
+            ``usd_per_gpu_hour`` where given, else the catalog's representative rental price for the GPU. [USD/GPU-hour]
+
+        Raises
+        ------
+        ValueError
+            When neither the plan nor the catalog has a price.
+        """
         price = self.usd_per_gpu_hour or self.resolve().usd_per_gpu_hour
         if price is None:
             raise ValueError("no price: give hardware.usd_per_gpu_hour")
@@ -410,7 +434,19 @@ class Plan(_Section):
         return self
 
     def api_used(self) -> APIPrices:
-        """The API prices the comparison uses: the plan's, or the median listed offer of the model's size class. [APIPrices]"""
+        """The API prices the comparison uses: the plan's, or the median listed offer of the model's size class. [APIPrices]
+
+        Returns
+        -------
+        APIPrices
+            ``api`` where the plan gives it; else the median input and output prices of the listed offers for models of
+            this size class (total parameters, dense or MoE), with the provider and source saying so.
+
+        References
+        ----------
+        ``xlplan/data/api_prices.csv``: managed-API prices per million input and output tokens from provider pages and
+        price datasets, 2025-2026, each row dated.
+        """
         if self.api is not None:
             return self.api
         from xlplan import architecture, cost
@@ -423,7 +459,20 @@ class Plan(_Section):
                          source="xlplan/data/api_prices.csv: provider pages and price datasets, 2025-2026, each row dated")
 
     def ownership(self) -> dict:
-        """Buy mode: the figures used, each ``{value, source}`` (the plan's, else the catalog default). ``{}`` in rent mode."""
+        """Buy mode: the figures used, each ``{value, source}`` (the plan's, else the catalog default). ``{}`` in rent mode.
+
+        Returns
+        -------
+        dict
+            ``capex_usd_per_node`` [USD], ``depreciation_years`` [years], ``kw_per_gpu`` [kW], ``pue`` [1],
+            ``usd_per_kwh`` [USD/kWh], ``hosting_usd_per_kw_month`` [USD/kW-month] and ``hardware_ops_usd_per_month``
+            [USD/month], each ``{"value": ..., "source": ...}``; a catalog node price is scaled to this plan's GPUs per node.
+
+        References
+        ----------
+        ``xlplan/catalog/ownership.yaml``: dated, sourced defaults (AWS 5-year server depreciation, Uptime Institute
+        PUE, CBRE colocation per kW) and per-GPU node prices and power.
+        """
         if self.costs.mode != "buy":
             return {}
         gpu = self.hardware.resolve()
@@ -455,5 +504,11 @@ class Plan(_Section):
 
 
 def plan_json_schema() -> dict:
-    """The JSON Schema of plan files."""
+    """The JSON Schema of plan files.
+
+    Returns
+    -------
+    dict
+        :class:`Plan`'s JSON Schema, every field with its description and unit (what ``xlplan schema`` prints).
+    """
     return Plan.model_json_schema()

@@ -77,7 +77,24 @@ def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
 
 
 def calibrated_ends(p: Plan, s: Scenario) -> tuple[FleetAt | None, FleetAt | None]:
-    """The fleet at the low and at the high ends of the calibrated efficiencies (None without a calibration)."""
+    """The fleet at the low and at the high ends of the calibrated efficiencies (None without a calibration).
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan; its ``policy.calibration`` gives the ranges of prefill MFU, decode MFU and bandwidth
+        efficiency.
+    s : Scenario
+        The plan resolved to numbers (:func:`xlplan.scenario.resolve`), re-solved at each end.
+
+    Returns
+    -------
+    low : FleetAt or None
+        The fleet at the lowest calibrated efficiencies (infeasible if the plan cannot be met there); None without a
+        calibration.
+    high : FleetAt or None
+        The fleet at the highest calibrated efficiencies; None without a calibration.
+    """
     from dataclasses import replace
 
     from xlplan.steps import solve as solve_scenario
@@ -130,11 +147,28 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
     With ``verify``, also simulate the fleet at peak (:func:`xlplan.simulate.verify`, the default run: Poisson
     arrivals, seed 1, max(10 minutes, 20,000 requests)) and carry the result as ``verified``.
 
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    verify : bool
+        Also simulate the fleet at peak and carry the result as ``verified``.
+
+    Returns
+    -------
+    PlanResult
+        Every figure of the capacity note: inputs, model, the three paths, the fleet, the cost, the what-ifs,
+        breakpoints and warnings (and ``verified`` when asked).
+
     Raises
     ------
     PlanningError
         When the plan cannot be met on this hardware (the weights fit no TP degree
         inside a node, or no batch meets the inter-token target).
+
+    References
+    ----------
+    Runbook, document 14, "From a forecast to a purchase order", steps 1-7, and "The capacity note".
     """
     s = resolve(p)
     sol = solve(s)

@@ -47,7 +47,25 @@ class Efficiencies:
     expert_efficiency: float | None = None  # expert GEMMs' MFU relative to dense GEMMs' [fraction]
 
     def resolved(self, engine: str, gpu_name: str) -> Efficiencies:
-        """Every field filled: the given ones, the engine's and GPU's defaults for the rest."""
+        """Every field filled: the given ones, the engine's and GPU's defaults for the rest.
+
+        Parameters
+        ----------
+        engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+            Serving engine whose fitted defaults fill the gaps.
+        gpu_name : str
+            The GPU's display name, whose vendor picks the fit.
+
+        Returns
+        -------
+        Efficiencies
+            No field None: each as given, else :func:`xlplan.engines.default_efficiencies` for the engine and GPU.
+
+        References
+        ----------
+        Fitted defaults: ``xlplan/data/efficiencies.yaml`` (``scripts/fit_efficiencies.py`` over
+        ``xlplan/data/measurements.csv``); the runbook engine's: Runbook, document 14, step 5 · "÷ 396 per GPU at 40% MFU".
+        """
         from xlplan import engines
 
         d = engines.default_efficiencies(engine, gpu_name)
@@ -86,6 +104,24 @@ def conditions_of_plan(plan, tp: int) -> Conditions:
     """A benchmark of the plan's model, GPU, dtypes and engine settings on one replica of ``tp`` GPUs. [Conditions]
 
     The runbook's convention is not an engine: a plan on it is benchmarked as vLLM.
+
+    Parameters
+    ----------
+    plan : Plan
+        The validated plan whose model, GPU, dtypes and policy are benchmarked.
+    tp : int
+        Tensor-parallel degree of the one replica, also the system's GPUs. [GPUs]
+
+    Returns
+    -------
+    Conditions
+        The benchmark's conditions, lengths and concurrency left at their defaults; expert parallelism only where it
+        divides ``tp``.
+
+    References
+    ----------
+    Runbook, document 14, step 4 · "168.5 GiB ÷ 53.73 GiB per GPU": its KV budget, memory × utilisation − weights −
+    overhead, a convention rather than an engine.
     """
     pol = plan.policy
     return Conditions(model=plan.model.resolve(), gpu=plan.hardware.resolve(), weights_dtype=plan.model.weights_dtype,
@@ -96,12 +132,39 @@ def conditions_of_plan(plan, tp: int) -> Conditions:
 
 
 def replace_concurrency(c: Conditions, concurrency: float) -> Conditions:
-    """The conditions at another concurrency (the whole system's). [Conditions]"""
+    """The conditions at another concurrency (the whole system's). [Conditions]
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions.
+    concurrency : float
+        Requests in flight in the whole system, all replicas together. [requests]
+
+    Returns
+    -------
+    Conditions
+        ``c`` with only ``concurrency`` replaced.
+    """
     return replace(c, concurrency=concurrency)
 
 
 def plan_for(c: Conditions, eff: Efficiencies):
-    """The plan whose scenario is the benchmark: fixed lengths, its engine and settings, the given efficiencies."""
+    """The plan whose scenario is the benchmark: fixed lengths, its engine and settings, the given efficiencies.
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions.
+    eff : Efficiencies
+        The efficiencies to plan at; a field left None takes the engine's default.
+
+    Returns
+    -------
+    Plan
+        A validated plan of one replica of ``tp`` GPUs: prompt and output lengths fixed at ``isl`` and ``osl`` (at
+        least 1), causal attention, the latency step with prefill, placeholder peak, promise and price.
+    """
     from xlplan.plan import Plan
 
     policy = {"engine": c.engine, "tp": c.tp, "expert_parallel": c.ep if c.tp % c.ep == 0 else 1,
@@ -141,12 +204,38 @@ class Replica:
 
 
 def replica_for(c: Conditions, eff: Efficiencies = Efficiencies()) -> Replica:
-    """Resolve the benchmark's replica through the planner's own functions (the plan is resolved once per conditions)."""
+    """Resolve the benchmark's replica through the planner's own functions (the plan is resolved once per conditions).
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions.
+    eff : Efficiencies
+        The efficiencies to run at; a field left None takes the engine's default.
+
+    Returns
+    -------
+    Replica
+        Its scenario, traffic, serving replica and the engine's KV room at start-up, at ``eff``.
+    """
     return with_efficiencies(_replica(c), eff)
 
 
 def with_efficiencies(rep: Replica, eff: Efficiencies) -> Replica:
-    """The same replica at other efficiencies (nothing else depends on them). [Replica]"""
+    """The same replica at other efficiencies (nothing else depends on them). [Replica]
+
+    Parameters
+    ----------
+    rep : Replica
+        A benchmark's replica (:func:`replica_for`).
+    eff : Efficiencies
+        The efficiencies to run at; a field left None takes the engine's default for the replica's GPU.
+
+    Returns
+    -------
+    Replica
+        ``rep`` with its scenario's and serving replica's efficiencies replaced; its KV room unchanged.
+    """
     e = eff.resolved(rep.s.engine, rep.gpu_name)
     s = replace(rep.s, prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, mfu=e.decode_mfu,
                 bandwidth_efficiency=e.bandwidth_efficiency, step_overhead_s=e.step_overhead_s, expert_efficiency=e.expert_efficiency)
@@ -193,25 +282,92 @@ def _v0_budget(c: Conditions, s) -> float:
 
 
 def kv_capacity(c: Conditions) -> tuple[float, float]:
-    """(KV room per GPU, tokens one replica holds) at start-up, by the engine's rule. [GiB], [tokens]"""
+    """(KV room per GPU, tokens one replica holds) at start-up, by the engine's rule. [GiB], [tokens]
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions.
+
+    Returns
+    -------
+    kv_gib_per_gpu : float
+        KV cache room on one GPU by the engine's memory rule (vLLM V0's profile where ``v0``). [GiB]
+    kv_tokens : float
+        Tokens one replica's cache holds, every layer full-length. [tokens]
+
+    References
+    ----------
+    vLLM's start-up KV figure (``../shared/reference/measurements-public.csv``, category ``kv_capacity``; K01:
+    0.9 × 79.18 − 14.99 − 4.76 − 0.13 = 51.38 GiB).
+    """
     rep = replica_for(c)
     return rep.kv_gib_per_gpu, rep.kv_tokens
 
 
 def batch_caps(rep: Replica) -> float:
-    """The most sequences a replica runs at once: max_num_seqs, the step budget beside the prefill share, the KV cache. [sequences]"""
+    """The most sequences a replica runs at once: max_num_seqs, the step budget beside the prefill share, the KV cache. [sequences]
+
+    Parameters
+    ----------
+    rep : Replica
+        A benchmark's replica (:func:`replica_for`).
+
+    Returns
+    -------
+    float
+        The least of ``max_num_seqs``, ``max_num_batched_tokens ÷ (1 + prefill share)`` and the KV tokens ÷ the mean
+        context ``isl + osl/2``. [sequences]
+
+    References
+    ----------
+    vLLM's scheduler (vllm/v1/core/sched/scheduler.py): at most ``max_num_seqs`` running, decodes first, then prefill
+    up to ``max_num_batched_tokens``.
+    """
     s, tr = rep.s, rep.tr
     by_cache = rep.kv_tokens / steps.decode_context_tokens(tr)
     return _vec.minimum(steps.latency_batch_cap(s, tr), by_cache)
 
 
 def step_s(rep: Replica, batch: float) -> float:
-    """Mean step time at ``batch`` running sequences: their decodes and their share of prefill. [s]"""
+    """Mean step time at ``batch`` running sequences: their decodes and their share of prefill. [s]
+
+    Parameters
+    ----------
+    rep : Replica
+        A benchmark's replica (:func:`replica_for`).
+    batch : float
+        Sequences decoding in each step. [sequences]
+
+    Returns
+    -------
+    float
+        Time of one engine step carrying the decodes and their steady-state share of prefill. [s]
+
+    References
+    ----------
+    Sarathi-Serve (Agrawal et al., OSDI 2024): chunked prefill sharing decode steps.
+    """
     return serving.step_time_s(rep.r, steps.latency_load(rep.s, rep.tr, rep.r, batch))
 
 
 def offline_output_tok_s(c: Conditions, eff: Efficiencies = Efficiencies()) -> tuple[float, float]:
-    """(Output tokens/s of the whole system at maximum throughput, the batch each replica runs). [tokens/s], [sequences]"""
+    """(Output tokens/s of the whole system at maximum throughput, the batch each replica runs). [tokens/s], [sequences]
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions (offline: ``num_prompts`` submitted at once, where stated).
+    eff : Efficiencies
+        The efficiencies to run at; a field left None takes the engine's default.
+
+    Returns
+    -------
+    output_tok_s : float
+        Output tokens/s of all replicas: replicas × batch ÷ step time; 0 when no batch fits. [tokens/s]
+    batch : float
+        Sequences each replica runs: :func:`batch_caps`, at most the prompts per replica. [sequences]
+    """
     rep = replica_for(c, eff)
     batch = batch_caps(rep)
     if c.num_prompts is not None:
@@ -233,7 +389,31 @@ class Online:
 
 
 def fixed_concurrency(c: Conditions, eff: Efficiencies = Efficiencies()) -> Online:
-    """Inter-token latency, TTFT and throughput at a fixed concurrency (a closed loop of ``concurrency`` clients)."""
+    """Inter-token latency, TTFT and throughput at a fixed concurrency (a closed loop of ``concurrency`` clients).
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions, with ``concurrency`` set (the whole system's).
+    eff : Efficiencies
+        The efficiencies to run at; a field left None takes the engine's default.
+
+    Returns
+    -------
+    Online
+        Batch and waiting requests per replica, the mean inter-token latency and TTFT, and the system's output tokens/s.
+
+    Notes
+    -----
+    With ``C`` requests per replica, the batch is ``C`` up to :func:`batch_caps` (beyond it requests wait); the
+    inter-token latency is the step time; TTFT is the wait for a slot plus :func:`prefill_under_load_s`; throughput is
+    ``C·osl ÷ (TTFT + osl·ITL)`` per replica.
+
+    References
+    ----------
+    Little's Law (Little, Operations Research 9(3), 1961) for the closed loop's throughput; Sarathi-Serve (Agrawal
+    et al., OSDI 2024) for chunked prefill beside the decodes.
+    """
     rep = replica_for(c, eff)
     per_replica = c.concurrency / c.replicas
     batch = min(per_replica, batch_caps(rep))
@@ -245,7 +425,28 @@ def fixed_concurrency(c: Conditions, eff: Efficiencies = Efficiencies()) -> Onli
 
 
 def prefill_under_load_s(rep: Replica, batch: float, prompt_tokens: float) -> float:
-    """A prompt's prefill while ``batch`` sequences decode: chunks of what the step budget leaves beside them. [s]"""
+    """A prompt's prefill while ``batch`` sequences decode: chunks of what the step budget leaves beside them. [s]
+
+    Parameters
+    ----------
+    rep : Replica
+        A benchmark's replica (:func:`replica_for`).
+    batch : float
+        Sequences decoding beside the prompt. [sequences]
+    prompt_tokens : float
+        Length of the prompt to prefill. [tokens]
+
+    Returns
+    -------
+    float
+        ``n`` steps, each with the decodes and one chunk of ``prompt ÷ n`` tokens, ``n = ceil(prompt ÷ (budget −
+        batch))``. [s]
+
+    References
+    ----------
+    Sarathi-Serve (Agrawal et al., OSDI 2024); vLLM's scheduler (vllm/v1/core/sched/scheduler.py: decodes first, then
+    prefill up to ``max_num_batched_tokens``).
+    """
     s, r = rep.s, rep.r
     room = max(s.max_num_batched_tokens - batch, 1.0)
     from xlplan import compute

@@ -31,6 +31,22 @@ compounding growth has run away (a percentage typed as a fraction). [requests/s]
 def monthly_peaks(peak_rps: float, growth: float, months: int) -> list[float]:
     """Peak rate month by month at a compounding monthly growth. [requests/s]
 
+    Parameters
+    ----------
+    peak_rps : float
+        Peak arrival rate of the first month. [requests/s]
+    growth : float
+        Growth of the peak per month, compounding: 0.10 is 10% a month; negative shrinks it. [fraction/month]
+    months : int
+        Months to list. [months]
+
+    Returns
+    -------
+    list of float
+        ``peak_rps × (1 + growth)^m`` for month ``m`` = 0, 1, ..., ``months − 1``. [requests/s]
+
+    Examples
+    --------
     >>> [round(x, 2) for x in monthly_peaks(40.0, 0.10, 4)]
     [40.0, 44.0, 48.4, 53.24]
     """
@@ -40,6 +56,18 @@ def monthly_peaks(peak_rps: float, growth: float, months: int) -> list[float]:
 def monthly_from_weekly(weekly_growth: float) -> float:
     """A weekly growth rate as the equivalent monthly one (365.25 / 12 / 7 weeks a month, compounding). [fraction/month]
 
+    Parameters
+    ----------
+    weekly_growth : float
+        Growth of the peak per week, compounding: 0.02 is 2% a week. [fraction/week]
+
+    Returns
+    -------
+    float
+        ``(1 + weekly)^(365.25 / 12 / 7) − 1``. [fraction/month]
+
+    Examples
+    --------
     >>> round(monthly_from_weekly(0.02), 4)
     0.0899
     """
@@ -49,6 +77,20 @@ def monthly_from_weekly(weekly_growth: float) -> float:
 def month_start(yyyy_mm: str, add: int = 0) -> dt.date:
     """The first day of the month ``add`` months after ``YYYY-MM``. [date]
 
+    Parameters
+    ----------
+    yyyy_mm : str
+        The month counted from, ``YYYY-MM``.
+    add : int
+        Months to move forward; 0 for the month itself. [months]
+
+    Returns
+    -------
+    datetime.date
+        The first day of that month.
+
+    Examples
+    --------
     >>> month_start("2026-11", 3)
     datetime.date(2027, 2, 1)
     """
@@ -60,6 +102,24 @@ def month_start(yyyy_mm: str, add: int = 0) -> dt.date:
 def order_by(needed_from: dt.date, lead_time_days: int) -> dt.date:
     """The last day an order can go out to be in service on ``needed_from``. [date]
 
+    Parameters
+    ----------
+    needed_from : datetime.date
+        The day the GPUs must be in service: the first day of the month that needs them.
+    lead_time_days : int
+        Days from order to GPUs in service. [days]
+
+    Returns
+    -------
+    datetime.date
+        ``needed_from`` less the lead time.
+
+    References
+    ----------
+    Runbook, document 14 · "you cannot scale into a burst": capacity is in place before the peak it serves.
+
+    Examples
+    --------
     >>> order_by(dt.date(2027, 3, 1), 90)
     datetime.date(2026, 12, 1)
     """
@@ -87,6 +147,10 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
     ScheduleOut
         Every month, and the months the API break-even is crossed and the binding constraint changes (None if not).
         A month whose peak cannot be met on this hardware ends the schedule, with its reason.
+
+    References
+    ----------
+    Runbook, document 14 · "peak for the fleet, average for the cost model"; "you cannot scale into a burst".
     """
     months: list[ScheduleMonth] = []
     owned = 0

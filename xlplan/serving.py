@@ -124,6 +124,11 @@ def attention_flops(keys, keys_window, full_layers, window_layers, attention_wid
     attention_width : int
         Heads × head width. [elements]
 
+    Returns
+    -------
+    float or array
+        FLOPs of the score (QKᵀ) and value (AV) products over every layer. [FLOP]
+
     Notes
     -----
     ``4·w·(L_full·K + L_window·K_window)``: QKᵀ and AV, one multiply-accumulate (2 FLOPs) each.
@@ -143,9 +148,19 @@ def experts_touched_fraction(tokens, experts, experts_per_token):
     experts_per_token : int
         Experts each token is routed to. [experts]
 
+    Returns
+    -------
+    float or array
+        Expected share of the layer's routed experts touched by at least one token; 0 for a dense model. [fraction]
+
     Notes
     -----
     ``1 − (1 − k/E)^T`` (uniform routing). One token touches ``k/E``; many touch all.
+
+    References
+    ----------
+    Distinct experts touched: the expected number of occupied bins when ``T·k`` balls are thrown into ``E`` bins
+    (coupon collector).
 
     Examples
     --------
@@ -171,9 +186,26 @@ def _bandwidth_time(r: Replica, bytes_per_gpu):
 def dense_time_s(r: Replica, load: StepLoad):
     """The dense weights' part of a step: GEMM FLOPs against reading the weights once, per GPU. [s]
 
+    Parameters
+    ----------
+    r : Replica
+        The replica's physics: parameters, weight bytes, peaks and efficiencies.
+    load : StepLoad
+        What the step carries: its decode and prefill tokens.
+
+    Returns
+    -------
+    float or array
+        The larger of the dense GEMMs' compute time and the time to read the dense weights once. [s]
+
     Notes
     -----
     ``max((2·N_dense·b) ÷ (tp·peak·MFU_d) + (2·N_dense·p) ÷ (tp·peak·MFU_p), W_dense/tp ÷ (bandwidth·efficiency))``.
+
+    References
+    ----------
+    Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009. Decode reads the weights once per step:
+    Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023 (§2, memory time per step).
     """
     n = r.active_params - r.expert_active_params
     compute = _flops_time(r, 2.0 * n * load.decode_tokens, 2.0 * n * load.prefill_tokens, r.peak_tflops)
@@ -183,10 +215,28 @@ def dense_time_s(r: Replica, load: StepLoad):
 def expert_time_s(r: Replica, load: StepLoad):
     """The routed experts' part of a step: their FLOPs against reading the experts the tokens touch. [s]
 
+    Parameters
+    ----------
+    r : Replica
+        The replica's physics: routed-expert parameters and bytes, expert counts, peaks and efficiencies.
+    load : StepLoad
+        What the step carries: its decode and prefill tokens.
+
+    Returns
+    -------
+    float or array
+        The larger of the expert GEMMs' compute time and the time to read the experts the step's tokens touch;
+        0 for a dense model. [s]
+
     Notes
     -----
     Grouped expert GEMMs run each expert on its share of the tokens (``T·k/E``), with routing, permutation and
     padding around them, so they reach a lower fraction of peak than a dense GEMM: ``expert_efficiency``.
+
+    References
+    ----------
+    Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009. Distinct experts touched: the expected
+    number of occupied bins (coupon collector), :func:`experts_touched_fraction`.
     """
     if not r.experts:
         return 0.0 * load.decode_tokens
@@ -198,7 +248,24 @@ def expert_time_s(r: Replica, load: StepLoad):
 
 
 def attention_time_s(r: Replica, load: StepLoad):
-    """The attention part of a step: score and value FLOPs at the 16-bit peak against reading the KV cache. [s]"""
+    """The attention part of a step: score and value FLOPs at the 16-bit peak against reading the KV cache. [s]
+
+    Parameters
+    ----------
+    r : Replica
+        The replica's physics: layers, attention width, KV bytes per token and layer, KV shards, peaks.
+    load : StepLoad
+        What the step carries: its token-key pairs and the cached tokens it reads.
+
+    Returns
+    -------
+    float or array
+        The larger of the attention products' compute time and the time to read the step's KV cache per GPU. [s]
+
+    References
+    ----------
+    Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009.
+    """
     full = r.layers - r.window_layers
     decode = attention_flops(load.decode_keys, load.decode_keys_window, full, r.window_layers, r.attention_width)
     prefill = attention_flops(load.prefill_keys, load.prefill_keys_window, full, r.window_layers, r.attention_width)
@@ -208,7 +275,20 @@ def attention_time_s(r: Replica, load: StepLoad):
 
 
 def compute_time_s(r: Replica, load: StepLoad):
-    """All the step's FLOPs over the replica's peaks, decode and prefill at their own MFU (the parts' compute sides). [s]"""
+    """All the step's FLOPs over the replica's peaks, decode and prefill at their own MFU (the parts' compute sides). [s]
+
+    Parameters
+    ----------
+    r : Replica
+        The replica's physics: parameters, attention width, peaks and MFUs.
+    load : StepLoad
+        What the step carries: its tokens and token-key pairs.
+
+    Returns
+    -------
+    float or array
+        Time of the step's GEMM and attention FLOPs alone, with no memory side taken. [s]
+    """
     full = r.layers - r.window_layers
     n_dense = r.active_params - r.expert_active_params
     linear = _flops_time(r, 2.0 * (n_dense + r.expert_active_params) * load.decode_tokens,
@@ -222,9 +302,26 @@ def compute_time_s(r: Replica, load: StepLoad):
 def bytes_read_per_gpu(r: Replica, load: StepLoad):
     """Bytes one GPU reads from HBM in the step: its share of the weights and of the KV cache. [bytes]
 
+    Parameters
+    ----------
+    r : Replica
+        The replica's physics: weight bytes, experts, KV bytes per token and layer, TP degree and KV shards.
+    load : StepLoad
+        What the step carries: its tokens and the cached tokens it reads.
+
+    Returns
+    -------
+    float or array
+        HBM bytes one GPU reads in the step: weights (the touched experts only) and KV cache. [bytes]
+
     Notes
     -----
     ``(W_dense + W_experts·touched(T)) ÷ tp + kv_layer·(L_full·kv_tokens + L_window·kv_tokens_window) ÷ shards``.
+
+    References
+    ----------
+    Decode reads the weights once per step: Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023
+    (§2, memory time per step).
     """
     tokens = load.decode_tokens + load.prefill_tokens
     weights = r.dense_weight_bytes + r.expert_weight_bytes * experts_touched_fraction(tokens, r.experts, r.experts_per_token)
@@ -233,7 +330,20 @@ def bytes_read_per_gpu(r: Replica, load: StepLoad):
 
 
 def memory_time_s(r: Replica, load: StepLoad):
-    """The step's HBM traffic over bandwidth × efficiency (the parts' memory sides). [s]"""
+    """The step's HBM traffic over bandwidth × efficiency (the parts' memory sides). [s]
+
+    Parameters
+    ----------
+    r : Replica
+        The replica's physics: HBM bandwidth and its achieved efficiency, and what :func:`bytes_read_per_gpu` reads.
+    load : StepLoad
+        What the step carries.
+
+    Returns
+    -------
+    float or array
+        Time to read :func:`bytes_read_per_gpu` at the achieved bandwidth, with no compute side taken. [s]
+    """
     return _bandwidth_time(r, bytes_read_per_gpu(r, load))
 
 
@@ -251,9 +361,18 @@ def allreduce_time_s(message_bytes, gpus, link_gbps, latency_s):
     latency_s : float
         Fixed cost of one collective. [s]
 
+    Returns
+    -------
+    float or array
+        Time of the all-reduce; 0 for a single GPU. [s]
+
     Notes
     -----
     ``latency + 2·(n − 1)/n · bytes ÷ bandwidth`` for ``n > 1`` (Patarasuk & Yuan 2009).
+
+    References
+    ----------
+    Ring all-reduce moves 2(n−1)/n of the data per GPU: Patarasuk & Yuan, JPDC 69(2), 2009.
 
     Examples
     --------
@@ -270,11 +389,27 @@ def allreduce_time_s(message_bytes, gpus, link_gbps, latency_s):
 def comm_time_s(r: Replica, load: StepLoad):
     """Tensor- and expert-parallel communication of the step. [s]
 
+    Parameters
+    ----------
+    r : Replica
+        The replica's physics: TP and EP degrees, layers, width, link bandwidth and latency.
+    load : StepLoad
+        What the step carries: its decode and prefill tokens.
+
+    Returns
+    -------
+    float or array
+        Time of the step's all-reduces and all-to-alls; 0 on one GPU without expert parallelism. [s]
+
     Notes
     -----
     TP: two all-reduces per layer (after attention and after the MLP) of ``T × hidden`` activations.
     EP: two all-to-alls per MoE layer (dispatch and combine), each moving ``T·k/ep × hidden`` activations
     per GPU with ``(ep − 1)/ep`` of them crossing GPUs.
+
+    References
+    ----------
+    Ring all-reduce moves 2(n−1)/n of the data per GPU: Patarasuk & Yuan, JPDC 69(2), 2009.
     """
     tokens = load.decode_tokens + load.prefill_tokens
     message = tokens * r.hidden * r.activation_bytes
@@ -294,6 +429,16 @@ def step_time_s(r: Replica, load: StepLoad):
         The replica.
     load : StepLoad
         What the step carries.
+
+    Returns
+    -------
+    float or array
+        Duration of the step, overhead and communication included. [s]
+
+    References
+    ----------
+    Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009. Decode reads the weights once per step:
+    Pope et al., "Efficiently Scaling Transformer Inference", MLSys 2023 (§2, memory time per step).
 
     Examples
     --------
@@ -323,6 +468,12 @@ def decode_step(batch, context_tokens, window=float("inf")) -> StepLoad:
         Mean cached context of each. [tokens]
     window : float
         Sliding window of the window layers. [tokens]
+
+    Returns
+    -------
+    StepLoad
+        The step: ``batch`` decode tokens, their token-key pairs and cached tokens (clipped at ``window`` for the
+        window layers), no prefill.
     """
     clipped = _vec.minimum(context_tokens, window)
     return StepLoad(batch, batch * context_tokens, batch * clipped, 0.0 * batch, 0.0 * batch, 0.0 * batch,
@@ -332,10 +483,29 @@ def decode_step(batch, context_tokens, window=float("inf")) -> StepLoad:
 def prefill_keys(chunk_tokens, prefix_tokens, causal: bool = True):
     """Token-key pairs of a prefill chunk of ``chunk_tokens`` after ``prefix_tokens`` already cached. [token·keys]
 
+    Parameters
+    ----------
+    chunk_tokens : float or array
+        Prompt tokens prefilled in the chunk. [tokens]
+    prefix_tokens : float or array
+        Tokens of the prompt already cached before the chunk. [tokens]
+    causal : bool
+        Count causal attention (each token attends to the tokens before it); False counts full attention.
+
+    Returns
+    -------
+    float or array
+        Token-key pairs the chunk's tokens attend to. [token·keys]
+
     Notes
     -----
     Causal: token ``i`` of the chunk attends to the prefix and to ``i`` tokens of the chunk,
     ``p·s + p(p + 1)/2``; full (the runbook's convention): ``p·(s + p)``.
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU", prefill
+    attention counted in full (``n²`` key pairs per prompt).
 
     Examples
     --------
@@ -364,6 +534,16 @@ def mixed_step(batch, context_tokens, prefill_tokens, prefill_keys_full, prefill
         Cached prompt tokens the chunks continue from (read once). [tokens]
     window : float
         Sliding window. [tokens]
+
+    Returns
+    -------
+    StepLoad
+        The step: the decodes of :func:`decode_step` plus the prefill tokens, their key pairs and the cached prefix
+        they read.
+
+    References
+    ----------
+    Chunked prefill sharing steps with decode: Agrawal et al., "Sarathi-Serve", OSDI 2024.
     """
     d = decode_step(batch, context_tokens, window)
     return StepLoad(d.decode_tokens, d.decode_keys, d.decode_keys_window, prefill_tokens, prefill_keys_full,
@@ -387,7 +567,7 @@ def max_batch_within(step_of_batch, limit_s, upper):
     -------
     float or array
         The largest batch (fractional) with ``step_of_batch(b) <= limit_s``; ``upper`` when even that
-        fits; 0 when not even one sequence does.
+        fits; 0 when not even one sequence does. [sequences]
 
     Notes
     -----
@@ -409,6 +589,21 @@ def step_time_fn(r: Replica):
     Returns ``f(decode_tokens, decode_keys, decode_keys_window, prefill_tokens, prefill_keys, prefill_keys_window,
     kv_tokens, kv_tokens_window) -> seconds`` on plain floats: the same arithmetic as :func:`step_time_s` term by
     term (a test holds them equal), without building a :class:`StepLoad` per step.
+
+    Parameters
+    ----------
+    r : Replica
+        The replica whose constants are folded in.
+
+    Returns
+    -------
+    callable
+        ``f`` of the eight :class:`StepLoad` fields as plain floats ([tokens], [token·keys]) → the step's time. [s]
+
+    References
+    ----------
+    Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009. Ring all-reduce: Patarasuk & Yuan,
+    JPDC 69(2), 2009.
     """
     tera = TERA
     gpu_d = r.tp * r.peak_tflops * tera * r.decode_mfu

@@ -67,6 +67,16 @@ larger, or by at most this fraction of the TTFT target. [fraction]"""
 def default_minutes(peak_rps: float) -> float:
     """How long a run lasts unless told: max(10 minutes, the time for 20,000 arrivals), at most 6 hours. [minutes]
 
+    Parameters
+    ----------
+    peak_rps : float
+        The plan's peak arrival rate. [requests/s]
+
+    Returns
+    -------
+    float
+        Length of the run's arrivals, between :data:`MIN_MINUTES` and :data:`MAX_MINUTES`. [minutes]
+
     Examples
     --------
     >>> default_minutes(40.0)   # the reference plan: 24,000 requests in 10 minutes
@@ -78,7 +88,23 @@ def default_minutes(peak_rps: float) -> float:
 
 
 def chunk_tokens(s: Scenario) -> int:
-    """The step's token budget the simulation schedules with: the plan's, else :data:`RUNBOOK_CHUNK_TOKENS`. [tokens]"""
+    """The step's token budget the simulation schedules with: the plan's, else :data:`RUNBOOK_CHUNK_TOKENS`. [tokens]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers; its ``max_num_batched_tokens`` is the engine's step budget (unbounded: none set).
+
+    Returns
+    -------
+    int
+        Tokens one step may carry, decodes and prefill chunks together. [tokens]
+
+    References
+    ----------
+    vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): decodes first, chunked prefill in the remaining token
+    budget, recompute preemption of the newest request.
+    """
     budget = s.max_num_batched_tokens
     return RUNBOOK_CHUNK_TOKENS if budget >= RUNBOOK_UNBOUNDED else int(budget)
 
@@ -137,18 +163,61 @@ class SimResult:
 
 
 def warmup_s(duration_s: float) -> float:
-    """Seconds discarded at the start of a run: max(60 s, 10% of it), at most half of it. [s]"""
+    """Seconds discarded at the start of a run: max(60 s, 10% of it), at most half of it. [s]
+
+    Parameters
+    ----------
+    duration_s : float
+        The span of the run's arrivals. [s]
+
+    Returns
+    -------
+    float
+        The warm-up: requests arriving before it are not measured. [s]
+    """
     return min(max(60.0, 0.1 * duration_s), 0.5 * duration_s)
 
 
 def drain_cap_s(duration_s: float) -> float:
-    """How long past the last arrival the run follows measured requests: max(60 s, 20% of it). [s]"""
+    """How long past the last arrival the run follows measured requests: max(60 s, 20% of it). [s]
+
+    Parameters
+    ----------
+    duration_s : float
+        The span of the run's arrivals. [s]
+
+    Returns
+    -------
+    float
+        Time after the end of the arrivals at which the run stops following unfinished requests. [s]
+    """
     return max(60.0, 0.2 * duration_s)
 
 
 def poisson_workload(s: Scenario, duration_s: float, seed: int, cv2: float = 1.0, rate_rps: float | None = None,
                      max_context: int | None = None) -> Workload:
-    """Arrivals at the plan's peak (Poisson, or gamma with squared CV ``cv2``) and lengths from its fitted lognormals."""
+    """Arrivals at the plan's peak (Poisson, or gamma with squared CV ``cv2``) and lengths from its fitted lognormals.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its peak rate and its prompt and output p50/p95/p99.
+    duration_s : float
+        Span of the arrivals: requests arriving before it are drawn. [s]
+    seed : int
+        Seed of the random generator, so a run is reproducible. [1]
+    cv2 : float
+        Squared coefficient of variation of the gaps between arrivals: 1 Poisson, above 1 bursty (gamma). [1]
+    rate_rps : float, optional
+        Arrival rate to draw at instead of the plan's peak. [requests/s]
+    max_context : int, optional
+        The model's context limit: prompts are clipped below it and outputs to what it leaves. [tokens]
+
+    Returns
+    -------
+    Workload
+        The requests: arrival times from zero [s] and prompt and output lengths of at least 1 token [tokens].
+    """
     import numpy as np
 
     from xlplan import distributions
@@ -180,6 +249,22 @@ def replayed_workload(t_s, prompt, output, minutes: float) -> Workload:
     """A log's busiest ``minutes`` (by requests), replayed as it happened: its arrival times and its lengths.
 
     A log shorter than ``minutes`` is replayed whole. Times are shifted to start at zero. [s], [tokens]
+
+    Parameters
+    ----------
+    t_s : array
+        Arrival time of each logged request, Unix time. [s]
+    prompt : array
+        Prompt length of each request. [tokens]
+    output : array
+        Output length of each request. [tokens]
+    minutes : float
+        Length of the busiest span to replay. [minutes]
+
+    Returns
+    -------
+    Workload
+        The span's requests in arrival order: times from zero [s] and lengths rounded, at least 1 token [tokens].
     """
     import numpy as np
 
@@ -196,7 +281,28 @@ def replayed_workload(t_s, prompt, output, minutes: float) -> Workload:
 
 def resampled_workload(s: Scenario, prompt, output, duration_s: float, seed: int, cv2: float = 1.0) -> Workload:
     """Arrivals at the plan's peak (Poisson, or gamma with squared CV ``cv2``), lengths drawn from a log's requests
-    (a prompt and its output kept together). [s], [tokens]"""
+    (a prompt and its output kept together). [s], [tokens]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its peak rate sets the arrivals.
+    prompt : array
+        Prompt length of each logged request. [tokens]
+    output : array
+        Output length of each logged request. [tokens]
+    duration_s : float
+        Span of the arrivals. [s]
+    seed : int
+        Seed of the arrivals; the lengths are drawn with ``seed + 1``. [1]
+    cv2 : float
+        Squared coefficient of variation of the gaps between arrivals: 1 Poisson, above 1 bursty (gamma). [1]
+
+    Returns
+    -------
+    Workload
+        Arrival times from zero [s] and, for each, a logged request's prompt and output, at least 1 token [tokens].
+    """
     import numpy as np
 
     base = poisson_workload(s, duration_s, seed, cv2)
@@ -207,7 +313,20 @@ def resampled_workload(s: Scenario, prompt, output, duration_s: float, seed: int
 
 
 def kv_capacity_tokens(s: Scenario, tp: int) -> float:
-    """Tokens one replica's KV cache holds at plan time (every layer counted full-length). [tokens]"""
+    """Tokens one replica's KV cache holds at plan time (every layer counted full-length). [tokens]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: the engine's memory rule, KV bytes per token and layer, layers.
+    tp : int
+        GPUs in the replica (tensor parallel). [GPUs]
+
+    Returns
+    -------
+    float
+        ``max(KV budget per GPU, 0) × shards ÷ (KV bytes per token and layer × layers)``. [tokens]
+    """
     shards = steps.kv_shards(s, tp)
     return max(steps.kv_budget_gib(s, tp), 0.0) * GIB * shards / (s.kv_bytes_per_token_layer * s.layers)
 
@@ -406,10 +525,35 @@ class _Run:
 def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0) -> SimResult:
     """Serve ``workload`` on ``replicas`` replicas of ``tp`` GPUs at the plan's physics; measure against the promise.
 
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: the serving model's physics, the engine's budgets and the promise.
+    replicas : int
+        Replicas serving the workload, routed to least loaded. [replicas]
+    tp : int
+        GPUs per replica (tensor parallel). [GPUs]
+    workload : Workload
+        The requests to serve: arrival times and lengths.
+    duration_s : float
+        Span of the arrivals measured; the warm-up and the drain cap follow from it. [s]
+    percentile : float
+        The promise's percentile at which TTFT and ITL are checked. [percent]
+
+    Returns
+    -------
+    SimResult
+        The run measured over its window: latency quantiles, in flight, KV use, preemptions, the verdict.
+
     Raises
     ------
     PlanningError
         When the weights leave no room for a KV cache at this TP degree.
+
+    References
+    ----------
+    vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): decodes first, chunked prefill in the remaining token
+    budget, recompute preemption of the newest request.
     """
     run = _Run(s, replicas, tp, workload, duration_s)
     run.run()
@@ -486,6 +630,24 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
 def workload_for(s: Scenario, minutes: float, seed: int, cv2: float = 1.0, max_context: int | None = None) -> Workload:
     """The requests of one run: :func:`poisson_workload` over ``minutes``, checked against :data:`MAX_REQUESTS`.
 
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its peak rate and fitted lengths.
+    minutes : float
+        Span of the run's arrivals. [minutes]
+    seed : int
+        Seed of the random generator. [1]
+    cv2 : float
+        Squared coefficient of variation of the gaps between arrivals: 1 Poisson, above 1 bursty (gamma). [1]
+    max_context : int, optional
+        The model's context limit, for clipping lengths. [tokens]
+
+    Returns
+    -------
+    Workload
+        The run's requests: arrival times [s] and lengths [tokens].
+
     Raises
     ------
     PlanningError
@@ -508,7 +670,18 @@ class Search:
 
 
 def search_cap(start_replicas: int) -> int:
-    """The most replicas a search tries: 4 × the start + 4. [replicas]"""
+    """The most replicas a search tries: 4 × the start + 4. [replicas]
+
+    Parameters
+    ----------
+    start_replicas : int
+        The replicas the search starts from (at least 1 is counted). [replicas]
+
+    Returns
+    -------
+    int
+        The largest fleet the search simulates. [replicas]
+    """
     return 4 * max(start_replicas, 1) + 4
 
 
@@ -520,7 +693,20 @@ PILOT_REQUESTS = 5_000
 
 
 def prefix(workload: Workload, duration_s: float) -> Workload:
-    """The requests of a workload that arrive before ``duration_s``: the same requests, a shorter run. [Workload]"""
+    """The requests of a workload that arrive before ``duration_s``: the same requests, a shorter run. [Workload]
+
+    Parameters
+    ----------
+    workload : Workload
+        The requests, in arrival order.
+    duration_s : float
+        Arrivals at or after it are left out. [s]
+
+    Returns
+    -------
+    Workload
+        The leading requests of ``workload``, unchanged.
+    """
     import numpy as np
 
     k = int(np.searchsorted(np.asarray(workload.arrival_s), duration_s, side="left"))
@@ -537,6 +723,34 @@ def search(s: Scenario, tp: int, workload: Workload, duration_s: float, start_re
     ``n − 1`` misses; so the answer is always shown beside a full run just below it that misses (or ``n = 1``).
     Every fleet size serves the same requests (common random numbers); p95 TTFT does not rise with replicas for the
     same seed (tested), which is what makes the bisection valid. ``runs`` receives the full runs only.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: physics, engine budgets and promise.
+    tp : int
+        GPUs per replica (tensor parallel). [GPUs]
+    workload : Workload
+        The requests every fleet size serves.
+    duration_s : float
+        Span of the workload's arrivals measured. [s]
+    start_replicas : int
+        Where the search starts: the closed form's load in replicas. [replicas]
+    percentile : float
+        The promise's percentile. [percent]
+    runs : dict, optional
+        Filled in place with replicas → :class:`SimResult` of each full run; runs already in it are reused.
+
+    Returns
+    -------
+    Search
+        The fewest replicas that keep the promise (None when none up to :func:`search_cap` does), the full runs and
+        the cap.
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable: 4 for the load, +1 for
+    N+1 … buy a node of 8": the load the simulation starts from.
     """
     runs = {} if runs is None else runs
     cap = search_cap(start_replicas)
@@ -601,6 +815,18 @@ def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap) 
 
 
 def point(r: SimResult):
+    """One run as a point of the simulated curve the result carries. [SimulatedPoint]
+
+    Parameters
+    ----------
+    r : SimResult
+        The run.
+
+    Returns
+    -------
+    xlplan.result.SimulatedPoint
+        Its fleet size, p95 and at-percentile latencies, verdict, mean in flight, KV use, preemptions, stability.
+    """
     from xlplan.result import SimulatedPoint
 
     return SimulatedPoint(gpus=r.gpus, replicas=r.replicas, ttft_p95_s=r.ttft_s.p95, itl_p95_s=r.itl_s.p95,
@@ -639,10 +865,38 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
            cv2: float = 1.0, max_context: int | None = None, workload: Workload | None = None, arrivals: str | None = None):
     """Simulate the plan's fleet at peak: the verified load, the runbook's load, and one replica down.
 
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: physics, engine budgets, promise, peak rate and redundancy.
+    sol : steps.Solution
+        The closed form's solution: its TP degree and load are simulated.
+    percentile : float
+        The promise's percentile. [percent]
+    minutes : float, optional
+        Span of each run's arrivals; left out, :func:`default_minutes`, held to :data:`MAX_REQUESTS`. [minutes]
+    seed : int
+        Seed of the random generator: every fleet size sees the same requests. [1]
+    cv2 : float
+        Squared coefficient of variation of the gaps between arrivals: 1 Poisson, above 1 bursty (gamma). [1]
+    max_context : int, optional
+        The model's context limit, for clipping lengths. [tokens]
+    workload : Workload, optional
+        The requests to serve (a replayed or resampled log); left out, drawn by :func:`workload_for`.
+    arrivals : str, optional
+        How the arrivals are described in the sentence; left out, 'Poisson arrivals' or 'bursty arrivals (…)'.
+
     Returns
     -------
     xlplan.result.VerifiedOut
         The runbook's figures stay as they are; these sit beside them.
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable: 4 for the load, +1 for
+    N+1 … buy a node of 8": the load the simulation starts from.
+    vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): decodes first, chunked prefill in the remaining token
+    budget, recompute preemption of the newest request.
     """
     from xlplan.result import VerifiedOut
 

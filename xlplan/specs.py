@@ -59,24 +59,50 @@ class GPUSpec(_Spec):
     source: str = Field(default="user-supplied", description="Where the spec, memory and price figures come from. [text]")
 
     def link_gbps(self) -> float:
-        """GPU-to-GPU bandwidth per GPU, one direction; PCIe Gen4 x16 (32 GB/s) where the catalog has none. [GB/s]"""
+        """GPU-to-GPU bandwidth per GPU, one direction; PCIe Gen4 x16 (32 GB/s) where the catalog has none. [GB/s]
+
+        Returns
+        -------
+        float
+            ``interconnect_gbps``, else ``PCIE_GEN4_GBPS``: what a tensor-parallel all-reduce moves per GPU. [GB/s]
+        """
         return self.interconnect_gbps or PCIE_GEN4_GBPS
 
     def collective_latency_s(self) -> float:
         """Fixed time of one small collective. [s]
+
+        Returns
+        -------
+        float
+            ``collective_latency_us`` in seconds, else 10e-6 over a fabric faster than 100 GB/s and 25e-6 over PCIe. [s]
 
         Notes
         -----
         The catalog's figure where it has one; otherwise 10 µs on a GPU-to-GPU fabric (NVLink, Infinity Fabric,
         links faster than 100 GB/s) and 25 µs over PCIe — NCCL's small-message all-reduce latency on each, the
         order nccl-tests reports (github.com/NVIDIA/nccl-tests, busbw at 8 B messages).
+
+        References
+        ----------
+        NVIDIA nccl-tests (github.com/NVIDIA/nccl-tests): ``all_reduce_perf`` results at 8-byte messages.
         """
         if self.collective_latency_us is not None:
             return self.collective_latency_us * 1e-6
         return (10e-6 if self.link_gbps() > 100 else 25e-6)
 
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
-        """Peak dense throughput for a compute dtype, or None when the GPU lacks it. [TFLOP/s]"""
+        """Peak dense throughput for a compute dtype, or None when the GPU lacks it. [TFLOP/s]
+
+        Parameters
+        ----------
+        dtype : {'bf16', 'fp8', 'fp4'}
+            Tensor-core dtype whose peak is wanted.
+
+        Returns
+        -------
+        float or None
+            ``bf16_tflops``, ``fp8_tflops`` or ``fp4_tflops``; None where the catalog has no such peak. [TFLOP/s]
+        """
         return {"bf16": self.bf16_tflops, "fp8": self.fp8_tflops, "fp4": self.fp4_tflops}[dtype]
 
 

@@ -31,12 +31,34 @@ class PlanningError(ValueError):
 
 
 def prefill_mfu(s: Scenario):
-    """The MFU prefill runs at: the calibrated one, else the plan's MFU. [fraction]"""
+    """The MFU prefill runs at: the calibrated one, else the plan's MFU. [fraction]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+
+    Returns
+    -------
+    float or array
+        Prefill's achieved fraction of peak FLOP/s. [fraction]
+    """
     return s.mfu if s.prefill_mfu is None else s.prefill_mfu
 
 
 def decode_mfu(s: Scenario):
-    """The MFU decode runs at: the calibrated one, else the plan's MFU. [fraction]"""
+    """The MFU decode runs at: the calibrated one, else the plan's MFU. [fraction]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+
+    Returns
+    -------
+    float or array
+        Decode's achieved fraction of peak FLOP/s. [fraction]
+    """
     return s.mfu if s.decode_mfu is None else s.decode_mfu
 
 
@@ -122,7 +144,24 @@ def _percentile_tokens(p50, p95, p99, worst_case):
 
 
 def traffic(s: Scenario) -> Traffic:
-    """Steps 1-3: the fitted lengths, Little's Law, cache per conversation, FLOP demand."""
+    """Steps 1-3: the fitted lengths, Little's Law, cache per conversation, FLOP demand.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+
+    Returns
+    -------
+    Traffic
+        The fitted length moments, time in system, concurrency, KV cache per conversation and in all, and the
+        prefill and decode FLOP demand at peak.
+
+    References
+    ----------
+    Runbook, document 14, step 3 · "in flight = arrival rate × time in system"; step 4 (KV per conversation);
+    step 5 (FLOP demand). Little's Law: Little, Operations Research 9(3), 1961.
+    """
     prompt_mean, prompt_m2 = distributions.length_moments(s.prompt_p50, s.prompt_p95, s.prompt_p99)
     output_mean, output_m2 = distributions.length_moments(s.output_p50, s.output_p95, s.output_p99)
     conv_tokens = _percentile_tokens(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.worst_case_memory) + _percentile_tokens(
@@ -163,7 +202,20 @@ def traffic(s: Scenario) -> Traffic:
 
 
 def replica(s: Scenario, tp: int) -> serving.Replica:
-    """One replica of ``tp`` GPUs for the serving model. [Replica]"""
+    """One replica of ``tp`` GPUs for the serving model. [Replica]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tp : int
+        GPUs in the replica (tensor-parallel degree). [GPUs]
+
+    Returns
+    -------
+    serving.Replica
+        The replica's physics: the model cut across ``tp`` GPUs, the GPU's peaks and the engine's efficiencies.
+    """
     ep = s.expert_parallel if s.experts and tp % s.expert_parallel == 0 else 1
     return serving.Replica(
         tp=tp, ep=ep, layers=s.layers, window_layers=s.window_layers,
@@ -181,7 +233,20 @@ def replica(s: Scenario, tp: int) -> serving.Replica:
 
 
 def kv_shards(s: Scenario, tp: int) -> int:
-    """Ways each sequence's KV cache splits across a replica (DP attention gives each rank its own sequences). [GPUs]"""
+    """Ways each sequence's KV cache splits across a replica (DP attention gives each rank its own sequences). [GPUs]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tp : int
+        GPUs in the replica (tensor-parallel degree). [GPUs]
+
+    Returns
+    -------
+    int
+        ``tp`` with DP attention, else :func:`xlplan.memory.kv_shards` (capped by the KV heads; 1 for MLA). [GPUs]
+    """
     if s.attention_data_parallel:
         return tp
     return memory.kv_shards(tp, s.kv_shard_limit)
@@ -195,7 +260,25 @@ ACTIVATION_BYTES = 2.0
 
 
 def activation_gib(s: Scenario, tp: int):
-    """The engine's activation memory per GPU at start-up (what its KV rule takes out). [GiB]"""
+    """The engine's activation memory per GPU at start-up (what its KV rule takes out). [GiB]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tp : int
+        GPUs in the replica (tensor-parallel degree). [GPUs]
+
+    Returns
+    -------
+    float or array
+        vLLM's (or TensorRT-LLM's) profiled activation peak per GPU; 0 for the other engines. [GiB]
+
+    References
+    ----------
+    vLLM's start-up log line "model weights … peak activation … non-torch memory … KV Cache is …"
+    (:func:`xlplan.engines.vllm_activation_peak_gib`).
+    """
     if s.engine == "vllm":
         return engines.vllm_activation_peak_gib(s.vocab, s.hidden, s.intermediate / tp, s.max_num_seqs, s.max_num_batched_tokens)
     if s.engine == "trtllm":
@@ -204,24 +287,90 @@ def activation_gib(s: Scenario, tp: int):
 
 
 def kv_budget_gib(s: Scenario, tp: int):
-    """KV room per GPU at TP ``tp``, by the engine's memory rule. [GiB]"""
+    """KV room per GPU at TP ``tp``, by the engine's memory rule. [GiB]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tp : int
+        GPUs in the replica (tensor-parallel degree). [GPUs]
+
+    Returns
+    -------
+    float or array
+        Memory left per GPU for the KV cache; not positive when the weights do not fit. [GiB]
+
+    References
+    ----------
+    Runbook, document 14, step 4 · "The memory path: 600 × 0.281 GiB = 168.5 GiB ÷ 53.73 GiB per GPU".
+    vLLM's start-up KV figure (``../shared/reference/measurements-public.csv`` K01):
+    0.9 × 79.18 − 14.99 − 4.76 − 0.13 = 51.38 GiB.
+    """
     return engines.kv_budget_gib(s.engine, s.memory_gib, s.visible_gib, s.memory_utilisation, s.weights_bytes / tp / GIB,
                                  s.overhead_gib, activation_gib(s, tp), tp)
 
 
 def decode_context_tokens(tr: Traffic):
-    """Mean cached context of a decoding sequence: its prompt and half its output. [tokens]"""
+    """Mean cached context of a decoding sequence: its prompt and half its output. [tokens]
+
+    Parameters
+    ----------
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+
+    Returns
+    -------
+    float or array
+        ``E[prompt] + E[output]/2``. [tokens]
+    """
     return tr.prompt_mean + tr.output_mean / 2.0
 
 
 def prefill_share(s: Scenario, tr: Traffic):
-    """Prompt tokens prefilled per decoded token in the steady state: E[prompt]·(1 − reuse) ÷ E[output]. [tokens/token]"""
+    """Prompt tokens prefilled per decoded token in the steady state: E[prompt]·(1 − reuse) ÷ E[output]. [tokens/token]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+
+    Returns
+    -------
+    float or array
+        Prompt tokens computed (not served from the prefix cache) per output token. [tokens/token]
+    """
     return tr.prompt_mean * (1.0 - s.prefix_reuse) / tr.output_mean
 
 
 def latency_load(s: Scenario, tr: Traffic, r: serving.Replica, batch) -> serving.StepLoad:
     """The step the latency path times: ``batch`` decodes, plus their steady-state share of prefill (chunked prefill)
-    unless the policy counts decode alone (the runbook's roofline). [StepLoad]"""
+    unless the policy counts decode alone (the runbook's roofline). [StepLoad]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+    r : serving.Replica
+        The replica of :func:`replica` at this TP degree.
+    batch : float or array
+        Decoding sequences the replica carries. [sequences]
+
+    Returns
+    -------
+    serving.StepLoad
+        ``batch`` decodes at the mean context, with ``batch × (1 − reuse) ÷ E[output]`` prompts' prefill when the
+        policy's ``latency_step`` is ``with_prefill``.
+
+    References
+    ----------
+    Runbook, document 14 · the decode step alone (``policy.latency_step: decode_only``).
+    Chunked prefill sharing steps with decode: Agrawal et al., "Sarathi-Serve", OSDI 2024.
+    """
     ctx = decode_context_tokens(tr)
     if not s.latency_with_prefill:
         return serving.decode_step(batch, ctx, r.window)
@@ -231,13 +380,46 @@ def latency_load(s: Scenario, tr: Traffic, r: serving.Replica, batch) -> serving
 
 
 def latency_batch_cap(s: Scenario, tr: Traffic):
-    """The most decodes a replica may carry: max_num_seqs, and the step's token budget shared with prefill. [sequences]"""
+    """The most decodes a replica may carry: max_num_seqs, and the step's token budget shared with prefill. [sequences]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+
+    Returns
+    -------
+    float or array
+        ``min(max_num_seqs, max_num_batched_tokens ÷ (1 + prefill share))``. [sequences]
+
+    References
+    ----------
+    vLLM's scheduler (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``.
+    """
     share = prefill_share(s, tr) if s.latency_with_prefill else 0.0
     return _vec.minimum(s.max_num_seqs, s.max_num_batched_tokens / (1.0 + share))
 
 
 def max_decode_batch(s: Scenario, tr: Traffic, r: serving.Replica):
-    """Largest batch a replica carries with its step within the inter-token target. [sequences]"""
+    """Largest batch a replica carries with its step within the inter-token target. [sequences]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+    r : serving.Replica
+        The replica of :func:`replica` at this TP degree.
+
+    Returns
+    -------
+    float or array
+        The largest batch (fractional) of :func:`xlplan.serving.max_batch_within`, at most
+        :func:`latency_batch_cap`; 0 when one sequence misses the target. [sequences]
+    """
     return serving.max_batch_within(lambda b: serving.step_time_s(r, latency_load(s, tr, r, b)), s.itl_s,
                                     latency_batch_cap(s, tr))
 
@@ -245,10 +427,29 @@ def max_decode_batch(s: Scenario, tr: Traffic, r: serving.Replica):
 def prefill_alone_s(s: Scenario, r: serving.Replica, prompt_tokens):
     """Time to prefill one prompt on an idle replica, in chunks of the step budget. [s]
 
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    r : serving.Replica
+        The replica of :func:`replica` at this TP degree.
+    prompt_tokens : float or array
+        Length of the prompt. [tokens]
+
+    Returns
+    -------
+    float or array
+        Sum of the chunks' step times: the TTFT with no queue. [s]
+
     Notes
     -----
     ``n = ceil(prompt ÷ budget)`` steps of ``prompt ÷ n`` tokens each; the chunks' key pairs sum to the whole
     prompt's (causal or full) and each reads the prefix before it (on average ``(n − 1)/2`` chunks).
+
+    References
+    ----------
+    vLLM's scheduler (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``.
+    Chunked prefill sharing steps with decode: Agrawal et al., "Sarathi-Serve", OSDI 2024.
     """
     n = _vec.ceil(prompt_tokens / s.max_num_batched_tokens)
     chunk = prompt_tokens / n
@@ -259,7 +460,30 @@ def prefill_alone_s(s: Scenario, r: serving.Replica, prompt_tokens):
 
 
 def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
-    """Steps 4-6 at tensor-parallel degree ``tp``: each path in whole replicas, then the fleet."""
+    """Steps 4-6 at tensor-parallel degree ``tp``: each path in whole replicas, then the fleet.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+    tp : int
+        GPUs in the replica (tensor-parallel degree). [GPUs]
+
+    Returns
+    -------
+    Paths
+        The memory, compute and latency paths (exact and in whole replicas), the prefill-alone TTFT, and the load,
+        with redundancy and purchased.
+
+    References
+    ----------
+    Runbook, document 14, step 4 · "The memory path: 600 × 0.281 GiB = 168.5 GiB ÷ 53.73 GiB per GPU".
+    Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU".
+    Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable: 4 for the load, +1 for
+    N+1 … buy a node of 8".
+    """
     r = replica(s, tp)
     shards = r.kv_shards
     weights_gib_gpu = s.weights_bytes / tp / GIB
@@ -302,12 +526,50 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
 
 
 def tokens_per_month(s: Scenario, tr: Traffic):
-    """Tokens served in a month at the average utilisation (prompt and output means fitted). [tokens/month]"""
+    """Tokens served in a month at the average utilisation (prompt and output means fitted). [tokens/month]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+
+    Returns
+    -------
+    float or array
+        ``peak rate × (E[prompt] + E[output]) × average utilisation × hours × 3600``. [tokens/month]
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "at 40% average load roughly 95 billion tokens a month".
+    """
     return cost.tokens_per_month(s.peak_rps, tr.prompt_mean + tr.output_mean, s.average_utilisation, s.hours_per_month)
 
 
 def bill(s: Scenario, tr: Traffic, p: Paths) -> Bill:
-    """Step 7: the monthly bill, $/M tokens at the average utilisation, and the API comparison."""
+    """Step 7: the monthly bill, $/M tokens at the average utilisation, and the API comparison.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+    p : Paths
+        The chosen TP degree's paths: its fleet with redundancy and purchased.
+
+    Returns
+    -------
+    Bill
+        GPUs billed, monthly cost, tokens a month, $/M tokens, and the API's price, bill and break-even where the
+        plan gives API prices.
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "5 GPUs at $3/hr × 730 hours ≈ $11,000 / month"; "at 40% average load roughly
+    95 billion tokens a month, ~$0.11 per million tokens".
+    """
     billed = _vec.where(s.bill_purchased, p.purchased, p.with_redundancy)
     monthly = cost.monthly_cost_usd(billed, s.usd_per_gpu_hour, s.hours_per_month) + s.fixed_usd_per_month
     tokens = tokens_per_month(s, tr)
@@ -328,7 +590,20 @@ def bill(s: Scenario, tr: Traffic, p: Paths) -> Bill:
 
 
 def infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
-    """Why no TP degree works: the weights do not fit, or no batch meets the inter-token target. [text]"""
+    """Why no TP degree works: the weights do not fit, or no batch meets the inter-token target. [text]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    candidates : tuple of Paths
+        Every TP degree's paths, narrowest first (the last is the widest).
+
+    Returns
+    -------
+    str
+        The reason, with the widest degree's figures and what would help.
+    """
     widest = candidates[-1]
     if widest.kv_budget_gib_per_gpu <= 0:
         return (
@@ -347,17 +622,44 @@ def infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
 
 
 def tp_objective(p: Paths, billed) -> tuple:
-    """The order TP degrees are chosen in: fewest purchased GPUs, then fewest billed, then the smallest degree."""
+    """The order TP degrees are chosen in: fewest purchased GPUs, then fewest billed, then the smallest degree.
+
+    Parameters
+    ----------
+    p : Paths
+        One TP degree's paths.
+    billed : float or array
+        GPUs billed at that degree: purchased or with redundancy, as the plan bills. [GPUs]
+
+    Returns
+    -------
+    tuple
+        ``(purchased, billed, tp)``, compared in that order; the smallest wins. [GPUs]
+    """
     return (p.purchased, billed, p.tp)
 
 
 def solve(s: Scenario) -> Solution:
     """Solve one scalar scenario, choosing the TP degree by :func:`tp_objective`.
 
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers, every field a scalar.
+
+    Returns
+    -------
+    Solution
+        The traffic, the chosen degree's paths, every candidate's, the bill, and the binding constraint.
+
     Raises
     ------
     PlanningError
         When no tensor-parallel degree inside a node can hold the weights and meet the promise.
+
+    References
+    ----------
+    Runbook, document 14, "From a forecast to a purchase order", steps 1-7.
     """
     tr = traffic(s)
     candidates = tuple(paths(s, tr, tp) for tp in s.tp_options)

@@ -85,6 +85,21 @@ class TrafficSummary:
 def lengths(values) -> Lengths:
     """p50, p95, p99, mean and max of token counts. [tokens]
 
+    Parameters
+    ----------
+    values : array
+        Token count of each request (prompt or output). [tokens]
+
+    Returns
+    -------
+    Lengths
+        p50, p95 and p99 (numpy's linear interpolation), mean and max. [tokens]
+
+    References
+    ----------
+    Runbook, document 14, step 1 · "the forecast: peak requests/s, prompt and output lengths at p50/p95/p99 — never
+    the mean".
+
     Examples
     --------
     >>> lengths([1, 2, 3, 4, 100]).p50
@@ -98,7 +113,20 @@ def lengths(values) -> Lengths:
 
 
 def window_counts(t_s, window_s: float):
-    """Requests in each window from the first timestamp, empty windows included. [requests]"""
+    """Requests in each window from the first timestamp, empty windows included. [requests]
+
+    Parameters
+    ----------
+    t_s : array
+        Arrival time of each request, Unix time. [s]
+    window_s : float
+        Length of the window. [s]
+
+    Returns
+    -------
+    ndarray of int
+        Requests in each consecutive window ``[t_0 + k·window, t_0 + (k + 1)·window)``. [requests]
+    """
     import numpy as np
 
     t = np.asarray(t_s, dtype=float)
@@ -117,6 +145,18 @@ def _sorted(t_s):
 def sliding_counts(t_sorted, window_s: float):
     """Requests in the window of length ``window_s`` that starts at each arrival, [t_i, t_i + window). [requests]
 
+    Parameters
+    ----------
+    t_sorted : array
+        Arrival times, sorted ascending. [s]
+    window_s : float
+        Length of the window. [s]
+
+    Returns
+    -------
+    ndarray of int
+        For each arrival, the requests arriving in the window it starts, itself included. [requests]
+
     Examples
     --------
     >>> sliding_counts([0, 10, 50, 61], 60).tolist()
@@ -132,6 +172,27 @@ def peak_rate(t_s, window_s: float) -> tuple[float, float, float]:
     """(peak rate, start of the peak window, p99 of per-window rates). [requests/s], [s], [requests/s]
 
     The peak window slides (see the module notes); the p99 is over consecutive windows from the first request.
+
+    Parameters
+    ----------
+    t_s : array
+        Arrival time of each request, Unix time. [s]
+    window_s : float
+        Length of the window. [s]
+
+    Returns
+    -------
+    peak_rps : float
+        The busiest window's requests ÷ its length. [requests/s]
+    peak_window_start_s : float
+        Arrival of the request that starts the busiest window, Unix time. [s]
+    p99_window_rps : float
+        p99 of the rates in consecutive windows from the first request. [requests/s]
+
+    References
+    ----------
+    Runbook, document 14, step 1 · "the forecast: peak requests/s, prompt and output lengths at p50/p95/p99 — never
+    the mean".
 
     Examples
     --------
@@ -155,12 +216,42 @@ def peak_rate(t_s, window_s: float) -> tuple[float, float, float]:
 
 
 def mean_rate(requests: int, first_s: float, last_s: float, window_s: float) -> float:
-    """Requests ÷ the period they span (at least one window). [requests/s]"""
+    """Requests ÷ the period they span (at least one window). [requests/s]
+
+    Parameters
+    ----------
+    requests : int
+        Requests in the log. [requests]
+    first_s : float
+        First timestamp, Unix time. [s]
+    last_s : float
+        Last timestamp, Unix time. [s]
+    window_s : float
+        Length of the window. [s]
+
+    Returns
+    -------
+    float
+        ``requests ÷ max(last − first, window)``. [requests/s]
+    """
     return requests / max(last_s - first_s, window_s)
 
 
 def prefix_reuse(cached, prompt) -> float:
-    """Share of prompt tokens served from the prefix cache. [fraction]"""
+    """Share of prompt tokens served from the prefix cache. [fraction]
+
+    Parameters
+    ----------
+    cached : array
+        Cached prompt tokens of each request. [tokens]
+    prompt : array
+        Prompt tokens of each request. [tokens]
+
+    Returns
+    -------
+    float
+        Cached ÷ prompt tokens over the log; 0 when there are no prompt tokens. [fraction]
+    """
     import numpy as np
 
     total = float(np.sum(prompt))
@@ -168,7 +259,22 @@ def prefix_reuse(cached, prompt) -> float:
 
 
 def busiest_hour_of_week(t_s, offset_s: float = 0.0) -> tuple[str, float]:
-    """The hour of the week with the most requests on average, in the log's own time zone. ['Tue 14:00-15:00'], [requests/hour]"""
+    """The hour of the week with the most requests on average, in the log's own time zone. ['Tue 14:00-15:00'], [requests/hour]
+
+    Parameters
+    ----------
+    t_s : array
+        Arrival time of each request, Unix time. [s]
+    offset_s : float
+        The log's time zone as an offset from UTC, added to the timestamps. [s]
+
+    Returns
+    -------
+    label : str
+        The hour, e.g. 'Tue 14:00-15:00'.
+    requests_per_hour : float
+        Requests in that hour of the week ÷ the weeks the log spans (rounded up, at least one). [requests/hour]
+    """
     import numpy as np
 
     t = np.asarray(t_s, dtype=float) + offset_s
@@ -182,7 +288,20 @@ def busiest_hour_of_week(t_s, offset_s: float = 0.0) -> tuple[str, float]:
 
 
 def weekly_peaks(t_s, window_s: float) -> list[float]:
-    """Peak rate of each complete week from the first timestamp, by sliding windows that start in that week. [requests/s]"""
+    """Peak rate of each complete week from the first timestamp, by sliding windows that start in that week. [requests/s]
+
+    Parameters
+    ----------
+    t_s : array
+        Arrival time of each request, Unix time. [s]
+    window_s : float
+        Length of the window. [s]
+
+    Returns
+    -------
+    list of float
+        One peak rate per complete week, in order; 0 for a week without requests. [requests/s]
+    """
     import numpy as np
 
     t = _sorted(t_s)
@@ -195,6 +314,17 @@ def weekly_peaks(t_s, window_s: float) -> list[float]:
 
 def weekly_growth(peaks_rps) -> float | None:
     """Week-on-week growth of the peak: exp(slope of ln peak against week) − 1; None under four weeks. [fraction/week]
+
+    Parameters
+    ----------
+    peaks_rps : array or list of float
+        Peak rate of each complete week, in order (:func:`weekly_peaks`). [requests/s]
+
+    Returns
+    -------
+    float or None
+        Growth of the peak per week, by a least-squares fit of ln peak; None under four weeks or with a peak of 0.
+        [fraction/week]
 
     Examples
     --------
@@ -213,6 +343,21 @@ def weekly_growth(peaks_rps) -> float | None:
 def weeks_until(capacity_rps: float, peak_rps: float, growth: float | None) -> float | None:
     """Weeks until a peak growing at ``growth`` a week exceeds ``capacity_rps``; 0 if it already does, None if it never will. [weeks]
 
+    Parameters
+    ----------
+    capacity_rps : float
+        The peak rate the fleet serves. [requests/s]
+    peak_rps : float
+        Today's peak rate. [requests/s]
+    growth : float or None
+        Week-on-week growth of the peak (:func:`weekly_growth`); None when unknown. [fraction/week]
+
+    Returns
+    -------
+    float or None
+        ``ln(capacity ÷ peak) ÷ ln(1 + growth)``; 0 when the peak already reaches it; None when it does not grow.
+        [weeks]
+
     Examples
     --------
     >>> round(weeks_until(121, 100, 0.10), 3)
@@ -226,7 +371,25 @@ def weeks_until(capacity_rps: float, peak_rps: float, growth: float | None) -> f
 
 
 def mean_warning(name: str, d: Lengths) -> str | None:
-    """A warning when the mean is far from p50: the forecast must use the percentiles. [text]"""
+    """A warning when the mean is far from p50: the forecast must use the percentiles. [text]
+
+    Parameters
+    ----------
+    name : str
+        Which lengths: 'prompt' or 'output'.
+    d : Lengths
+        The distribution, from :func:`lengths`.
+
+    Returns
+    -------
+    str or None
+        The warning, with p50/p95/p99 to size with; None when the mean is within :data:`MEAN_WARNING` of p50.
+
+    References
+    ----------
+    Runbook, document 14, step 1 · "the forecast: peak requests/s, prompt and output lengths at p50/p95/p99 — never
+    the mean".
+    """
     if d.p50 <= 0 or abs(d.mean / d.p50 - 1.0) <= MEAN_WARNING:
         return None
     way = "above" if d.mean > d.p50 else "below"
@@ -237,10 +400,36 @@ def mean_warning(name: str, d: Lengths) -> str | None:
 def summarise(t_s, prompt, output, cached=None, window_s: float = 60.0, offset_s: float = 0.0) -> TrafficSummary:
     """Summarise a log's requests (timestamps in Unix seconds, token counts) into the forecast's figures.
 
+    Parameters
+    ----------
+    t_s : array
+        Arrival time of each request, Unix time. [s]
+    prompt : array
+        Prompt length of each request. [tokens]
+    output : array
+        Output length of each request. [tokens]
+    cached : array, optional
+        Cached prompt tokens of each request; left out, prefix reuse is not reported. [tokens]
+    window_s : float
+        Length of the peak window. [s]
+    offset_s : float
+        The log's time zone as an offset from UTC, for the busiest hour of the week. [s]
+
+    Returns
+    -------
+    TrafficSummary
+        Peak and mean rate, average utilisation, length percentiles, prefix reuse, busiest hour, weekly peaks and
+        growth, and warnings.
+
     Raises
     ------
     UnsuitableLog
         Fewer than ``MIN_REQUESTS`` requests, a span shorter than the window, or one of more than ``MAX_WINDOWS`` windows.
+
+    References
+    ----------
+    Runbook, document 14, step 1 · "the forecast: peak requests/s, prompt and output lengths at p50/p95/p99 — never
+    the mean".
     """
     t = _sorted(t_s)
     if t.size < MIN_REQUESTS:

@@ -54,13 +54,39 @@ def _sensitivity(change: str, s: Scenario | None, error: str = "") -> Sensitivit
 
 
 def with_prompt_p95(s: Scenario, p95: float) -> Scenario:
-    """The scenario with p95 prompt length changed, p99 raised with it where needed."""
+    """The scenario with p95 prompt length changed, p99 raised with it where needed.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    p95 : float
+        The new p95 prompt length; p50 is lowered to it and p99 raised to it where they would cross. [tokens]
+
+    Returns
+    -------
+    Scenario
+        A copy of ``s`` with the prompt percentiles changed.
+    """
     p99 = None if s.prompt_p99 is None else max(s.prompt_p99, p95)
     return replace(s, prompt_p95=p95, prompt_p99=p99, prompt_p50=min(s.prompt_p50, p95))
 
 
 def with_output_p50(s: Scenario, p50: float) -> Scenario:
-    """The scenario with median output length changed, p95 and p99 raised with it where needed."""
+    """The scenario with median output length changed, p95 and p99 raised with it where needed.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    p50 : float
+        The new median output length; p95 and p99 are raised to it where they would fall below. [tokens]
+
+    Returns
+    -------
+    Scenario
+        A copy of ``s`` with the output percentiles changed.
+    """
     p95 = max(s.output_p95, p50)
     p99 = None if s.output_p99 is None else max(s.output_p99, p95)
     return replace(s, output_p50=p50, output_p95=p95, output_p99=p99)
@@ -103,7 +129,22 @@ STANDARD_WHAT_IFS: tuple[WhatIf, ...] = (
 
 
 def describe(plan: Plan, s: Scenario, w: WhatIf) -> str:
-    """A what-if's label as the note prints it, e.g. 'peak rate x1.5 (60 req/s)'. [text]"""
+    """A what-if's label as the note prints it, e.g. 'peak rate x1.5 (60 req/s)'. [text]
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan as written: a dtype what-if that changes nothing is marked '(already)'.
+    s : Scenario
+        The plan's numbers.
+    w : WhatIf
+        The what-if to describe.
+
+    Returns
+    -------
+    str
+        Its changes joined by '; ', or 'as planned' when it changes nothing.
+    """
     parts = []
     if w.rate_x != 1.0:
         parts.append(f"peak rate x{w.rate_x:g} ({s.peak_rps * w.rate_x:g} req/s)")
@@ -128,6 +169,20 @@ def describe(plan: Plan, s: Scenario, w: WhatIf) -> str:
 def apply(plan: Plan, s: Scenario, w: WhatIf) -> Scenario:
     """The scenario with a what-if's changes made.
 
+    Parameters
+    ----------
+    plan : Plan
+        The plan as written: a dtype what-if re-resolves it with the model's dtypes changed.
+    s : Scenario
+        The plan's numbers.
+    w : WhatIf
+        The what-if to make.
+
+    Returns
+    -------
+    Scenario
+        The changed scenario, ready for :func:`xlplan.steps.solve`.
+
     Raises
     ------
     PlanningError
@@ -147,7 +202,22 @@ def apply(plan: Plan, s: Scenario, w: WhatIf) -> Scenario:
 
 
 def sensitivities(plan: Plan, s: Scenario, what_ifs: tuple[WhatIf, ...] = STANDARD_WHAT_IFS) -> list[Sensitivity]:
-    """The what-ifs, each a full re-plan with one input changed."""
+    """The what-ifs, each a full re-plan with one input changed.
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan as written.
+    s : Scenario
+        The plan's numbers.
+    what_ifs : tuple of WhatIf
+        The what-ifs to run, in the order they are shown.
+
+    Returns
+    -------
+    list of Sensitivity
+        One per what-if, in order: its label and re-planned fleet and cost, or why it cannot be met.
+    """
     out = []
     for w in what_ifs:
         label = describe(plan, s, w)
@@ -178,7 +248,8 @@ def find_threshold(predicate: Callable[[float], bool], start: float, direction: 
     Returns
     -------
     float or None
-        The smallest (up) or largest (down) value found true, to ``RELATIVE_TOLERANCE``.
+        The smallest (up) or largest (down) value found true, to ``RELATIVE_TOLERANCE``; None when the predicate
+        stays false within the range or ``start`` is not positive and finite. [unit of start]
 
     Examples
     --------
@@ -220,7 +291,21 @@ BREAKPOINT_VARIABLES: tuple[tuple[str, str, str, Callable[[Scenario, float], Sce
 
 
 def breakpoints(s: Scenario, base: steps.Solution) -> list[Breakpoint]:
-    """For each input and direction: where the purchase grows one unit, where the binding flips."""
+    """For each input and direction: where the purchase grows one unit, where the binding flips.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    base : steps.Solution
+        The plan's solution, the purchase and binding constraint that each change is compared with.
+
+    Returns
+    -------
+    list of Breakpoint
+        One per entry of :data:`BREAKPOINT_VARIABLES`: the value at which the purchase grows and at which the
+        binding constraint changes (None beyond the search range), with what follows.
+    """
     out = []
     for variable, unit, direction, setter, getter in BREAKPOINT_VARIABLES:
         current = getter(s)

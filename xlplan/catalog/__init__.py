@@ -79,50 +79,131 @@ def _resolve(kind: str, filename: str, name: str) -> str:
 
 
 def gpu_names() -> list[str]:
-    """Catalog keys of every GPU."""
+    """Catalog keys of every GPU.
+
+    Returns
+    -------
+    list of str
+        The keys of ``gpus.yaml``, in file order.
+    """
     return list(_gpus())
 
 
 def model_names() -> list[str]:
-    """Catalog keys of every model."""
+    """Catalog keys of every model.
+
+    Returns
+    -------
+    list of str
+        The keys of ``models.yaml``, in file order.
+    """
     return list(_models())
 
 
 def gpu_key(name: str) -> str:
-    """Catalog key for a GPU name, id or alias; raises UnknownNameError."""
+    """Catalog key for a GPU name, id or alias; raises UnknownNameError.
+
+    Parameters
+    ----------
+    name : str
+        Key, display name or alias, in any case; underscores read as hyphens.
+
+    Returns
+    -------
+    str
+        The GPU's key in ``gpus.yaml``.
+    """
     return _resolve("GPU", "gpus.yaml", name)
 
 
 def model_key(name: str) -> str:
-    """Catalog key for a model name, id or alias; raises UnknownNameError."""
+    """Catalog key for a model name, id or alias; raises UnknownNameError.
+
+    Parameters
+    ----------
+    name : str
+        Key, display name, Hugging Face id or alias, in any case; underscores read as hyphens.
+
+    Returns
+    -------
+    str
+        The model's key in ``models.yaml``.
+    """
     return _resolve("model", "models.yaml", name)
 
 
 def get_gpu(name: str) -> GPUSpec:
-    """The GPU called ``name`` (key, display name or alias)."""
+    """The GPU called ``name`` (key, display name or alias).
+
+    Parameters
+    ----------
+    name : str
+        Key, display name or alias, in any case.
+
+    Returns
+    -------
+    GPUSpec
+        Its catalog entry, memory as the driver reports it (MiB converted to GiB).
+    """
     return _gpus()[gpu_key(name)]
 
 
 def get_model(name: str) -> ModelSpec:
-    """The model called ``name`` (key, display name, Hugging Face id or alias)."""
+    """The model called ``name`` (key, display name, Hugging Face id or alias).
+
+    Parameters
+    ----------
+    name : str
+        Key, display name, Hugging Face id or alias, in any case.
+
+    Returns
+    -------
+    ModelSpec
+        Its catalog entry.
+    """
     return _models()[model_key(name)]
 
 
 def ownership_defaults() -> dict:
-    """Default figures for owning GPUs (depreciation, PUE, hosting), each ``{value, date, source, reliability}``."""
+    """Default figures for owning GPUs (depreciation, PUE, hosting), each ``{value, date, source, reliability}``.
+
+    Returns
+    -------
+    dict
+        A copy of the ``defaults`` of ``ownership.yaml``, figure name to ``{value, date, source, reliability}``.
+    """
     return dict(_load("ownership.yaml")["defaults"])
 
 
 def ownership_for(name: str) -> dict:
     """A GPU's ownership figures where a credible one exists: ``capex_usd_per_node`` (with ``gpus``), ``kw_per_gpu``,
-    ``lead_time`` (text); ``{}`` when none. Each figure ``{value, date, source, reliability}``."""
+    ``lead_time`` (text); ``{}`` when none. Each figure ``{value, date, source, reliability}``.
+
+    Parameters
+    ----------
+    name : str
+        The GPU's key, display name or alias.
+
+    Returns
+    -------
+    dict
+        A copy of the GPU's entry in ``ownership.yaml``, figure name to ``{value, date, source, reliability}``;
+        empty when the catalog has none.
+    """
     return dict(_load("ownership.yaml")["gpus"].get(gpu_key(name), {}))
 
 
 @cache
 def api_price_rows() -> tuple[dict, ...]:
     """The managed-API price list (``api_prices.csv`` beside the planner's data), one dict per offer, with its
-    ``size_class``, prices in USD per million tokens, date and source."""
+    ``size_class``, prices in USD per million tokens, date and source.
+
+    Returns
+    -------
+    tuple of dict
+        One row per offer, the CSV's columns as text except ``usd_per_1M_input`` and ``usd_per_1M_output`` (floats,
+        USD per million tokens).
+    """
     import csv
 
     text = resources.files("xlplan.data").joinpath("api_prices.csv").read_text(encoding="utf-8")
