@@ -1,3 +1,11 @@
+"""Session fixtures every test shares (the reference plan and its result), the xlwings settings set before xlwings is
+imported, and the markers of the slow tests.
+
+A test that launches LibreOffice (it calls ``require_libreoffice``) is marked ``libreoffice`` here, and every
+``libreoffice`` or ``install`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set.
+"""
+
+import inspect
 import os
 
 # The Excel functions are registered the way xlwings Server and xlwings Lite register them (Office.js), so the
@@ -21,3 +29,17 @@ def ref_plan():
 def ref(ref_plan):
     """The reference plan's result."""
     return plan(ref_plan)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        fn = getattr(item, "function", None)
+        if fn is not None and "libreoffice" not in item.keywords:
+            try:
+                source = inspect.getsource(fn)
+            except (OSError, TypeError):
+                source = ""
+            if "require_libreoffice(" in source:
+                item.add_marker(pytest.mark.libreoffice)
+        if item.get_closest_marker("libreoffice") or item.get_closest_marker("install"):
+            item.add_marker(pytest.mark.slow)

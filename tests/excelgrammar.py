@@ -9,7 +9,8 @@ For the ``--formulas udf`` variant the xlplan Excel functions are registered int
 through xlwings' own Office.js dispatch (``custom_functions_call``) with arguments in the shapes Excel sends, so a
 UDF cell is evaluated the way Excel with the add-in evaluates it, and every native cell downstream of it too.
 
-Loading a workbook costs ~5 s of formula compilation, so several workbooks are evaluated in parallel processes.
+Compiling a workbook's formulas costs about ten times evaluating them, so each workbook shape is compiled once per
+test process and every workbook of that shape is evaluated on it (:func:`evaluate`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 
@@ -86,27 +86,159 @@ def _udf(name: str):
     return call
 
 
-def register_udfs() -> None:
-    """Make the xlplan Excel functions known to the engine (as the add-in makes them known to Excel)."""
+def register_udfs(on: bool = True) -> None:
+    """Make the xlplan Excel functions known to the engine (as the add-in makes them known to Excel), or, with
+    ``on=False``, unknown again (Excel without the add-in). `formulas` binds functions when it compiles."""
     import formulas.functions as F
 
     from udfs import functions as U
 
+    table = F.get_functions()  # `formulas` looks functions up in this cached copy of FUNCTIONS
     for py_name in U.public_udfs():
-        F.FUNCTIONS[py_name.upper()] = _udf(py_name.upper())
+        for functions in (F.FUNCTIONS, table):
+            if on:
+                functions[py_name.upper()] = _udf(py_name.upper())
+            else:
+                functions.pop(py_name.upper(), None)
+
+
+_COMPILED_FORMULAS: dict[tuple, object] = {}  # per test process: (cell, formula, sheet, names) -> compiled cell
+_NAMES_KEYS: dict[int, tuple] = {}  # id of a model's defined-name table -> (the table, its content as a key)
+
+
+def _memoised_compile_cell(original, udfs: bool):
+    """`formulas`' compilation of one cell, kept per (coordinate, formula text, sheet, defined names): the workbooks of
+    different plans share almost every formula, and parsing and building them is most of a compilation. A compiled
+    cell is immutable (``Cell.add`` only reads it), so the next workbook's model takes it as it is."""
+
+    def compile_cell(crd, val, context, check_formula, references):
+        if not (check_formula and isinstance(val, str) and val.startswith("=")):
+            return original(crd, val, context, check_formula, references)
+        held = _NAMES_KEYS.get(id(references))
+        if held is None or held[0] is not references:
+            held = _NAMES_KEYS[id(references)] = (references, repr(sorted((k, repr(v)) for k, v in references.items())))
+        key = (crd, val, context.get("excel"), context.get("sheet"), held[1], udfs)  # functions bind as they compile
+        cell = _COMPILED_FORMULAS.get(key)
+        if cell is None:
+            cell = _COMPILED_FORMULAS[key] = original(crd, val, context, check_formula, references)
+        return cell
+
+    return compile_cell
+
+
+def _load(path: Path, memo: bool = True, udfs: bool = False):
+    """The finished `formulas` model of a workbook, loaded under one fixed file name (so formulas compiled for one
+    workbook are the same objects for the next), with the per-cell memo or without it."""
+    import shutil
+    import tempfile
+
+    import formulas
+    from formulas.excel import ExcelModel
+
+    folder = Path(tempfile.mkdtemp(prefix="xlplan-eg-"))
+    book = folder / "book.xlsx"
+    shutil.copyfile(path, book)
+    original = ExcelModel.__dict__["_compile_cell"]
+    try:
+        if memo:
+            ExcelModel._compile_cell = staticmethod(_memoised_compile_cell(original.__func__, udfs))
+        return formulas.ExcelModel().loads(str(book)).finish()
+    finally:
+        ExcelModel._compile_cell = original
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class _Shape:
+    """One compiled workbook shape: the `formulas` model of a file, and the data node of each constant cell."""
+
+    def __init__(self, path: Path, udfs: bool):
+        self.model = _load(path, udfs=udfs)
+        defaults = self.model.dsp.default_values
+        self.keys = {}  # (SHEET, 'B7') -> the node's key, for every constant cell some formula reads
+        for key in defaults:
+            if "]" in key:
+                sheet, _, coord = key.split("]", 1)[1].rpartition("!")
+                self.keys[(sheet.strip("'").upper(), coord)] = key
+        self.empty = next((v["value"] for k, v in defaults.items() if isinstance(v["value"], list)), None)
+
+
+_SHAPES: dict[tuple, _Shape] = {}  # per test process: one compilation per workbook shape
+
+
+def _read_file(path: Path):
+    """(shape key, {(SHEET, coord): constant}) of an .xlsx as `formulas` reads it: the shape is every formula's text,
+    every defined name and the sheets in order; constants as openpyxl gives them, floats at 15 digits as `formulas`
+    rounds them."""
+    import hashlib
+
+    import openpyxl
+
+    wb = openpyxl.load_workbook(path)
+    h = hashlib.sha256()
+    constants = {}
+    for ws in wb.worksheets:
+        h.update(f"sheet {ws.title}\n".encode())
+        for row in ws.iter_rows():
+            for c in row:
+                if c.value is None:
+                    continue
+                if c.data_type == "f":
+                    text = c.value if isinstance(c.value, str) else c.value.text
+                    h.update(f"{c.coordinate}={text}\n".encode())
+                elif c.data_type == "e":
+                    h.update(f"{c.coordinate} error {c.value}\n".encode())  # an error constant: compiled, not set
+                else:
+                    v = c.value
+                    constants[(ws.title.upper(), c.coordinate)] = round(v, 15) if c.data_type == "n" and isinstance(v, float) else v
+    for name, dn in sorted(wb.defined_names.items()):
+        h.update(f"name {name}={dn.attr_text}\n".encode())
+    return h.hexdigest(), constants
 
 
 def evaluate(path: str | Path, udfs: bool = False) -> dict[tuple[str, str], object]:
-    """Every cell's value after the engine evaluates the workbook from its formulas: {(sheet, 'B7'): value}."""
-    import formulas
+    """Every cell's value after the engine evaluates the workbook from its formulas: {(sheet, 'B7'): value}.
 
+    Compiling a workbook's formulas costs about ten times evaluating them, and every plan's workbook has the same
+    formulas (only inputs and engine values differ). So the first workbook of each shape (same formula text in every
+    cell, same names, same sheets) is compiled, and every later one of that shape is evaluated on that compiled model
+    with *its own* constants set on every constant cell — exactly the values `formulas` would read from its file.
+    ``tests/test_excel_grammar_shapes.py`` holds this to a fresh compilation of the file itself.
+    """
+    from schedula.utils.cst import EMPTY
+
+    path = Path(path)
+    _with_udfs(udfs)
+    shape_key, constants = _read_file(path)
+    shape = _SHAPES.get((shape_key, udfs))
+    if shape is None:
+        shape = _Shape(path, udfs)
+        # the constants as read here are the constants `formulas` compiled, or the shortcut would be unsound
+        defaults = shape.model.dsp.default_values
+        differ = [cell for cell, key in shape.keys.items() if cell in constants and defaults[key]["value"] != constants[cell]]
+        assert not differ, f"{path}: constants read otherwise than `formulas` reads them: {differ[:5]}"
+        _SHAPES[(shape_key, udfs)] = shape
+        solution = shape.model.calculate()
+    else:
+        inputs = {key: constants.get(cell, shape.empty if shape.empty is not None else EMPTY)
+                  for cell, key in shape.keys.items()}
+        solution = shape.model.calculate(inputs=inputs)
+    return _values(solution)
+
+
+def evaluate_fresh(path: str | Path, udfs: bool = False) -> dict[tuple[str, str], object]:
+    """:func:`evaluate` by compiling this very file, sharing nothing (the reference the compiled shapes are held to)."""
+    _with_udfs(udfs)
+    return _values(_load(Path(path), memo=False).calculate())
+
+
+def _with_udfs(udfs: bool) -> None:
     if udfs:
         os.environ.setdefault("XLWINGS_ON_SERVER", "true")
         os.environ.setdefault("XLWINGS_LICENSE_KEY", "noncommercial")
-        register_udfs()
-    model = formulas.ExcelModel().loads(str(path)).finish()
-    solution = model.calculate()
-    book = Path(path).name.upper()
+    register_udfs(on=udfs)
+
+
+def _values(solution) -> dict[tuple[str, str], object]:
     out = {}
     for key, ranges in solution.items():
         # keys look like "'[BOOK.XLSX]3 CONSTRAINTS'!B7" (cells) or ranges "...!A1:B2" (skipped)
@@ -116,17 +248,13 @@ def evaluate(path: str | Path, udfs: bool = False) -> dict[tuple[str, str], obje
             continue
         value = ranges.value[0, 0] if hasattr(ranges, "value") else ranges
         out[(sheet.strip("'").upper(), coord)] = _plain(value)
-    del book
     return out
 
 
 def evaluate_many(paths: list[Path], udfs: bool = False) -> list[dict]:
-    """:func:`evaluate` for several workbooks, in parallel processes (the CI machine has two cores)."""
-    workers = max(1, min(len(paths), os.cpu_count() or 1))
-    if workers == 1:
-        return [evaluate(p, udfs) for p in paths]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(evaluate, paths, [udfs] * len(paths)))
+    """:func:`evaluate` for several workbooks, in this process, so each shape is compiled once per test process
+    (pytest-xdist gives the parallelism)."""
+    return [evaluate(p, udfs) for p in paths]
 
 
 def value(values: dict, sheet: str, coord: str):

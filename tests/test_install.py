@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.install  # a fresh virtual environment and a pip install: also slow (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
