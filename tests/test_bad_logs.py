@@ -30,6 +30,7 @@ def write(tmp_path, lines: list[str], name="log.csv", header=HEADER):
     return path
 
 
+@pytest.mark.slow
 def test_one_malformed_line_among_thousands_is_one_row_left_out(tmp_path, capsys):
     # line 1 is the header, so the 1,501st data row is on line 1,502
     lines = rows(3000)
@@ -183,6 +184,7 @@ def test_a_json_array_with_one_bad_record(tmp_path):
     assert r.t_s.size == 199 and r.bad.examples == [f"{path} record 4: a JSON list, not an object"]
 
 
+@pytest.mark.slow
 def test_a_burst_inside_one_clock_minute_is_the_true_busiest_minute(tmp_path, capsys):
     # A week with one request every 2 s from T0 + 37 s (any 60 s span holds exactly 30 of them), plus 3,000 requests
     # between 10 s and 50 s into the clock minute that starts 3 days, 12 h and 17 min after T0. The busiest minute holds

@@ -1,5 +1,6 @@
 """Bad plans: one clear message per problem naming the field path and the value, exit status 2, no traceback."""
 
+import pytest
 import yaml
 
 from xlplan.cli import main
@@ -23,6 +24,7 @@ def with_(section, **fields):
     return data
 
 
+@pytest.mark.slow
 def test_good_plan_exits_0(tmp_path, capsys):
     assert run_plan(tmp_path, capsys, GOOD)[0] == 0
 
@@ -88,6 +90,7 @@ def test_model_that_fits_nowhere_is_a_clear_error(tmp_path, capsys):
     assert rc == 2 and "cannot plan: the weights do not fit" in err
 
 
+@pytest.mark.slow
 def test_markdown_not_overwritten_without_force(tmp_path, capsys):
     md = tmp_path / "note.md"
     md.write_text("mine", encoding="utf-8")

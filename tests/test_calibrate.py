@@ -99,6 +99,7 @@ def test_known_efficiencies_are_recovered_within_2_percent(tmp_path, writer):
     assert f.median_error < 1e-3
 
 
+@pytest.mark.slow
 def test_calibrate_writes_the_policy_and_the_plan_reports_a_range(tmp_path, capsys):
     paths = write_vllm(tmp_path)
     out = tmp_path / "calibrated.yaml"
@@ -123,6 +124,7 @@ def test_a_result_file_of_another_format(tmp_path, capsys):
     assert "not JSON" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_leave_one_source_out_uses_no_row_of_the_source_it_predicts():
     # the honest check of the default efficiencies: refit the table without one source and predict that source's rows
     import math
@@ -149,6 +151,7 @@ def test_leave_one_source_out_uses_no_row_of_the_source_it_predicts():
     assert 0 < statistics.median(errors) < 0.5
 
 
+@pytest.mark.slow
 def test_workbook_shows_the_calibrated_range_on_3_constraints(tmp_path, capsys):
     import openpyxl
 

@@ -56,6 +56,7 @@ def test_memory_bound(tmp_path):
     assert verdict(e)[0] == "memory"
 
 
+@pytest.mark.slow
 def test_compute_bound_and_agreement_with_the_plan(tmp_path, capsys):
     # a comfortable cache (40-45%) while 8 requests queue: compute binds
     rows = [{"cache": 0.40 + 0.05 * (i % 2), "running": 32, "waiting": 8, "preempted": 0, "generated": 12000 * i} for i in range(10)]

@@ -28,6 +28,7 @@ def test_every_field_has_description_with_unit_or_is_a_section(model):
             assert UNIT_MARK in field.description, f"{model.__name__}.{name}: no [unit] in {field.description!r}"
 
 
+@pytest.mark.slow
 def test_import_xlplan_loads_no_heavy_modules():
     code = ("import sys, xlplan, xlplan.planner, xlplan.io.planfile; from xlplan.planner import plan; "
             "from xlplan.io.planfile import reference_plan; plan(reference_plan()); "

@@ -33,6 +33,7 @@ def _write(tmp_path, data, name="p.yaml") -> Path:
 # ----------------------------------------------------------------------------------------------------------- compare
 
 
+@pytest.mark.slow
 def test_reference_option_is_exactly_the_plan():
     # Runbook: 4 + 1 GPUs rented at $3/h x 730 h = $10,950 a month; a node of 8 purchased.
     options = compare.compare(reference_plan())
@@ -352,6 +353,7 @@ def test_a_forecast_file_keeps_its_own_months(tmp_path, capsys):
     assert f"--months: got 12; {f} gives 3 month(s)" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_growth_section_survives_the_workbook_round_trip(tmp_path, capsys):
     # plan -> workbook -> plan: the growth section comes back as given (the Schedule sheet carries it)
     from xlplan.io.planfile import read_plan

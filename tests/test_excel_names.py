@@ -74,6 +74,7 @@ def _workbooks(ref_plan):
     yield "verified", build(ref_plan, verify=True)
 
 
+@pytest.mark.slow
 def test_every_defined_name_in_every_workbook_is_valid_in_excel(ref_plan):
     problems, seen = [], 0
     for stem, book in _workbooks(ref_plan):
@@ -90,6 +91,7 @@ def test_every_defined_name_in_every_workbook_is_valid_in_excel(ref_plan):
     assert seen > 8 * 150  # the check ran over every workbook's full set of names
 
 
+@pytest.mark.slow
 def test_workbook_with_traffic_sheets_has_valid_names(ref_plan, tmp_path):
     # `xlplan traffic --workbook` adds sheets and names of its own
     import pandas as pd

@@ -23,6 +23,7 @@ import zipfile
 from functools import lru_cache
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -113,6 +114,7 @@ def edited_text(draw, base: str, alphabet: str):
 
 # --- plan files ------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=80)
 @given(tree=mutated(GOOD_PLAN), as_json=st.booleans())
 def test_fuzz_plan_trees(tree, as_json):
@@ -123,6 +125,7 @@ def test_fuzz_plan_trees(tree, as_json):
         run(["plan", path], [path])
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=80)
 @given(text=edited_text(reference_plan_text(), ":-[]{}&*!#|>'\"\n\t ,?%@`~0123456789.eE<="))
 def test_fuzz_plan_text(text):
@@ -137,6 +140,7 @@ LLAMA_8B = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
             "tie_word_embeddings": False, "max_position_embeddings": 131072, "sliding_window": None}
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=50)
 @given(cfg=mutated(LLAMA_8B), model_type=st.sampled_from(["llama", "mixtral", "deepseek_v3", "gemma3", "gpt_oss", "qwen3_moe"]))
 def test_fuzz_config_json(cfg, model_type):
@@ -240,6 +244,7 @@ def apply_edits(edits: list[tuple]) -> bytes:
     return _rezip(data, lambda name, content: parts[name].encode() if name in parts else content)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=40)
 @given(edits=st.one_of(cell_edits(), structure_edits()))
 def test_fuzz_workbook_read(edits):
@@ -249,6 +254,7 @@ def test_fuzz_workbook_read(edits):
         run(["read", path], [path])
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=12)
 @given(edits=st.one_of(cell_edits(), structure_edits()))
 def test_fuzz_workbook_check(edits):
@@ -295,6 +301,7 @@ def log_files(draw):
     return name, data
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=40)
 @given(log=log_files(), window=st.sampled_from(["60s", "1h", "0.5s"]), strict=st.booleans())
 def test_fuzz_logs(log, window, strict):
@@ -320,6 +327,7 @@ GENAI = {"time_to_first_token": {"avg": 60.0}, "inter_token_latency": {"avg": 8.
          "input_sequence_length": {"avg": 1000}, "output_sequence_length": {"avg": 200}, "input_config": {"concurrency": 8}}
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=60)
 @given(result=st.one_of(mutated(VLLM), mutated(GUIDELLM), mutated(GENAI)))
 def test_fuzz_benchmark_results(result):
@@ -356,6 +364,7 @@ def scrape(draw):
     return "\n".join(lines) + draw(st.sampled_from(["\n", ""]))
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=60)
 @given(a=scrape(), b=scrape(), interval=st.sampled_from(["15", "0.001", "1e9", "nan"]))
 def test_fuzz_scrapes(a, b, interval):

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "health.py"
 HEADINGS = (
@@ -33,6 +35,7 @@ def _script():
     return module
 
 
+@pytest.mark.slow
 def test_it_reports_the_five_figures_and_exits_0():
     run = _run()
     assert run.returncode == 0, run.stderr
@@ -41,6 +44,7 @@ def test_it_reports_the_five_figures_and_exits_0():
     assert "function-level imports count" in run.stdout
 
 
+@pytest.mark.slow
 def test_its_module_sizes_match_an_independent_count():
     run = _run()
     listed = re.findall(r"^ +(\d+)  (\S+\.py)$", run.stdout, re.MULTILINE)
@@ -51,6 +55,7 @@ def test_its_module_sizes_match_an_independent_count():
     assert [int(n) for n, _ in listed] == sorted((int(n) for n, _ in listed), reverse=True)
 
 
+@pytest.mark.slow
 def test_json_holds_the_same_figures():
     figures = json.loads(_run("--json").stdout)
     assert set(figures) == {"long_modules", "long_functions", "documentation", "lint", "import_circles"}

@@ -163,6 +163,7 @@ def test_numbers_that_mean_something_else_blame_their_field(tmp_path, capsys, va
     assert rc == 2 and expected in err
 
 
+@pytest.mark.slow
 def test_octal_looking_and_exponent_numbers_read_as_written(tmp_path, capsys):
     # 040 is forty (YAML 1.1 read it as octal 32); 4e1 is forty too (YAML 1.1 read it as text)
     for value in ("040", "4e1", "4.0e+1"):
@@ -225,6 +226,7 @@ def _replace_part(path: Path, name: str, writer) -> None:
                 dst.writestr(info, src.read(info.filename))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["read", "check"])
 def test_a_sheet_that_inflates_past_the_limit_is_refused_before_parsing(tmp_path, capsys, command):
     # 20 MiB of spaces in the first sheet's XML (deflated to ~20 KiB), above the 16 MiB a part may inflate to
@@ -253,6 +255,7 @@ def test_a_part_whose_header_understates_its_size_is_damaged(tmp_path, capsys):
     assert rc == 2 and "part 'xl/worksheets/sheet1.xml' is damaged or encrypted (BadZipFile: Bad CRC-32" in err
 
 
+@pytest.mark.slow
 def test_a_number_cell_that_overflows_names_the_cell(tmp_path, capsys):
     import openpyxl
 
@@ -265,6 +268,7 @@ def test_a_number_cell_that_overflows_names_the_cell(tmp_path, capsys):
     assert rc == 2 and f"'{title}'!{ref.replace('$', '')} (PeakRate, Peak arrival rate): got 1e+300" in err
 
 
+@pytest.mark.slow
 def test_a_defined_name_on_a_range_is_refused(tmp_path, capsys):
     import openpyxl
 

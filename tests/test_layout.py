@@ -27,6 +27,7 @@ def test_readme_layout_is_what_the_tree_generates():
         "README.md's Layout section is stale: run python scripts/layout.py --write"
 
 
+@pytest.mark.slow
 def test_layout_lists_every_module_once_and_no_build_output():
     layout = _layout_script()
     body = layout.generate()

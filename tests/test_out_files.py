@@ -52,6 +52,7 @@ def test_every_problem_is_reported_and_nothing_written(tmp_path, capsys):
     assert listing(tmp_path) == ["taken.md"] and (tmp_path / "taken.md").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_template_refuses_another_files_name_and_an_existing_file(tmp_path, capsys):
     existing = tmp_path / "existing.yaml"
     existing.write_text("forecast: {}\n", encoding="utf-8")
@@ -64,6 +65,7 @@ def test_template_refuses_another_files_name_and_an_existing_file(tmp_path, caps
     assert main(["template", "-o", str(book), "--force"]) == 0 and zipfile.is_zipfile(book)
 
 
+@pytest.mark.slow
 def test_traffic_refuses_to_overwrite_its_pictures(tmp_path, capsys):
     log = small_log(tmp_path)
     picture = tmp_path / "fc-rate.png"
@@ -114,6 +116,7 @@ def test_two_outputs_never_the_same_file_and_an_input_never_an_output(tmp_path, 
     assert rc == 2 and "is also an input of this command" in err and plan.read_bytes() == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
 def test_new_files_get_the_umasks_permissions(tmp_path, capsys, mask):
     # a new file is created 0666 less the umask: 0644 under 022, 0600 under 077, 0664 under 002

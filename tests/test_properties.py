@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ def scenario(rate, p50, spread, out50, itl):
                    output_p50=out50, output_p95=out50 * 1.5, output_p99=out50 * 2, itl_s=itl)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(rates, st.floats(1.01, 4), lengths, st.floats(1.0, 3.0), st.floats(50, 1500), itls)
 def test_more_traffic_never_needs_fewer_gpus(rate, factor, p50, spread, out50, itl):
@@ -55,6 +57,7 @@ def test_more_gpu_memory_never_grows_memory_path(rate, p50, out50, mem_gib, fact
     assert pb.memory_gpus <= pa.memory_gpus
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(rates, lengths, st.floats(1.0, 3.0), st.floats(50, 1500), itls)
 def test_capacity_of_the_load_fleet_covers_the_peak(rate, p50, spread, out50, itl):

@@ -29,6 +29,7 @@ def test_fp8_cache_halves_memory_path_leaves_compute(ref_plan, ref):
     assert fp8.binding == "compute"
 
 
+@pytest.mark.slow
 def test_long_prompt_short_answer_makes_compute_bind(ref_plan):
     # "Compute binds … Happens with: long prompts, short answers — RAG and classification shapes"
     rag = plan(replan(ref_plan, forecast={"prompt_tokens": {"p50": 8000, "p95": 16000, "p99": 24000},

@@ -29,6 +29,7 @@ def _fixed(rate_rps: float, duration_s: float, prompt: int, output: int, seed: i
     return simulate.Workload(t, np.full(len(t), prompt), np.full(len(t), output))
 
 
+@pytest.mark.slow
 def test_littles_law_holds_inside_the_run():
     # Little's Law (Little 1961): time-average number in the system = arrival rate x mean time in system, for any
     # stable queue. Six replicas carry the reference peak (the search finds them), so the run is stationary.
@@ -75,6 +76,7 @@ def test_light_load_ttft_is_one_prefill_and_no_queue_forms():
     assert r.preemptions == 0
 
 
+@pytest.mark.slow
 def test_md1_waiting_time_matches_pollaczek_khinchine():
     # One replica, batch size one, one output token: every request is one deterministic prefill step of D seconds.
     # Poisson arrivals at utilisation rho: mean wait in queue W_q = rho·D / (2(1 − rho)) (Pollaczek–Khinchine, M/D/1).
@@ -100,6 +102,7 @@ def test_throughput_saturates_at_the_serving_models_capacity():
     assert r.itl_s.p50 == pytest.approx(step, rel=0.02)
 
 
+@pytest.mark.slow
 def test_more_replicas_never_raise_p95_ttft():
     # Same seed, same requests: adding a replica can only take work off the others under least-loaded routing.
     wl = simulate.poisson_workload(REF, 300, seed=5)
@@ -110,6 +113,7 @@ def test_more_replicas_never_raise_p95_ttft():
     assert all(b <= a * (1 + 1e-9) for a, b in zip(p95, p95[1:])), p95
 
 
+@pytest.mark.slow
 def test_the_runbooks_four_gpus_miss_at_peak():
     # The runbook's compute path is 3.95 GPUs of FLOPs at 40% MFU (notes: 1,369 + 193 TFLOP/s ÷ 395.6): on 4 GPUs the
     # utilisation is at least 0.987 before any memory traffic, so the queue grows without bound and p95 TTFT far
@@ -120,6 +124,7 @@ def test_the_runbooks_four_gpus_miss_at_peak():
     assert r.ttft_s.p95 > 10.0
 
 
+@pytest.mark.slow
 def test_verified_load_is_minimal():
     wl = simulate.poisson_workload(REF, 600, seed=1)
     found = simulate.search(REF, 1, wl, 600, 4)
@@ -130,6 +135,7 @@ def test_verified_load_is_minimal():
     assert all(not r.meets_promise for k, r in found.runs.items() if k < n)
 
 
+@pytest.mark.slow
 def test_runs_are_seeded_and_reproducible():
     a = simulate.simulate(REF, 6, 1, simulate.poisson_workload(REF, 300, seed=9), 300)
     b = simulate.simulate(REF, 6, 1, simulate.poisson_workload(REF, 300, seed=9), 300)
@@ -176,6 +182,7 @@ def test_default_run_length_rule():
     assert simulate.default_minutes(0.1) == 360.0
 
 
+@pytest.mark.slow
 def test_verify_reference_sentence_and_failure_check():
     p = reference_plan()
     s = resolve(p)
@@ -204,6 +211,7 @@ def test_simulate_json_keys(capsys):
     assert out["gpus"] == 6 and out["replicas"] == 6 and out["tp"] == 1 and out["simulated_s"] == 240
 
 
+@pytest.mark.slow
 def test_simulate_search_reports_runs_below_and_at(capsys):
     assert main(["simulate", "--search", "--minutes", "5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -279,6 +287,7 @@ def test_no_nan_in_json():
     assert json.loads(text)["tpot_s"]["p50"] is None
 
 
+@pytest.mark.slow
 def test_plan_verify_json_note_and_picture(tmp_path, capsys):
     # `plan --verify`: the verified section beside the runbook's figures (which stay as they are: 4, 5, 8).
     assert main(["plan", "--verify", "--json"]) == 0

@@ -11,6 +11,7 @@ from xlplan.scenario import resolve
 from xlplan.steps import PlanningError, solve
 
 
+@pytest.mark.slow
 def test_sweep_equals_scalar_planner():
     rng = np.random.default_rng(7)
     n = 300

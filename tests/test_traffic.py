@@ -175,6 +175,7 @@ def test_mixed_time_zones(tmp_path):
         read_logs([_csv(tmp_path, naive, "naive.csv")])
 
 
+@pytest.mark.slow
 def test_forecast_from_a_log_gives_the_fleet_of_the_same_hand_written_forecast(tmp_path, capsys, ref_plan):
     from planhelp import replan
 
@@ -238,6 +239,7 @@ def test_progress_bar_on_big_logs(tmp_path, monkeypatch, capsys):
     assert "reading" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_workbook_carries_the_traffic_and_its_provenance(tmp_path, capsys):
     import openpyxl
 
@@ -253,6 +255,7 @@ def test_workbook_carries_the_traffic_and_its_provenance(tmp_path, capsys):
     assert main(["check", str(xlsx)]) == 0
 
 
+@pytest.mark.slow
 def test_window_option(tmp_path, capsys):
     path = tmp_path / "log.csv"
     lognormal_log(n=2000).to_csv(path, index=False)
@@ -261,6 +264,7 @@ def test_window_option(tmp_path, capsys):
     assert main(["traffic", str(path), "--window", "soon"]) == 2
 
 
+@pytest.mark.slow
 def test_measured_growth_goes_into_the_plan_for_the_schedule(tmp_path):
     # Five weeks each 5% above the last: the plan written by `xlplan traffic --plan` carries growth.monthly, the weekly
     # rate compounded over 365.25 / 12 / 7 weeks a month, which `xlplan schedule` then uses without --growth.

@@ -41,6 +41,7 @@ def _plans(ref_plan):
     }
 
 
+@pytest.mark.slow
 def test_udf_variant_evaluates_to_the_native_values(ref_plan, tmp_path):
     require_libreoffice()
     plans = _plans(ref_plan)
@@ -78,6 +79,7 @@ def test_udf_variant_evaluates_to_the_native_values(ref_plan, tmp_path):
     assert evaluated >= 4 * 15
 
 
+@pytest.mark.slow
 def test_udf_variant_cells_and_caches(ref_plan, tmp_path, capsys):
     out = tmp_path / "udf.xlsx"
     assert main(["workbook", "-o", str(out), "--formulas", "udf"]) == 0
@@ -91,6 +93,7 @@ def test_udf_variant_cells_and_caches(ref_plan, tmp_path, capsys):
     assert main(["workbook", "-o", str(tmp_path / "x.xlsx"), "--formulas", "vba"]) == 2
 
 
+@pytest.mark.slow
 def test_inline_model_keeps_native_formulas_where_the_udfs_need_a_catalog_name(ref_plan):
     plan = replan(ref_plan, model={"name": "llama-3.1-8b", "spec": {"num_hidden_layers": 40}})
     book = build(plan, formulas="udf")
@@ -100,6 +103,7 @@ def test_inline_model_keeps_native_formulas_where_the_udfs_need_a_catalog_name(r
     assert not any("PREFILL_TFLOPS" in f or "KV_GIB_PER_CONVERSATION" in f for f in formulas)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", ["reference"])
 def test_native_template_cross_checks_say_add_in_not_loaded(ref_plan, stem, tmp_path):
     # without the add-in (LibreOffice here) every cross-check reads "add-in not loaded", never #NAME?
@@ -113,6 +117,7 @@ def test_native_template_cross_checks_say_add_in_not_loaded(ref_plan, stem, tmp_
     assert {wb[t][c].value for t, c in checks} == {"add-in not loaded"}
 
 
+@pytest.mark.slow
 def test_udf_variant_in_the_excel_grammar_engine_with_the_functions_loaded(ref_plan, tmp_path):
     # The second engine evaluates the whole variant, its UDF cells through xlwings' Office.js dispatch (as Excel with
     # the add-in would) and every native cell downstream of them, and agrees with the engine on every formula cell.

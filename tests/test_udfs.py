@@ -62,6 +62,7 @@ def test_littles_law_40_by_15_is_600():
     assert officejs("littles_law", cell(40.0), cell(15.0)) == [[600.0]]
 
 
+@pytest.mark.slow
 def test_reference_plan_through_the_udfs_equals_the_cli(cli):
     inp, mem, comp, lat, fl, cost = cli["inputs"], cli["memory"], cli["compute"], cli["latency"], cli["fleet"], cli["cost"]
     p, o = inp["prompt_tokens"], inp["output_tokens"]
@@ -187,6 +188,7 @@ def test_office_js_path_registers_every_function_with_help():
     assert [p.get("optional", False) for p in tis["parameters"]] == [False, False, False, True, True]
 
 
+@pytest.mark.slow
 def test_office_js_calls_equal_plain_calls():
     # empty optional cells arrive as None and take the engine's defaults
     assert officejs("time_in_system", cell(300.0), cell(300.0), cell(0.05), cell(None), cell(None)) == [[U.time_in_system(300, 300, 0.05)]]
@@ -222,6 +224,7 @@ def test_importing_the_udfs_loads_no_openpyxl_or_pandas():
     assert out.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_the_wheel_lite_installs_is_pure_python_with_the_functions_and_the_catalog(tmp_path):
     # xlwings Lite installs pure-Python wheels only: build it and check what Pyodide would get
     import zipfile

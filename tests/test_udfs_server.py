@@ -115,6 +115,7 @@ def _manifest_namespace(manifest: str) -> str | None:
     return m.group(1) if m else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("environment, namespace", [("prod", "XLWINGS"), ("dev", "XLWINGS"), ("prod", "")])
 def test_the_workbook_calls_the_functions_by_the_names_the_manifest_registers(server, monkeypatch, environment, namespace):
     # `xlplan workbook --formulas udf --namespace NS` must write exactly the prefix the served manifest gives Excel

@@ -149,6 +149,7 @@ def test_unknown_model_or_gpu_is_skipped_not_guessed(tmp_path):
     assert skipped["N01"] == "GPU 'Acme Accelerator 9' is not in the catalog"
 
 
+@pytest.mark.slow
 def test_command_json_with_the_corpus_by_default(capsys):
     assert main(["validate", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -177,6 +178,7 @@ def test_bad_files(tmp_path, capsys):
         read_measurements(bad)
 
 
+@pytest.mark.slow
 def test_readme_validation_table_is_current():
     # The README's table is what `python scripts/validation_table.py` writes from the corpus today.
     import subprocess

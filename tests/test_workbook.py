@@ -71,21 +71,25 @@ def test_every_headline_name_is_defined_with_workbook_scope(ref_xlsx):
         assert name in wb.defined_names, name
 
 
+@pytest.mark.slow
 def test_same_plan_same_bytes(ref_plan):
     assert workbook_for_plan(ref_plan) == workbook_for_plan(reference_plan())
 
 
+@pytest.mark.slow
 def test_committed_template_is_current():
     # CI's drift check: the committed template is exactly what the code builds today
     assert main(["template", "--check"]) == 0
 
 
+@pytest.mark.slow
 def test_round_trip_plan_workbook_plan(ref_plan, tmp_path):
     path = tmp_path / "p.xlsx"
     path.write_bytes(workbook_for_plan(ref_plan))
     assert read_workbook(path).model_dump() == ref_plan.model_dump()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sections", [
     {"promise": {"ttft_s": 2.0, "itl_s": None, "tokens_per_s": 25}, "api": None},
     {"forecast": {"peak_rps": 12.5, "prompt_tokens": {"p50": 900, "p95": 4000}, "output_tokens": {"p50": 120, "p95": 400, "p99": 900},
@@ -103,6 +107,7 @@ def test_round_trip_variants(ref_plan, tmp_path, sections):
     assert read_workbook(path).model_dump() == plan.model_dump()
 
 
+@pytest.mark.slow
 def test_inline_model_and_gpu_round_trip_to_the_same_specs(ref_plan, tmp_path):
     plan = replan(ref_plan, model={"name": "llama-3.1-8b", "spec": {"num_hidden_layers": 40}},
                   hardware={"gpu": {"name": "h100-sxm", "memory_gib": 70.0}, "usd_per_gpu_hour": 2.0})
@@ -116,6 +121,7 @@ def test_inline_model_and_gpu_round_trip_to_the_same_specs(ref_plan, tmp_path):
     assert run(back).model_dump() == run(plan).model_dump()
 
 
+@pytest.mark.slow
 def test_plan_text_starting_with_formula_characters_stays_text(ref_plan, tmp_path):
     plan = replan(ref_plan, name="=HYPERLINK(\"http://evil\",\"x\")", owners={"forecast": "+Finance", "promise": "-ops", "model": "@team"},
                   sources={"forecast": "=1+1"})
@@ -153,6 +159,7 @@ def _without_digit_arguments(formula: str, functions=("ROUND", "FIXED")) -> str:
     return formula
 
 
+@pytest.mark.slow
 def test_no_number_written_inside_a_formula(ref_plan):
     # every constant is a labelled cell: outside of strings, cell references and function arguments that are
     # structural (ROUNDUP's digits, ROUND's and FIXED's decimals in quoted figures, MATCH's type, INDEX positions into
@@ -167,6 +174,7 @@ def test_no_number_written_inside_a_formula(ref_plan):
             assert number in allowed or "INDEX(TPDegrees," in cell.value, f"{title}!{coord}: {cell.value}"
 
 
+@pytest.mark.slow
 def test_only_functions_libreoffice_74_computes(ref_plan):
     # the xlplan Excel functions appear only inside the add-in cross-checks, wrapped in IFERROR, so a spreadsheet
     # without the add-in shows "add-in not loaded" rather than #NAME?
@@ -226,6 +234,7 @@ def test_master_check_on_the_first_tab_and_charts_and_print_setup(ref_xlsx):
         assert ws.print_title_rows
 
 
+@pytest.mark.slow
 def test_sensitivity_rows_have_one_formula_per_column(ref_plan):
     # every what-if row's formulas are the same once row numbers are taken out: the 10 standard what-ifs
     # (whatif.STANDARD_WHAT_IFS) and the 5 blank rows a finance user fills in (tab_sensitivities.BLANK_WHATIF_ROWS)
@@ -242,6 +251,7 @@ def test_sensitivity_rows_have_one_formula_per_column(ref_plan):
         assert rows[r] == first
 
 
+@pytest.mark.slow
 def test_plan_command_builds_the_workbook_too(tmp_path, capsys):
     out = tmp_path / "ref.xlsx"
     assert main(["plan", "--workbook", str(out)]) == 0
@@ -261,6 +271,7 @@ def test_every_name_the_readme_documents_exists(ref_xlsx):
     assert missing == []
 
 
+@pytest.mark.slow
 def test_every_input_cell_on_every_sheet_is_validated(ref_plan):
     # FAST/ICAEW: an input is styled as one, unlocked, and validated — on the six tabs and the supporting sheets alike
     book = build(ref_plan)

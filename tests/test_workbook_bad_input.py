@@ -57,24 +57,28 @@ def test_empty_required_input(wb_path, capsys, tmp_path):
     assert rc == 2 and f"{where} (PromptP50, Prompt length p50): empty; expected a positive number [tokens]" in err
 
 
+@pytest.mark.slow
 def test_forty_for_forty_percent(wb_path, capsys, tmp_path):
     where = _edit(wb_path, "AvgUtilisation", 40)
     rc, err = _read(wb_path, capsys, tmp_path)
     assert rc == 2 and where in err and "got 40.0" in err and "write 0.40, not 40" in err
 
 
+@pytest.mark.slow
 def test_p95_below_p50(wb_path, capsys, tmp_path):
     where = _edit(wb_path, "PromptP95", 1000)  # p50 is 2,000
     rc, err = _read(wb_path, capsys, tmp_path)
     assert rc == 2 and where in err and "p95 (1000) is below p50 (2000)" in err
 
 
+@pytest.mark.slow
 def test_both_speeds_given(wb_path, capsys, tmp_path):
     where = _edit(wb_path, "TokensPerSecondInput", 20)  # ITL 0.05 s is given too
     rc, err = _read(wb_path, capsys, tmp_path)
     assert rc == 2 and where.split("!")[0] in err and "give exactly one of itl_s" in err
 
 
+@pytest.mark.slow
 def test_deleted_defined_name(wb_path, capsys, tmp_path):
     wb = openpyxl.load_workbook(wb_path)
     del wb.defined_names["PeakRate"]
@@ -83,6 +87,7 @@ def test_deleted_defined_name(wb_path, capsys, tmp_path):
     assert rc == 2 and "defined name 'PeakRate' is missing" in err
 
 
+@pytest.mark.slow
 def test_deleted_sheet(wb_path, capsys, tmp_path):
     wb = openpyxl.load_workbook(wb_path)
     del wb["2 Model"]
@@ -91,6 +96,7 @@ def test_deleted_sheet(wb_path, capsys, tmp_path):
     assert rc == 2 and "sheet '2 Model' not found" in err and "renamed or deleted" in err
 
 
+@pytest.mark.slow
 def test_renamed_tab(wb_path, capsys, tmp_path):
     wb = openpyxl.load_workbook(wb_path)
     wb["1 Inputs"].title = "Inputs"
@@ -154,6 +160,7 @@ def test_missing_file(capsys, tmp_path):
     assert rc == 2 and "file not found" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_existing_output_is_not_overwritten_without_force(tmp_path, capsys):
     out = tmp_path / "mine.xlsx"
     out.write_bytes(b"the user's own work")

@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import openpyxl
+import pytest
 from planhelp import replan
 from workbookhelp import require_libreoffice
 
@@ -47,12 +48,14 @@ def _check(path: Path, capsys) -> tuple[int, list[dict]]:
     return rc, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_the_template_has_no_findings(ref_plan, tmp_path, capsys):
     path = tmp_path / "t.xlsx"
     path.write_bytes(workbook_for_plan(ref_plan))
     assert _check(path, capsys) == (0, [])
 
 
+@pytest.mark.slow
 def test_formula_replaced_by_a_number(ref_plan, tmp_path, capsys):
     path = tmp_path / "t.xlsx"
     path.write_bytes(workbook_for_plan(ref_plan))
@@ -64,6 +67,7 @@ def test_formula_replaced_by_a_number(ref_plan, tmp_path, capsys):
                          "expected": "=PeakRate*TimeInSystem"}]
 
 
+@pytest.mark.slow
 def test_changed_input_makes_values_stale(ref_plan, tmp_path, capsys):
     path = tmp_path / "t.xlsx"
     path.write_bytes(workbook_for_plan(ref_plan))
@@ -78,6 +82,7 @@ def test_changed_input_makes_values_stale(ref_plan, tmp_path, capsys):
     assert {f["kind"] for f in findings} == {"stale-value", "stale-breakpoint"}
 
 
+@pytest.mark.slow
 def test_failing_check_is_reported(ref_plan, tmp_path, capsys):
     # a 0.05 s TTFT target: a 2,000-token prompt takes 3.42e13 FLOP ÷ 395.6 TFLOP/s = 0.087 s to prefill
     plan = replan(ref_plan, promise={"ttft_s": 0.05})
@@ -89,6 +94,7 @@ def test_failing_check_is_reported(ref_plan, tmp_path, capsys):
     assert findings[0]["expected"] == "TRUE: TTFT target met by a p95 prompt" and findings[0]["where"].startswith("Checks!")
 
 
+@pytest.mark.slow
 def test_table_output_names_sheet_and_cell(ref_plan, tmp_path, capsys):
     path = tmp_path / "t.xlsx"
     path.write_bytes(workbook_for_plan(ref_plan))
@@ -99,6 +105,7 @@ def test_table_output_names_sheet_and_cell(ref_plan, tmp_path, capsys):
     assert f"'{title}'!{coord}" in out and "formula-overwritten" in out
 
 
+@pytest.mark.slow
 def test_edited_and_recalculated_workbook_agrees_but_breakpoints_are_stale(ref_plan, tmp_path, capsys):
     # a user changes an input and the spreadsheet recalculates: every formula's value now agrees with the engine for
     # the new input; only the breakpoints, which the engine searched at build time, are reported stale

@@ -97,6 +97,7 @@ def plans(ref_plan):
     return {k: _neutral(replan(ref_plan, **v)) for k, v in PLANS.items()}
 
 
+@pytest.mark.slow
 def test_the_reference_workbook_quotes_its_own_figures(ref_plan):
     # the prose is built by formula from the plan's own figures: the runbook's example reads as the runbook does
     texts = {t for _, _, t in _texts(build(ref_plan))}
@@ -107,6 +108,7 @@ def test_the_reference_workbook_quotes_its_own_figures(ref_plan):
     assert any(t.startswith("peak rate x1.5 (60 req/s)") for t in texts)  # the what-if label, by formula
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(PLANS))
 def test_no_text_quotes_the_reference_figures(ref_plan, plans, name):
     plan = plans[name]
@@ -117,6 +119,7 @@ def test_no_text_quotes_the_reference_figures(ref_plan, plans, name):
     assert found == []
 
 
+@pytest.mark.slow
 def test_the_prose_follows_a_doubled_peak(plans):
     # 80 req/s x 15 s = 1,200 in flight (Little's Law); x 0.281 GiB = 337 GiB of cache; what-if x1.5 is 120 req/s
     texts = {t for _, _, t in _texts(build(plans["peak_80"]))}
@@ -125,6 +128,7 @@ def test_the_prose_follows_a_doubled_peak(plans):
     assert any(t.startswith("peak rate x1.5 (120 req/s)") for t in texts)
 
 
+@pytest.mark.slow
 def test_prose_plans_recalculate_in_both_engines(plans, tmp_path):
     # every TEXT/FIXED line is cached exactly as LibreOffice and the Excel-grammar engine (`formulas`) render it
     require_libreoffice()
@@ -212,6 +216,7 @@ def test_banner_on_every_tab_when_a_check_fails(edited):
         assert bad[title]["A3"].font.color.rgb.endswith("C00000") and bad[title]["A3"].font.bold
 
 
+@pytest.mark.slow
 def test_breakpoints_flag_themselves_stale_when_their_input_changes(ref_plan, edited):
     # the breakpoints are searched at 40 req/s when the workbook is built ("Searched at"); "Now" follows the input
     # (55 after the edit), so the two peak-rate rows say STALE and the rows of unchanged inputs stay current
@@ -227,6 +232,7 @@ def test_breakpoints_flag_themselves_stale_when_their_input_changes(ref_plan, ed
         assert fresh[f"J{r}"].value is None
 
 
+@pytest.mark.slow
 def test_five_blank_what_if_rows_unlocked_and_printed(ref_plan, tmp_path):
     # tab_sensitivities.BLANK_WHATIF_ROWS rows after the ten standard what-ifs: inputs empty and unlocked, every
     # result column a formula that shows nothing, all inside the print area
@@ -251,6 +257,7 @@ def test_five_blank_what_if_rows_unlocked_and_printed(ref_plan, tmp_path):
             assert ws[f"{col}{r}"].protection.locked is True
 
 
+@pytest.mark.slow
 def test_check_evaluates_a_filled_in_what_if_row(ref_plan, edited, capsys):
     # a user fills the first blank row: peak x3, 60% average utilisation; LibreOffice recalculates it. The engine's
     # re-plan of that what-if (xlplan.whatif.sensitivities) is what the row must show, and `xlplan check` holds it to it.

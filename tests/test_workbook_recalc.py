@@ -21,12 +21,14 @@ from xlplan.planner import plan as run_plan
 from xlplan.steps import PlanningError
 
 
+@pytest.mark.slow
 def test_reference_plan_recalculates_to_the_runbook_figures(ref_plan, tmp_path):
     require_libreoffice()
     problems = recalc_and_compare({"reference": ref_plan}, tmp_path)
     assert problems == []
 
 
+@pytest.mark.slow
 def test_verified_workbook_recalculates_in_both_engines(ref_plan, tmp_path):
     # `plan --verify --workbook`: tab 4 gains the simulated block (values) and its chart data (target formulas);
     # LibreOffice and the Excel-grammar engine must both agree with the engine on every formula cell of it.
@@ -37,6 +39,7 @@ def test_verified_workbook_recalculates_in_both_engines(ref_plan, tmp_path):
     assert '"purchased": 8' in out.stdout
 
 
+@pytest.mark.slow
 def test_runbook_what_ifs_recalculate(ref_plan, tmp_path):
     require_libreoffice()
     plans = {
@@ -164,6 +167,7 @@ def _excel_grammar_keys(plans_: dict[str, Plan]) -> set[str]:
     return {k for k in plans_ if k not in {f"random_{i:02d}" for i in range(24, 32)}}
 
 
+@pytest.mark.slow
 def test_random_plans_cover_the_shapes_the_issue_names(random_plans):
     # MoE, MLA, fp8, TP > 1 among all; int4, MLA and MoE also among those the Excel-grammar engine evaluates
     results = {k: run_plan(p) for k, p in random_plans.items()}
@@ -178,6 +182,7 @@ def test_random_plans_cover_the_shapes_the_issue_names(random_plans):
     assert any(results[k].model.params_active < results[k].model.params_total * 0.9 for k in excel)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shard", range(4))
 def test_random_plans_recalculate(random_plans, shard, tmp_path):
     # a quarter of the plans each, so parallel test workers share the work: LibreOffice on every plan of the shard,
@@ -190,6 +195,7 @@ def test_random_plans_recalculate(random_plans, shard, tmp_path):
     assert problems == [], "\n".join(problems[:40])
 
 
+@pytest.mark.slow
 def test_committed_template_in_excel_grammar(ref_plan):
     # the file users open, as committed: Excel's grammar recomputes every formula cell to the engine's value
     from pathlib import Path
@@ -208,6 +214,7 @@ def test_committed_template_in_excel_grammar(ref_plan):
     assert compare_book("template", build(ref_plan), lambda t, c: value(values, t, c), js) == []
 
 
+@pytest.mark.slow
 def test_recalc_option_takes_caches_from_libreoffice(tmp_path, capsys):
     # `--recalc`: the caches come from LibreOffice's own evaluation; they agree with the engine's, so check is clean
     require_libreoffice()
@@ -219,6 +226,7 @@ def test_recalc_option_takes_caches_from_libreoffice(tmp_path, capsys):
     assert main(["check", str(out)]) == 0
 
 
+@pytest.mark.slow
 def test_pdf_of_the_six_tabs(tmp_path):
     require_libreoffice()
     import re
