@@ -2,8 +2,7 @@
 imported, and the markers of the slow tests.
 
 A test that launches LibreOffice (it calls ``require_libreoffice``) is marked ``libreoffice`` here, and every
-``libreoffice`` or ``install`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set. The slow
-tests run first, so that the cores share them.
+``libreoffice`` or ``install`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set.
 """
 
 import inspect
@@ -44,17 +43,3 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.libreoffice)
         if item.get_closest_marker("libreoffice") or item.get_closest_marker("install"):
             item.add_marker(pytest.mark.slow)
-    # The slow tests first (a stable sort keeps every other order): pytest-xdist hands tests out in this order, so the
-    # minutes-long workbook tests start at once on every core and the quick ones fill in around them, instead of one
-    # core finishing the long ones alone at the end.
-    # The files whose tests take minutes (two spreadsheet engines over dozens of workbooks) go first of all.
-    def order(item) -> tuple[bool, int]:
-        name = item.path.name if hasattr(item, "path") else ""
-        heavy = HEAVIEST_FIRST.index(name) if name in HEAVIEST_FIRST else len(HEAVIEST_FIRST)
-        return item.get_closest_marker("slow") is None, heavy
-
-    items.sort(key=order)
-
-
-HEAVIEST_FIRST = ["test_workbook_recalc.py", "test_workbook_prose.py", "test_udf_workbook.py", "test_excel_grammar_shapes.py"]
-"""Test files whose slow tests run before all others (pytest --durations shows which: each takes minutes)."""
