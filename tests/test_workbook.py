@@ -76,6 +76,24 @@ def test_same_plan_same_bytes(ref_plan):
     assert workbook_for_plan(ref_plan) == workbook_for_plan(reference_plan())
 
 
+def test_same_plan_same_bytes_on_another_day(ref_plan, monkeypatch):
+    # A workbook records no clock reading: built "tomorrow" it is the same file (the template's drift check and an
+    # audit rebuild depend on it). Every module's `datetime.date.today` is moved a year on.
+    import datetime as real
+
+    before = workbook_for_plan(ref_plan)
+
+    class Tomorrow(real.date):
+        @classmethod
+        def today(cls):
+            return real.date(2031, 7, 14)
+
+    monkeypatch.setattr(real, "date", Tomorrow)
+    assert real.date.today().year == 2031
+    assert workbook_for_plan(ref_plan) == before
+    assert b"2031-07-14" not in before
+
+
 @pytest.mark.slow
 def test_committed_template_is_current():
     # CI's drift check: the committed template is exactly what the code builds today

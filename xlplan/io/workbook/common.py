@@ -258,6 +258,10 @@ def num(x: float | None, inf: str = NONE):
 
 FORMULA_MODES = ("native", "udf")
 
+UNDATED = "undated (give the plan a date: PlanDate on 1 Inputs)"
+"""What the Summary's Prepared line and the print header show for a plan without a date. A workbook records no
+clock reading, so the same plan gives the same bytes on any day (the template's drift check, audit rebuilds)."""
+
 UDF_NAMES = frozenset({
     "LITTLES_LAW", "TIME_IN_SYSTEM", "KV_BYTES_PER_TOKEN", "KV_GIB_PER_CONVERSATION", "WEIGHTS_GIB", "PARAMS_FROM_CONFIG",
     "KV_BUDGET_GIB", "MEMORY_GPUS", "PREFILL_TFLOPS", "DECODE_TFLOPS", "COMPUTE_GPUS", "MAX_DECODE_BATCH", "LATENCY_GPUS",

@@ -79,9 +79,7 @@ def _efficiencies_used(rows: Rows, e: Engine) -> None:
 
 def plan_date(e: Engine) -> str:
     """The plan's date (YYYY-MM-DD) as the print header shows it: the plan's own, else the day the workbook is built."""
-    import datetime
-
-    return getattr(e.plan, "date", None) or datetime.date.today().isoformat()
+    return getattr(e.plan, "date", None) or e.built
 
 
 def _catalog_price(sh: Sheet, e: Engine) -> None:

@@ -8,11 +8,9 @@ the workbook was built with it; whether every check passes; the plan's name and 
 
 from __future__ import annotations
 
-import datetime as dt
-
 from xlplan import fleet
 from xlplan.io.workbook.cells import Book, Cell, Line
-from xlplan.io.workbook.common import FMT, SUMMARY_TAB, Engine, Rows
+from xlplan.io.workbook.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
 
 BINDING_WORDS = (
     ("memory", "memory: the KV cache of the requests in flight fills the GPUs before their compute does"),
@@ -85,10 +83,10 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
     sh.put("A", r0, Cell("Plan", kind="label"))
     sh.put("B", r0, Cell("=PlanName", formula=True, cached=e.plan.name, kind="calc"))
     sh.put("A", r0 + 1, Cell("Prepared", kind="label"))
-    built = dt.date.today().isoformat()
+    built = UNDATED
     sh.put("B", r0 + 1, Cell('=IF(PlanDate="",BuildDate,PlanDate)', formula=True, cached=e.plan.date or built, kind="calc",
                              fmt="yyyy-mm-dd"))
-    sh.put("C", r0 + 1, Cell("built", kind="unit"))
+    sh.put("C", r0 + 1, Cell("if no PlanDate", kind="unit"))
     coord = sh.put("D", r0 + 1, Cell(built, kind="note"))
     book.define("BuildDate", sh, coord)
     sh.row = r0 + 2
