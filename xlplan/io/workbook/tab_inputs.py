@@ -78,8 +78,10 @@ def _efficiencies_used(rows: Rows, e: Engine) -> None:
 
 
 def plan_date(e: Engine) -> str:
-    """The plan's date (YYYY-MM-DD) as the print header shows it: the plan's own, else the day the workbook is built."""
-    return getattr(e.plan, "date", None) or e.built
+    """The plan's date (YYYY-MM-DD) as the print header shows it: the plan's own, else :data:`UNDATED`."""
+    from xlplan.io.workbook.common import UNDATED
+
+    return getattr(e.plan, "date", None) or UNDATED
 
 
 def _catalog_price(sh: Sheet, e: Engine) -> None:
