@@ -60,7 +60,12 @@ TEXT_TRIGGERS = ("=", "+", "-", "@")
 
 
 def render(book: Book):
-    """An openpyxl Workbook for the book (formulas without cached values; see :func:`finalise`)."""
+    """An openpyxl Workbook for the book (formulas without cached values; see :func:`finalise`).
+
+    Each distinct look (kind, bold, number format, wrap, quoted text) is styled once through openpyxl's descriptors and
+    copied to the next cell of that look: the same style indices, without hashing every style object per cell."""
+    from copy import copy
+
     from openpyxl import Workbook
     from openpyxl.comments import Comment
     from openpyxl.formatting.rule import CellIsRule
@@ -70,6 +75,7 @@ def render(book: Book):
     from openpyxl.worksheet.properties import PageSetupProperties
 
     styles = _styles()
+    looks: dict[tuple, object] = {}  # (kind, bold, format, wrap, quoted) -> the cell style built for it (StyleArray)
     wb = Workbook()
     wb.remove(wb.active)
     wb.properties.creator = "xlplan"
@@ -84,19 +90,25 @@ def render(book: Book):
         for coord, c in sheet.cells.items():
             cell = ws[coord]
             _set_value(cell, c)
-            for attr, value in styles[c.kind].items():
-                setattr(cell, attr, value)
-            if c.bold:
-                cell.font = Font(bold=True)
-            if c.fmt:
-                cell.number_format = c.fmt
-            if c.kind == "note":
-                cell.alignment = Alignment(wrap_text=False, vertical="top")
-            if c.wrap:
-                cell.alignment = Alignment(wrap_text=True, vertical="top")
-            if isinstance(c.value, str) and not c.formula and c.value.startswith(TEXT_TRIGGERS):
-                cell.alignment = Alignment(horizontal="left")
-                cell.quotePrefix = True  # typed-in text stays text when the user edits the cell
+            quoted = isinstance(c.value, str) and not c.formula and c.value.startswith(TEXT_TRIGGERS)
+            look = (c.kind, c.bold, c.fmt, c.wrap, quoted)
+            if look in looks:  # a style already built in this workbook: its indices, as openpyxl would find them again
+                cell._style = copy(looks[look])
+            else:
+                for attr, value in styles[c.kind].items():
+                    setattr(cell, attr, value)
+                if c.bold:
+                    cell.font = Font(bold=True)
+                if c.fmt:
+                    cell.number_format = c.fmt
+                if c.kind == "note":
+                    cell.alignment = Alignment(wrap_text=False, vertical="top")
+                if c.wrap:
+                    cell.alignment = Alignment(wrap_text=True, vertical="top")
+                if quoted:
+                    cell.alignment = Alignment(horizontal="left")
+                    cell.quotePrefix = True  # typed-in text stays text when the user edits the cell
+                looks[look] = copy(cell._style)
             if c.comment:
                 cell.comment = Comment(c.comment, "xlplan", width=320, height=90)
             if c.validation:
@@ -331,9 +343,10 @@ def _cached_xml(value) -> tuple[str, str]:
     return None, ""
 
 
-def finalise(raw: bytes, book: Book) -> bytes:
-    """Insert cached values, fix timestamps and zip dates: the bytes to write."""
-    caches = {s.title: {coord: c.cached for coord, c in s.cells.items() if c.formula} for s in book.sheets}
+def finalise(raw: bytes, book: Book, caches: bool = True) -> bytes:
+    """Insert cached values (none with ``caches=False``), fix timestamps and zip dates: the bytes to write."""
+    caches = {s.title: {coord: c.cached for coord, c in s.cells.items() if c.formula} if caches else {}
+              for s in book.sheets}
     titles = [s.title for s in book.sheets]
     src = zipfile.ZipFile(io.BytesIO(raw))
     out = io.BytesIO()
@@ -373,21 +386,7 @@ def workbook_bytes(book: Book, caches: bool = True) -> bytes:
     """The finished .xlsx for a book; ``caches=False`` leaves formula values out (for recalculation tests)."""
     buf = io.BytesIO()
     render(book).save(buf)
-    raw = buf.getvalue()
-    if not caches:
-        return finalise(raw, _without_caches(book))
-    return finalise(raw, book)
-
-
-def _without_caches(book: Book) -> Book:
-    from copy import deepcopy
-
-    b = deepcopy(book)
-    for s in b.sheets:
-        for c in s.cells.values():
-            if c.formula:
-                c.cached = None
-    return b
+    return finalise(buf.getvalue(), book, caches)
 
 
 def write_atomic(path: str | Path, data: bytes, force: bool = False) -> None:
