@@ -162,6 +162,30 @@ def test_step_time_fn_is_step_time_s():
         assert got == pytest.approx(expected, rel=1e-12)
 
 
+@pytest.mark.parametrize("latency_step", ["with_prefill", "decode_only"])
+def test_latency_step_fn_is_the_serving_model(latency_step):
+    # The planner's fast batch -> step time must be step_time_s(latency_load(...)) term by term, and the bisection on
+    # it must land on the same batch: a MoE model with EP and TP, a sliding-window model, prefix reuse, both steps.
+    from xlplan.io.planfile import plan_from_mapping
+
+    for model, policy in (("qwen3-30b-a3b", {"engine": "vllm", "expert_parallel": 2}), ("gemma-3-27b", {}),
+                          ("llama-3.1-8b", {})):
+        data = reference_plan().model_dump(exclude_none=True)
+        data["model"] = {"name": model, "weights_dtype": "bf16", "kv_dtype": "bf16"}
+        data["forecast"]["prefix_reuse"] = 0.3
+        data["policy"] = {**policy, "latency_step": latency_step}
+        s = resolve(plan_from_mapping(data, "test"))
+        tr = steps.traffic(s)
+        for tp in (1, 2):
+            r = steps.replica(s, tp)
+            fast = steps.latency_step_fn(s, tr, r)
+            for b in (1.0, 7.5, 64.0, 300.0):
+                assert fast(b) == pytest.approx(serving.step_time_s(r, steps.latency_load(s, tr, r, b)), rel=1e-12)
+            generic = serving.max_batch_within(lambda b, s=s, tr=tr, r=r: serving.step_time_s(r, steps.latency_load(s, tr, r, b)),
+                                               s.itl_s, steps.latency_batch_cap(s, tr))
+            assert steps.max_decode_batch(s, tr, r) == pytest.approx(generic, rel=1e-12)
+
+
 def test_a_full_cache_preempts_and_recomputes():
     # A budget of 79.65 GiB x 0.2561 − 14.96 GiB weights − 3 GiB = 2.44 GiB holds ~20,000 tokens of 131,072 B: nine
     # 2,000-token prompts fill it, and their 300 outputs each cannot all fit. The scheduler must preempt and recompute,

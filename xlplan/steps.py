@@ -420,8 +420,53 @@ def max_decode_batch(s: Scenario, tr: Traffic, r: serving.Replica):
         The largest batch (fractional) of :func:`xlplan.serving.max_batch_within`, at most
         :func:`latency_batch_cap`; 0 when one sequence misses the target. [sequences]
     """
-    return serving.max_batch_within(lambda b: serving.step_time_s(r, latency_load(s, tr, r, b)), s.itl_s,
-                                    latency_batch_cap(s, tr))
+    cap = latency_batch_cap(s, tr)
+
+    def step(b):
+        return serving.step_time_s(r, latency_load(s, tr, r, b))
+
+    if _vec._is_array(cap, s.itl_s, step(cap)):  # the sweep's arrays: the serving model itself
+        return serving.max_batch_within(step, s.itl_s, cap)
+    return serving.max_batch_within(latency_step_fn(s, tr, r), s.itl_s, cap)
+
+
+def latency_step_fn(s: Scenario, tr: Traffic, r: serving.Replica):
+    """``batch → step time`` of :func:`latency_load` on plain floats, through :func:`xlplan.serving.step_time_fn`:
+    the same step, term by term, without a :class:`~xlplan.serving.StepLoad` per call (the bisection of
+    :func:`max_decode_batch` times 66 steps per TP degree, and every what-if and option re-plans). [callable]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats).
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+    r : serving.Replica
+        The replica of :func:`replica` at this TP degree.
+
+    Returns
+    -------
+    callable
+        ``f(batch [sequences]) -> step time [s]``, equal to ``serving.step_time_s(r, latency_load(s, tr, r, batch))``
+        (a test holds them equal to 1e-12).
+    """
+    f = serving.step_time_fn(r)
+    ctx = decode_context_tokens(tr)
+    clipped = min(ctx, r.window)
+    if not s.latency_with_prefill:
+        def decode_only(b):
+            return f(b, b * ctx, b * clipped, 0.0, 0.0, 0.0, b * ctx, b * clipped)
+
+        return decode_only
+    reuse, out_mean = s.prefix_reuse, tr.output_mean
+    p_tokens, p_keys, p_keys_w = tr.prompt_mean, tr.prefill_keys_per_request, tr.prefill_keys_window_per_request
+
+    def with_prefill(b):
+        requests = b * (1.0 - reuse) / out_mean  # prompts started per step, as latency_load counts them
+        return f(b, b * ctx, b * clipped, requests * p_tokens, requests * p_keys, requests * p_keys_w, b * ctx,
+                 b * clipped)
+
+    return with_prefill
 
 
 def prefill_alone_s(s: Scenario, r: serving.Replica, prompt_tokens):
