@@ -1,12 +1,15 @@
 """The Excel-grammar engine's shortcuts are sound: a workbook evaluated through them gives exactly what compiling its
 own file, sharing nothing, gives, on every formula cell.
 
-Two shortcuts (tests/excelgrammar.py), which every workbook test goes through:
+The shortcuts (tests/excelgrammar.py), which every workbook test goes through:
 - a workbook of a shape already compiled in this process (the same formula in every cell, the same names and sheets)
   is evaluated on that compiled model with its own constants set on every constant cell;
-- a workbook of a new shape is compiled with the formulas it shares with earlier workbooks taken from a memo.
-If setting constants missed a cell, a range or a blank, or a memoised formula carried another workbook's state, the
-engines' agreement would be checked against the wrong values; this test would then differ.
+- a workbook of a new shape is compiled with the formulas it shares with earlier workbooks taken from a memo;
+- each formula cell runs as the straight line of calls its compiled pipe lists, and `formulas`' per-function ufunc
+  is built once.
+If setting constants missed a cell, a range or a blank, a memoised formula carried another workbook's state, or a
+straight line skipped a filter or an operand, the engines' agreement would be checked against the wrong values; this
+test would then differ.
 """
 
 from __future__ import annotations
