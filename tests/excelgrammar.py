@@ -213,6 +213,15 @@ _COMPILED_FORMULAS: dict[tuple, object] = {}  # per test process: (cell, formula
 _NAMES_KEYS: dict[int, tuple] = {}  # id of a model's defined-name table -> (the table, its content as a key)
 
 
+def _calls_udf(formula: str) -> bool:
+    """Whether a formula calls one of the xlplan Excel functions (with or without a namespace)."""
+    import re
+
+    from xlplan.io.workbook.common import UDF_NAMES
+
+    return re.search(r"(?<![A-Za-z0-9_])(" + "|".join(UDF_NAMES) + r")\(", formula, re.IGNORECASE) is not None
+
+
 def _memoised_compile_cell(original, udfs: bool):
     """`formulas`' compilation of one cell, kept per (coordinate, formula text, sheet, defined names): the workbooks of
     different plans share almost every formula, and parsing and building them is most of a compilation. A compiled
@@ -224,7 +233,8 @@ def _memoised_compile_cell(original, udfs: bool):
         held = _NAMES_KEYS.get(id(references))
         if held is None or held[0] is not references:
             held = _NAMES_KEYS[id(references)] = (references, repr(sorted((k, repr(v)) for k, v in references.items())))
-        key = (crd, val, context.get("excel"), context.get("sheet"), held[1], udfs)  # functions bind as they compile
+        # functions bind as they compile: a formula calling an xlplan function is kept apart with the add-in loaded
+        key = (crd, val, context.get("excel"), context.get("sheet"), held[1], udfs and _calls_udf(val))
         cell = _COMPILED_FORMULAS.get(key)
         if cell is None:
             cell = _COMPILED_FORMULAS[key] = original(crd, val, context, check_formula, references)
