@@ -2,7 +2,9 @@
 imported, and the markers of the slow tests.
 
 A test that launches LibreOffice (it calls ``require_libreoffice``) is marked ``libreoffice`` here, and every
-``libreoffice`` or ``install`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set.
+``libreoffice`` or ``install`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set. The slow
+tests are handed out first and the workers steal from each other's queues (``--dist worksteal`` in pyproject.toml),
+so the cores share the long ones instead of one core finishing them alone at the end.
 """
 
 import inspect
@@ -43,3 +45,17 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.libreoffice)
         if item.get_closest_marker("libreoffice") or item.get_closest_marker("install"):
             item.add_marker(pytest.mark.slow)
+    # The slow tests first, the files whose tests take minutes first of all (a stable sort keeps every other order).
+    # With `--dist worksteal` a worker that runs out takes tests from the other's queue, so quick tests queued behind a
+    # long one do not wait for it.
+    def order(item) -> tuple[bool, int]:
+        name = item.path.name if hasattr(item, "path") else ""
+        heavy = HEAVIEST_FIRST.index(name) if name in HEAVIEST_FIRST else len(HEAVIEST_FIRST)
+        return item.get_closest_marker("slow") is None, heavy
+
+    items.sort(key=order)
+
+
+HEAVIEST_FIRST = ["test_workbook_recalc.py", "test_excel_grammar_shapes.py", "test_workbook_prose.py",
+                  "test_udf_workbook.py", "test_install.py"]
+"""Test files whose slow tests run before all others (`pytest --durations` shows which: each takes a minute or more)."""
