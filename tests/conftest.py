@@ -48,10 +48,14 @@ def pytest_collection_modifyitems(config, items):
     # The slow tests first, the files whose tests take minutes first of all (a stable sort keeps every other order).
     # With `--dist worksteal` a worker that runs out takes tests from the other's queue, so quick tests queued behind a
     # long one do not wait for it.
+    # A file in KEEP_TOGETHER moves as one block (its module fixture holds state that may be set up only once).
+    together = {item.path.name for item in items if getattr(item, "path", None) and item.path.name in KEEP_TOGETHER
+                and item.get_closest_marker("slow")}
+
     def order(item) -> tuple[bool, int]:
         name = item.path.name if hasattr(item, "path") else ""
         heavy = HEAVIEST_FIRST.index(name) if name in HEAVIEST_FIRST else len(HEAVIEST_FIRST)
-        return item.get_closest_marker("slow") is None, heavy
+        return item.get_closest_marker("slow") is None and name not in together, heavy
 
     items.sort(key=order)
 
@@ -59,3 +63,7 @@ def pytest_collection_modifyitems(config, items):
 HEAVIEST_FIRST = ["test_workbook_recalc.py", "test_excel_grammar_shapes.py", "test_workbook_prose.py",
                   "test_udf_workbook.py", "test_install.py"]
 """Test files whose slow tests run before all others (`pytest --durations` shows which: each takes a minute or more)."""
+
+KEEP_TOGETHER = ["test_udfs_server.py"]
+"""Test files whose tests must stay in one block: the xlwings Server fixture configures the server once per process,
+before its first import."""
