@@ -20,6 +20,7 @@ compilation that uses neither.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 from pathlib import Path
@@ -213,13 +214,18 @@ _COMPILED_FORMULAS: dict[tuple, object] = {}  # per test process: (cell, formula
 _NAMES_KEYS: dict[int, tuple] = {}  # id of a model's defined-name table -> (the table, its content as a key)
 
 
-def _calls_udf(formula: str) -> bool:
-    """Whether a formula calls one of the xlplan Excel functions (with or without a namespace)."""
+@functools.cache
+def _udf_call():
     import re
 
     from xlplan.io.workbook.common import UDF_NAMES
 
-    return re.search(r"(?<![A-Za-z0-9_])(" + "|".join(UDF_NAMES) + r")\(", formula, re.IGNORECASE) is not None
+    return re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(UDF_NAMES) + r")\(", re.IGNORECASE)
+
+
+def _calls_udf(formula: str) -> bool:
+    """Whether a formula calls one of the xlplan Excel functions (with or without a namespace)."""
+    return _udf_call().search(formula) is not None
 
 
 def _memoised_compile_cell(original, udfs: bool):

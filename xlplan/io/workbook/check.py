@@ -152,7 +152,7 @@ def check_workbook(path: str | Path) -> list[Finding]:
                     findings.append(Finding(where, "formula-changed", have_text, cell.value))
                     continue
                 value = v_ws[coord].value
-                if "BuildDate" in cell.value:  # workbooks written before 0.x held their build day here: a rebuild differs by design
+                if "BuildDate" in cell.value:  # older workbooks held their build day here: a rebuild on another day differs by design
                     continue
                 if cell.kind == "crosscheck":
                     if value not in (ADDIN_MISSING, ADDIN_AGREES, None):

@@ -83,11 +83,10 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
     sh.put("A", r0, Cell("Plan", kind="label"))
     sh.put("B", r0, Cell("=PlanName", formula=True, cached=e.plan.name, kind="calc"))
     sh.put("A", r0 + 1, Cell("Prepared", kind="label"))
-    built = UNDATED
-    sh.put("B", r0 + 1, Cell('=IF(PlanDate="",BuildDate,PlanDate)', formula=True, cached=e.plan.date or built, kind="calc",
+    sh.put("B", r0 + 1, Cell('=IF(PlanDate="",BuildDate,PlanDate)', formula=True, cached=e.plan.date or UNDATED, kind="calc",
                              fmt="yyyy-mm-dd"))
     sh.put("C", r0 + 1, Cell("if no PlanDate", kind="unit"))
-    coord = sh.put("D", r0 + 1, Cell(built, kind="note"))
+    coord = sh.put("D", r0 + 1, Cell(UNDATED, kind="note"))
     book.define("BuildDate", sh, coord)
     sh.row = r0 + 2
     rows.section("The answer")

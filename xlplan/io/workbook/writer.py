@@ -345,7 +345,7 @@ def _cached_xml(value) -> tuple[str, str]:
 
 def finalise(raw: bytes, book: Book, caches: bool = True) -> bytes:
     """Insert cached values (none with ``caches=False``), fix timestamps and zip dates: the bytes to write."""
-    caches = {s.title: {coord: c.cached for coord, c in s.cells.items() if c.formula} if caches else {}
+    values = {s.title: {coord: c.cached for coord, c in s.cells.items() if c.formula} if caches else {}
               for s in book.sheets}
     titles = [s.title for s in book.sheets]
     src = zipfile.ZipFile(io.BytesIO(raw))
@@ -355,7 +355,7 @@ def finalise(raw: bytes, book: Book, caches: bool = True) -> bytes:
             data = src.read(info.filename)
             m = re.fullmatch(r"xl/worksheets/sheet(\d+)\.xml", info.filename)
             if m:
-                data = _fill_sheet(data.decode("utf-8"), caches[titles[int(m.group(1)) - 1]]).encode("utf-8")
+                data = _fill_sheet(data.decode("utf-8"), values[titles[int(m.group(1)) - 1]]).encode("utf-8")
             elif info.filename == "docProps/core.xml":
                 text = data.decode("utf-8")
                 text = re.sub(r"(<dcterms:created[^>]*>)[^<]*(</dcterms:created>)", rf"\g<1>{FIXED_TIMESTAMP}\g<2>", text)
