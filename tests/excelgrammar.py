@@ -10,17 +10,22 @@ through xlwings' own Office.js dispatch (``custom_functions_call``) with argumen
 UDF cell is evaluated the way Excel with the add-in evaluates it, and every native cell downstream of it too.
 
 Compiling a workbook's formulas costs about ten times evaluating them, so each workbook shape is compiled once per
-test process and every workbook of that shape is evaluated on it (:func:`evaluate`). Evaluating is made about three
-times faster by two changes that leave `formulas`' arithmetic as it is: each cell's formula runs as the straight line
-of calls its compiled pipe already lists (:class:`_Line`), and the ufunc `formulas` builds for each call of a function
-is built once (:func:`_cached_vectorize`). ``tests/test_excel_grammar_shapes.py`` holds the result to a fresh
-compilation that uses neither.
+test process and every workbook of that shape is evaluated on it (:func:`evaluate`). A new shape is compiled from
+what earlier workbooks compiled: every formula (kept per cell, text and the defined names it reads), every constant and
+the defined names themselves. Evaluating replays the calls schedula made the first time (:class:`_Replay`); each
+cell's formula runs as the straight line of calls its compiled pipe already lists (:class:`_Line`); the ufunc
+`formulas` builds for each call of a function is built once (:func:`_cached_vectorize`); and the cyclic garbage
+collector pauses while models are compiled and leaves compiled models alone after (:func:`_uncollected`). None of
+this changes `formulas`' arithmetic: ``tests/test_excel_grammar_shapes.py`` holds the result to a fresh compilation
+that uses none of it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import gc
 import math
 import os
 from pathlib import Path
@@ -91,13 +96,20 @@ def _udf(name: str):
     return call
 
 
+_REGISTERED = False  # whether the xlplan functions are known to the engine in this process
+
+
 def register_udfs(on: bool = True) -> None:
     """Make the xlplan Excel functions known to the engine (as the add-in makes them known to Excel), or, with
     ``on=False``, unknown again (Excel without the add-in). `formulas` binds functions when it compiles."""
+    global _REGISTERED
+    if not on and not _REGISTERED:
+        return  # never made known in this process: nothing to unregister (and xlwings need not be imported)
     import formulas.functions as F
 
     from udfs import functions as U
 
+    _REGISTERED = on
     table = F.get_functions()  # `formulas` looks functions up in this cached copy of FUNCTIONS
     for py_name in U.public_udfs():
         for functions in (F.FUNCTIONS, table):
@@ -210,8 +222,9 @@ def _cached_vectorize(on: bool) -> None:
     F.np = _CachedVectorize(numpy) if on else numpy
 
 
-_COMPILED_FORMULAS: dict[tuple, object] = {}  # per test process: (cell, formula, sheet, names) -> compiled cell
-_NAMES_KEYS: dict[int, tuple] = {}  # id of a model's defined-name table -> (the table, its content as a key)
+_COMPILED_FORMULAS: dict[tuple, object] = {}  # per test process: (cell, formula, sheet, its names) -> compiled cell
+_COMPILED_CONSTANTS: dict[tuple, object] = {}  # per test process: (cell, type, value, sheet) -> compiled constant
+_NAMES_BY_WORD: dict[int, tuple] = {}  # id of a model's defined-name table -> (the table, {NAME: its definitions})
 
 
 @functools.cache
@@ -228,25 +241,99 @@ def _calls_udf(formula: str) -> bool:
     return _udf_call().search(formula) is not None
 
 
+_WORD = None
+
+
+def _names_read(formula: str, references) -> tuple:
+    """The defined names a formula can read, with their definitions: every name whose word appears in its text.
+
+    `formulas` consults a compiling cell's defined-name table only for the operands of its own formula
+    (``Builder.compile`` and ``Cell.update_inputs`` look up the formula's data nodes in it), so two cells with the same
+    formula, coordinate and sheet compile alike wherever these definitions agree, whatever other names differ. A word
+    that merely looks like a name (in a string, say) only adds to the key, which errs on the side of compiling."""
+    global _WORD
+    import re
+
+    if _WORD is None:
+        _WORD = re.compile(r"[A-Z_\\][A-Z0-9_.\\]*")
+    held = _NAMES_BY_WORD.get(id(references))
+    if held is None or held[0] is not references:
+        by_word: dict[str, list] = {}
+        for key, ref in references.items():
+            by_word.setdefault(key.rpartition("!")[2].upper(), []).append((key, repr(ref)))
+        held = _NAMES_BY_WORD[id(references)] = (references, {w: tuple(sorted(v)) for w, v in by_word.items()})
+    by_word = held[1]
+    return tuple(by_word[w] for w in sorted(set(_WORD.findall(formula.upper()))) if w in by_word)
+
+
+def _only(references, read: tuple) -> dict:
+    """The defined-name table cut to the names a formula reads (:func:`_names_read`): `formulas` tests every name of
+    the table against the formula's operands as it compiles, so a whole table costs a scan per name per formula."""
+    return {key: references[key] for group in read for key, _ in group}
+
+
 def _memoised_compile_cell(original, udfs: bool):
-    """`formulas`' compilation of one cell, kept per (coordinate, formula text, sheet, defined names): the workbooks of
-    different plans share almost every formula, and parsing and building them is most of a compilation. A compiled
-    cell is immutable (``Cell.add`` only reads it), so the next workbook's model takes it as it is."""
+    """`formulas`' compilation of one cell, kept per (coordinate, formula text, sheet, the defined names it reads): the
+    workbooks of different plans share almost every formula, and parsing and building them is most of a compilation.
+    A compiled cell is immutable (``Cell.add`` only reads it), so the next workbook's model takes it as it is."""
 
     def compile_cell(crd, val, context, check_formula, references):
-        if not (check_formula and isinstance(val, str) and val.startswith("=")):
-            return original(crd, val, context, check_formula, references)
-        held = _NAMES_KEYS.get(id(references))
-        if held is None or held[0] is not references:
-            held = _NAMES_KEYS[id(references)] = (references, repr(sorted((k, repr(v)) for k, v in references.items())))
+        if not (check_formula and isinstance(val, str) and val.startswith("=")):  # a constant: its value is the key
+            key = (crd, type(val).__name__, repr(val), check_formula, context.get("excel"), context.get("sheet"))
+            cell = _COMPILED_CONSTANTS.get(key)
+            if cell is None:
+                cell = _COMPILED_CONSTANTS[key] = original(crd, val, context, check_formula, references)
+            return cell
         # functions bind as they compile: a formula calling an xlplan function is kept apart with the add-in loaded
-        key = (crd, val, context.get("excel"), context.get("sheet"), held[1], udfs and _calls_udf(val))
+        read = _names_read(val, references)
+        key = (crd, val, context.get("excel"), context.get("sheet"), read, udfs and _calls_udf(val))
         cell = _COMPILED_FORMULAS.get(key)
         if cell is None:
-            cell = _COMPILED_FORMULAS[key] = original(crd, val, context, check_formula, references)
+            cell = _COMPILED_FORMULAS[key] = original(crd, val, context, check_formula, _only(references, read))
         return cell
 
     return compile_cell
+
+
+_RESOLVED_NAMES: dict[tuple, tuple] = {}  # per test process: (book, every defined name) -> (compiled names, resolved)
+
+
+def _memoised_add_references(original):
+    """`formulas`' reading of a workbook's defined names, kept per (book, every defined name with its definition):
+    resolving them is one schedula dispatch over all of them, and every plan's workbook has the same names. The
+    compiled names are immutable like compiled cells (``Cell.add`` only reads them), so the next model adds them."""
+
+    def add_references(self, book, context=None):
+        names = book.defined_names
+        names = names.values() if isinstance(names, dict) else names.definedName
+        key = (context.get("excel"), repr(sorted((context.get("external_links") or {}).items())),
+               tuple(sorted((n.name, n.value, bool(n.hidden), repr(n.localSheetId)) for n in names)))
+        held = _RESOLVED_NAMES.get(key)
+        if held is None:
+            refs = original(self, book, context=context)
+            _RESOLVED_NAMES[key] = ({k: self.cells[k] for k in refs}, dict(refs))
+            return refs
+        compiled, refs = held
+        for output, ref in compiled.items():
+            ref.add(self.dsp, context=context)
+            self.cells[output] = ref
+        return dict(refs)
+
+    return add_references
+
+
+@contextlib.contextmanager
+def _uncollected():
+    """The cyclic garbage collector paused: compiling a workbook allocates hundreds of thousands of long-lived objects
+    and frees almost none, so collecting meanwhile only walks them again and again (about a third of a compilation).
+    What an evaluation leaves behind is collected after, as usual."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _load(path: Path, memo: bool = True, udfs: bool = False):
@@ -261,14 +348,113 @@ def _load(path: Path, memo: bool = True, udfs: bool = False):
     folder = Path(tempfile.mkdtemp(prefix="xlplan-eg-"))
     book = folder / "book.xlsx"
     shutil.copyfile(path, book)
-    original = ExcelModel.__dict__["_compile_cell"]
+    original, add_references = ExcelModel.__dict__["_compile_cell"], ExcelModel.__dict__["add_references"]
     try:
         if memo:
             ExcelModel._compile_cell = staticmethod(_memoised_compile_cell(original.__func__, udfs))
-        return formulas.ExcelModel().loads(str(book)).finish()
+            ExcelModel.add_references = _memoised_add_references(add_references)
+        with _uncollected():
+            return formulas.ExcelModel().loads(str(book)).finish()
     finally:
-        ExcelModel._compile_cell = original
+        ExcelModel._compile_cell, ExcelModel.add_references = original, add_references
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class _Replay:
+    """A compiled model's evaluation as the fixed sequence of calls schedula made for it, replayed on new constants.
+
+    schedula evaluates a model by visiting nodes outward from the inputs, calling each function node whose outputs are
+    still wanted and giving each data node the estimate nearest the start. Which functions run, in which order, and
+    which function's estimate each data node keeps depend on the graph and on which data nodes are given — never on
+    their values — so a workbook of the same shape (the same formulas, the same constant cells given) makes the same
+    calls. :meth:`record` notes them during one schedula dispatch; :meth:`run` makes them again, with the same functions
+    and the same filters on the same values, without schedula's per-node bookkeeping (most of an evaluation). A call
+    that raises, or a run that met anything else, falls back to schedula itself.
+    """
+
+    def __init__(self, model):
+        self.model = model
+        self.calls = None  # [(function, inputs, [(output position, data id, filters)], function filters, kwargs)]
+        self.starts = None  # [(data id, filters)]: the data nodes schedula set from inputs and defaults
+
+    def record(self, inputs=None):
+        """One schedula dispatch (the solution it returns), noting the calls it made where they can be replayed."""
+        from schedula.utils.cst import START
+        from schedula.utils.dsp import SubDispatch, parent_func
+
+        dsp = self.model.dsp
+        order, failed, originals = [], [], {}
+        for fid, node in dsp.function_nodes.items():
+            originals[fid] = function = node["function"]
+
+            def noted(*args, _function=function, _fid=fid, **kwargs):
+                order.append(_fid)
+                try:
+                    return _function(*args, **kwargs)
+                except BaseException:
+                    failed.append(_fid)
+                    raise
+
+            node["function"] = noted
+        try:
+            solution = self.model.calculate(inputs=inputs) if inputs is not None else self.model.calculate()
+        finally:
+            for fid, function in originals.items():
+                dsp.nodes[fid]["function"] = function
+        if failed or len(set(order)) != len(order):
+            return solution
+        pred, nodes = solution.workflow.pred, dsp.nodes
+        source, starts = {}, []
+        for data_id in solution:
+            edges = [k for k in pred.get(data_id, {})]
+            if len(edges) != 1:
+                return solution
+            if edges[0] is START:
+                starts.append((data_id, tuple(nodes[data_id].get("filters") or ())))
+            else:
+                source.setdefault(edges[0], []).append(data_id)
+        calls = []
+        for fid in order:
+            node = nodes[fid]
+            function = originals[fid]
+            subdispatch = isinstance(parent_func(function), SubDispatch)
+            outputs = list(node["outputs"])
+            sets = [(outputs.index(d), d, tuple(nodes[d].get("filters") or ())) for d in source.get(fid, ())]
+            kwargs = {"_stopper": None, "_executor": False, "_sol_name": (fid,), "_verbose": False} if subdispatch else {}
+            calls.append((function, tuple(node["inputs"]), len(outputs) > 1, sets,
+                          tuple(node.get("filters") or ()), kwargs))
+        self.calls, self.starts = calls, starts
+        return solution
+
+    def run(self, inputs):
+        """{data id: value} as schedula's dispatch with these inputs gives it, or None where this model cannot be
+        replayed (the caller then dispatches)."""
+        from schedula.utils.cst import NONE
+
+        if self.calls is None:
+            return None
+        defaults = self.model.dsp.default_values
+        values = {}
+        for data_id, filters in self.starts:
+            v = inputs[data_id] if data_id in inputs else defaults[data_id]["value"]
+            for f in filters:
+                v = f(v)
+            values[data_id] = v
+        try:
+            for function, args, many, sets, filters, kwargs in self.calls:
+                res = function(*[v for v in (values.get(a, NONE) for a in args) if v is not NONE], **kwargs)
+                for f in filters:
+                    res = f(res)
+                for position, data_id, data_filters in sets:
+                    v = res[position] if many else res
+                    if v is NONE:
+                        return None
+                    for f in data_filters:
+                        v = f(v)
+                    values[data_id] = v
+        except Exception:
+            return None
+        return {k: v for k, v in values.items() if v is not NONE}
 
 
 class _Shape:
@@ -284,6 +470,7 @@ class _Shape:
                 sheet, _, coord = key.split("]", 1)[1].rpartition("!")
                 self.keys[(sheet.strip("'").upper(), coord)] = key
         self.empty = next((v["value"] for k, v in defaults.items() if isinstance(v["value"], list)), None)
+        self.replay = _Replay(self.model)
 
 
 _SHAPES: dict[tuple, _Shape] = {}  # per test process: one compilation per workbook shape
@@ -333,21 +520,27 @@ def evaluate(path: str | Path, udfs: bool = False) -> dict[tuple[str, str], obje
     path = Path(path)
     _with_udfs(udfs)
     _cached_vectorize(True)
-    shape_key, constants = _read_file(path)
-    shape = _SHAPES.get((shape_key, udfs))
-    if shape is None:
-        shape = _Shape(path, udfs)
-        # the constants as read here are the constants `formulas` compiled, or the shortcut would be unsound
-        defaults = shape.model.dsp.default_values
-        differ = [cell for cell, key in shape.keys.items() if cell in constants and defaults[key]["value"] != constants[cell]]
-        assert not differ, f"{path}: constants read otherwise than `formulas` reads them: {differ[:5]}"
-        _SHAPES[(shape_key, udfs)] = shape
-        solution = shape.model.calculate()
-    else:
-        inputs = {key: constants.get(cell, shape.empty if shape.empty is not None else EMPTY)
-                  for cell, key in shape.keys.items()}
-        solution = shape.model.calculate(inputs=inputs)
-    return _values(solution)
+    with _uncollected():
+        shape_key, constants = _read_file(path)
+        shape = _SHAPES.get((shape_key, udfs))
+        if shape is None:
+            shape = _Shape(path, udfs)
+            # the constants as read here are the constants `formulas` compiled, or the shortcut would be unsound
+            defaults = shape.model.dsp.default_values
+            differ = [cell for cell, key in shape.keys.items() if cell in constants and defaults[key]["value"] != constants[cell]]
+            assert not differ, f"{path}: constants read otherwise than `formulas` reads them: {differ[:5]}"
+            _SHAPES[(shape_key, udfs)] = shape
+            # a compiled shape lives as long as the test process: the collector need not walk its object graph again
+            # (each full collection otherwise walks every compiled workbook, and pytest makes one at its exit)
+            gc.freeze()
+            solution = shape.replay.record()
+        else:
+            inputs = {key: constants.get(cell, shape.empty if shape.empty is not None else EMPTY)
+                      for cell, key in shape.keys.items()}
+            solution = shape.replay.run(inputs)
+            if solution is None:
+                solution = shape.model.calculate(inputs=inputs)
+        return _values(solution)
 
 
 def evaluate_fresh(path: str | Path, udfs: bool = False) -> dict[tuple[str, str], object]:
@@ -355,7 +548,8 @@ def evaluate_fresh(path: str | Path, udfs: bool = False) -> dict[tuple[str, str]
     no memo, no straight lines, numpy's own ``vectorize``."""
     _with_udfs(udfs)
     _cached_vectorize(False)
-    return _values(_load(Path(path), memo=False).calculate())
+    with _uncollected():
+        return _values(_load(Path(path), memo=False).calculate())
 
 
 def _with_udfs(udfs: bool) -> None:

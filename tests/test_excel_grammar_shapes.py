@@ -4,12 +4,15 @@ own file, sharing nothing, gives, on every formula cell.
 The shortcuts (tests/excelgrammar.py), which every workbook test goes through:
 - a workbook of a shape already compiled in this process (the same formula in every cell, the same names and sheets)
   is evaluated on that compiled model with its own constants set on every constant cell;
-- a workbook of a new shape is compiled with the formulas it shares with earlier workbooks taken from a memo;
+- a workbook of a new shape is compiled with the formulas, constants and defined names it shares with earlier
+  workbooks taken from a memo, each formula compiled against only the defined names it reads;
+- a compiled model is evaluated by replaying the calls schedula made for its first workbook, in the same order;
 - each formula cell runs as the straight line of calls its compiled pipe lists, and `formulas`' per-function ufunc
   is built once.
-If setting constants missed a cell, a range or a blank, a memoised formula carried another workbook's state, or a
-straight line skipped a filter or an operand, the engines' agreement would be checked against the wrong values; this
-test would then differ.
+If setting constants missed a cell, a range or a blank, a memoised formula or name carried another workbook's state,
+the replay called a function out of order or gave a data node another function's estimate, or a straight line
+skipped a filter or an operand, the engines' agreement would be checked against the wrong values; this test would
+then differ.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from excelgrammar import _read_file, evaluate, evaluate_fresh
+from excelgrammar import _SHAPES, _read_file, evaluate, evaluate_fresh
 from planhelp import replan
 
 from xlplan.io.workbook.layout import build
@@ -51,6 +54,8 @@ def test_workbooks_through_the_shortcuts_equal_their_own_compilation(ref_plan, t
     evaluate(paths["reference"])
     on_new = evaluate(paths["new"])
     shortcut = evaluate(paths["same"])
+    # `same` went through the replay, not schedula's own dispatch (which the replay falls back to)
+    assert _SHAPES[(shapes["new"], False)].replay.calls, "the replay was not armed for new's shape"
     fresh = evaluate_fresh(paths["same"])
     cells = [(t.upper(), c) for t, c, _ in books["same"].formula_cells()]
     assert [(cell, shortcut.get(cell), fresh.get(cell)) for cell in cells if not _same(shortcut.get(cell), fresh.get(cell))] == []
