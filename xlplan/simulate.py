@@ -17,7 +17,8 @@ Notes
   still waiting then counts its time so far, a lower bound. ITL is pooled over token gaps: every decode step of
   the measured window contributes its duration once per sequence it advanced; TPOT is per request,
   ``(finish − first token) ÷ (output − 1)``. The run is stable when p95 TTFT over the two halves of the measured
-  window agree within 10% of the larger or of the TTFT target. A run lasts max(10 minutes, 20,000 arrivals) unless
+  window agree within 10% of the larger or of the TTFT target; a run keeps the promise only when it is stable, its
+  TTFT is within target and its ITL is within target or undefined (no second token decoded). A run lasts max(10 minutes, 20,000 arrivals) unless
   told, at most 6 hours.
 - **Prefix reuse**: the plan's reused share of each prompt is held in the cache from admission but not computed.
 
@@ -58,6 +59,11 @@ MAX_MINUTES = 360.0
 
 MAX_REQUESTS = 2_000_000
 """The most requests one run simulates: beyond it a run takes minutes, not seconds. [requests]"""
+
+SMALLEST_STEP_BUDGET = 256
+"""The smallest step token budget the advice suggests: where the inter-token promise is missed at the load and the
+plan's budget is above this, a smaller ``policy.max_num_batched_tokens`` is named as the lever (shorter prefill
+chunks stall each decode step less). [tokens]"""
 
 STABLE_SPREAD = 0.10
 """A run is stable when p95 TTFT over the two halves of its measured window differ by at most this fraction of the
@@ -160,6 +166,7 @@ class SimResult:
     itl_at_percentile_s: float  # [s]
     stable: bool  # p95 TTFT over the two halves of the window within 10% (of the larger, or of the target)
     unfinished: int  # measured requests still unfinished at the drain cap [requests]
+    itl_defined: bool = True  # some measured sequence decoded a second token (one-token outputs have no gaps) [bool]
 
 
 def warmup_s(duration_s: float) -> float:
@@ -622,9 +629,38 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
         kv_utilisation=KVUse(float((kv_u * kv_w).sum() / kv_w.sum()) if kv_w.sum() > 0 else math.nan,
                              _weighted_percentile(kv_u, kv_w, 95), float(kv_u.max()) if len(kv_u) else math.nan),
         preemptions=run.preemptions, percentile=percentile,
-        meets_promise=bool(ttft_q <= s.ttft_s and itl_q <= s.itl_s), ttft_at_percentile_s=ttft_q, itl_at_percentile_s=itl_q,
-        stable=stable, unfinished=int((sel & np.isnan(fin)).sum()),
+        meets_promise=verdict(ttft_q, itl_q, len(gaps) > 0, stable, s.ttft_s, s.itl_s),
+        ttft_at_percentile_s=ttft_q, itl_at_percentile_s=itl_q,
+        stable=stable, unfinished=int((sel & np.isnan(fin)).sum()), itl_defined=len(gaps) > 0,
     )
+
+
+def verdict(ttft_q_s: float, itl_q_s: float, itl_defined: bool, stable: bool, ttft_target_s: float, itl_target_s: float) -> bool:
+    """Whether one run keeps the promise: TTFT and ITL at the percentile within the targets, in a steady state.
+
+    Parameters
+    ----------
+    ttft_q_s : float
+        TTFT at the promise's percentile; NaN when no request was measured. [s]
+    itl_q_s : float
+        Inter-token gap at the percentile; NaN when no sequence decoded a second token. [s]
+    itl_defined : bool
+        Whether any token gap was measured. With one-token outputs there is none: ITL is undefined, not missed. [bool]
+    stable : bool
+        Whether p95 TTFT agreed over the two halves of the measured window (:data:`STABLE_SPREAD`). [bool]
+    ttft_target_s : float
+        The promise's TTFT. [s]
+    itl_target_s : float
+        The promise's inter-token gap. [s]
+
+    Returns
+    -------
+    bool
+        True only when TTFT is within its target, ITL is within its target or undefined, and the run is stable: a
+        queue still growing at the end of the window has not shown its percentile, so it never passes. [bool]
+    """
+    itl_ok = (not itl_defined) or itl_q_s <= itl_target_s
+    return bool(ttft_q_s <= ttft_target_s and itl_ok and stable)
 
 
 def workload_for(s: Scenario, minutes: float, seed: int, cv2: float = 1.0, max_context: int | None = None) -> Workload:
@@ -841,11 +877,19 @@ def _missed(s: Scenario, r: SimResult) -> str:
     parts = []
     if not r.ttft_at_percentile_s <= s.ttft_s:
         parts.append(("TTFT", f"{q} {_secs(r.ttft_at_percentile_s)}"))
-    if not r.itl_at_percentile_s <= s.itl_s:
+    if r.itl_defined and not r.itl_at_percentile_s <= s.itl_s:
         parts.append(("inter-token", f"{q} {_secs(r.itl_at_percentile_s)}"))
+    if not parts:  # within both targets, but the queue had not settled
+        return (f"a steady state (p{r.percentile:g} TTFT {_secs(r.ttft_at_percentile_s)} still moving between the "
+                "halves of the run)")
     if len(parts) == 1:
         return f"the {parts[0][0]} promise ({parts[0][1]})"
     return f"the TTFT and inter-token promises ({parts[0][1]}, {parts[1][1]})"
+
+
+def _itl(r: SimResult) -> str:
+    """The run's inter-token gap at the percentile, or why there is none. [text]"""
+    return _secs(r.itl_at_percentile_s) if r.itl_defined else "undefined (one-token outputs)"
 
 
 def _secs(x: float) -> str:
@@ -928,7 +972,7 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     head = f"Simulated at peak ({how}, {minutes:g} min, seed {seed}): {whose} {_gpus(rb)}"
     if at_load.meets_promise:
         sentence = (f"{head} keep the promise (p{percentile:g} TTFT {_secs(at_load.ttft_at_percentile_s)}, "
-                    f"inter-token {_secs(at_load.itl_at_percentile_s)}); it holds from {_gpus(v * tp)}, so the "
+                    f"inter-token {_itl(at_load)}); it holds from {_gpus(v * tp)}, so the "
                     f"redundancy stays spare at peak.")
     elif v is None:
         sentence = (f"{head} miss {_missed(s, at_load)}, and no fleet up to {_gpus(found.cap_replicas * tp)} keeps it: "
@@ -943,12 +987,12 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
                     f"{rb_red} with redundancy" + (f" (the {int(pa.purchased)} purchased cover it)." if pa.purchased >= (v + red) * tp
                                                     else f"; with redundancy the fleet needs {(v + red) * tp}."))
     chunk = chunk_tokens(s)
-    if not at_load.itl_at_percentile_s <= s.itl_s and chunk > 1024:
+    if at_load.itl_defined and not at_load.itl_at_percentile_s <= s.itl_s and chunk > SMALLEST_STEP_BUDGET:
         sentence += (f" Long prefill steps stall decoding: a smaller policy.max_num_batched_tokens (now {chunk:,}) spreads "
                      "each prompt over more, shorter steps.")
     if failed.meets_promise:
         failure = (f"With one replica down at peak ({fail_reps * tp} of {rb_red} GPUs) the promise holds "
-                   f"(p{percentile:g} TTFT {_secs(failed.ttft_at_percentile_s)}, inter-token {_secs(failed.itl_at_percentile_s)}).")
+                   f"(p{percentile:g} TTFT {_secs(failed.ttft_at_percentile_s)}, inter-token {_itl(failed)}).")
     else:
         failure = f"With one replica down at peak ({fail_reps * tp} of {rb_red} GPUs) it misses {_missed(s, failed)}."
     return VerifiedOut(
