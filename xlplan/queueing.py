@@ -1,0 +1,257 @@
+"""The wait for a slot: multi-server queueing formulas for the queueing path.
+
+A replica carries at most the decode batch the inter-token target allows; a request that arrives when every slot of
+every replica is busy waits, and that wait is part of its time to first token. Treating the fleet's slots as the
+servers of one queue, these functions give the probability of waiting (Erlang C), the wait at a percentile, and the
+fewest servers that keep the wait within a target.
+
+Notes
+-----
+- **Erlang C** for ``c`` servers and offered load ``a = λ·S`` erlangs, computed through the Erlang B recursion
+  ``B₀ = 1, Bₖ = a·Bₖ₋₁ ÷ (k + a·Bₖ₋₁)``, then ``C = c·B ÷ (c − a·(1 − B))``: stable for thousands of servers, where
+  the direct sum of ``aᵏ/k!`` overflows. ``C = 1`` when ``a ≥ c`` (the queue grows without bound).
+- **The wait at a percentile** for M/M/c: ``P(W > t) = C·exp(−(c − a)·t ÷ S)``, so ``t_p = S·ln(C ÷ (1 − p)) ÷ (c − a)``
+  where ``C > 1 − p``, else 0 (at least share ``p`` of the requests find a free slot).
+- **Other arrival and service variability** by the Allen–Cunneen approximation: the M/M/c wait scaled by
+  ``(cₐ² + cₛ²) ÷ 2``, the squared coefficients of variation of the gaps between arrivals and of the service time.
+  It is exact for M/M/c (both 1) and for the mean wait of M/D/1 (Pollaczek–Khinchine). The same factor is applied to
+  the percentile, the usual engineering practice for G/G/c tails.
+
+References
+----------
+A. K. Erlang, "Solution of some problems in the theory of probabilities of significance in automatic telephone
+exchanges", Elektroteknikeren 13, 1917 (the C formula); the Erlang B recursion: D. L. Jagerman, "Some properties of
+the Erlang loss function", Bell System Technical Journal 53(3), 1974.
+A. O. Allen, Probability, Statistics, and Queueing Theory with Computer Science Applications, 2nd ed., Academic
+Press, 1990, §5.2 (the Allen–Cunneen approximation for G/G/c).
+W. Whitt, "Approximations for the GI/G/m queue", Production and Operations Management 2(2), 1993.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def erlang_b(servers: int, offered_erlangs: float) -> float:
+    """Probability that an arrival finds every server busy in a loss system (Erlang B). [probability]
+
+    Parameters
+    ----------
+    servers : int
+        Servers (slots). [servers]
+    offered_erlangs : float
+        Offered load: arrival rate times mean service time. [erlangs]
+
+    Returns
+    -------
+    float
+        ``B(c, a)`` by the recursion ``B₀ = 1, Bₖ = a·Bₖ₋₁ ÷ (k + a·Bₖ₋₁)``. [probability]
+
+    References
+    ----------
+    D. L. Jagerman, "Some properties of the Erlang loss function", Bell System Technical Journal 53(3), 1974.
+
+    Examples
+    --------
+    >>> round(erlang_b(2, 1.0), 6)  # (1²/2!) ÷ (1 + 1 + 1²/2!) = 0.5 ÷ 2.5
+    0.2
+    """
+    if servers < 0 or offered_erlangs < 0:
+        raise ValueError(f"erlang_b: got {servers} servers and {offered_erlangs} erlangs; expected both 0 or more")
+    b = 1.0
+    for k in range(1, int(servers) + 1):
+        b = offered_erlangs * b / (k + offered_erlangs * b)
+    return b
+
+
+def erlang_c(servers: int, offered_erlangs: float) -> float:
+    """Probability that an arrival waits for a server (Erlang C, M/M/c). [probability]
+
+    Parameters
+    ----------
+    servers : int
+        Servers (slots). [servers]
+    offered_erlangs : float
+        Offered load: arrival rate times mean service time. [erlangs]
+
+    Returns
+    -------
+    float
+        ``C = c·B ÷ (c − a·(1 − B))`` with ``B`` the Erlang B probability; 1 when ``a ≥ c``. [probability]
+
+    References
+    ----------
+    A. K. Erlang, Elektroteknikeren 13, 1917; the identity with Erlang B: Allen (1990), §5.2.
+
+    Examples
+    --------
+    >>> round(erlang_c(2, 1.0), 6)  # M/M/2 at ρ = 0.5: 2ρ² ÷ (1 + ρ) = 1/3
+    0.333333
+    """
+    c, a = int(servers), float(offered_erlangs)
+    if c <= 0 or a >= c:
+        return 1.0
+    if a == 0.0:
+        return 0.0
+    b = erlang_b(c, a)
+    return c * b / (c - a * (1.0 - b))
+
+
+def allen_cunneen_factor(arrival_cv2: float, service_cv2: float) -> float:
+    """The factor that turns an M/M/c wait into a G/G/c one (Allen–Cunneen). [1]
+
+    Parameters
+    ----------
+    arrival_cv2 : float
+        Squared coefficient of variation of the gaps between arrivals: 1 for Poisson. [1]
+    service_cv2 : float
+        Squared coefficient of variation of the service time: 1 exponential, 0 deterministic. [1]
+
+    Returns
+    -------
+    float
+        ``(cₐ² + cₛ²) ÷ 2``. [1]
+
+    References
+    ----------
+    A. O. Allen, Probability, Statistics, and Queueing Theory, 2nd ed., 1990, §5.2.
+    """
+    return (arrival_cv2 + service_cv2) / 2.0
+
+
+def mean_wait_s(servers: int, arrival_rps: float, service_s: float, arrival_cv2: float = 1.0,
+                service_cv2: float = 1.0) -> float:
+    """Mean wait for a server before service starts. [s]
+
+    Parameters
+    ----------
+    servers : int
+        Servers (slots). [servers]
+    arrival_rps : float
+        Arrival rate. [requests/s]
+    service_s : float
+        Mean service time of one request on one server. [s]
+    arrival_cv2 : float
+        Squared coefficient of variation of the gaps between arrivals. [1]
+    service_cv2 : float
+        Squared coefficient of variation of the service time. [1]
+
+    Returns
+    -------
+    float
+        ``C·S ÷ (c − a) × (cₐ² + cₛ²) ÷ 2``; infinity when the load reaches the servers (``a ≥ c``). [s]
+
+    References
+    ----------
+    Allen (1990), §5.2; for one server and deterministic service it is the Pollaczek–Khinchine mean wait
+    ``ρ·S ÷ (2·(1 − ρ))``.
+    """
+    c, a = int(servers), arrival_rps * service_s
+    if c <= 0 or a >= c:
+        return math.inf
+    return erlang_c(c, a) * service_s / (c - a) * allen_cunneen_factor(arrival_cv2, service_cv2)
+
+
+def wait_at_percentile_s(servers: int, arrival_rps: float, service_s: float, percentile: float,
+                         arrival_cv2: float = 1.0, service_cv2: float = 1.0) -> float:
+    """The wait for a server that ``percentile`` percent of requests stay within. [s]
+
+    Parameters
+    ----------
+    servers : int
+        Servers (slots). [servers]
+    arrival_rps : float
+        Arrival rate. [requests/s]
+    service_s : float
+        Mean service time of one request on one server. [s]
+    percentile : float
+        The promise's percentile, e.g. 95. [percent]
+    arrival_cv2 : float
+        Squared coefficient of variation of the gaps between arrivals. [1]
+    service_cv2 : float
+        Squared coefficient of variation of the service time. [1]
+
+    Returns
+    -------
+    float
+        ``S·ln(C ÷ (1 − p)) ÷ (c − a) × (cₐ² + cₛ²) ÷ 2`` where the chance of waiting ``C`` exceeds ``1 − p``, else 0;
+        infinity when ``a ≥ c``. [s]
+
+    Notes
+    -----
+    For M/M/c the waiting time is 0 with probability ``1 − C`` and otherwise exponential with rate ``(c − a) ÷ S``:
+    ``P(W > t) = C·exp(−(c − a)·t ÷ S)``.
+
+    References
+    ----------
+    Allen (1990), §5.2 (M/M/c waiting-time distribution; the Allen–Cunneen factor for G/G/c).
+
+    Examples
+    --------
+    >>> round(wait_at_percentile_s(1, 0.8, 1.0, 95), 3)  # M/M/1, ρ = 0.8: ln(0.8 ÷ 0.05) ÷ 0.2 = 13.863 s
+    13.863
+    """
+    c, a = int(servers), arrival_rps * service_s
+    if c <= 0 or a >= c:
+        return math.inf
+    tail = 1.0 - percentile / 100.0
+    p_wait = erlang_c(c, a)
+    if p_wait <= tail:
+        return 0.0
+    return service_s * math.log(p_wait / tail) / (c - a) * allen_cunneen_factor(arrival_cv2, service_cv2)
+
+
+def servers_for_wait(arrival_rps: float, service_s: float, wait_target_s: float, percentile: float,
+                     arrival_cv2: float = 1.0, service_cv2: float = 1.0, max_servers: int = 10_000_000) -> int | None:
+    """The fewest servers that keep the wait at ``percentile`` within ``wait_target_s``. [servers]
+
+    Parameters
+    ----------
+    arrival_rps : float
+        Arrival rate. [requests/s]
+    service_s : float
+        Mean service time of one request on one server. [s]
+    wait_target_s : float
+        Longest wait allowed at the percentile (0: most requests must find a free server). [s]
+    percentile : float
+        The promise's percentile. [percent]
+    arrival_cv2 : float
+        Squared coefficient of variation of the gaps between arrivals. [1]
+    service_cv2 : float
+        Squared coefficient of variation of the service time. [1]
+    max_servers : int
+        Where the search stops. [servers]
+
+    Returns
+    -------
+    int or None
+        The smallest ``c`` with :func:`wait_at_percentile_s` ≤ the target; None when the target is negative or no
+        ``c`` up to ``max_servers`` meets it. [servers]
+
+    Notes
+    -----
+    The wait falls as servers are added, so the answer is found by doubling from just above the offered load and
+    then bisecting.
+    """
+    if wait_target_s < 0 or arrival_rps < 0 or service_s < 0:
+        return None
+    a = arrival_rps * service_s
+    if a == 0.0:
+        return 0
+
+    def ok(c: int) -> bool:
+        return wait_at_percentile_s(c, arrival_rps, service_s, percentile, arrival_cv2, service_cv2) <= wait_target_s
+
+    lo = max(int(math.floor(a)), 0)  # at or below the load: the queue grows, never meets
+    hi = max(lo + 1, 1)
+    while not ok(hi):
+        lo, hi = hi, 2 * hi
+        if hi > max_servers:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
