@@ -149,6 +149,8 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
                          f"{c.decode_mfu:.0%} MFU of {m.peak_tflops:,.0f} TFLOP/s per GPU = {c.gpus_exact:.2f} → {c.gpus} GPUs"),
         ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {lat.max_decode_batch:,.0f} per replica) → {lat.gpus} GPUs; p95 prefill {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
     ]
+    if r.queueing is not None:
+        s3.append(("Queueing path", _queueing_line(r)))
     s4 = [
         ("Load", f"{f.load} GPUs (TP {f.tp})"),
         ("With redundancy", f"{f.with_redundancy} GPUs (N+{f.redundancy_replicas} replicas)"),
@@ -184,6 +186,15 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
             s5.insert(1, ("Against renting", (f"renting the {f.with_redundancy} GPUs with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
                                              f"{_usd(o.rent_monthly_usd)} / month; {pay}")))
     p3 = [_binding_words(r)]
+    q = r.queueing
+    if q is not None and (q.gpus is None or q.gpus > f.load):
+        p3.append((f"The queueing path needs {q.gpus} GPUs, more than the load of {f.load}" if q.gpus is not None
+                   else "No fleet keeps the wait for a slot within the TTFT promise")
+                  + (f": at {f.load} the replicas would run at ρ = {q.utilisation_at_load:.2f}"
+                     + (", so requests would queue for a slot without bound" if q.utilisation_at_load >= 1 else
+                        ", and the wait for a slot would pass the TTFT promise")
+                     if q.gpus is not None else f" (the p{i.percentile:g} prompt's prefill alone takes {q.prefill_at_percentile_s:.2f} s)")
+                  + "; `xlplan plan --verify` simulates the fleet that keeps it.")
     p4 = [f.tp_reason + "."]
     v = r.verified
     if v is not None:
@@ -213,6 +224,22 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         (SECTIONS[4], s5, api_words),
         (SECTIONS[5], [], p6),
     ]
+
+
+def _queueing_line(r: PlanResult) -> str:
+    """The queueing path's arithmetic: a replica's service rate, the offered load, and the replicas the wait needs."""
+    q, i = r.queueing, r.inputs
+    if q.service_rps_per_replica <= 0:
+        return f"no batch meets the inter-token target with its prefill share ({q.step_budget_tokens:,}-token steps)"
+    rate = (f"{q.slots_per_replica:,.2f} sequences ÷ ({_n(i.output_tokens.mean, 1)} tokens × {q.step_s * 1000:.2f} ms) = "
+            f"{q.service_rps_per_replica:.2f} req/s per replica ({q.step_budget_tokens:,}-token steps)")
+    load = f"{i.peak_rps:g} req/s ÷ {q.service_rps_per_replica:.2f} = {q.offered_erlangs:.2f} replicas busy"
+    if q.replicas is None:
+        return (f"{rate}; {load}; the p{i.percentile:g} prompt's prefill alone ({q.prefill_at_percentile_s:.2f} s) leaves no "
+                f"wait within the {i.ttft_s:g} s TTFT target")
+    return (f"{rate}; {load} → {q.replicas} replicas keep the p{i.percentile:g} wait for a slot at "
+            f"{q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − {q.prefill_at_percentile_s:.2f} s prefill "
+            f"(Erlang C) = {q.gpus} GPUs")
 
 
 def _secs(x: float | None) -> str:

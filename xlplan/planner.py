@@ -6,7 +6,9 @@ Runs the seven steps (:mod:`xlplan.steps`), the what-ifs and breakpoints
 
 from __future__ import annotations
 
-from xlplan import _vec, architecture, cost, memory, ownership, simulate, whatif
+import dataclasses
+
+from xlplan import _vec, architecture, cost, memory, ownership, queue_path, simulate, whatif
 from xlplan.plan import Plan
 from xlplan.result import (
     ComputeOut,
@@ -20,6 +22,7 @@ from xlplan.result import (
     ModelOut,
     OwnershipOut,
     PlanResult,
+    QueueingOut,
     TPOption,
     UtilisationCost,
 )
@@ -283,5 +286,12 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
         breakpoints=whatif.breakpoints(s, sol),
         warnings=_warnings(p, s, sol),
         verified=simulate.verify(s, sol, p.promise.percentile, max_context=model.max_context_tokens) if verify else None,
+        queueing=_queueing(s, sol),
     )
+
+
+def _queueing(s, sol) -> QueueingOut:
+    """The queueing path at the solution's TP degree, as the result carries it. [QueueingOut]"""
+    q = queue_path.queue_path(s, sol.traffic, int(sol.paths.tp), float(sol.paths.load_replicas))
+    return QueueingOut(**{k: v for k, v in dataclasses.asdict(q).items() if k != "tp"})
 

@@ -95,6 +95,22 @@ class LatencyOut(_Out):
     gpus: int = Field(description="GPUs in whole replicas. [GPUs]")
 
 
+class QueueingOut(_Out):
+    """The queueing path: the replicas that keep the wait for a slot within the TTFT promise (xlplan.queue_path)."""
+
+    step_budget_tokens: int = Field(description="Tokens one step may carry: the plan's budget, else 512-token chunks. [tokens]")
+    slots_per_replica: float = Field(description="Decodes one step carries within the inter-token target, prefill share included. [sequences]")
+    step_s: float = Field(description="The step at that batch. [s]")
+    service_rps_per_replica: float = Field(description="Requests one replica serves per second at the promise. [requests/s]")
+    offered_erlangs: float = Field(description="Peak rate ÷ that service rate: replicas busy on average. [erlangs]")
+    prefill_at_percentile_s: float = Field(description="Prefill of a prompt at the promise's percentile on an idle replica. [s]")
+    wait_target_s: float = Field(description="The TTFT promise less that prefill: the longest wait for a slot allowed. [s]")
+    replicas: int | None = Field(description="The fewest replicas keeping the wait within the target (Erlang C); None: no fleet can. [replicas]")
+    gpus: int | None = Field(description="Those replicas × TP. [GPUs]")
+    wait_at_percentile_s: float = Field(description="The wait for a slot at the percentile on those replicas. [s]")
+    utilisation_at_load: float = Field(description="Offered load ÷ the closed form's load replicas: above 1 the queue grows without bound. [fraction]")
+
+
 class TPOption(_Out):
     """One tensor-parallel degree the planner considered."""
 
@@ -328,3 +344,4 @@ class PlanResult(_Out):
     breakpoints: list[Breakpoint] = Field(description="Section 6: where each input changes the answer.")
     warnings: list[str] = Field(description="What the reader must know (e.g. TTFT not met on this hardware). [text]")
     verified: VerifiedOut | None = Field(default=None, description="The fleet simulated at peak (plan --verify); None when not asked for.")
+    queueing: QueueingOut | None = Field(default=None, description="The queueing path at the plan's TP degree: the wait for a slot. None in results written before it existed.")
