@@ -372,3 +372,18 @@ def test_step_advice_wherever_the_step_misses_the_inter_token_promise():
     s256 = dataclasses.replace(s, itl_s=0.009, max_num_batched_tokens=float(simulate.SMALLEST_STEP_BUDGET))
     sentence = simulate.verify(s256, steps.solve(s256), 95.0, minutes=2).sentence
     assert "inter-token promise" in sentence and "max_num_batched_tokens" not in sentence
+
+
+@pytest.mark.parametrize("itl_s", [0.005, 0.02, 0.05, 0.2])
+def test_max_batch_within_plain_floats_equals_its_array_form(itl_s):
+    # the bisection runs as a plain loop on floats and through _vec on arrays (the sweep): the same halvings of the
+    # same interval, so the same batch to the last bit — including the ends (one sequence misses: 0; the cap fits: cap)
+    s = REF
+    tr = steps.traffic(s)
+    r = steps.replica(s, 1)
+    step = steps.latency_step_fn(s, tr, r)
+    cap = float(steps.latency_batch_cap(s, tr))
+    scalar = serving.max_batch_within(step, itl_s, cap)
+    array = serving.max_batch_within(lambda b: np.asarray([step(float(x)) for x in np.atleast_1d(b)]),
+                                     np.asarray([itl_s]), np.asarray([cap]))
+    assert isinstance(scalar, float) and scalar == float(array[0])

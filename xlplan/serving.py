@@ -571,11 +571,24 @@ def max_batch_within(step_of_batch, limit_s, upper):
 
     Notes
     -----
-    A fixed :data:`BISECTION_STEPS` halvings, written with :mod:`xlplan._vec` so arrays (the sweep) work.
+    A fixed :data:`BISECTION_STEPS` halvings, written with :mod:`xlplan._vec` so arrays (the sweep) work; on plain
+    floats the same halvings run as a plain loop (the planner's every what-if and breakpoint), with the same result.
     """
     fits_all = step_of_batch(upper) <= limit_s
     fits_one = step_of_batch(1.0 + 0.0 * upper) <= limit_s
     lo, hi = 1.0 + 0.0 * upper, upper * 1.0
+    if not _vec._is_array(fits_all, fits_one, lo, hi, limit_s):  # plain floats: the same halvings without _vec
+        if fits_all:
+            return upper * 1.0
+        if not fits_one:
+            return 0.0 * upper
+        for _ in range(BISECTION_STEPS):
+            mid = (lo + hi) / 2.0
+            if step_of_batch(mid) <= limit_s:
+                lo = mid
+            else:
+                hi = mid
+        return lo
     for _ in range(BISECTION_STEPS):
         mid = (lo + hi) / 2.0
         ok = step_of_batch(mid) <= limit_s
