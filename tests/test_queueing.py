@@ -80,3 +80,20 @@ def test_fewest_servers_meet_the_wait_and_one_fewer_does_not():
     assert _erlang_c_direct(c, 4.0) <= 0.05 < _erlang_c_direct(c - 1, 4.0)
     assert queueing.servers_for_wait(1.0, 1.0, -1.0, 95) is None
     assert queueing.servers_for_wait(0.0, 1.0, 0.0, 95) == 0
+
+
+def test_large_fleets_by_the_series_agree_with_the_recursion():
+    # past RECURSION_SERVERS Erlang B is read from the top of its defining sum and stopped early; the recursion over
+    # every server is the reference, and the two agree to float precision either side of the load
+    def recursion(c, a):
+        b = 1.0
+        for k in range(1, c + 1):
+            b = a * b / (k + a * b)
+        return b
+
+    for c, a in ((1500, 1400.0), (5000, 4900.0), (3000, 3100.0), (2000, 1000.0)):
+        assert c > queueing.RECURSION_SERVERS
+        assert queueing.erlang_b(c, a) == pytest.approx(recursion(c, a), rel=1e-12)
+    # and a plan-sized extreme still gives the fewest servers: 33,000 req/s of 100 s requests is 3.3 million erlangs
+    c = queueing.servers_for_wait(33_000.0, 100.0, 0.5, 95)
+    assert queueing.wait_at_percentile_s(c, 33_000.0, 100.0, 95) <= 0.5 < queueing.wait_at_percentile_s(c - 1, 33_000.0, 100.0, 95)

@@ -31,6 +31,9 @@ from __future__ import annotations
 
 import math
 
+RECURSION_SERVERS = 1000
+"""Up to this many servers Erlang B runs its recursion over every server; beyond, the series that stops early. [servers]"""
+
 
 def erlang_b(servers: int, offered_erlangs: float) -> float:
     """Probability that an arrival finds every server busy in a loss system (Erlang B). [probability]
@@ -45,7 +48,10 @@ def erlang_b(servers: int, offered_erlangs: float) -> float:
     Returns
     -------
     float
-        ``B(c, a)`` by the recursion ``B₀ = 1, Bₖ = a·Bₖ₋₁ ÷ (k + a·Bₖ₋₁)``. [probability]
+        ``B(c, a)``: by the recursion ``B₀ = 1, Bₖ = a·Bₖ₋₁ ÷ (k + a·Bₖ₋₁)`` up to :data:`RECURSION_SERVERS`
+        servers; beyond, by the series ``1 ÷ B = Σⱼ Πᵢ₌₀^{j−1} (c − i) ÷ a`` (the defining sum read from its last
+        term down), stopped once its terms fall below 1e-17 of the sum, which takes a few times ``√a`` terms instead
+        of ``c``. [probability]
 
     References
     ----------
@@ -58,10 +64,19 @@ def erlang_b(servers: int, offered_erlangs: float) -> float:
     """
     if servers < 0 or offered_erlangs < 0:
         raise ValueError(f"erlang_b: got {servers} servers and {offered_erlangs} erlangs; expected both 0 or more")
-    b = 1.0
-    for k in range(1, int(servers) + 1):
-        b = offered_erlangs * b / (k + offered_erlangs * b)
-    return b
+    c, a = int(servers), float(offered_erlangs)
+    if c <= RECURSION_SERVERS or a == 0.0:
+        b = 1.0
+        for k in range(1, c + 1):
+            b = a * b / (k + a * b)
+        return b
+    total, term = 1.0, 1.0
+    for j in range(1, c + 1):
+        term *= (c - j + 1) / a
+        total += term
+        if c - j < a and term < 1e-17 * total:  # past the peak and negligible: the rest only falls further
+            break
+    return 1.0 / total
 
 
 def erlang_c(servers: int, offered_erlangs: float) -> float:
@@ -230,8 +245,9 @@ def servers_for_wait(arrival_rps: float, service_s: float, wait_target_s: float,
 
     Notes
     -----
-    The wait falls as servers are added, so the answer is found by doubling from just above the offered load and
-    then bisecting.
+    The wait falls as servers are added, so the answer is found by steps of ``√a`` above the offered load, doubling,
+    then bisection: the fewest servers sit a few ``√a`` above the load (Halfin and Whitt's square-root staffing,
+    Operations Research 29(3), 1981).
     """
     if wait_target_s < 0 or arrival_rps < 0 or service_s < 0:
         return None
@@ -243,9 +259,11 @@ def servers_for_wait(arrival_rps: float, service_s: float, wait_target_s: float,
         return wait_at_percentile_s(c, arrival_rps, service_s, percentile, arrival_cv2, service_cv2) <= wait_target_s
 
     lo = max(int(math.floor(a)), 0)  # at or below the load: the queue grows, never meets
-    hi = max(lo + 1, 1)
+    step = max(1, math.ceil(math.sqrt(a)))  # the answer sits a few √a above the load (square-root staffing)
+    hi = lo + step
     while not ok(hi):
-        lo, hi = hi, 2 * hi
+        lo, step = hi, 2 * step
+        hi = lo + step
         if hi > max_servers:
             return None
     while hi - lo > 1:
