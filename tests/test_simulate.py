@@ -324,7 +324,8 @@ def test_plan_verify_json_note_and_picture(tmp_path, capsys):
     note = tmp_path / "note.md"
     assert main(["plan", "--verify", "--markdown", str(note)]) == 0
     text = capsys.readouterr().out
-    assert "Simulated at peak" in text and "With one replica down at peak" in text
+    assert "Simulated at peak" in text and "With one replica lost at the start of the peak" in text
+    assert "keep the promise with one replica lost at the start of the peak" in text
     png = tmp_path / "note.verified.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Verified at peak (simulated)" in note.read_text()
@@ -387,3 +388,35 @@ def test_max_batch_within_plain_floats_equals_its_array_form(itl_s):
     array = serving.max_batch_within(lambda b: np.asarray([step(float(x)) for x in np.atleast_1d(b)]),
                                      np.asarray([itl_s]), np.asarray([cap]))
     assert isinstance(scalar, float) and scalar == float(array[0])
+
+
+@pytest.mark.slow
+def test_a_replica_lost_during_the_run_requeues_its_requests():
+    # Seven replicas carry the reference peak with one to spare (six keep the promise). One fails at the start of the
+    # measured window: the requests it held (queued, prefilling, decoding) go to the six others and prefill again,
+    # every request still finishes, and Little's Law holds over the window after the loss as in any stable queue.
+    wl = simulate.poisson_workload(REF, 600, seed=1)
+    r = simulate.simulate(REF, 7, 1, wl, 600, lost=1)
+    assert r.lost_replicas == 1 and r.requeued > 0 and r.unfinished == 0 and r.stable
+    assert r.mean_in_flight == pytest.approx(r.arrival_rate_rps * r.mean_time_in_system_s, rel=0.02)
+    assert r.meets_promise
+    # six with one lost leave five, fewer than the six the promise needs: it misses
+    assert not simulate.simulate(REF, 6, 1, wl, 600, lost=1).meets_promise
+    with pytest.raises(ValueError):
+        simulate.simulate(REF, 2, 1, wl, 600, lost=2)  # losing every replica leaves nothing to measure
+
+
+@pytest.mark.slow
+def test_redundancy_is_the_fleet_that_survives_the_loss():
+    # issue 18: "with redundancy" is the fewest replicas that keep the promise with the plan's k replicas lost at the
+    # start of the peak. The reference verifies at 6; with one of 7 lost the six left keep it, with one of 6 lost the
+    # five left do not, so 7.
+    s = REF
+    v = simulate.verify(s, steps.solve(s), 95.0)
+    assert v.load == 6 and v.with_redundancy == 7 and v.redundancy_lost_replicas == 1
+    assert v.redundancy_sentence.startswith("7 keep the promise with one replica lost at the start of the peak")
+    assert v.redundancy_ttft_p95_s is not None and v.redundancy_ttft_p95_s <= s.ttft_s
+    # a plan that keeps no redundancy: the verified load is the fleet, and the note says a loss is capacity lost
+    s0 = dataclasses.replace(REF, redundancy=0)
+    v0 = simulate.verify(s0, steps.solve(s0), 95.0)
+    assert v0.with_redundancy == v0.load and "keeps no redundancy" in v0.redundancy_sentence

@@ -202,7 +202,7 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
                    (f"{v.load} GPUs keep the promise (p95 TTFT {_secs(v.ttft_p95_s)}, inter-token {_secs(v.itl_p95_s)}); "
                     f"{v.with_redundancy} with redundancy" if v.load is not None else f"no fleet up to {v.searched_up_to} GPUs keeps the promise")
                    + f" — {v.minutes:g} min, {v.arrivals}, seed {v.seed}, {v.chunk_tokens:,}-token steps"))
-        p4 += [v.sentence, v.failure_sentence]
+        p4 += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
     api_words = []
     if k.api_monthly_usd is not None:
         ratio = k.api_monthly_usd / k.monthly_usd

@@ -167,6 +167,8 @@ class SimResult:
     stable: bool  # p95 TTFT over the two halves of the window within 10% (of the larger, or of the target)
     unfinished: int  # measured requests still unfinished at the drain cap [requests]
     itl_defined: bool = True  # some measured sequence decoded a second token (one-token outputs have no gaps) [bool]
+    lost_replicas: int = 0  # replicas that failed at the start of the measured window [replicas]
+    requeued: int = 0  # requests the failed replicas held, sent to the others to prefill again [requests]
 
 
 def warmup_s(duration_s: float) -> float:
@@ -358,7 +360,7 @@ class _Replica:
 class _Run:
     """The event loop of one simulation (state of every request and replica)."""
 
-    def __init__(self, s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float):
+    def __init__(self, s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, lost: int = 0):
         import numpy as np
 
         r = steps.replica(s, tp)
@@ -392,6 +394,12 @@ class _Run:
         self.step_b: list[int] = []
         self.kv_u: list[float] = []
         self.preemptions = 0
+        if not 0 <= lost < replicas:
+            raise ValueError(f"lost: got {lost} of {replicas} replicas; expected 0 to {replicas - 1}")
+        self.lost = lost
+        self.loss_at = self.warm if lost else math.inf  # the failure: at the start of the measured window
+        self.dead = [False] * replicas
+        self.requeued = 0
 
     def run(self) -> None:
         arrivals, reps, events = self.arrivals, self.reps, self.events
@@ -402,11 +410,15 @@ class _Run:
             t_step = events[0][0] if events else math.inf
             if t_step == math.inf and t_arr == math.inf:
                 return
+            if self.loss_at <= min(t_step, t_arr):
+                self.lose(self.loss_at)
+                continue
             if t_step <= t_arr:
                 now, i = heapq.heappop(events)
                 if now > self.stop:
                     return
-                self.end_step(i, now)
+                if not self.dead[i]:  # a failed replica's step in flight never ends
+                    self.end_step(i, now)
             else:
                 rid, nxt = nxt, nxt + 1
                 i = loads.index(min(loads))
@@ -414,6 +426,37 @@ class _Run:
                 reps[i].waiting.append(rid)
                 if not reps[i].busy:
                     self.start_step(i, t_arr)
+
+    def lose(self, now: float) -> None:
+        """The last ``lost`` replicas fail at ``now``: their caches are gone, the step in flight is lost, and every
+        request they held goes to the least loaded survivor to prefill again — a decoding one with the tokens it had
+        generated (they are recomputed, as after a preemption; the gap counts in ITL), one still prefilling from the
+        start. Routing never picks a failed replica again."""
+        reps, loads, output, prompt = self.reps, self.loads, self.output, self.prompt
+        held = []
+        for i in range(len(reps) - self.lost, len(reps)):
+            rp, k = reps[i], reps[i].k
+            for rid, (_c, kf) in rp.dec.items():
+                generated = output[rid] - (kf - k + 1)
+                prompt[rid] += generated
+                output[rid] -= generated
+                self.resumed[rid] = True
+                self.last_token[rid] = now
+                held.append(rid)
+            held += [entry[0] for entry in rp.prefilling]
+            held += list(rp.waiting)
+            reps[i] = _Replica()
+            self.dead[i] = True
+            loads[i] = math.inf
+        self.loss_at = math.inf
+        self.requeued = len(held)
+        for rid in sorted(held):  # in order of arrival
+            j = loads.index(min(loads))
+            loads[j] += 1
+            reps[j].waiting.append(rid)
+        for j, rp in enumerate(reps):
+            if not self.dead[j] and not rp.busy:
+                self.start_step(j, now)
 
     def start_step(self, i: int, now: float) -> None:
         rp, cap, window = self.reps[i], self.cap, self.window
@@ -529,7 +572,8 @@ class _Run:
         self.start_step(i, now)
 
 
-def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0) -> SimResult:
+def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0,
+             lost: int = 0) -> SimResult:
     """Serve ``workload`` on ``replicas`` replicas of ``tp`` GPUs at the plan's physics; measure against the promise.
 
     Parameters
@@ -546,6 +590,10 @@ def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s
         Span of the arrivals measured; the warm-up and the drain cap follow from it. [s]
     percentile : float
         The promise's percentile at which TTFT and ITL are checked. [percent]
+    lost : int
+        Replicas that fail at the start of the measured window (the end of the warm-up: the start of the peak); the
+        requests they held re-queue on the others and prefill again, and everything is measured after the loss.
+        [replicas]
 
     Returns
     -------
@@ -562,7 +610,7 @@ def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s
     vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): decodes first, chunked prefill in the remaining token
     budget, recompute preemption of the newest request.
     """
-    run = _Run(s, replicas, tp, workload, duration_s)
+    run = _Run(s, replicas, tp, workload, duration_s, lost)
     run.run()
     return _measure(s, replicas, tp, run, percentile)
 
@@ -632,6 +680,7 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
         meets_promise=verdict(ttft_q, itl_q, len(gaps) > 0, stable, s.ttft_s, s.itl_s),
         ttft_at_percentile_s=ttft_q, itl_at_percentile_s=itl_q,
         stable=stable, unfinished=int((sel & np.isnan(fin)).sum()), itl_defined=len(gaps) > 0,
+        lost_replicas=run.lost, requeued=run.requeued,
     )
 
 
@@ -959,13 +1008,16 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     red = int(s.redundancy)
     runs: dict = {}
     found = search(s, tp, wl, duration, load_reps, percentile, runs)
-    fail_reps = max(load_reps + red - 1, 1)
-    for n in {load_reps, fail_reps, load_reps + red}:
-        if n not in runs:
-            runs[n] = simulate(s, n, tp, wl, duration, percentile)
-    at_load, failed = runs[load_reps], runs[fail_reps]
+    if load_reps not in runs:
+        runs[load_reps] = simulate(s, load_reps, tp, wl, duration, percentile)
+    # the failure check: the runbook's fleet with redundancy, one replica failing at the start of the peak
+    fail_fleet = load_reps + red
+    failed = simulate(s, fail_fleet, tp, wl, duration, percentile, lost=1 if fail_fleet > 1 else 0)
+    fail_reps = fail_fleet - failed.lost_replicas
+    at_load = runs[load_reps]
     v = found.verified_replicas
     ver = runs[v] if v is not None else None
+    survived = _survives_loss(s, tp, wl, duration, percentile, v, red, found.cap_replicas)
     rb, rb_red = load_reps * tp, (load_reps + red) * tp
     how = arrivals or ("Poisson arrivals" if cv2 == 1.0 else f"bursty arrivals (squared CV {cv2:g})")
     whose = "the runbook's" if s.engine == "runbook" else "the closed form's"
@@ -985,22 +1037,69 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
         short = v * tp - rb_red
         sentence = (f"{head} miss {_missed(s, at_load)}; it holds from {v * tp}, {_gpus(short)} more than the "
                     f"{rb_red} with redundancy" + (f" (the {int(pa.purchased)} purchased cover it)." if pa.purchased >= (v + red) * tp
-                                                    else f"; with redundancy the fleet needs {(v + red) * tp}."))
+                                                    else f"; with redundancy the fleet needs at least {(v + red) * tp}."))
     chunk = chunk_tokens(s)
     if at_load.itl_defined and not at_load.itl_at_percentile_s <= s.itl_s and chunk > SMALLEST_STEP_BUDGET:
         sentence += (f" Long prefill steps stall decoding: a smaller policy.max_num_batched_tokens (now {chunk:,}) spreads "
                      "each prompt over more, shorter steps.")
+    down = (f"With one replica lost at the start of the peak ({fail_reps * tp} of {rb_red} GPUs left, "
+            f"{failed.requeued:,} requests re-queued to prefill again)" if failed.lost_replicas else
+            f"With no replica to spare ({rb_red} GPUs)")
     if failed.meets_promise:
-        failure = (f"With one replica down at peak ({fail_reps * tp} of {rb_red} GPUs) the promise holds "
-                   f"(p{percentile:g} TTFT {_secs(failed.ttft_at_percentile_s)}, inter-token {_itl(failed)}).")
+        failure = (f"{down} the promise holds (p{percentile:g} TTFT {_secs(failed.ttft_at_percentile_s)}, "
+                   f"inter-token {_itl(failed)}).")
     else:
-        failure = f"With one replica down at peak ({fail_reps * tp} of {rb_red} GPUs) it misses {_missed(s, failed)}."
+        failure = f"{down} it misses {_missed(s, failed)}."
+    n_red, lossy = survived
+    lost_words = "one replica" if red == 1 else f"{red} replicas"
+    if v is None:
+        redundancy = ""
+    elif red == 0:
+        redundancy = "The plan keeps no redundancy: a replica lost at peak is capacity lost."
+    elif n_red is None:
+        redundancy = (f"No fleet up to {_gpus(found.cap_replicas * tp)} keeps the promise with {lost_words} lost at the "
+                      "start of the peak.")
+    else:
+        redundancy = (f"{n_red * tp} keep the promise with {lost_words} lost at the start of the peak (p{percentile:g} TTFT "
+                      f"{_secs(lossy.ttft_at_percentile_s)}, inter-token {_itl(lossy)}; {lossy.requeued:,} requests "
+                      "re-queued to prefill again), measured over the window after the loss.")
     return VerifiedOut(
         arrivals=how, burst_cv2=cv2, minutes=minutes, seed=seed, chunk_tokens=chunk_tokens(s), percentile=percentile,
         runbook_load=rb, runbook_with_redundancy=rb_red, meets_promise_at_load=at_load.meets_promise,
-        load=v * tp if v is not None else None, with_redundancy=(v + red) * tp if v is not None else None,
+        load=v * tp if v is not None else None, with_redundancy=n_red * tp if n_red is not None else None,
         ttft_p95_s=ver.ttft_s.p95 if ver else None, itl_p95_s=ver.itl_s.p95 if ver else None,
         searched_up_to=max(runs) * tp, failure_gpus=fail_reps * tp, failure_meets_promise=failed.meets_promise,
         failure_ttft_p95_s=failed.ttft_s.p95, failure_itl_p95_s=failed.itl_s.p95,
         curve=[point(runs[n]) for n in sorted(runs)], sentence=sentence, failure_sentence=failure,
+        redundancy_lost_replicas=red,
+        redundancy_ttft_p95_s=lossy.ttft_s.p95 if lossy is not None else None,
+        redundancy_itl_p95_s=lossy.itl_s.p95 if lossy is not None else None,
+        redundancy_sentence=redundancy,
     )
+
+
+def _survives_loss(s, tp, workload, duration_s, percentile, verified, lost, cap):
+    """(replicas, run): the fewest replicas keeping the promise with ``lost`` of them failing at the start of the peak,
+    searched from the verified load plus ``lost`` one replica at a time; (None, None) when there is no verified load
+    or none up to ``cap`` survives; the verified load itself when the plan keeps no redundancy. [replicas]"""
+    if verified is None:
+        return None, None
+    if lost == 0:
+        return verified, None
+    runs: dict = {}
+
+    def meets(n: int) -> bool:
+        if n not in runs:
+            runs[n] = simulate(s, n, tp, workload, duration_s, percentile, lost=lost)
+        return runs[n].meets_promise
+
+    n = verified + lost
+    if meets(n):
+        while n - 1 > lost and meets(n - 1):
+            n -= 1
+        return n, runs[n]
+    while n < max(cap, verified + lost):
+        n += 1
+        if meets(n):
+            return n, runs[n]
+    return None, None

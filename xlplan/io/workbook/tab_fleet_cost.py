@@ -93,15 +93,15 @@ def verified_block(book: Book, sh, rows: Rows, e: Engine) -> None:
         ("VerifiedLoad", "Verified load", v.load if v.load is not None else none, "GPUs", FMT["gpus"],
          "the fewest whole replicas whose simulated p95 TTFT and inter-token gap keep the promise"),
         ("VerifiedWithRedundancy", "Verified, with redundancy", v.with_redundancy if v.with_redundancy is not None else none,
-         "GPUs", FMT["gpus"], "plus the plan's redundancy replicas"),
+         "GPUs", FMT["gpus"], f"the fewest that keep the promise with {v.redundancy_lost_replicas} replica(s) lost at the start of the peak"),
         ("VerifiedRunbookLoadMeets", "The runbook's load keeps the promise", v.meets_promise_at_load, "TRUE | FALSE", None,
          f"the runbook's {v.runbook_load} GPUs, simulated"),
         ("VerifiedTTFTP95", "p95 TTFT at the verified load", num(v.ttft_p95_s) if v.ttft_p95_s is not None else NA, "s",
          FMT["s"], "against the TTFT target"),
         ("VerifiedITLP95", "p95 inter-token gap at the verified load", num(v.itl_p95_s) if v.itl_p95_s is not None else NA,
          "s", FMT["s"], "pooled over every token gap, against the inter-token target"),
-        ("VerifiedFailureMeets", "One replica down at peak keeps the promise", v.failure_meets_promise, "TRUE | FALSE", None,
-         f"{v.failure_gpus} of the runbook's {v.runbook_with_redundancy} GPUs with redundancy"),
+        ("VerifiedFailureMeets", "One replica lost at peak keeps the promise", v.failure_meets_promise, "TRUE | FALSE", None,
+         f"{v.failure_gpus} of the runbook's {v.runbook_with_redundancy} GPUs with redundancy left, its requests re-queued"),
     )
     for name, label, value, unit, fmt, how in items:
         r = sh.row
@@ -111,7 +111,7 @@ def verified_block(book: Book, sh, rows: Rows, e: Engine) -> None:
         sh.put("D", r, Cell(how, kind="note"))
         book.define(name, sh, coord)
         sh.row += 1
-    for text in (v.sentence, v.failure_sentence):
+    for text in (v.sentence, *([v.redundancy_sentence] if v.redundancy_sentence else []), v.failure_sentence):
         sh.put("A", sh.row, Cell(text, kind="static"))
         sh.row += 1
     sh.row += 1
