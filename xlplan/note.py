@@ -201,7 +201,7 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         s4.append(("Verified at peak (simulated)",
                    (f"{v.load} GPUs keep the promise (p95 TTFT {_secs(v.ttft_p95_s)}, inter-token {_secs(v.itl_p95_s)}); "
                     f"{v.with_redundancy} with redundancy" if v.load is not None else f"no fleet up to {v.searched_up_to} GPUs keeps the promise")
-                   + f" — {v.minutes:g} min, {v.arrivals}, seed {v.seed}, {v.chunk_tokens:,}-token steps"))
+                   + f" — {v.minutes:g} min, {v.arrivals}, {_seeds(v)}, {v.chunk_tokens:,}-token steps"))
         p4 += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
     api_words = []
     if k.api_monthly_usd is not None:
@@ -224,6 +224,13 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         (SECTIONS[4], s5, api_words),
         (SECTIONS[5], [], p6),
     ]
+
+
+def _seeds(v) -> str:
+    """'seeds 1, 2, 3 (all must hold)', or 'seed 1' where one workload is all there is. [text]"""
+    if len(v.seeds) > 1:
+        return f"seeds {', '.join(map(str, v.seeds))} (all must hold)"
+    return f"seed {v.seed}"
 
 
 def _queueing_line(r: PlanResult) -> str:

@@ -264,6 +264,7 @@ class VerifiedOut(_Out):
     curve: list[SimulatedPoint] = Field(description="Every fleet size simulated, fewest GPUs first.")
     sentence: str = Field(description="What the simulation says, in words. [text]")
     failure_sentence: str = Field(description="The failure check, in words. [text]")
+    seeds: list[int] = Field(default_factory=list, description="Seeds the verified load and the redundancy check must keep the promise on, all of them (one for a replayed log); the other runs use the first. [—]")
     redundancy_lost_replicas: int = Field(default=1, description="Replicas lost at the start of the peak in the redundancy check: the plan's redundancy. [replicas]")
     redundancy_ttft_p95_s: float | None = Field(default=None, description="p95 TTFT of the fleet with redundancy after the loss. [s]")
     redundancy_itl_p95_s: float | None = Field(default=None, description="p95 inter-token gap of the fleet with redundancy after the loss. [s]")
