@@ -2,7 +2,7 @@
 
 Target (issue 5): under 15 s and under 2 GiB of memory on this machine. Run:
 
-    .venv/bin/python benchmarks/gen_log.py && .venv/bin/python benchmarks/bench_traffic.py [LOG]
+    .venv/bin/python benchmarks/bench_traffic.py [LOG]     (without LOG, /tmp/xlplan-10m.csv, generated when missing)
 
 The measurement runs in a fresh process so its peak resident memory is the reading's own.
 """
@@ -27,8 +27,19 @@ print(json.dumps({"requests": s.requests, "seconds": elapsed, "peak_rss_gib": re
 
 
 def main() -> int:
+    from pathlib import Path
+
     log = sys.argv[1] if len(sys.argv) > 1 else "/tmp/xlplan-10m.csv"
-    out = subprocess.run([sys.executable, "-c", CHILD, log], capture_output=True, text=True, check=True)
+    if not Path(log).is_file():
+        if len(sys.argv) > 1:
+            print(f"error: {log}: no such log; expected a request log (generate one: python benchmarks/gen_log.py N {log})")
+            return 2
+        print(f"generating {log} (10 million requests, benchmarks/gen_log.py) ...", flush=True)
+        subprocess.run([sys.executable, str(Path(__file__).with_name("gen_log.py"))], check=True)
+    out = subprocess.run([sys.executable, "-c", CHILD, log], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        print(f"error: reading {log} failed: {(out.stderr.strip().splitlines() or ['no message'])[-1]}")
+        return 1
     m = json.loads(out.stdout)
     ok = m["seconds"] < 15 and m["peak_rss_gib"] < 2
     print(f"{m['requests']:,} requests read and summarised in {m['seconds']:.1f} s (target < 15 s), "
