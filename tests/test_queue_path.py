@@ -65,10 +65,14 @@ def test_the_note_line_adds_up_from_its_printed_operands(ref):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", ["reference", "rag", "long_answers", "heavy_tail"])
+@pytest.mark.parametrize("case", ["reference", "rag", "long_answers", "heavy_tail", "tiny", "moe_tp2", "long_context",
+                                  "h200_peak_x2", "fp8"])
 def test_within_one_replica_of_the_simulated_fleet(ref_plan, case):
     # issue 18's rule for the closed form: within one replica of the fewest the simulation finds keeping the promise
-    # (p95 TTFT and ITL at peak, Poisson arrivals, 10 minutes, seed 1). Measured there: 6, 6, 3 and 9-10.
+    # (p95 TTFT and ITL at peak, Poisson arrivals, 10 minutes, seed 1). Measured with 5-minute runs: 6/6, 6/6, 4/3,
+    # 9/9, 1/1, 5/5, 4/3, 11/11, 3/3 (queueing path / simulated). Not here, because it does not hold yet: vLLM's
+    # default 8,192-token steps, where the path says 6 and the simulation 9 — a whole prompt prefilled in one step
+    # stalls that step's decodes, and the p95 inter-token gap follows those steps, not the average prefill share.
     plans = {
         "reference": ref_plan,
         "rag": replan(ref_plan, forecast={"peak_rps": 10, "prompt_tokens": {"p50": 8000, "p95": 8000, "p99": 8000},
@@ -76,6 +80,13 @@ def test_within_one_replica_of_the_simulated_fleet(ref_plan, case):
         "long_answers": replan(ref_plan, forecast={"peak_rps": 10, "prompt_tokens": {"p50": 300, "p95": 300, "p99": 300},
                                                    "output_tokens": {"p50": 2000, "p95": 2000, "p99": 2000}}),
         "heavy_tail": replan(ref_plan, forecast={"prompt_tokens": {"p50": 2000, "p95": 8000, "p99": 14208}}),
+        "tiny": replan(ref_plan, forecast={"peak_rps": 0.5}),
+        "moe_tp2": replan(ref_plan, model={"name": "qwen3-30b-a3b", "weights_dtype": "bf16", "kv_dtype": "bf16"},
+                          policy={"tp": 2}),
+        "long_context": replan(ref_plan, forecast={"peak_rps": 2, "prompt_tokens": {"p50": 16000, "p95": 16000, "p99": 16000}},
+                               promise={"ttft_s": 3.0}),
+        "h200_peak_x2": replan(ref_plan, forecast={"peak_rps": 80}, hardware={"gpu": "h200", "usd_per_gpu_hour": 3.6}),
+        "fp8": replan(ref_plan, model={"name": "llama-3.1-8b", "weights_dtype": "fp8", "kv_dtype": "fp8"}),
     }
     p = plans[case]
     s = resolve(p)
