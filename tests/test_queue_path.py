@@ -7,6 +7,7 @@ land within one replica of the fleet the simulation finds (issue 18's rule for t
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -64,15 +65,46 @@ def test_the_note_line_adds_up_from_its_printed_operands(ref):
     assert wait <= ttft - pre + 0.01 and gpus == reps * ref.fleet.tp
 
 
+def test_long_prefill_steps_limit_the_rate_a_replica_serves(ref_plan):
+    # vLLM's default 8,192-token steps take a whole 2,000-token prompt in one step: 87 ms against a 50 ms inter-token
+    # target. The pooled p95 gap holds only while at most 5% of steps carry one, so a replica serves λ with
+    # λ·n·τ̄ = 0.05 (n = 1 chunk per prompt, τ̄ the mean step at the batch λ·300·τ̄ it implies) — fewer than its slots.
+    p = replan(ref_plan, policy={"engine": "vllm"})
+    q = run_plan(p).queueing
+    assert q.step_budget_tokens == 8192 and q.prefill_step_s > 0.05
+    lam = q.prefill_tail_rps_per_replica
+    assert lam is not None and lam < q.slot_rps_per_replica
+    # a hard limit, no queue behind it: at least ⌈40 ÷ λ⌉ replicas, and the Erlang wait on the slots adds none here
+    assert q.tail_replicas == math.ceil(40 / lam) and q.replicas == max(q.tail_replicas, q.replicas)
+    s = resolve(p)
+    sol = steps.solve(s)
+    r = steps.replica(s, 1)
+    from xlplan import serving
+    f = serving.step_time_fn(r)
+    ctx = 2000 + 300 / 2  # mean prompt + half the output: the cached context of a decoding sequence
+    tau_bar = q.prefill_step_s  # solve b = λ·300·τ̄ and τ̄ = 0.95·τ_decode(b) + 0.05·τ_prefill(b) again by hand
+    for _ in range(60):
+        b = lam * 300 * tau_bar
+        chunk = 2000.0
+        tau_p = f(b, b * ctx, b * ctx, chunk, chunk * chunk, chunk * chunk, b * ctx, b * ctx)
+        tau_bar = 0.95 * f(b, b * ctx, b * ctx, 0, 0, 0, b * ctx, b * ctx) + 0.05 * tau_p
+    assert lam * 1 * tau_bar == pytest.approx(0.05, rel=1e-6)
+    assert sol.traffic.prompt_mean == 2000 and sol.traffic.output_mean == 300
+    # with 512-token chunks a step stays within 50 ms: the limit never binds (the reference)
+    assert run_plan(ref_plan).queueing.prefill_tail_rps_per_replica is None
+    line = next(ln for ln in render_text(run_plan(p)).splitlines() if ln.strip().startswith("Queueing path"))
+    assert "a step carrying a prompt chunk takes 87 ms, over the 50 ms target, and at most 5% of steps may" in line
+    assert f"40 ÷ {lam:.2f} → {q.tail_replicas} replicas at least" in line
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["reference", "rag", "long_answers", "heavy_tail", "tiny", "moe_tp2", "long_context",
-                                  "h200_peak_x2", "fp8"])
+                                  "h200_peak_x2", "fp8", "vllm_defaults"])
 def test_within_one_replica_of_the_simulated_fleet(ref_plan, case):
     # issue 18's rule for the closed form: within one replica of the fewest the simulation finds keeping the promise
     # (p95 TTFT and ITL at peak, Poisson arrivals, 10 minutes, seed 1). Measured with 5-minute runs: 6/6, 6/6, 4/3,
-    # 9/9, 1/1, 5/5, 4/3, 11/11, 3/3 (queueing path / simulated). Not here, because it does not hold yet: vLLM's
-    # default 8,192-token steps, where the path says 6 and the simulation 9 — a whole prompt prefilled in one step
-    # stalls that step's decodes, and the p95 inter-token gap follows those steps, not the average prefill share.
+    # 9/9, 1/1, 5/5, 4/3, 11/11, 3/3, and 9/8 on vLLM's default 8,192-token steps, where a whole prompt prefilled
+    # in one step stalls that step's decodes (the path counted only the average prefill share before: 6).
     plans = {
         "reference": ref_plan,
         "rag": replan(ref_plan, forecast={"peak_rps": 10, "prompt_tokens": {"p50": 8000, "p95": 8000, "p99": 8000},
@@ -87,6 +119,7 @@ def test_within_one_replica_of_the_simulated_fleet(ref_plan, case):
                                promise={"ttft_s": 3.0}),
         "h200_peak_x2": replan(ref_plan, forecast={"peak_rps": 80}, hardware={"gpu": "h200", "usd_per_gpu_hour": 3.6}),
         "fp8": replan(ref_plan, model={"name": "llama-3.1-8b", "weights_dtype": "fp8", "kv_dtype": "fp8"}),
+        "vllm_defaults": replan(ref_plan, policy={"engine": "vllm"}),
     }
     p = plans[case]
     s = resolve(p)

@@ -239,12 +239,17 @@ def _queueing_line(r: PlanResult) -> str:
     if q.service_rps_per_replica <= 0:
         return f"no batch meets the inter-token target with its prefill share ({q.step_budget_tokens:,}-token steps)"
     rate = (f"{q.slots_per_replica:,.2f} sequences ÷ ({_n(i.output_tokens.mean, 1)} tokens × {q.step_s * 1000:.2f} ms) = "
-            f"{q.service_rps_per_replica:.2f} req/s per replica ({q.step_budget_tokens:,}-token steps)")
+            f"{q.slot_rps_per_replica:.2f} req/s per replica ({q.step_budget_tokens:,}-token steps)")
     load = f"{i.peak_rps:g} req/s ÷ {q.service_rps_per_replica:.2f} = {q.offered_erlangs:.2f} replicas busy"
     if q.replicas is None:
         return (f"{rate}; {load}; the p{i.percentile:g} prompt's prefill alone ({q.prefill_at_percentile_s:.2f} s) leaves no "
                 f"wait within the {i.ttft_s:g} s TTFT target")
-    return (f"{rate}; {load} → {q.replicas} replicas keep the p{i.percentile:g} wait for a slot at "
+    tail = ""
+    if q.prefill_tail_rps_per_replica is not None:
+        tail = (f"; a step carrying a prompt chunk takes {q.prefill_step_s * 1000:.0f} ms, over the {i.itl_s * 1000:g} ms "
+                f"target, and at most {100 - i.percentile:g}% of steps may: {q.prefill_tail_rps_per_replica:.2f} req/s per "
+                f"replica, {i.peak_rps:g} ÷ {q.prefill_tail_rps_per_replica:.2f} → {q.tail_replicas} replicas at least")
+    return (f"{rate}; {load}{tail} → {q.replicas} replicas keep the p{i.percentile:g} wait for a slot at "
             f"{q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − {q.prefill_at_percentile_s:.2f} s prefill "
             f"(Erlang C) = {q.gpus} GPUs")
 

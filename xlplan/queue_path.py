@@ -13,6 +13,12 @@ Notes
   prefill with it), and each request holds a slot for ``E[output]`` steps of ``τ(b)``.
 - **The step budget**: the plan's ``max_num_batched_tokens``, or the simulation's 512-token chunks where the engine
   sets none (the runbook's), so the path and the simulator schedule the same steps.
+- **Long prefill steps**: a step that carries a prompt's chunk (up to the step budget) can take longer than the
+  inter-token target; the pooled p95 gap then holds only while at most ``1 − p`` of the steps carry one. With ``n``
+  chunks per prompt and a mean step ``τ̄ = p·τ_decode + (1 − p)·τ_prefill``, a replica serves at most
+  ``(1 − p) ÷ (n·τ̄)`` requests per second, a hard limit (no queue forms behind it): the fleet needs at least
+  ``λ ÷`` that many replicas. (With 512-token chunks a step stays within the target; with vLLM's 8,192-token steps a
+  2,000-token prompt's step takes 87 ms against 50.)
 - **The wait** by Erlang C with the Allen–Cunneen factor (:mod:`xlplan.queueing`): Poisson arrivals at peak
   (``cₐ² = 1``) and exponential service (``cₛ² = 1``), the M/M/c case.
 - **The target**: the TTFT promise less the prefill of a prompt at the percentile on an idle replica; where that
@@ -31,7 +37,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from xlplan import distributions, queueing, serving, steps
+from xlplan import distributions, fleet, queueing, serving, steps
 from xlplan.scenario import RUNBOOK_UNBOUNDED, Scenario
 
 ARRIVAL_CV2 = 1.0
@@ -53,7 +59,11 @@ class QueuePath:
     step_budget_tokens: int  # tokens one step may carry [tokens]
     slots_per_replica: float  # decodes one step carries within the inter-token target [sequences]
     step_s: float  # the step at that batch, its prefill share included [s]
-    service_rps_per_replica: float  # requests one replica serves per second at the promise [requests/s]
+    slot_rps_per_replica: float  # requests the decode slots serve per second: b ÷ (E[output] × τ(b)) [requests/s]
+    prefill_step_s: float  # a step carrying one prompt chunk beside the decodes [s]
+    prefill_tail_rps_per_replica: float | None  # the rate at which 1 − p of steps carry a chunk; None: it never binds [requests/s]
+    tail_replicas: int  # replicas that rate needs: ⌈λ ÷ it⌉ (0 when it never binds) [replicas]
+    service_rps_per_replica: float  # the slots' rate, the queue's service rate [requests/s]
     offered_erlangs: float  # peak rate ÷ service rate: the replicas busy on average [erlangs]
     prefill_at_percentile_s: float  # prefill of a prompt at the promise's percentile on an idle replica [s]
     wait_target_s: float  # the TTFT promise less that prefill [s]
@@ -109,14 +119,83 @@ def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) ->
     step = steps.latency_step_fn(q, tr, r)
     slots = float(serving.max_batch_within(step, q.itl_s, steps.latency_batch_cap(q, tr)))
     step_s = float(step(slots)) if slots > 0 else math.inf
-    mu = slots / (tr.output_mean * step_s) if slots > 0 else 0.0
+    slot_rate = slots / (tr.output_mean * step_s) if slots > 0 else 0.0
+    tail_rate, prefill_step = prefill_tail_rps(q, tr, r, budget)
+    tail_n = int(fleet.whole_replicas(s.peak_rps / tail_rate, 1)) if tail_rate else 0
+    mu = slot_rate
     offered = s.peak_rps / mu if mu > 0 else math.inf
     prompt = distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile)
     prefill = float(steps.prefill_alone_s(q, r, prompt))
     target = s.ttft_s - prefill
     n = queueing.servers_for_wait(s.peak_rps, 1.0 / mu, target, s.percentile, ARRIVAL_CV2, SERVICE_CV2) if mu > 0 else None
+    if n is not None and tail_rate is not None:
+        n = max(n, tail_n)
     wait = queueing.wait_at_percentile_s(n, s.peak_rps, 1.0 / mu, s.percentile, ARRIVAL_CV2, SERVICE_CV2) if n else math.inf
-    return QueuePath(tp=tp, step_budget_tokens=budget, slots_per_replica=slots, step_s=step_s, service_rps_per_replica=mu,
+    return QueuePath(tp=tp, step_budget_tokens=budget, slots_per_replica=slots, step_s=step_s, slot_rps_per_replica=slot_rate,
+                     prefill_step_s=prefill_step, prefill_tail_rps_per_replica=tail_rate, tail_replicas=tail_n,
+                     service_rps_per_replica=mu,
                      offered_erlangs=offered, prefill_at_percentile_s=prefill, wait_target_s=target, replicas=n,
                      gpus=n * tp if n is not None else None, wait_at_percentile_s=wait,
                      utilisation_at_load=offered / load_replicas if load_replicas > 0 else math.inf)
+
+
+def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget: int) -> tuple[float | None, float]:
+    """(rate, step): the most requests per second a replica serves while at most ``1 − p`` of its steps carry a prompt
+    chunk, where a chunk's step is over the inter-token target; and that step's time. [requests/s], [s]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats), with the inter-token target and its percentile.
+    tr : steps.Traffic
+        Steps 1-3 and the demand, from :func:`xlplan.steps.traffic`.
+    r : serving.Replica
+        The replica at this TP degree.
+    budget : int
+        Tokens one step may carry. [tokens]
+
+    Returns
+    -------
+    tuple
+        ``(None, τ_prefill)`` when a step with a chunk stays within the target; else ``((1 − p) ÷ (n·τ̄), τ_prefill)``
+        solved with the decode batch ``b = λ·E[output]·τ̄`` it implies (Little's Law on the slots). [requests/s], [s]
+
+    Notes
+    -----
+    A chunk is ``min(E[prompt]·(1 − reuse), budget − b)`` tokens (the prompt's first, with no prefix before it);
+    ``n = ⌈E[prompt]·(1 − reuse) ÷ chunk⌉`` chunks per prompt; ``τ̄ = p·τ_decode(b) + (1 − p)·τ_prefill(b)``.
+
+    References
+    ----------
+    vLLM's scheduler (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``.
+    Little's Law: Little, Operations Research 9(3), 1961.
+    """
+    f = serving.step_time_fn(r)
+    ctx = steps.decode_context_tokens(tr)
+    clipped = min(ctx, r.window)
+    prompt = max(tr.prompt_mean * (1.0 - s.prefix_reuse), 1.0)
+    p = s.percentile / 100.0
+
+    def decode_s(b: float) -> float:
+        return f(b, b * ctx, b * clipped, 0.0, 0.0, 0.0, b * ctx, b * clipped)
+
+    def prefill_s(b: float) -> tuple[float, float]:
+        chunk = max(min(prompt, budget - b), 1.0)
+        keys = chunk * (chunk + 1.0) / 2.0 if s.causal_attention else chunk * chunk
+        return f(b, b * ctx, b * clipped, chunk, keys, min(keys, r.window * chunk), b * ctx, b * clipped), chunk
+
+    first, _ = prefill_s(1.0)
+    if first <= s.itl_s:
+        return None, first
+    rate, step = 1.0, first
+    for _ in range(200):
+        mean_step = first
+        for _ in range(50):  # the batch the rate implies, and the mean step it implies
+            b = max(rate * tr.output_mean * mean_step, 1.0)
+            step, chunk = prefill_s(b)
+            mean_step = p * decode_s(b) + (1.0 - p) * step
+        new = (1.0 - p) / (math.ceil(prompt / chunk) * mean_step)
+        if abs(new - rate) <= 1e-12 * rate:
+            break
+        rate = 0.5 * (rate + new)
+    return rate, step
