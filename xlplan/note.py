@@ -187,6 +187,15 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
                                              f"{_usd(o.rent_monthly_usd)} / month; {pay}")))
     p3 = [_binding_words(r)]
     q = r.queueing
+    if q is not None and q.best_step_budget_tokens is not None and q.replicas is not None:
+        best = dict(q.budget_options)[q.best_step_budget_tokens]
+        if best < q.replicas:
+            others = ", ".join(f"{b:,} → {n}" if n is not None else f"{b:,} → none" for b, n in q.budget_options)
+            p3.append(f"The step budget decides the queueing path: {q.best_step_budget_tokens:,}-token steps need {best} "
+                      f"replicas where {q.step_budget_tokens:,}-token steps need {q.replicas} (tokens → replicas: {others}); "
+                      + ("the plan sets its budget, so it stands." if q.budget_set_by_plan else
+                         f"deploy policy.max_num_batched_tokens: {q.best_step_budget_tokens} (simulate it with `xlplan "
+                         "plan --verify` on a plan that sets it)."))
     if q is not None and (q.gpus is None or q.gpus > f.load):
         p3.append((f"The queueing path needs {q.gpus} GPUs, more than the load of {f.load}" if q.gpus is not None
                    else "No fleet keeps the wait for a slot within the TTFT promise")

@@ -286,12 +286,22 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
         breakpoints=whatif.breakpoints(s, sol),
         warnings=_warnings(p, s, sol),
         verified=simulate.verify(s, sol, p.promise.percentile, max_context=model.max_context_tokens) if verify else None,
-        queueing=_queueing(s, sol),
+        queueing=_queueing(p, s, sol),
     )
 
 
-def _queueing(s, sol) -> QueueingOut:
-    """The queueing path at the solution's TP degree, as the result carries it. [QueueingOut]"""
-    q = queue_path.queue_path(s, sol.traffic, int(sol.paths.tp), float(sol.paths.load_replicas))
-    return QueueingOut(**{k: v for k, v in dataclasses.asdict(q).items() if k != "tp"})
+def _queueing(p: Plan, s, sol) -> QueueingOut:
+    """The queueing path at the solution's TP degree, and at every step budget compared, as the result carries it.
+    [QueueingOut]"""
+    tp, load = int(sol.paths.tp), float(sol.paths.load_replicas)
+    q = queue_path.queue_path(s, sol.traffic, tp, load)
+    options = queue_path.budget_options(s, sol.traffic, tp, load)
+    met = [(n, b) for b, n in options if n is not None]
+    best = None
+    if met:
+        fewest = min(n for n, _ in met)
+        tied = [b for n, b in met if n == fewest]
+        best = q.step_budget_tokens if q.step_budget_tokens in tied and q.replicas == fewest else max(tied)
+    return QueueingOut(**{k: v for k, v in dataclasses.asdict(q).items() if k != "tp"}, budget_options=options,
+                       best_step_budget_tokens=best, budget_set_by_plan=p.policy.max_num_batched_tokens is not None)
 

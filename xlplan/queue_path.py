@@ -46,6 +46,9 @@ ARRIVAL_CV2 = 1.0
 SERVICE_CV2 = 1.0
 """Squared coefficient of variation of a replica's service time: exponential, the M/M/c case. [1]"""
 
+STEP_BUDGETS = (256, 512, 1024, 2048, 4096, 8192)
+"""Step token budgets the path compares: from vLLM's smallest useful chunk to its default on large GPUs. [tokens]"""
+
 RUNBOOK_STEP_TOKENS = 512
 """The step budget where the plan's engine sets none (the runbook's): the simulation's prefill chunk
 (:data:`xlplan.simulate.RUNBOOK_CHUNK_TOKENS`). [tokens]"""
@@ -199,3 +202,35 @@ def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget:
             break
         rate = 0.5 * (rate + new)
     return rate, step
+
+
+def budget_options(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) -> list[tuple[int, int | None]]:
+    """The queueing path's replicas at each of :data:`STEP_BUDGETS`: which step budget keeps the promise with the
+    fewest replicas. [(tokens, replicas)]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats).
+    tr : steps.Traffic
+        Steps 1-3 and the demand, from :func:`xlplan.steps.traffic`.
+    tp : int
+        GPUs per replica. [GPUs]
+    load_replicas : float
+        The closed form's load in replicas. [replicas]
+
+    Returns
+    -------
+    list of tuple
+        ``(budget [tokens], replicas [replicas] or None where no fleet keeps the wait)`` for every budget, smallest
+        first.
+
+    Notes
+    -----
+    Smaller steps stall decodes less (each carries a shorter prefill chunk) but spread a prompt over more of them;
+    larger steps prefill faster but hold every decode of the step for the whole chunk. Which wins depends on the model,
+    the GPU and the lengths: the 70B at TP 4 of issue 18 needs 4 replicas with 256-token steps and 14 with 512
+    (simulated), where this path gives 4 and 17.
+    """
+    return [(b, queue_path(dataclasses.replace(s, max_num_batched_tokens=float(b)), tr, tp, load_replicas).replicas)
+            for b in STEP_BUDGETS]

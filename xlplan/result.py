@@ -113,6 +113,9 @@ class QueueingOut(_Out):
     gpus: int | None = Field(description="Those replicas × TP. [GPUs]")
     wait_at_percentile_s: float = Field(description="The wait for a slot at the percentile on those replicas. [s]")
     utilisation_at_load: float = Field(description="Offered load ÷ the closed form's load replicas: above 1 the queue grows without bound. [fraction]")
+    budget_options: list[tuple[int, int | None]] = Field(default_factory=list, description="The path's replicas at each step budget compared, (tokens, replicas or None), smallest budget first. [tokens], [replicas]")
+    best_step_budget_tokens: int | None = Field(default=None, description="The step budget needing the fewest replicas (ties: the plan's own, else the largest); None when none keeps the wait. [tokens]")
+    budget_set_by_plan: bool = Field(default=False, description="Whether the plan file sets max_num_batched_tokens (then it is respected, and the others are shown for comparison). [bool]")
 
 
 class TPOption(_Out):
