@@ -241,7 +241,12 @@ def _calls_udf(formula: str) -> bool:
     return _udf_call().search(formula) is not None
 
 
-_WORD = None
+@functools.cache
+def _word():
+    """A defined name's word in a formula (formulas upper-cased first)."""
+    import re
+
+    return re.compile(r"[A-Z_\\][A-Z0-9_.\\]*")
 
 
 def _names_read(formula: str, references) -> tuple:
@@ -251,11 +256,6 @@ def _names_read(formula: str, references) -> tuple:
     (``Builder.compile`` and ``Cell.update_inputs`` look up the formula's data nodes in it), so two cells with the same
     formula, coordinate and sheet compile alike wherever these definitions agree, whatever other names differ. A word
     that merely looks like a name (in a string, say) only adds to the key, which errs on the side of compiling."""
-    global _WORD
-    import re
-
-    if _WORD is None:
-        _WORD = re.compile(r"[A-Z_\\][A-Z0-9_.\\]*")
     held = _NAMES_BY_WORD.get(id(references))
     if held is None or held[0] is not references:
         by_word: dict[str, list] = {}
@@ -263,7 +263,7 @@ def _names_read(formula: str, references) -> tuple:
             by_word.setdefault(key.rpartition("!")[2].upper(), []).append((key, repr(ref)))
         held = _NAMES_BY_WORD[id(references)] = (references, {w: tuple(sorted(v)) for w, v in by_word.items()})
     by_word = held[1]
-    return tuple(by_word[w] for w in sorted(set(_WORD.findall(formula.upper()))) if w in by_word)
+    return tuple(by_word[w] for w in sorted(set(_word().findall(formula.upper()))) if w in by_word)
 
 
 def _only(references, read: tuple) -> dict:

@@ -11,8 +11,9 @@ Notes
 - **A replica's service rate** ``μ = b ÷ (E[output] × τ(b))``: ``b`` decodes fit one step within the inter-token
   target and the step's token budget (each decode brings ``E[prompt]·(1 − reuse) ÷ E[output]`` prompt tokens of
   prefill with it), and each request holds a slot for ``E[output]`` steps of ``τ(b)``.
-- **The step budget**: the plan's ``max_num_batched_tokens``, or the simulation's 512-token chunks where the engine
-  sets none (the runbook's), so the path and the simulator schedule the same steps.
+- **The step budget**: :func:`xlplan.simulate.chunk_tokens` — the plan's ``max_num_batched_tokens``, or the
+  simulation's 512-token chunks where the engine sets none (the runbook's) — so the path and the simulator schedule
+  the same steps.
 - **Long prefill steps**: a step that carries a prompt's chunk (up to the step budget) can take longer than the
   inter-token target; the pooled p95 gap then holds only while at most ``1 − p`` of the steps carry one. With ``n``
   chunks per prompt and a mean step ``τ̄ = p·τ_decode + (1 − p)·τ_prefill``, a replica serves at most
@@ -37,8 +38,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from xlplan import distributions, fleet, queueing, serving, steps
-from xlplan.scenario import RUNBOOK_UNBOUNDED, Scenario
+from xlplan import distributions, fleet, queueing, serving, simulate, steps
+from xlplan.scenario import Scenario
 
 ARRIVAL_CV2 = 1.0
 """Squared coefficient of variation of the gaps between arrivals at peak: Poisson. [1]"""
@@ -48,11 +49,6 @@ SERVICE_CV2 = 1.0
 
 STEP_BUDGETS = (256, 512, 1024, 2048, 4096, 8192)
 """Step token budgets the path compares: from vLLM's smallest useful chunk to its default on large GPUs. [tokens]"""
-
-RUNBOOK_STEP_TOKENS = 512
-"""The step budget where the plan's engine sets none (the runbook's): the simulation's prefill chunk
-(:data:`xlplan.simulate.RUNBOOK_CHUNK_TOKENS`). [tokens]"""
-
 
 @dataclass(frozen=True)
 class QueuePath:
@@ -74,23 +70,6 @@ class QueuePath:
     gpus: int | None  # replicas × TP [GPUs]
     wait_at_percentile_s: float  # the wait at the percentile on those replicas [s]
     utilisation_at_load: float  # offered load ÷ the closed form's load replicas [fraction]
-
-
-def step_budget_tokens(s: Scenario) -> int:
-    """The step's token budget the path schedules with: the plan's, else :data:`RUNBOOK_STEP_TOKENS`. [tokens]
-
-    Parameters
-    ----------
-    s : Scenario
-        The plan's numbers; ``max_num_batched_tokens`` is the engine's step budget (unbounded: none set).
-
-    Returns
-    -------
-    int
-        Tokens one step may carry, decodes and prefill chunks together. [tokens]
-    """
-    budget = s.max_num_batched_tokens
-    return RUNBOOK_STEP_TOKENS if budget >= RUNBOOK_UNBOUNDED else int(budget)
 
 
 def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) -> QueuePath:
@@ -116,7 +95,7 @@ def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) ->
     ----------
     Erlang C with the Allen–Cunneen factor: :func:`xlplan.queueing.servers_for_wait`.
     """
-    budget = step_budget_tokens(s)
+    budget = simulate.chunk_tokens(s)  # the simulation's own step budget: both schedule the same steps
     q = dataclasses.replace(s, latency_with_prefill=True, max_num_batched_tokens=float(budget))
     r = steps.replica(q, tp)
     step = steps.latency_step_fn(q, tr, r)
@@ -178,9 +157,7 @@ def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget:
     clipped = min(ctx, r.window)
     prompt = max(tr.prompt_mean * (1.0 - s.prefix_reuse), 1.0)
     p = s.percentile / 100.0
-
-    def decode_s(b: float) -> float:
-        return f(b, b * ctx, b * clipped, 0.0, 0.0, 0.0, b * ctx, b * clipped)
+    decode_s = steps.latency_step_fn(dataclasses.replace(s, latency_with_prefill=False), tr, r)  # decodes alone
 
     def prefill_s(b: float) -> tuple[float, float]:
         chunk = max(min(prompt, budget - b), 1.0)
