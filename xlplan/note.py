@@ -48,7 +48,27 @@ def _binding_words(r: PlanResult) -> str:
             "latency": " — the decode step at this batch is too slow for the inter-token target; more replicas, "
             "fewer bytes per step (fp8 weights) or a faster GPU help.",
         }[r.binding]
-    return f"{head}{tail} GPUs by path: {detail}."
+    return f"The runbook's method: {head[0].lower()}{head[1:]}{tail} GPUs by path: {detail}."
+
+
+QUEUEING_WORDS = ("requests wait for a slot; more replicas or a shorter step (a smaller step budget, fp8 weights) help; "
+                  "more cache room (an fp8 cache's) does nothing")
+"""What the queueing path binding means, and what helps. [text]"""
+
+
+def _closed_binding_words(r: PlanResult) -> str:
+    """The closed form's binding path and what would move it. [text]"""
+    cf = r.closed_form
+    tails = {
+        "memory": "the cache holds the conversations in flight; an fp8 cache, a lower context limit or quantised weights help",
+        "compute": "prefill and decode FLOPs; prefix reuse, shorter prompts or a smaller model help",
+        "latency": "the decode step at this batch is too slow for the inter-token target; more replicas or fewer bytes per step help",
+        "queueing": QUEUEING_WORDS,
+    }
+    if cf.binding == "minimum replica":
+        return f"The closed form: every path fits in one replica of {cf.tp} GPU(s), so the minimum replica sets the fleet."
+    parts = "; ".join(f"{p}: {tails[p]}" for p in cf.binding_paths)
+    return f"The closed form is {cf.load} GPUs, the largest of the four paths — {parts}."
 
 
 def _who_binds(binding: str, paths: list[str] | None) -> str:
@@ -151,33 +171,46 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
     ]
     if r.queueing is not None:
         s3.append(("Queueing path", _queueing_line(r)))
+    cf = r.closed_form
+    if cf is not None:
+        s3.append(("Closed form", _closed_form_line(r)))
     s4 = [
-        ("Load", f"{f.load} GPUs (TP {f.tp})"),
-        ("With redundancy", f"{f.with_redundancy} GPUs (N+{f.redundancy_replicas} replicas)"),
-        ("Purchased", f"{f.purchased} GPUs ({f.purchased // f.gpus_per_node} node(s) of {f.gpus_per_node})"),
+        ("Runbook's method", (f"{f.load} GPUs for the load (TP {f.tp}) + {f.redundancy_replicas} spare replica(s) = "
+                             f"{f.with_redundancy} with redundancy → {f.purchased} purchased "
+                             f"({f.purchased // f.gpus_per_node} node(s) of {f.gpus_per_node})")),
     ]
-    if f.calibrated_low is not None and f.calibrated_high is not None:
-        def _at(a):
-            return f"{a.with_redundancy} ({a.purchased} purchased)" if a.feasible else "cannot be met"
-
-        s4.append(("Calibrated range", (f"fleet {_at(f.calibrated_high)} to {_at(f.calibrated_low)} GPUs over the calibrated "
-                                       f"efficiencies (point figure {f.with_redundancy}); calibrated from {r.calibration_source}")))
+    if cf is not None:
+        s4.append(("Closed form", (f"{cf.load} GPUs for the load ({cf.binding} binds) + {f.redundancy_replicas} spare "
+                                  f"replica(s) = {cf.with_redundancy} with redundancy → {cf.purchased} purchased")))
+    a = r.answer
+    bill_gpus, bill_usd = (a.billed_gpus, a.monthly_usd) if a is not None else (k.billed_gpus, k.monthly_usd)
+    mtok = a.usd_per_mtok if a is not None else k.usd_per_mtok
+    breakeven = a.breakeven_tokens_per_month if a is not None else k.breakeven_tokens_per_month
+    by_util = a.usd_per_mtok_by_utilisation if a is not None else k.usd_per_mtok_by_utilisation
+    fixed = bill_usd - bill_gpus * k.usd_per_gpu_hour * k.hours_per_month
+    extra = f" + {_usd(fixed)} fixed" if abs(fixed) >= 0.5 else ""
     s5 = [
-        ("Monthly bill", f"{k.billed_gpus} GPUs ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × {k.hours_per_month:g} h = {_usd(k.monthly_usd)} / month, fixed"),
+        ("Monthly bill", f"{bill_gpus} GPUs ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × {k.hours_per_month:g} h{extra} = "
+                         f"{_usd(bill_usd)} / month, fixed" + (" (the Answer's fleet)" if a is not None else "")),
         ("Tokens per month", f"{_tokens(k.tokens_per_month)} at {i.average_utilisation:.0%} average utilisation"),
-        ("Cost per million tokens", f"{_usd(k.usd_per_mtok, 3)} (all kinds)"),
+        ("Cost per million tokens", f"{_usd(mtok, 3)} (all kinds)"),
         ("Same traffic on the API", f"{_usd(k.api_monthly_usd)} / month at {k.api_provider or 'the plan’s API prices'}"
          if k.api_monthly_usd is not None else "no API price given"),
-        ("Break-even volume", f"{_tokens(k.breakeven_tokens_per_month)} tokens / month" if k.breakeven_tokens_per_month is not None else "—"),
-        ("By utilisation", ", ".join(f"{u.utilisation:.0%} {_usd(u.usd_per_mtok, 3)}" for u in k.usd_per_mtok_by_utilisation)),
+        ("Break-even volume", f"{_tokens(breakeven)} tokens / month" if breakeven is not None else "—"),
+        ("By utilisation", ", ".join(f"{u.utilisation:.0%} {_usd(u.usd_per_mtok, 3)}" for u in by_util)),
     ]
+    if a is not None:
+        s5.insert(1, ("Runbook's method", (f"{k.billed_gpus} GPUs ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × "
+                                          f"{k.hours_per_month:g} h = {_usd(k.monthly_usd)} / month "
+                                          f"(~${k.monthly_usd / 1000:,.0f}k; {_usd(k.usd_per_mtok, 3)}/M tokens)")))
     o = k.ownership
     if o is not None:
-        s5[0] = ("Monthly cost of ownership",
+        own_at = 0 if a is None else 2
+        s5[own_at:own_at + (1 if a is None else 0)] = [("Monthly cost of ownership" + ("" if a is None else " (the runbook's fleet)"),
                  (f"{k.billed_gpus} GPUs owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
                  f"{o.depreciation_years:g} years) + power {_usd(o.energy_usd_per_month)} ({o.kw_per_gpu:g} kW x PUE {o.pue:g} x "
                  f"${o.usd_per_kwh:g}/kWh) + hosting {_usd(o.hosting_usd_per_month)} + hardware ops "
-                 f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(k.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)"))
+                 f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(k.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)"))]
         if o.rent_monthly_usd is None:
             s5.insert(1, ("Against renting", "no rental price known for this GPU"))
         else:
@@ -187,44 +220,58 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
                                              f"{_usd(o.rent_monthly_usd)} / month; {pay}")))
     p3 = [_binding_words(r)]
     q = r.queueing
-    if q is not None and q.best_step_budget_tokens is not None and q.replicas is not None:
-        best = dict(q.budget_options)[q.best_step_budget_tokens]
-        if best < q.replicas:
-            others = ", ".join(f"{b:,} → {n}" if n is not None else f"{b:,} → none" for b, n in q.budget_options)
-            p3.append(f"The step budget decides the queueing path: {q.best_step_budget_tokens:,}-token steps need {best} "
-                      f"replicas where {q.step_budget_tokens:,}-token steps need {q.replicas} (tokens → replicas: {others}); "
-                      + ("the plan sets its budget, so it stands." if q.budget_set_by_plan else
-                         f"deploy policy.max_num_batched_tokens: {q.best_step_budget_tokens} (simulate it with `xlplan "
-                         "plan --verify` on a plan that sets it)."))
+    budget_words = _budget_sentence(r)
+    if budget_words:
+        p3.append(budget_words)
+    if r.closed_form is not None:
+        p3.append(_closed_binding_words(r))
     if q is not None and (q.gpus is None or q.gpus > f.load):
-        p3.append((f"The queueing path needs {q.gpus} GPUs, more than the load of {f.load}" if q.gpus is not None
+        p3.append((f"The queueing path needs {q.gpus} GPUs, more than the runbook's load of {f.load}" if q.gpus is not None
                    else "No fleet keeps the wait for a slot within the TTFT promise")
                   + (f": at {f.load} the replicas would run at ρ = {q.utilisation_at_load:.2f}"
                      + (", so requests would queue for a slot without bound" if q.utilisation_at_load >= 1 else
                         ", and the wait for a slot would pass the TTFT promise")
                      if q.gpus is not None else f" (the p{i.percentile:g} prompt's prefill alone takes {q.prefill_at_percentile_s:.2f} s)")
-                  + "; `xlplan plan --verify` simulates the fleet that keeps it.")
+                  + ".")
     p4 = [f.tp_reason + "."]
     v = r.verified
     if v is not None:
         s4.append(("Verified at peak (simulated)",
-                   (f"{v.load} GPUs keep the promise (p95 TTFT {_secs(v.ttft_p95_s)}, inter-token {_secs(v.itl_p95_s)}); "
-                    f"{v.with_redundancy} with redundancy" if v.load is not None else f"no fleet up to {v.searched_up_to} GPUs keeps the promise")
+                   (f"{v.load} GPUs keep the promise (p95 TTFT {_secs(v.ttft_p95_s)}, inter-token {_secs(v.itl_p95_s)})"
+                    if v.load is not None else f"no fleet up to {v.searched_up_to} GPUs keeps the promise")
                    + f" — {v.minutes:g} min, {v.arrivals}, {_seeds(v)}, {v.chunk_tokens:,}-token steps"))
+        if v.load is not None:
+            s4.append(("With redundancy (simulated)", _redundancy_row(v)))
         p4 += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
+        if cf is not None and v.load is not None and v.load != cf.load:
+            p4.append(_disagreement(cf, v))
+    a = r.answer
+    if a is not None:
+        s4.append(("Purchase", (f"{a.purchased} GPUs ({a.purchased // f.gpus_per_node} node(s) of {f.gpus_per_node}) for "
+                               f"{a.with_redundancy} with redundancy — {_answer_source(r)}")))
+        if a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):
+            s4.append(("Serving setting", f"policy.max_num_batched_tokens: {a.step_budget_tokens} (deploy it; "
+                                          f"{cf.default_step_budget_tokens:,}-token steps need "
+                                          + (f"{cf.default_budget_queueing_gpus} GPUs" if cf.default_budget_queueing_gpus is not None
+                                             else "more than any fleet") + " on the queueing path)"))
     api_words = []
     if k.api_monthly_usd is not None:
-        ratio = k.api_monthly_usd / k.monthly_usd
+        ratio = k.api_monthly_usd / bill_usd
         api_words.append(
             f"On infrastructure alone self-hosting is {ratio:.1f}× {'cheaper' if ratio >= 1 else 'dearer'} than the API at this volume. "
             "Left out: engineering time, on-call, upgrades and re-benchmarking, idle overnight capacity, cold-start risk"
             + (f" (ops counted in the break-even: {_usd(k.ops_usd_per_month)}/month)." if k.ops_usd_per_month else ".")
             + " Utilisation is the biggest lever: a half-idle GPU costs what a busy one does."
         )
-    p6 = [sensitivity_sentence(s, f.with_redundancy) for s in r.sensitivities]
     fmt = {"requests/s": lambda x: f"{x:,.1f}", "tokens": lambda x: f"{x:,.0f}", "s/token": lambda x: f"{x:.4f}"}
-    for b in r.breakpoints:
-        p6 += [f"Breakpoint: {line}." for line in _breakpoint_sentence(b, fmt[b.unit])]
+    if cf is not None and r.closed_form_sensitivities:
+        p6 = [f"On the closed form (the largest of the four paths, {cf.step_budget_tokens:,}-token steps; not simulated):"]
+        p6 += [sensitivity_sentence(s, cf.with_redundancy) for s in r.closed_form_sensitivities]
+        p6 += [f"Breakpoint (closed form): {line}." for b in r.closed_form_breakpoints for line in _breakpoint_sentence(b, fmt[b.unit])]
+    else:
+        p6 = [sensitivity_sentence(s, f.with_redundancy) for s in r.sensitivities]
+        for b in r.breakpoints:
+            p6 += [f"Breakpoint: {line}." for line in _breakpoint_sentence(b, fmt[b.unit])]
     return [
         (SECTIONS[0], s1, []),
         (SECTIONS[1], s2, []),
@@ -233,6 +280,77 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         (SECTIONS[4], s5, api_words),
         (SECTIONS[5], [], p6),
     ]
+
+
+def _budget_sentence(r: PlanResult) -> str:
+    """Where the step budget decides the queueing path: the budget deployed, the alternatives, and whether the plan's
+    own setting stands. '' where no budget needs fewer replicas than the default. [text]"""
+    q, cf = r.queueing, r.closed_form
+    if q is None or cf is None or not q.budget_options:
+        return ""
+    met = [(n, b) for b, n in q.budget_options if n is not None]
+    if not met:
+        return ""
+    others = ", ".join(f"{b:,} → {n}" if n is not None else f"{b:,} → none" for b, n in q.budget_options)
+    fewest, best = min(met, key=lambda nb: (nb[0], -nb[1]))
+    if cf.budget_chosen_by == "plan":
+        if q.replicas is None or fewest < q.replicas:
+            return (f"The step budget decides the queueing path: {best:,}-token steps would need {fewest} replicas where the "
+                    f"plan's {q.step_budget_tokens:,}-token steps need {q.replicas if q.replicas is not None else 'more than any fleet'} "
+                    f"(tokens → replicas: {others}); the plan sets its budget, so it stands.")
+        return ""
+    if cf.budget_chosen_by == "queueing path":
+        default = (f"{cf.default_budget_queueing_gpus // cf.tp}" if cf.default_budget_queueing_gpus is not None
+                   else "more than any fleet")
+        return (f"The step budget decides the queueing path: {q.step_budget_tokens:,}-token steps need {q.replicas} replicas "
+                f"where the default {cf.default_step_budget_tokens:,}-token steps need {default} (tokens → replicas: "
+                f"{others}); deploy policy.max_num_batched_tokens: {q.step_budget_tokens} — the simulation runs it.")
+    return ""
+
+
+def _closed_form_line(r: PlanResult) -> str:
+    """The closed form's arithmetic: the memory path at the achieved time in system, and the largest path. [text]"""
+    cf, i, mem = r.closed_form, r.inputs, r.memory
+    q = "none" if cf.queueing_gpus is None else f"{cf.queueing_gpus}"
+    return (f"memory at the achieved step ({i.output_tokens.mean:,.1f} tokens × {cf.achieved_step_s * 1000:.2f} ms = "
+            f"{cf.time_in_system_s:.2f} s in system; {i.peak_rps:g} req/s × {cf.time_in_system_s:.2f} s = "
+            f"{cf.concurrency:,.1f} in flight × {mem.kv_gib_per_conversation:.3f} GiB = {cf.kv_gib_total:,.1f} GiB → "
+            f"{cf.memory_gpus}), compute {cf.compute_gpus}, latency {cf.latency_gpus}, queueing {q}: the largest is "
+            f"{cf.load} GPUs ({cf.binding} binds)")
+
+
+def _redundancy_row(v) -> str:
+    """'7 GPUs keep the promise with one replica lost (p95 TTFT 337 ms)'. [text]"""
+    if v.with_redundancy is None:
+        return f"no fleet up to {v.searched_up_to} GPUs keeps the promise with the redundancy lost"
+    if v.redundancy_lost_replicas == 0:
+        return f"{v.with_redundancy} GPUs: the plan keeps no redundancy"
+    lost = "one replica" if v.redundancy_lost_replicas == 1 else f"{v.redundancy_lost_replicas} replicas"
+    return (f"{v.with_redundancy} GPUs keep the promise with {lost} lost at the start of the peak (p95 TTFT "
+            f"{_secs(v.redundancy_ttft_p95_s)}, inter-token {_secs(v.redundancy_itl_p95_s)})")
+
+
+def _answer_source(r: PlanResult) -> str:
+    """Where the Answer's fleet comes from, in words. [text]"""
+    if r.answer.source == "verified":
+        return f"verified in simulation ({_seeds(r.verified)})"
+    if r.verified is not None:
+        return "the closed form: the simulation found no fleet that keeps the promise"
+    return "the closed form, not simulated (xlplan plan without --no-verify simulates it)"
+
+
+def _disagreement(cf, v) -> str:
+    """Why the closed form and the simulation differ, where they do. [text]"""
+    if v.load < cf.load:
+        why = ("the closed form's queue assumes exponential service times (Erlang C with the Allen–Cunneen factor); "
+               "a request's decode of a known number of tokens varies less, so the simulated wait is shorter"
+               if cf.binding == "queueing" else
+               f"the closed form's {cf.binding} path counts averages the simulated steps beat")
+    else:
+        why = ("the simulation schedules every step with its prefill chunks and each request's own lengths, where the "
+               "closed form takes means: the long prompts and answers of the tail hold slots longer than the mean does")
+    return (f"The closed form gives {cf.load} GPUs for the load and the simulation {v.load}: {why}. The Answer follows "
+            "the simulation.")
 
 
 def _seeds(v) -> str:
@@ -270,6 +388,32 @@ def _secs(x: float | None) -> str:
     return f"{x * 1000:,.0f} ms" if x < 1 else f"{x:,.2f} s"
 
 
+def answer_sentence(r: PlanResult) -> str:
+    """The Answer line: the verified fleet (else the closed form), what binds, its bill, and where it comes from.
+
+    Parameters
+    ----------
+    r : PlanResult
+        The planner's result; read, not recomputed.
+
+    Returns
+    -------
+    str
+        E.g. '6 GPUs for the load, 7 with redundancy (one replica lost), buy 8; binding: queueing; ~$15,330/month,
+        $0.159/M tokens — verified in simulation (seeds 1, 2, 3 (all must hold)).' [text]
+    """
+    a = r.answer
+    if a is None:  # a result written before the closed form existed: the runbook's figures
+        return (f"{r.fleet.load} GPUs for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}; "
+                f"binding: {r.binding}; ~{_usd(r.cost.monthly_usd)}/month, {_usd(r.cost.usd_per_mtok, 3)}/M tokens.")
+    lost = ""
+    if a.source == "verified" and r.verified.redundancy_lost_replicas:
+        n = r.verified.redundancy_lost_replicas
+        lost = " (one replica lost)" if n == 1 else f" ({n} replicas lost)"
+    return (f"{a.load} GPUs for the load, {a.with_redundancy} with redundancy{lost}, buy {a.purchased}; binding: "
+            f"{a.binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens — {_answer_source(r)}.")
+
+
 def render_text(r: PlanResult) -> str:
     """The capacity note as plain text.
 
@@ -288,8 +432,7 @@ def render_text(r: PlanResult) -> str:
     Runbook, document 14, "The capacity note": its six sections, in this order.
     """
     lines = [f"CAPACITY NOTE — {r.name}", "=" * (16 + len(r.name)), ""]
-    lines.append(f"Answer: {r.fleet.load} GPUs for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}; "
-                 f"binding: {r.binding}; ~{_usd(r.cost.monthly_usd)}/month, {_usd(r.cost.usd_per_mtok, 3)}/M tokens.")
+    lines.append("Answer: " + answer_sentence(r))
     for w in r.warnings:
         lines.append(f"WARNING: {w}")
     for title, rows, paras in note_sections(r):
@@ -319,8 +462,7 @@ def render_markdown(r: PlanResult) -> str:
     Runbook, document 14, "The capacity note": its six sections, in this order.
     """
     lines = [f"# Capacity note — {r.name}", ""]
-    lines.append(f"**{r.fleet.load} GPUs for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}.** "
-                 f"Binding: **{r.binding}**. ~{_usd(r.cost.monthly_usd)}/month, {_usd(r.cost.usd_per_mtok, 3)}/M tokens.")
+    lines.append("**Answer:** " + answer_sentence(r))
     for w in r.warnings:
         lines += ["", f"> **Warning:** {w}"]
     for title, rows, paras in note_sections(r):

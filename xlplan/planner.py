@@ -7,10 +7,13 @@ Runs the seven steps (:mod:`xlplan.steps`), the what-ifs and breakpoints
 from __future__ import annotations
 
 import dataclasses
+import math
 
-from xlplan import _vec, architecture, cost, memory, ownership, queue_path, simulate, whatif
+from xlplan import _vec, architecture, closed_form, cost, memory, ownership, simulate, steps, whatif
 from xlplan.plan import Plan
 from xlplan.result import (
+    AnswerOut,
+    ClosedFormOut,
     ComputeOut,
     CostOut,
     FleetAt,
@@ -176,6 +179,11 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
     s = resolve(p)
     sol = solve(s)
     tr, pa, bl = sol.traffic, sol.paths, sol.bill
+    set_by_plan = p.policy.max_num_batched_tokens is not None
+    cf = closed_form.closed_form(s, sol, set_by_plan)
+    model_spec = p.model.resolve()
+    verified = (simulate.verify(deployed(s, cf), sol, p.promise.percentile, max_context=model_spec.max_context_tokens,
+                                start_replicas=cf.load_replicas) if verify else None)
     model = p.model.resolve()
     gpu = p.hardware.resolve()
     low, high = calibrated_ends(p, s)
@@ -284,24 +292,112 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
         ),
         sensitivities=whatif.sensitivities(p, s),
         breakpoints=whatif.breakpoints(s, sol),
-        warnings=_warnings(p, s, sol),
-        verified=simulate.verify(s, sol, p.promise.percentile, max_context=model.max_context_tokens) if verify else None,
-        queueing=_queueing(p, s, sol),
+        warnings=_warnings(p, s, sol) + _answer_warnings(cf, verified),
+        verified=verified,
+        queueing=_queueing(p, s, cf),
+        closed_form=_closed_form_out(s, cf),
+        answer=answer(s, sol, cf, verified),
+        closed_form_sensitivities=whatif.closed_sensitivities(p, s, cf.step_budget_tokens, set_by_plan),
+        closed_form_breakpoints=whatif.closed_breakpoints(s, cf, set_by_plan),
     )
 
 
-def _queueing(p: Plan, s, sol) -> QueueingOut:
-    """The queueing path at the solution's TP degree, and at every step budget compared, as the result carries it.
-    [QueueingOut]"""
-    tp, load = int(sol.paths.tp), float(sol.paths.load_replicas)
-    q = queue_path.queue_path(s, sol.traffic, tp, load)
-    options = queue_path.budget_options(s, sol.traffic, tp, load)
-    met = [(n, b) for b, n in options if n is not None]
-    best = None
-    if met:
-        fewest = min(n for n, _ in met)
-        tied = [b for n, b in met if n == fewest]
-        best = q.step_budget_tokens if q.step_budget_tokens in tied and q.replicas == fewest else max(tied)
-    return QueueingOut(**{k: v for k, v in dataclasses.asdict(q).items() if k != "tp"}, budget_options=options,
-                       best_step_budget_tokens=best, budget_set_by_plan=p.policy.max_num_batched_tokens is not None)
+def deployed(s, cf: closed_form.ClosedForm):
+    """The scenario at the step budget the plan deploys: what the simulation runs. [Scenario]
 
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    cf : closed_form.ClosedForm
+        The closed form, with the step budget chosen.
+
+    Returns
+    -------
+    Scenario
+        ``s`` with ``max_num_batched_tokens`` at the deployed budget (unchanged where the plan or engine sets it, or
+        where the simulation's default is chosen).
+    """
+    if cf.budget_chosen_by != "queueing path":
+        return s
+    return dataclasses.replace(s, max_num_batched_tokens=float(cf.step_budget_tokens))
+
+
+def answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
+    """The Answer line: the verified fleet where the simulation found one, else the closed form; and its bill.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    sol : Solution
+        The runbook's method solved: traffic and the chosen TP degree's paths.
+    cf : closed_form.ClosedForm
+        The closed-form fleet.
+    verified : VerifiedOut or None
+        The simulation at peak, where it ran.
+
+    Returns
+    -------
+    AnswerOut
+        Load, with redundancy (the fleet that keeps the promise with the plan's redundancy lost, where verified),
+        purchased in whole units, and the bill of that fleet.
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "5 GPUs at $3/hr × 730 hours ≈ $11,000 / month": the same arithmetic on this fleet.
+    """
+    tp = cf.tp
+    if verified is not None and verified.load is not None:
+        source, load = "verified", int(verified.load)
+        red = verified.with_redundancy if verified.with_redundancy is not None else load + int(s.redundancy) * tp
+    else:
+        source, load, red = "closed form", cf.load, cf.with_redundancy
+    purchased = int(math.ceil(red / s.gpus_per_node) * s.gpus_per_node)
+    tr = sol.traffic
+    b = steps.bill(s, tr, dataclasses.replace(sol.paths, with_redundancy=float(red), purchased=float(purchased)))
+    by_util = [
+        UtilisationCost(utilisation=u, usd_per_mtok=cost.usd_per_mtok(b.monthly_usd, cost.tokens_per_month(
+            s.peak_rps, tr.prompt_mean + tr.output_mean, u, s.hours_per_month)))
+        for u in UTILISATION_TABLE
+    ]
+    return AnswerOut(source=source, tp=tp, load=load, with_redundancy=int(red), purchased=purchased, binding=cf.binding,
+                     step_budget_tokens=cf.step_budget_tokens, billed_gpus=int(b.billed_gpus), monthly_usd=b.monthly_usd,
+                     usd_per_mtok=b.usd_per_mtok, api_monthly_usd=b.api_monthly_usd,
+                     breakeven_tokens_per_month=b.breakeven_tokens_per_month, usd_per_mtok_by_utilisation=by_util)
+
+
+def _answer_warnings(cf: closed_form.ClosedForm, verified) -> list[str]:
+    out = []
+    if not cf.feasible:
+        out.append("no fleet keeps the wait for a slot within the TTFT promise: the prompt's prefill alone takes "
+                   f"{cf.queue.prefill_at_percentile_s:.2f} s at the promise's percentile, so the closed form stands on "
+                   "the other paths")
+    if verified is not None and verified.load is None:
+        out.append(f"no fleet up to {verified.searched_up_to} GPUs keeps the promise in simulation: the Answer is the "
+                   "closed form's, unverified")
+    return out
+
+
+def _closed_form_out(s, cf: closed_form.ClosedForm) -> ClosedFormOut:
+    default = simulate.chunk_tokens(s)
+    at_default = dict(cf.budget_options).get(default)
+    return ClosedFormOut(
+        step_budget_tokens=cf.step_budget_tokens, budget_chosen_by=cf.budget_chosen_by, default_step_budget_tokens=default,
+        default_budget_queueing_gpus=at_default * cf.tp if at_default is not None else None,
+        achieved_step_s=cf.achieved_step_s, achieved_batch=cf.achieved_batch, time_in_system_s=cf.time_in_system_s,
+        concurrency=cf.concurrency, kv_gib_total=cf.kv_gib_total, memory_gpus_exact=cf.memory_gpus_exact,
+        memory_gpus=cf.memory_gpus, compute_gpus=cf.compute_gpus, latency_gpus=cf.latency_gpus,
+        queueing_gpus=cf.queueing_gpus, feasible=cf.feasible, tp=cf.tp, load=cf.load, with_redundancy=cf.with_redundancy,
+        purchased=cf.purchased, binding=cf.binding, binding_paths=list(cf.binding_paths),
+    )
+
+
+def _queueing(p: Plan, s, cf: closed_form.ClosedForm) -> QueueingOut:
+    """The queueing path at the deployed step budget, and at every budget compared, as the result carries it.
+    [QueueingOut]"""
+    q = cf.queue
+    met = [n for _, n in cf.budget_options if n is not None]
+    return QueueingOut(**{k: v for k, v in dataclasses.asdict(q).items() if k != "tp"}, budget_options=list(cf.budget_options),
+                       best_step_budget_tokens=cf.step_budget_tokens if met else None,
+                       budget_set_by_plan=p.policy.max_num_batched_tokens is not None)

@@ -170,10 +170,14 @@ def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget:
     rate, step = 1.0, first
     for _ in range(200):
         mean_step = first
-        for _ in range(50):  # the batch the rate implies, and the mean step it implies
+        for _ in range(50):  # the batch the rate implies, and the mean step it implies (converges from below)
             b = max(rate * tr.output_mean * mean_step, 1.0)
             step, chunk = prefill_s(b)
-            mean_step = p * decode_s(b) + (1.0 - p) * step
+            new_mean = p * decode_s(b) + (1.0 - p) * step
+            if abs(new_mean - mean_step) <= 1e-13 * new_mean:
+                mean_step = new_mean
+                break
+            mean_step = new_mean
         new = (1.0 - p) / (math.ceil(prompt / chunk) * mean_step)
         if abs(new - rate) <= 1e-12 * rate:
             break

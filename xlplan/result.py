@@ -335,6 +335,51 @@ class ScheduleOut(_Out):
     stopped: str = Field(default="", description="Why the schedule ends early, if it does. [text]")
 
 
+class ClosedFormOut(_Out):
+    """The closed-form fleet: the largest of the memory (at the achieved time in system), compute, latency and queueing
+    paths at the step budget deployed (xlplan.closed_form). Beside the runbook's method, not instead of it."""
+
+    step_budget_tokens: int = Field(description="The step budget deployed and simulated. [tokens]")
+    budget_chosen_by: str = Field(description="'plan' (the plan file sets it), 'queueing path' (the budget needing the fewest replicas) or 'default' (the simulation's own ties for the fewest). [text]")
+    default_step_budget_tokens: int = Field(description="The step budget the plan would run without the decision: the plan's or engine's, else 512-token chunks. [tokens]")
+    default_budget_queueing_gpus: int | None = Field(default=None, description="The queueing path at that default budget (None: no fleet keeps the wait, or not compared). [GPUs]")
+    achieved_step_s: float = Field(description="The step at the fleet's own batch, at most the inter-token target. [s]")
+    achieved_batch: float = Field(description="Decodes per replica at that step, by Little's Law. [sequences]")
+    time_in_system_s: float = Field(description="Mean output × the achieved step: how long a request holds its cache. [s]")
+    concurrency: float = Field(description="Peak rate × that time. [requests]")
+    kv_gib_total: float = Field(description="Concurrency × KV per conversation. [GiB]")
+    memory_gpus_exact: float = Field(description="The memory path at the achieved time, before rounding. [GPUs]")
+    memory_gpus: int = Field(description="The memory path at the achieved time, in whole replicas. [GPUs]")
+    compute_gpus: int = Field(description="The compute path (the runbook's). [GPUs]")
+    latency_gpus: int = Field(description="The latency check (the runbook's). [GPUs]")
+    queueing_gpus: int | None = Field(description="The queueing path at the deployed budget; None: no fleet keeps the wait within the TTFT target. [GPUs]")
+    feasible: bool = Field(description="Whether the queueing path has an answer. [bool]")
+    tp: int = Field(description="GPUs per replica. [GPUs]")
+    load: int = Field(description="The largest path. [GPUs]")
+    with_redundancy: int = Field(description="Load plus the plan's spare replicas. [GPUs]")
+    purchased: int = Field(description="Rounded up to whole purchasing units. [GPUs]")
+    binding: str = Field(description="The path that needs the most GPUs ('memory', 'compute', 'latency', 'queueing'), ties joined by ' and ', or 'minimum replica'. [text]")
+    binding_paths: list[str] = Field(description="The paths tied for the most. [text]")
+
+
+class AnswerOut(_Out):
+    """The Answer line: the verified fleet where the plan was simulated, else the closed form; and the bill it pays."""
+
+    source: str = Field(description="'verified' (simulated at peak on every seed) or 'closed form' (plan --no-verify, or no fleet verified). [text]")
+    tp: int = Field(description="GPUs per replica. [GPUs]")
+    load: int = Field(description="GPUs the peak needs. [GPUs]")
+    with_redundancy: int = Field(description="GPUs that keep the promise with the plan's redundancy replicas lost (verified), or load plus the spare replicas (closed form). [GPUs]")
+    purchased: int = Field(description="Rounded up to whole purchasing units. [GPUs]")
+    binding: str = Field(description="The closed form's binding path. [text]")
+    step_budget_tokens: int = Field(description="The step budget to deploy (policy.max_num_batched_tokens). [tokens]")
+    billed_gpus: int = Field(description="GPUs on the bill: with redundancy (rented) or purchased. [GPUs]")
+    monthly_usd: float = Field(description="Monthly cost of that fleet. [USD/month]")
+    usd_per_mtok: float = Field(description="Cost per million tokens at the average utilisation. [USD/Mtok]")
+    api_monthly_usd: float | None = Field(default=None, description="The same traffic on the API. [USD/month]")
+    breakeven_tokens_per_month: float | None = Field(default=None, description="Volume above which self-hosting this fleet wins. [tokens/month]")
+    usd_per_mtok_by_utilisation: list[UtilisationCost] = Field(default_factory=list, description="$/M tokens of this fleet at 10%…100% utilisation.")
+
+
 class PlanResult(_Out):
     """Everything the capacity note says."""
 
@@ -352,8 +397,12 @@ class PlanResult(_Out):
     tp_options: list[TPOption] = Field(description="Every tensor-parallel degree considered.")
     fleet: FleetOut = Field(description="Step 6: load, redundancy, purchasing unit.")
     cost: CostOut = Field(description="Step 7: the bill and the API comparison.")
-    sensitivities: list[Sensitivity] = Field(description="Section 6: the standard what-ifs.")
-    breakpoints: list[Breakpoint] = Field(description="Section 6: where each input changes the answer.")
+    sensitivities: list[Sensitivity] = Field(description="Section 6, the runbook's method: the standard what-ifs (the workbook's what-if rows compute the same by formula).")
+    breakpoints: list[Breakpoint] = Field(description="Section 6, the runbook's method: where each input changes its purchase or binding path.")
     warnings: list[str] = Field(description="What the reader must know (e.g. TTFT not met on this hardware). [text]")
     verified: VerifiedOut | None = Field(default=None, description="The fleet simulated at peak (plan --verify); None when not asked for.")
-    queueing: QueueingOut | None = Field(default=None, description="The queueing path at the plan's TP degree: the wait for a slot. None in results written before it existed.")
+    queueing: QueueingOut | None = Field(default=None, description="The queueing path at the plan's TP degree and the step budget deployed: the wait for a slot. None in results written before it existed.")
+    closed_form: ClosedFormOut | None = Field(default=None, description="The closed-form fleet: the largest of the four paths (None in results written before it existed).")
+    answer: AnswerOut | None = Field(default=None, description="The Answer line and its bill: the verified fleet, else the closed form (None in results written before it existed).")
+    closed_form_sensitivities: list[Sensitivity] = Field(default_factory=list, description="Section 6 on the closed form: the standard what-ifs, each re-planned as the largest of the four paths at the deployed step budget.")
+    closed_form_breakpoints: list[Breakpoint] = Field(default_factory=list, description="Section 6 on the closed form: where its purchase grows one unit, where its binding path changes.")

@@ -961,7 +961,8 @@ def _gpus(n: int) -> str:
 
 
 def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: float | None = None, seed: int = DEFAULT_SEED,
-           cv2: float = 1.0, max_context: int | None = None, workload: Workload | None = None, arrivals: str | None = None):
+           cv2: float = 1.0, max_context: int | None = None, workload: Workload | None = None, arrivals: str | None = None,
+           start_replicas: int | None = None):
     """Simulate the plan's fleet at peak: the verified load, the runbook's load, and one replica down.
 
     Parameters
@@ -984,6 +985,9 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
         The requests to serve (a replayed or resampled log); left out, drawn by :func:`workload_for`.
     arrivals : str, optional
         How the arrivals are described in the sentence; left out, 'Poisson arrivals' or 'bursty arrivals (…)'.
+    start_replicas : int, optional
+        Where the search for the verified load starts: the closed form's load (the queueing path included); left
+        out, the runbook's load. [replicas]
 
     Returns
     -------
@@ -1016,7 +1020,7 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
               if workload is None else [])
     seeds = [seed + k for k in range(1 + len(others))]
     runs: dict = {}
-    found = search(s, tp, wl, duration, load_reps, percentile, runs)
+    found = search(s, tp, wl, duration, start_replicas or load_reps, percentile, runs)
     if found.verified_replicas is not None and others:
         found = dataclasses.replace(found, verified_replicas=_on_every_seed(
             s, tp, wl, others, duration, percentile, found.verified_replicas, found.cap_replicas, runs))

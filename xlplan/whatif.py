@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from xlplan import steps
+from xlplan import closed_form, steps
 from xlplan.plan import Plan
 from xlplan.result import Breakpoint, Sensitivity
 from xlplan.scenario import Scenario, resolve
@@ -330,6 +330,165 @@ def breakpoints(s: Scenario, base: steps.Solution) -> list[Breakpoint]:
                 binding_flip_at=flip_at,
                 binding_after=(after_flip.binding if after_flip else ("infeasible" if flip_at is not None else None)),
                 binding_paths_after=list(after_flip.binding_paths) if after_flip else None,
+            )
+        )
+    return out
+
+
+def closed_outcome(s: Scenario, budget: int, set_by_plan: bool):
+    """(solution, closed form) of a changed scenario at the plan's deployed step budget; None where it cannot be met.
+
+    Parameters
+    ----------
+    s : Scenario
+        The changed scenario.
+    budget : int
+        The step budget the plan deploys, held through the change (the decision is the plan's). [tokens]
+    set_by_plan : bool
+        Whether the plan file sets it. [bool]
+
+    Returns
+    -------
+    tuple or None
+        ``(steps.Solution, closed_form.ClosedForm)``, or None when no TP degree can hold the weights and meet the
+        promise, or no fleet keeps the wait for a slot within the TTFT target.
+    """
+    sol = _outcome(s)
+    if sol is None:
+        return None
+    cf = closed_form.closed_form(s, sol, set_by_plan, budget=budget)
+    return (sol, cf) if cf.feasible else None
+
+
+def closed_sensitivity(change: str, s: Scenario | None, budget: int, set_by_plan: bool, error: str = "") -> Sensitivity:
+    """One what-if on the closed form: the largest of the four paths, its fleet and bill. [Sensitivity]
+
+    Parameters
+    ----------
+    change : str
+        The what-if's label.
+    s : Scenario or None
+        The changed scenario; None when the change itself cannot be made (``error`` says why).
+    budget : int
+        The plan's deployed step budget. [tokens]
+    set_by_plan : bool
+        Whether the plan file sets it. [bool]
+    error : str
+        Why the change cannot be made, when ``s`` is None. [text]
+
+    Returns
+    -------
+    Sensitivity
+        The re-planned closed-form fleet and its bill, or why it cannot be met.
+    """
+    out = None
+    if s is not None:
+        try:
+            out = closed_outcome(s, budget, set_by_plan)
+        except steps.PlanningError as e:
+            error = str(e)
+        if out is None and not error:
+            try:
+                steps.solve(s)
+                error = "no fleet keeps the wait for a slot within the TTFT target (the prompt's prefill alone leaves no room)"
+            except steps.PlanningError as e:
+                error = str(e)
+    if out is None:
+        return Sensitivity(change=change, feasible=False, load=None, fleet=None, purchased=None, binding=None,
+                           monthly_usd=None, usd_per_mtok=None, note=error)
+    sol, cf = out
+    b = steps.bill(s, sol.traffic, replace(sol.paths, with_redundancy=float(cf.with_redundancy), purchased=float(cf.purchased)))
+    return Sensitivity(change=change, feasible=True, load=cf.load, fleet=cf.with_redundancy, purchased=cf.purchased,
+                       binding=cf.binding, binding_paths=list(cf.binding_paths), monthly_usd=b.monthly_usd,
+                       usd_per_mtok=b.usd_per_mtok)
+
+
+def closed_sensitivities(plan: Plan, s: Scenario, budget: int, set_by_plan: bool,
+                         what_ifs: tuple[WhatIf, ...] = STANDARD_WHAT_IFS) -> list[Sensitivity]:
+    """The what-ifs on the closed form (the largest of the four paths), at the plan's deployed step budget.
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan as written.
+    s : Scenario
+        The plan's numbers.
+    budget : int
+        The step budget the plan deploys. [tokens]
+    set_by_plan : bool
+        Whether the plan file sets it. [bool]
+    what_ifs : tuple of WhatIf
+        The what-ifs to run, in the order they are shown.
+
+    Returns
+    -------
+    list of Sensitivity
+        One per what-if, in order.
+    """
+    out = []
+    for w in what_ifs:
+        label = describe(plan, s, w)
+        try:
+            changed = apply(plan, s, w)
+        except steps.PlanningError as e:
+            out.append(closed_sensitivity(label, None, budget, set_by_plan, str(e)))
+            continue
+        out.append(closed_sensitivity(label, changed, budget, set_by_plan))
+    return out
+
+
+def closed_breakpoints(s: Scenario, base: closed_form.ClosedForm, set_by_plan: bool) -> list[Breakpoint]:
+    """Breakpoints of the closed form: where its purchase grows one unit, where its binding path changes.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    base : closed_form.ClosedForm
+        The plan's closed form: the purchase and binding path each change is compared with, and its step budget.
+    set_by_plan : bool
+        Whether the plan file sets the step budget. [bool]
+
+    Returns
+    -------
+    list of Breakpoint
+        One per entry of :data:`BREAKPOINT_VARIABLES`, as :func:`breakpoints` gives them for the runbook's method.
+
+    References
+    ----------
+    Runbook, document 14, "What would change the answer".
+    """
+    out = []
+    budget = base.step_budget_tokens
+    for variable, unit, direction, setter, getter in BREAKPOINT_VARIABLES:
+        current = getter(s)
+        memo: dict[float, object] = {}
+
+        def at(x, setter=setter, memo=memo):
+            if x not in memo:
+                memo[x] = closed_outcome(setter(s, x), budget, set_by_plan)
+            return memo[x]
+
+        def grows(x, at=at):
+            o = at(x)
+            return o is None or o[1].purchased > base.purchased
+
+        def flips(x, at=at):
+            o = at(x)
+            return o is None or o[1].binding != base.binding
+
+        step_at = find_threshold(grows, current, direction)
+        flip_at = find_threshold(flips, current, direction)
+        after_step = at(step_at) if step_at is not None else None
+        after_flip = at(flip_at) if flip_at is not None else None
+        out.append(
+            Breakpoint(
+                variable=variable, unit=unit, direction=direction, current=current,
+                fleet_step_at=step_at,
+                purchased_after=after_step[1].purchased if after_step else None,
+                binding_flip_at=flip_at,
+                binding_after=(after_flip[1].binding if after_flip else ("infeasible" if flip_at is not None else None)),
+                binding_paths_after=list(after_flip[1].binding_paths) if after_flip else None,
             )
         )
     return out

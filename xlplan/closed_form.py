@@ -1,0 +1,318 @@
+"""The closed-form fleet: the largest of the paths, the queueing path among them, at the step budget the plan deploys.
+
+The runbook's method (:mod:`xlplan.steps`) sizes the fleet from the memory and compute paths and the latency check,
+with every request held for ``E[output] × the inter-token target``. Two things it leaves out decide whether the fleet
+keeps the promise (issue 18): the wait for a slot, which the TTFT promise is about (:mod:`xlplan.queue_path`), and
+the time a request really holds its cache, which is the step the fleet achieves at its own batch, not the target.
+This module takes the largest of four paths, each in whole replicas at the solution's TP degree:
+
+- **memory**, at the time in system the fleet achieves: ``T = E[output] × min(τ(b), ITL target)`` with the
+  replica's batch ``b = λ·T ÷ n`` solved self-consistently on ``n`` replicas (Little's Law on each replica);
+- **compute** and **latency**, as the runbook's method has them;
+- **queueing**: the fewest replicas whose wait for a slot at the promise's percentile fits the TTFT target.
+
+The step budget is a decision: where the plan file sets ``policy.max_num_batched_tokens`` it stands; otherwise the
+budget of :data:`xlplan.queue_path.STEP_BUDGETS` that needs the fewest queueing replicas is the one to deploy (the
+simulation's default where it ties).
+
+No I/O; plain floats.
+
+References
+----------
+Little's Law: Little, Operations Research 9(3), 1961. Erlang C with the Allen–Cunneen factor: :mod:`xlplan.queueing`.
+Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from xlplan import _vec, fleet, memory, queue_path, simulate, steps
+from xlplan.scenario import Scenario
+
+PATHS = ("memory", "compute", "latency", "queueing")
+"""The closed form's paths, in the order the note lists them."""
+
+FIXED_POINT_ITERATIONS = 200
+"""Most iterations of the batch ↔ step fixed point (it converges from below, monotonically). [iterations]"""
+
+FIXED_POINT_TOLERANCE = 1e-9
+"""Relative change of the batch at which the fixed point stops. [fraction]"""
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """The closed-form fleet at one TP degree. Units in the field comments."""
+
+    tp: int  # GPUs per replica [GPUs]
+    step_budget_tokens: int  # the step budget deployed and simulated [tokens]
+    budget_chosen_by: str  # 'plan' (the plan file sets it), 'queueing path' (fewest replicas) or 'default' [text]
+    queue: queue_path.QueuePath  # the queueing path at that budget
+    budget_options: tuple[tuple[int, int | None], ...]  # (budget [tokens], queueing replicas or None) compared
+    achieved_step_s: float  # the step at the fleet's own batch, at most the inter-token target [s]
+    achieved_batch: float  # decodes per replica at that step (Little's Law) [sequences]
+    time_in_system_s: float  # E[output] × achieved step [s]
+    concurrency: float  # peak rate × that time [requests]
+    kv_gib_total: float  # concurrency × KV per conversation [GiB]
+    memory_gpus_exact: float  # before rounding [GPUs]
+    memory_gpus: int  # whole replicas [GPUs]
+    compute_gpus: int  # the runbook's compute path [GPUs]
+    latency_gpus: int  # the runbook's latency check [GPUs]
+    queueing_gpus: int | None  # None: no fleet keeps the wait within the TTFT target [GPUs]
+    feasible: bool  # the queueing path has an answer (the prefill alone leaves room for a wait) [bool]
+    load_replicas: int  # the largest path [replicas]
+    load: int  # [GPUs]
+    with_redundancy: int  # load plus the plan's spare replicas [GPUs]
+    purchased: int  # rounded up to whole purchasing units [GPUs]
+    binding: str  # the path that needs the most ('memory', …, 'queueing'), ties joined by ' and ', or 'minimum replica' [text]
+    binding_paths: tuple[str, ...]  # the paths tied for the most
+
+
+def achieved_time_in_system_s(s: Scenario, tr: steps.Traffic, step, replicas: float) -> tuple[float, float, float]:
+    """(time in system, step, batch) on ``replicas`` replicas: the step at the fleet's own batch, solved with the batch
+    it implies. [s], [s], [sequences]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats): peak rate and inter-token target.
+    tr : steps.Traffic
+        Steps 1-3 and the demand, from :func:`xlplan.steps.traffic`.
+    step : callable
+        ``batch [sequences] -> step time [s]`` of one replica, increasing in the batch
+        (:func:`xlplan.steps.latency_step_fn`).
+    replicas : float
+        Replicas sharing the peak. [replicas]
+
+    Returns
+    -------
+    tuple of float
+        ``T = E[output] × τ`` with ``τ = min(step(b), ITL target)`` and ``b = λ·T ÷ n``: the smallest fixed point,
+        reached by iterating from an empty batch (each iterate is below it, and the map is increasing). [s], [s],
+        [sequences]
+
+    Examples
+    --------
+    A step of 10 ms + 0.1 ms per sequence, 40 req/s of 300 tokens on 4 replicas: ``b = 3000·(0.01 + 0.0001·b)``,
+    so ``b = 30 ÷ 0.7 = 42.86`` and ``τ = 14.29 ms``.
+
+    >>> from types import SimpleNamespace as NS
+    >>> t, tau, b = achieved_time_in_system_s(NS(peak_rps=40.0, itl_s=0.05), NS(output_mean=300.0),
+    ...                                      lambda b: 0.01 + 0.0001 * b, 4)
+    >>> round(b, 2), round(tau * 1000, 2), round(t, 3)
+    (42.86, 14.29, 4.286)
+    """
+    per = s.peak_rps * tr.output_mean / replicas  # b = per × τ
+    b, tau = 0.0, 0.0
+    for _ in range(FIXED_POINT_ITERATIONS):
+        tau = min(float(step(max(b, 1.0))), s.itl_s)
+        new = per * tau
+        if abs(new - b) <= FIXED_POINT_TOLERANCE * max(new, 1.0):
+            b = new
+            break
+        b = new
+    return tr.output_mean * tau, tau, b
+
+
+def choose_budget(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float,
+                  set_by_plan: bool) -> tuple[int, str, tuple[tuple[int, int | None], ...]]:
+    """The step budget to deploy: the plan's where it sets one, else the one needing the fewest queueing replicas.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats).
+    tr : steps.Traffic
+        Steps 1-3 and the demand.
+    tp : int
+        GPUs per replica. [GPUs]
+    load_replicas : float
+        The runbook's load, for the queueing path's utilisation. [replicas]
+    set_by_plan : bool
+        Whether the plan file sets ``policy.max_num_batched_tokens``. [bool]
+
+    Returns
+    -------
+    budget : int
+        Tokens one step may carry. [tokens]
+    chosen_by : str
+        'plan', 'queueing path' or 'default' (the simulation's own budget ties for the fewest, or none meets the
+        wait). [text]
+    options : tuple of (int, int or None)
+        Every budget compared and its queueing replicas (None: no fleet keeps the wait). [tokens], [replicas]
+
+    References
+    ----------
+    vLLM's scheduler (vllm/v1/core/sched/scheduler.py): ``max_num_batched_tokens`` is the step's token budget.
+    """
+    default = simulate.chunk_tokens(s)
+    options = tuple(queue_path.budget_options(s, tr, tp, load_replicas))
+    if set_by_plan:
+        return default, "plan", options
+    met = [(n, b) for b, n in options if n is not None]
+    if not met:
+        return default, "default", options
+    fewest = min(n for n, _ in met)
+    tied = [b for n, b in met if n == fewest]
+    at_default = queue_path.queue_path(s, tr, tp, load_replicas).replicas
+    if at_default is not None and at_default <= fewest:
+        return default, "default", options
+    return max(tied), "queueing path", options
+
+
+def binding(counts: dict[str, int], tp: int) -> tuple[str, tuple[str, ...]]:
+    """Which path needs the most GPUs: its name, ties joined by ' and ', or 'minimum replica'. [text]
+
+    Parameters
+    ----------
+    counts : dict of str to int
+        GPUs each path needs, in whole replicas (a path with no answer left out). [GPUs]
+    tp : int
+        GPUs per replica. [GPUs]
+
+    Returns
+    -------
+    label : str
+        The binding path, or the tied ones joined by ' and ', or 'minimum replica' when every path fits one replica.
+    paths : tuple of str
+        The paths tied for the most, in :data:`PATHS` order.
+
+    Examples
+    --------
+    >>> binding({"memory": 4, "compute": 4, "latency": 1, "queueing": 6}, 1)
+    ('queueing', ('queueing',))
+    >>> binding({"memory": 1, "compute": 1, "latency": 1, "queueing": 1}, 1)
+    ('minimum replica', ())
+    """
+    top = max(counts.values())
+    if top <= tp:
+        return fleet.MINIMUM_REPLICA, ()
+    paths = tuple(p for p in PATHS if counts.get(p) == top)
+    return " and ".join(paths), paths
+
+
+def closed_form(s: Scenario, sol: steps.Solution, budget_set_by_plan: bool, budget: int | None = None) -> ClosedForm:
+    """The closed-form fleet: the largest of the memory (at the achieved time in system), compute, latency and
+    queueing paths, at the TP degree that buys the fewest GPUs this way, then redundancy and the purchasing unit.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats).
+    sol : steps.Solution
+        The runbook's method solved (:func:`xlplan.steps.solve`): traffic and every TP degree's paths.
+    budget_set_by_plan : bool
+        Whether the plan file sets the step budget (it then stands). [bool]
+    budget : int, optional
+        Take this step budget instead of choosing one (the what-ifs and breakpoints hold the plan's decision). [tokens]
+
+    Returns
+    -------
+    ClosedForm
+        Each path in GPUs, the step budget and why, the fleet in its three numbers and the binding path.
+
+    Notes
+    -----
+    The TP degree is chosen as the runbook's method chooses it (:func:`xlplan.steps.tp_objective`: fewest purchased,
+    then fewest billed, then the smallest degree), on the closed form's own fleet: the runbook's memory path grows with
+    the inter-token target (a request is held for ``E[output] × target``), so its choice of degree can flip where the
+    closed form's does not.
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable".
+    """
+    best = None
+    for pa in sol.candidates:
+        if pa.load == _vec.INF:
+            continue
+        cf = at_tp(s, sol.traffic, pa, budget_set_by_plan, budget)
+        billed = cf.purchased if s.bill_purchased else cf.with_redundancy
+        key = (not cf.feasible, cf.purchased, billed, cf.tp)
+        if best is None or key < best[0]:
+            best = (key, cf)
+    return best[1]
+
+
+def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: bool, budget: int | None = None) -> ClosedForm:
+    """The closed form at one TP degree: the largest of the four paths, then redundancy and the purchasing unit.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats).
+    tr : steps.Traffic
+        Steps 1-3 and the demand.
+    pa : steps.Paths
+        The runbook's paths at this TP degree (memory budget, compute and latency paths).
+    budget_set_by_plan : bool
+        Whether the plan file sets the step budget. [bool]
+    budget : int, optional
+        Take this step budget instead of choosing one. [tokens]
+
+    Returns
+    -------
+    ClosedForm
+        The closed form at this degree.
+
+    Notes
+    -----
+    The memory path shrinks as replicas are added (each carries a smaller batch, so its step is shorter and a request
+    holds its cache for less time), so the fleet is the fewest replicas ``n`` at or above the other paths' largest
+    with ``memory(n) ≤ n``, found by bisection; the runbook's memory path, at the target's time, bounds it above.
+
+    References
+    ----------
+    Little's Law: Little, Operations Research 9(3), 1961. Erlang C: :func:`xlplan.queueing.servers_for_wait`.
+    """
+    tp = int(pa.tp)
+    if budget is None:
+        chosen, why, options = choose_budget(s, tr, tp, float(pa.load_replicas), budget_set_by_plan)
+    else:
+        chosen, why, options = budget, "plan" if budget_set_by_plan else "queueing path", ()
+    q_s = dataclasses.replace(s, max_num_batched_tokens=float(chosen))
+    q = queue_path.queue_path(q_s, tr, tp, float(pa.load_replicas))
+    r = steps.replica(q_s, tp)
+    step = steps.latency_step_fn(dataclasses.replace(q_s, latency_with_prefill=True), tr, r)
+    kv_budget, shards = float(pa.kv_budget_gib_per_gpu), int(pa.kv_shards)
+
+    def memory_replicas(n: int) -> tuple[int, tuple]:
+        t, tau, b = achieved_time_in_system_s(s, tr, step, n)
+        conc = s.peak_rps * t
+        exact = float(memory.memory_gpus_exact(conc, tr.kv_gib_per_conversation, kv_budget, tp, shards))
+        return int(fleet.whole_replicas(exact, tp)), (t, tau, b, conc, exact)
+
+    floor_reps = max(int(round(pa.compute_gpus / tp)), int(round(pa.latency_gpus / tp)), q.replicas or 0, 1)
+    top = max(floor_reps, int(round(pa.memory_gpus / tp)))
+    need, detail = memory_replicas(floor_reps)
+    if need <= floor_reps:
+        n = floor_reps
+    else:
+        lo, hi = floor_reps, top  # memory(lo) > lo; memory(top) ≤ runbook memory ≤ top
+        hi_detail = memory_replicas(hi)[1]
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            m, d = memory_replicas(mid)
+            if m <= mid:
+                hi, hi_detail = mid, d
+            else:
+                lo = mid
+        n, detail = hi, hi_detail
+    t, tau, b, conc, mem_exact = detail
+    mem_gpus = int(fleet.whole_gpus(mem_exact, tp))
+    counts = {"memory": mem_gpus, "compute": int(pa.compute_gpus), "latency": int(pa.latency_gpus)}
+    if q.gpus is not None:
+        counts["queueing"] = int(q.gpus)
+    label, which = binding(counts, tp)
+    load, with_red, purchased = fleet.fleet_sizes(n, tp, s.redundancy, s.gpus_per_node)
+    return ClosedForm(
+        tp=tp, step_budget_tokens=int(chosen), budget_chosen_by=why, queue=q, budget_options=options,
+        achieved_step_s=tau, achieved_batch=b, time_in_system_s=t, concurrency=conc,
+        kv_gib_total=conc * tr.kv_gib_per_conversation, memory_gpus_exact=mem_exact, memory_gpus=mem_gpus,
+        compute_gpus=int(pa.compute_gpus), latency_gpus=int(pa.latency_gpus),
+        queueing_gpus=int(q.gpus) if q.gpus is not None else None, feasible=q.replicas is not None,
+        load_replicas=int(n), load=int(load), with_redundancy=int(with_red), purchased=int(math.ceil(purchased)),
+        binding=label, binding_paths=which,
+    )
