@@ -439,3 +439,20 @@ def test_verified_means_every_seed_holds():
     fewer = [simulate.simulate(s, n - 1, 1, simulate.workload_for(s, 3, seed), 180).meets_promise for seed in v.seeds]
     assert not all(fewer)
     assert fewer[0]  # the first seed alone would have taken n - 1: the rule is what added the replica
+
+
+def test_pooled_percentiles_equal_numpy_on_the_repeated_sample():
+    # The ITL sample is each step's duration repeated once per sequence it advanced; its percentiles are taken from the
+    # durations and counts without building it. They must be numpy's on the repeated sample to the last bit: ties
+    # across steps, zero counts (prefill-only steps), a single entry, and the ends of the range.
+    rng = np.random.default_rng(0)
+    qs = [0.0, 1.0, 50.0, 95.0, 99.0, 99.9, 100.0]
+    for trial in range(200):
+        m = int(rng.integers(1, 60))
+        values = np.round(rng.exponential(0.03, m), int(rng.integers(2, 6)))  # rounding makes ties
+        counts = rng.integers(0, 5, m) * rng.integers(0, 2, m)
+        if counts.sum() == 0:
+            counts[0] = 1
+        expected = np.percentile(np.repeat(values, counts), qs)
+        assert simulate._pooled_percentiles(values, counts, qs) == [float(x) for x in expected], trial
+    assert all(math.isnan(x) for x in simulate._pooled_percentiles([0.1], [0], [95.0]))

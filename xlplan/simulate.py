@@ -36,6 +36,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
+from heapq import heappop, heappush, heapreplace
 
 from xlplan import serving, steps
 from xlplan.scenario import RUNBOOK_UNBOUNDED, Scenario
@@ -408,31 +409,199 @@ class _Run:
         self.requeued = 0
 
     def run(self) -> None:
-        arrivals, reps, events = self.arrivals, self.reps, self.events
+        """Serve every arrival, in time order, until the last step ends or the drain cap passes.
+
+        One loop, the hot path of every run: a step's end (its finished sequences leave, its prefill chunks land)
+        and the next step's start (decodes first, preempting the newest while the cache is full, then prefill chunks
+        in the remaining budget) are done inline on local variables, with the same arithmetic in the same order as
+        :meth:`start_step` (which the failure path still calls), so every step time, and so every event, is the same
+        to the last bit. Events are (end time, replica) pairs, one per busy replica: unique, so the heap pops them in
+        one order however it is laid out.
+        """
+        events = self.events
+        arrivals = self.arrivals.tolist()  # plain floats: the same values as the array's, faster to read
         n, nxt = len(arrivals), 0
-        loads = self.loads  # requests queued or running on each replica: least-loaded routing by C-level min()
+        reps, loads, dead = self.reps, self.loads, self.dead  # loads: requests queued or running on each replica
+        prompt, output, resumed, last_token = self.prompt, self.output, self.resumed, self.last_token
+        first_token, finish, gaps_append = self.first_token, self.finish, self.gaps_extra.append
+        step_t_append, step_b_append, kv_append = self.step_t.append, self.step_b.append, self.kv_u.append
+        f, cap, window, budget, max_seqs = self.step_time, self.cap, self.window, self.budget, self.max_seqs
+        causal, reuse = self.causal, self.reuse
+        warm, duration, stop = self.warm, self.duration, self.stop
+        inf, floor = math.inf, math.floor
+        unwindowed = window == inf
+        first_in_window = 0
+        t_arr = arrivals[0] if n else inf
         while True:
-            t_arr = arrivals[nxt] if nxt < n else math.inf
-            t_step = events[0][0] if events else math.inf
-            if t_step == math.inf and t_arr == math.inf:
-                return
-            if self.loss_at <= min(t_step, t_arr):
+            t_step = events[0][0] if events else inf
+            if t_step == inf and t_arr == inf:
+                break
+            if self.loss_at <= (t_step if t_step < t_arr else t_arr):
                 self.lose(self.loss_at)
                 continue
             if t_step <= t_arr:
-                now, i = heapq.heappop(events)
-                if now > self.stop:
-                    return
-                if not self.dead[i]:  # a failed replica's step in flight never ends
-                    self.end_step(i, now)
+                now, i = events[0]
+                if now > stop:
+                    break
+                if dead[i]:  # a failed replica's step in flight never ends
+                    heappop(events)
+                    continue
+                from_step = True
+                rp = reps[i]
+                k, b, sum_c, sp = rp.k, rp.b, rp.sum_c, rp.sum_prefill
+                # the step's end: sequences whose last token this step was leave
+                heap = rp.heap
+                if heap and heap[0][0] <= k:
+                    dec = rp.dec
+                    while heap and heap[0][0] <= k:
+                        kf, rid = heappop(heap)
+                        got = dec.get(rid)
+                        if got is None or got[1] != kf:
+                            continue
+                        del dec[rid]
+                        b -= 1
+                        sum_c -= got[0]
+                        finish[rid] = now
+                        loads[i] -= 1
+                # its prefill chunks land; a prompt that is in has sampled its next token
+                pending = rp.pending
+                if pending:
+                    for entry, chunk in pending:
+                        entry[1] += chunk
+                        sp += chunk
+                        rid, done = entry
+                        if done >= prompt[rid] - 1e-9:
+                            rp.prefilling.remove(entry)
+                            sp -= done
+                            if resumed[rid]:
+                                gaps_append(now - last_token[rid])
+                            else:
+                                first_token[rid] = now
+                                if warm <= now < duration:
+                                    first_in_window += 1
+                            if output[rid] <= 1:
+                                finish[rid] = now
+                                loads[i] -= 1
+                                continue
+                            kf = k + output[rid] - 1
+                            c = prompt[rid] - k
+                            rp.dec[rid] = (c, kf)
+                            heappush(heap, (kf, rid))
+                            rp.order.append(rid)
+                            b += 1
+                            sum_c += c
+                    rp.pending = []
+                k += 1
+                rp.k = k
             else:
                 rid, nxt = nxt, nxt + 1
-                i = loads.index(min(loads))
+                now = t_arr
+                t_arr = arrivals[nxt] if nxt < n else inf
+                i = loads.index(min(loads))  # least loaded, the first of equals
                 loads[i] += 1
-                reps[i].waiting.append(rid)
-                if not reps[i].busy:
-                    self.start_step(i, t_arr)
-
+                rp = reps[i]
+                rp.waiting.append(rid)
+                if rp.busy:
+                    continue
+                from_step = False
+                k, b, sum_c, sp = rp.k, rp.b, rp.sum_c, rp.sum_prefill
+            # the next step: decodes first, room for one token each, preempting the newest while the cache is full
+            used = sum_c + b * k + sp
+            if b and used + b > cap:
+                order, dec = rp.order, rp.dec
+                while b and used + b > cap:
+                    rid = order.pop()
+                    if rid not in dec:
+                        continue
+                    c, kf = dec.pop(rid)
+                    b -= 1
+                    sum_c -= c
+                    generated = output[rid] - (kf - k + 1)
+                    prompt[rid] += generated
+                    output[rid] -= generated
+                    resumed[rid] = True
+                    last_token[rid] = now
+                    rp.waiting.appendleft(rid)
+                    self.preemptions += 1
+                    used = sum_c + b * k + sp
+            ctx_sum = sum_c + b * k
+            dec_keys_w = (ctx_sum if unwindowed else min(ctx_sum, b * window)) if b else 0.0
+            # prefill in the remaining token budget: partly prefilled requests first, then the queue (FIFO)
+            pre = pre_keys = pre_keys_w = kv_pre = kv_pre_w = 0.0
+            prefilling, waiting = rp.prefilling, rp.waiting
+            chunks = []
+            if prefilling or waiting:
+                room = budget - b
+                free = cap - used - b
+                for entry in prefilling:
+                    if room < 1 or free < 1:
+                        break
+                    done = entry[1]
+                    chunk = prompt[entry[0]] - done  # min(left, room, free), the first of equals as min() takes
+                    if room < chunk:
+                        chunk = room
+                    if free < chunk:
+                        chunk = free
+                    chunks.append((entry, chunk))
+                    room -= chunk
+                    free -= chunk
+                    keys = chunk * done + (chunk * (chunk + 1.0) / 2.0 if causal else chunk * chunk)
+                    pre += chunk
+                    pre_keys += keys
+                    if unwindowed:
+                        pre_keys_w += keys
+                        kv_pre += done
+                        kv_pre_w += done
+                    else:
+                        pre_keys_w += min(keys, window * chunk)
+                        kv_pre += done
+                        kv_pre_w += min(done, window)
+                running = b + len(prefilling)
+                while waiting and room >= 1 and free >= 1 and running < max_seqs:
+                    rid = waiting[0]
+                    cached = 0.0 if resumed[rid] else floor(prompt[rid] * reuse)  # a prefix-cache hit: held, not computed
+                    want = prompt[rid] - cached
+                    if room < want:
+                        want = room
+                    if want + cached > free:  # admitted only when its next chunk fits the cache
+                        break
+                    waiting.popleft()
+                    entry = [rid, cached]
+                    sp += cached
+                    prefilling.append(entry)
+                    running += 1
+                    chunks.append((entry, want))
+                    room -= want
+                    free -= want + cached
+                    keys = want * cached + (want * (want + 1.0) / 2.0 if causal else want * want)
+                    pre += want
+                    pre_keys += keys
+                    if unwindowed:
+                        pre_keys_w += keys
+                        kv_pre += cached
+                        kv_pre_w += cached
+                    else:
+                        pre_keys_w += min(keys, window * want)
+                        kv_pre += cached
+                        kv_pre_w += min(cached, window)
+            rp.b, rp.sum_c, rp.sum_prefill = b, sum_c, sp
+            if b == 0 and pre == 0:
+                rp.busy = False
+                if from_step:
+                    heappop(events)
+                continue
+            t = f(b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys_w, ctx_sum + kv_pre, dec_keys_w + kv_pre_w)
+            rp.busy = True
+            rp.pending = chunks
+            if warm <= now < duration:
+                step_t_append(t)
+                step_b_append(b)
+                kv_append(min((used + b + pre) / cap, 1.0))
+            if from_step:
+                heapreplace(events, (now + t, i))
+            else:
+                heappush(events, (now + t, i))
+        self.first_in_window += first_in_window
     def lose(self, now: float) -> None:
         """The last ``lost`` replicas fail at ``now``: their caches are gone, the step in flight is lost, and every
         request they held goes to the least loaded survivor to prefill again — a decoding one with the tokens it had
@@ -630,6 +799,55 @@ def _quantiles(x) -> Quantiles:
     return Quantiles(float(q[0]), float(q[1]), float(q[2]))
 
 
+def _pooled_percentiles(values, counts, qs) -> list[float]:
+    """``np.percentile(np.repeat(values, counts), qs)`` to the last bit, without building the repeated array. [unit of values]
+
+    The pooled ITL sample repeats each step's duration once per sequence it advanced: tens of millions of entries on
+    a large fleet, most of a run's measuring time. Linear interpolation (numpy's default) reads only the two order
+    statistics either side of the virtual index ``(N − 1)·q/100``; each is found among the sorted distinct values by
+    the cumulative counts, and interpolated with numpy's own formula (``_lerp``), so the figures are unchanged.
+
+    Parameters
+    ----------
+    values : array
+        The sample's values, each standing for ``counts`` entries. [unit of the sample]
+    counts : array
+        How many times each value occurs, whole and non-negative. [entries]
+    qs : sequence of float
+        The percentiles. [percent]
+
+    Returns
+    -------
+    list of float
+        The sample's percentile at each of ``qs``; NaN for an empty sample. [unit of the sample]
+    """
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return [math.nan for _ in qs]
+    order = np.argsort(values, kind="stable")
+    v, cum = values[order], np.cumsum(counts[order])
+
+    def at(j: int) -> float:  # the j-th entry (from 0) of the sorted repeated sample
+        return float(v[int(np.searchsorted(cum, j, side="right"))])
+
+    out = []
+    for q in qs:
+        h = (total - 1) * (q / 100.0)  # numpy: (n − 1) × true_divide(q, 100)
+        if h >= total - 1:
+            out.append(at(total - 1))
+            continue
+        lo = math.floor(h)
+        gamma = h - lo
+        a, b = np.float64(at(lo)), np.float64(at(lo + 1))
+        diff = b - a
+        out.append(float(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma))
+    return out
+
+
 def _weighted_percentile(values, weights, q: float) -> float:
     import numpy as np
 
@@ -655,9 +873,11 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     tpot = ((fin - first)[done] / np.maximum(run.output0[done] - 1, 1))[run.output0[done] > 1]
     t_in = np.where(np.isnan(fin), end, fin) - arr
     # ITL pooled over token gaps: each measured step once per sequence it advanced, plus the gaps across preemptions
-    gaps = np.repeat(np.asarray(run.step_t), np.asarray(run.step_b, dtype=int)) if run.step_t else np.array([])
-    if run.gaps_extra:
-        gaps = np.concatenate([gaps, np.asarray(run.gaps_extra)])
+    # (the pooled sample is never built: its percentiles come from the steps' durations and their counts)
+    gap_values = np.concatenate([np.asarray(run.step_t, dtype=float), np.asarray(run.gaps_extra, dtype=float)])
+    gap_counts = np.concatenate([np.asarray(run.step_b, dtype=np.int64), np.ones(len(run.gaps_extra), dtype=np.int64)])
+    n_gaps = int(gap_counts.sum())
+    itl_50, itl_95, itl_99, itl_q = _pooled_percentiles(gap_values, gap_counts, [50.0, 95.0, 99.0, percentile])
     # Little's Law inside the run: the time average of requests in the system over the measured window
     lo, hi = run.warm, run.duration
     overlap = np.clip(np.minimum(np.where(np.isnan(fin), end, fin), hi) - np.maximum(arr, lo), 0.0, None)
@@ -665,7 +885,6 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     kv_w = np.asarray(run.step_t)
     kv_u = np.asarray(run.kv_u)
     ttft_q = float(np.percentile(ttft, percentile)) if len(ttft) else math.nan
-    itl_q = float(np.percentile(gaps, percentile)) if len(gaps) else math.nan
     mid = (lo + hi) / 2.0
     a1, a2 = ttft[arr[sel] < mid], ttft[arr[sel] >= mid]
     if len(a1) and len(a2):
@@ -676,16 +895,16 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     del out
     return SimResult(
         gpus=replicas * tp, replicas=replicas, tp=tp, requests=int(sel.sum()), simulated_s=run.duration,
-        ttft_s=_quantiles(ttft), itl_s=_quantiles(gaps), tpot_s=_quantiles(tpot), mean_in_flight=in_flight,
+        ttft_s=_quantiles(ttft), itl_s=Quantiles(itl_50, itl_95, itl_99), tpot_s=_quantiles(tpot), mean_in_flight=in_flight,
         mean_time_in_system_s=float(t_in[sel].mean()) if sel.any() else math.nan,
         arrival_rate_rps=float(sel.sum() / (hi - lo)),
         output_tok_s=float((sum(run.step_b) + run.first_in_window) / (hi - lo)),
         kv_utilisation=KVUse(float((kv_u * kv_w).sum() / kv_w.sum()) if kv_w.sum() > 0 else math.nan,
                              _weighted_percentile(kv_u, kv_w, 95), float(kv_u.max()) if len(kv_u) else math.nan),
         preemptions=run.preemptions, percentile=percentile,
-        meets_promise=verdict(ttft_q, itl_q, len(gaps) > 0, stable, s.ttft_s, s.itl_s),
+        meets_promise=verdict(ttft_q, itl_q, n_gaps > 0, stable, s.ttft_s, s.itl_s),
         ttft_at_percentile_s=ttft_q, itl_at_percentile_s=itl_q,
-        stable=stable, unfinished=int((sel & np.isnan(fin)).sum()), itl_defined=len(gaps) > 0,
+        stable=stable, unfinished=int((sel & np.isnan(fin)).sum()), itl_defined=n_gaps > 0,
         lost_replicas=run.lost, requeued=run.requeued,
     )
 
