@@ -399,7 +399,7 @@ class _Run:
         self.first_in_window = 0  # first tokens sampled inside the measured window
         self.step_t: list[float] = []  # measured steps: duration, decodes, cache in use
         self.step_b: list[int] = []
-        self.kv_u: list[float] = []
+        self.kv_held: list[float] = []  # tokens the step holds in the cache (its share: measured, ÷ capacity)
         self.preemptions = 0
         if not 0 <= lost < replicas:
             raise ValueError(f"lost: got {lost} of {replicas} replicas; expected 0 to {replicas - 1}")
@@ -407,6 +407,9 @@ class _Run:
         self.loss_at = self.warm if lost else math.inf  # the failure: at the start of the measured window
         self.dead = [False] * replicas
         self.requeued = 0
+        self.decided_miss = False  # stopped early: the TTFT promise is already missed whatever the rest does
+        self.watch_ttft_s = math.inf  # the TTFT target to watch for a certain miss (inf: run to the end)
+        self.percentile = 95.0  # the promise's percentile, for the watch [percent]
 
     def run(self) -> None:
         """Serve every arrival, in time order, until the last step ends or the drain cap passes.
@@ -424,7 +427,7 @@ class _Run:
         reps, loads, dead = self.reps, self.loads, self.dead  # loads: requests queued or running on each replica
         prompt, output, resumed, last_token = self.prompt, self.output, self.resumed, self.last_token
         first_token, finish, gaps_append = self.first_token, self.finish, self.gaps_extra.append
-        step_t_append, step_b_append, kv_append = self.step_t.append, self.step_b.append, self.kv_u.append
+        step_t_append, step_b_append, kv_append = self.step_t.append, self.step_b.append, self.kv_held.append
         f, cap, window, budget, max_seqs = self.step_time, self.cap, self.window, self.budget, self.max_seqs
         causal, reuse = self.causal, self.reuse
         warm, duration, stop = self.warm, self.duration, self.stop
@@ -432,15 +435,33 @@ class _Run:
         unwindowed = window == inf
         first_in_window = 0
         t_arr = arrivals[0] if n else inf
+        loss_at = self.loss_at
+        # Early stop (only when watch_ttft_s is set; see _verdict): the measured requests are m_lo..m_hi-1 (arrivals
+        # in order); `ok`/`late` count those whose first token came within/over the target, `w` those arrived before
+        # `min(now, duration) − target`, each of which is late already or still waiting past the target.
+        target = self.watch_ttft_s
+        watch = target < inf and n > 0 and all(x <= y for x, y in zip(arrivals, arrivals[1:]))
+        m_lo = m_hi = w = need = ok = late = 0
+        margin = 1e-9 * max(1.0, target) if watch else 0.0
+        if watch:
+            m_lo = int(self.arrivals.searchsorted(warm, side="left"))
+            m_hi = int(self.arrivals.searchsorted(duration, side="left"))
+            count = m_hi - m_lo
+            watch = count > 0
+            need = count - math.floor((count - 1) * (self.percentile / 100.0)) + 1
+            w = m_lo
         while True:
-            t_step = events[0][0] if events else inf
-            if t_step == inf and t_arr == inf:
-                break
-            if self.loss_at <= (t_step if t_step < t_arr else t_arr):
-                self.lose(self.loss_at)
-                continue
-            if t_step <= t_arr:
+            if events:
                 now, i = events[0]
+            else:
+                now = inf
+            if now <= t_arr:  # a step ends first (a tie goes to the step)
+                if now == inf:  # nothing left: no step in flight, no arrival to come
+                    break
+                if loss_at <= now:
+                    self.lose(loss_at)
+                    loss_at = self.loss_at
+                    continue
                 if now > stop:
                     break
                 if dead[i]:  # a failed replica's step in flight never ends
@@ -479,6 +500,11 @@ class _Run:
                                 first_token[rid] = now
                                 if warm <= now < duration:
                                     first_in_window += 1
+                                if watch and m_lo <= rid < m_hi:
+                                    if now - arrivals[rid] <= target:
+                                        ok += 1
+                                    else:
+                                        late += 1
                             if output[rid] <= 1:
                                 finish[rid] = now
                                 loads[i] -= 1
@@ -494,8 +520,19 @@ class _Run:
                 k += 1
                 rp.k = k
             else:
+                if loss_at <= t_arr:
+                    self.lose(loss_at)
+                    loss_at = self.loss_at
+                    continue
                 rid, nxt = nxt, nxt + 1
                 now = t_arr
+                if watch:
+                    x = (now if now < duration else duration) - target - margin
+                    while w < m_hi and arrivals[w] < x:
+                        w += 1
+                    if late >= need or (w - m_lo) - ok >= need:
+                        self.decided_miss = True
+                        break
                 t_arr = arrivals[nxt] if nxt < n else inf
                 i = loads.index(min(loads))  # least loaded, the first of equals
                 loads[i] += 1
@@ -596,7 +633,7 @@ class _Run:
             if warm <= now < duration:
                 step_t_append(t)
                 step_b_append(b)
-                kv_append(min((used + b + pre) / cap, 1.0))
+                kv_append(used + b + pre)
             if from_step:
                 heapreplace(events, (now + t, i))
             else:
@@ -702,49 +739,8 @@ class _Run:
         if self.warm <= now < self.duration:
             self.step_t.append(t)
             self.step_b.append(b)
-            self.kv_u.append(min((used + b + pre) / cap, 1.0))
+            self.kv_held.append(used + b + pre)
         heapq.heappush(self.events, (now + t, i))
-
-    def end_step(self, i: int, now: float) -> None:
-        rp = self.reps[i]
-        k = rp.k
-        while rp.heap and rp.heap[0][0] <= k:  # sequences whose last token this step was leave
-            kf, rid = heapq.heappop(rp.heap)
-            got = rp.dec.get(rid)
-            if got is None or got[1] != kf:
-                continue
-            del rp.dec[rid]
-            rp.b -= 1
-            rp.sum_c -= got[0]
-            self.finish[rid] = now
-            self.loads[i] -= 1
-        for entry, chunk in rp.pending:
-            entry[1] += chunk
-            rp.sum_prefill += chunk
-            rid, done = entry
-            if done >= self.prompt[rid] - 1e-9:  # the prompt is in: this step sampled its next token
-                rp.prefilling.remove(entry)
-                rp.sum_prefill -= done
-                if self.resumed[rid]:
-                    self.gaps_extra.append(now - self.last_token[rid])
-                else:
-                    self.first_token[rid] = now
-                    if self.warm <= now < self.duration:
-                        self.first_in_window += 1
-                if self.output[rid] <= 1:
-                    self.finish[rid] = now
-                    self.loads[i] -= 1
-                    continue
-                kf = k + self.output[rid] - 1
-                c = self.prompt[rid] - k
-                rp.dec[rid] = (c, kf)
-                heapq.heappush(rp.heap, (kf, rid))
-                rp.order.append(rid)
-                rp.b += 1
-                rp.sum_c += c
-        rp.pending = []
-        rp.k = k + 1
-        self.start_step(i, now)
 
 
 def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0,
@@ -788,6 +784,56 @@ def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s
     run = _Run(s, replicas, tp, workload, duration_s, lost)
     run.run()
     return _measure(s, replicas, tp, run, percentile)
+
+
+def _verdict(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0,
+             lost: int = 0) -> tuple[SimResult | None, bool]:
+    """(run, verdict) of :func:`simulate`, where only the verdict is needed: the run stops once it has missed. [—]
+
+    The same run as :func:`simulate`, watched: it stops as soon as the TTFT promise is missed whatever happens next,
+    and then returns ``(None, False)``; otherwise it runs to the end and returns ``(result, result.meets_promise)``.
+    So the verdict is always the full run's; only the figures of a run that missed are not computed.
+
+    Why the miss is certain. Of the M measured requests (arrived in the window), at time T a request that got its
+    first token has its final TTFT; one arrived at ``a`` still without one ends with TTFT at least ``min(T, duration)
+    − a`` (its first token comes after T, or never, and then it counts up to the run's end, which is past the last
+    arrival). Linear interpolation reads the sorted sample at positions ⌊h⌋ and ⌊h⌋ + 1, h = (M − 1)·p/100, and
+    never returns less than the lower of the two. So once at least M − ⌊h⌋ + 1 measured TTFTs are certainly over
+    the target (one more than needed, against rounding in h; and a 1e-9 relative margin on each bound), p-th
+    percentile TTFT is over it, and :func:`verdict` is False however stable the run or whatever its ITL. Counted:
+    the requests whose first token came over the target, and, as a lower bound on the late ones, those arrived
+    before ``min(T, duration) − target`` less those whose first token came within it. Checked at each arrival.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers, as for :func:`simulate`; its ``ttft_s`` is the target watched.
+    replicas : int
+        Replicas serving the workload. [replicas]
+    tp : int
+        GPUs per replica. [GPUs]
+    workload : Workload
+        The requests to serve.
+    duration_s : float
+        Span of the arrivals measured. [s]
+    percentile : float
+        The promise's percentile. [percent]
+    lost : int
+        Replicas that fail at the start of the measured window. [replicas]
+
+    Returns
+    -------
+    tuple
+        The run (None when stopped early) and whether it keeps the promise. [SimResult or None, bool]
+    """
+    run = _Run(s, replicas, tp, workload, duration_s, lost)
+    run.watch_ttft_s = float(s.ttft_s)
+    run.percentile = float(percentile)
+    run.run()
+    if run.decided_miss:
+        return None, False
+    r = _measure(s, replicas, tp, run, percentile)
+    return r, r.meets_promise
 
 
 def _quantiles(x) -> Quantiles:
@@ -883,7 +929,7 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     overlap = np.clip(np.minimum(np.where(np.isnan(fin), end, fin), hi) - np.maximum(arr, lo), 0.0, None)
     in_flight = float(overlap.sum() / (hi - lo))
     kv_w = np.asarray(run.step_t)
-    kv_u = np.asarray(run.kv_u)
+    kv_u = np.minimum(np.asarray(run.kv_held, dtype=float) / run.cap, 1.0)  # as min(held / cap, 1) per step
     ttft_q = float(np.percentile(ttft, percentile)) if len(ttft) else math.nan
     mid = (lo + hi) / 2.0
     a1, a2 = ttft[arr[sel] < mid], ttft[arr[sel] >= mid]
@@ -1071,7 +1117,7 @@ def search(s: Scenario, tp: int, workload: Workload, duration_s: float, start_re
         if n is not None and n > 1:
             _meets(s, tp, workload, duration_s, percentile, runs, n - 1)  # shown: the run just below
         return Search(n, runs, cap)
-    n = _bisect(s, tp, prefix(workload, pilot_s), pilot_s, start_replicas, percentile, {}, cap)
+    n = _bisect(s, tp, prefix(workload, pilot_s), pilot_s, start_replicas, percentile, {}, cap, _meets_pilot)
     n = cap if n is None else n
 
     def full(k: int) -> bool:
@@ -1096,10 +1142,17 @@ def _meets(s, tp, workload, duration_s, percentile, runs, n: int) -> bool:
     return runs[n].meets_promise
 
 
-def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap) -> int | None:
+def _meets_pilot(s, tp, workload, duration_s, percentile, runs, n: int) -> bool:
+    """:func:`_meets` for the pilot, whose runs nobody reads: ``runs`` holds verdicts, and a run stops once it missed."""
+    if n not in runs:
+        runs[n] = _verdict(s, n, tp, workload, duration_s, percentile)[1]
+    return runs[n]
+
+
+def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap, judge=_meets) -> int | None:
     """The fewest replicas meeting the promise on this workload: doubling from the start, then bisection. [replicas]"""
     def meets(n: int) -> bool:
-        return _meets(s, tp, workload, duration_s, percentile, runs, n)
+        return judge(s, tp, workload, duration_s, percentile, runs, n)
 
     start = max(1, start_replicas)
     if meets(start):
@@ -1248,7 +1301,8 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     at_load = runs[load_reps]
     v = found.verified_replicas
     ver = runs[v] if v is not None else None
-    survived = _survives_loss(s, tp, [wl, *others], duration, percentile, v, red, found.cap_replicas)
+    known = {fail_fleet: failed} if failed.lost_replicas == red else {}  # the failure check is one of its runs
+    survived = _survives_loss(s, tp, [wl, *others], duration, percentile, v, red, found.cap_replicas, known)
     rb, rb_red = load_reps * tp, (load_reps + red) * tp
     how = arrivals or ("Poisson arrivals" if cv2 == 1.0 else f"bursty arrivals (squared CV {cv2:g})")
     whose = "the runbook's" if s.engine == "runbook" else "the closed form's"
@@ -1317,28 +1371,31 @@ def _on_every_seed(s, tp, workload, others, duration_s, percentile, start, cap, 
     while n <= max(cap, start):
         if n not in runs:
             runs[n] = simulate(s, n, tp, workload, duration_s, percentile)
-        if runs[n].meets_promise and all(simulate(s, n, tp, w, duration_s, percentile).meets_promise for w in others):
+        if runs[n].meets_promise and all(_verdict(s, n, tp, w, duration_s, percentile)[1] for w in others):
             return n
         n += 1
     return None
 
 
-def _survives_loss(s, tp, workloads, duration_s, percentile, verified, lost, cap):
+def _survives_loss(s, tp, workloads, duration_s, percentile, verified, lost, cap, known=None):
     """(replicas, run): the fewest replicas keeping the promise on every workload with ``lost`` of them failing at the
     start of the peak, searched from the verified load plus ``lost`` one replica at a time; (None, None) when there is
     no verified load or none up to ``cap`` survives; the verified load itself when the plan keeps no redundancy; the
-    run is the first workload's. [replicas]"""
+    run is the first workload's. ``known`` maps replicas to full runs of the first workload with ``lost`` lost
+    already done (the failure check), reused. Only verdicts decide, and only a passing run's figures are read, so
+    every run here may stop once it has missed (:func:`_verdict`). [replicas]"""
     if verified is None:
         return None, None
     if lost == 0:
         return verified, None
     runs: dict = {}
+    known = known or {}
 
     def meets(n: int) -> bool:
         if n not in runs:
-            first = simulate(s, n, tp, workloads[0], duration_s, percentile, lost=lost)
-            ok = first.meets_promise and all(simulate(s, n, tp, w, duration_s, percentile, lost=lost).meets_promise
-                                             for w in workloads[1:])
+            first, ok = ((known[n], known[n].meets_promise) if n in known
+                         else _verdict(s, n, tp, workloads[0], duration_s, percentile, lost=lost))
+            ok = ok and all(_verdict(s, n, tp, w, duration_s, percentile, lost=lost)[1] for w in workloads[1:])
             runs[n] = (first, ok)
         return runs[n][1]
 
