@@ -364,6 +364,17 @@ class _Replica:
         self.pending = []  # the prefill chunks of the step in flight
 
 
+ROUTING_HEAP_REPLICAS = 16
+"""From this many replicas routing finds the least loaded with a heap rather than a scan: the same replica. [replicas]"""
+
+
+def _load_heap(loads: list) -> list:
+    """(load, replica) of every replica, as a heap: its first entry is the least loaded, the first of equals. [—]"""
+    h = [(load, j) for j, load in enumerate(loads)]
+    heapq.heapify(h)
+    return h
+
+
 class _Run:
     """The event loop of one simulation (state of every request and replica)."""
 
@@ -425,6 +436,12 @@ class _Run:
         arrivals = self.arrivals.tolist()  # plain floats: the same values as the array's, faster to read
         n, nxt = len(arrivals), 0
         reps, loads, dead = self.reps, self.loads, self.dead  # loads: requests queued or running on each replica
+        # Least-loaded routing, the first of equals: min() over the loads on a few replicas; on many, a heap of (load,
+        # replica) kept lazily (an entry is current while it matches loads[replica]; each change pushes the new
+        # pair), whose first current entry is the same replica min() finds, in O(log replicas).
+        many = len(reps) >= ROUTING_HEAP_REPLICAS
+        lheap = _load_heap(loads) if many else None
+        lheap_cap = 4 * len(reps) + 64
         prompt, output, resumed, last_token = self.prompt, self.output, self.resumed, self.last_token
         first_token, finish, gaps_append = self.first_token, self.finish, self.gaps_extra.append
         step_t_append, step_b_append, kv_append = self.step_t.append, self.step_b.append, self.kv_held.append
@@ -461,6 +478,7 @@ class _Run:
                 if loss_at <= now:
                     self.lose(loss_at)
                     loss_at = self.loss_at
+                    lheap = _load_heap(loads) if many else None
                     continue
                 if now > stop:
                     break
@@ -484,6 +502,8 @@ class _Run:
                         sum_c -= got[0]
                         finish[rid] = now
                         loads[i] -= 1
+                        if many:
+                            heappush(lheap, (loads[i], i))
                 # its prefill chunks land; a prompt that is in has sampled its next token
                 pending = rp.pending
                 if pending:
@@ -508,6 +528,8 @@ class _Run:
                             if output[rid] <= 1:
                                 finish[rid] = now
                                 loads[i] -= 1
+                                if many:
+                                    heappush(lheap, (loads[i], i))
                                 continue
                             kf = k + output[rid] - 1
                             c = prompt[rid] - k
@@ -523,6 +545,7 @@ class _Run:
                 if loss_at <= t_arr:
                     self.lose(loss_at)
                     loss_at = self.loss_at
+                    lheap = _load_heap(loads) if many else None
                     continue
                 rid, nxt = nxt, nxt + 1
                 now = t_arr
@@ -534,8 +557,19 @@ class _Run:
                         self.decided_miss = True
                         break
                 t_arr = arrivals[nxt] if nxt < n else inf
-                i = loads.index(min(loads))  # least loaded, the first of equals
-                loads[i] += 1
+                if many:
+                    if len(lheap) > lheap_cap:
+                        lheap = _load_heap(loads)
+                    while True:
+                        load, i = lheap[0]
+                        if loads[i] == load:
+                            break
+                        heappop(lheap)
+                    loads[i] = load + 1
+                    heapreplace(lheap, (load + 1, i))
+                else:
+                    i = loads.index(min(loads))  # least loaded, the first of equals
+                    loads[i] += 1
                 rp = reps[i]
                 rp.waiting.append(rid)
                 if rp.busy:
