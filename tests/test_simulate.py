@@ -439,3 +439,41 @@ def test_verified_means_every_seed_holds():
     fewer = [simulate.simulate(s, n - 1, 1, simulate.workload_for(s, 3, seed), 180).meets_promise for seed in v.seeds]
     assert not all(fewer)
     assert fewer[0]  # the first seed alone would have taken n - 1: the rule is what added the replica
+
+
+def test_pooled_percentiles_equal_numpy_on_the_repeated_sample():
+    # The ITL sample is each step's duration repeated once per sequence it advanced; its percentiles are taken from the
+    # durations and counts without building it. They must be numpy's on the repeated sample to the last bit: ties
+    # across steps, zero counts (prefill-only steps), a single entry, and the ends of the range.
+    rng = np.random.default_rng(0)
+    qs = [0.0, 1.0, 50.0, 95.0, 99.0, 99.9, 100.0]
+    for trial in range(200):
+        m = int(rng.integers(1, 60))
+        values = np.round(rng.exponential(0.03, m), int(rng.integers(2, 6)))  # rounding makes ties
+        counts = rng.integers(0, 5, m) * rng.integers(0, 2, m)
+        if counts.sum() == 0:
+            counts[0] = 1
+        expected = np.percentile(np.repeat(values, counts), qs)
+        assert simulate._pooled_percentiles(values, counts, qs) == [float(x) for x in expected], trial
+    assert all(math.isnan(x) for x in simulate._pooled_percentiles([0.1], [0], [95.0]))
+
+
+def test_a_run_stopped_early_has_the_full_runs_verdict():
+    # A run whose figures nobody reads (the pilot, the other seeds, the loss search) stops once its p95 TTFT is over
+    # the target whatever the rest does. Its verdict must be the full run's: overloaded fleets (stopped early), fleets
+    # near the boundary, passing fleets, a replica lost, bursty arrivals, a tight TTFT promise.
+    wl = simulate.poisson_workload(REF, 240, seed=2)
+    burst = simulate.poisson_workload(REF, 240, seed=3, cv2=4.0)
+    tight = dataclasses.replace(REF, ttft_s=0.3)
+    stopped = 0
+    for s, n, w, lost in ((REF, 3, wl, 0), (REF, 4, wl, 0), (REF, 5, wl, 0), (REF, 6, wl, 0), (REF, 6, wl, 1),
+                          (REF, 7, wl, 1), (REF, 5, burst, 0), (REF, 7, burst, 0), (tight, 6, wl, 0), (tight, 8, wl, 0)):
+        full = simulate.simulate(s, n, 1, w, 240, lost=lost)
+        run, ok = simulate._verdict(s, n, 1, w, 240, lost=lost)
+        assert ok == full.meets_promise, (n, lost)
+        if run is None:
+            stopped += 1
+            assert not full.meets_promise and full.ttft_at_percentile_s > s.ttft_s
+        else:
+            assert run == full  # not stopped: the same run, figure for figure
+    assert stopped >= 2

@@ -36,6 +36,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
+from heapq import heappop, heappush, heapreplace
 
 from xlplan import serving, steps
 from xlplan.scenario import RUNBOOK_UNBOUNDED, Scenario
@@ -363,6 +364,17 @@ class _Replica:
         self.pending = []  # the prefill chunks of the step in flight
 
 
+ROUTING_HEAP_REPLICAS = 16
+"""From this many replicas routing finds the least loaded with a heap rather than a scan: the same replica. [replicas]"""
+
+
+def _load_heap(loads: list) -> list:
+    """(load, replica) of every replica, as a heap: its first entry is the least loaded, the first of equals. [—]"""
+    h = [(load, j) for j, load in enumerate(loads)]
+    heapq.heapify(h)
+    return h
+
+
 class _Run:
     """The event loop of one simulation (state of every request and replica)."""
 
@@ -398,7 +410,7 @@ class _Run:
         self.first_in_window = 0  # first tokens sampled inside the measured window
         self.step_t: list[float] = []  # measured steps: duration, decodes, cache in use
         self.step_b: list[int] = []
-        self.kv_u: list[float] = []
+        self.kv_held: list[float] = []  # tokens the step holds in the cache (its share: measured, ÷ capacity)
         self.preemptions = 0
         if not 0 <= lost < replicas:
             raise ValueError(f"lost: got {lost} of {replicas} replicas; expected 0 to {replicas - 1}")
@@ -406,33 +418,261 @@ class _Run:
         self.loss_at = self.warm if lost else math.inf  # the failure: at the start of the measured window
         self.dead = [False] * replicas
         self.requeued = 0
+        self.decided_miss = False  # stopped early: the TTFT promise is already missed whatever the rest does
+        self.watch_ttft_s = math.inf  # the TTFT target to watch for a certain miss (inf: run to the end)
+        self.percentile = 95.0  # the promise's percentile, for the watch [percent]
 
     def run(self) -> None:
-        arrivals, reps, events = self.arrivals, self.reps, self.events
-        n, nxt = len(arrivals), 0
-        loads = self.loads  # requests queued or running on each replica: least-loaded routing by C-level min()
-        while True:
-            t_arr = arrivals[nxt] if nxt < n else math.inf
-            t_step = events[0][0] if events else math.inf
-            if t_step == math.inf and t_arr == math.inf:
-                return
-            if self.loss_at <= min(t_step, t_arr):
-                self.lose(self.loss_at)
-                continue
-            if t_step <= t_arr:
-                now, i = heapq.heappop(events)
-                if now > self.stop:
-                    return
-                if not self.dead[i]:  # a failed replica's step in flight never ends
-                    self.end_step(i, now)
-            else:
-                rid, nxt = nxt, nxt + 1
-                i = loads.index(min(loads))
-                loads[i] += 1
-                reps[i].waiting.append(rid)
-                if not reps[i].busy:
-                    self.start_step(i, t_arr)
+        """Serve every arrival, in time order, until the last step ends or the drain cap passes.
 
+        One loop, the hot path of every run: a step's end (its finished sequences leave, its prefill chunks land)
+        and the next step's start (decodes first, preempting the newest while the cache is full, then prefill chunks
+        in the remaining budget) are done inline on local variables, with the same arithmetic in the same order as
+        :meth:`start_step` (which the failure path still calls), so every step time, and so every event, is the same
+        to the last bit. Events are (end time, replica) pairs, one per busy replica: unique, so the heap pops them in
+        one order however it is laid out.
+        """
+        events = self.events
+        arrivals = self.arrivals.tolist()  # plain floats: the same values as the array's, faster to read
+        n, nxt = len(arrivals), 0
+        reps, loads, dead = self.reps, self.loads, self.dead  # loads: requests queued or running on each replica
+        # Least-loaded routing, the first of equals: min() over the loads on a few replicas; on many, a heap of (load,
+        # replica) kept lazily (an entry is current while it matches loads[replica]; each change pushes the new
+        # pair), whose first current entry is the same replica min() finds, in O(log replicas).
+        many = len(reps) >= ROUTING_HEAP_REPLICAS
+        lheap = _load_heap(loads) if many else None
+        lheap_cap = 4 * len(reps) + 64
+        prompt, output, resumed, last_token = self.prompt, self.output, self.resumed, self.last_token
+        first_token, finish, gaps_append = self.first_token, self.finish, self.gaps_extra.append
+        step_t_append, step_b_append, kv_append = self.step_t.append, self.step_b.append, self.kv_held.append
+        f, cap, window, budget, max_seqs = self.step_time, self.cap, self.window, self.budget, self.max_seqs
+        causal, reuse = self.causal, self.reuse
+        warm, duration, stop = self.warm, self.duration, self.stop
+        inf, floor = math.inf, math.floor
+        unwindowed = window == inf
+        first_in_window = 0
+        t_arr = arrivals[0] if n else inf
+        loss_at = self.loss_at
+        # Early stop (only when watch_ttft_s is set; see _verdict): the measured requests are m_lo..m_hi-1 (arrivals
+        # in order); `ok`/`late` count those whose first token came within/over the target, `w` those arrived before
+        # `min(now, duration) − target`, each of which is late already or still waiting past the target.
+        target = self.watch_ttft_s
+        watch = target < inf and n > 0 and all(x <= y for x, y in zip(arrivals, arrivals[1:]))
+        m_lo = m_hi = w = need = ok = late = 0
+        margin = 1e-9 * max(1.0, target) if watch else 0.0
+        if watch:
+            m_lo = int(self.arrivals.searchsorted(warm, side="left"))
+            m_hi = int(self.arrivals.searchsorted(duration, side="left"))
+            count = m_hi - m_lo
+            watch = count > 0
+            need = count - math.floor((count - 1) * (self.percentile / 100.0)) + 1
+            w = m_lo
+        while True:
+            if events:
+                now, i = events[0]
+            else:
+                now = inf
+            if now <= t_arr:  # a step ends first (a tie goes to the step)
+                if now == inf:  # nothing left: no step in flight, no arrival to come
+                    break
+                if loss_at <= now:
+                    self.lose(loss_at)
+                    loss_at = self.loss_at
+                    lheap = _load_heap(loads) if many else None
+                    continue
+                if now > stop:
+                    break
+                if dead[i]:  # a failed replica's step in flight never ends
+                    heappop(events)
+                    continue
+                from_step = True
+                rp = reps[i]
+                k, b, sum_c, sp = rp.k, rp.b, rp.sum_c, rp.sum_prefill
+                # the step's end: sequences whose last token this step was leave
+                heap = rp.heap
+                if heap and heap[0][0] <= k:
+                    dec = rp.dec
+                    while heap and heap[0][0] <= k:
+                        kf, rid = heappop(heap)
+                        got = dec.get(rid)
+                        if got is None or got[1] != kf:
+                            continue
+                        del dec[rid]
+                        b -= 1
+                        sum_c -= got[0]
+                        finish[rid] = now
+                        loads[i] -= 1
+                        if many:
+                            heappush(lheap, (loads[i], i))
+                # its prefill chunks land; a prompt that is in has sampled its next token
+                pending = rp.pending
+                if pending:
+                    for entry, chunk in pending:
+                        entry[1] += chunk
+                        sp += chunk
+                        rid, done = entry
+                        if done >= prompt[rid] - 1e-9:
+                            rp.prefilling.remove(entry)
+                            sp -= done
+                            if resumed[rid]:
+                                gaps_append(now - last_token[rid])
+                            else:
+                                first_token[rid] = now
+                                if warm <= now < duration:
+                                    first_in_window += 1
+                                if watch and m_lo <= rid < m_hi:
+                                    if now - arrivals[rid] <= target:
+                                        ok += 1
+                                    else:
+                                        late += 1
+                            if output[rid] <= 1:
+                                finish[rid] = now
+                                loads[i] -= 1
+                                if many:
+                                    heappush(lheap, (loads[i], i))
+                                continue
+                            kf = k + output[rid] - 1
+                            c = prompt[rid] - k
+                            rp.dec[rid] = (c, kf)
+                            heappush(heap, (kf, rid))
+                            rp.order.append(rid)
+                            b += 1
+                            sum_c += c
+                    rp.pending = []
+                k += 1
+                rp.k = k
+            else:
+                if loss_at <= t_arr:
+                    self.lose(loss_at)
+                    loss_at = self.loss_at
+                    lheap = _load_heap(loads) if many else None
+                    continue
+                rid, nxt = nxt, nxt + 1
+                now = t_arr
+                if watch:
+                    x = (now if now < duration else duration) - target - margin
+                    while w < m_hi and arrivals[w] < x:
+                        w += 1
+                    if late >= need or (w - m_lo) - ok >= need:
+                        self.decided_miss = True
+                        break
+                t_arr = arrivals[nxt] if nxt < n else inf
+                if many:
+                    if len(lheap) > lheap_cap:
+                        lheap = _load_heap(loads)
+                    while True:
+                        load, i = lheap[0]
+                        if loads[i] == load:
+                            break
+                        heappop(lheap)
+                    loads[i] = load + 1
+                    heapreplace(lheap, (load + 1, i))
+                else:
+                    i = loads.index(min(loads))  # least loaded, the first of equals
+                    loads[i] += 1
+                rp = reps[i]
+                rp.waiting.append(rid)
+                if rp.busy:
+                    continue
+                from_step = False
+                k, b, sum_c, sp = rp.k, rp.b, rp.sum_c, rp.sum_prefill
+            # the next step: decodes first, room for one token each, preempting the newest while the cache is full
+            used = sum_c + b * k + sp
+            if b and used + b > cap:
+                order, dec = rp.order, rp.dec
+                while b and used + b > cap:
+                    rid = order.pop()
+                    if rid not in dec:
+                        continue
+                    c, kf = dec.pop(rid)
+                    b -= 1
+                    sum_c -= c
+                    generated = output[rid] - (kf - k + 1)
+                    prompt[rid] += generated
+                    output[rid] -= generated
+                    resumed[rid] = True
+                    last_token[rid] = now
+                    rp.waiting.appendleft(rid)
+                    self.preemptions += 1
+                    used = sum_c + b * k + sp
+            ctx_sum = sum_c + b * k
+            dec_keys_w = (ctx_sum if unwindowed else min(ctx_sum, b * window)) if b else 0.0
+            # prefill in the remaining token budget: partly prefilled requests first, then the queue (FIFO)
+            pre = pre_keys = pre_keys_w = kv_pre = kv_pre_w = 0.0
+            prefilling, waiting = rp.prefilling, rp.waiting
+            chunks = []
+            if prefilling or waiting:
+                room = budget - b
+                free = cap - used - b
+                for entry in prefilling:
+                    if room < 1 or free < 1:
+                        break
+                    done = entry[1]
+                    chunk = prompt[entry[0]] - done  # min(left, room, free), the first of equals as min() takes
+                    if room < chunk:
+                        chunk = room
+                    if free < chunk:
+                        chunk = free
+                    chunks.append((entry, chunk))
+                    room -= chunk
+                    free -= chunk
+                    keys = chunk * done + (chunk * (chunk + 1.0) / 2.0 if causal else chunk * chunk)
+                    pre += chunk
+                    pre_keys += keys
+                    if unwindowed:
+                        pre_keys_w += keys
+                        kv_pre += done
+                        kv_pre_w += done
+                    else:
+                        pre_keys_w += min(keys, window * chunk)
+                        kv_pre += done
+                        kv_pre_w += min(done, window)
+                running = b + len(prefilling)
+                while waiting and room >= 1 and free >= 1 and running < max_seqs:
+                    rid = waiting[0]
+                    cached = 0.0 if resumed[rid] else floor(prompt[rid] * reuse)  # a prefix-cache hit: held, not computed
+                    want = prompt[rid] - cached
+                    if room < want:
+                        want = room
+                    if want + cached > free:  # admitted only when its next chunk fits the cache
+                        break
+                    waiting.popleft()
+                    entry = [rid, cached]
+                    sp += cached
+                    prefilling.append(entry)
+                    running += 1
+                    chunks.append((entry, want))
+                    room -= want
+                    free -= want + cached
+                    keys = want * cached + (want * (want + 1.0) / 2.0 if causal else want * want)
+                    pre += want
+                    pre_keys += keys
+                    if unwindowed:
+                        pre_keys_w += keys
+                        kv_pre += cached
+                        kv_pre_w += cached
+                    else:
+                        pre_keys_w += min(keys, window * want)
+                        kv_pre += cached
+                        kv_pre_w += min(cached, window)
+            rp.b, rp.sum_c, rp.sum_prefill = b, sum_c, sp
+            if b == 0 and pre == 0:
+                rp.busy = False
+                if from_step:
+                    heappop(events)
+                continue
+            t = f(b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys_w, ctx_sum + kv_pre, dec_keys_w + kv_pre_w)
+            rp.busy = True
+            rp.pending = chunks
+            if warm <= now < duration:
+                step_t_append(t)
+                step_b_append(b)
+                kv_append(used + b + pre)
+            if from_step:
+                heapreplace(events, (now + t, i))
+            else:
+                heappush(events, (now + t, i))
+        self.first_in_window += first_in_window
     def lose(self, now: float) -> None:
         """The last ``lost`` replicas fail at ``now``: their caches are gone, the step in flight is lost, and every
         request they held goes to the least loaded survivor to prefill again — a decoding one with the tokens it had
@@ -533,49 +773,8 @@ class _Run:
         if self.warm <= now < self.duration:
             self.step_t.append(t)
             self.step_b.append(b)
-            self.kv_u.append(min((used + b + pre) / cap, 1.0))
+            self.kv_held.append(used + b + pre)
         heapq.heappush(self.events, (now + t, i))
-
-    def end_step(self, i: int, now: float) -> None:
-        rp = self.reps[i]
-        k = rp.k
-        while rp.heap and rp.heap[0][0] <= k:  # sequences whose last token this step was leave
-            kf, rid = heapq.heappop(rp.heap)
-            got = rp.dec.get(rid)
-            if got is None or got[1] != kf:
-                continue
-            del rp.dec[rid]
-            rp.b -= 1
-            rp.sum_c -= got[0]
-            self.finish[rid] = now
-            self.loads[i] -= 1
-        for entry, chunk in rp.pending:
-            entry[1] += chunk
-            rp.sum_prefill += chunk
-            rid, done = entry
-            if done >= self.prompt[rid] - 1e-9:  # the prompt is in: this step sampled its next token
-                rp.prefilling.remove(entry)
-                rp.sum_prefill -= done
-                if self.resumed[rid]:
-                    self.gaps_extra.append(now - self.last_token[rid])
-                else:
-                    self.first_token[rid] = now
-                    if self.warm <= now < self.duration:
-                        self.first_in_window += 1
-                if self.output[rid] <= 1:
-                    self.finish[rid] = now
-                    self.loads[i] -= 1
-                    continue
-                kf = k + self.output[rid] - 1
-                c = self.prompt[rid] - k
-                rp.dec[rid] = (c, kf)
-                heapq.heappush(rp.heap, (kf, rid))
-                rp.order.append(rid)
-                rp.b += 1
-                rp.sum_c += c
-        rp.pending = []
-        rp.k = k + 1
-        self.start_step(i, now)
 
 
 def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0,
@@ -621,6 +820,56 @@ def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s
     return _measure(s, replicas, tp, run, percentile)
 
 
+def _verdict(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0,
+             lost: int = 0) -> tuple[SimResult | None, bool]:
+    """(run, verdict) of :func:`simulate`, where only the verdict is needed: the run stops once it has missed. [—]
+
+    The same run as :func:`simulate`, watched: it stops as soon as the TTFT promise is missed whatever happens next,
+    and then returns ``(None, False)``; otherwise it runs to the end and returns ``(result, result.meets_promise)``.
+    So the verdict is always the full run's; only the figures of a run that missed are not computed.
+
+    Why the miss is certain. Of the M measured requests (arrived in the window), at time T a request that got its
+    first token has its final TTFT; one arrived at ``a`` still without one ends with TTFT at least ``min(T, duration)
+    − a`` (its first token comes after T, or never, and then it counts up to the run's end, which is past the last
+    arrival). Linear interpolation reads the sorted sample at positions ⌊h⌋ and ⌊h⌋ + 1, h = (M − 1)·p/100, and
+    never returns less than the lower of the two. So once at least M − ⌊h⌋ + 1 measured TTFTs are certainly over
+    the target (one more than needed, against rounding in h; and a 1e-9 relative margin on each bound), p-th
+    percentile TTFT is over it, and :func:`verdict` is False however stable the run or whatever its ITL. Counted:
+    the requests whose first token came over the target, and, as a lower bound on the late ones, those arrived
+    before ``min(T, duration) − target`` less those whose first token came within it. Checked at each arrival.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers, as for :func:`simulate`; its ``ttft_s`` is the target watched.
+    replicas : int
+        Replicas serving the workload. [replicas]
+    tp : int
+        GPUs per replica. [GPUs]
+    workload : Workload
+        The requests to serve.
+    duration_s : float
+        Span of the arrivals measured. [s]
+    percentile : float
+        The promise's percentile. [percent]
+    lost : int
+        Replicas that fail at the start of the measured window. [replicas]
+
+    Returns
+    -------
+    tuple
+        The run (None when stopped early) and whether it keeps the promise. [SimResult or None, bool]
+    """
+    run = _Run(s, replicas, tp, workload, duration_s, lost)
+    run.watch_ttft_s = float(s.ttft_s)
+    run.percentile = float(percentile)
+    run.run()
+    if run.decided_miss:
+        return None, False
+    r = _measure(s, replicas, tp, run, percentile)
+    return r, r.meets_promise
+
+
 def _quantiles(x) -> Quantiles:
     import numpy as np
 
@@ -628,6 +877,55 @@ def _quantiles(x) -> Quantiles:
         return Quantiles(math.nan, math.nan, math.nan)
     q = np.percentile(x, [50, 95, 99])
     return Quantiles(float(q[0]), float(q[1]), float(q[2]))
+
+
+def _pooled_percentiles(values, counts, qs) -> list[float]:
+    """``np.percentile(np.repeat(values, counts), qs)`` to the last bit, without building the repeated array. [unit of values]
+
+    The pooled ITL sample repeats each step's duration once per sequence it advanced: tens of millions of entries on
+    a large fleet, most of a run's measuring time. Linear interpolation (numpy's default) reads only the two order
+    statistics either side of the virtual index ``(N − 1)·q/100``; each is found among the sorted distinct values by
+    the cumulative counts, and interpolated with numpy's own formula (``_lerp``), so the figures are unchanged.
+
+    Parameters
+    ----------
+    values : array
+        The sample's values, each standing for ``counts`` entries. [unit of the sample]
+    counts : array
+        How many times each value occurs, whole and non-negative. [entries]
+    qs : sequence of float
+        The percentiles. [percent]
+
+    Returns
+    -------
+    list of float
+        The sample's percentile at each of ``qs``; NaN for an empty sample. [unit of the sample]
+    """
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return [math.nan for _ in qs]
+    order = np.argsort(values, kind="stable")
+    v, cum = values[order], np.cumsum(counts[order])
+
+    def at(j: int) -> float:  # the j-th entry (from 0) of the sorted repeated sample
+        return float(v[int(np.searchsorted(cum, j, side="right"))])
+
+    out = []
+    for q in qs:
+        h = (total - 1) * (q / 100.0)  # numpy: (n − 1) × true_divide(q, 100)
+        if h >= total - 1:
+            out.append(at(total - 1))
+            continue
+        lo = math.floor(h)
+        gamma = h - lo
+        a, b = np.float64(at(lo)), np.float64(at(lo + 1))
+        diff = b - a
+        out.append(float(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma))
+    return out
 
 
 def _weighted_percentile(values, weights, q: float) -> float:
@@ -655,17 +953,18 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     tpot = ((fin - first)[done] / np.maximum(run.output0[done] - 1, 1))[run.output0[done] > 1]
     t_in = np.where(np.isnan(fin), end, fin) - arr
     # ITL pooled over token gaps: each measured step once per sequence it advanced, plus the gaps across preemptions
-    gaps = np.repeat(np.asarray(run.step_t), np.asarray(run.step_b, dtype=int)) if run.step_t else np.array([])
-    if run.gaps_extra:
-        gaps = np.concatenate([gaps, np.asarray(run.gaps_extra)])
+    # (the pooled sample is never built: its percentiles come from the steps' durations and their counts)
+    gap_values = np.concatenate([np.asarray(run.step_t, dtype=float), np.asarray(run.gaps_extra, dtype=float)])
+    gap_counts = np.concatenate([np.asarray(run.step_b, dtype=np.int64), np.ones(len(run.gaps_extra), dtype=np.int64)])
+    n_gaps = int(gap_counts.sum())
+    itl_50, itl_95, itl_99, itl_q = _pooled_percentiles(gap_values, gap_counts, [50.0, 95.0, 99.0, percentile])
     # Little's Law inside the run: the time average of requests in the system over the measured window
     lo, hi = run.warm, run.duration
     overlap = np.clip(np.minimum(np.where(np.isnan(fin), end, fin), hi) - np.maximum(arr, lo), 0.0, None)
     in_flight = float(overlap.sum() / (hi - lo))
     kv_w = np.asarray(run.step_t)
-    kv_u = np.asarray(run.kv_u)
+    kv_u = np.minimum(np.asarray(run.kv_held, dtype=float) / run.cap, 1.0)  # as min(held / cap, 1) per step
     ttft_q = float(np.percentile(ttft, percentile)) if len(ttft) else math.nan
-    itl_q = float(np.percentile(gaps, percentile)) if len(gaps) else math.nan
     mid = (lo + hi) / 2.0
     a1, a2 = ttft[arr[sel] < mid], ttft[arr[sel] >= mid]
     if len(a1) and len(a2):
@@ -676,16 +975,16 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     del out
     return SimResult(
         gpus=replicas * tp, replicas=replicas, tp=tp, requests=int(sel.sum()), simulated_s=run.duration,
-        ttft_s=_quantiles(ttft), itl_s=_quantiles(gaps), tpot_s=_quantiles(tpot), mean_in_flight=in_flight,
+        ttft_s=_quantiles(ttft), itl_s=Quantiles(itl_50, itl_95, itl_99), tpot_s=_quantiles(tpot), mean_in_flight=in_flight,
         mean_time_in_system_s=float(t_in[sel].mean()) if sel.any() else math.nan,
         arrival_rate_rps=float(sel.sum() / (hi - lo)),
         output_tok_s=float((sum(run.step_b) + run.first_in_window) / (hi - lo)),
         kv_utilisation=KVUse(float((kv_u * kv_w).sum() / kv_w.sum()) if kv_w.sum() > 0 else math.nan,
                              _weighted_percentile(kv_u, kv_w, 95), float(kv_u.max()) if len(kv_u) else math.nan),
         preemptions=run.preemptions, percentile=percentile,
-        meets_promise=verdict(ttft_q, itl_q, len(gaps) > 0, stable, s.ttft_s, s.itl_s),
+        meets_promise=verdict(ttft_q, itl_q, n_gaps > 0, stable, s.ttft_s, s.itl_s),
         ttft_at_percentile_s=ttft_q, itl_at_percentile_s=itl_q,
-        stable=stable, unfinished=int((sel & np.isnan(fin)).sum()), itl_defined=len(gaps) > 0,
+        stable=stable, unfinished=int((sel & np.isnan(fin)).sum()), itl_defined=n_gaps > 0,
         lost_replicas=run.lost, requeued=run.requeued,
     )
 
@@ -852,7 +1151,7 @@ def search(s: Scenario, tp: int, workload: Workload, duration_s: float, start_re
         if n is not None and n > 1:
             _meets(s, tp, workload, duration_s, percentile, runs, n - 1)  # shown: the run just below
         return Search(n, runs, cap)
-    n = _bisect(s, tp, prefix(workload, pilot_s), pilot_s, start_replicas, percentile, {}, cap)
+    n = _bisect(s, tp, prefix(workload, pilot_s), pilot_s, start_replicas, percentile, {}, cap, _meets_pilot)
     n = cap if n is None else n
 
     def full(k: int) -> bool:
@@ -877,10 +1176,17 @@ def _meets(s, tp, workload, duration_s, percentile, runs, n: int) -> bool:
     return runs[n].meets_promise
 
 
-def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap) -> int | None:
+def _meets_pilot(s, tp, workload, duration_s, percentile, runs, n: int) -> bool:
+    """:func:`_meets` for the pilot, whose runs nobody reads: ``runs`` holds verdicts, and a run stops once it missed."""
+    if n not in runs:
+        runs[n] = _verdict(s, n, tp, workload, duration_s, percentile)[1]
+    return runs[n]
+
+
+def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap, judge=_meets) -> int | None:
     """The fewest replicas meeting the promise on this workload: doubling from the start, then bisection. [replicas]"""
     def meets(n: int) -> bool:
-        return _meets(s, tp, workload, duration_s, percentile, runs, n)
+        return judge(s, tp, workload, duration_s, percentile, runs, n)
 
     start = max(1, start_replicas)
     if meets(start):
@@ -1033,7 +1339,8 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     at_load = runs[load_reps]
     v = found.verified_replicas
     ver = runs[v] if v is not None else None
-    survived = _survives_loss(s, tp, [wl, *others], duration, percentile, v, red, found.cap_replicas)
+    known = {fail_fleet: failed} if failed.lost_replicas == red else {}  # the failure check is one of its runs
+    survived = _survives_loss(s, tp, [wl, *others], duration, percentile, v, red, found.cap_replicas, known)
     rb, rb_red = load_reps * tp, (load_reps + red) * tp
     how = arrivals or ("Poisson arrivals" if cv2 == 1.0 else f"bursty arrivals (squared CV {cv2:g})")
     whose = "the runbook's" if s.engine == "runbook" else "the closed form's"
@@ -1102,28 +1409,31 @@ def _on_every_seed(s, tp, workload, others, duration_s, percentile, start, cap, 
     while n <= max(cap, start):
         if n not in runs:
             runs[n] = simulate(s, n, tp, workload, duration_s, percentile)
-        if runs[n].meets_promise and all(simulate(s, n, tp, w, duration_s, percentile).meets_promise for w in others):
+        if runs[n].meets_promise and all(_verdict(s, n, tp, w, duration_s, percentile)[1] for w in others):
             return n
         n += 1
     return None
 
 
-def _survives_loss(s, tp, workloads, duration_s, percentile, verified, lost, cap):
+def _survives_loss(s, tp, workloads, duration_s, percentile, verified, lost, cap, known=None):
     """(replicas, run): the fewest replicas keeping the promise on every workload with ``lost`` of them failing at the
     start of the peak, searched from the verified load plus ``lost`` one replica at a time; (None, None) when there is
     no verified load or none up to ``cap`` survives; the verified load itself when the plan keeps no redundancy; the
-    run is the first workload's. [replicas]"""
+    run is the first workload's. ``known`` maps replicas to full runs of the first workload with ``lost`` lost
+    already done (the failure check), reused. Only verdicts decide, and only a passing run's figures are read, so
+    every run here may stop once it has missed (:func:`_verdict`). [replicas]"""
     if verified is None:
         return None, None
     if lost == 0:
         return verified, None
     runs: dict = {}
+    known = known or {}
 
     def meets(n: int) -> bool:
         if n not in runs:
-            first = simulate(s, n, tp, workloads[0], duration_s, percentile, lost=lost)
-            ok = first.meets_promise and all(simulate(s, n, tp, w, duration_s, percentile, lost=lost).meets_promise
-                                             for w in workloads[1:])
+            first, ok = ((known[n], known[n].meets_promise) if n in known
+                         else _verdict(s, n, tp, workloads[0], duration_s, percentile, lost=lost))
+            ok = ok and all(_verdict(s, n, tp, w, duration_s, percentile, lost=lost)[1] for w in workloads[1:])
             runs[n] = (first, ok)
         return runs[n][1]
 
