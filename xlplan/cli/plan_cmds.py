@@ -23,9 +23,11 @@ def plan_cmd(
     markdown: Path | None = typer.Option(None, "--markdown", help="Also write the note as Markdown to this file."),
     workbook: Path | None = typer.Option(None, "--workbook", help="Also write the capacity-note workbook (.xlsx) to this file."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --markdown or --workbook file."),
-    verify: bool = typer.Option(False, "--verify", help="Also simulate the fleet at peak (Poisson arrivals, seed 1): the verified "
-                                "load, the runbook's load and one replica down, in the note, the JSON and the workbook; with "
-                                "--markdown, a picture beside the note (NOTE.verified.png)."),
+    verify: bool | None = typer.Option(None, "--verify/--no-verify", help="Simulate the fleet at peak (the default): the "
+                                       "Answer is the fewest GPUs that keep the promise on three seeds, with the plan's "
+                                       "redundancy lost mid-run; --no-verify gives the closed form alone, in a fraction of "
+                                       "a second. With --markdown, a picture beside the note (NOTE.verified.png) where "
+                                       "matplotlib is installed (--verify requires it)."),
 ) -> None:
     """Print the one-page capacity note for a plan."""
     from xlplan.io.verify_picture import picture_path, picture_png
@@ -33,7 +35,9 @@ def plan_cmd(
     from xlplan.note import render_markdown, render_text
     from xlplan.planner import plan
 
-    picture = picture_path(markdown) if (verify and markdown is not None) else None
+    simulate = verify is not False
+    wants_picture = simulate and markdown is not None and (verify is True or _have_matplotlib())
+    picture = picture_path(markdown) if wants_picture else None
     outputs = ([Output(markdown, "--markdown", MARKDOWN)] if markdown is not None else []) + \
         ([Output(picture, "--markdown (its picture)", PNG)] if picture is not None else []) + \
         (workbook_outputs(workbook, option="--workbook") if workbook is not None else [])
@@ -41,13 +45,13 @@ def plan_cmd(
     if picture is not None:
         require("matplotlib", command="plan --verify --markdown")
     p = _load(plan_file)
-    result = plan(p, verify=verify)
+    result = plan(p, verify=simulate)
     contents = [(markdown, render_markdown(result))] if markdown is not None else []
     if picture is not None:
         v = result.verified
         contents.append((picture, picture_png(v.curve, p.promise.ttft_s, p.promise.itl, v.percentile, v.runbook_load, p.name)))
     if workbook is not None:
-        contents += workbook_files(p, workbook, verify=verify, result=result)
+        contents += workbook_files(p, workbook, verify=simulate, result=result)
     write_outputs(contents)
     for path, _ in contents:
         typer.echo(f"wrote {path}", err=True)
@@ -55,6 +59,13 @@ def plan_cmd(
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
         typer.echo(render_text(result), nl=False)
+
+
+def _have_matplotlib() -> bool:
+    """Whether the picture beside a verified note can be drawn (matplotlib is an optional extra). [bool]"""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 @app.command("example")

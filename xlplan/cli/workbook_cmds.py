@@ -54,6 +54,7 @@ def workbook_cmd(
     recalc: bool = typer.Option(False, "--recalc", help="Take the cached values from a forced LibreOffice recalculation instead of the engine."),
     formulas: str = typer.Option("native", "--formulas", help="'native' Excel formulas (any Excel, LibreOffice), or 'udf': key cells call the xlplan Excel functions (needs the add-in)."),
     namespace: str = typer.Option("", "--namespace", help="Prefix for calls to the xlplan functions as your add-in registers them: XLWINGS for xlwings Server's default (=XLWINGS.MEMORY_GPUS()); none for classic xlwings and Lite."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Simulate the fleet at peak (the default): the Summary's Answer is the verified fleet, shaded, with a stale flag; --no-verify: the closed form."),
 ) -> None:
     """Write the capacity-note workbook for a plan: six tabs of live formulas, cached values, checks."""
     from xlplan.io.workbook.common import check_namespace
@@ -66,7 +67,7 @@ def workbook_cmd(
     except ValueError as e:
         raise InputError("--namespace", [str(e).split(": ", 1)[1]]) from None
     export(_load(plan_file), output, force=force, pdf=pdf, recalc=recalc, formulas=formulas, namespace=namespace,
-           inputs=(plan_file,) if plan_file is not None else ())
+           inputs=(plan_file,) if plan_file is not None else (), verify=verify)
     typer.echo(f"wrote {output}" + (f" and {output.with_suffix('.pdf')}" if pdf else ""))
 
 

@@ -82,7 +82,8 @@ def workbook_files(plan: Plan, output: str | Path, pdf: bool = False, recalc: bo
 
 
 def export(plan: Plan, output: str | Path, force: bool = False, pdf: bool = False, recalc: bool = False,
-           formulas: str = "native", traffic=None, namespace: str = "", inputs: tuple = ()) -> None:
-    """Write the workbook for a plan (and its PDF); every output is checked first, and nothing is written when any step fails."""
+           formulas: str = "native", traffic=None, namespace: str = "", inputs: tuple = (), verify: bool = False) -> None:
+    """Write the workbook for a plan (and its PDF); every output is checked first, and nothing is written when any step
+    fails. ``verify``: the fleet simulated at peak, the Summary's Answer."""
     check_outputs(workbook_outputs(output, pdf), force, inputs)
-    write_outputs(workbook_files(plan, output, pdf, recalc, formulas, traffic, namespace))
+    write_outputs(workbook_files(plan, output, pdf, recalc, formulas, traffic, namespace, verify=verify))
