@@ -273,9 +273,21 @@ def test_sensitivity_rows_have_one_formula_per_column(ref_plan):
 @pytest.mark.slow
 def test_plan_command_builds_the_workbook_too(tmp_path, capsys):
     out = tmp_path / "ref.xlsx"
-    assert main(["plan", "--workbook", str(out)]) == 0
+    assert main(["plan", "--no-verify", "--workbook", str(out)]) == 0
     assert "CAPACITY NOTE" in capsys.readouterr().out
     assert out.read_bytes() == workbook_for_plan(reference_plan())
+    # by default the plan is simulated, and the Summary's Answer is the verified fleet (the reference: 6, 7 with one
+    # replica lost, a node of 8 — the simulation's figures, tests/test_simulate.py)
+    import openpyxl
+
+    verified = tmp_path / "verified.xlsx"
+    assert main(["plan", "--workbook", str(verified)]) == 0
+    wb = openpyxl.load_workbook(verified)
+    def named(n):
+        sheet, ref = wb.defined_names[n].attr_text.split("!")
+        return wb[sheet.strip("'")][ref.replace("$", "")].value
+    assert named("AnswerSource").startswith("verified")
+    assert (named("AnswerLoad"), named("AnswerWithRedundancy"), named("AnswerPurchased")) == (6, 7, 8)
 
 
 def test_every_name_the_readme_documents_exists(ref_xlsx):

@@ -119,6 +119,10 @@ def test_edited_and_recalculated_workbook_agrees_but_breakpoints_are_stale(ref_p
     wb[title][ref.replace("$", "")].value = 55
     wb.save(path)
     out = recalculate([path], tmp_path / "lo")[0]
+    # the Summary's Answer (engine values: the fleet computed for 40 req/s) is flagged, by formula, as stale
+    done = openpyxl.load_workbook(out, data_only=True)
+    (title, ref), = done.defined_names["AnswerCurrent"].destinations
+    assert str(done[title][ref.replace("$", "")].value).startswith("STALE")
     rc, findings = _check(out, capsys)
     assert rc == 1 and findings
     assert {f["kind"] for f in findings} == {"stale-breakpoint"}, [f for f in findings if f["kind"] != "stale-breakpoint"]

@@ -36,6 +36,61 @@ def binding_formula() -> str:
     return "=" + out
 
 
+ANSWER_CURRENT = "current"
+ANSWER_STALE = "STALE: an input changed since the Answer was computed; rebuild with xlplan workbook"
+
+
+def _same(name: str, value, ref: str) -> str:
+    """A condition true while input ``name`` still holds ``ref``, the cell with its value at build time. [formula]"""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f'{name}&""={ref}&""'
+    return f"IFERROR(ABS({name}-{ref})<=RoundingTolerance*ABS({ref}),FALSE)"
+
+
+def snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int) -> None:
+    """Below the Summary: every input's value when the Answer was computed (shaded engine values), and the flag in
+    ``flag_row`` that says 'current' while 1 Inputs still holds them all, else STALE."""
+    from xlplan.io.workbook.inputs import all_inputs, input_value
+
+    rows.section("Inputs the Answer was computed from (engine values; the flag above compares 1 Inputs with them)")
+    conditions = []
+    for spec in all_inputs():
+        value = input_value(e.plan, spec)
+        r = sh.row
+        sh.put("A", r, Cell(spec.label, kind="label"))
+        sh.put("B", r, Cell("" if value is None else value, kind="static", fmt=spec.fmt))
+        sh.put("C", r, Cell(spec.unit, kind="unit"))
+        conditions.append(_same(spec.name, value, f"$B${r}"))
+        sh.row += 1
+    sh.put("B", flag_row, Cell(f'=IF(AND({",".join(conditions)}),"{ANSWER_CURRENT}","{ANSWER_STALE}")', formula=True,
+                               cached=ANSWER_CURRENT, kind="flag"))
+    book.define("AnswerCurrent", sh, f"B{flag_row}")
+
+
+def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]]:
+    """(name, label, the engine's value, unit, format, how) of the Answer: engine values, shaded, not formulas."""
+    r = e.result
+    a = r.answer
+    if a is None:
+        return []
+    v = r.verified
+    lost = (f"with {v.redundancy_lost_replicas} replica(s) lost at the start of the peak, simulated"
+            if a.source == "verified" and v is not None and v.redundancy_lost_replicas else "the load plus the spare replicas")
+    source = ("verified: simulated at peak, the promise held on seeds " + ", ".join(map(str, v.seeds))
+              if a.source == "verified" else
+              "the closed form, not simulated (build without --no-verify to simulate it)")
+    return [
+        ("AnswerSource", "Answer from", source, "", None, "engine value, computed when the workbook was built"),
+        ("AnswerLoad", "GPUs for the load", a.load, "GPUs", FMT["gpus"], "the fewest that keep the promise at peak"),
+        ("AnswerWithRedundancy", "GPUs with redundancy", a.with_redundancy, "GPUs", FMT["gpus"], lost),
+        ("AnswerPurchased", "GPUs to buy", a.purchased, "GPUs", FMT["gpus"], "whole purchasing units"),
+        ("AnswerStepBudget", "Step budget to deploy", a.step_budget_tokens, "tokens", FMT["gpus"],
+         "policy.max_num_batched_tokens: the serving setting the fleet is sized at"),
+        ("AnswerMonthlyUSD", "Cost per month", a.monthly_usd, "USD/month", FMT["usd"], "this fleet at the price on 1 Inputs"),
+        ("AnswerUSDPerMTok", "Cost per million tokens", a.usd_per_mtok, "USD/Mtok", FMT["usd_mtok"], "at the average utilisation"),
+    ]
+
+
 CHECK_OK = "All checks pass"
 CHECK_FAILED = "CHECK FAILED: see 1 Inputs and the Checks sheet; these figures are not a plan"
 
@@ -52,7 +107,7 @@ def summary_rows(e: Engine) -> list[Line]:
         Line("SummaryCheck", "Checks", f'=IF(AllChecksPass,"{CHECK_OK}","{CHECK_FAILED}")', status, "", None,
             "every check on the Checks sheet; a failing one also puts a banner on each tab"),
         Line(None, "GPU and model", '=GPUName&" · "&ModelName', f"{r.model.gpu} · {r.model.name}", "", None, ""),
-        Line("SummaryLoad", "GPUs for the load", "=FleetLoad", f.load, "GPUs", FMT["gpus"], "the largest of the memory, compute and latency paths"),
+        Line("SummaryLoad", "GPUs for the load", "=FleetLoad", f.load, "GPUs", FMT["gpus"], "the largest of the memory and compute paths and the latency check"),
         Line("SummaryWithRedundancy", "GPUs with redundancy", "=FleetWithRedundancy", f.with_redundancy, "GPUs", FMT["gpus"],
             "plus the spare replicas that keep the promise through a failure"),
         Line("SummaryPurchased", "GPUs to buy", "=FleetPurchased", f.purchased, "GPUs", FMT["gpus"], "whole purchasing units"),
@@ -89,7 +144,24 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
     coord = sh.put("D", r0 + 1, Cell(UNDATED, kind="note"))
     book.define("BuildDate", sh, coord)
     sh.row = r0 + 2
-    rows.section("The answer")
+    answer = answer_rows(e)
+    if answer:
+        rows.section("The answer — the fleet to order (engine values, shaded: rebuild after changing an input)")
+        rows.header("Quantity", "Value", "Unit", "How")
+        for name, label, value, unit, fmt, how in answer:
+            r = sh.row
+            sh.put("A", r, Cell(label, kind="label"))
+            coord = sh.put("B", r, Cell(value, kind="static", fmt=fmt, wrap=isinstance(value, str)))
+            book.define(name, sh, coord)
+            sh.put("C", r, Cell(unit, kind="unit"))
+            sh.put("D", r, Cell(how, kind="note"))
+            sh.row += 1
+        flag_row = sh.row
+        sh.put("A", flag_row, Cell("Still current?", kind="label"))
+        sh.put("D", flag_row, Cell("compares every input on 1 Inputs with its value when the Answer was computed (below)",
+                                   kind="note"))
+        sh.row += 1
+    rows.section("The runbook's method — every figure a formula over the tabs" if answer else "The answer")
     rows.header("Quantity", "Value", "Unit", "How")
     for row in summary_rows(e):
         coord = rows.calc(row.name, row.label, row.formula, row.cached, row.unit, row.fmt, row.how)
@@ -117,7 +189,9 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
         if nxt is not None:
             _sentence(sh, f"First order: {nxt.new_gpus} GPUs by {nxt.order_by}, in service from {nxt.month}; "
                           f"{sched.breakeven_words}.")
-    sh.print_area = f"A1:D{sh.row}"
+    sh.print_area = f"A1:D{sh.row}"  # the page a reader prints; the inputs' snapshot below is for the flag
+    if answer:
+        snapshot_and_flag(book, sh, rows, e, flag_row)
 
 
 def _sentence(sh, text: str) -> None:
