@@ -28,7 +28,7 @@ EXPECTED_NAMES = {"LITTLES_LAW", "TIME_IN_SYSTEM", "KV_BYTES_PER_TOKEN", "KV_GIB
                   "PARAMS_FROM_CONFIG", "KV_BUDGET_GIB", "MEMORY_GPUS", "PREFILL_TFLOPS", "DECODE_TFLOPS", "COMPUTE_GPUS",
                   "LATENCY_GPUS", "BINDING_CONSTRAINT", "FLEET", "MONTHLY_COST", "TOKENS_PER_MONTH", "COST_PER_MTOK",
                   "API_MONTHLY_COST", "BREAKEVEN_TOKENS", "MAX_RATE", "GPU_SPEC", "MODEL_SPEC", "CAPACITY_NOTE",
-                  "SENSITIVITIES", "MAX_DECODE_BATCH"}
+                  "SENSITIVITIES", "MAX_DECODE_BATCH", "QUEUEING_REPLICAS"}
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +103,14 @@ def test_reference_plan_through_the_udfs_equals_the_cli(cli):
     assert [r[2] for r in sens[1:]] == [s["fleet"] for s in cli["sensitivities"]]
     note = U.capacity_note()
     assert all(len(r) == 2 for r in note)
-    assert ["Load", "4 GPUs (TP 1)"] in note and ["With redundancy", "5 GPUs (N+1 replicas)"] in note
-    assert ["Purchased", "8 GPUs (1 node(s) of 8)"] in note
+    # the runbook's method, labelled, then the closed form's purchase (the note's own rows, not re-derived)
+    assert ["Runbook's method", ("4 GPUs for the load (TP 1) + 1 spare replica(s) = 5 with redundancy → 8 purchased "
+            "(1 node(s) of 8)")] in note
+    assert any(r[0] == "Purchase" and r[1].startswith("8 GPUs (1 node(s) of 8) for 7 with redundancy") for r in note)
+    # the queueing path: Erlang C on the engine's service rate and wait target gives the engine's replicas (6)
+    q = cli["queueing"]
+    assert U.queueing_replicas(inp["peak_rps"], q["service_rps_per_replica"], q["wait_target_s"], inp["percentile"],
+                               q["tail_replicas"]) == q["replicas"] == 6
 
 
 def test_max_rate_is_the_capacity_command(capsys):

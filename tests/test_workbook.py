@@ -204,6 +204,7 @@ def test_only_functions_libreoffice_74_computes(ref_plan):
                "ISNUMBER", "MOD", "INT", "AVERAGE", "MEDIAN", "ABS", "IFERROR",
                "N",  # a blank optional input as 0 (hardware operations)
                "NORMSINV",  # the TTFT prompt at the promise's percentile; in LibreOffice since 1.0 and Excel since 2.0
+               "POISSON",  # Erlang C's terms on 3 Constraints (the queueing path); in LibreOffice and every Excel
                "ROUND", "FIXED", "TEXT", "MID", "LEN"}  # the last five quote figures in prose (formulas.Prose)
     udf_names = {n.upper() for n in public_udfs()}
     crosschecks = 0

@@ -128,7 +128,9 @@ def test_edited_and_recalculated_workbook_agrees_but_breakpoints_are_stale(ref_p
     assert {f["kind"] for f in findings} == {"stale-breakpoint"}, [f for f in findings if f["kind"] != "stale-breakpoint"]
     # the engine-searched values: breakpoints, the Options sheet's re-plans on every GPU and the Schedule's month-by-
     # month fleets (each with a STALE flag), and the cheapest option the Summary quotes from them
-    assert all(f["where"].startswith(("'6 Sensitivities'!", "Options!", "Schedule!", "Summary!")) for f in findings)
+    # (and the queueing path's and closed form's engine values on 3 Constraints: its paths at the new peak)
+    assert all(f["where"].startswith(("'6 Sensitivities'!", "Options!", "Schedule!", "Summary!", "'3 Constraints'!"))
+               for f in findings)
     assert any(f["where"].startswith("Options!") for f in findings)
     # the peak-rate row's "now" column: built at 40, the workbook now says 55
     now = next(f for f in findings if f["found"] == "40")

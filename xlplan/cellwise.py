@@ -491,6 +491,40 @@ def latency_gpus(concurrency_: float, max_decode_batch_: float, tp: int = 1) -> 
     return fleet.whole_gpus(latency.latency_gpus_exact(concurrency_, max_decode_batch_, tp), tp)
 
 
+def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, wait_target_s: float,
+                      percentile: float = 95.0, tail_replicas: int = 0) -> float:
+    """The queueing path: the fewest replicas whose wait for a slot at the percentile fits the target. [replicas]
+
+    Parameters
+    ----------
+    arrival_rate_rps : float
+        Peak arrival rate. [requests/s]
+    service_rps_per_replica : float
+        Requests one replica serves per second at the promise. [requests/s]
+    wait_target_s : float
+        Longest wait allowed: the TTFT target less the prompt's prefill. [s]
+    percentile : float
+        The promise's percentile. [percent]
+    tail_replicas : int
+        Replicas the long-prefill-step limit needs (0 where it never binds). [replicas]
+
+    Returns
+    -------
+    float
+        The larger of Erlang C's answer (Poisson arrivals, exponential service, the Allen–Cunneen factor 1) and
+        ``tail_replicas``; +inf when no fleet keeps the wait (a negative target). [replicas]
+
+    References
+    ----------
+    Erlang C and the Allen–Cunneen factor: :func:`xlplan.queueing.servers_for_wait`.
+    """
+    from xlplan import queue_path, queueing
+
+    n = queueing.servers_for_wait(arrival_rate_rps, 1.0 / service_rps_per_replica, wait_target_s, percentile,
+                                  queue_path.ARRIVAL_CV2, queue_path.SERVICE_CV2)
+    return float("inf") if n is None else float(max(n, int(tail_replicas)))
+
+
 def binding(memory_gpus_: float, compute_gpus_: float, latency_gpus_: float = 0.0) -> str:
     """Which path binds: 'memory', 'compute', 'latency', 'both' or 'all'. [text]
 

@@ -56,8 +56,8 @@ class ClosedForm:
     time_in_system_s: float  # E[output] × achieved step [s]
     concurrency: float  # peak rate × that time [requests]
     kv_gib_total: float  # concurrency × KV per conversation [GiB]
-    memory_gpus_exact: float  # before rounding [GPUs]
-    memory_gpus: int  # whole replicas [GPUs]
+    memory_gpus_exact: float  # the cache the fleet's requests hold at its own achieved time, in GPUs before rounding [GPUs]
+    memory_gpus: int  # the memory path: the fewest whole replicas whose caches hold their own achieved load [GPUs]
     compute_gpus: int  # the runbook's compute path [GPUs]
     latency_gpus: int  # the runbook's latency check [GPUs]
     queueing_gpus: int | None  # None: no fleet keeps the wait within the TTFT target [GPUs]
@@ -259,9 +259,10 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
 
     Notes
     -----
-    The memory path shrinks as replicas are added (each carries a smaller batch, so its step is shorter and a request
-    holds its cache for less time), so the fleet is the fewest replicas ``n`` at or above the other paths' largest
-    with ``memory(n) ≤ n``, found by bisection; the runbook's memory path, at the target's time, bounds it above.
+    The cache ``memory(n)`` a fleet of ``n`` replicas needs shrinks as replicas are added (each carries a smaller
+    batch, so its step is shorter and a request holds its cache for less time), so the memory path is the fewest
+    replicas with ``memory(n) ≤ n``, found by bisection; the runbook's memory path, at the target's time, bounds it
+    above. The fleet is the largest path; the time in system and cache reported are the fleet's own.
 
     References
     ----------
@@ -284,27 +285,25 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
         exact = float(memory.memory_gpus_exact(conc, tr.kv_gib_per_conversation, kv_budget, tp, shards))
         return int(fleet.whole_replicas(exact, tp)), (t, tau, b, conc, exact)
 
-    floor_reps = max(int(round(pa.compute_gpus / tp)), int(round(pa.latency_gpus / tp)), q.replicas or 0, 1)
-    top = max(floor_reps, int(round(pa.memory_gpus / tp)))
-    need, detail = memory_replicas(floor_reps)
-    if need <= floor_reps:
-        n = floor_reps
+    # the memory path: the fewest replicas whose caches hold what their own achieved time in system implies
+    top = max(int(round(pa.memory_gpus / tp)), 1)  # the runbook's memory path, at the target's time, bounds it
+    if memory_replicas(1)[0] <= 1:
+        mem_reps = 1
     else:
-        lo, hi = floor_reps, top  # memory(lo) > lo; memory(top) ≤ runbook memory ≤ top
-        hi_detail = memory_replicas(hi)[1]
+        lo, hi = 1, top  # memory(lo) > lo; memory(top) ≤ runbook memory ≤ top
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            m, d = memory_replicas(mid)
-            if m <= mid:
-                hi, hi_detail = mid, d
+            if memory_replicas(mid)[0] <= mid:
+                hi = mid
             else:
                 lo = mid
-        n, detail = hi, hi_detail
-    t, tau, b, conc, mem_exact = detail
-    mem_gpus = int(fleet.whole_gpus(mem_exact, tp))
+        mem_reps = hi
+    mem_gpus = mem_reps * tp
     counts = {"memory": mem_gpus, "compute": int(pa.compute_gpus), "latency": int(pa.latency_gpus)}
     if q.gpus is not None:
         counts["queueing"] = int(q.gpus)
+    n = max(counts.values()) // tp
+    t, tau, b, conc, mem_exact = memory_replicas(n)[1]  # the fleet's own time in system and cache
     label, which = binding(counts, tp)
     load, with_red, purchased = fleet.fleet_sizes(n, tp, s.redundancy, s.gpus_per_node)
     return ClosedForm(

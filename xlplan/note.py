@@ -309,14 +309,15 @@ def _budget_sentence(r: PlanResult) -> str:
 
 
 def _closed_form_line(r: PlanResult) -> str:
-    """The closed form's arithmetic: the memory path at the achieved time in system, and the largest path. [text]"""
+    """The closed form's arithmetic: the fleet's own time in system and cache, and the largest path. [text]"""
     cf, i, mem = r.closed_form, r.inputs, r.memory
     q = "none" if cf.queueing_gpus is None else f"{cf.queueing_gpus}"
-    return (f"memory at the achieved step ({i.output_tokens.mean:,.1f} tokens × {cf.achieved_step_s * 1000:.2f} ms = "
+    return (f"at the fleet's achieved step, {i.output_tokens.mean:,.1f} tokens × {cf.achieved_step_s * 1000:.2f} ms = "
             f"{cf.time_in_system_s:.2f} s in system; {i.peak_rps:g} req/s × {cf.time_in_system_s:.2f} s = "
-            f"{cf.concurrency:,.1f} in flight × {mem.kv_gib_per_conversation:.3f} GiB = {cf.kv_gib_total:,.1f} GiB → "
-            f"{cf.memory_gpus}), compute {cf.compute_gpus}, latency {cf.latency_gpus}, queueing {q}: the largest is "
-            f"{cf.load} GPUs ({cf.binding} binds)")
+            f"{cf.concurrency:,.1f} in flight × {mem.kv_gib_per_conversation:.3f} GiB = {cf.kv_gib_total:,.1f} GiB ÷ "
+            f"{mem.kv_budget_gib_per_gpu:.2f} GiB per GPU = {cf.memory_gpus_exact:.2f} GPUs; paths: memory "
+            f"{cf.memory_gpus} (the fewest replicas holding their own load), compute {cf.compute_gpus}, latency "
+            f"{cf.latency_gpus}, queueing {q} → the largest, {cf.load} GPUs ({cf.binding} binds)")
 
 
 def _redundancy_row(v) -> str:

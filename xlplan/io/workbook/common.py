@@ -198,6 +198,9 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("MeanChunkPosition", "Mean position of a prefill chunk in its prompt", 0.5, "fraction of chunks",
      "Each chunk reads the prefix before it: on average half the chunks."),
     ("RunbookUnbounded", "No step budget (the runbook's convention)", float(RUNBOOK_UNBOUNDED), "tokens, sequences", ""),
+    ("QueueArrivalCV2", "Squared CV of the gaps between arrivals at peak", 1.0, "1", "Poisson arrivals (xlplan.queue_path)."),
+    ("QueueServiceCV2", "Squared CV of a replica's service time", 1.0, "1", "Exponential service: the M/M/c case."),
+    ("AllenCunneenDivisor", "Allen–Cunneen factor's divisor", 2.0, "1", "(cA² + cS²) ÷ 2 scales the M/M/c wait (Allen 1990)."),
     ("TPObjectivePurchased", "TP choice: weight of GPUs purchased", 1e8, "1", "Fewest purchased first..."),
     ("TPObjectiveBilled", "TP choice: weight of GPUs billed", 100.0, "1", "...then fewest billed, then the smallest TP."),
 )
@@ -264,7 +267,7 @@ clock reading, so the same plan gives the same bytes on any day (the template's 
 
 UDF_NAMES = frozenset({
     "LITTLES_LAW", "TIME_IN_SYSTEM", "KV_BYTES_PER_TOKEN", "KV_GIB_PER_CONVERSATION", "WEIGHTS_GIB", "PARAMS_FROM_CONFIG",
-    "KV_BUDGET_GIB", "MEMORY_GPUS", "PREFILL_TFLOPS", "DECODE_TFLOPS", "COMPUTE_GPUS", "MAX_DECODE_BATCH", "LATENCY_GPUS",
+    "KV_BUDGET_GIB", "MEMORY_GPUS", "PREFILL_TFLOPS", "DECODE_TFLOPS", "COMPUTE_GPUS", "MAX_DECODE_BATCH", "LATENCY_GPUS", "QUEUEING_REPLICAS",
     "BINDING_CONSTRAINT", "FLEET", "MONTHLY_COST", "TOKENS_PER_MONTH", "COST_PER_MTOK", "API_MONTHLY_COST",
     "BREAKEVEN_TOKENS", "MAX_RATE", "CAPACITY_NOTE", "SENSITIVITIES", "GPU_SPEC", "MODEL_SPEC",
 })

@@ -221,6 +221,8 @@ def constraints_tab(book: Book, e: Engine) -> None:
     rows.calc("TP", "Tensor-parallel degree chosen", "=INDEX(TPDegreeCol,TPChoiceRow)", pa.tp, "GPUs", "0",
               "fewest GPUs purchased, then fewest billed, then the smallest degree")
 
+    erlang = _queueing_section(book, sh, rows, e) if e.result.closed_form is not None else None
+
     low, high = e.result.fleet.calibrated_low, e.result.fleet.calibrated_high
     if low is not None and high is not None:
         rows.section("Calibrated range — the fleet at the ends of the fitted efficiencies (values from xlplan calibrate; "
@@ -330,3 +332,128 @@ def constraints_tab(book: Book, e: Engine) -> None:
                                           "dash": "sysDash", "marker": "none"}],
                       "anchor": f"H{hdr}", "width": 18, "height": 11})
     sh.row = mark + 3
+    if erlang is not None:  # the working table last, outside the printed page
+        sh.print_area = f"A1:Z{sh.row}"
+        erlang()
+
+
+ERLANG_ROWS = 128
+"""Replica counts the Erlang C table tries, from the offered load up: a + 2√a covers a 5% tail to a = 4,000. [rows]"""
+
+BEYOND_TABLE = "beyond the table"
+
+
+def _static(rows: Rows, name: str, label: str, value, unit: str, fmt: str | None, how: str) -> None:
+    """An engine value on its own row, shaded, named. [cell]"""
+    sh = rows.sheet
+    r = sh.row
+    sh.put("A", r, Cell(label, kind="label"))
+    coord = sh.put("B", r, Cell(num(value), kind="static", fmt=fmt))
+    rows.book.define(name, sh, coord)
+    sh.put("C", r, Cell(unit, kind="unit"))
+    sh.put("D", r, Cell(how, kind="note"))
+    sh.row += 1
+
+
+def _queueing_section(book: Book, sh, rows: Rows, e: Engine):
+    """The queueing path (Erlang C by POISSON, the Allen–Cunneen factor) and the closed form: the largest of four paths.
+
+    Engine values (shaded): the step budget deployed, a replica's slots and step at the promise, the prefill at the
+    percentile, the long-prefill-step limit, and the memory, compute and latency paths at the closed form's degree.
+    Formulas: the service rate, the offered load, the wait target, a table of the wait at the percentile for each
+    replica count, the fewest replicas within the target, and the closed-form fleet. Returns the function that lays
+    the table out, called last on the tab.
+    """
+    cf, q = e.result.closed_form, e.result.queueing
+    rows.section("Queueing path — the wait for a slot at the promise's percentile (Erlang C by POISSON, Allen–Cunneen); "
+                 "and the closed form, the largest of the four paths")
+    rows.header("Quantity", "Value", "Unit", "How")
+    _static(rows, "QueueTP", "GPUs per replica (the closed form's degree)", cf.tp, "GPUs", "0",
+            "engine value: the degree that buys the fewest GPUs on the closed form")
+    _static(rows, "QueueStepBudget", "Step budget deployed", cf.step_budget_tokens, "tokens", FMT["gpus"],
+            f"engine value ({cf.budget_chosen_by}): policy.max_num_batched_tokens")
+    _static(rows, "QueueSlots", "Decodes per step within the inter-token target", q.slots_per_replica, "sequences", FMT["num"],
+            "engine value: the serving model's step, prefill share included, within the step budget")
+    _static(rows, "QueueStep", "The step at that batch", q.step_s, "s", FMT["s"], "engine value")
+    _static(rows, "QueuePrefill", "Prefill of a prompt at the percentile, idle replica", q.prefill_at_percentile_s, "s", FMT["s"],
+            "engine value")
+    _static(rows, "QueueTailReplicas", "Replicas the long-prefill-step limit needs", q.tail_replicas, "replicas", FMT["gpus"],
+            "engine value: 0 where a step with a prompt chunk stays within the inter-token target")
+    rows.calc("QueueServiceRPS", "Requests one replica serves per second", "=IF(ISNUMBER(QueueStep),QueueSlots/(OutputMean*QueueStep),0)",
+              q.service_rps_per_replica, "requests/s", FMT["num"], "slots ÷ (mean output × step)")
+    rows.calc("QueueOffered", "Replicas busy on average (offered load)",
+              f'=IF(QueueServiceRPS>0,PeakRate/QueueServiceRPS,"{NONE}")', num(q.offered_erlangs), "erlangs", FMT["num"],
+              "peak rate ÷ service rate")
+    rows.calc("QueueWaitTarget", "Longest wait for a slot allowed", "=TTFTTarget-QueuePrefill", q.wait_target_s, "s", FMT["s"],
+              "the TTFT promise less the prefill")
+    tail = 1.0 - e.s.percentile / 100.0
+    rows.calc("QueueTailFraction", "Requests allowed past the target", "=1-PromisePercentile/PercentPerFraction", tail,
+              "fraction", FMT["num"], "")
+    rows.calc("QueueACFactor", "Allen–Cunneen factor", "=(QueueArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor", 1.0, "1",
+              FMT["num"], "1 for Poisson arrivals and exponential service")
+    # the table goes at the end of the tab (erlang(), below); the answer reads its first row within the target
+    answer_row = sh.row
+    sh.row += 1
+    gpus_row = sh.row
+    sh.row += 1
+    cf_rows_start = sh.row
+    sh.row += 5
+    end = sh.row
+    a = q.offered_erlangs
+    service_s = 1.0 / q.service_rps_per_replica if q.service_rps_per_replica > 0 else math.inf
+    from xlplan import queueing
+
+    def erlang() -> None:
+        rows.section("Erlang C — the wait at the percentile for each replica count, from the offered load up (the queueing path reads it)")
+        rows.header("Replicas", "P(N = n)", "P(N < n)", "P(wait)", "Wait at percentile [s]", "Within target")
+        first = sh.row
+        n0 = max(1, int(a) + 1) if math.isfinite(a) else 1
+        for k in range(ERLANG_ROWS):
+            row = sh.row
+            n = n0 + k
+            n_f = "=IFERROR(MAX(1,INT(QueueOffered)+1),1)" if k == 0 else f"=A{row - 1}+1"
+            ok = math.isfinite(a) and a > 0
+            pn = math.exp(n * math.log(a) - a - math.lgamma(n + 1)) if ok else 0.0
+            pc = sum(math.exp(j * math.log(a) - a - math.lgamma(j + 1)) for j in range(n)) if ok else 0.0
+            c = queueing.erlang_c(n, a) if ok else 1.0
+            w = queueing.wait_at_percentile_s(n, e.s.peak_rps, service_s, e.s.percentile) if ok else NONE
+            meets = (w <= q.wait_target_s) if ok else False
+            sh.put("A", row, Cell(n_f, formula=True, cached=n, kind="calc", fmt=FMT["gpus"]))
+            sh.put("B", row, Cell(f"=IFERROR(POISSON(A{row},QueueOffered,FALSE),0)", formula=True, cached=pn, kind="calc",
+                                  fmt=FMT["sci"]))
+            sh.put("C", row, Cell(f"=IFERROR(POISSON(A{row}-1,QueueOffered,TRUE),0)", formula=True, cached=pc,
+                                  kind="calc", fmt=FMT["sci"]))
+            sh.put("D", row, Cell(f"=IFERROR(B{row}/(B{row}+(1-QueueOffered/A{row})*C{row}),1)", formula=True,
+                                  cached=c, kind="calc", fmt=FMT["num"]))
+            sh.put("E", row, Cell(f"=IFERROR(IF(D{row}<=QueueTailFraction,0,LN(D{row}/QueueTailFraction)/(A{row}-QueueOffered)"
+                                  f"/QueueServiceRPS*QueueACFactor),\"{NONE}\")", formula=True, cached=w,
+                                  kind="calc", fmt=FMT["s"]))
+            sh.put("F", row, Cell(f"=IF(ISNUMBER(E{row}),E{row}<=QueueWaitTarget,FALSE)", formula=True, cached=meets, kind="calc"))
+            sh.row += 1
+        book.define_range("QueueTableN", sh, f"A{first}", f"A{sh.row - 1}")
+        book.define_range("QueueTableMeets", sh, f"F{first}", f"F{sh.row - 1}")
+
+    sh.row = answer_row
+    replicas = q.replicas if q.replicas is not None else NONE
+    rows.calc("QueueingReplicas", "Fewest replicas keeping the wait within the target",
+              f'=IF(OR(NOT(ISNUMBER(QueueOffered)),QueueWaitTarget<0),"{NONE}",IFERROR(MAX(QueueTailReplicas,'
+              f'INDEX(QueueTableN,MATCH(TRUE,QueueTableMeets,0))),"{BEYOND_TABLE}"))', replicas, "replicas", FMT["gpus"],
+              "the first row of the table below within the target, at least the long-prefill-step limit",
+              udf="QUEUEING_REPLICAS(PeakRate,QueueServiceRPS,QueueWaitTarget,PromisePercentile,QueueTailReplicas)")
+    sh.row = gpus_row
+    rows.calc("QueueingGPUs", "Queueing path", "=IF(ISNUMBER(QueueingReplicas),QueueingReplicas*QueueTP,QueueingReplicas)",
+              cf.queueing_gpus if cf.queueing_gpus is not None else NONE, "GPUs", FMT["gpus"], "replicas × TP")
+    sh.row = cf_rows_start
+    _static(rows, "ClosedMemoryGPUs", "Memory path at the achieved time in system", cf.memory_gpus, "GPUs", FMT["gpus"],
+            "engine value: the fewest replicas whose caches hold their own load (3 Constraints shows the runbook's)")
+    _static(rows, "ClosedComputeGPUs", "Compute path at that degree", cf.compute_gpus, "GPUs", FMT["gpus"], "engine value")
+    _static(rows, "ClosedLatencyGPUs", "Latency check at that degree", cf.latency_gpus, "GPUs", FMT["gpus"], "engine value")
+    rows.calc("ClosedFormLoad", "Closed form: GPUs for the load",
+              "=IF(ISNUMBER(QueueingGPUs),MAX(ClosedMemoryGPUs,ClosedComputeGPUs,ClosedLatencyGPUs,QueueingGPUs),"
+              "MAX(ClosedMemoryGPUs,ClosedComputeGPUs,ClosedLatencyGPUs))", cf.load, "GPUs", FMT["gpus"],
+              "the largest of the four paths")
+    rows.calc("ClosedFormPurchased", "Closed form: with redundancy, in whole units",
+              "=ROUNDUP((ClosedFormLoad+Redundancy*QueueTP)/GPUsPerNode,0)*GPUsPerNode", cf.purchased, "GPUs", FMT["gpus"],
+              f"(load + redundancy × TP = {cf.with_redundancy}) rounded up to the purchasing unit")
+    sh.row = end
+    return erlang
