@@ -1184,16 +1184,24 @@ def _meets_pilot(s, tp, workload, duration_s, percentile, runs, n: int) -> bool:
 
 
 def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap, judge=_meets) -> int | None:
-    """The fewest replicas meeting the promise on this workload: doubling from the start, then bisection. [replicas]"""
+    """The fewest replicas meeting the promise on this workload: the start and its neighbour first (the closed form is
+    usually within a replica), then doubling and bisection. [replicas]"""
     def meets(n: int) -> bool:
         return judge(s, tp, workload, duration_s, percentile, runs, n)
 
     start = max(1, start_replicas)
     if meets(start):
         lo, hi = 0, start  # lo misses (0 replicas serve nothing), hi meets
+        if start > 1 and not meets(start - 1):  # the closed form is usually within a replica: look there first
+            return start
+        hi = start - 1 if start > 1 else hi
     else:
-        lo, hi = start, None
-        n = start
+        if start < cap and meets(start + 1):
+            return start + 1
+        lo, hi = min(start + 1, cap), None
+        n = lo
+        if n >= cap:
+            return None
         while hi is None:
             n = min(2 * n, cap)
             if meets(n):
