@@ -37,7 +37,7 @@ GOOD: dict[str, list] = {
     "compute_gpus": [1561.5, "h100-sxm", 0.4, 1, "bf16"],
     "max_decode_batch": ["llama-3.1-8b", "h100-sxm", 0.05, 2150, 1, "bf16", "bf16", 0.4, 0.6, "bf16", 0.0, 0.0],
     "latency_gpus": [600, 150, 1],
-    "queueing_replicas": [40, 7.38, 0.91, 95, 0],
+    "queueing_replicas": [40, 7.38, 0.91, 95, 0, 1.0],
     "binding_constraint": [4, 4, 3],
     "fleet": [4, 4, 3, 1, 1, 8],
     "monthly_cost": [5, 3, 730],

@@ -510,8 +510,9 @@ def latency_gpus(concurrency, max_decode_batch, tp=1):
      service_rps_per_replica="Requests one replica serves per second at the promise (3 Constraints: QueueServiceRPS). [requests/s]",
      wait_target_s="Longest wait for a slot: the TTFT target less the prompt's prefill. [s]",
      percentile="The promise's percentile (95, not 0.95). [percent]",
-     tail_replicas="Replicas the long-prefill-step limit needs; 0 where it never binds. [replicas]")
-def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, percentile=95.0, tail_replicas=0):
+     tail_replicas="Replicas the long-prefill-step limit needs; 0 where it never binds. [replicas]",
+     arrival_cv2="Squared coefficient of variation of the gaps between arrivals: 1 Poisson, above 1 bursty. [1]")
+def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, percentile=95.0, tail_replicas=0, arrival_cv2=1.0):
     """The queueing path: the fewest replicas whose p95 wait for a slot fits the target, by Erlang C (the reference: 6). [replicas]"""
     wait = _num("wait_target_s", wait_target_s, "s")
     if wait < 0:
@@ -520,7 +521,8 @@ def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, 
         _num("arrival_rate_rps", arrival_rate_rps, "requests/s", above=0.0),
         _num("service_rps_per_replica", service_rps_per_replica, "requests/s", above=0.0), wait,
         _num("percentile", percentile, "percent", above=0.0, at_most=99.99),
-        _whole("tail_replicas", tail_replicas, "replicas", at_least=0)))
+        _whole("tail_replicas", tail_replicas, "replicas", at_least=0),
+        _num("arrival_cv2", arrival_cv2, "1", above=0.0, at_most=100.0)))
 
 
 # ---------------------------------------------------------------------------------------------- step 6

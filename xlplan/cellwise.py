@@ -492,7 +492,7 @@ def latency_gpus(concurrency_: float, max_decode_batch_: float, tp: int = 1) -> 
 
 
 def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, wait_target_s: float,
-                      percentile: float = 95.0, tail_replicas: int = 0) -> float:
+                      percentile: float = 95.0, tail_replicas: int = 0, arrival_cv2: float = 1.0) -> float:
     """The queueing path: the fewest replicas whose wait for a slot at the percentile fits the target. [replicas]
 
     Parameters
@@ -507,11 +507,13 @@ def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, w
         The promise's percentile. [percent]
     tail_replicas : int
         Replicas the long-prefill-step limit needs (0 where it never binds). [replicas]
+    arrival_cv2 : float
+        Squared coefficient of variation of the gaps between arrivals: 1 Poisson. [1]
 
     Returns
     -------
     float
-        The larger of Erlang C's answer (Poisson arrivals, exponential service, the Allen–Cunneen factor 1) and
+        The larger of Erlang C's answer (exponential service, the Allen–Cunneen factor ``(cₐ² + 1) ÷ 2``) and
         ``tail_replicas``; +inf when no fleet keeps the wait (a negative target). [replicas]
 
     References
@@ -521,7 +523,7 @@ def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, w
     from xlplan import queue_path, queueing
 
     n = queueing.servers_for_wait(arrival_rate_rps, 1.0 / service_rps_per_replica, wait_target_s, percentile,
-                                  queue_path.ARRIVAL_CV2, queue_path.SERVICE_CV2)
+                                  arrival_cv2, queue_path.SERVICE_CV2)
     return float("inf") if n is None else float(max(n, int(tail_replicas)))
 
 

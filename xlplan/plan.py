@@ -75,6 +75,11 @@ class Forecast(_Section):
         default=0.0,
         description="Measured fraction of prompt compute served from the prefix cache; 0 unless measured on real traffic. [fraction]",
     )
+    arrival_cv2: float = Field(
+        default=1.0, gt=0, le=100,
+        description="Squared coefficient of variation of the gaps between arrivals at peak: 1 for Poisson arrivals, above 1 "
+                    "bursty (4: the gaps vary twice as much as Poisson's). The queueing path and the simulation use it. [1]",
+    )
 
 
 class Promise(_Section):

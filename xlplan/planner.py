@@ -183,7 +183,7 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
     cf = closed_form.closed_form(s, sol, set_by_plan)
     model_spec = p.model.resolve()
     verified = (simulate.verify(deployed(s, cf), sol, p.promise.percentile, max_context=model_spec.max_context_tokens,
-                                start_replicas=cf.load_replicas) if verify else None)
+                                start_replicas=cf.load_replicas, cv2=s.arrival_cv2) if verify else None)
     model = p.model.resolve()
     gpu = p.hardware.resolve()
     low, high = calibrated_ends(p, s)

@@ -20,8 +20,9 @@ Notes
   ``(1 − p) ÷ (n·τ̄)`` requests per second, a hard limit (no queue forms behind it): the fleet needs at least
   ``λ ÷`` that many replicas. (With 512-token chunks a step stays within the target; with vLLM's 8,192-token steps a
   2,000-token prompt's step takes 87 ms against 50.)
-- **The wait** by Erlang C with the Allen–Cunneen factor (:mod:`xlplan.queueing`): Poisson arrivals at peak
-  (``cₐ² = 1``) and exponential service (``cₛ² = 1``), the M/M/c case.
+- **The wait** by Erlang C with the Allen–Cunneen factor (:mod:`xlplan.queueing`): the plan's arrivals at peak
+  (``cₐ² = forecast.arrival_cv2``, 1 for Poisson) and exponential service (``cₛ² = 1``); M/M/c where arrivals are
+  Poisson, the factor ``(cₐ² + cₛ²) ÷ 2`` scaling the wait where they are burstier.
 - **The target**: the TTFT promise less the prefill of a prompt at the percentile on an idle replica; where that
   prefill alone misses the promise, no fleet meets it.
 
@@ -42,7 +43,7 @@ from xlplan import distributions, fleet, queueing, serving, simulate, steps
 from xlplan.scenario import Scenario
 
 ARRIVAL_CV2 = 1.0
-"""Squared coefficient of variation of the gaps between arrivals at peak: Poisson. [1]"""
+"""Squared coefficient of variation of the gaps between arrivals at peak where the plan gives none: Poisson. [1]"""
 
 SERVICE_CV2 = 1.0
 """Squared coefficient of variation of a replica's service time: exponential, the M/M/c case. [1]"""
@@ -109,10 +110,10 @@ def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) ->
     prompt = distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile)
     prefill = float(steps.prefill_alone_s(q, r, prompt))
     target = s.ttft_s - prefill
-    n = queueing.servers_for_wait(s.peak_rps, 1.0 / mu, target, s.percentile, ARRIVAL_CV2, SERVICE_CV2) if mu > 0 else None
+    n = queueing.servers_for_wait(s.peak_rps, 1.0 / mu, target, s.percentile, s.arrival_cv2, SERVICE_CV2) if mu > 0 else None
     if n is not None and tail_rate is not None:
         n = max(n, tail_n)
-    wait = queueing.wait_at_percentile_s(n, s.peak_rps, 1.0 / mu, s.percentile, ARRIVAL_CV2, SERVICE_CV2) if n else math.inf
+    wait = queueing.wait_at_percentile_s(n, s.peak_rps, 1.0 / mu, s.percentile, s.arrival_cv2, SERVICE_CV2) if n else math.inf
     return QueuePath(tp=tp, step_budget_tokens=budget, slots_per_replica=slots, step_s=step_s, slot_rps_per_replica=slot_rate,
                      prefill_step_s=prefill_step, prefill_tail_rps_per_replica=tail_rate, tail_replicas=tail_n,
                      service_rps_per_replica=mu,

@@ -96,6 +96,7 @@ class Scenario:
     # api
     api_usd_per_mtok_input: float | None  # [USD/Mtok]
     api_usd_per_mtok_output: float | None  # [USD/Mtok]
+    arrival_cv2: float = 1.0  # squared CV of the gaps between arrivals at peak: 1 Poisson [1]
 
 
 SWEEPABLE: tuple[str, ...] = (
@@ -314,6 +315,7 @@ def resolve(plan: Plan) -> Scenario:
         output_p50=o.p50, output_p95=o.p95, output_p99=o.p99,
         average_utilisation=f.average_utilisation,
         prefix_reuse=f.prefix_reuse,
+        arrival_cv2=f.arrival_cv2,
         ttft_s=plan.promise.ttft_s,
         itl_s=plan.promise.itl,
         percentile=plan.promise.percentile,

@@ -198,7 +198,6 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("MeanChunkPosition", "Mean position of a prefill chunk in its prompt", 0.5, "fraction of chunks",
      "Each chunk reads the prefix before it: on average half the chunks."),
     ("RunbookUnbounded", "No step budget (the runbook's convention)", float(RUNBOOK_UNBOUNDED), "tokens, sequences", ""),
-    ("QueueArrivalCV2", "Squared CV of the gaps between arrivals at peak", 1.0, "1", "Poisson arrivals (xlplan.queue_path)."),
     ("QueueServiceCV2", "Squared CV of a replica's service time", 1.0, "1", "Exponential service: the M/M/c case."),
     ("AllenCunneenDivisor", "Allen–Cunneen factor's divisor", 2.0, "1", "(cA² + cS²) ÷ 2 scales the M/M/c wait (Allen 1990)."),
     ("TPObjectivePurchased", "TP choice: weight of GPUs purchased", 1e8, "1", "Fewest purchased first..."),

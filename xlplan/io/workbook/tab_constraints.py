@@ -389,8 +389,8 @@ def _queueing_section(book: Book, sh, rows: Rows, e: Engine):
     tail = 1.0 - e.s.percentile / 100.0
     rows.calc("QueueTailFraction", "Requests allowed past the target", "=1-PromisePercentile/PercentPerFraction", tail,
               "fraction", FMT["num"], "")
-    rows.calc("QueueACFactor", "Allen–Cunneen factor", "=(QueueArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor", 1.0, "1",
-              FMT["num"], "1 for Poisson arrivals and exponential service")
+    rows.calc("QueueACFactor", "Allen–Cunneen factor", "=(ArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor",
+              (e.s.arrival_cv2 + 1.0) / 2.0, "1", FMT["num"], "1 for Poisson arrivals and exponential service")
     # the table goes at the end of the tab (erlang(), below); the answer reads its first row within the target
     answer_row = sh.row
     sh.row += 1
@@ -439,7 +439,7 @@ def _queueing_section(book: Book, sh, rows: Rows, e: Engine):
               f'=IF(OR(NOT(ISNUMBER(QueueOffered)),QueueWaitTarget<0),"{NONE}",IFERROR(MAX(QueueTailReplicas,'
               f'INDEX(QueueTableN,MATCH(TRUE,QueueTableMeets,0))),"{BEYOND_TABLE}"))', replicas, "replicas", FMT["gpus"],
               "the first row of the table below within the target, at least the long-prefill-step limit",
-              udf="QUEUEING_REPLICAS(PeakRate,QueueServiceRPS,QueueWaitTarget,PromisePercentile,QueueTailReplicas)")
+              udf="QUEUEING_REPLICAS(PeakRate,QueueServiceRPS,QueueWaitTarget,PromisePercentile,QueueTailReplicas,ArrivalCV2)")
     sh.row = gpus_row
     rows.calc("QueueingGPUs", "Queueing path", "=IF(ISNUMBER(QueueingReplicas),QueueingReplicas*QueueTP,QueueingReplicas)",
               cf.queueing_gpus if cf.queueing_gpus is not None else NONE, "GPUs", FMT["gpus"], "replicas × TP")
