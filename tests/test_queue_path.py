@@ -100,15 +100,12 @@ def test_long_prefill_steps_limit_the_rate_a_replica_serves(ref_plan):
     assert f"40 ÷ {lam:.2f} → {q.tail_replicas} replicas at least" in line
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("case", ["reference", "rag", "long_answers", "heavy_tail", "tiny", "moe_tp2", "long_context",
-                                  "h200_peak_x2", "fp8", "vllm_defaults"])
-def test_within_one_replica_of_the_simulated_fleet(ref_plan, case):
-    # issue 18's rule for the closed form: within one replica of the fewest the simulation finds keeping the promise
-    # (p95 TTFT and ITL at peak, Poisson arrivals, 10 minutes, seed 1). Measured with 5-minute runs: 6/6, 6/6, 4/3,
-    # 9/9, 1/1, 5/5, 4/3, 11/11, 3/3, and 9/8 on vLLM's default 8,192-token steps, where a whole prompt prefilled
-    # in one step stalls that step's decodes (the path counted only the average prefill share before: 6).
-    plans = {
+L70 = {"name": "llama-3.1-70b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
+
+
+def _battery(ref_plan) -> dict:
+    """Issue 18's scenarios and ours: each a plan the closed form must size within one replica of the simulation."""
+    return {
         "reference": ref_plan,
         "rag": replan(ref_plan, forecast={"peak_rps": 10, "prompt_tokens": {"p50": 8000, "p95": 8000, "p99": 8000},
                                           "output_tokens": {"p50": 200, "p95": 200, "p99": 200}}),
@@ -123,16 +120,37 @@ def test_within_one_replica_of_the_simulated_fleet(ref_plan, case):
         "h200_peak_x2": replan(ref_plan, forecast={"peak_rps": 80}, hardware={"gpu": "h200", "usd_per_gpu_hour": 3.6}),
         "fp8": replan(ref_plan, model={"name": "llama-3.1-8b", "weights_dtype": "fp8", "kv_dtype": "fp8"}),
         "vllm_defaults": replan(ref_plan, policy={"engine": "vllm"}),
+        "70b_tp4": replan(ref_plan, forecast={"peak_rps": 10}, model=L70, policy={"tp": 4}),
+        "70b_tp8": replan(ref_plan, forecast={"peak_rps": 20}, model=L70, policy={"tp": 8}),
+        "bursty": replan(ref_plan, forecast={"arrival_cv2": 4.0}),
     }
-    p = plans[case]
+
+
+BATTERY = ("reference", "rag", "long_answers", "heavy_tail", "tiny", "moe_tp2", "long_context", "h200_peak_x2", "fp8",
+           "vllm_defaults", "70b_tp4", "70b_tp8", "bursty")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", BATTERY)
+def test_closed_form_within_one_replica_of_the_verified_fleet(ref_plan, case):
+    # issue 18's acceptance: the closed form (the largest of the memory, compute, latency and queueing paths, at the
+    # step budget the plan deploys) is within one replica of the fewest replicas the simulation finds keeping the
+    # promise by the verification's own rule (p95 TTFT and ITL at peak, every run stable, on each of seeds 1, 2, 3;
+    # the plan's arrivals: Poisson, or squared CV 4 for "bursty"). Measured: 6/6, 6/6, 4/3, 9/10, 1/1, 2/3, 4/3,
+    # 11/11, 3/3, 6/6 (vLLM's defaults, deployed at 1,024-token steps), 4/4 (the 70B at TP 4, at 256-token steps:
+    # issue 18 measured 16 GPUs), 4/4 (TP 8) and 7/7 (bursty). The README names the case we hold that misses.
+    from xlplan import closed_form
+    from xlplan.planner import deployed
+
+    p = _battery(ref_plan)[case]
     s = resolve(p)
-    sol = steps.solve(s)
-    tp = int(sol.paths.tp)
-    q = run_plan(p).queueing
-    wl = simulate.workload_for(s, 10.0, simulate.DEFAULT_SEED)
-    found = simulate.search(s, tp, wl, 600.0, int(round(sol.paths.load / tp)))
-    assert found.verified_replicas is not None
-    assert abs(q.replicas - found.verified_replicas) <= 1, (case, q.replicas, found.verified_replicas)
+    cf = closed_form.closed_form(s, steps.solve(s), p.policy.max_num_batched_tokens is not None)
+    sim = simulate.minimum_replicas(deployed(s, cf), cf.tp, cf.load_replicas, p.promise.percentile, cv2=s.arrival_cv2,
+                                    max_context=p.model.resolve().max_context_tokens)
+    assert sim is not None
+    assert abs(cf.load_replicas - sim) <= 1, (case, cf.load_replicas, sim)
+    # and the plan's own result carries the same closed form (one figure, one place)
+    assert run_plan(p).closed_form.load == cf.load
 
 
 @pytest.mark.slow
@@ -145,7 +163,11 @@ def test_the_step_budget_that_needs_fewest_replicas_is_named(ref_plan):
     r = run_plan(p)
     q = r.queueing
     assert q.best_step_budget_tokens == 256 and dict(q.budget_options)[256] == 4
-    assert q.replicas > dict(q.budget_options)[256] and not q.budget_set_by_plan
+    # the plan deploys it: the queueing path (and the closed form, and the simulation) run at 256-token steps, where
+    # the default 512 would need 17
+    assert q.step_budget_tokens == 256 and q.replicas == 4 and dict(q.budget_options)[512] == 17
+    assert r.closed_form.budget_chosen_by == "queueing path" and r.answer.step_budget_tokens == 256
+    assert not q.budget_set_by_plan
     s = resolve(replan(p, policy={"max_num_batched_tokens": 256}))
     found = simulate.search(s, 4, simulate.workload_for(s, 5.0, 1), 300.0, 3)
     assert found.verified_replicas == 4
@@ -155,3 +177,43 @@ def test_the_step_budget_that_needs_fewest_replicas_is_named(ref_plan):
     fixed = run_plan(replan(p, policy={"max_num_batched_tokens": 512}))
     assert fixed.queueing.budget_set_by_plan and fixed.queueing.step_budget_tokens == 512
     assert "the plan sets its budget, so it stands" in render_text(fixed)
+
+
+@pytest.mark.slow
+def test_the_answer_is_the_verified_fleet_and_the_note_keeps_the_runbook_first(ref_plan):
+    # issue 18: the JSON carries the runbook's fleet, the closed form, the verified fleet and the Answer separately
+    r = run_plan(ref_plan, verify=True)
+    f, cf, v, a = r.fleet, r.closed_form, r.verified, r.answer
+    # the runbook's method, exactly: 4 + 1, a node of 8, 5 GPUs × $3/h × 730 h = $10,950 (~$11k)
+    assert (f.load, f.with_redundancy, f.purchased) == (4, 5, 8) and r.cost.monthly_usd == 5 * 3 * 730
+    # the closed form: the queueing path binds at 6 (ρ = 1.35 on the runbook's 4)
+    assert (cf.load, cf.binding) == (6, "queueing")
+    # the Answer follows the simulation: 6 keep the promise, 7 with one replica lost mid-run, a node of 8 on the bill
+    # of 7 × $3/h × 730 h = $15,330
+    assert a.source == "verified" and (a.load, a.with_redundancy, a.purchased) == (v.load, v.with_redundancy, 8) == (6, 7, 8)
+    assert a.monthly_usd == 7 * 3 * 730 and v.redundancy_lost_replicas == 1
+    text = render_text(r)
+    assert text.splitlines()[3].startswith("Answer: 6 GPUs for the load, 7 with redundancy (one replica lost), buy 8")
+    # the note, in order: the runbook's method with its figures, the queueing path, the verified answer and its
+    # redundancy with one replica lost, the purchase
+    marks = ["Memory path                 600.0 × 0.281 GiB = 168.5 GiB", "Queueing path", "Runbook's method",
+             "Verified at peak (simulated)  6 GPUs", "With redundancy (simulated)   7 GPUs keep the promise with one replica lost",
+             "Purchase                      8 GPUs"]
+    at = [text.index(m) for m in marks]
+    assert at == sorted(at)
+    assert "~$11k" in text and "$15,330 / month" in text
+
+
+def test_the_memory_path_uses_the_time_in_system_the_fleet_achieves(ref_plan):
+    # issue 18's long answers (10 req/s, 300 in / 2,000 out): the runbook holds each request for 2,000 × 50 ms = 100 s,
+    # 1,000 in flight, 6 GPUs of cache. At the fleet's own batch the step is under the target, so a request holds its
+    # cache for less (Little's Law on each replica, solved with the step that batch implies) and 3 replicas hold it —
+    # the simulation's 3.
+    p = replan(ref_plan, forecast={"peak_rps": 10, "prompt_tokens": {"p50": 300, "p95": 300, "p99": 300},
+                                   "output_tokens": {"p50": 2000, "p95": 2000, "p99": 2000}})
+    r = run_plan(p)
+    assert r.memory.gpus == 6 and r.time_in_system_s == pytest.approx(100.0)
+    cf = r.closed_form
+    assert cf.memory_gpus == 3 and cf.achieved_step_s < 0.05
+    assert cf.time_in_system_s == pytest.approx(2000 * cf.achieved_step_s)
+    assert cf.concurrency == pytest.approx(10 * cf.time_in_system_s)

@@ -8,7 +8,9 @@ This module takes the largest of four paths, each in whole replicas at the solut
 
 - **memory**, at the time in system the fleet achieves: ``T = E[output] × min(τ(b), ITL target)`` with the
   replica's batch ``b = λ·T ÷ n`` solved self-consistently on ``n`` replicas (Little's Law on each replica);
-- **compute** and **latency**, as the runbook's method has them;
+- **compute**, as the runbook's method has it;
+- **latency**, at the batch the fleet achieves: the fewest replicas whose step, as a token gap at the promise's
+  percentile sees it (a step carrying a prompt chunk where those are common), stays within the target;
 - **queueing**: the fewest replicas whose wait for a slot at the promise's percentile fits the TTFT target.
 
 The step budget is a decision: where the plan file sets ``policy.max_num_batched_tokens`` it stands; otherwise the
@@ -38,6 +40,9 @@ PATHS = ("memory", "compute", "latency", "queueing")
 FIXED_POINT_ITERATIONS = 200
 """Most iterations of the batch ↔ step fixed point (it converges from below, monotonically). [iterations]"""
 
+LATENCY_SEARCH_CAP = 1 << 20
+"""Most replicas the latency path's doubling tries before it falls back on the runbook's check. [replicas]"""
+
 FIXED_POINT_TOLERANCE = 1e-9
 """Relative change of the batch at which the fixed point stops. [fraction]"""
 
@@ -59,7 +64,7 @@ class ClosedForm:
     memory_gpus_exact: float  # the cache the fleet's requests hold at its own achieved time, in GPUs before rounding [GPUs]
     memory_gpus: int  # the memory path: the fewest whole replicas whose caches hold their own achieved load [GPUs]
     compute_gpus: int  # the runbook's compute path [GPUs]
-    latency_gpus: int  # the runbook's latency check [GPUs]
+    latency_gpus: int  # the fewest replicas whose own batch keeps the percentile's token gap within the target [GPUs]
     queueing_gpus: int | None  # None: no fleet keeps the wait within the TTFT target [GPUs]
     feasible: bool  # the queueing path has an answer (the prefill alone leaves room for a wait) [bool]
     load_replicas: int  # the largest path [replicas]
@@ -299,7 +304,28 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
                 lo = mid
         mem_reps = hi
     mem_gpus = mem_reps * tp
-    counts = {"memory": mem_gpus, "compute": int(pa.compute_gpus), "latency": int(pa.latency_gpus)}
+    # the latency path: the fewest replicas whose own batch keeps the step a token gap sees at the percentile within
+    # the inter-token target (the runbook's check sizes the batch at the target's time in system)
+    def gap_ok(n: int) -> bool:
+        b = achieved_time_in_system_s(s, tr, step, n)[2]
+        return queue_path.percentile_step_s(q_s, tr, r, int(chosen), b) <= s.itl_s * (1.0 + fleet.ROUNDING_TOLERANCE)
+
+    lat_reps = None
+    if queue_path.percentile_step_s(q_s, tr, r, int(chosen), 1.0) <= s.itl_s:
+        hi = 1
+        while not gap_ok(hi) and hi < LATENCY_SEARCH_CAP:
+            hi *= 2
+        if gap_ok(hi):
+            lo = 0
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if gap_ok(mid):
+                    hi = mid
+                else:
+                    lo = mid
+            lat_reps = hi
+    lat_gpus = lat_reps * tp if lat_reps is not None else int(pa.latency_gpus)
+    counts = {"memory": mem_gpus, "compute": int(pa.compute_gpus), "latency": lat_gpus}
     if q.gpus is not None:
         counts["queueing"] = int(q.gpus)
     n = max(counts.values()) // tp
@@ -310,7 +336,7 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
         tp=tp, step_budget_tokens=int(chosen), budget_chosen_by=why, queue=q, budget_options=options,
         achieved_step_s=tau, achieved_batch=b, time_in_system_s=t, concurrency=conc,
         kv_gib_total=conc * tr.kv_gib_per_conversation, memory_gpus_exact=mem_exact, memory_gpus=mem_gpus,
-        compute_gpus=int(pa.compute_gpus), latency_gpus=int(pa.latency_gpus),
+        compute_gpus=int(pa.compute_gpus), latency_gpus=lat_gpus,
         queueing_gpus=int(q.gpus) if q.gpus is not None else None, feasible=q.replicas is not None,
         load_replicas=int(n), load=int(load), with_redundancy=int(with_red), purchased=int(math.ceil(purchased)),
         binding=label, binding_paths=which,

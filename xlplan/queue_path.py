@@ -122,6 +122,50 @@ def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) ->
                      utilisation_at_load=offered / load_replicas if load_replicas > 0 else math.inf)
 
 
+def percentile_step_s(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget: int, batch: float) -> float:
+    """The step a token gap at the promise's percentile sees, at ``batch`` decodes per replica. [s]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats), with the inter-token target's percentile and the prefix reuse.
+    tr : steps.Traffic
+        Steps 1-3 and the demand.
+    r : serving.Replica
+        The replica at this TP degree.
+    budget : int
+        Tokens one step may carry. [tokens]
+    batch : float
+        Decodes per step. [sequences]
+
+    Returns
+    -------
+    float
+        Where steps carrying a prompt chunk are more than ``1 − p`` of all steps
+        (``f = b·E[prompt]·(1 − reuse) ÷ (E[output]·(budget − b))``: the prompt tokens a step must take ÷ the room it
+        has), the step of ``b`` decodes beside a ``min(E[prompt], budget − b)``-token chunk; otherwise the mean step
+        with its prefill share (:func:`xlplan.steps.latency_step_fn`). [s]
+
+    Notes
+    -----
+    The mean step hides the spread between steps: with 512-token steps and 2,000-token prompts nearly every step
+    carries a chunk, so the percentile's gap is a chunk step's (a 25 ms target: 8 replicas simulated, 6 from the mean
+    step).
+    """
+    b = max(batch, 1.0)
+    prompt = max(tr.prompt_mean * (1.0 - s.prefix_reuse), 1.0)
+    room = budget - b
+    if room > 0 and b * prompt / (tr.output_mean * room) > 1.0 - s.percentile / 100.0:
+        f = serving.step_time_fn(r)
+        ctx = steps.decode_context_tokens(tr)
+        clipped = min(ctx, r.window)
+        chunk = min(prompt, room)
+        keys = chunk * (chunk + 1.0) / 2.0 if s.causal_attention else chunk * chunk
+        return float(f(b, b * ctx, b * clipped, chunk, keys, min(keys, r.window * chunk), b * ctx, b * clipped))
+    q = dataclasses.replace(s, latency_with_prefill=True)
+    return float(steps.latency_step_fn(q, tr, r)(b))
+
+
 def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget: int) -> tuple[float | None, float]:
     """(rate, step): the most requests per second a replica serves while at most ``1 − p`` of its steps carry a prompt
     chunk, where a chunk's step is over the inter-token target; and that step's time. [requests/s], [s]

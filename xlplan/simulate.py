@@ -1410,6 +1410,48 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     )
 
 
+def minimum_replicas(s: Scenario, tp: int, start_replicas: int, percentile: float = 95.0, minutes: float | None = None,
+                     seed: int = DEFAULT_SEED, cv2: float = 1.0, max_context: int | None = None) -> int | None:
+    """The fewest replicas that keep the promise by the verification's rule: on each of :data:`VERIFY_SEEDS` seeds,
+    every run stable, Poisson (or ``cv2``) arrivals at peak for :func:`default_minutes`. [replicas]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers at the step budget deployed.
+    tp : int
+        GPUs per replica. [GPUs]
+    start_replicas : int
+        Where the search starts (the closed form's load). [replicas]
+    percentile : float
+        The promise's percentile. [percent]
+    minutes : float, optional
+        Span of each run's arrivals; left out, :func:`default_minutes`. [minutes]
+    seed : int
+        The first seed; the others follow it. [1]
+    cv2 : float
+        Squared coefficient of variation of the gaps between arrivals. [1]
+    max_context : int, optional
+        The model's context limit, for clipping lengths. [tokens]
+
+    Returns
+    -------
+    int or None
+        The verified load in replicas, as :func:`verify` finds it; None when no fleet up to the search's cap keeps
+        the promise. [replicas]
+    """
+    if minutes is None:
+        minutes = min(default_minutes(s.peak_rps), MAX_REQUESTS / (s.peak_rps * 60.0))
+    duration = minutes * 60.0
+    wl = workload_for(s, minutes, seed, cv2, max_context)
+    others = [workload_for(s, minutes, seed + k, cv2, max_context) for k in range(1, VERIFY_SEEDS)]
+    runs: dict = {}
+    found = search(s, tp, wl, duration, start_replicas, percentile, runs)
+    if found.verified_replicas is None:
+        return None
+    return _on_every_seed(s, tp, wl, others, duration, percentile, found.verified_replicas, found.cap_replicas, runs)
+
+
 def _on_every_seed(s, tp, workload, others, duration_s, percentile, start, cap, runs):
     """The fewest replicas, from ``start`` (the first seed's minimum) up, that keep the promise on every workload:
     none below ``start`` can, as the first seed's misses there. ``runs`` gains the first seed's runs. [replicas]"""
