@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import openpyxl
 import pandas as pd
@@ -288,6 +289,7 @@ def test_plan_command_builds_the_workbook_too(tmp_path, capsys):
         sheet, ref = wb.defined_names[n].attr_text.split("!")
         return wb[sheet.strip("'")][ref.replace("$", "")].value
     assert named("AnswerSource").startswith("verified")
+    assert verified.read_bytes() == (Path(__file__).resolve().parents[1] / "workbook" / "capacity-plan.xlsx").read_bytes()
     assert (named("AnswerLoad"), named("AnswerWithRedundancy"), named("AnswerPurchased")) == (6, 7, 8)
 
 

@@ -209,7 +209,7 @@ def test_committed_template_in_excel_grammar(ref_plan):
     with tempfile.TemporaryDirectory() as d:
         js = engine_json(ref_plan, Path(d), "reference")
     values = evaluate(template)
-    assert compare_book("template", build(ref_plan), lambda t, c: value(values, t, c), js) == []
+    assert compare_book("template", build(ref_plan, verify=True), lambda t, c: value(values, t, c), js) == []
 
 
 @pytest.mark.slow

@@ -147,7 +147,7 @@ def _ownership(p: Plan, s, pa) -> OwnershipOut | None:
     )
 
 
-def plan(p: Plan, verify: bool = False) -> PlanResult:
+def plan(p: Plan, verify: bool | str = False) -> PlanResult:
     """Run the seven steps, the what-ifs and the breakpoints for a validated plan.
 
     With ``verify``, also simulate the fleet at peak (:func:`xlplan.simulate.verify`, the default run: Poisson
@@ -157,8 +157,10 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
     ----------
     p : Plan
         The validated plan.
-    verify : bool
-        Also simulate the fleet at peak and carry the result as ``verified``.
+    verify : bool or 'auto'
+        Also simulate the fleet at peak and carry the result as ``verified``; 'auto' (the CLI's default): where the
+        simulation is affordable (:data:`AUTO_VERIFY_MAX_REPLICAS`, :data:`AUTO_VERIFY_MAX_REQUESTS`), else a warning
+        says it was not run.
 
     Returns
     -------
@@ -182,6 +184,9 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
     set_by_plan = p.policy.max_num_batched_tokens is not None
     cf = closed_form.closed_form(s, sol, set_by_plan)
     model_spec = p.model.resolve()
+    skipped = None
+    if verify == "auto":
+        verify, skipped = _affordable(s, cf)
     verified = (simulate.verify(deployed(s, cf), sol, p.promise.percentile, max_context=model_spec.max_context_tokens,
                                 start_replicas=cf.load_replicas, cv2=s.arrival_cv2) if verify else None)
     model = p.model.resolve()
@@ -292,7 +297,7 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
         ),
         sensitivities=whatif.sensitivities(p, s),
         breakpoints=whatif.breakpoints(s, sol),
-        warnings=_warnings(p, s, sol) + _answer_warnings(cf, verified),
+        warnings=_warnings(p, s, sol) + _answer_warnings(cf, verified) + ([skipped] if skipped else []),
         verified=verified,
         queueing=_queueing(p, s, cf),
         closed_form=_closed_form_out(s, cf),
@@ -300,6 +305,32 @@ def plan(p: Plan, verify: bool = False) -> PlanResult:
         closed_form_sensitivities=whatif.closed_sensitivities(p, s, cf.step_budget_tokens, set_by_plan),
         closed_form_breakpoints=whatif.closed_breakpoints(s, cf, set_by_plan),
     )
+
+
+AUTO_VERIFY_MAX_REPLICAS = 128
+"""The default simulation runs where the closed form's fleet is at most this many replicas. [replicas]"""
+
+AUTO_VERIFY_MAX_REQUESTS = 400_000
+"""...and one run holds at most this many requests (the reference at 16 × its peak: 385,000, about a minute). [requests]"""
+
+AUTO_VERIFY_MAX_STEPS = 5_000_000
+"""...and takes at most about this many engine steps, all replicas together (requests × mean output ÷ batch). [steps]"""
+
+
+def _affordable(s, cf: closed_form.ClosedForm) -> tuple[bool, str | None]:
+    """(simulate?, why not): the default verification runs where it takes about a minute at most. [bool], [text]"""
+    minutes = min(simulate.default_minutes(s.peak_rps), simulate.MAX_REQUESTS / (s.peak_rps * 60.0))
+    requests = s.peak_rps * minutes * 60.0
+    mean_output = steps.traffic(s).output_mean
+    step_count = requests * mean_output / max(cf.achieved_batch, 1.0)  # decode steps of one run, all replicas
+    if (cf.load_replicas <= AUTO_VERIFY_MAX_REPLICAS and requests <= AUTO_VERIFY_MAX_REQUESTS
+            and step_count <= AUTO_VERIFY_MAX_STEPS):
+        return True, None
+    return False, (f"not simulated: the closed form's {cf.load_replicas:,} replicas, {requests:,.0f} requests and about "
+                   f"{step_count:,.0f} steps a run are past what the default simulation takes on (at most "
+                   f"{AUTO_VERIFY_MAX_REPLICAS} replicas, {AUTO_VERIFY_MAX_REQUESTS:,} requests, "
+                   f"{AUTO_VERIFY_MAX_STEPS:,} steps); the Answer is the closed form's — `xlplan plan --verify` simulates "
+                   "it anyway (minutes), or simulate a share of the peak with `xlplan simulate`")
 
 
 def deployed(s, cf: closed_form.ClosedForm):

@@ -45,13 +45,14 @@ def plan_cmd(
     if picture is not None:
         require("matplotlib", command="plan --verify --markdown")
     p = _load(plan_file)
-    result = plan(p, verify=simulate)
+    result = plan(p, verify="auto" if verify is None else verify)
     contents = [(markdown, render_markdown(result))] if markdown is not None else []
     if picture is not None:
         v = result.verified
-        contents.append((picture, picture_png(v.curve, p.promise.ttft_s, p.promise.itl, v.percentile, v.runbook_load, p.name)))
+        if v is not None:
+            contents.append((picture, picture_png(v.curve, p.promise.ttft_s, p.promise.itl, v.percentile, v.runbook_load, p.name)))
     if workbook is not None:
-        contents += workbook_files(p, workbook, verify=simulate, result=result)
+        contents += workbook_files(p, workbook, verify=result.verified is not None, result=result)
     write_outputs(contents)
     for path, _ in contents:
         typer.echo(f"wrote {path}", err=True)

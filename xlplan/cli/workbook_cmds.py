@@ -23,13 +23,14 @@ def template_cmd(
     check: bool = typer.Option(False, "--check", help="Do not write: exit 1 if the file differs from a fresh build (CI drift check)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing -o file."),
 ) -> None:
-    """Regenerate the template workbook (the reference plan's inputs) from code; it is never edited by hand."""
+    """Regenerate the template workbook (the reference plan, its Answer verified in simulation) from code; it is never
+    edited by hand."""
     from xlplan.io import files
     from xlplan.io.workbook.export import workbook_for_plan
 
     target = TEMPLATE_PATH if output is None else output
     if check:
-        data = workbook_for_plan(reference_plan())
+        data = workbook_for_plan(reference_plan(), verify=True)
         if not target.is_file():
             typer.echo(f"error: {target}: no such file; expected the template workbook (run from the checkout's "
                        "top folder, or give -o)", err=True)
@@ -41,7 +42,7 @@ def template_cmd(
         return
     # the default template is generated, never edited, so it is regenerated in place; any other file needs --force
     check_outputs([Output(target, "-o", WORKBOOK)], force or output is None)
-    write_outputs([(target, workbook_for_plan(reference_plan()))])
+    write_outputs([(target, workbook_for_plan(reference_plan(), verify=True))])
     typer.echo(f"wrote {target}")
 
 
@@ -67,7 +68,7 @@ def workbook_cmd(
     except ValueError as e:
         raise InputError("--namespace", [str(e).split(": ", 1)[1]]) from None
     export(_load(plan_file), output, force=force, pdf=pdf, recalc=recalc, formulas=formulas, namespace=namespace,
-           inputs=(plan_file,) if plan_file is not None else (), verify=verify)
+           inputs=(plan_file,) if plan_file is not None else (), verify="auto" if verify else False)
     typer.echo(f"wrote {output}" + (f" and {output.with_suffix('.pdf')}" if pdf else ""))
 
 

@@ -14,9 +14,10 @@ from xlplan.io.workbook.writer import workbook_bytes
 from xlplan.plan import Plan
 
 
-def workbook_for_plan(plan: Plan, formulas: str = "native") -> bytes:
-    """The .xlsx bytes for a plan, caches from the engine. Deterministic: same plan, same bytes."""
-    return workbook_bytes(build(plan, formulas))
+def workbook_for_plan(plan: Plan, formulas: str = "native", verify: bool = False) -> bytes:
+    """The .xlsx bytes for a plan, caches from the engine (with ``verify``, the fleet simulated at peak as the
+    Summary's Answer). Deterministic: same plan, same bytes (the simulation is seeded)."""
+    return workbook_bytes(build(plan, formulas, verify=verify))
 
 
 def recalculated_caches(book: Book) -> Book:
