@@ -43,7 +43,7 @@ FIXED_POINT_ITERATIONS = 200
 LATENCY_SEARCH_CAP = 1 << 20
 """Most replicas the latency path's doubling tries before it falls back on the runbook's check. [replicas]"""
 
-FIXED_POINT_TOLERANCE = 1e-9
+FIXED_POINT_TOLERANCE = 1e-7
 """Relative change of the batch at which the fixed point stops. [fraction]"""
 
 
@@ -230,9 +230,12 @@ def closed_form(s: Scenario, sol: steps.Solution, budget_set_by_plan: bool, budg
     Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable".
     """
     best = None
-    for pa in sol.candidates:
-        if pa.load == _vec.INF:
-            continue
+    order = sorted((pa for pa in sol.candidates if pa.load != _vec.INF), key=lambda pa: pa.tp != sol.paths.tp)
+    for pa in order:  # the runbook's degree first: the others are skipped where even their compute path buys more
+        if best is not None:
+            _, *_, lower = fleet.fleet_sizes(float(pa.compute_gpus) / pa.tp, pa.tp, s.redundancy, s.gpus_per_node)
+            if (False, float(lower)) > best[0][:2]:
+                continue
         cf = at_tp(s, sol.traffic, pa, budget_set_by_plan, budget)
         billed = cf.purchased if s.bill_purchased else cf.with_redundancy
         key = (not cf.feasible, cf.purchased, billed, cf.tp)
@@ -284,8 +287,15 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
     step = steps.latency_step_fn(dataclasses.replace(q_s, latency_with_prefill=True), tr, r)
     kv_budget, shards = float(pa.kv_budget_gib_per_gpu), int(pa.kv_shards)
 
+    achieved: dict[int, tuple[float, float, float]] = {}
+
+    def at_fleet(n: int) -> tuple[float, float, float]:
+        if n not in achieved:
+            achieved[n] = achieved_time_in_system_s(s, tr, step, n)
+        return achieved[n]
+
     def memory_replicas(n: int) -> tuple[int, tuple]:
-        t, tau, b = achieved_time_in_system_s(s, tr, step, n)
+        t, tau, b = at_fleet(n)
         conc = s.peak_rps * t
         exact = float(memory.memory_gpus_exact(conc, tr.kv_gib_per_conversation, kv_budget, tp, shards))
         return int(fleet.whole_replicas(exact, tp)), (t, tau, b, conc, exact)
@@ -307,7 +317,7 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
     # the latency path: the fewest replicas whose own batch keeps the step a token gap sees at the percentile within
     # the inter-token target (the runbook's check sizes the batch at the target's time in system)
     def gap_ok(n: int) -> bool:
-        b = achieved_time_in_system_s(s, tr, step, n)[2]
+        b = at_fleet(n)[2]
         return queue_path.percentile_step_s(q_s, tr, r, int(chosen), b) <= s.itl_s * (1.0 + fleet.ROUNDING_TOLERANCE)
 
     lat_reps = None

@@ -179,6 +179,13 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
                              f"{f.with_redundancy} with redundancy → {f.purchased} purchased "
                              f"({f.purchased // f.gpus_per_node} node(s) of {f.gpus_per_node})")),
     ]
+    if f.calibrated_low is not None and f.calibrated_high is not None:
+        def _at(a):
+            return f"{a.with_redundancy} ({a.purchased} purchased)" if a.feasible else "cannot be met"
+
+        s4.append(("Calibrated range", (f"fleet {_at(f.calibrated_high)} to {_at(f.calibrated_low)} GPUs over the calibrated "
+                                       f"efficiencies (runbook's method; point figure {f.with_redundancy}); calibrated from "
+                                       f"{r.calibration_source}")))
     if cf is not None:
         s4.append(("Closed form", (f"{cf.load} GPUs for the load ({cf.binding} binds) + {f.redundancy_replicas} spare "
                                   f"replica(s) = {cf.with_redundancy} with redundancy → {cf.purchased} purchased")))

@@ -337,8 +337,15 @@ def constraints_tab(book: Book, e: Engine) -> None:
         erlang()
 
 
-ERLANG_ROWS = 128
-"""Replica counts the Erlang C table tries, from the offered load up: a + 2√a covers a 5% tail to a = 4,000. [rows]"""
+ERLANG_ROWS = 16
+"""Rows of each Erlang C table: a coarse one (every ⌈√a ÷ 4⌉-th replica count, spanning about 4√a above the offered
+load a) and a fine one (every count across the coarse row found): exact for a up to 4,096. [rows]"""
+
+ERLANG_COARSE_DIVISOR = 4.0
+"""The coarse table's step is ⌈√a ÷ this⌉ replicas. [1]"""
+
+ERLANG_ROWS_NAME = "ErlangTableRows"
+"""Defined name of :data:`ERLANG_ROWS` on the Constants sheet: a coarse step wider than the fine table is past it."""
 
 BEYOND_TABLE = "beyond the table"
 
@@ -403,41 +410,67 @@ def _queueing_section(book: Book, sh, rows: Rows, e: Engine):
     service_s = 1.0 / q.service_rps_per_replica if q.service_rps_per_replica > 0 else math.inf
     from xlplan import queueing
 
-    def erlang() -> None:
-        rows.section("Erlang C — the wait at the percentile for each replica count, from the offered load up (the queueing path reads it)")
-        rows.header("Replicas", "P(N = n)", "P(N < n)", "P(wait)", "Wait at percentile [s]", "Within target")
+    def wait(n: int):
+        """(P(wait), wait at the percentile, within the target) at n replicas, as the table's formulas give them."""
+        if not (math.isfinite(a) and a > 0):
+            return 1.0, NONE, False
+        c = queueing.erlang_c(n, a)
+        w = queueing.wait_at_percentile_s(n, e.s.peak_rps, service_s, e.s.percentile, e.s.arrival_cv2, 1.0)
+        return c, w, w <= q.wait_target_s
+
+    def table(title: str, first_n: str, next_n: str, ns: list[int], prefix: str) -> None:
+        rows.section(title)
+        rows.header("Replicas", "P(wait) (Erlang C)", "Wait at percentile [s]", "Within target")
         first = sh.row
-        n0 = max(1, int(a) + 1) if math.isfinite(a) else 1
-        for k in range(ERLANG_ROWS):
+        for k, n in enumerate(ns):
             row = sh.row
-            n = n0 + k
-            n_f = "=IFERROR(MAX(1,INT(QueueOffered)+1),1)" if k == 0 else f"=A{row - 1}+1"
-            ok = math.isfinite(a) and a > 0
-            pn = math.exp(n * math.log(a) - a - math.lgamma(n + 1)) if ok else 0.0
-            pc = sum(math.exp(j * math.log(a) - a - math.lgamma(j + 1)) for j in range(n)) if ok else 0.0
-            c = queueing.erlang_c(n, a) if ok else 1.0
-            w = queueing.wait_at_percentile_s(n, e.s.peak_rps, service_s, e.s.percentile) if ok else NONE
-            meets = (w <= q.wait_target_s) if ok else False
-            sh.put("A", row, Cell(n_f, formula=True, cached=n, kind="calc", fmt=FMT["gpus"]))
-            sh.put("B", row, Cell(f"=IFERROR(POISSON(A{row},QueueOffered,FALSE),0)", formula=True, cached=pn, kind="calc",
-                                  fmt=FMT["sci"]))
-            sh.put("C", row, Cell(f"=IFERROR(POISSON(A{row}-1,QueueOffered,TRUE),0)", formula=True, cached=pc,
-                                  kind="calc", fmt=FMT["sci"]))
-            sh.put("D", row, Cell(f"=IFERROR(B{row}/(B{row}+(1-QueueOffered/A{row})*C{row}),1)", formula=True,
-                                  cached=c, kind="calc", fmt=FMT["num"]))
-            sh.put("E", row, Cell(f"=IFERROR(IF(D{row}<=QueueTailFraction,0,LN(D{row}/QueueTailFraction)/(A{row}-QueueOffered)"
-                                  f"/QueueServiceRPS*QueueACFactor),\"{NONE}\")", formula=True, cached=w,
-                                  kind="calc", fmt=FMT["s"]))
-            sh.put("F", row, Cell(f"=IF(ISNUMBER(E{row}),E{row}<=QueueWaitTarget,FALSE)", formula=True, cached=meets, kind="calc"))
+            sh.put("A", row, Cell(first_n if k == 0 else next_n.format(prev=row - 1), formula=True, cached=n, kind="calc",
+                                  fmt=FMT["gpus"]))
+            c, w, meets = wait(n)
+            p_n, p_below = f"POISSON(A{row},QueueOffered,FALSE)", f"POISSON(A{row}-1,QueueOffered,TRUE)"
+            sh.put("B", row, Cell(f"=IFERROR({p_n}/({p_n}+(1-QueueOffered/A{row})*{p_below}),1)", formula=True, cached=c,
+                                  kind="calc", fmt=FMT["num"]))
+            sh.put("C", row, Cell(f"=IFERROR(IF(B{row}<=QueueTailFraction,0,LN(B{row}/QueueTailFraction)/(A{row}-QueueOffered)"
+                                  f"/QueueServiceRPS*QueueACFactor),\"{NONE}\")", formula=True, cached=w, kind="calc",
+                                  fmt=FMT["s"]))
+            sh.put("D", row, Cell(f"=IF(ISNUMBER(C{row}),C{row}<=QueueWaitTarget,FALSE)", formula=True, cached=meets, kind="calc"))
             sh.row += 1
-        book.define_range("QueueTableN", sh, f"A{first}", f"A{sh.row - 1}")
-        book.define_range("QueueTableMeets", sh, f"F{first}", f"F{sh.row - 1}")
+        book.define_range(f"{prefix}N", sh, f"A{first}", f"A{sh.row - 1}")
+        book.define_range(f"{prefix}Meets", sh, f"D{first}", f"D{sh.row - 1}")
+
+    ok = math.isfinite(a) and a > 0
+    base = max(1, int(a) + 1) if ok else 1
+    step = max(1, math.ceil(math.sqrt(a) / ERLANG_COARSE_DIVISOR)) if ok else 1
+    coarse = [base + k * step for k in range(ERLANG_ROWS)]
+    hit = next((n for n in coarse if wait(n)[2]), None)
+    fine_start = max(base, hit - step + 1) if hit is not None else base
+    fine = [fine_start + k for k in range(ERLANG_ROWS)]
+
+    def erlang() -> None:
+
+        rows.section("Erlang C — where the queueing path comes from: the wait at the percentile by replica count")
+        rows.header("Quantity", "Value", "Unit", "How")
+        rows.calc("QueueBase", "Fewest replicas above the offered load", "=IFERROR(MAX(1,INT(QueueOffered)+1),1)", base,
+                  "replicas", FMT["gpus"], "")
+        rows.calc("QueueCoarseStep", "Coarse table's step", "=IFERROR(MAX(1,ROUNDUP(SQRT(QueueOffered)/ErlangCoarseDivisor,0)),1)",
+                  step, "replicas", FMT["gpus"], "a quarter of the offered load's square root: the coarse rows span ~4√a")
+        coarse_at = sh.row
+        sh.row += 1
+        table("Coarse: every step-th replica count from the base", "=QueueBase", "=A{prev}+QueueCoarseStep", coarse,
+              "QueueCoarse")
+        sh.row, after = coarse_at, sh.row
+        rows.calc("QueueFineStart", "Fine table starts at",
+                  "=IFERROR(MAX(QueueBase,INDEX(QueueCoarseN,MATCH(TRUE,QueueCoarseMeets,0))-QueueCoarseStep+1),QueueBase)",
+                  fine_start, "replicas", FMT["gpus"], "one coarse step below the first coarse row within the target")
+        sh.row = after
+        table("Fine: every replica count from there (the queueing path is its first row within the target)",
+              "=QueueFineStart", "=A{prev}+1", fine, "QueueFine")
 
     sh.row = answer_row
     replicas = q.replicas if q.replicas is not None else NONE
     rows.calc("QueueingReplicas", "Fewest replicas keeping the wait within the target",
               f'=IF(OR(NOT(ISNUMBER(QueueOffered)),QueueWaitTarget<0),"{NONE}",IFERROR(MAX(QueueTailReplicas,'
-              f'INDEX(QueueTableN,MATCH(TRUE,QueueTableMeets,0))),"{BEYOND_TABLE}"))', replicas, "replicas", FMT["gpus"],
+              f'IF(QueueCoarseStep>{ERLANG_ROWS_NAME},"{BEYOND_TABLE}",INDEX(QueueFineN,MATCH(TRUE,QueueFineMeets,0)))),"{BEYOND_TABLE}"))', replicas, "replicas", FMT["gpus"],
               "the first row of the table below within the target, at least the long-prefill-step limit",
               udf="QUEUEING_REPLICAS(PeakRate,QueueServiceRPS,QueueWaitTarget,PromisePercentile,QueueTailReplicas,ArrivalCV2)")
     sh.row = gpus_row
