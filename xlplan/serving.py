@@ -475,9 +475,13 @@ def decode_step(batch, context_tokens, window=float("inf")) -> StepLoad:
         The step: ``batch`` decode tokens, their token-key pairs and cached tokens (clipped at ``window`` for the
         window layers), no prefill.
     """
-    clipped = _vec.minimum(context_tokens, window)
-    return StepLoad(batch, batch * context_tokens, batch * clipped, 0.0 * batch, 0.0 * batch, 0.0 * batch,
-                    batch * context_tokens, batch * clipped)
+    keys = batch * context_tokens
+    if isinstance(window, float) and window == float("inf"):  # no window layers: the clipped figures are the same
+        keys_window = keys
+    else:
+        keys_window = batch * _vec.minimum(context_tokens, window)
+    zero = 0.0 * batch  # the same values as before, each computed once (a sweep's arrays are never written in place)
+    return StepLoad(batch, keys, keys_window, zero, zero, zero, keys, keys_window)
 
 
 def prefill_keys(chunk_tokens, prefix_tokens, causal: bool = True):
