@@ -306,30 +306,45 @@ def breakpoints(s: Scenario, base: steps.Solution) -> list[Breakpoint]:
         One per entry of :data:`BREAKPOINT_VARIABLES`: the value at which the purchase grows and at which the
         binding constraint changes (None beyond the search range), with what follows.
     """
+    def figures(sol):
+        return int(sol.paths.purchased), sol.binding, sol.binding_paths
+
+    return _search_breakpoints(s, _outcome, figures, figures(base))
+
+
+def _search_breakpoints(s: Scenario, outcome, figures, base) -> list[Breakpoint]:
+    """The breakpoints of one method: ``outcome(scenario)`` solves it (None: infeasible), ``figures(outcome)`` gives
+    (purchased, binding, binding paths), ``base`` the plan's own; each changed scenario is solved once."""
     out = []
     for variable, unit, direction, setter, getter in BREAKPOINT_VARIABLES:
         current = getter(s)
+        memo: dict[float, object] = {}
 
-        def grows(x, setter=setter):
-            sol = _outcome(setter(s, x))
-            return sol is None or sol.paths.purchased > base.paths.purchased
+        def at(x, setter=setter, memo=memo):
+            if x not in memo:
+                memo[x] = outcome(setter(s, x))
+            return memo[x]
 
-        def flips(x, setter=setter):
-            sol = _outcome(setter(s, x))
-            return sol is None or sol.binding != base.binding
+        def grows(x, at=at):
+            o = at(x)
+            return o is None or figures(o)[0] > base[0]
+
+        def flips(x, at=at):
+            o = at(x)
+            return o is None or figures(o)[1] != base[1]
 
         step_at = find_threshold(grows, current, direction)
         flip_at = find_threshold(flips, current, direction)
-        after_step = _outcome(setter(s, step_at)) if step_at is not None else None
-        after_flip = _outcome(setter(s, flip_at)) if flip_at is not None else None
+        after_step = at(step_at) if step_at is not None else None
+        after_flip = at(flip_at) if flip_at is not None else None
         out.append(
             Breakpoint(
                 variable=variable, unit=unit, direction=direction, current=current,
                 fleet_step_at=step_at,
-                purchased_after=int(after_step.paths.purchased) if after_step else None,
+                purchased_after=figures(after_step)[0] if after_step else None,
                 binding_flip_at=flip_at,
-                binding_after=(after_flip.binding if after_flip else ("infeasible" if flip_at is not None else None)),
-                binding_paths_after=list(after_flip.binding_paths) if after_flip else None,
+                binding_after=(figures(after_flip)[1] if after_flip else ("infeasible" if flip_at is not None else None)),
+                binding_paths_after=list(figures(after_flip)[2]) if after_flip else None,
             )
         )
     return out
@@ -458,37 +473,8 @@ def closed_breakpoints(s: Scenario, base: closed_form.ClosedForm, set_by_plan: b
     ----------
     Runbook, document 14, "What would change the answer".
     """
-    out = []
-    budget = base.step_budget_tokens
-    for variable, unit, direction, setter, getter in BREAKPOINT_VARIABLES:
-        current = getter(s)
-        memo: dict[float, object] = {}
+    def figures(o):
+        return o[1].purchased, o[1].binding, o[1].binding_paths
 
-        def at(x, setter=setter, memo=memo):
-            if x not in memo:
-                memo[x] = closed_outcome(setter(s, x), budget, set_by_plan)
-            return memo[x]
-
-        def grows(x, at=at):
-            o = at(x)
-            return o is None or o[1].purchased > base.purchased
-
-        def flips(x, at=at):
-            o = at(x)
-            return o is None or o[1].binding != base.binding
-
-        step_at = find_threshold(grows, current, direction)
-        flip_at = find_threshold(flips, current, direction)
-        after_step = at(step_at) if step_at is not None else None
-        after_flip = at(flip_at) if flip_at is not None else None
-        out.append(
-            Breakpoint(
-                variable=variable, unit=unit, direction=direction, current=current,
-                fleet_step_at=step_at,
-                purchased_after=after_step[1].purchased if after_step else None,
-                binding_flip_at=flip_at,
-                binding_after=(after_flip[1].binding if after_flip else ("infeasible" if flip_at is not None else None)),
-                binding_paths_after=list(after_flip[1].binding_paths) if after_flip else None,
-            )
-        )
-    return out
+    return _search_breakpoints(s, lambda x: closed_outcome(x, base.step_budget_tokens, set_by_plan), figures,
+                               (base.purchased, base.binding, base.binding_paths))
