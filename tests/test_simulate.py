@@ -186,6 +186,28 @@ def test_latency_step_fn_is_the_serving_model(latency_step):
             assert steps.max_decode_batch(s, tr, r) == pytest.approx(generic, rel=1e-12)
 
 
+@pytest.mark.parametrize("itl_s", [0.012, 0.03, 0.05, 0.2])
+def test_a_dense_step_is_two_lines_met_where_the_higher_reaches_the_target(itl_s):
+    # A dense model's step of b sequences is overhead + max(c·b, W) + m·b: the larger of two lines in b. The largest
+    # batch within the target is where the higher line meets it, so the step there IS the target (unless the cap
+    # binds), and a hair more batch is over it. On two GPUs with a zero link latency the all-reduce still costs its
+    # bytes (the fixed part is zero, the per-token part is not).
+    for tp, link_latency_s in ((1, 10e-6), (2, 10e-6), (2, 0.0)):
+        s = dataclasses.replace(REF, itl_s=itl_s, link_latency_s=link_latency_s)
+        tr = steps.traffic(s)
+        r = steps.replica(s, tp)
+        b = steps.max_decode_batch(s, tr, r)
+        cap = float(steps.latency_batch_cap(s, tr))
+        exact = lambda x: serving.step_time_s(r, steps.latency_load(s, tr, r, x))  # noqa: E731
+        assert steps.latency_step_fn(s, tr, r)(37.0) == pytest.approx(exact(37.0), rel=1e-12)
+        if b == 0.0:
+            assert exact(1.0) > itl_s
+        elif b < cap:
+            assert exact(b) == pytest.approx(itl_s, rel=1e-12) and exact(b * (1 + 1e-9)) > itl_s
+        else:
+            assert exact(cap) <= itl_s
+
+
 def test_a_full_cache_preempts_and_recomputes():
     # A budget of 79.65 GiB x 0.2561 − 14.96 GiB weights − 3 GiB = 2.44 GiB holds ~20,000 tokens of 131,072 B: nine
     # 2,000-token prompts fill it, and their 300 outputs each cannot all fit. The scheduler must preempt and recompute,

@@ -50,8 +50,17 @@ from dataclasses import dataclass
 from xlplan import _vec
 from xlplan.units import GB, TERA
 
-BISECTION_STEPS = 64
-"""Fixed iterations of :func:`max_batch_within`; 64 halvings narrow any bracket below float precision. [1]"""
+ROOT_RELATIVE_TOLERANCE = 1e-12
+"""How close :func:`max_batch_within` brings its bracket, relative to the batch: far below any whole replica. [1]"""
+
+ROOT_CLOSED = 2.5
+"""The bracket counts as closed at this many tolerances wide (every trial keeps one tolerance from each end). [1]"""
+
+ROOT_FIRST_STEP = 0.999
+""":func:`max_batch_within`'s second trial, this fraction of the top: with the top, the first secant from above. [1]"""
+
+ROOT_MAX_STEPS = 64
+"""A cap on :func:`max_batch_within`'s steps (it takes about four; halving alone would close in 64). [1]"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,7 +565,7 @@ def mixed_step(batch, context_tokens, prefill_tokens, prefill_keys_full, prefill
 
 
 def max_batch_within(step_of_batch, limit_s, upper):
-    """Largest batch whose step time stays within ``limit_s``, by bisection on a monotone step. [sequences]
+    """Largest batch whose step time stays within ``limit_s``, by a bracketed root search on a monotone step. [sequences]
 
     Parameters
     ----------
@@ -570,37 +579,194 @@ def max_batch_within(step_of_batch, limit_s, upper):
     Returns
     -------
     float or array
-        The largest batch (fractional) with ``step_of_batch(b) <= limit_s``; ``upper`` when even that
-        fits; 0 when not even one sequence does. [sequences]
+        The largest batch (fractional, to :data:`ROOT_RELATIVE_TOLERANCE` of it) with ``step_of_batch(b) <= limit_s``;
+        ``upper`` when even that fits; 0 when not even one sequence does. [sequences]
 
     Notes
     -----
-    A fixed :data:`BISECTION_STEPS` halvings, written with :mod:`xlplan._vec` so arrays (the sweep) work; on plain
-    floats the same halvings run as a plain loop (the planner's every what-if and breakpoint), with the same result.
+    The step is a sum of rooflines, each the larger of a line and a constant in the batch, so it is piecewise linear:
+    false position with the Illinois halving finds the crossing in about four steps, where halving the bracket took
+    64. Every trial stays at least the tolerance inside the bracket, so a root hugging one end is closed in one more
+    step, and the answer is always the bracket's feasible end (its step is within the target). Written with
+    :mod:`xlplan._vec` so arrays (the sweep) work, each element stopping when its own bracket closes; on plain floats
+    the same steps run as a plain loop (the planner's every what-if and breakpoint), with the same result to the bit.
+
+    References
+    ----------
+    Dowell & Jarratt, "A modified regula falsi method for computing the root of an equation", BIT 11, 1971 (the
+    Illinois method).
     """
-    fits_all = step_of_batch(upper) <= limit_s
-    fits_one = step_of_batch(1.0 + 0.0 * upper) <= limit_s
-    lo, hi = 1.0 + 0.0 * upper, upper * 1.0
-    if not _vec._is_array(fits_all, fits_one, lo, hi, limit_s):  # plain floats: the same halvings without _vec
+    at_upper = step_of_batch(upper)
+    at_one = step_of_batch(1.0 + 0.0 * upper)
+    fits_all, fits_one = at_upper <= limit_s, at_one <= limit_s
+    if not _vec._is_array(fits_all, fits_one, upper, limit_s):  # plain floats: the same steps without _vec
         if fits_all:
             return upper * 1.0
         if not fits_one:
             return 0.0 * upper
-        for _ in range(BISECTION_STEPS):
-            mid = (lo + hi) / 2.0
-            if step_of_batch(mid) <= limit_s:
-                lo = mid
+        lo, hi = 1.0, upper * 1.0
+        g_lo, g_hi = at_one - limit_s, at_upper - limit_s
+        x = hi * ROOT_FIRST_STEP  # a second point near the top: the secant from above starts from these two
+        g = step_of_batch(x) - limit_s
+        above = g > 0.0
+        prev, g_prev = hi, g_hi
+        if above:
+            hi, g_hi = x, g
+        else:
+            lo, g_lo = x, g
+        side = 1 if above else -1
+        for _ in range(ROOT_MAX_STEPS):
+            tol = ROOT_RELATIVE_TOLERANCE * hi
+            if hi - lo <= ROOT_CLOSED * tol:
+                break
+            if above:  # both points over the target: their secant, on a convex step, lands at or over the crossing
+                x = hi - g_hi * (hi - prev) / (g_hi - g_prev)
+            else:  # a bracket: false position, the end that stays put halved (Illinois)
+                x = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+            if x != x:  # an infinite step at the top: halve instead
+                x = 0.5 * (lo + hi)
+            x = min(max(x, lo + tol), hi - tol)
+            g = step_of_batch(x) - limit_s
+            if g <= 0.0:
+                lo, g_lo = x, g
+                if side < 0:
+                    g_hi *= 0.5
+                side, above = -1, False
             else:
-                hi = mid
+                if above:
+                    prev, g_prev = hi, g_hi
+                elif side > 0:
+                    g_lo *= 0.5
+                hi, g_hi = x, g
+                side = 1
         return lo
-    for _ in range(BISECTION_STEPS):
-        mid = (lo + hi) / 2.0
-        ok = step_of_batch(mid) <= limit_s
-        lo, hi = _vec.where(ok, mid, lo), _vec.where(ok, hi, mid)
-    return _vec.where(fits_all, upper * 1.0, _vec.where(fits_one, lo, 0.0 * upper))
+    np = _vec._np()
+    shape = np.broadcast_shapes(np.shape(at_upper), np.shape(at_one), np.shape(upper), np.shape(limit_s))
+
+    def full(v):
+        return np.broadcast_to(np.asarray(v, dtype=float), shape)
+
+    upper = full(upper).copy()
+    lo = np.ones(shape)
+    # only the elements still searching are carried (the step itself is timed on whole columns, the rest held at 1)
+    idx = np.flatnonzero(~full(fits_all).astype(bool) & full(fits_one).astype(bool))
+    limit = full(limit_s).ravel()[idx]
+    lo_i, hi_i = lo.ravel()[idx], upper.ravel()[idx]
+    g_lo = full(at_one).ravel()[idx] - limit
+    g_hi = full(at_upper).ravel()[idx] - limit
+    trial = np.ones(shape)
+    flat = trial.reshape(-1)  # a view: writing a trial into it writes the column the step is timed on
+    x = hi_i * ROOT_FIRST_STEP
+    flat[idx] = x
+    g = full(step_of_batch(trial)).ravel()[idx] - limit
+    flat[idx] = 1.0
+    above = g > 0.0
+    prev, g_prev = hi_i, g_hi
+    hi_i, g_hi = np.where(above, x, hi_i), np.where(above, g, g_hi)
+    lo_i, g_lo = np.where(above, lo_i, x), np.where(above, g_lo, g)
+    side = np.where(above, 1.0, -1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for _ in range(ROOT_MAX_STEPS):
+            tol = ROOT_RELATIVE_TOLERANCE * hi_i
+            open_ = ~(hi_i - lo_i <= ROOT_CLOSED * tol)
+            if not open_.all():
+                lo.reshape(-1)[idx[~open_]] = lo_i[~open_]
+                idx, limit, lo_i, hi_i, g_lo, g_hi, side, tol, above, prev, g_prev = (
+                    v[open_] for v in (idx, limit, lo_i, hi_i, g_lo, g_hi, side, tol, above, prev, g_prev))
+            if not idx.size:
+                break
+            x = np.where(above, hi_i - g_hi * (hi_i - prev) / (g_hi - g_prev), hi_i - g_hi * (hi_i - lo_i) / (g_hi - g_lo))
+            x = np.where(x != x, 0.5 * (lo_i + hi_i), x)
+            x = np.minimum(np.maximum(x, lo_i + tol), hi_i - tol)
+            flat[idx] = x
+            g = full(step_of_batch(trial)).ravel()[idx] - limit
+            flat[idx] = 1.0
+            low = g <= 0.0
+            g_hi = np.where(low & (side < 0), g_hi * 0.5, g_hi)
+            g_lo = np.where(~low & ~above & (side > 0), g_lo * 0.5, g_lo)
+            prev, g_prev = np.where(~low & above, hi_i, prev), np.where(~low & above, g_hi, g_prev)
+            lo_i, g_lo = np.where(low, x, lo_i), np.where(low, g, g_lo)
+            hi_i, g_hi = np.where(low, hi_i, x), np.where(low, g_hi, g)
+            side = np.where(low, -1.0, 1.0)
+            above = above & ~low
+        lo.reshape(-1)[idx] = lo_i
+    return np.where(fits_all, upper * 1.0, np.where(fits_one, lo, 0.0 * upper))
 
 
-def step_time_fn(r: Replica):
+def step_lines(r: Replica, per_sequence: StepLoad):
+    """The step of ``b`` sequences as two lines, ``max(a₁ + s₁·b, a₂ + s₂·b)``, where every figure of the load grows
+    in proportion to ``b`` and the model is dense; None for routed experts (their touched bytes are not a line).
+
+    Parameters
+    ----------
+    r : Replica
+        The replica.
+    per_sequence : StepLoad
+        The load of one sequence: the step of ``b`` carries ``b`` times each field.
+
+    Returns
+    -------
+    tuple or None
+        ``(a₁ [s], s₁ [s/sequence], a₂ [s], s₂ [s/sequence])``: the weights-read line and the compute line; the
+        step is the larger. None when the replica has routed experts. [s]
+
+    Notes
+    -----
+    Of :func:`step_time_s`'s terms, only the dense part bends: ``max(c·b, W)``. Attention is ``max(f·b, k·b)``,
+    which is ``max(f, k)·b`` for ``b ≥ 0``, and communication is a fixed latency plus a line. So the step is
+    ``base + max(c·b, W) + m·b = max(base + W + m·b, base + (c + m)·b)``, and the largest batch within a target is
+    where the higher line meets it (:func:`max_batch_on_lines`).
+
+    References
+    ----------
+    Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009.
+    """
+    if r.experts:
+        return None
+    one = step_time_s(r, per_sequence)  # the step of one sequence, each term at b = 1, to split into its lines
+    z = 0.0 * per_sequence.decode_tokens
+    zero = StepLoad(z, z, z, z, z, z, z, z)
+    n = r.active_params - r.expert_active_params
+    compute = _flops_time(r, 2.0 * n * per_sequence.decode_tokens, 2.0 * n * per_sequence.prefill_tokens, r.peak_tflops)
+    weights = _bandwidth_time(r, r.dense_weight_bytes / r.tp)
+    base = r.step_overhead_s + comm_time_s(r, zero) + 0.0 * compute  # overhead and the links' fixed latency
+    rest = one - r.step_overhead_s - comm_time_s(r, zero) - _vec.maximum(compute, weights)  # attention and links per b
+    return base + weights, rest, base, compute + rest
+
+
+def max_batch_on_lines(lines, limit_s, upper):
+    """:func:`max_batch_within` for a step of two lines (:func:`step_lines`): where the higher meets the target. [sequences]
+
+    Parameters
+    ----------
+    lines : tuple
+        ``(a₁, s₁, a₂, s₂)`` of :func:`step_lines`. [s, s/sequence]
+    limit_s : float or array
+        The inter-token target. [s]
+    upper : float or array
+        The most the replica may run. [sequences]
+
+    Returns
+    -------
+    float or array
+        ``min((limit − a₁) ÷ s₁, (limit − a₂) ÷ s₂)``, at most ``upper``; 0 when one sequence misses. [sequences]
+
+    Notes
+    -----
+    The step is the larger of the two lines, so it is within the target exactly where both are; each line with a
+    positive slope meets it once, and one that does not rise bounds nothing (its intercept decides alone).
+    """
+    a1, s1, a2, s2 = lines
+
+    def reach(a, sl):
+        over = _vec.where(a <= limit_s, _vec.INF + 0.0 * a, 0.0 * a)  # a flat line: always within, or never
+        return _vec.where(sl > 0.0, (limit_s - a) / _vec.where(sl > 0.0, sl, 1.0 + 0.0 * sl), over)
+
+    b = _vec.minimum(_vec.minimum(reach(a1, s1), reach(a2, s2)), upper * 1.0)
+    return _vec.where(b < 1.0, 0.0 * b, b)
+
+
+def step_time_fn(r: Replica, arrays: bool = False):
     """:func:`step_time_s` with the replica's constants folded in, for the simulator's inner loop. [callable]
 
     Returns ``f(decode_tokens, decode_keys, decode_keys_window, prefill_tokens, prefill_keys, prefill_keys_window,
@@ -611,6 +777,9 @@ def step_time_fn(r: Replica):
     ----------
     r : Replica
         The replica whose constants are folded in.
+    arrays : bool
+        Whether ``f`` will be given arrays (a sweep's columns): then its larger-ofs are numpy's, element by
+        element; the replica's own arrays choose that too. [bool]
 
     Returns
     -------
@@ -648,6 +817,28 @@ def step_time_fn(r: Replica):
                      if ep else 0.0)
     overhead = r.step_overhead_s
     has_experts = bool(r.experts)
+    comm = r.tp > 1
+    windowed = r.window_layers
+
+    if arrays or _vec._is_array(gpu_d, gpu_p, exp_d, exp_p, att_d, att_p, bw, dense_mem, kv_per, exp_bytes, q,
+                                ar_per_token, ar_fixed, overhead, a2a_fixed, a2a_per_token):
+        mx = _vec._np().maximum  # a sweep's columns: the same terms, element by element
+
+        def f_array(dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
+            tokens = dec + pre
+            t = overhead + mx(n_dense * dec / gpu_d + n_dense * pre / gpu_p, dense_mem)
+            if has_experts:
+                t = t + mx(n_exp * dec / exp_d + n_exp * pre / exp_p, exp_bytes * (1.0 - q ** tokens))
+            t = t + mx(attn * (full * dec_keys + windowed * dec_keys_w) / att_d
+                       + attn * (full * pre_keys + windowed * pre_keys_w) / att_p,
+                       kv_per * (full * kv + windowed * kv_w))
+            if comm:
+                t = t + (ar_fixed + ar_per_token * tokens)
+            if ep:
+                t = t + (a2a_fixed + a2a_per_token * tokens)
+            return t
+
+        return f_array
 
     def f(dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
         tokens = dec + pre
@@ -658,12 +849,12 @@ def step_time_fn(r: Replica):
             c = n_exp * dec / exp_d + n_exp * pre / exp_p
             m = exp_bytes * (1.0 - q ** tokens)
             t += c if c > m else m
-        c = attn * (full * dec_keys + r.window_layers * dec_keys_w) / att_d + attn * (full * pre_keys + r.window_layers * pre_keys_w) / att_p
-        m = kv_per * (full * kv + r.window_layers * kv_w)
+        c = attn * (full * dec_keys + windowed * dec_keys_w) / att_d + attn * (full * pre_keys + windowed * pre_keys_w) / att_p
+        m = kv_per * (full * kv + windowed * kv_w)
         t += c if c > m else m
-        if ar_fixed:
+        if comm:
             t += ar_fixed + ar_per_token * tokens
-        if a2a_fixed:
+        if ep:
             t += a2a_fixed + a2a_per_token * tokens
         return t
 

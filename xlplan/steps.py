@@ -421,12 +421,9 @@ def max_decode_batch(s: Scenario, tr: Traffic, r: serving.Replica):
         :func:`latency_batch_cap`; 0 when one sequence misses the target. [sequences]
     """
     cap = latency_batch_cap(s, tr)
-
-    def step(b):
-        return serving.step_time_s(r, latency_load(s, tr, r, b))
-
-    if _vec._is_array(cap, s.itl_s, step(cap)):  # the sweep's arrays: the serving model itself
-        return serving.max_batch_within(step, s.itl_s, cap)
+    lines = serving.step_lines(r, latency_load(s, tr, r, 1.0))
+    if lines is not None:  # a dense model: the step is two lines in the batch, met in closed form
+        return serving.max_batch_on_lines(lines, s.itl_s, cap)
     return serving.max_batch_within(latency_step_fn(s, tr, r), s.itl_s, cap)
 
 
@@ -448,11 +445,12 @@ def latency_step_fn(s: Scenario, tr: Traffic, r: serving.Replica):
     -------
     callable
         ``f(batch [sequences]) -> step time [s]``, equal to ``serving.step_time_s(r, latency_load(s, tr, r, batch))``
-        (a test holds them equal to 1e-12).
+        (a test holds them equal to 1e-12); on a sweep's columns, element by element.
     """
-    f = serving.step_time_fn(r)
     ctx = decode_context_tokens(tr)
-    clipped = min(ctx, r.window)
+    f = serving.step_time_fn(r, _vec._is_array(ctx, s.itl_s, s.max_num_seqs, s.max_num_batched_tokens, s.prefix_reuse,
+                                               tr.output_mean, tr.prompt_mean, tr.prefill_keys_per_request))
+    clipped = _vec.minimum(ctx, r.window)
     if not s.latency_with_prefill:
         def decode_only(b):
             return f(b, b * ctx, b * clipped, 0.0, 0.0, 0.0, b * ctx, b * clipped)
