@@ -198,7 +198,7 @@ def test_a_dense_step_is_two_lines_met_where_the_higher_reaches_the_target(itl_s
         r = steps.replica(s, tp)
         b = steps.max_decode_batch(s, tr, r)
         cap = float(steps.latency_batch_cap(s, tr))
-        exact = lambda x: serving.step_time_s(r, steps.latency_load(s, tr, r, x))  # noqa: E731
+        exact = lambda x, s=s, tr=tr, r=r: serving.step_time_s(r, steps.latency_load(s, tr, r, x))  # noqa: E731
         assert steps.latency_step_fn(s, tr, r)(37.0) == pytest.approx(exact(37.0), rel=1e-12)
         if b == 0.0:
             assert exact(1.0) > itl_s
