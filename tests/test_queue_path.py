@@ -217,3 +217,60 @@ def test_the_memory_path_uses_the_time_in_system_the_fleet_achieves(ref_plan):
     assert cf.memory_gpus == 3 and cf.achieved_step_s < 0.05
     assert cf.time_in_system_s == pytest.approx(2000 * cf.achieved_step_s)
     assert cf.concurrency == pytest.approx(10 * cf.time_in_system_s)
+
+
+def _random_scenarios(ref, n, seed):
+    # the benchmark's random plans: rate 1-200 req/s, prompts 200-4,000 (p95 up to 3x, p99 4x), outputs 50-800, ITL
+    # 20-100 ms; drawn here with the standard library so the test needs no numpy
+    import dataclasses
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(n):
+        p50, o50 = rng.uniform(200, 4000), rng.uniform(50, 800)
+        yield dataclasses.replace(ref, peak_rps=rng.uniform(1, 200), prompt_p50=p50, prompt_p95=p50 * rng.uniform(1, 3),
+                                  prompt_p99=p50 * 4, output_p50=o50, output_p95=o50 * 1.5, output_p99=o50 * 2,
+                                  itl_s=rng.uniform(0.02, 0.1))
+
+
+def test_pruned_degrees_change_no_answer(ref_plan):
+    # A degree is skipped where a lower bound of its fleet (its memory and compute paths for the runbook's method; its
+    # compute path and its queue's stability, n > λ/μ, for the closed form) already orders after the best so far. A
+    # bound never excludes the answer, so the lean searches give what solving every degree in full gives, whichever
+    # degree they try first.
+    from xlplan import closed_form
+
+    for s in _random_scenarios(resolve(ref_plan), 120, seed=18):
+        try:
+            sol = steps.solve(s)
+        except steps.PlanningError:
+            assert steps.solve_fleet(s) is None and closed_form.closed_form_of(s, False, 512) is None
+            continue
+        full = closed_form.closed_form(s, sol, False, budget=512)
+        for first in (None, 1, 2, 4, 8):
+            assert steps.solve_fleet(s, first) == (sol.paths.purchased, sol.binding, sol.binding_paths)
+            assert closed_form.closed_form_of(s, False, 512, first_tp=first) == full
+
+
+def test_the_achieved_step_is_the_fixed_point_of_littles_law(ref_plan):
+    # On n replicas each carries b = λ·E[output]·τ ÷ n decodes (Little's Law), and the step τ = min(step(b), ITL)
+    # depends on b. For a dense model the step is two lines in b, and the fixed point is solved in closed form; it must
+    # satisfy the law itself to rounding, and agree with iterating the map from an empty batch where that converges.
+    import dataclasses
+
+    from xlplan import closed_form, serving
+
+    for s in _random_scenarios(resolve(ref_plan), 60, seed=7):
+        q = dataclasses.replace(s, max_num_batched_tokens=512.0, latency_with_prefill=True)
+        tr = steps.traffic(q)
+        r = steps.replica(q, 1)
+        step = steps.latency_step_fn(q, tr, r)
+        lines = serving.step_lines(r, steps.latency_load(q, tr, r, 1.0))
+        for n in (1, 3, 10, 40):
+            t, tau, b = closed_form.achieved_time_in_system_s(q, tr, step, n, lines)
+            per = q.peak_rps * tr.output_mean / n
+            assert b == pytest.approx(per * tau, rel=1e-12) and t == pytest.approx(tr.output_mean * tau, rel=1e-12)
+            assert tau == pytest.approx(min(step(max(b, 1.0)), q.itl_s), rel=1e-9)
+            _, tau_iter, b_iter = closed_form.achieved_time_in_system_s(q, tr, step, n)
+            if abs(per * min(step(max(b_iter, 1.0)), q.itl_s) - b_iter) <= 1e-9 * b_iter:  # the iteration settled
+                assert b_iter == pytest.approx(b, rel=1e-6)

@@ -31,7 +31,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from xlplan import _vec, fleet, memory, queue_path, simulate, steps
+from xlplan import _vec, fleet, memory, queue_path, serving, simulate, steps
 from xlplan.scenario import Scenario
 
 PATHS = ("memory", "compute", "latency", "queueing")
@@ -75,7 +75,8 @@ class ClosedForm:
     binding_paths: tuple[str, ...]  # the paths tied for the most
 
 
-def achieved_time_in_system_s(s: Scenario, tr: steps.Traffic, step, replicas: float) -> tuple[float, float, float]:
+def achieved_time_in_system_s(s: Scenario, tr: steps.Traffic, step, replicas: float,
+                              lines=None) -> tuple[float, float, float]:
     """(time in system, step, batch) on ``replicas`` replicas: the step at the fleet's own batch, solved with the batch
     it implies. [s], [s], [sequences]
 
@@ -90,6 +91,9 @@ def achieved_time_in_system_s(s: Scenario, tr: steps.Traffic, step, replicas: fl
         (:func:`xlplan.steps.latency_step_fn`).
     replicas : float
         Replicas sharing the peak. [replicas]
+    lines : tuple, optional
+        ``step`` as two lines in the batch (:func:`xlplan.serving.step_lines`, a dense model): the fixed point is
+        then solved in closed form, where each iterate of the map only nears it. [s, s/sequence]
 
     Returns
     -------
@@ -110,6 +114,8 @@ def achieved_time_in_system_s(s: Scenario, tr: steps.Traffic, step, replicas: fl
     (42.86, 14.29, 4.286)
     """
     per = s.peak_rps * tr.output_mean / replicas  # b = per × τ
+    if lines is not None:
+        return _fixed_point_on_lines(s, tr, step, per, lines)
     b, tau = 0.0, 0.0
     for _ in range(FIXED_POINT_ITERATIONS):
         tau = min(float(step(max(b, 1.0))), s.itl_s)
@@ -118,6 +124,22 @@ def achieved_time_in_system_s(s: Scenario, tr: steps.Traffic, step, replicas: fl
             b = new
             break
         b = new
+    return tr.output_mean * tau, tau, b
+
+
+def _fixed_point_on_lines(s: Scenario, tr: steps.Traffic, step, per: float, lines) -> tuple[float, float, float]:
+    """:func:`achieved_time_in_system_s` where the step is ``max(a₁ + s₁·b, a₂ + s₂·b)``: ``b = per × min(τ(b), ITL)``
+    solved on each line, ``b_i = per·a_i ÷ (1 − per·s_i)``; the map's fixed point is the larger of them (each
+    ``per·τ_i(b) − b`` falls, so their larger falls too and crosses zero once), or the target's ``per × ITL`` where it
+    is lower or a line rises faster than the batch it implies. [s], [s], [sequences]"""
+    at_one = min(float(step(1.0)), s.itl_s)
+    if per * at_one <= 1.0:  # less than one sequence per replica: the step of one, as the iteration finds
+        return tr.output_mean * at_one, at_one, per * at_one
+    a1, s1, a2, s2 = lines
+    b = s.itl_s * per
+    if per * s1 < 1.0 and per * s2 < 1.0:
+        b = min(max(per * a1 / (1.0 - per * s1), per * a2 / (1.0 - per * s2)), b)
+    tau = b / per
     return tr.output_mean * tau, tau, b
 
 
@@ -229,22 +251,81 @@ def closed_form(s: Scenario, sol: steps.Solution, budget_set_by_plan: bool, budg
     ----------
     Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable".
     """
+    by_tp = {int(pa.tp): pa for pa in sol.candidates}
+    return _fewest(s, sol.traffic, int(sol.paths.tp), by_tp.get, budget_set_by_plan, budget)
+
+
+def closed_form_of(s: Scenario, budget_set_by_plan: bool, budget: int | None = None,
+                   first_tp: int | None = None, tr: steps.Traffic | None = None) -> ClosedForm | None:
+    """:func:`closed_form` of a changed scenario, the runbook's paths solved only at the TP degrees it needs. [ClosedForm]
+
+    Parameters
+    ----------
+    s : Scenario
+        The changed scenario (plain floats).
+    budget_set_by_plan : bool
+        Whether the plan file sets the step budget. [bool]
+    budget : int, optional
+        Take this step budget instead of choosing one. [tokens]
+    first_tp : int, optional
+        The degree to try first (the plan's own): the others are then skipped where their compute path, or their
+        queue's stability, already buys more. Which is tried first changes nothing but the time. [GPUs]
+    tr : steps.Traffic, optional
+        Steps 1-3 of ``s``, where the caller holds them. [Traffic]
+
+    Returns
+    -------
+    ClosedForm or None
+        The same closed form :func:`closed_form` gives on ``steps.solve(s)``; None where no degree holds the weights
+        and meets the runbook's checks (where ``steps.solve`` raises).
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable".
+    """
+    tr = tr if tr is not None else steps.traffic(s)
+    solved: dict[int, steps.Paths] = {}
+
+    def paths_of(tp: int) -> steps.Paths:
+        if tp not in solved:
+            solved[tp] = steps.paths(s, tr, tp, lean=True)  # the fleet's figures only
+        return solved[tp]
+
+    return _fewest(s, tr, first_tp, paths_of, budget_set_by_plan, budget)
+
+
+def _fewest(s: Scenario, tr: steps.Traffic, first_tp: int | None, paths_of, budget_set_by_plan: bool,
+            budget: int | None) -> ClosedForm | None:
+    """The degree whose closed form buys the fewest (the TP objective), each degree's runbook paths from
+    ``paths_of(tp)``; None where every degree's runbook load is infinite. [ClosedForm]"""
     best = None
-    order = sorted((pa for pa in sol.candidates if pa.load != _vec.INF), key=lambda pa: pa.tp != sol.paths.tp)
-    for pa in order:  # the runbook's degree first: the others are skipped where even their compute path buys more
-        if best is not None:
-            _, *_, lower = fleet.fleet_sizes(float(pa.compute_gpus) / pa.tp, pa.tp, s.redundancy, s.gpus_per_node)
-            if (False, float(lower)) > best[0][:2]:
-                continue
-        cf = at_tp(s, sol.traffic, pa, budget_set_by_plan, budget)
+    order = sorted(s.tp_options, key=lambda tp: tp != first_tp)
+    for tp in order:  # the first degree in full; the others skipped where even their compute path buys more
+        if best is not None and _lower_key(s, tp, steps.compute_path_gpus(s, tr, tp) // tp, False) > best[0]:
+            continue
+        pa = paths_of(tp)
+        if pa.load == _vec.INF:
+            continue
+        cf = at_tp(s, tr, pa, budget_set_by_plan, budget, bound=best[0] if best is not None else None)
+        if cf is None:  # its compute and queueing paths alone already buy more than the best so far
+            continue
         billed = cf.purchased if s.bill_purchased else cf.with_redundancy
         key = (not cf.feasible, cf.purchased, billed, cf.tp)
         if best is None or key < best[0]:
             best = (key, cf)
-    return best[1]
+    return best[1] if best is not None else None
 
 
-def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: bool, budget: int | None = None) -> ClosedForm:
+def _lower_key(s: Scenario, tp: int, replicas: int, infeasible: bool) -> tuple:
+    """The TP objective's key ``(infeasible, purchased, billed, tp)`` of a fleet of at least ``replicas``: no fleet
+    at this degree can order before it. [GPUs]"""
+    _, with_red, bought = fleet.fleet_sizes(max(replicas, 1), tp, s.redundancy, s.gpus_per_node)
+    bought = int(math.ceil(bought))
+    return infeasible, bought, bought if s.bill_purchased else int(with_red), tp
+
+
+def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: bool, budget: int | None = None,
+          bound: tuple | None = None) -> ClosedForm | None:
     """The closed form at one TP degree: the largest of the four paths, then redundancy and the purchasing unit.
 
     Parameters
@@ -259,11 +340,14 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
         Whether the plan file sets the step budget. [bool]
     budget : int, optional
         Take this step budget instead of choosing one. [tokens]
+    bound : tuple, optional
+        The best degree's ``(infeasible, purchased, billed, tp)`` so far: where this degree's compute and queueing
+        paths alone give a worse one, it is not worth the memory and latency searches. [GPUs]
 
     Returns
     -------
-    ClosedForm
-        The closed form at this degree.
+    ClosedForm or None
+        The closed form at this degree; None where ``bound`` rules it out.
 
     Notes
     -----
@@ -281,17 +365,25 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
         chosen, why, options = choose_budget(s, tr, tp, float(pa.load_replicas), budget_set_by_plan)
     else:
         chosen, why, options = budget, "plan" if budget_set_by_plan else "queueing path", ()
-    q_s = dataclasses.replace(s, max_num_batched_tokens=float(chosen))
-    q = queue_path.queue_path(q_s, tr, tp, float(pa.load_replicas))
+    q_s = dataclasses.replace(s, max_num_batched_tokens=float(chosen), latency_with_prefill=True)
     r = steps.replica(q_s, tp)
-    step = steps.latency_step_fn(dataclasses.replace(q_s, latency_with_prefill=True), tr, r)
+    step = steps.latency_step_fn(q_s, tr, r)
+    compute_reps = int(pa.compute_gpus) // tp
+    if bound is not None:  # a queue is stable only on more replicas than its offered load: a bound before Erlang C
+        stable = queue_path.stable_replicas(q_s, tr, r, step)
+        if stable is None or _lower_key(s, tp, max(compute_reps, stable), False) > bound:
+            return None
+    q = queue_path.queue_path(q_s, tr, tp, float(pa.load_replicas), r, step)
+    if bound is not None and _lower_key(s, tp, max(compute_reps, q.replicas or 0), q.replicas is None) > bound:
+        return None  # the fleet is at least the compute and queueing paths: no better than the best, no search
+    lines = serving.step_lines(r, steps.latency_load(q_s, tr, r, 1.0))  # None for routed experts: then iterated
     kv_budget, shards = float(pa.kv_budget_gib_per_gpu), int(pa.kv_shards)
 
     achieved: dict[int, tuple[float, float, float]] = {}
 
     def at_fleet(n: int) -> tuple[float, float, float]:
         if n not in achieved:
-            achieved[n] = achieved_time_in_system_s(s, tr, step, n)
+            achieved[n] = achieved_time_in_system_s(s, tr, step, n, lines)
         return achieved[n]
 
     def memory_replicas(n: int) -> tuple[int, tuple]:
@@ -318,10 +410,10 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
     # the inter-token target (the runbook's check sizes the batch at the target's time in system)
     def gap_ok(n: int) -> bool:
         b = at_fleet(n)[2]
-        return queue_path.percentile_step_s(q_s, tr, r, int(chosen), b) <= s.itl_s * (1.0 + fleet.ROUNDING_TOLERANCE)
+        return queue_path.percentile_step_s(q_s, tr, r, int(chosen), b, step) <= s.itl_s * (1.0 + fleet.ROUNDING_TOLERANCE)
 
     lat_reps = None
-    if queue_path.percentile_step_s(q_s, tr, r, int(chosen), 1.0) <= s.itl_s:
+    if queue_path.percentile_step_s(q_s, tr, r, int(chosen), 1.0, step) <= s.itl_s:
         hi = 1
         while not gap_ok(hi) and hi < LATENCY_SEARCH_CAP:
             hi *= 2

@@ -270,7 +270,8 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
             + (f" (ops counted in the break-even: {_usd(k.ops_usd_per_month)}/month)." if k.ops_usd_per_month else ".")
             + " Utilisation is the biggest lever: a half-idle GPU costs what a busy one does."
         )
-    fmt = {"requests/s": lambda x: f"{x:,.1f}", "tokens": lambda x: f"{x:,.0f}", "s/token": lambda x: f"{x:.4f}"}
+    # a breakpoint is searched to 1 part in 10^4 (whatif.RELATIVE_TOLERANCE): lengths shown to four figures
+    fmt = {"requests/s": lambda x: f"{x:,.1f}", "tokens": lambda x: f"{float(f'{x:.4g}'):,.0f}", "s/token": lambda x: f"{x:.4f}"}
     if cf is not None and r.closed_form_sensitivities:
         p6 = [f"On the closed form (the largest of the four paths, {cf.step_budget_tokens:,}-token steps; not simulated):"]
         p6 += [sensitivity_sentence(s, cf.with_redundancy) for s in r.closed_form_sensitivities]

@@ -73,7 +73,8 @@ class QueuePath:
     utilisation_at_load: float  # offered load ÷ the closed form's load replicas [fraction]
 
 
-def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) -> QueuePath:
+def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float, r: serving.Replica | None = None,
+               step=None) -> QueuePath:
     """The queueing path at TP degree ``tp``: a replica's service rate at the promise and the replicas the wait needs.
 
     Parameters
@@ -86,6 +87,11 @@ def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) ->
         GPUs per replica. [GPUs]
     load_replicas : float
         The closed form's load in replicas, for its utilisation. [replicas]
+    r : serving.Replica, optional
+        The replica at ``tp``, where the caller holds it. [Replica]
+    step : callable, optional
+        ``batch -> step [s]`` with its prefill share at the simulation's step budget, where the caller holds it (a
+        scenario already at that budget, with prefill). [callable]
 
     Returns
     -------
@@ -97,13 +103,14 @@ def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) ->
     Erlang C with the Allen–Cunneen factor: :func:`xlplan.queueing.servers_for_wait`.
     """
     budget = simulate.chunk_tokens(s)  # the simulation's own step budget: both schedule the same steps
-    q = dataclasses.replace(s, latency_with_prefill=True, max_num_batched_tokens=float(budget))
-    r = steps.replica(q, tp)
-    step = steps.latency_step_fn(q, tr, r)
+    same = s.latency_with_prefill and s.max_num_batched_tokens == float(budget)
+    q = s if same else dataclasses.replace(s, latency_with_prefill=True, max_num_batched_tokens=float(budget))
+    r = r if r is not None else steps.replica(q, tp)
+    step = step if (step is not None and same) else steps.latency_step_fn(q, tr, r)
     slots = float(serving.max_batch_within(step, q.itl_s, steps.latency_batch_cap(q, tr)))
     step_s = float(step(slots)) if slots > 0 else math.inf
     slot_rate = slots / (tr.output_mean * step_s) if slots > 0 else 0.0
-    tail_rate, prefill_step = prefill_tail_rps(q, tr, r, budget)
+    tail_rate, prefill_step = prefill_tail_rps(q, tr, r, budget, getattr(step, "step_time", None))
     tail_n = int(fleet.whole_replicas(s.peak_rps / tail_rate, 1)) if tail_rate else 0
     mu = slot_rate
     offered = s.peak_rps / mu if mu > 0 else math.inf
@@ -122,7 +129,39 @@ def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float) ->
                      utilisation_at_load=offered / load_replicas if load_replicas > 0 else math.inf)
 
 
-def percentile_step_s(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget: int, batch: float) -> float:
+def stable_replicas(s: Scenario, tr: steps.Traffic, r: serving.Replica, step) -> int | None:
+    """The fewest replicas on which the queue of :func:`queue_path` is stable: more than its offered load. [replicas]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats), at the simulation's step budget, with prefill.
+    tr : steps.Traffic
+        Steps 1-3 and the demand, from :func:`xlplan.steps.traffic`.
+    r : serving.Replica
+        The replica at this TP degree.
+    step : callable
+        ``batch -> step [s]`` with its prefill share (:func:`xlplan.steps.latency_step_fn`). [callable]
+
+    Returns
+    -------
+    int or None
+        ``⌊λ ÷ μ⌋ + 1`` with ``μ`` the slots' service rate; None where no batch keeps the step within the target.
+        Erlang C's answer is never below it (a queue with ``n ≤ a`` grows without bound). [replicas]
+
+    References
+    ----------
+    Erlang C is defined for ``a < n`` only: Kleinrock, *Queueing Systems* vol. 1, 1975, §3.5.
+    """
+    slots = float(serving.max_batch_within(step, s.itl_s, steps.latency_batch_cap(s, tr)))
+    if slots <= 0:
+        return None
+    mu = slots / (tr.output_mean * float(step(slots)))
+    return int(math.floor(s.peak_rps / mu)) + 1
+
+
+def percentile_step_s(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget: int, batch: float,
+                      mean_step=None) -> float:
     """The step a token gap at the promise's percentile sees, at ``batch`` decodes per replica. [s]
 
     Parameters
@@ -137,6 +176,9 @@ def percentile_step_s(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget
         Tokens one step may carry. [tokens]
     batch : float
         Decodes per step. [sequences]
+    mean_step : callable, optional
+        ``batch -> step [s]`` with its prefill share (:func:`xlplan.steps.latency_step_fn` with prefill), where the
+        caller holds it already; built here otherwise. [callable]
 
     Returns
     -------
@@ -156,17 +198,19 @@ def percentile_step_s(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget
     prompt = max(tr.prompt_mean * (1.0 - s.prefix_reuse), 1.0)
     room = budget - b
     if room > 0 and b * prompt / (tr.output_mean * room) > 1.0 - s.percentile / 100.0:
-        f = serving.step_time_fn(r)
+        f = mean_step.step_time if mean_step is not None else serving.step_time_fn(r)
         ctx = steps.decode_context_tokens(tr)
         clipped = min(ctx, r.window)
         chunk = min(prompt, room)
         keys = chunk * (chunk + 1.0) / 2.0 if s.causal_attention else chunk * chunk
         return float(f(b, b * ctx, b * clipped, chunk, keys, min(keys, r.window * chunk), b * ctx, b * clipped))
-    q = dataclasses.replace(s, latency_with_prefill=True)
-    return float(steps.latency_step_fn(q, tr, r)(b))
+    if mean_step is None:
+        mean_step = steps.latency_step_fn(s, tr, r, with_prefill=True)
+    return float(mean_step(b))
 
 
-def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget: int) -> tuple[float | None, float]:
+def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget: int,
+                     f=None) -> tuple[float | None, float]:
     """(rate, step): the most requests per second a replica serves while at most ``1 − p`` of its steps carry a prompt
     chunk, where a chunk's step is over the inter-token target; and that step's time. [requests/s], [s]
 
@@ -180,6 +224,8 @@ def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget:
         The replica at this TP degree.
     budget : int
         Tokens one step may carry. [tokens]
+    f : callable, optional
+        The replica's :func:`xlplan.serving.step_time_fn`, where the caller holds it. [callable]
 
     Returns
     -------
@@ -197,12 +243,14 @@ def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget:
     vLLM's scheduler (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``.
     Little's Law: Little, Operations Research 9(3), 1961.
     """
-    f = serving.step_time_fn(r)
+    f = f if f is not None else serving.step_time_fn(r)
     ctx = steps.decode_context_tokens(tr)
     clipped = min(ctx, r.window)
     prompt = max(tr.prompt_mean * (1.0 - s.prefix_reuse), 1.0)
     p = s.percentile / 100.0
-    decode_s = steps.latency_step_fn(dataclasses.replace(s, latency_with_prefill=False), tr, r)  # decodes alone
+
+    def decode_s(b: float) -> float:  # decodes alone, as steps.latency_step_fn times them without prefill
+        return f(b, b * ctx, b * clipped, 0.0, 0.0, 0.0, b * ctx, b * clipped)
 
     def prefill_s(b: float) -> tuple[float, float]:
         chunk = max(min(prompt, budget - b), 1.0)

@@ -723,15 +723,10 @@ def step_lines(r: Replica, per_sequence: StepLoad):
     """
     if r.experts:
         return None
-    one = step_time_s(r, per_sequence)  # the step of one sequence, each term at b = 1, to split into its lines
-    z = 0.0 * per_sequence.decode_tokens
-    zero = StepLoad(z, z, z, z, z, z, z, z)
-    n = r.active_params - r.expert_active_params
-    compute = _flops_time(r, 2.0 * n * per_sequence.decode_tokens, 2.0 * n * per_sequence.prefill_tokens, r.peak_tflops)
-    weights = _bandwidth_time(r, r.dense_weight_bytes / r.tp)
-    base = r.step_overhead_s + comm_time_s(r, zero) + 0.0 * compute  # overhead and the links' fixed latency
-    rest = one - r.step_overhead_s - comm_time_s(r, zero) - _vec.maximum(compute, weights)  # attention and links per b
-    return base + weights, rest, base, compute + rest
+    ps = per_sequence
+    f = step_time_fn(r, _vec._is_array(ps.decode_tokens, ps.decode_keys, ps.prefill_tokens, ps.prefill_keys, ps.kv_tokens))
+    return f.lines(ps.decode_tokens, ps.decode_keys, ps.decode_keys_window, ps.prefill_tokens, ps.prefill_keys,
+                   ps.prefill_keys_window, ps.kv_tokens, ps.kv_tokens_window)
 
 
 def max_batch_on_lines(lines, limit_s, upper):
@@ -820,8 +815,20 @@ def step_time_fn(r: Replica, arrays: bool = False):
     comm = r.tp > 1
     windowed = r.window_layers
 
-    if arrays or _vec._is_array(gpu_d, gpu_p, exp_d, exp_p, att_d, att_p, bw, dense_mem, kv_per, exp_bytes, q,
-                                ar_per_token, ar_fixed, overhead, a2a_fixed, a2a_per_token):
+    array_form = arrays or _vec._is_array(gpu_d, gpu_p, exp_d, exp_p, att_d, att_p, bw, dense_mem, kv_per, exp_bytes, q,
+                                          ar_per_token, ar_fixed, overhead, a2a_fixed, a2a_per_token)
+    larger = _vec._np().maximum if array_form else max
+
+    def lines(dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
+        # the same terms for one sequence's load, split where f bends: (a1, s1) reads the weights, (a2, s2) computes
+        fixed = overhead + (ar_fixed if comm else 0.0)
+        per = larger(attn * (full * dec_keys + windowed * dec_keys_w) / att_d
+                     + attn * (full * pre_keys + windowed * pre_keys_w) / att_p, kv_per * (full * kv + windowed * kv_w))
+        if comm:
+            per = per + ar_per_token * (dec + pre)
+        return fixed + dense_mem, per, fixed, n_dense * dec / gpu_d + n_dense * pre / gpu_p + per
+
+    if array_form:
         mx = _vec._np().maximum  # a sweep's columns: the same terms, element by element
 
         def f_array(dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
@@ -838,6 +845,7 @@ def step_time_fn(r: Replica, arrays: bool = False):
                 t = t + (a2a_fixed + a2a_per_token * tokens)
             return t
 
+        f_array.lines = None if has_experts else lines
         return f_array
 
     def f(dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
@@ -858,4 +866,5 @@ def step_time_fn(r: Replica, arrays: bool = False):
             t += a2a_fixed + a2a_per_token * tokens
         return t
 
+    f.lines = None if has_experts else lines  # the step as two lines in the batch (step_lines), a dense model only
     return f

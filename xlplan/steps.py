@@ -9,6 +9,7 @@ the same code runs on floats (the planner) and on numpy arrays (the sweep).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xlplan import (
@@ -427,7 +428,7 @@ def max_decode_batch(s: Scenario, tr: Traffic, r: serving.Replica):
     return serving.max_batch_within(latency_step_fn(s, tr, r), s.itl_s, cap)
 
 
-def latency_step_fn(s: Scenario, tr: Traffic, r: serving.Replica):
+def latency_step_fn(s: Scenario, tr: Traffic, r: serving.Replica, with_prefill: bool | None = None):
     """``batch → step time`` of :func:`latency_load` on plain floats, through :func:`xlplan.serving.step_time_fn`:
     the same step, term by term, without a :class:`~xlplan.serving.StepLoad` per call (the bisection of
     :func:`max_decode_batch` times 66 steps per TP degree, and every what-if and option re-plans). [callable]
@@ -440,21 +441,26 @@ def latency_step_fn(s: Scenario, tr: Traffic, r: serving.Replica):
         Steps 1-3 and the demand, from :func:`traffic`.
     r : serving.Replica
         The replica of :func:`replica` at this TP degree.
+    with_prefill : bool, optional
+        Time the step with its prefill share (True) or decodes alone (False) whatever the policy says; None: as
+        ``s.latency_with_prefill`` has it. [bool]
 
     Returns
     -------
     callable
         ``f(batch [sequences]) -> step time [s]``, equal to ``serving.step_time_s(r, latency_load(s, tr, r, batch))``
-        (a test holds them equal to 1e-12); on a sweep's columns, element by element.
+        (a test holds them equal to 1e-12); on a sweep's columns, element by element. Its ``step_time`` is the
+        replica's :func:`xlplan.serving.step_time_fn`.
     """
     ctx = decode_context_tokens(tr)
     f = serving.step_time_fn(r, _vec._is_array(ctx, s.itl_s, s.max_num_seqs, s.max_num_batched_tokens, s.prefix_reuse,
                                                tr.output_mean, tr.prompt_mean, tr.prefill_keys_per_request))
     clipped = _vec.minimum(ctx, r.window)
-    if not s.latency_with_prefill:
+    if not (s.latency_with_prefill if with_prefill is None else with_prefill):
         def decode_only(b):
             return f(b, b * ctx, b * clipped, 0.0, 0.0, 0.0, b * ctx, b * clipped)
 
+        decode_only.step_time = f  # the replica's step of any load, for callers timing other steps of it
         return decode_only
     reuse, out_mean = s.prefix_reuse, tr.output_mean
     p_tokens, p_keys, p_keys_w = tr.prompt_mean, tr.prefill_keys_per_request, tr.prefill_keys_window_per_request
@@ -464,6 +470,7 @@ def latency_step_fn(s: Scenario, tr: Traffic, r: serving.Replica):
         return f(b, b * ctx, b * clipped, requests * p_tokens, requests * p_keys, requests * p_keys_w, b * ctx,
                  b * clipped)
 
+    with_prefill.step_time = f
     return with_prefill
 
 
@@ -502,7 +509,49 @@ def prefill_alone_s(s: Scenario, r: serving.Replica, prompt_tokens):
     return n * serving.step_time_s(r, serving.mixed_step(0.0 * prompt_tokens, 0.0, chunk, keys, keys_window, prefix, r.window))
 
 
-def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
+def compute_path_gpus_exact(s: Scenario, tr: Traffic):
+    """Step 5, the compute path before rounding: prefill and decode FLOPs at the peak rate over each phase's MFU. [GPUs]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+
+    Returns
+    -------
+    float or array
+        GPUs the FLOPs need, the same at every TP degree. [GPUs]
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "(prefill 1,369 + decode 193) TFLOP/s ÷ 396 per GPU at 40% MFU".
+    """
+    return compute.compute_gpus_split(tr.prefill_tflops, tr.decode_tflops, s.peak_tflops, prefill_mfu(s), decode_mfu(s))
+
+
+def compute_path_gpus(s: Scenario, tr: Traffic, tp: int):
+    """Step 5 in whole replicas of ``tp`` GPUs: :func:`compute_path_gpus_exact` rounded up. [GPUs]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`traffic`.
+    tp : int
+        GPUs in the replica. [GPUs]
+
+    Returns
+    -------
+    float or array
+        The compute path as :func:`paths` gives it. [GPUs]
+    """
+    return fleet.whole_gpus(compute_path_gpus_exact(s, tr), tp)
+
+
+def paths(s: Scenario, tr: Traffic, tp: int, lean: bool = False) -> Paths:
     """Steps 4-6 at tensor-parallel degree ``tp``: each path in whole replicas, then the fleet.
 
     Parameters
@@ -513,6 +562,9 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
         Steps 1-3 and the demand, from :func:`traffic`.
     tp : int
         GPUs in the replica (tensor-parallel degree). [GPUs]
+    lean : bool
+        Leave out the two figures no fleet depends on, the prefill-alone TTFT and the step at the load (NaN then):
+        a breakpoint's every trial asks only for the fleet. [bool]
 
     Returns
     -------
@@ -535,7 +587,7 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
     mem_exact = memory.memory_gpus_exact(tr.concurrency, tr.kv_gib_per_conversation, budget, tp, shards)
     mem = fleet.whole_gpus(mem_exact, tp)
 
-    comp_exact = compute.compute_gpus_split(tr.prefill_tflops, tr.decode_tflops, s.peak_tflops, prefill_mfu(s), decode_mfu(s))
+    comp_exact = compute_path_gpus_exact(s, tr)
     comp = fleet.whole_gpus(comp_exact, tp)
 
     batch_cap = _vec.where(budget > 0, max_decode_batch(s, tr, r), 0.0 * budget)
@@ -544,7 +596,12 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
 
     load_replicas = _vec.maximum(_vec.maximum(mem, comp), lat) / tp
     load, with_red, purchased = fleet.fleet_sizes(load_replicas, tp, s.redundancy, s.gpus_per_node)
-    step = serving.step_time_s(r, latency_load(s, tr, r, _vec.div_pos(tr.concurrency, load_replicas)))
+    if lean:
+        step = ttft = math.nan
+    else:
+        step = serving.step_time_s(r, latency_load(s, tr, r, _vec.div_pos(tr.concurrency, load_replicas)))
+        ttft = prefill_alone_s(s, r, distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99,
+                                                                         s.percentile))
     return Paths(
         tp=tp,
         kv_shards=shards,
@@ -559,7 +616,7 @@ def paths(s: Scenario, tr: Traffic, tp: int) -> Paths:
         max_decode_batch=batch_cap,
         latency_gpus_exact=lat_exact,
         latency_gpus=lat,
-        ttft_p95_s=prefill_alone_s(s, r, distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile)),
+        ttft_p95_s=ttft,
         load_replicas=load_replicas,
         load=load,
         with_redundancy=with_red,
@@ -680,6 +737,54 @@ def tp_objective(p: Paths, billed) -> tuple:
         ``(purchased, billed, tp)``, compared in that order; the smallest wins. [GPUs]
     """
     return (p.purchased, billed, p.tp)
+
+
+def solve_fleet(s: Scenario, first_tp: int | None = None) -> tuple | None:
+    """``(purchased, binding, binding paths)`` of :func:`solve`, each degree's latency path solved only where its
+    memory and compute paths leave it a chance of ordering first. [GPUs], [text], [paths]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers, every field a scalar.
+    first_tp : int, optional
+        The degree to solve first (the plan's own): only the time depends on it. [GPUs]
+
+    Returns
+    -------
+    tuple or None
+        What :func:`solve` would choose, as its purchase, binding constraint and binding paths; None where
+        :func:`solve` raises (no degree holds the weights and meets the promise). A breakpoint's every trial asks
+        only this.
+
+    Notes
+    -----
+    The load at a degree is at least its memory and compute paths, so a degree whose fleet of those alone orders
+    after the best so far (:func:`tp_objective`) cannot be chosen, and its latency path is never needed.
+    """
+    tr = traffic(s)
+    best = None
+    for tp in sorted(s.tp_options, key=lambda t: t != first_tp):
+        if best is not None:
+            mem = fleet.whole_gpus(memory.memory_gpus_exact(tr.concurrency, tr.kv_gib_per_conversation,
+                                                            kv_budget_gib(s, tp), tp, kv_shards(s, tp)), tp)
+            low = max(mem, compute_path_gpus(s, tr, tp)) / tp
+            if low == _vec.INF:
+                continue
+            _, with_red, bought = fleet.fleet_sizes(low, tp, s.redundancy, s.gpus_per_node)
+            if (bought, bought if s.bill_purchased else with_red, tp) > best[0]:
+                continue
+        p = paths(s, tr, tp, lean=True)
+        if p.load == _vec.INF:
+            continue
+        key = tp_objective(p, p.purchased if s.bill_purchased else p.with_redundancy)
+        if best is None or key < best[0]:
+            best = (key, p)
+    if best is None:
+        return None
+    p = best[1]
+    label, which = fleet.binding_constraint(p.memory_gpus, p.compute_gpus, p.latency_gpus, p.tp)
+    return p.purchased, label, which
 
 
 def solve(s: Scenario) -> Solution:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 from xlplan import closed_form, steps
 from xlplan.plan import Plan
@@ -18,14 +19,22 @@ from xlplan.scenario import Scenario, resolve
 SEARCH_FACTOR = 1.25
 """Step of the outward search. [ratio]"""
 
+SEARCH_FACTOR_FAR = 2.0
+"""Step of the outward search for a monotone predicate past the first :data:`FINE_STEPS`: a far breakpoint (or none
+within the range) is reached in a few doublings, each costing one more halving of the bracket after. [ratio]"""
+
+FINE_STEPS = 4
+"""Outward steps taken at :data:`SEARCH_FACTOR` before the search widens (to 1.25⁴ ≈ 2.4×). [steps]"""
+
 SEARCH_RANGE = 64.0
 """How far out a breakpoint is searched, as a multiple of the current value. [ratio]"""
 
-RELATIVE_TOLERANCE = 1e-6
-"""Bisection stops when the bracket is this narrow, relative to the value. [fraction]"""
+RELATIVE_TOLERANCE = 1e-4
+"""Bisection stops when the bracket is this narrow, relative to the value: finer than the four figures a breakpoint
+is shown with (each further halving costs a re-plan of every path). [fraction]"""
 
 MAX_STEPS = 200
-"""Most steps of either search (the outward one takes ~19 to reach x64; bisection ~30 to 1e-6): a cap, so no input can
+"""Most steps of either search (the outward one takes 19 to reach x64, 9 where it may widen; bisection ~11 to 13 to 1e-4): a cap, so no input can
 make a search run forever. [steps]"""
 
 
@@ -231,7 +240,7 @@ def sensitivities(plan: Plan, s: Scenario, what_ifs: tuple[WhatIf, ...] = STANDA
 
 
 def find_threshold(predicate: Callable[[float], bool], start: float, direction: str,
-                   search_range: float = SEARCH_RANGE) -> float | None:
+                   search_range: float = SEARCH_RANGE, monotone: bool = False) -> float | None:
     """First value from ``start`` outward at which ``predicate`` turns true. [unit of start]
 
     Parameters
@@ -244,6 +253,10 @@ def find_threshold(predicate: Callable[[float], bool], start: float, direction: 
         Which way to move.
     search_range : float
         Give up beyond ``start × range`` (or ``start ÷ range``). [ratio]
+    monotone : bool
+        The predicate stays true once true (the purchase only grows): the outward search may then widen past its
+        first :data:`FINE_STEPS`, since no bracket can hide a first change. A binding that flips and flips back
+        (two paths taking turns at the top) keeps the fine steps throughout. [bool]
 
     Returns
     -------
@@ -253,19 +266,21 @@ def find_threshold(predicate: Callable[[float], bool], start: float, direction: 
 
     Examples
     --------
-    >>> round(find_threshold(lambda x: x > 3.0, 1.0, "up"), 4)
+    >>> round(find_threshold(lambda x: x > 3.0, 1.0, "up"), 3)
     3.0
     """
     if not (start > 0 and start < float("inf")):
         return None  # nothing to search from (a zero or infinite value scales to itself)
-    factor = SEARCH_FACTOR if direction == "up" else 1.0 / SEARCH_FACTOR
-    inside, x = start, start * factor
-    for _ in range(MAX_STEPS):
+    up = direction == "up"
+    limit = start * search_range if up else start / search_range
+    inside, x = start, start * (SEARCH_FACTOR if up else 1.0 / SEARCH_FACTOR)
+    for k in range(MAX_STEPS):
         if predicate(x):
             break
-        inside, x = x, x * factor
-        if x > start * search_range or x < start / search_range:
+        if x == limit:
             return None
+        factor = SEARCH_FACTOR_FAR if (monotone and k + 1 >= FINE_STEPS) else SEARCH_FACTOR  # far steps coarse
+        inside, x = x, (min(x * factor, limit) if up else max(x / factor, limit))
     else:
         return None
     outside = x
@@ -306,10 +321,13 @@ def breakpoints(s: Scenario, base: steps.Solution) -> list[Breakpoint]:
         One per entry of :data:`BREAKPOINT_VARIABLES`: the value at which the purchase grows and at which the
         binding constraint changes (None beyond the search range), with what follows.
     """
-    def figures(sol):
-        return int(sol.paths.purchased), sol.binding, sol.binding_paths
+    def figures(o):
+        return int(o[0]), o[1], o[2]
 
-    return _search_breakpoints(s, _outcome, figures, figures(base))
+    def outcome(x):
+        return steps.solve_fleet(x, int(base.paths.tp))
+
+    return _search_breakpoints(s, outcome, figures, (int(base.paths.purchased), base.binding, base.binding_paths))
 
 
 def _search_breakpoints(s: Scenario, outcome, figures, base) -> list[Breakpoint]:
@@ -333,7 +351,7 @@ def _search_breakpoints(s: Scenario, outcome, figures, base) -> list[Breakpoint]
             o = at(x)
             return o is None or figures(o)[1] != base[1]
 
-        step_at = find_threshold(grows, current, direction)
+        step_at = find_threshold(grows, current, direction, monotone=True)
         flip_at = find_threshold(flips, current, direction)
         after_step = at(step_at) if step_at is not None else None
         after_flip = at(flip_at) if flip_at is not None else None
@@ -350,8 +368,8 @@ def _search_breakpoints(s: Scenario, outcome, figures, base) -> list[Breakpoint]
     return out
 
 
-def closed_outcome(s: Scenario, budget: int, set_by_plan: bool):
-    """(solution, closed form) of a changed scenario at the plan's deployed step budget; None where it cannot be met.
+def closed_outcome(s: Scenario, budget: int, set_by_plan: bool, first_tp: int | None = None):
+    """(traffic, closed form) of a changed scenario at the plan's deployed step budget; None where it cannot be met.
 
     Parameters
     ----------
@@ -361,18 +379,18 @@ def closed_outcome(s: Scenario, budget: int, set_by_plan: bool):
         The step budget the plan deploys, held through the change (the decision is the plan's). [tokens]
     set_by_plan : bool
         Whether the plan file sets it. [bool]
+    first_tp : int, optional
+        The TP degree to try first (the plan's closed form's): only the time depends on it. [GPUs]
 
     Returns
     -------
     tuple or None
-        ``(steps.Solution, closed_form.ClosedForm)``, or None when no TP degree can hold the weights and meet the
+        ``(steps.Traffic, closed_form.ClosedForm)``, or None when no TP degree can hold the weights and meet the
         promise, or no fleet keeps the wait for a slot within the TTFT target.
     """
-    sol = _outcome(s)
-    if sol is None:
-        return None
-    cf = closed_form.closed_form(s, sol, set_by_plan, budget=budget)
-    return (sol, cf) if cf.feasible else None
+    tr = steps.traffic(s)
+    cf = closed_form.closed_form_of(s, set_by_plan, budget=budget, first_tp=first_tp, tr=tr)
+    return (tr, cf) if cf is not None and cf.feasible else None
 
 
 def closed_sensitivity(change: str, s: Scenario | None, budget: int, set_by_plan: bool, error: str = "") -> Sensitivity:
@@ -411,8 +429,8 @@ def closed_sensitivity(change: str, s: Scenario | None, budget: int, set_by_plan
     if out is None:
         return Sensitivity(change=change, feasible=False, load=None, fleet=None, purchased=None, binding=None,
                            monthly_usd=None, usd_per_mtok=None, note=error)
-    sol, cf = out
-    b = steps.bill(s, sol.traffic, replace(sol.paths, with_redundancy=float(cf.with_redundancy), purchased=float(cf.purchased)))
+    tr, cf = out
+    b = steps.bill(s, tr, SimpleNamespace(with_redundancy=float(cf.with_redundancy), purchased=float(cf.purchased)))
     return Sensitivity(change=change, feasible=True, load=cf.load, fleet=cf.with_redundancy, purchased=cf.purchased,
                        binding=cf.binding, binding_paths=list(cf.binding_paths), monthly_usd=b.monthly_usd,
                        usd_per_mtok=b.usd_per_mtok)
@@ -476,5 +494,5 @@ def closed_breakpoints(s: Scenario, base: closed_form.ClosedForm, set_by_plan: b
     def figures(o):
         return o[1].purchased, o[1].binding, o[1].binding_paths
 
-    return _search_breakpoints(s, lambda x: closed_outcome(x, base.step_budget_tokens, set_by_plan), figures,
+    return _search_breakpoints(s, lambda x: closed_outcome(x, base.step_budget_tokens, set_by_plan, base.tp), figures,
                                (base.purchased, base.binding, base.binding_paths))
