@@ -123,11 +123,13 @@ def _battery(ref_plan) -> dict:
         "70b_tp4": replan(ref_plan, forecast={"peak_rps": 10}, model=L70, policy={"tp": 4}),
         "70b_tp8": replan(ref_plan, forecast={"peak_rps": 20}, model=L70, policy={"tp": 8}),
         "bursty": replan(ref_plan, forecast={"arrival_cv2": 4.0}),
+        # held back until the latency path timed the mean batch (6 closed form, 8 simulated), which a gap does not see
+        "itl_25ms": replan(ref_plan, promise={"itl_s": 0.025}),
     }
 
 
 BATTERY = ("reference", "rag", "long_answers", "heavy_tail", "tiny", "moe_tp2", "long_context", "h200_peak_x2", "fp8",
-           "vllm_defaults", "70b_tp4", "70b_tp8", "bursty")
+           "vllm_defaults", "70b_tp4", "70b_tp8", "bursty", "itl_25ms")
 
 
 @pytest.mark.slow
@@ -138,7 +140,8 @@ def test_closed_form_within_one_replica_of_the_verified_fleet(ref_plan, case):
     # promise by the verification's own rule (p95 TTFT and ITL at peak, every run stable, on each of seeds 1, 2, 3;
     # the plan's arrivals: Poisson, or squared CV 4 for "bursty"). Measured: 6/6, 6/6, 4/3, 9/10, 1/1, 2/3, 4/3,
     # 11/11, 3/3, 6/6 (vLLM's defaults, deployed at 1,024-token steps), 4/4 (the 70B at TP 4, at 256-token steps:
-    # issue 18 measured 16 GPUs), 4/4 (TP 8) and 7/7 (bursty). The README names the case we hold that misses.
+    # issue 18 measured 16 GPUs), 4/4 (TP 8), 7/7 (bursty) and 7/8 (a 25 ms target: the latency path at the batch a
+    # gap sees at the percentile). The README names the cases we hold back and how they fare.
     from xlplan import closed_form
     from xlplan.planner import deployed
 
