@@ -277,3 +277,17 @@ def test_the_achieved_step_is_the_fixed_point_of_littles_law(ref_plan):
             _, tau_iter, b_iter = closed_form.achieved_time_in_system_s(q, tr, step, n)
             if abs(per * min(step(max(b_iter, 1.0)), q.itl_s) - b_iter) <= 1e-9 * b_iter:  # the iteration settled
                 assert b_iter == pytest.approx(b, rel=1e-6)
+
+
+def test_a_changed_scenario_is_what_dataclasses_replace_gives(ref_plan):
+    # scenario.changed copies a Scenario with some fields set, faster than dataclasses.replace: the same object by
+    # value, and a field it does not have is refused as replace refuses it
+    import dataclasses
+
+    from xlplan.scenario import changed
+
+    s = resolve(ref_plan)
+    assert changed(s, itl_s=0.04, peak_rps=12.0) == dataclasses.replace(s, itl_s=0.04, peak_rps=12.0)
+    assert changed(s) == s and changed(s) is not s
+    with pytest.raises(TypeError):
+        changed(s, itl_ms=40)

@@ -41,6 +41,8 @@ def ceil(x):
     float or array
         The smallest whole number not below ``x`` (a float, or a numpy array for an array). [same unit as x]
     """
+    if type(x) is float:  # the scalar planner's case first: no dispatch
+        return float(math.ceil(x)) if math.isfinite(x) else x
     if _is_array(x):
         return _np().ceil(x)
     return float(math.ceil(x)) if math.isfinite(x) else x
@@ -79,6 +81,8 @@ def maximum(a, b):
     float or array
         The larger of ``a`` and ``b`` (element by element for arrays). [same unit as a]
     """
+    if type(a) is float and type(b) is float:
+        return max(a, b)
     if _is_array(a, b):
         return _np().maximum(a, b)
     return max(a, b)
@@ -99,6 +103,8 @@ def minimum(a, b):
     float or array
         The smaller of ``a`` and ``b`` (element by element for arrays). [same unit as a]
     """
+    if type(a) is float and type(b) is float:
+        return min(a, b)
     if _is_array(a, b):
         return _np().minimum(a, b)
     return min(a, b)

@@ -27,13 +27,13 @@ Runbook, document 14, step 6 · "Take the larger, add headroom, round to somethi
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
 from xlplan import _vec, fleet, memory, queue_path, serving, simulate, steps
-from xlplan.scenario import Scenario
+from xlplan.scenario import Scenario, changed
 
 PATHS = ("memory", "compute", "latency", "queueing")
 """The closed form's paths, in the order the note lists them."""
@@ -317,6 +317,12 @@ def _fewest(s: Scenario, tr: steps.Traffic, first_tp: int | None, paths_of, budg
     return best[1] if best is not None else None
 
 
+@functools.lru_cache(maxsize=16)
+def _z(percentile: float) -> float:
+    """The standard normal quantile at ``percentile``. [1]"""
+    return NormalDist().inv_cdf(percentile / 100.0)
+
+
 def _lower_key(s: Scenario, tp: int, replicas: int, infeasible: bool) -> tuple:
     """The TP objective's key ``(infeasible, purchased, billed, tp)`` of a fleet of at least ``replicas``: no fleet
     at this degree can order before it. [GPUs]"""
@@ -373,7 +379,7 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
         chosen, why, options = choose_budget(s, tr, tp, float(pa.load_replicas), budget_set_by_plan)
     else:
         chosen, why, options = budget, "plan" if budget_set_by_plan else "queueing path", ()
-    q_s = dataclasses.replace(s, max_num_batched_tokens=float(chosen), latency_with_prefill=True)
+    q_s = changed(s, max_num_batched_tokens=float(chosen), latency_with_prefill=True)
     r = steps.replica(q_s, tp)
     step = steps.latency_step_fn(q_s, tr, r)
     compute_reps = int(pa.compute_gpus) // tp
@@ -419,7 +425,7 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
     # A token gap is seen by every sequence of its step, so it sees the batch size-biased: with the sequences decoding
     # on a replica Poisson about their mean b (an M/G/∞ count; least-loaded routing spreads them less), 1 + Poisson(b),
     # whose percentile the Cornish–Fisher expansion gives: 1 + b + z·√b + (z² − 1)/6.
-    z = NormalDist().inv_cdf(s.percentile / 100.0)
+    z = _z(s.percentile)
 
     def gap_ok(n: int) -> bool:
         b = at_fleet(n)[2]

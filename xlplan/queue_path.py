@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 
 from xlplan import distributions, fleet, queueing, serving, simulate, steps
-from xlplan.scenario import Scenario
+from xlplan.scenario import Scenario, changed
 
 ARRIVAL_CV2 = 1.0
 """Squared coefficient of variation of the gaps between arrivals at peak where the plan gives none: Poisson. [1]"""
@@ -104,7 +104,7 @@ def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float, r:
     """
     budget = simulate.chunk_tokens(s)  # the simulation's own step budget: both schedule the same steps
     same = s.latency_with_prefill and s.max_num_batched_tokens == float(budget)
-    q = s if same else dataclasses.replace(s, latency_with_prefill=True, max_num_batched_tokens=float(budget))
+    q = s if same else changed(s, latency_with_prefill=True, max_num_batched_tokens=float(budget))
     r = r if r is not None else steps.replica(q, tp)
     step = step if (step is not None and same) else steps.latency_step_fn(q, tr, r)
     slots = float(serving.max_batch_within(step, q.itl_s, steps.latency_batch_cap(q, tr)))

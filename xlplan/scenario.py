@@ -99,6 +99,34 @@ class Scenario:
     arrival_cv2: float = 1.0  # squared CV of the gaps between arrivals at peak: 1 Poisson [1]
 
 
+_FIELDS = tuple(Scenario.__dataclass_fields__)
+_new, _set = object.__new__, object.__setattr__
+
+
+def changed(s: Scenario, **changes) -> Scenario:
+    """``dataclasses.replace(s, **changes)`` for a Scenario, at half the cost: a breakpoint's every trial makes one.
+
+    Parameters
+    ----------
+    s : Scenario
+        The scenario to copy.
+    **changes
+        Fields to set, by name, each in its field's unit.
+
+    Returns
+    -------
+    Scenario
+        A copy of ``s`` with ``changes`` set (equal to what ``dataclasses.replace`` gives: a test holds them equal).
+    """
+    unknown = set(changes) - set(_FIELDS)
+    if unknown:
+        raise TypeError(f"Scenario has no field {sorted(unknown)[0]!r}")
+    out = _new(Scenario)
+    for name in _FIELDS:
+        _set(out, name, changes[name] if name in changes else getattr(s, name))
+    return out
+
+
 SWEEPABLE: tuple[str, ...] = (
     "peak_rps", "prompt_p50", "prompt_p95", "prompt_p99", "output_p50", "output_p95", "output_p99", "average_utilisation",
     "prefix_reuse", "ttft_s", "itl_s", "memory_gib", "visible_gib", "peak_tflops", "attention_peak_tflops", "hbm_tbps", "link_gbps", "link_latency_s",

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from xlplan import closed_form, steps
 from xlplan.plan import Plan
 from xlplan.result import Breakpoint, Sensitivity
-from xlplan.scenario import Scenario, resolve
+from xlplan.scenario import Scenario, changed, resolve
 
 SEARCH_FACTOR = 1.25
 """Step of the outward search. [ratio]"""
@@ -78,7 +78,7 @@ def with_prompt_p95(s: Scenario, p95: float) -> Scenario:
         A copy of ``s`` with the prompt percentiles changed.
     """
     p99 = None if s.prompt_p99 is None else max(s.prompt_p99, p95)
-    return replace(s, prompt_p95=p95, prompt_p99=p99, prompt_p50=min(s.prompt_p50, p95))
+    return changed(s, prompt_p95=p95, prompt_p99=p99, prompt_p50=min(s.prompt_p50, p95))
 
 
 def with_output_p50(s: Scenario, p50: float) -> Scenario:
@@ -98,7 +98,7 @@ def with_output_p50(s: Scenario, p50: float) -> Scenario:
     """
     p95 = max(s.output_p95, p50)
     p99 = None if s.output_p99 is None else max(s.output_p99, p95)
-    return replace(s, output_p50=p50, output_p95=p95, output_p99=p99)
+    return changed(s, output_p50=p50, output_p95=p95, output_p99=p99)
 
 
 def _fmt_tokens(x: float) -> str:
@@ -296,11 +296,11 @@ def find_threshold(predicate: Callable[[float], bool], start: float, direction: 
 
 
 BREAKPOINT_VARIABLES: tuple[tuple[str, str, str, Callable[[Scenario, float], Scenario], Callable[[Scenario], float]], ...] = (
-    ("peak_rps", "requests/s", "up", lambda s, x: replace(s, peak_rps=x), lambda s: s.peak_rps),
+    ("peak_rps", "requests/s", "up", lambda s, x: changed(s, peak_rps=x), lambda s: s.peak_rps),
     ("prompt_p95", "tokens", "up", with_prompt_p95, lambda s: s.prompt_p95),
     ("output_p50", "tokens", "up", with_output_p50, lambda s: s.output_p50),
-    ("itl_s", "s/token", "up", lambda s, x: replace(s, itl_s=x), lambda s: s.itl_s),
-    ("itl_s", "s/token", "down", lambda s, x: replace(s, itl_s=x), lambda s: s.itl_s),
+    ("itl_s", "s/token", "up", lambda s, x: changed(s, itl_s=x), lambda s: s.itl_s),
+    ("itl_s", "s/token", "down", lambda s, x: changed(s, itl_s=x), lambda s: s.itl_s),
 )
 """(variable, unit, direction, how to set it, how to read it) for each breakpoint searched."""
 
