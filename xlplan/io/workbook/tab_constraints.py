@@ -396,8 +396,11 @@ def _queueing_section(book: Book, sh, rows: Rows, e: Engine):
     tail = 1.0 - e.s.percentile / 100.0
     rows.calc("QueueTailFraction", "Requests allowed past the target", "=1-PromisePercentile/PercentPerFraction", tail,
               "fraction", FMT["num"], "")
+    from xlplan import queue_path, queueing
+
     rows.calc("QueueACFactor", "Allen–Cunneen factor", "=(ArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor",
-              (e.s.arrival_cv2 + 1.0) / 2.0, "1", FMT["num"], "1 for Poisson arrivals and exponential service")
+              queueing.allen_cunneen_factor(e.s.arrival_cv2, queue_path.SERVICE_CV2), "1", FMT["num"],
+              "1 for Poisson arrivals and exponential service")
     # the table goes at the end of the tab (erlang(), below); the answer reads its first row within the target
     answer_row = sh.row
     sh.row += 1
@@ -408,14 +411,13 @@ def _queueing_section(book: Book, sh, rows: Rows, e: Engine):
     end = sh.row
     a = q.offered_erlangs
     service_s = 1.0 / q.service_rps_per_replica if q.service_rps_per_replica > 0 else math.inf
-    from xlplan import queueing
 
     def wait(n: int):
         """(P(wait), wait at the percentile, within the target) at n replicas, as the table's formulas give them."""
         if not (math.isfinite(a) and a > 0):
             return 1.0, NONE, False
         c = queueing.erlang_c(n, a)
-        w = queueing.wait_at_percentile_s(n, e.s.peak_rps, service_s, e.s.percentile, e.s.arrival_cv2, 1.0)
+        w = queueing.wait_at_percentile_s(n, e.s.peak_rps, service_s, e.s.percentile, e.s.arrival_cv2, queue_path.SERVICE_CV2)
         return c, w, w <= q.wait_target_s
 
     def table(title: str, first_n: str, next_n: str, ns: list[int], prefix: str) -> None:
