@@ -208,6 +208,27 @@ def test_a_dense_step_is_two_lines_met_where_the_higher_reaches_the_target(itl_s
             assert exact(cap) <= itl_s
 
 
+def test_window_layers_hold_at_most_the_window_in_the_simulated_cache():
+    # gemma-3-27b: 62 layers, 52 of them sliding-window layers of 1,024 tokens. A sequence of n tokens holds
+    # a·n + (1 − a)·min(n, 1,024) tokens' worth of every-layer cache, a = 10/62 (as the planner's
+    # memory.kv_bytes_per_conversation counts it, and vLLM's hybrid KV cache manager allocates it). One request of
+    # 2,000 + 300 tokens alone on a replica: at its last step the cache holds a·2,300 + (1 − a)·1,024 ≈ 1,230 tokens,
+    # not the 2,300 that counting every layer full-length gives.
+    from xlplan.io.planfile import plan_from_mapping
+
+    data = reference_plan().model_dump(exclude_none=True)
+    data["model"] = {"name": "gemma-3-27b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
+    s = resolve(plan_from_mapping(data, "test"))
+    assert (s.layers, s.window_layers, s.window) == (62, 52, 1024)
+    wl = simulate.Workload(np.array([1.0]), np.array([2000]), np.array([300]))
+    run = simulate._Run(s, 1, 1, wl, 600.0)
+    run.warm = 0.0  # measure every step
+    run.run()
+    a = 10 / 62
+    assert max(run.kv_held) == pytest.approx(a * 2300 + (1 - a) * 1024, abs=1.0)
+    assert run.finish[0] == run.finish[0] and run.preemptions == 0  # it finished, nothing preempted
+
+
 def test_a_full_cache_preempts_and_recomputes():
     # A budget of 79.65 GiB x 0.2561 − 14.96 GiB weights − 3 GiB = 2.44 GiB holds ~20,000 tokens of 131,072 B: nine
     # 2,000-token prompts fill it, and their 300 outputs each cannot all fit. The scheduler must preempt and recompute,

@@ -21,6 +21,9 @@ Notes
   TTFT is within target and its ITL is within target or undefined (no second token decoded). A run lasts max(10 minutes, 20,000 arrivals) unless
   told, at most 6 hours.
 - **Prefix reuse**: the plan's reused share of each prompt is held in the cache from admission but not computed.
+- **Sliding-window layers** hold at most the window: a sequence of ``n`` tokens holds ``a·n + (1 − a)·min(n, W)``
+  of every layer's cache (``a`` the share of full-attention layers), as the planner counts it and vLLM's hybrid KV
+  cache manager allocates it (``_Run.start_step``).
 
 References
 ----------
@@ -329,7 +332,8 @@ def resampled_workload(s: Scenario, prompt, output, duration_s: float, seed: int
 
 
 def kv_capacity_tokens(s: Scenario, tp: int) -> float:
-    """Tokens one replica's KV cache holds at plan time (every layer counted full-length). [tokens]
+    """Tokens one replica's KV cache holds at plan time, in tokens of every layer (a sliding-window layer's share is
+    clipped where the run counts what each sequence holds). [tokens]
 
     Parameters
     ----------
@@ -389,6 +393,7 @@ class _Run:
         self.budget = float(chunk_tokens(s))
         self.max_seqs = int(min(s.max_num_seqs, 10**9))
         self.window = float(s.window) if s.window_layers else math.inf
+        self.full_share = (s.layers - s.window_layers) / s.layers if s.window_layers else 1.0  # layers caching it all
         self.causal = s.causal_attention
         self.reuse = s.prefix_reuse
         self.arrivals = np.asarray(workload.arrival_s, dtype=float)
@@ -576,6 +581,12 @@ class _Run:
                     continue
                 from_step = False
                 k, b, sum_c, sp = rp.k, rp.b, rp.sum_c, rp.sum_prefill
+            if not unwindowed:  # window layers hold at most the window: the cache is counted in start_step
+                rp.b, rp.sum_c, rp.sum_prefill = b, sum_c, sp
+                if from_step:
+                    heappop(events)
+                self.start_step(i, now)
+                continue
             # the next step: decodes first, room for one token each, preempting the newest while the cache is full
             used = sum_c + b * k + sp
             if b and used + b > cap:
@@ -705,6 +716,26 @@ class _Run:
                 self.start_step(j, now)
 
     def start_step(self, i: int, now: float) -> None:
+        """Start replica ``i``'s next step at ``now``: decodes first, then prefill chunks, as :meth:`run` does inline.
+
+        Parameters
+        ----------
+        i : int
+            The replica. [index]
+        now : float
+            The time. [s]
+
+        Notes
+        -----
+        A model with sliding-window layers holds, per sequence of ``n`` tokens, ``a·n + (1 − a)·min(n, W)`` tokens'
+        worth of cache (``a`` the share of full-attention layers, ``W`` the window), as the planner counts it
+        (:func:`xlplan.memory.kv_bytes_per_conversation`) and vLLM's hybrid KV cache manager allocates it; the
+        decodes' share is taken as ``a·S + (1 − a)·min(S, b·W)`` over their summed context ``S``, exact where every
+        context is past the window (or none is), and never less than the sum over sequences.
+        """
+        if self.window != math.inf:
+            self._start_windowed_step(i, now)
+            return
         rp, cap, window = self.reps[i], self.cap, self.window
         output, prompt = self.output, self.prompt
         k = rp.k
@@ -774,6 +805,101 @@ class _Run:
             self.step_t.append(t)
             self.step_b.append(b)
             self.kv_held.append(used + b + pre)
+        heapq.heappush(self.events, (now + t, i))
+
+
+    def _start_windowed_step(self, i: int, now: float) -> None:
+        """:meth:`start_step` for a model with sliding-window layers: the same schedule, the cache counted with the
+        window layers clipped at the window (see :meth:`start_step`)."""
+        rp, cap, w = self.reps[i], self.cap, self.window
+        output, prompt = self.output, self.prompt
+        a = self.full_share
+        k = rp.k
+
+        def held(total, count):  # the cache ``count`` sequences of ``total`` tokens hold [tokens of every layer]
+            return a * total + (1.0 - a) * min(total, count * w)
+
+        def cost(done, chunk):  # what ``chunk`` more tokens after ``done`` add [tokens of every layer]
+            return a * chunk + (1.0 - a) * (min(done + chunk, w) - min(done, w))
+
+        def fitting(done, free):  # the longest chunk after ``done`` whose cost is within ``free`` [tokens]
+            below = max(w - done, 0.0)
+            if free <= below:
+                return free
+            return below + (free - below) / a if a > 0 else math.inf
+
+        prefill_held = sum(held(e[1], 1) for e in rp.prefilling)
+        # 1. decodes first: room for one token each, preempting the newest sequence while the cache is full
+        ctx = rp.sum_c + rp.b * k
+        used = held(ctx, rp.b) + prefill_held
+        need = held(ctx + rp.b, rp.b) - held(ctx, rp.b)
+        while rp.b and used + need > cap:
+            rid = rp.order.pop()
+            if rid not in rp.dec:
+                continue
+            c, kf = rp.dec.pop(rid)
+            rp.b -= 1
+            rp.sum_c -= c
+            generated = output[rid] - (kf - k + 1)
+            prompt[rid] += generated
+            output[rid] -= generated
+            self.resumed[rid] = True
+            self.last_token[rid] = now
+            rp.waiting.appendleft(rid)
+            self.preemptions += 1
+            ctx = rp.sum_c + rp.b * k
+            used = held(ctx, rp.b) + prefill_held
+            need = held(ctx + rp.b, rp.b) - held(ctx, rp.b)
+        b = rp.b
+        ctx_sum = rp.sum_c + b * k
+        dec_keys_w = min(ctx_sum, b * w) if b else 0.0
+        # 2. prefill in the remaining token budget: partly prefilled requests first, then the queue (FIFO)
+        room = self.budget - b
+        free = cap - used - need
+        chunks = []
+        for entry in rp.prefilling:
+            if room < 1 or free < 1:
+                break
+            done = entry[1]
+            chunk = min(prompt[entry[0]] - done, room, fitting(done, free))
+            chunks.append((entry, chunk))
+            room -= chunk
+            free -= cost(done, chunk)
+        running = b + len(rp.prefilling)
+        reuse = self.reuse
+        while rp.waiting and room >= 1 and free >= 1 and running < self.max_seqs:
+            rid = rp.waiting[0]
+            cached = 0.0 if self.resumed[rid] else math.floor(prompt[rid] * reuse)  # a prefix-cache hit: held, not computed
+            want = min(prompt[rid] - cached, room)
+            if held(want + cached, 1) > free:  # admitted only when its next chunk fits the cache
+                break
+            rp.waiting.popleft()
+            entry = [rid, cached]
+            rp.sum_prefill += cached
+            rp.prefilling.append(entry)
+            running += 1
+            chunks.append((entry, want))
+            room -= want
+            free -= held(want + cached, 1)
+        pre = pre_keys = pre_keys_w = kv_pre = kv_pre_w = 0.0
+        for entry, chunk in chunks:
+            done = entry[1]
+            keys = chunk * done + (chunk * (chunk + 1.0) / 2.0 if self.causal else chunk * chunk)
+            pre += chunk
+            pre_keys += keys
+            pre_keys_w += min(keys, w * chunk)
+            kv_pre += done
+            kv_pre_w += min(done, w)
+        if b == 0 and pre == 0:
+            rp.busy = False
+            return
+        t = self.step_time(b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys_w, ctx_sum + kv_pre, dec_keys_w + kv_pre_w)
+        rp.busy = True
+        rp.pending = chunks
+        if self.warm <= now < self.duration:
+            self.step_t.append(t)
+            self.step_b.append(b)
+            self.kv_held.append(cap - free)
         heapq.heappush(self.events, (now + t, i))
 
 
