@@ -848,6 +848,19 @@ def step_time_fn(r: Replica, arrays: bool = False):
         f_array.lines = None if has_experts else lines
         return f_array
 
+    if not (has_experts or comm or ep):  # one GPU, a dense model: the same terms, without the branches for the rest
+        def f_dense(dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
+            t = overhead
+            c = n_dense * dec / gpu_d + n_dense * pre / gpu_p
+            t += c if c > dense_mem else dense_mem
+            c = attn * (full * dec_keys + windowed * dec_keys_w) / att_d + attn * (full * pre_keys + windowed * pre_keys_w) / att_p
+            m = kv_per * (full * kv + windowed * kv_w)
+            t += c if c > m else m
+            return t
+
+        f_dense.lines = lines
+        return f_dense
+
     def f(dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
         tokens = dec + pre
         t = overhead
