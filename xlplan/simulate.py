@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+from array import array
 from collections import deque
 from dataclasses import dataclass
 from heapq import heappop, heappush, heapreplace
@@ -413,9 +414,10 @@ class _Run:
         self.loads = [0] * replicas
         self.events: list[tuple[float, int]] = []
         self.first_in_window = 0  # first tokens sampled inside the measured window
-        self.step_t: list[float] = []  # measured steps: duration, decodes, cache in use
-        self.step_b: list[int] = []
-        self.kv_held: list[float] = []  # tokens the step holds in the cache (its share: measured, ÷ capacity)
+        # measured steps: duration, decodes, cache in use; typed arrays, which numpy reads without a copy
+        self.step_t = array("d")  # [s]
+        self.step_b = array("q")  # [sequences]
+        self.kv_held = array("d")  # tokens the step holds in the cache (its share: measured, ÷ capacity) [tokens]
         self.preemptions = 0
         if not 0 <= lost < replicas:
             raise ValueError(f"lost: got {lost} of {replicas} replicas; expected 0 to {replicas - 1}")
@@ -1034,7 +1036,7 @@ def _pooled_percentiles(values, counts, qs) -> list[float]:
     total = int(counts.sum())
     if total == 0:
         return [math.nan for _ in qs]
-    order = np.argsort(values, kind="stable")
+    order = np.argsort(values)  # equal values may come in any order: the j-th of the sorted sample is the same
     v, cum = values[order], np.cumsum(counts[order])
 
     def at(j: int) -> float:  # the j-th entry (from 0) of the sorted repeated sample
@@ -1080,16 +1082,19 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     t_in = np.where(np.isnan(fin), end, fin) - arr
     # ITL pooled over token gaps: each measured step once per sequence it advanced, plus the gaps across preemptions
     # (the pooled sample is never built: its percentiles come from the steps' durations and their counts)
-    gap_values = np.concatenate([np.asarray(run.step_t, dtype=float), np.asarray(run.gaps_extra, dtype=float)])
-    gap_counts = np.concatenate([np.asarray(run.step_b, dtype=np.int64), np.ones(len(run.gaps_extra), dtype=np.int64)])
+    step_t = np.frombuffer(run.step_t, dtype=float) if len(run.step_t) else np.zeros(0)
+    step_b = np.frombuffer(run.step_b, dtype=np.int64) if len(run.step_b) else np.zeros(0, dtype=np.int64)
+    gap_values = np.concatenate([step_t, np.asarray(run.gaps_extra, dtype=float)]) if run.gaps_extra else step_t
+    gap_counts = np.concatenate([step_b, np.ones(len(run.gaps_extra), dtype=np.int64)]) if run.gaps_extra else step_b
     n_gaps = int(gap_counts.sum())
     itl_50, itl_95, itl_99, itl_q = _pooled_percentiles(gap_values, gap_counts, [50.0, 95.0, 99.0, percentile])
     # Little's Law inside the run: the time average of requests in the system over the measured window
     lo, hi = run.warm, run.duration
     overlap = np.clip(np.minimum(np.where(np.isnan(fin), end, fin), hi) - np.maximum(arr, lo), 0.0, None)
     in_flight = float(overlap.sum() / (hi - lo))
-    kv_w = np.asarray(run.step_t)
-    kv_u = np.minimum(np.asarray(run.kv_held, dtype=float) / run.cap, 1.0)  # as min(held / cap, 1) per step
+    kv_w = step_t
+    kv_held = np.frombuffer(run.kv_held, dtype=float) if len(run.kv_held) else np.zeros(0)
+    kv_u = np.minimum(kv_held / run.cap, 1.0)  # as min(held / cap, 1) per step
     ttft_q = float(np.percentile(ttft, percentile)) if len(ttft) else math.nan
     mid = (lo + hi) / 2.0
     a1, a2 = ttft[arr[sel] < mid], ttft[arr[sel] >= mid]
@@ -1104,7 +1109,7 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
         ttft_s=_quantiles(ttft), itl_s=Quantiles(itl_50, itl_95, itl_99), tpot_s=_quantiles(tpot), mean_in_flight=in_flight,
         mean_time_in_system_s=float(t_in[sel].mean()) if sel.any() else math.nan,
         arrival_rate_rps=float(sel.sum() / (hi - lo)),
-        output_tok_s=float((sum(run.step_b) + run.first_in_window) / (hi - lo)),
+        output_tok_s=float((int(step_b.sum()) + run.first_in_window) / (hi - lo)),
         kv_utilisation=KVUse(float((kv_u * kv_w).sum() / kv_w.sum()) if kv_w.sum() > 0 else math.nan,
                              _weighted_percentile(kv_u, kv_w, 95), float(kv_u.max()) if len(kv_u) else math.nan),
         preemptions=run.preemptions, percentile=percentile,
