@@ -295,3 +295,68 @@ def test_a_changed_scenario_is_what_dataclasses_replace_gives(ref_plan):
     assert changed(s) == s and changed(s) is not s
     with pytest.raises(TypeError):
         changed(s, itl_ms=40)
+
+
+def _gemma(ref_plan, **forecast):
+    return replan(ref_plan, forecast=forecast, model={"name": "gemma-3-27b", "weights_dtype": "bf16", "kv_dtype": "bf16"})
+
+
+def test_the_closed_form_line_divides_by_its_own_degrees_cache(ref_plan):
+    # gemma-3-27b at the reference's 40 req/s: the runbook's method picks TP 2, the closed form TP 1. The closed form's
+    # line must divide its cache by the KV budget per GPU at its own degree (TP 1), so that its printed operands give
+    # its printed quotient: GiB ÷ GiB per GPU = GPUs, to the two decimals shown.
+    r = run_plan(_gemma(ref_plan))
+    assert r.closed_form.tp != r.fleet.tp
+    line = next(ln for ln in render_text(r).splitlines() if ln.strip().startswith("Closed form") and "in system" in ln)
+    found = re.search(r"= ([\d,.]+) GiB ÷ ([\d.]+) GiB per GPU at TP \d+ = ([\d.]+) GPUs", line)
+    total, per_gpu, gpus = (float(x.replace(",", "")) for x in found.groups())
+    assert total / per_gpu == pytest.approx(gpus, abs=0.01)
+    tp1 = next(o for o in r.tp_options if o.tp == r.closed_form.tp)
+    assert per_gpu == pytest.approx(tp1.kv_budget_gib_per_gpu, abs=0.005)
+
+
+def test_one_token_outputs_write_strict_json_and_no_nan(ref_plan, tmp_path, capsys):
+    # One output token decodes no second token: the inter-token gap is undefined, not a miss (issue 18), and it is
+    # written as JSON null and as words on the note, never as NaN (which a strict JSON parser refuses).
+    import json
+
+    import yaml
+
+    from xlplan.cli import main
+
+    p = replan(ref_plan, forecast={"output_tokens": {"p50": 1, "p95": 1, "p99": 1}})
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump(p.model_dump(mode="json", exclude_none=True)), encoding="utf-8")
+    assert main(["plan", str(path), "--json"]) == 0
+    text = capsys.readouterr().out
+
+    def refuse(name):
+        raise ValueError(f"not strict JSON: {name}")
+
+    data = json.loads(text, parse_constant=refuse)
+    assert data["verified"]["itl_p95_s"] is None and data["answer"]["source"] == "verified"
+    assert main(["plan", str(path)]) == 0
+    note = capsys.readouterr().out
+    assert not re.search(r"\bnan\b", note, re.IGNORECASE) and "inter-token undefined (one-token outputs)" in note
+
+
+def test_the_api_comparison_says_how_many_times_dearer(ref_plan):
+    # 0.01 req/s keeps one GPU busy for almost nothing: the API costs a few dollars a month, self-hosting thousands.
+    # The sentence gives the factor the right way up (the bill ÷ the API's, above 1), never "0.0× dearer".
+    r = run_plan(replan(ref_plan, forecast={"peak_rps": 0.01}), verify=False)
+    sentence = next(x for x in render_text(r).split("  ") if "self-hosting is" in x)
+    factor = float(re.search(r"self-hosting is ([\d,.]+)× dearer", sentence).group(1).replace(",", ""))
+    assert factor == pytest.approx(r.answer.monthly_usd / r.answer.api_monthly_usd, rel=0.01) and factor > 1
+
+
+@pytest.mark.slow
+def test_the_fleet_is_verified_at_the_closed_forms_degree(ref_plan):
+    # A 5 s inter-token target holds requests for 25 minutes in the runbook's memory path, which then picks TP 4 for
+    # 260 GPUs; the closed form's degree is TP 1. The simulation must search and add redundancy at the closed form's
+    # degree: one spare replica is one GPU there, and loosening the promise never makes the answer dearer than the
+    # reference's 6 + 1 at a 50 ms target.
+    r = run_plan(replan(ref_plan, promise={"itl_s": 5.0}), verify=True)
+    assert r.closed_form.tp == 1 and r.answer.source == "verified"
+    assert r.answer.with_redundancy - r.answer.load == 1 * r.closed_form.tp
+    ref = run_plan(ref_plan, verify=True)
+    assert r.answer.purchased <= ref.answer.purchased and r.answer.monthly_usd <= ref.answer.monthly_usd

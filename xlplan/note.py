@@ -232,10 +232,14 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         p3.append(budget_words)
     if r.closed_form is not None:
         p3.append(_closed_binding_words(r))
-    if q is not None and (q.gpus is None or q.gpus > f.load):
-        p3.append((f"The queueing path needs {q.gpus} GPUs, more than the runbook's load of {f.load}" if q.gpus is not None
+    # the queueing path is at the closed form's TP degree: it is set against the runbook's load at that degree
+    cf_tp = r.closed_form.tp if r.closed_form is not None else f.tp
+    rb_load = next((int(o.load) for o in r.tp_options if o.tp == cf_tp), f.load) if cf_tp != f.tp else f.load
+    at_tp = f" at TP {cf_tp}" if cf_tp != f.tp else ""
+    if q is not None and (q.gpus is None or q.gpus > rb_load):
+        p3.append((f"The queueing path needs {q.gpus} GPUs, more than the runbook's load{at_tp} of {rb_load}" if q.gpus is not None
                    else "No fleet keeps the wait for a slot within the TTFT promise")
-                  + (f": at {f.load} the replicas would run at ρ = {q.utilisation_at_load:.2f}"
+                  + (f": at {rb_load} the replicas would run at ρ = {q.utilisation_at_load:.2f}"
                      + (", so requests would queue for a slot without bound" if q.utilisation_at_load >= 1 else
                         ", and the wait for a slot would pass the TTFT promise")
                      if q.gpus is not None else f" (the p{i.percentile:g} prompt's prefill alone takes {q.prefill_at_percentile_s:.2f} s)")
@@ -251,7 +255,8 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
             s4.append(("With redundancy (simulated)", _redundancy_row(v)))
         p4 += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
         if cf is not None and v.load is not None and v.load != cf.load:
-            p4.append(_disagreement(cf, v))
+            lengths = (r.inputs.prompt_tokens, r.inputs.output_tokens)
+            p4.append(_disagreement(cf, v, tail=any((x.p99 or x.p95) > x.p50 for x in lengths)))
     a = r.answer
     if a is not None:
         s4.append(("Purchase", (f"{a.purchased} GPUs ({a.purchased // f.gpus_per_node} node(s) of {f.gpus_per_node}) for "
@@ -265,8 +270,10 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
     if k.api_monthly_usd is not None:
         ratio = k.api_monthly_usd / bill_usd
         api_words.append(
-            f"On infrastructure alone self-hosting is {ratio:.1f}× {'cheaper' if ratio >= 1 else 'dearer'} than the API at this volume. "
-            "Left out: engineering time, on-call, upgrades and re-benchmarking, idle overnight capacity, cold-start risk"
+            (f"On infrastructure alone self-hosting is {ratio:,.1f}× cheaper than the API at this volume. " if ratio >= 1 else
+             f"On infrastructure alone self-hosting is {1 / ratio:,.1f}× dearer than the API at this volume. " if ratio > 0 else
+             "On infrastructure alone self-hosting is dearer than the API, which costs nothing at this volume. ")
+            + "Left out: engineering time, on-call, upgrades and re-benchmarking, idle overnight capacity, cold-start risk"
             + (f" (ops counted in the break-even: {_usd(k.ops_usd_per_month)}/month)." if k.ops_usd_per_month else ".")
             + " Utilisation is the biggest lever: a half-idle GPU costs what a busy one does."
         )
@@ -319,11 +326,12 @@ def _budget_sentence(r: PlanResult) -> str:
 def _closed_form_line(r: PlanResult) -> str:
     """The closed form's arithmetic: the fleet's own time in system and cache, and the largest path. [text]"""
     cf, i, mem = r.closed_form, r.inputs, r.memory
+    budget = next((o.kv_budget_gib_per_gpu for o in r.tp_options if o.tp == cf.tp), mem.kv_budget_gib_per_gpu)
     q = "none" if cf.queueing_gpus is None else f"{cf.queueing_gpus}"
     return (f"at the fleet's achieved step, {i.output_tokens.mean:,.1f} tokens × {cf.achieved_step_s * 1000:.2f} ms = "
             f"{cf.time_in_system_s:.2f} s in system; {i.peak_rps:g} req/s × {cf.time_in_system_s:.2f} s = "
             f"{cf.concurrency:,.1f} in flight × {mem.kv_gib_per_conversation:.3f} GiB = {cf.kv_gib_total:,.1f} GiB ÷ "
-            f"{mem.kv_budget_gib_per_gpu:.2f} GiB per GPU = {cf.memory_gpus_exact:.2f} GPUs; paths: memory "
+            f"{budget:.2f} GiB per GPU{f' at TP {cf.tp}' if cf.tp != r.fleet.tp else ''} = {cf.memory_gpus_exact:.2f} GPUs; paths: memory "
             f"{cf.memory_gpus} (the fewest replicas holding their own load), compute {cf.compute_gpus}, latency "
             f"{cf.latency_gpus}, queueing {q} → the largest, {cf.load} GPUs ({cf.binding} binds)")
 
@@ -345,11 +353,12 @@ def _answer_source(r: PlanResult) -> str:
         return f"verified in simulation ({_seeds(r.verified)})"
     if r.verified is not None:
         return "the closed form: the simulation found no fleet that keeps the promise"
-    return "the closed form, not simulated (xlplan plan without --no-verify simulates it)"
+    return "the closed form, not simulated (xlplan plan --verify simulates it)"
 
 
-def _disagreement(cf, v) -> str:
-    """Why the closed form and the simulation differ, where they do. [text]"""
+def _disagreement(cf, v, tail: bool = True) -> str:
+    """Why the closed form and the simulation differ, where they do; ``tail``: the lengths have one (p99 above p50).
+    [text]"""
     if v.load < cf.load:
         why = ("the closed form's queue assumes exponential service times (Erlang C with the Allen–Cunneen factor); "
                "a request's decode of a known number of tokens varies less, so the simulated wait is shorter"
@@ -357,7 +366,8 @@ def _disagreement(cf, v) -> str:
                f"the closed form's {cf.binding} path counts averages the simulated steps beat")
     else:
         why = ("the simulation schedules every step with its prefill chunks and each request's own lengths, where the "
-               "closed form takes means: the long prompts and answers of the tail hold slots longer than the mean does")
+               "closed form takes means: " + ("the long prompts and answers of the tail hold slots longer than the mean does"
+                                              if tail else "a replica's batch, and so its step, varies about the mean"))
     return (f"The closed form gives {cf.load} GPUs for the load and the simulation {v.load}: {why}. The Answer follows "
             "the simulation.")
 
@@ -394,6 +404,8 @@ def _secs(x: float | None) -> str:
     """0.0234 -> '23 ms', 1.31 -> '1.31 s'. [text]"""
     if x is None:
         return "—"
+    if x != x:  # NaN: no gap to time (a one-token output decodes no second token)
+        return "undefined (one-token outputs)"
     return f"{x * 1000:,.0f} ms" if x < 1 else f"{x:,.2f} s"
 
 
@@ -419,8 +431,10 @@ def answer_sentence(r: PlanResult) -> str:
     if a.source == "verified" and r.verified.redundancy_lost_replicas:
         n = r.verified.redundancy_lost_replicas
         lost = " (one replica lost)" if n == 1 else f" ({n} replicas lost)"
+    cannot = ("; the TTFT promise cannot be kept by any fleet (the prompt's prefill alone takes longer), so this is the "
+              "fleet for the other paths only" if r.closed_form is not None and not r.closed_form.feasible else "")
     return (f"{a.load} GPUs for the load, {a.with_redundancy} with redundancy{lost}, buy {a.purchased}; binding: "
-            f"{a.binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens — {_answer_source(r)}.")
+            f"{a.binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")
 
 
 def render_text(r: PlanResult) -> str:

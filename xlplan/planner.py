@@ -188,7 +188,7 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
     if verify == "auto":
         verify, skipped = _affordable(s, cf)
     verified = (simulate.verify(deployed(s, cf), sol, p.promise.percentile, max_context=model_spec.max_context_tokens,
-                                start_replicas=cf.load_replicas, cv2=s.arrival_cv2) if verify else None)
+                                start_replicas=cf.load_replicas, cv2=s.arrival_cv2, tp=cf.tp) if verify else None)
     model = p.model.resolve()
     gpu = p.hardware.resolve()
     low, high = calibrated_ends(p, s)

@@ -1407,7 +1407,7 @@ def _gpus(n: int) -> str:
 
 def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: float | None = None, seed: int = DEFAULT_SEED,
            cv2: float = 1.0, max_context: int | None = None, workload: Workload | None = None, arrivals: str | None = None,
-           start_replicas: int | None = None):
+           start_replicas: int | None = None, tp: int | None = None):
     """Simulate the plan's fleet at peak: the verified load, the runbook's load, and one replica down.
 
     Parameters
@@ -1433,6 +1433,9 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     start_replicas : int, optional
         Where the search for the verified load starts: the closed form's load (the queueing path included); left
         out, the runbook's load. [replicas]
+    tp : int, optional
+        GPUs per replica of the fleet searched (the closed form's degree, which may differ from the runbook's); left
+        out, the runbook's. The runbook's own fleet and its failure check are simulated at the runbook's degree. [GPUs]
 
     Returns
     -------
@@ -1449,7 +1452,8 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     from xlplan.result import VerifiedOut
 
     pa = sol.paths
-    tp = int(pa.tp)
+    rb_tp = int(pa.tp)  # the runbook's fleet is simulated as the runbook builds it
+    tp = rb_tp if tp is None else int(tp)
     if minutes is None:
         minutes = min(default_minutes(s.peak_rps), MAX_REQUESTS / (s.peak_rps * 60.0))
         if minutes < 1.0:
@@ -1459,7 +1463,7 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
                                       "`xlplan simulate` on a plan with that share of the peak)")
     duration = minutes * 60.0
     wl = workload_for(s, minutes, seed, cv2, max_context) if workload is None else workload
-    load_reps = int(round(pa.load / tp))
+    load_reps = int(round(pa.load / rb_tp))
     red = int(s.redundancy)
     others = ([workload_for(s, minutes, seed + k, cv2, max_context) for k in range(1, VERIFY_SEEDS)]
               if workload is None else [])
@@ -1469,18 +1473,19 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     if found.verified_replicas is not None and others:
         found = dataclasses.replace(found, verified_replicas=_on_every_seed(
             s, tp, wl, others, duration, percentile, found.verified_replicas, found.cap_replicas, runs))
-    if load_reps not in runs:
+    same_tp = rb_tp == tp
+    if same_tp and load_reps not in runs:
         runs[load_reps] = simulate(s, load_reps, tp, wl, duration, percentile)
+    at_load = runs[load_reps] if same_tp else simulate(s, load_reps, rb_tp, wl, duration, percentile)
     # the failure check: the runbook's fleet with redundancy, one replica failing at the start of the peak
     fail_fleet = load_reps + red
-    failed = simulate(s, fail_fleet, tp, wl, duration, percentile, lost=1 if fail_fleet > 1 else 0)
+    failed = simulate(s, fail_fleet, rb_tp, wl, duration, percentile, lost=1 if fail_fleet > 1 else 0)
     fail_reps = fail_fleet - failed.lost_replicas
-    at_load = runs[load_reps]
     v = found.verified_replicas
     ver = runs[v] if v is not None else None
-    known = {fail_fleet: failed} if failed.lost_replicas == red else {}  # the failure check is one of its runs
+    known = {fail_fleet: failed} if (failed.lost_replicas == red and same_tp) else {}  # one of its runs
     survived = _survives_loss(s, tp, [wl, *others], duration, percentile, v, red, found.cap_replicas, known)
-    rb, rb_red = load_reps * tp, (load_reps + red) * tp
+    rb, rb_red = load_reps * rb_tp, (load_reps + red) * rb_tp
     how = arrivals or ("Poisson arrivals" if cv2 == 1.0 else f"bursty arrivals (squared CV {cv2:g})")
     whose = "the runbook's" if s.engine == "runbook" else "the closed form's"
     head = f"Simulated at peak ({how}, {minutes:g} min, seed {seed}): {whose} {_gpus(rb)}"
@@ -1531,7 +1536,7 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
         runbook_load=rb, runbook_with_redundancy=rb_red, meets_promise_at_load=at_load.meets_promise,
         load=v * tp if v is not None else None, with_redundancy=n_red * tp if n_red is not None else None,
         ttft_p95_s=ver.ttft_s.p95 if ver else None, itl_p95_s=ver.itl_s.p95 if ver else None,
-        searched_up_to=max(runs) * tp, failure_gpus=fail_reps * tp, failure_meets_promise=failed.meets_promise,
+        searched_up_to=max(runs) * tp, failure_gpus=fail_reps * rb_tp, failure_meets_promise=failed.meets_promise,
         failure_ttft_p95_s=failed.ttft_s.p95, failure_itl_p95_s=failed.itl_s.p95,
         curve=[point(runs[n]) for n in sorted(runs)], sentence=sentence, failure_sentence=failure,
         seeds=seeds, redundancy_lost_replicas=red,

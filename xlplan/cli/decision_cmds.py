@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import re
 from pathlib import Path
@@ -14,6 +13,7 @@ from xlplan import catalog
 from xlplan.cli import PLAN_ARG, app
 from xlplan.cli import load as _load
 from xlplan.io.errors import InputError, percent_hint
+from xlplan.io.outputs import json_text
 
 
 def _usd(x: float | None, digits: int = 0) -> str:
@@ -46,7 +46,7 @@ def compare_cmd(
     options = compare(p, names)
     line = recommendation(options)
     if as_json:
-        typer.echo(json.dumps({"recommendation": line, "options": [o.model_dump(mode="json") for o in options]}, indent=2))
+        typer.echo(json_text({"recommendation": line, "options": [o.model_dump(mode="json") for o in options]}))
         return
     table = Table(title=f"{p.name}: every GPU and format, ranked by $/M tokens ({p.costs.mode})")
     for col in ("#", "GPU", "weights", "cache", "TP", "load", "+redundancy", "buy", "binds", "$/month", "$/M tokens", "note"):
@@ -156,7 +156,7 @@ def schedule_cmd(
     if as_json:
         data = out.model_dump(mode="json")
         data["late_orders"] = [m.month for m in late]
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json_text(data))
         return
     from rich.console import Console
     from rich.table import Table

@@ -12,7 +12,7 @@ from xlplan.cli import PLAN_ARG, app
 from xlplan.cli import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.extras import require
-from xlplan.io.outputs import JSON, MARKDOWN, PNG, YAML, Output, check_outputs, write_outputs
+from xlplan.io.outputs import JSON, MARKDOWN, PNG, YAML, Output, check_outputs, json_text, write_outputs
 from xlplan.io.planfile import reference_plan_text
 
 
@@ -57,7 +57,7 @@ def plan_cmd(
     for path, _ in contents:
         typer.echo(f"wrote {path}", err=True)
     if as_json:
-        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+        typer.echo(json_text(result.model_dump(mode="json")))
     else:
         typer.echo(render_text(result), nl=False)
 

@@ -31,6 +31,36 @@ from pathlib import Path
 
 from xlplan.io.errors import InputError
 
+
+def json_text(data) -> str:
+    """``data`` as strict JSON, indented: a figure that is not a finite number (an inter-token gap a one-token output
+    never has, an infinite path) is written ``null``, never the ``NaN`` or ``Infinity`` a strict parser refuses. [text]
+
+    Parameters
+    ----------
+    data : object
+        Plain data: dicts, lists, strings, numbers, booleans and None (a model's ``model_dump(mode="json")``).
+
+    Returns
+    -------
+    str
+        The JSON text. [text]
+    """
+    import json
+    import math
+
+    def strict(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: strict(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [strict(v) for v in x]
+        return x
+
+    return json.dumps(strict(data), indent=2, allow_nan=False)
+
+
 YAML = (".yaml", ".yml")
 JSON = (".json",)
 MARKDOWN = (".md", ".markdown", ".txt")
