@@ -360,3 +360,29 @@ def test_the_fleet_is_verified_at_the_closed_forms_degree(ref_plan):
     assert r.answer.with_redundancy - r.answer.load == 1 * r.closed_form.tp
     ref = run_plan(ref_plan, verify=True)
     assert r.answer.purchased <= ref.answer.purchased and r.answer.monthly_usd <= ref.answer.monthly_usd
+
+
+@pytest.mark.parametrize("engine", ["runbook", "vllm", "sglang", "trtllm"])
+def test_the_kv_budget_line_adds_up_from_its_printed_operands(ref_plan, engine):
+    # Every arithmetic line the note prints adds up from its printed operands: the KV budget shows each engine's rule
+    # whole — the runbook's memory × 0.9 − weights − 3 GiB (79.65 × 0.9 − 14.96 − 3 = 53.73), vLLM's visible × 0.9 −
+    # weights − activation peak − non-torch (its log K01: 0.9 × 79.18 − 14.99 − 4.76 − 0.13 = 51.38), SGLang's reserve,
+    # TensorRT-LLM's fraction of what is left. Recomputed from the printed figures, to the rounding of two decimals.
+    p = replan(ref_plan, policy={"engine": engine})
+    line = next(ln for ln in render_text(run_plan(p)).splitlines() if ln.strip().startswith("KV budget per GPU"))
+    figures = [float(x) for x in re.findall(r"(\d+\.\d+)", line.split("KV budget per GPU", 1)[1])]
+    *operands, printed = figures
+    if engine == "trtllm":
+        fraction, basis, *minus = operands
+        got = fraction * (basis - sum(minus))
+    else:
+        basis, fraction, *minus = operands
+        got = basis * fraction - sum(minus)
+    assert got == pytest.approx(printed, abs=0.01 * (len(minus) + 2))
+    assert printed == pytest.approx(steps.kv_budget_gib(resolve(p), 1), abs=0.005)
+    # and the operands are the rule's own, exactly, at every degree
+    for tp in (1, 2, 4, 8):
+        _, basis_gib, util, deductions, after = steps.kv_budget_terms(resolve(p), tp)
+        minus = sum(g for _, g in deductions)
+        exact = util * (basis_gib - minus) if after else basis_gib * util - minus
+        assert exact == pytest.approx(steps.kv_budget_gib(resolve(p), tp), rel=1e-12)

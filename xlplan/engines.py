@@ -248,6 +248,54 @@ def kv_budget_gib(engine: str, memory_gib: float, visible: float, utilisation: f
     raise ValueError(f"policy.engine: got {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
+def kv_budget_terms(engine: str, memory_gib: float, visible: float, utilisation: float, weights_gib_per_gpu: float,
+                    overhead_gib: float, activation_gib: float, tp: int) -> tuple[str, float, float, tuple, bool]:
+    """The operands of :func:`kv_budget_gib`, as the note prints them: what the rule starts from, the fraction it
+    takes, what it deducts, and whether the fraction applies after the deductions (TensorRT-LLM). [GiB]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        Whose rule.
+    memory_gib : float
+        Memory as the driver reports it. [GiB]
+    visible : float
+        Memory CUDA can allocate. [GiB]
+    utilisation : float
+        The engine's memory fraction. [fraction]
+    weights_gib_per_gpu : float
+        This GPU's share of the weights. [GiB]
+    overhead_gib : float
+        The runbook's stated overhead. [GiB]
+    activation_gib : float
+        The engine's activation peak or workspace. [GiB]
+    tp : int
+        GPUs per replica. [GPUs]
+
+    Returns
+    -------
+    tuple
+        ``(basis, basis_gib, utilisation, ((label, gib), …), after)``: ``utilisation × basis − Σ gib`` (or
+        ``utilisation × (basis − Σ gib)`` when ``after``) is :func:`kv_budget_gib` (a test holds them equal). [GiB]
+
+    References
+    ----------
+    Runbook, document 14, step 4 · "600 × 0.281 GiB = 168.5 GiB ÷ 53.73 GiB per GPU" (the runbook's rule).
+    vLLM's start-up log (``../shared/reference/measurements-public.csv`` K01): 0.9 × 79.18 − 14.99 − 4.76 − 0.13.
+    """
+    if engine == "runbook":
+        return "memory", memory_gib, utilisation, (("weights", weights_gib_per_gpu), ("overhead", overhead_gib)), False
+    if engine == "vllm":
+        return "visible", visible, utilisation, (("weights", weights_gib_per_gpu), ("activation peak", activation_gib),
+                                                 ("non-torch", non_torch_gib(tp))), False
+    if engine == "sglang":
+        return "visible", visible, utilisation, (("weights", weights_gib_per_gpu), ("SGLang reserve", SGLANG_RESERVE_GIB)), False
+    if engine == "trtllm":
+        return "visible", visible, utilisation, (("weights", weights_gib_per_gpu), ("workspace", activation_gib),
+                                                 ("non-torch", non_torch_gib(tp))), True
+    raise ValueError(f"policy.engine: got {engine!r}; expected one of {', '.join(ENGINES)}")
+
+
 RUNBOOK_EFFICIENCIES = {"prefill_mfu": 0.40, "decode_mfu": 0.40, "bandwidth_efficiency": 0.60, "step_overhead_s": 0.0,
                         "expert_efficiency": 1.0}
 """The runbook's planning figures: 40% MFU, 60% of HBM bandwidth (measured 57-66%: measurements N01, G03), no step overhead."""

@@ -162,7 +162,7 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         ("Time in system", f"{r.time_in_system_s:.1f} s = mean output × inter-token target"),
         ("Concurrency (Little's Law)", f"{i.peak_rps:g} req/s × {r.time_in_system_s:.1f} s = {_n(r.concurrency, 1)} in flight"),
         ("Memory path", f"{_n(r.concurrency, 1)} × {mem.kv_gib_per_conversation:.3f} GiB = {mem.kv_gib_total:,.1f} GiB ÷ {mem.kv_budget_gib_per_gpu:.2f} GiB per GPU = {mem.gpus_exact:.2f} → {mem.gpus} GPUs"),
-        ("KV budget per GPU", f"{m.gpu_memory_gib:.2f} GiB × utilisation − {mem.weights_gib_per_gpu:.2f} GiB weights − {mem.overhead_gib:g} GiB overhead = {mem.kv_budget_gib_per_gpu:.2f} GiB"),
+        ("KV budget per GPU", _kv_budget_line(m, mem)),
         ("Compute path", f"(prefill {_n(c.prefill_tflops)} + decode {_n(c.decode_tflops)}) TFLOP/s ÷ {c.tflops_per_gpu:,.1f} per GPU at {c.mfu:.0%} MFU = {c.gpus_exact:.2f} → {c.gpus} GPUs"
                          if c.prefill_mfu == c.decode_mfu == c.mfu else
                          f"prefill {_n(c.prefill_tflops)} TFLOP/s at {c.prefill_mfu:.0%} MFU + decode {_n(c.decode_tflops)} TFLOP/s at "
@@ -321,6 +321,19 @@ def _budget_sentence(r: PlanResult) -> str:
                 f"where the default {cf.default_step_budget_tokens:,}-token steps need {default} (tokens → replicas: "
                 f"{others}); deploy policy.max_num_batched_tokens: {q.step_budget_tokens} — the simulation runs it.")
     return ""
+
+
+def _kv_budget_line(m, mem) -> str:
+    """'0.90 × 79.18 GiB visible − 14.99 GiB weights − 4.76 GiB activation peak − 0.13 GiB non-torch = 51.38 GiB':
+    every operand of the engine's rule, so the line adds up as printed. [text]"""
+    if mem.kv_budget_basis_gib is None:  # a result written before the operands were carried
+        return (f"{m.gpu_memory_gib:.2f} GiB × utilisation − {mem.weights_gib_per_gpu:.2f} GiB weights − "
+                f"{mem.overhead_gib:g} GiB overhead = {mem.kv_budget_gib_per_gpu:.2f} GiB")
+    minus = " − ".join(f"{g:.2f} GiB {label}" for label, g in mem.kv_budget_deductions)
+    basis = f"{mem.kv_budget_basis_gib:.2f} GiB{' visible' if mem.kv_budget_basis == 'visible' else ''}"
+    if mem.kv_budget_fraction_after:
+        return f"{mem.kv_budget_utilisation:.2f} × ({basis} − {minus}) = {mem.kv_budget_gib_per_gpu:.2f} GiB"
+    return f"{basis} × {mem.kv_budget_utilisation:.2f} − {minus} = {mem.kv_budget_gib_per_gpu:.2f} GiB"
 
 
 def _closed_form_line(r: PlanResult) -> str:

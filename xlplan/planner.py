@@ -238,6 +238,7 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
             weights_gib_per_gpu=pa.weights_gib_per_gpu,
             kv_budget_gib_per_gpu=pa.kv_budget_gib_per_gpu,
             overhead_gib=s.overhead_gib,
+            **_kv_terms(s, int(pa.tp)),
             conversations_per_replica=pa.conversations_per_replica,
             gpus_exact=pa.memory_gpus_exact,
             gpus=int(pa.memory_gpus),
@@ -331,6 +332,13 @@ def _affordable(s, cf: closed_form.ClosedForm) -> tuple[bool, str | None]:
                    f"{AUTO_VERIFY_MAX_REPLICAS} replicas, {AUTO_VERIFY_MAX_REQUESTS:,} requests, "
                    f"{AUTO_VERIFY_MAX_STEPS:,} steps); the Answer is the closed form's — `xlplan plan --verify` simulates "
                    "it anyway (minutes), or simulate a share of the peak with `xlplan simulate`")
+
+
+def _kv_terms(s, tp: int) -> dict:
+    """The KV budget's operands at ``tp``, as MemoryOut carries them. [GiB]"""
+    basis, basis_gib, util, deductions, after = steps.kv_budget_terms(s, tp)
+    return dict(kv_budget_basis=basis, kv_budget_basis_gib=float(basis_gib), kv_budget_utilisation=float(util),
+                kv_budget_deductions=[(label, float(g)) for label, g in deductions], kv_budget_fraction_after=after)
 
 
 def deployed(s, cf: closed_form.ClosedForm):

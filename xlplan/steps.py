@@ -312,6 +312,25 @@ def kv_budget_gib(s: Scenario, tp: int):
                                  s.overhead_gib, activation_gib(s, tp), tp)
 
 
+def kv_budget_terms(s: Scenario, tp: int) -> tuple:
+    """:func:`kv_budget_gib`'s operands at ``tp``, as the note prints them (:func:`xlplan.engines.kv_budget_terms`).
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats).
+    tp : int
+        GPUs in the replica. [GPUs]
+
+    Returns
+    -------
+    tuple
+        ``(basis, basis_gib, utilisation, ((label, gib), …), after)``. [GiB]
+    """
+    return engines.kv_budget_terms(s.engine, s.memory_gib, s.visible_gib, s.memory_utilisation, s.weights_bytes / tp / GIB,
+                                   s.overhead_gib, activation_gib(s, tp), tp)
+
+
 def decode_context_tokens(tr: Traffic):
     """Mean cached context of a decoding sequence: its prompt and half its output. [tokens]
 
