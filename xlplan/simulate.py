@@ -1487,7 +1487,7 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     survived = _survives_loss(s, tp, [wl, *others], duration, percentile, v, red, found.cap_replicas, known)
     rb, rb_red = load_reps * rb_tp, (load_reps + red) * rb_tp
     how = arrivals or ("Poisson arrivals" if cv2 == 1.0 else f"bursty arrivals (squared CV {cv2:g})")
-    whose = "the runbook's" if s.engine == "runbook" else "the closed form's"
+    whose = "the runbook's" if s.engine == "runbook" else "the runbook method's"  # its fleet, on the engine's conventions
     head = f"Simulated at peak ({how}, {minutes:g} min, seed {seed}): {whose} {_gpus(rb)}"
     on = (f" (on each of seeds {', '.join(map(str, seeds[:-1]))} and {seeds[-1]})" if len(seeds) > 1 else "")
     if at_load.meets_promise:
