@@ -351,11 +351,12 @@ def test_the_api_comparison_says_how_many_times_dearer(ref_plan):
 
 @pytest.mark.slow
 def test_the_fleet_is_verified_at_the_closed_forms_degree(ref_plan):
-    # A 5 s inter-token target holds requests for 25 minutes in the runbook's memory path, which then picks TP 4 for
-    # 260 GPUs; the closed form's degree is TP 1. The simulation must search and add redundancy at the closed form's
-    # degree: one spare replica is one GPU there, and loosening the promise never makes the answer dearer than the
-    # reference's 6 + 1 at a 50 ms target.
-    r = run_plan(replan(ref_plan, promise={"itl_s": 5.0}), verify=True)
+    # A 2 s inter-token target holds requests for 10 minutes in the runbook's memory path (300 × 2 s), which then picks
+    # TP 4 for 104 GPUs; the closed form's degree is TP 1. The simulation must search and add redundancy at the closed
+    # form's degree: one spare replica is one GPU there, and loosening the promise never makes the answer dearer than
+    # the reference's 6 + 1 at a 50 ms target.
+    r = run_plan(replan(ref_plan, promise={"itl_s": 2.0}), verify=True)
+    assert r.fleet.tp == 4
     assert r.closed_form.tp == 1 and r.answer.source == "verified"
     assert r.answer.with_redundancy - r.answer.load == 1 * r.closed_form.tp
     ref = run_plan(ref_plan, verify=True)
@@ -386,3 +387,22 @@ def test_the_kv_budget_line_adds_up_from_its_printed_operands(ref_plan, engine):
         minus = sum(g for _, g in deductions)
         exact = util * (basis_gib - minus) if after else basis_gib * util - minus
         assert exact == pytest.approx(steps.kv_budget_gib(resolve(p), tp), rel=1e-12)
+
+
+@pytest.mark.parametrize("field, value, hint", [
+    # a promise in milliseconds where seconds belong: 50 ms per token is 0.05, a 1,000 ms TTFT is 1
+    ("itl_s", 50, "promise.itl_s: got 50; expected a value less than or equal to 2 (seconds, not milliseconds: 50 ms is 0.05)"),
+    ("ttft_s", 1000, ("promise.ttft_s: got 1000; expected a value less than or equal to 600 (seconds, not milliseconds: "
+                     "1000 ms is 1)")),
+])
+def test_a_promise_in_milliseconds_is_refused_with_the_fix(ref_plan, tmp_path, capsys, field, value, hint):
+    import yaml
+
+    from xlplan.cli import main
+
+    data = ref_plan.model_dump(mode="json", exclude_none=True)
+    data["promise"][field] = value
+    path = tmp_path / "slip.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert main(["plan", str(path), "--no-verify"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {path}: {hint}"]

@@ -339,7 +339,7 @@ def time_in_system(output_p50, output_p95, itl_s, output_p99=None, ttft_s=0.0):
     p50, p95 = _num("output_p50", output_p50, "tokens", above=0.0), _num("output_p95", output_p95, "tokens", above=0.0)
     p99 = _num("output_p99", output_p99, "tokens", above=0.0, optional=True)
     _ordered(p50, p95, p99, "output")
-    return cellwise.time_in_system_s(p50, p95, _num("itl_s", itl_s, "s/token", above=0.0), p99, _num("ttft_s", ttft_s, "s", at_least=0.0))
+    return cellwise.time_in_system_s(p50, p95, _num("itl_s", itl_s, "s/token", above=0.0, at_most=2.0), p99, _num("ttft_s", ttft_s, "s", at_least=0.0))
 
 
 # ---------------------------------------------------------------------------------------------- model
@@ -487,7 +487,7 @@ def max_decode_batch(model, gpu, itl_s, context_tokens, tp=1, weights_dtype="bf1
                      step_overhead_s=0.0):
     """Largest batch one replica carries within the inter-token target: the serving model's step solved for the batch. [sequences]"""
     return cellwise.max_decode_batch(
-        _text("model", model, "a model name [text]"), _text("gpu", gpu, "a GPU name [text]"), _num("itl_s", itl_s, "s/token", above=0.0),
+        _text("model", model, "a model name [text]"), _text("gpu", gpu, "a GPU name [text]"), _num("itl_s", itl_s, "s/token", above=0.0, at_most=2.0),
         _num("context_tokens", context_tokens, "tokens", at_least=0.0), _whole("tp", tp, "GPUs"),
         _dtype("weights_dtype", weights_dtype, WEIGHT_DTYPES), _dtype("kv_dtype", kv_dtype, KV_DTYPES),
         _fraction("mfu", mfu), _fraction("bandwidth_efficiency", bandwidth_efficiency),

@@ -85,8 +85,11 @@ class Forecast(_Section):
 class Promise(_Section):
     """Step 2: the latency promise, at a stated percentile."""
 
-    ttft_s: float = Field(gt=0, description="Time-to-first-token target. [s]")
-    itl_s: float | None = Field(default=None, gt=0, description="Inter-token latency target. [s/token]")
+    ttft_s: float = Field(gt=0, le=600, description="Time-to-first-token target, in seconds: 1 s is 1, not 1000 (a promise "
+                                                   "past 10 minutes is no interactive promise). [s]")
+    itl_s: float | None = Field(default=None, gt=0, le=2, description="Inter-token latency target, in seconds per token: "
+                                                                       "50 ms is 0.05 (past 2 s a token, 0.5 tokens/s, no "
+                                                                       "reader keeps up with so slow a stream). [s/token]")
     tokens_per_s: float | None = Field(
         default=None, gt=0, description="Streaming speed per request, the alternative to itl_s (20 tokens/s = 0.05 s). [tokens/s]"
     )

@@ -97,6 +97,10 @@ def _unit_hint(path: str, value: Any) -> str:
         return f" (dollars, not cents: write {value / 100:g}, not {value:g})"
     if path == "growth.monthly":
         return percent_hint(value)
+    if path == "promise.itl_s" and 2 < value <= 2000:
+        return f" (seconds, not milliseconds: {value:g} ms is {value / 1000:g})"
+    if path == "promise.ttft_s" and 600 < value <= 600_000:
+        return f" (seconds, not milliseconds: {value:g} ms is {value / 1000:g})"
     return ""
 
 
