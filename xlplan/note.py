@@ -35,7 +35,10 @@ def _binding_words(r: PlanResult) -> str:
     detail = ", ".join(f"{k} {counts[k]} ({exact[k]:.2f} exact)" for k in counts)
     if r.binding == "minimum replica":
         head = f"No path binds: every path fits in one replica of {r.fleet.tp} GPU(s), so the minimum replica sets the fleet"
-        tail = " — traffic could grow a long way before any path needs a second replica (see the breakpoints)."
+        top = max(exact.values())
+        tail = (f" — the largest path is {top:.3g} of its {r.fleet.tp} GPU(s): traffic could grow about "
+                f"{r.fleet.tp / top:,.1f}× before it needs a second replica (every path grows with the rate; see the "
+                "breakpoints)." if top > 0 else " (see the breakpoints).")
     elif r.binding in ("both", "all"):
         which = " and ".join(r.binding_paths)
         head = f"{which.capitalize()} bind about equally ({counts[r.binding_paths[0]]} GPUs each)"
