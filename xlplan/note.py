@@ -449,7 +449,7 @@ def answer_sentence(r: PlanResult) -> str:
         lost = " (one replica lost)" if n == 1 else f" ({n} replicas lost)"
     cannot = ("; the TTFT promise cannot be kept by any fleet (the prompt's prefill alone takes longer), so this is the "
               "fleet for the other paths only" if r.closed_form is not None and not r.closed_form.feasible else "")
-    return (f"{a.load} GPUs for the load, {a.with_redundancy} with redundancy{lost}, buy {a.purchased}; binding: "
+    return (f"{a.load} GPU{'' if a.load == 1 else 's'} for the load, {a.with_redundancy} with redundancy{lost}, buy {a.purchased}; binding: "
             f"{a.binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")
 
 
