@@ -739,24 +739,12 @@ class _Run:
             self._start_windowed_step(i, now)
             return
         rp, cap, window = self.reps[i], self.cap, self.window
-        output, prompt = self.output, self.prompt
+        prompt = self.prompt
         k = rp.k
         # 1. decodes first: room for one token each, preempting the newest sequence while the cache is full
         used = rp.sum_c + rp.b * k + rp.sum_prefill
         while rp.b and used + rp.b > cap:
-            rid = rp.order.pop()
-            if rid not in rp.dec:
-                continue
-            c, kf = rp.dec.pop(rid)
-            rp.b -= 1
-            rp.sum_c -= c
-            generated = output[rid] - (kf - k + 1)
-            prompt[rid] += generated
-            output[rid] -= generated
-            self.resumed[rid] = True
-            self.last_token[rid] = now
-            rp.waiting.appendleft(rid)
-            self.preemptions += 1
+            self._preempt_newest(rp, now)
             used = rp.sum_c + rp.b * k + rp.sum_prefill
         b = rp.b
         ctx_sum = rp.sum_c + b * k
@@ -788,6 +776,33 @@ class _Run:
             chunks.append((entry, want))
             room -= want
             free -= want + cached
+        self._launch(i, now, b, ctx_sum, dec_keys_w, chunks, used + b, True)
+
+    def _preempt_newest(self, rp: _Replica, now: float) -> None:
+        """Preempt the newest decoding sequence of ``rp`` at ``now``: its cache is dropped, the tokens it generated join
+        its prompt to be recomputed, and it waits at the head of the queue (vLLM's recompute preemption); an entry
+        no longer decoding is skipped."""
+        rid = rp.order.pop()
+        if rid not in rp.dec:
+            return
+        output, prompt, k = self.output, self.prompt, rp.k
+        c, kf = rp.dec.pop(rid)
+        rp.b -= 1
+        rp.sum_c -= c
+        generated = output[rid] - (kf - k + 1)
+        prompt[rid] += generated
+        output[rid] -= generated
+        self.resumed[rid] = True
+        self.last_token[rid] = now
+        rp.waiting.appendleft(rid)
+        self.preemptions += 1
+
+    def _launch(self, i: int, now: float, b: int, ctx_sum: float, dec_keys_w: float, chunks: list, held: float,
+                plus_prefill: bool) -> None:
+        """Time replica ``i``'s step of ``b`` decodes and ``chunks`` of prefill and put its end on the event heap; idle
+        when it carries nothing. ``held`` is the cache the step holds ([tokens]; the chunks' tokens added where
+        ``plus_prefill``), recorded with the step inside the measured window."""
+        rp, window = self.reps[i], self.window
         pre = pre_keys = pre_keys_w = kv_pre = kv_pre_w = 0.0
         for entry, chunk in chunks:
             done = entry[1]
@@ -806,7 +821,7 @@ class _Run:
         if self.warm <= now < self.duration:
             self.step_t.append(t)
             self.step_b.append(b)
-            self.kv_held.append(used + b + pre)
+            self.kv_held.append(held + pre if plus_prefill else held)
         heapq.heappush(self.events, (now + t, i))
 
 
@@ -814,7 +829,7 @@ class _Run:
         """:meth:`start_step` for a model with sliding-window layers: the same schedule, the cache counted with the
         window layers clipped at the window (see :meth:`start_step`)."""
         rp, cap, w = self.reps[i], self.cap, self.window
-        output, prompt = self.output, self.prompt
+        prompt = self.prompt
         a = self.full_share
         k = rp.k
 
@@ -836,19 +851,7 @@ class _Run:
         used = held(ctx, rp.b) + prefill_held
         need = held(ctx + rp.b, rp.b) - held(ctx, rp.b)
         while rp.b and used + need > cap:
-            rid = rp.order.pop()
-            if rid not in rp.dec:
-                continue
-            c, kf = rp.dec.pop(rid)
-            rp.b -= 1
-            rp.sum_c -= c
-            generated = output[rid] - (kf - k + 1)
-            prompt[rid] += generated
-            output[rid] -= generated
-            self.resumed[rid] = True
-            self.last_token[rid] = now
-            rp.waiting.appendleft(rid)
-            self.preemptions += 1
+            self._preempt_newest(rp, now)
             ctx = rp.sum_c + rp.b * k
             used = held(ctx, rp.b) + prefill_held
             need = held(ctx + rp.b, rp.b) - held(ctx, rp.b)
@@ -883,26 +886,7 @@ class _Run:
             chunks.append((entry, want))
             room -= want
             free -= held(want + cached, 1)
-        pre = pre_keys = pre_keys_w = kv_pre = kv_pre_w = 0.0
-        for entry, chunk in chunks:
-            done = entry[1]
-            keys = chunk * done + (chunk * (chunk + 1.0) / 2.0 if self.causal else chunk * chunk)
-            pre += chunk
-            pre_keys += keys
-            pre_keys_w += min(keys, w * chunk)
-            kv_pre += done
-            kv_pre_w += min(done, w)
-        if b == 0 and pre == 0:
-            rp.busy = False
-            return
-        t = self.step_time(b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys_w, ctx_sum + kv_pre, dec_keys_w + kv_pre_w)
-        rp.busy = True
-        rp.pending = chunks
-        if self.warm <= now < self.duration:
-            self.step_t.append(t)
-            self.step_b.append(b)
-            self.kv_held.append(cap - free)
-        heapq.heappush(self.events, (now + t, i))
+        self._launch(i, now, b, ctx_sum, dec_keys_w, chunks, cap - free, False)
 
 
 def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0,
