@@ -107,9 +107,7 @@ def queue_path(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float, r:
     q = s if same else changed(s, latency_with_prefill=True, max_num_batched_tokens=float(budget))
     r = r if r is not None else steps.replica(q, tp)
     step = step if (step is not None and same) else steps.latency_step_fn(q, tr, r)
-    slots = float(serving.max_batch_within(step, q.itl_s, steps.latency_batch_cap(q, tr)))
-    step_s = float(step(slots)) if slots > 0 else math.inf
-    slot_rate = slots / (tr.output_mean * step_s) if slots > 0 else 0.0
+    slots, step_s, slot_rate = _slots(q, tr, step)
     tail_rate, prefill_step = prefill_tail_rps(q, tr, r, budget, getattr(step, "step_time", None))
     tail_n = int(fleet.whole_replicas(s.peak_rps / tail_rate, 1)) if tail_rate else 0
     mu = slot_rate
@@ -153,11 +151,21 @@ def stable_replicas(s: Scenario, tr: steps.Traffic, r: serving.Replica, step) ->
     ----------
     Erlang C is defined for ``a < n`` only: Kleinrock, *Queueing Systems* vol. 1, 1975, §3.5.
     """
-    slots = float(serving.max_batch_within(step, s.itl_s, steps.latency_batch_cap(s, tr)))
+    slots, _, mu = _slots(s, tr, step)
     if slots <= 0:
         return None
-    mu = slots / (tr.output_mean * float(step(slots)))
     return int(math.floor(s.peak_rps / mu)) + 1
+
+
+def _slots(s: Scenario, tr: steps.Traffic, step) -> tuple[float, float, float]:
+    """(slots, step, rate): the decodes one step carries within the inter-token target, that step, and the requests
+    the slots serve per second, ``slots ÷ (E[output] × step)``; (0, inf, 0) where not one fits. [sequences], [s],
+    [requests/s]"""
+    slots = float(serving.max_batch_within(step, s.itl_s, steps.latency_batch_cap(s, tr)))
+    if slots <= 0:
+        return slots, math.inf, 0.0
+    step_s = float(step(slots))
+    return slots, step_s, slots / (tr.output_mean * step_s)
 
 
 def percentile_step_s(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget: int, batch: float,
