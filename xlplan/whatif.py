@@ -227,15 +227,21 @@ def sensitivities(plan: Plan, s: Scenario, what_ifs: tuple[WhatIf, ...] = STANDA
     list of Sensitivity
         One per what-if, in order: its label and re-planned fleet and cost, or why it cannot be met.
     """
+    return _each_what_if(plan, s, what_ifs, _sensitivity)
+
+
+def _each_what_if(plan: Plan, s: Scenario, what_ifs: tuple[WhatIf, ...], one) -> list[Sensitivity]:
+    """``one(label, changed scenario or None, why not)`` for each what-if, in order: the change made, or the reason it
+    cannot be (only a real infeasibility reads as "cannot be met"; a bug surfaces as a bug)."""
     out = []
     for w in what_ifs:
         label = describe(plan, s, w)
         try:
             changed = apply(plan, s, w)
-        except steps.PlanningError as e:  # only a real infeasibility reads as "cannot be met"; a bug surfaces as a bug
-            out.append(_sensitivity(label, None, str(e)))
+        except steps.PlanningError as e:
+            out.append(one(label, None, str(e)))
             continue
-        out.append(_sensitivity(label, changed))
+        out.append(one(label, changed))
     return out
 
 
@@ -458,16 +464,8 @@ def closed_sensitivities(plan: Plan, s: Scenario, budget: int, set_by_plan: bool
     list of Sensitivity
         One per what-if, in order.
     """
-    out = []
-    for w in what_ifs:
-        label = describe(plan, s, w)
-        try:
-            changed = apply(plan, s, w)
-        except steps.PlanningError as e:
-            out.append(closed_sensitivity(label, None, budget, set_by_plan, str(e)))
-            continue
-        out.append(closed_sensitivity(label, changed, budget, set_by_plan))
-    return out
+    return _each_what_if(plan, s, what_ifs,
+                         lambda label, changed, error="": closed_sensitivity(label, changed, budget, set_by_plan, error))
 
 
 def closed_breakpoints(s: Scenario, base: closed_form.ClosedForm, set_by_plan: bool) -> list[Breakpoint]:
