@@ -761,25 +761,25 @@ def max_batch_on_lines(lines, limit_s, upper):
     return _vec.where(b < 1.0, 0.0 * b, b)
 
 
-def step_time_fn(r: Replica, arrays: bool = False):
-    """:func:`step_time_s` with the replica's constants folded in, for the simulator's inner loop. [callable]
+STEP_CONSTANTS = ("overhead", "n_dense", "gpu_d", "gpu_p", "dense_mem", "has_experts", "n_exp", "exp_d", "exp_p",
+                  "exp_bytes", "q", "attn", "full", "windowed", "att_d", "att_p", "kv_per", "comm", "ar_fixed",
+                  "ar_per_token", "ep", "a2a_fixed", "a2a_per_token")
+"""The names of :func:`step_constants`, in order: the replica's figures a step's time is folded from. [—]"""
 
-    Returns ``f(decode_tokens, decode_keys, decode_keys_window, prefill_tokens, prefill_keys, prefill_keys_window,
-    kv_tokens, kv_tokens_window) -> seconds`` on plain floats: the same arithmetic as :func:`step_time_s` term by
-    term (a test holds them equal), without building a :class:`StepLoad` per step.
+
+def step_constants(r: Replica) -> dict:
+    """The replica's constants a step's time is computed from, as :func:`step_time_fn` folds them in. [mixed]
 
     Parameters
     ----------
     r : Replica
-        The replica whose constants are folded in.
-    arrays : bool
-        Whether ``f`` will be given arrays (a sweep's columns): then its larger-ofs are numpy's, element by
-        element; the replica's own arrays choose that too. [bool]
+        The replica.
 
     Returns
     -------
-    callable
-        ``f`` of the eight :class:`StepLoad` fields as plain floats ([tokens], [token·keys]) → the step's time. [s]
+    dict
+        :data:`STEP_CONSTANTS` → value: throughputs ([FLOP/s]), bandwidth-bound times ([s], [s/token]), FLOPs per
+        token ([FLOP]), layer counts ([layers]) and flags ([bool]).
 
     References
     ----------
@@ -814,6 +814,42 @@ def step_time_fn(r: Replica, arrays: bool = False):
     has_experts = bool(r.experts)
     comm = r.tp > 1
     windowed = r.window_layers
+    return {"overhead": overhead, "n_dense": n_dense, "gpu_d": gpu_d, "gpu_p": gpu_p, "dense_mem": dense_mem,
+            "has_experts": has_experts, "n_exp": n_exp, "exp_d": exp_d, "exp_p": exp_p, "exp_bytes": exp_bytes, "q": q,
+            "attn": attn, "full": full, "windowed": windowed, "att_d": att_d, "att_p": att_p, "kv_per": kv_per,
+            "comm": comm, "ar_fixed": ar_fixed, "ar_per_token": ar_per_token, "ep": ep, "a2a_fixed": a2a_fixed,
+            "a2a_per_token": a2a_per_token, "bw": bw}
+
+
+def step_time_fn(r: Replica, arrays: bool = False):
+    """:func:`step_time_s` with the replica's constants folded in, for the simulator's inner loop. [callable]
+
+    Returns ``f(decode_tokens, decode_keys, decode_keys_window, prefill_tokens, prefill_keys, prefill_keys_window,
+    kv_tokens, kv_tokens_window) -> seconds`` on plain floats: the same arithmetic as :func:`step_time_s` term by
+    term (a test holds them equal), without building a :class:`StepLoad` per step.
+
+    Parameters
+    ----------
+    r : Replica
+        The replica whose constants are folded in.
+    arrays : bool
+        Whether ``f`` will be given arrays (a sweep's columns): then its larger-ofs are numpy's, element by
+        element; the replica's own arrays choose that too. [bool]
+
+    Returns
+    -------
+    callable
+        ``f`` of the eight :class:`StepLoad` fields as plain floats ([tokens], [token·keys]) → the step's time. [s]
+
+    References
+    ----------
+    Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009. Ring all-reduce: Patarasuk & Yuan,
+    JPDC 69(2), 2009.
+    """
+    k = step_constants(r)
+    (overhead, n_dense, gpu_d, gpu_p, dense_mem, has_experts, n_exp, exp_d, exp_p, exp_bytes, q, attn, full, windowed,
+     att_d, att_p, kv_per, comm, ar_fixed, ar_per_token, ep, a2a_fixed, a2a_per_token) = (k[x] for x in STEP_CONSTANTS)
+    bw = k["bw"]
 
     array_form = arrays or _vec._is_array(gpu_d, gpu_p, exp_d, exp_p, att_d, att_p, bw, dense_mem, kv_per, exp_bytes, q,
                                           ar_per_token, ar_fixed, overhead, a2a_fixed, a2a_per_token)

@@ -369,6 +369,10 @@ class _Replica:
         self.pending = []  # the prefill chunks of the step in flight
 
 
+COMPILED = True
+"""Whether runs use the compiled loop (:mod:`xlplan.sim_kernel`) where numba is installed; the Python loop gives the
+same figures (a test runs both). [bool]"""
+
 ROUTING_HEAP_REPLICAS = 16
 """From this many replicas routing finds the least loaded with a heap rather than a scan: the same replica. [replicas]"""
 
@@ -387,6 +391,7 @@ class _Run:
         import numpy as np
 
         r = steps.replica(s, tp)
+        self.replica = r
         self.step_time = serving.step_time_fn(r)
         self.cap = kv_capacity_tokens(s, tp)
         if self.cap < 1.0:
@@ -428,6 +433,7 @@ class _Run:
         self.decided_miss = False  # stopped early: the TTFT promise is already missed whatever the rest does
         self.watch_ttft_s = math.inf  # the TTFT target to watch for a certain miss (inf: run to the end)
         self.percentile = 95.0  # the promise's percentile, for the watch [percent]
+        self.compiled = COMPILED  # run on the compiled loop (xlplan.sim_kernel) where it applies [bool]
 
     def run(self) -> None:
         """Serve every arrival, in time order, until the last step ends or the drain cap passes.
@@ -439,6 +445,12 @@ class _Run:
         to the last bit. Events are (end time, replica) pairs, one per busy replica: unique, so the heap pops them in
         one order however it is laid out.
         """
+        if self.compiled and self.window == math.inf and self.replicas_serving_from_start:
+            from xlplan import sim_kernel  # numpy and numba load with the first run, never at import
+
+            if sim_kernel.AVAILABLE:
+                self._run_compiled(sim_kernel)
+                return
         events = self.events
         arrivals = self.arrivals.tolist()  # plain floats: the same values as the array's, faster to read
         n, nxt = len(arrivals), 0
@@ -686,6 +698,51 @@ class _Run:
             else:
                 heappush(events, (now + t, i))
         self.first_in_window += first_in_window
+    @property
+    def replicas_serving_from_start(self) -> bool:
+        """Whether the run starts fresh (no step run yet): the compiled loop starts from an empty fleet. [bool]"""
+        return not self.events and all(rp.k == 0 and not rp.waiting for rp in self.reps)
+
+    def _watch(self):
+        """(watch, m_lo, m_hi, need, margin): the early stop's bounds, as :meth:`run` computes them. [—]"""
+        arrivals, target = self.arrivals, self.watch_ttft_s
+        n = len(arrivals)
+        watch = bool(target < math.inf and n > 0 and (n == 1 or bool((arrivals[1:] >= arrivals[:-1]).all())))
+        m_lo = m_hi = need = 0
+        margin = 1e-9 * max(1.0, target) if watch else 0.0
+        if watch:
+            m_lo = int(arrivals.searchsorted(self.warm, side="left"))
+            m_hi = int(arrivals.searchsorted(self.duration, side="left"))
+            count = m_hi - m_lo
+            watch = count > 0
+            need = count - math.floor((count - 1) * (self.percentile / 100.0)) + 1
+        return watch, m_lo, m_hi, need, margin
+
+    def _run_compiled(self, sim_kernel) -> None:
+        """:meth:`run` on the compiled loop (:func:`xlplan.sim_kernel.run`): the same schedule, every figure the same
+        to the bit (a test holds them equal); the results land where :meth:`run` leaves them."""
+        import numpy as np
+
+        consts = serving.step_constants(self.replica)
+        c = np.array([float(consts[x]) for x in serving.STEP_CONSTANTS], dtype=float)
+        prompt = np.array(self.prompt, dtype=float)
+        output = np.array(self.output, dtype=np.int64)
+        watch, m_lo, m_hi, need, margin = self._watch()
+        target = float(self.watch_ttft_s) if watch else 0.0
+        (first, fin, gaps, step_t, step_b, kv_held, preemptions, in_window, decided, requeued) = sim_kernel.run(
+            np.ascontiguousarray(self.arrivals, dtype=float), prompt, output, c, float(self.cap), float(self.budget),
+            int(self.max_seqs), bool(self.causal), float(self.reuse), float(self.warm), float(self.duration),
+            float(self.stop), len(self.reps), int(self.lost), float(self.loss_at), watch, target, m_lo, m_hi, need,
+            float(margin))
+        self.first_token, self.finish = first, fin
+        self.prompt, self.output = prompt, output
+        self.gaps_extra = gaps.tolist()
+        self.step_t, self.step_b, self.kv_held = step_t, step_b, kv_held
+        self.preemptions += int(preemptions)
+        self.first_in_window += int(in_window)
+        self.decided_miss = bool(decided)
+        self.requeued = int(requeued)
+
     def lose(self, now: float) -> None:
         """The last ``lost`` replicas fail at ``now``: their caches are gone, the step in flight is lost, and every
         request they held goes to the least loaded survivor to prefill again — a decoding one with the tokens it had

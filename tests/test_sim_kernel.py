@@ -1,0 +1,119 @@
+"""The compiled event loop (xlplan.sim_kernel) against the Python loop it replaces (xlplan.simulate._Run.run).
+
+The Python loop is the reference: a direct transcription of vLLM's V1 scheduler (decodes first, chunked prefill in
+the remaining budget, recompute preemption of the newest). The compiled loop must give the same run, request by
+request and step by step, to the last bit, on every kind of step the serving model has: a dense model on one GPU,
+tensor parallel (all-reduce terms), routed experts with expert parallel (all-to-all terms, the q^tokens read of
+the experts touched), prefix reuse, a cache small enough to preempt, a cap on sequences, a replica lost during the
+run, an early stop, one-token outputs and a fleet large enough to route by heap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from xlplan import serving, sim_kernel, simulate, steps
+from xlplan.io.planfile import plan_from_mapping, reference_plan
+from xlplan.scenario import resolve
+
+pytestmark = pytest.mark.skipif(not sim_kernel.AVAILABLE, reason="numba is not installed")  # installed in CI
+
+
+def _scenario(**changes):
+    data = reference_plan().model_dump(exclude_none=True)
+    for key, value in changes.items():
+        data[key] = value
+    return resolve(plan_from_mapping(data, "test"))
+
+
+REF = _scenario()
+MOE = _scenario(model={"name": "qwen3-30b-a3b", "weights_dtype": "bf16", "kv_dtype": "bf16"},
+                policy={"engine": "vllm", "expert_parallel": 2})
+
+
+def _both(s, replicas, tp, workload, duration_s, lost=0, watch=False):
+    """The same run on each loop: (run, result or None) for the Python loop, then the compiled one."""
+    out = []
+    for compiled in (False, True):
+        run = simulate._Run(s, replicas, tp, workload, duration_s, lost)
+        run.compiled = compiled
+        if watch:
+            run.watch_ttft_s, run.percentile = float(s.ttft_s), 95.0
+        run.run()
+        out.append((run, None if run.decided_miss else simulate._measure(s, replicas, tp, run, 95.0)))
+    return out
+
+
+def _same(x, y) -> bool:
+    return np.array_equal(np.asarray(x, dtype=float), np.asarray(y, dtype=float), equal_nan=True)
+
+
+def _assert_same_run(s, replicas, tp, workload, duration_s, lost=0, watch=False):
+    (py, rp), (jit, rj) = _both(s, replicas, tp, workload, duration_s, lost, watch)
+    assert py.decided_miss == jit.decided_miss
+    for name in ("first_token", "finish", "prompt", "output", "step_t", "step_b", "kv_held", "gaps_extra"):
+        assert _same(getattr(py, name), getattr(jit, name)), name
+    assert (py.preemptions, py.first_in_window, py.requeued) == (jit.preemptions, jit.first_in_window, jit.requeued)
+    if rp is not None:
+        for f in dataclasses.fields(rp):
+            a, b = getattr(rp, f.name), getattr(rj, f.name)
+            assert a == b or (a != a and b != b), f.name  # NaN is NaN
+    return py, rp
+
+
+def test_step_s_is_the_serving_models_step():
+    # The compiled step and step_time_fn's closure are the same arithmetic, term by term: equal to the bit on mixed
+    # steps of a dense model (TP 1 and 2) and of a MoE model with experts parallel over 2.
+    rng = np.random.default_rng(5)
+    for s, tp in ((REF, 1), (REF, 2), (MOE, 1), (MOE, 2)):
+        r = steps.replica(s, tp)
+        f = serving.step_time_fn(r)
+        consts = serving.step_constants(r)
+        c = np.array([float(consts[x]) for x in serving.STEP_CONSTANTS])
+        for _ in range(50):
+            b = int(rng.integers(0, 300))
+            pre = float(rng.integers(0, 8192))
+            args = (b, b * 1800.0, b * 900.0, pre, pre * pre / 2, pre * pre / 3, b * 1800.0 + 50.0, b * 900.0 + 20.0)
+            assert sim_kernel.step_s(c, *args) == f(*args)
+
+
+def test_reference_peak_runs_are_the_same_run():
+    # 10 minutes of the reference peak (40 req/s, about 24,000 requests) on 4 (overloaded), 5 and 20 (routed by the
+    # heap, from ROUTING_HEAP_REPLICAS = 16 up) replicas.
+    wl = simulate.poisson_workload(REF, 600.0, 1)
+    for n in (4, 5, 20):
+        py, r = _assert_same_run(REF, n, 1, wl, 600.0)
+        assert py.step_t and r.requests > 20_000
+
+
+def test_a_lost_replica_and_an_early_stop_are_the_same_run():
+    wl = simulate.poisson_workload(REF, 600.0, 2)
+    py, _ = _assert_same_run(REF, 6, 1, wl, 600.0, lost=1)
+    assert py.requeued > 0  # the loss re-queued requests
+    py, _ = _assert_same_run(REF, 20, 1, wl, 600.0, lost=2)
+    assert py.requeued > 0
+    py, r = _assert_same_run(REF, 4, 1, wl, 600.0, watch=True)
+    assert py.decided_miss and r is None  # 4 replicas queue without bound: stopped on a certain miss
+
+
+def test_preemption_prefix_reuse_and_a_sequence_cap_are_the_same_run():
+    # A cache of ~20,000 tokens (memory utilisation 0.2561, see test_simulate's preemption test) preempts; half of
+    # every prompt from the prefix cache; at most 8 sequences at once; 512-token steps.
+    wl = simulate.poisson_workload(REF, 300.0, 3, rate_rps=6.0)
+    s = dataclasses.replace(REF, memory_utilisation=0.2561, max_num_batched_tokens=512.0)
+    py, r = _assert_same_run(s, 1, 1, wl, 300.0)
+    assert r.preemptions > 0 and py.gaps_extra
+    _assert_same_run(dataclasses.replace(REF, prefix_reuse=0.5), 3, 1, wl, 300.0)
+    _assert_same_run(dataclasses.replace(REF, max_num_seqs=8), 3, 1, wl, 300.0)
+
+
+def test_tensor_and_expert_parallel_and_one_token_outputs_are_the_same_run():
+    wl = simulate.poisson_workload(MOE, 300.0, 4)
+    _assert_same_run(MOE, 2, 2, wl, 300.0)
+    _assert_same_run(REF, 2, 2, wl, 300.0)
+    one = simulate.Workload(wl.arrival_s, wl.prompt_tokens, np.ones_like(wl.output_tokens))
+    py, r = _assert_same_run(REF, 2, 1, one, 300.0)
+    assert not r.itl_defined  # one-token outputs: no gap between tokens
