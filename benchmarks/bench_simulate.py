@@ -53,8 +53,8 @@ def main() -> int:
     print(f"the default plan at {large.peak_rps:g} req/s ({large_v[-1].load} GPUs verified): {large_s:.2f} s "
           f"(target < {LARGE_VERIFY_TARGET_S:g} s) -> {verdict(large_s < LARGE_VERIFY_TARGET_S)}")
     print(f"verified against the closed form ({closed_s * 1000:.0f} ms): {ratio:,.0f}x (target <= {RATIO_TARGET:g}x, a ratio; "
-          f"reported until the simulator meets it, then it fails the run) -> {verdict(ratio <= RATIO_TARGET)}")
-    return 0  # times are this machine's; the ratio is reported (see its line)
+          f"the same on any machine, so a miss fails the run) -> {verdict(ratio <= RATIO_TARGET)}")
+    return 0 if ratio <= RATIO_TARGET else 1  # times are this machine's and only named; the ratio fails the run
 
 if __name__ == "__main__":
     sys.exit(main())

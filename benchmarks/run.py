@@ -4,7 +4,7 @@
 
 Each benchmark line ends ``-> met`` or ``-> MISSED``. Times and memory are this machine's, so a missed one is named but
 does not fail the run; a benchmark exits 1 only for a machine-independent ratio (the sweep against the scalar
-planner), and then so does this. The hostile-file check (``bench_bombs.py``) is a safety check CI runs on its own.
+planner, the verified plan against the closed form), and then so does this. The hostile-file check (``bench_bombs.py``) is a safety check CI runs on its own.
 """
 
 from __future__ import annotations

@@ -40,14 +40,27 @@ import math
 
 import numpy as np
 
-try:  # numba compiles the loop; without it (Pyodide), the Python loop runs instead
-    from numba import njit
+try:  # numba compiles the loop; without it (Pyodide, or a numba that will not load), the Python loop runs instead
+    import numba
+
     AVAILABLE = True
-except ImportError:  # pragma: no cover - exercised where numba has no wheel
+except Exception:  # pragma: no cover - exercised where numba has no wheel or fails to load
+    numba = None
     AVAILABLE = False
 
-    def njit(*args, **kwargs):  # noqa: D103 - a stand-in decorator: the kernel is then never called
-        return (lambda fn: fn) if not (args and callable(args[0])) else args[0]
+
+def njit(*, cache: bool = True):
+    """numba's ``njit``, cached on disk where a cache can be kept (beside the module, or numba's per-user folder),
+    uncached where neither is writable; the function unchanged without numba. [decorator]"""
+    def wrap(fn):
+        if numba is None:
+            return fn
+        try:
+            return numba.njit(cache=cache)(fn)
+        except RuntimeError:  # "no locator available": nowhere to keep the cache
+            return numba.njit(fn)
+    return wrap
+
 
 ROUTING_HEAP_REPLICAS = 16
 """From this many replicas routing keeps a heap rather than scanning: the same replica, the least loaded. [replicas]"""
