@@ -24,7 +24,7 @@ figures and their dates are in ``xlplan/catalog/ownership.yaml``.
 
 from __future__ import annotations
 
-HOURS_PER_MONTH = 730.0
+from xlplan.units import HOURS_PER_MONTH  # the one definition: 8,760 hours a year over 12
 
 
 def owned_usd_per_gpu_hour(capex_usd_per_node, gpus_per_node, depreciation_years, kw_per_gpu, pue, usd_per_kwh,

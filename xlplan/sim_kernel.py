@@ -51,7 +51,18 @@ except Exception:  # pragma: no cover - exercised where numba has no wheel or fa
 
 def njit(*, cache: bool = True):
     """numba's ``njit``, cached on disk where a cache can be kept (beside the module, or numba's per-user folder),
-    uncached where neither is writable; the function unchanged without numba. [decorator]"""
+    uncached where neither is writable; the function unchanged without numba. [decorator]
+
+    Parameters
+    ----------
+    cache : bool
+        Whether to keep the compiled code on disk between processes. [bool]
+
+    Returns
+    -------
+    callable
+        The decorator. [—]
+    """
     def wrap(fn):
         if numba is None:
             return fn
@@ -127,6 +138,9 @@ def _grow(a):
 def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm, duration, stop, replicas, lost, loss_at,
         watch, target, m_lo, m_hi, need, margin):
     """Serve every arrival, as :meth:`xlplan.simulate._Run.run` does; ``prompt`` and ``output`` change in place.
+
+    Over 60 lines because it is one compiled loop: a step's end, an arrival, a loss and a step's start share the
+    loop's locals, which numba keeps in registers; split into calls, each would pass some thirty arrays.
 
     Parameters
     ----------
