@@ -19,6 +19,15 @@ ComputeDtype = Literal["bf16", "fp8", "fp4"]
 PCIE_GEN4_GBPS = 32.0
 """PCIe Gen4 x16, one direction: 16 GT/s × 16 lanes × 128/130 ÷ 8 ≈ 31.5 GB/s, rounded. [GB/s]"""
 
+FABRIC_LATENCY_S = 10e-6
+"""A collective's fixed latency over a GPU fabric (NVLink, Infinity Fabric): nccl-tests' small-message all-reduce. [s]"""
+
+PCIE_LATENCY_S = 25e-6
+"""A collective's fixed latency over PCIe. [s]"""
+
+FABRIC_THRESHOLD_GBPS = 100.0
+"""Links faster than this are a GPU fabric, slower ones PCIe. [GB/s]"""
+
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -88,7 +97,7 @@ class GPUSpec(_Spec):
         """
         if self.collective_latency_us is not None:
             return self.collective_latency_us * 1e-6
-        return (10e-6 if self.link_gbps() > 100 else 25e-6)
+        return FABRIC_LATENCY_S if self.link_gbps() > FABRIC_THRESHOLD_GBPS else PCIE_LATENCY_S
 
     def peak_tflops(self, dtype: ComputeDtype) -> float | None:
         """Peak dense throughput for a compute dtype, or None when the GPU lacks it. [TFLOP/s]

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from xlplan import catalog, distributions, engines, fleet, memory, queue_path, steps
+from xlplan import catalog, distributions, engines, fleet, memory, queue_path, specs, steps
 from xlplan.io.workbook.cells import Book, Cell, Sheet
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
 from xlplan.plan import Plan
@@ -144,6 +144,9 @@ def gpu_derived(spec: GPUSpec) -> list:
     return [engines.vendor(spec.name), seqs, tokens, float(capex), kw]
 
 
+_OWN = catalog.ownership_defaults()
+"""The catalog's dated ownership defaults (ownership.yaml), which the Constants sheet writes. [mixed]"""
+
 CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("GiB", "Bytes per GiB", float(GIB), "bytes/GiB", "2^30: CUDA, vLLM and nvidia-smi's MiB figures are binary."),
     ("TeraUnit", "FLOP per TFLOP, bytes/s per TB/s", TERA, "1", "10^12: TFLOP/s and TB/s are decimal."),
@@ -155,10 +158,11 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("PercentP95", "The 95th percentile", 95.0, "percent", "The promise's percentile that reads the stated p95."),
     ("PercentP99", "The 99th percentile", 99.0, "percent", "The promise's percentile that reads the stated p99."),
     ("PercentPerFraction", "Percent per unit fraction", 100.0, "percent", "A percentile of 95 is the fraction 0.95."),
-    ("DefaultDepreciationYears", "Depreciation life when a buy plan gives none", 5.0, "years",
+    ("DefaultDepreciationYears", "Depreciation life when a buy plan gives none", _OWN["depreciation_years"]["value"], "years",
      "AWS shortened server lives from 6 to 5 years in 2025 (catalog/ownership.yaml)."),
-    ("DefaultPUE", "PUE when a buy plan gives none", 1.54, "1", "Uptime Institute Global Data Center Survey 2025 average."),
-    ("DefaultHostingUSDPerKWMonth", "Colocation per kW-month when a buy plan gives none", 184.06, "USD/kW-month",
+    ("DefaultPUE", "PUE when a buy plan gives none", _OWN["pue"]["value"], "1", "Uptime Institute Global Data Center Survey 2025 average."),
+    ("DefaultHostingUSDPerKWMonth", "Colocation per kW-month when a buy plan gives none",
+     _OWN["hosting_usd_per_kw_month"]["value"], "USD/kW-month",
      "CBRE North America Data Center Trends H2 2024, 250-500 kW, primary markets."),
     ("RoundingTolerance", "Rounding tolerance", fleet.ROUNDING_TOLERANCE, "fraction",
      "Slack before rounding up, so 4.000000000001 GPUs of float noise counts as 4."),
@@ -190,10 +194,10 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
      "TensorRT-LLM's activation workspace, as vLLM V0 profiled it."),
     ("SGLangReserveGiB", "SGLang reserve beyond weights and KV", engines.SGLANG_RESERVE_GIB, "GiB", "engines.py"),
     ("DriverReservedGiB", "Driver memory CUDA cannot allocate", engines.DRIVER_RESERVED_GIB, "GiB", "H100: 79.65 vs 79.18 GiB."),
-    ("PCIeGen4GBps", "PCIe Gen4 x16, one direction", 32.0, "GB/s", "Where the catalog names no GPU link."),
-    ("FabricLatencyS", "Collective latency, NVLink / Infinity Fabric", 10e-6, "s", "NCCL small-message all-reduce."),
-    ("PCIeLatencyS", "Collective latency, PCIe", 25e-6, "s", ""),
-    ("FabricThresholdGBps", "Links faster than this are a GPU fabric", 100.0, "GB/s", ""),
+    ("PCIeGen4GBps", "PCIe Gen4 x16, one direction", specs.PCIE_GEN4_GBPS, "GB/s", "Where the catalog names no GPU link."),
+    ("FabricLatencyS", "Collective latency, NVLink / Infinity Fabric", specs.FABRIC_LATENCY_S, "s", "NCCL small-message all-reduce."),
+    ("PCIeLatencyS", "Collective latency, PCIe", specs.PCIE_LATENCY_S, "s", ""),
+    ("FabricThresholdGBps", "Links faster than this are a GPU fabric", specs.FABRIC_THRESHOLD_GBPS, "GB/s", ""),
     ("MicroUnit", "Seconds per microsecond", 1e-6, "s/us", ""),
     ("MeanChunkPosition", "Mean position of a prefill chunk in its prompt", 0.5, "fraction of chunks",
      "Each chunk reads the prefix before it: on average half the chunks."),
