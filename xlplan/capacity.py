@@ -68,3 +68,146 @@ def capacity(s: Scenario, gpus: int) -> Capacity:
         raise steps.PlanningError(f"{gpus} GPUs hold no whole replica at any TP degree the plan allows "
                                   f"({', '.join(map(str, s.tp_options))}); expected at least {min(s.tp_options)} GPUs")
     return best
+
+
+CAPACITY_TOLERANCE = 0.01
+"""The verified capacity is bracketed to within this fraction of itself. [1]"""
+
+CAPACITY_GROWTH = 16.0
+"""The bracket grows or shrinks from the closed form's figure by at most this factor each way. [1]"""
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedCapacity:
+    """The highest peak rate at which a fleet keeps the promise in simulation, and the closed form's figure beside it."""
+
+    gpus: int  # [GPUs]
+    tp: int  # the closed form's best degree, simulated [GPUs per replica]
+    replicas: int  # [replicas]
+    max_peak_rps: float  # the highest rate found keeping the promise on every seed [requests/s]
+    fails_at_rps: float  # the lowest rate found missing it: the answer is within the tolerance below it [requests/s]
+    seeds: list[int]  # [1]
+    minutes: float  # each run's span at max_peak_rps [minutes]
+    closed_form: Capacity  # the closed form's inverse (memory, compute and latency paths)
+
+
+def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_context: int | None = None,
+                      tolerance: float = CAPACITY_TOLERANCE) -> VerifiedCapacity:
+    """The inverse of the verified answer: the highest peak rate ``gpus`` GPUs serve keeping the promise.
+
+    A rate keeps the promise when the fleet's simulation at it does by the verification's rule
+    (:func:`xlplan.simulate.minimum_replicas`): on each of :data:`xlplan.simulate.VERIFY_SEEDS` seeds of
+    :func:`xlplan.simulate.workload_for` arrivals at that rate, over :func:`xlplan.simulate.default_minutes`, every
+    run stable. The rate is bracketed from the closed form's capacity (:func:`capacity`, whose degree is simulated),
+    doubling or halving, then bisected to ``tolerance`` of itself; the answer is the bracket's passing end.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan; its peak rate is ignored, its step budget and arrivals' burstiness are simulated.
+    gpus : int
+        GPUs serving the load (no spares). [GPUs]
+    percentile : float
+        The promise's percentile. [percent]
+    max_context : int, optional
+        The model's context limit, for clipping lengths. [tokens]
+    tolerance : float
+        Relative width of the final bracket. [1]
+
+    Returns
+    -------
+    VerifiedCapacity
+        The highest passing rate, the lowest failing one, the fleet simulated and the closed form's figure.
+
+    Raises
+    ------
+    PlanningError
+        As :func:`capacity`; and when the fleet keeps the promise at no rate down to 1/16 of the closed form's (a
+        step too slow for the inter-token target, say), or at every rate up to 16 times it.
+    """
+    from xlplan import simulate
+
+    cf = capacity(s, gpus)
+    tp = cf.tp
+    replicas = gpus // tp
+    seeds = [simulate.DEFAULT_SEED + k for k in range(simulate.VERIFY_SEEDS)]
+
+    def minutes_at(rate: float) -> float:
+        return min(simulate.default_minutes(rate), simulate.MAX_REQUESTS / (rate * 60.0))
+
+    def keeps(rate: float) -> bool:
+        sr = replace(s, peak_rps=rate)
+        minutes = minutes_at(rate)
+        for seed in seeds:
+            wl = simulate.workload_for(sr, minutes, seed, s.arrival_cv2, max_context)
+            if not simulate._verdict(sr, replicas, tp, wl, minutes * 60.0, percentile)[1]:
+                return False
+        return True
+
+    guess = cf.max_peak_rps
+    lo, hi = None, None
+    rate = guess
+    if keeps(rate):
+        lo = rate
+        while lo < guess * CAPACITY_GROWTH:
+            rate = lo * 2.0
+            if not keeps(rate):
+                hi = rate
+                break
+            lo = rate
+    else:
+        hi = rate
+        while hi > guess / CAPACITY_GROWTH:
+            rate = hi / 2.0
+            if keeps(rate):
+                lo = rate
+                break
+            hi = rate
+    if lo is None:
+        raise steps.PlanningError(f"{gpus} GPUs (TP {tp}) keep the promise in simulation at no peak rate down to "
+                                  f"{hi:,.4g} requests/s (the closed form says {guess:,.4g}): expected a promise one "
+                                  "replica's steps can meet; run `xlplan plan` to see which target misses")
+    if hi is None:
+        raise steps.PlanningError(f"{gpus} GPUs (TP {tp}) keep the promise in simulation up to {lo:,.4g} requests/s, "
+                                  f"{CAPACITY_GROWTH:g} times the closed form's {guess:,.4g}: expected the closed form "
+                                  "to be within that factor")
+    while (hi - lo) > tolerance * lo:
+        mid = (lo + hi) / 2.0
+        if keeps(mid):
+            lo = mid
+        else:
+            hi = mid
+    return VerifiedCapacity(gpus, tp, replicas, lo, hi, seeds, minutes_at(lo), cf)
+
+
+def too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
+    """Why the verified capacity is not searched by default, or None: past the default simulation's limits.
+
+    The limits are the default ``xlplan plan``'s (:data:`xlplan.planner.AUTO_VERIFY_MAX_REPLICAS` replicas, and
+    :data:`xlplan.planner.AUTO_VERIFY_MAX_REQUESTS` requests a run at the closed form's capacity), as a search runs
+    some twenty such runs.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan.
+    gpus : int
+        GPUs serving the load. [GPUs]
+
+    Returns
+    -------
+    str or None
+        The sentence saying what is past which limit; None where the search runs. [text]
+    """
+    from xlplan import planner, simulate
+
+    cf = capacity(s, gpus)
+    replicas = gpus // cf.tp
+    rate = cf.max_peak_rps
+    requests = rate * min(simulate.default_minutes(rate), simulate.MAX_REQUESTS / (rate * 60.0)) * 60.0
+    if replicas <= planner.AUTO_VERIFY_MAX_REPLICAS and requests <= planner.AUTO_VERIFY_MAX_REQUESTS:
+        return None
+    return (f"not simulated: {replicas:,} replicas and {requests:,.0f} requests a run at the closed form's rate are past "
+            f"what the default search takes on (at most {planner.AUTO_VERIFY_MAX_REPLICAS} replicas and "
+            f"{planner.AUTO_VERIFY_MAX_REQUESTS:,} requests); simulate a share of the fleet with a plan at that share "
+            "of the peak")

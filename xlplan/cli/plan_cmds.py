@@ -88,21 +88,41 @@ def example_cmd(
 def capacity_cmd(
     plan_file: Path | None = PLAN_ARG,
     gpus: int = typer.Option(..., "--gpus", min=1, help="GPUs serving the load (spares excluded). [GPUs]"),
+    no_verify: bool = typer.Option(False, "--no-verify", help="Only the closed form's inverse, without simulating."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
-    """The inverse question: the highest peak rate a given number of GPUs sustains under the promise."""
-    from xlplan.capacity import capacity
+    """The inverse question: the highest peak rate a given number of GPUs serves keeping the promise (simulated)."""
+    from xlplan.capacity import capacity, too_large_to_simulate, verified_capacity
     from xlplan.scenario import resolve
 
     p = _load(plan_file)
-    cap = capacity(resolve(p), gpus)
+    s = resolve(p)
+    cap = capacity(s, gpus)
+    why = "not simulated: --no-verify" if no_verify else too_large_to_simulate(s, gpus)
+    ver = None if why else verified_capacity(s, gpus, p.promise.percentile, p.model.resolve().max_context_tokens)
+    closed = {"tp": cap.tp, "max_peak_rps": cap.max_peak_rps, "limited_by": cap.limited_by, "per_path_rps": cap.per_path_rps}
     if as_json:
-        typer.echo(json.dumps({"gpus": cap.gpus, "tp": cap.tp, "max_peak_rps": cap.max_peak_rps, "limited_by": cap.limited_by,
-                               "per_path_rps": cap.per_path_rps}, indent=2))
+        out = {"gpus": gpus, "method": "closed form" if ver is None else "verified",
+               "max_peak_rps": cap.max_peak_rps if ver is None else ver.max_peak_rps, "closed_form": closed}
+        if ver is None:
+            out["not_simulated"] = why
+        else:
+            out.update(tp=ver.tp, replicas=ver.replicas, fails_at_rps=ver.fails_at_rps, seeds=ver.seeds,
+                       minutes=ver.minutes)
+        typer.echo(json_text(out))
         return
     per = ", ".join(f"{k} {v:,.2f}" for k, v in cap.per_path_rps.items())
-    typer.echo(f"{gpus} GPUs (TP {cap.tp}) sustain at most {cap.max_peak_rps:,.2f} requests/s at peak "
-               f"under the promise (plan: {p.forecast.peak_rps:g}); {cap.limited_by} stops it first. By path [requests/s]: {per}.")
+    closed_line = (f"the closed form says {cap.max_peak_rps:,.2f} requests/s (TP {cap.tp}); {cap.limited_by} stops it "
+                   f"first. By path [requests/s]: {per}.")
+    if ver is None:
+        typer.echo(f"{gpus} GPU{'' if gpus == 1 else 's'}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {why})")
+        return
+    seeds = ", ".join(map(str, ver.seeds[:-1])) + f" and {ver.seeds[-1]}"
+    fleet = f"{gpus} GPU" if gpus == 1 else f"{gpus} GPUs"
+    reps = "1 replica" if ver.replicas == 1 else f"{ver.replicas} replicas"
+    typer.echo(f"{fleet} (TP {ver.tp}, {reps}) keep the promise up to {ver.max_peak_rps:,.2f} "
+               f"requests/s at peak in simulation (on each of seeds {seeds}, {ver.minutes:.3g} min of arrivals; they miss "
+               f"it at {ver.fails_at_rps:,.2f}); plan: {p.forecast.peak_rps:g}. Without queueing, {closed_line}")
 
 
 @app.command("catalog")
