@@ -70,6 +70,7 @@ def test_capacity_cli(capsys):
     assert out["closed_form"]["limited_by"] == "compute"
 
 
+@pytest.mark.slow
 def test_capacity_is_the_inverse_of_the_verified_answer(capsys):
     # Issue 18 measured 4 GPUs queueing without bound at the reference's 40 req/s, where the closed form says they
     # hold 40.54: the verified capacity of 4 GPUs must be below 40. And it is the inverse of the verified answer, by

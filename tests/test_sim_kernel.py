@@ -80,6 +80,7 @@ def test_step_s_is_the_serving_models_step():
             assert sim_kernel.step_s(c, *args) == f(*args)
 
 
+@pytest.mark.slow
 def test_reference_peak_runs_are_the_same_run():
     # 10 minutes of the reference peak (40 req/s, about 24,000 requests) on 4 (overloaded), 5 and 20 (routed by the
     # heap, from ROUTING_HEAP_REPLICAS = 16 up) replicas.
@@ -89,6 +90,7 @@ def test_reference_peak_runs_are_the_same_run():
         assert py.step_t and r.requests > 20_000
 
 
+@pytest.mark.slow
 def test_a_lost_replica_and_an_early_stop_are_the_same_run():
     wl = simulate.poisson_workload(REF, 600.0, 2)
     py, _ = _assert_same_run(REF, 6, 1, wl, 600.0, lost=1)
