@@ -87,6 +87,9 @@ def test_capacity_is_the_inverse_of_the_verified_answer(capsys):
     assert v.max_peak_rps < v.fails_at_rps <= v.max_peak_rps * 1.01
     assert simulate.minimum_replicas(dataclasses.replace(s, peak_rps=v.max_peak_rps), 1, 4) <= 4
     assert simulate.minimum_replicas(dataclasses.replace(s, peak_rps=v.fails_at_rps), 1, 4) > 4
+    # and at the plan's own peak it agrees with `plan`: the reference's 40 req/s verify at 6 GPUs (TP 1), not at 5
+    assert simulate.minimum_replicas(s, 1, 6) == 6
+    assert verified_capacity(s, 6).max_peak_rps >= 40.0 > verified_capacity(s, 5).max_peak_rps
     assert main(["capacity", "--gpus", "4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["method"] == "verified" and out["max_peak_rps"] == v.max_peak_rps and out["seeds"] == [1, 2, 3]

@@ -10,6 +10,7 @@ with ``replicas = floor(N / t)``; the best TP degree is taken.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from xlplan import _vec, fleet, steps
@@ -98,8 +99,10 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
     A rate keeps the promise when the fleet's simulation at it does by the verification's rule
     (:func:`xlplan.simulate.minimum_replicas`): on each of :data:`xlplan.simulate.VERIFY_SEEDS` seeds of
     :func:`xlplan.simulate.workload_for` arrivals at that rate, over :func:`xlplan.simulate.default_minutes`, every
-    run stable. The rate is bracketed from the closed form's capacity (:func:`capacity`, whose degree is simulated),
-    doubling or halving, then bisected to ``tolerance`` of itself; the answer is the bracket's passing end.
+    run stable. The plan's own peak is tried first, so the answer agrees with ``xlplan plan`` there (a fleet it
+    verifies at its peak has a capacity at or above it); then the rate is bracketed outward from the closed form's
+    capacity (:func:`capacity`, whose degree is simulated), doubling or halving, and bisected to ``tolerance`` of
+    itself; the answer is the bracket's passing end.
 
     Parameters
     ----------
@@ -145,24 +148,24 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
         return True
 
     guess = cf.max_peak_rps
-    lo, hi = None, None
-    rate = guess
-    if keeps(rate):
-        lo = rate
-        while lo < guess * CAPACITY_GROWTH:
-            rate = lo * 2.0
-            if not keeps(rate):
+    peak = float(s.peak_rps)
+    # The plan's own peak is tried first, so this agrees with `plan` there: the verified fleet of the peak keeps it
+    # (capacity at or above the peak), one replica fewer misses it (below). Then outward from the closed form's figure.
+    lo, hi = (peak, None) if keeps(peak) else (None, peak)
+    if lo is not None:
+        rate = guess if guess > lo else 2.0 * lo
+        while hi is None and rate <= max(guess, peak) * CAPACITY_GROWTH:
+            if keeps(rate):
+                lo, rate = rate, 2.0 * rate
+            else:
                 hi = rate
-                break
-            lo = rate
     else:
-        hi = rate
-        while hi > guess / CAPACITY_GROWTH:
-            rate = hi / 2.0
+        rate = guess if guess < hi else hi / 2.0
+        while lo is None and rate >= min(guess, peak) / CAPACITY_GROWTH:
             if keeps(rate):
                 lo = rate
-                break
-            hi = rate
+            else:
+                hi, rate = rate, rate / 2.0
     if lo is None:
         raise steps.PlanningError(f"{gpus} GPUs (TP {tp}) keep the promise in simulation at no peak rate down to "
                                   f"{hi:,.4g} requests/s (the closed form says {guess:,.4g}): expected a promise one "
@@ -172,7 +175,7 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
                                   f"{CAPACITY_GROWTH:g} times the closed form's {guess:,.4g}: expected the closed form "
                                   "to be within that factor")
     while (hi - lo) > tolerance * lo:
-        mid = (lo + hi) / 2.0
+        mid = math.sqrt(lo * hi) if hi > 2.0 * lo else (lo + hi) / 2.0  # a wide bracket halves in ratio
         if keeps(mid):
             lo = mid
         else:

@@ -366,7 +366,7 @@ def _redundancy_row(v) -> str:
 def _answer_source(r: PlanResult) -> str:
     """Where the Answer's fleet comes from, in words. [text]"""
     if r.answer.source == "verified":
-        return f"verified in simulation ({_seeds(r.verified)})"
+        return f"verified in simulation on {_seeds(r.verified)}"
     if r.verified is not None:
         return "the closed form: the simulation found no fleet that keeps the promise"
     return "the closed form, not simulated (xlplan plan --verify simulates it)"
@@ -437,7 +437,7 @@ def answer_sentence(r: PlanResult) -> str:
     -------
     str
         E.g. '6 GPUs for the load, 7 with redundancy (one replica lost), buy 8; binding: queueing; ~$15,330/month,
-        $0.159/M tokens — verified in simulation (seeds 1, 2, 3 (all must hold)).' [text]
+        $0.159/M tokens — verified in simulation on seeds 1, 2, 3 (all must hold).' [text]
     """
     a = r.answer
     if a is None:  # a result written before the closed form existed: the runbook's figures
