@@ -249,6 +249,17 @@ def test_default_run_length_rule():
     assert simulate.default_minutes(0.1) == 360.0
 
 
+@pytest.mark.parametrize("rate", [3_334.0, 4_000.0, 5_000.0, 7_000.0])
+def test_a_run_at_the_request_cap_is_allowed(rate):
+    # past 2,000,000 / 600 s = 3,333 req/s the 10-minute run is cut to MAX_REQUESTS / (rate × 60) minutes, which
+    # holds exactly 2,000,000 requests: the cap itself, so the check must let it through despite float rounding
+    # (it refused "6.66667 minutes at 5,000 requests/s is 2,000,000 requests; expected at most 2,000,000").
+    minutes = simulate.run_minutes(rate)
+    assert minutes < 10.0
+    assert not simulate.too_many_requests(rate * minutes * 60.0)
+    assert simulate.too_many_requests(rate * 10.0 * 60.0)
+
+
 @pytest.mark.slow
 def test_verify_reference_sentence_and_failure_check():
     p = reference_plan()

@@ -136,7 +136,7 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
     seeds = [simulate.DEFAULT_SEED + k for k in range(simulate.VERIFY_SEEDS)]
 
     def minutes_at(rate: float) -> float:
-        return min(simulate.default_minutes(rate), simulate.MAX_REQUESTS / (rate * 60.0))
+        return simulate.run_minutes(rate)
 
     def keeps(rate: float) -> bool:
         sr = replace(s, peak_rps=rate)
@@ -207,7 +207,7 @@ def too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
     cf = capacity(s, gpus)
     replicas = gpus // cf.tp
     rate = cf.max_peak_rps
-    requests = rate * min(simulate.default_minutes(rate), simulate.MAX_REQUESTS / (rate * 60.0)) * 60.0
+    requests = rate * simulate.run_minutes(rate) * 60.0
     if replicas <= planner.AUTO_VERIFY_MAX_REPLICAS and requests <= planner.AUTO_VERIFY_MAX_REQUESTS:
         return None
     return (f"not simulated: {replicas:,} replicas and {requests:,.0f} requests a run at the closed form's rate are past "

@@ -320,7 +320,7 @@ AUTO_VERIFY_MAX_STEPS = 5_000_000
 
 def _affordable(s, cf: closed_form.ClosedForm) -> tuple[bool, str | None]:
     """(simulate?, why not): the default verification runs where it takes about a minute at most. [bool], [text]"""
-    minutes = min(simulate.default_minutes(s.peak_rps), simulate.MAX_REQUESTS / (s.peak_rps * 60.0))
+    minutes = simulate.run_minutes(s.peak_rps)
     requests = s.peak_rps * minutes * 60.0
     mean_output = steps.traffic(s).output_mean
     step_count = requests * mean_output / max(cf.achieved_batch, 1.0)  # decode steps of one run, all replicas

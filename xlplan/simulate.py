@@ -104,6 +104,47 @@ def default_minutes(peak_rps: float) -> float:
     return min(max(MIN_MINUTES, MIN_REQUESTS / peak_rps / 60.0), MAX_MINUTES)
 
 
+def too_many_requests(expected: float) -> bool:
+    """Whether a run expecting ``expected`` arrivals is past :data:`MAX_REQUESTS`, allowing the float's rounding.
+
+    Parameters
+    ----------
+    expected : float
+        Rate × span of the run. [requests]
+
+    Returns
+    -------
+    bool
+        True past ``MAX_REQUESTS × (1 + 1e-9)``: :func:`run_minutes`' span, which holds exactly ``MAX_REQUESTS``
+        in real arithmetic, passes. [1]
+    """
+    return expected > MAX_REQUESTS * (1.0 + 1e-9)
+
+
+def run_minutes(peak_rps: float) -> float:
+    """A verification run's span: :func:`default_minutes`, shortened so it holds at most :data:`MAX_REQUESTS`. [minutes]
+
+    Parameters
+    ----------
+    peak_rps : float
+        The run's arrival rate. [requests/s]
+
+    Returns
+    -------
+    float
+        ``min(default_minutes(peak_rps), MAX_REQUESTS ÷ (peak_rps × 60))``, so ``peak_rps × 60 × minutes`` never
+        exceeds :data:`MAX_REQUESTS` (the check in :func:`workload_for` allows for the rounding). [minutes]
+
+    Examples
+    --------
+    >>> run_minutes(40.0)      # 24,000 requests in 10 minutes
+    10.0
+    >>> round(run_minutes(5000.0), 4)   # 2,000,000 requests ÷ 5,000/s = 400 s
+    6.6667
+    """
+    return min(default_minutes(peak_rps), MAX_REQUESTS / (peak_rps * 60.0))
+
+
 def chunk_tokens(s: Scenario) -> int:
     """The step's token budget the simulation schedules with: the plan's, else :data:`RUNBOOK_CHUNK_TOKENS`. [tokens]
 
@@ -1216,7 +1257,7 @@ def workload_for(s: Scenario, minutes: float, seed: int, cv2: float = 1.0, max_c
         When the run would hold more than :data:`MAX_REQUESTS` requests.
     """
     expected = s.peak_rps * minutes * 60.0
-    if expected > MAX_REQUESTS:
+    if too_many_requests(expected):
         raise steps.PlanningError(f"{minutes:g} minutes at {s.peak_rps:,.6g} requests/s is {expected:,.0f} requests; "
                                   f"expected at most {MAX_REQUESTS:,} in one run (fewer minutes)")
     return poisson_workload(s, minutes * 60.0, seed, cv2, max_context=max_context)
@@ -1496,7 +1537,7 @@ def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: 
     rb_tp = int(pa.tp)  # the runbook's fleet is simulated as the runbook builds it
     tp = rb_tp if tp is None else int(tp)
     if minutes is None:
-        minutes = min(default_minutes(s.peak_rps), MAX_REQUESTS / (s.peak_rps * 60.0))
+        minutes = run_minutes(s.peak_rps)
         if minutes < 1.0:
             raise steps.PlanningError(f"--verify: at {s.peak_rps:,.6g} requests/s one minute of peak is "
                                       f"{s.peak_rps * 60:,.0f} requests, past the {MAX_REQUESTS:,} one run may hold; "
@@ -1618,7 +1659,7 @@ def minimum_replicas(s: Scenario, tp: int, start_replicas: int, percentile: floa
         the promise. [replicas]
     """
     if minutes is None:
-        minutes = min(default_minutes(s.peak_rps), MAX_REQUESTS / (s.peak_rps * 60.0))
+        minutes = run_minutes(s.peak_rps)
     duration = minutes * 60.0
     wl = workload_for(s, minutes, seed, cv2, max_context)
     others = [workload_for(s, minutes, seed + k, cv2, max_context) for k in range(1, VERIFY_SEEDS)]

@@ -33,9 +33,9 @@ def _workload(s, plan, minutes, seed, burst, log, resample, columns):
 
     max_context = plan.model.resolve().max_context_tokens
     if log is None or resample:
-        minutes = sim.default_minutes(s.peak_rps) if minutes is None else minutes
+        minutes = sim.run_minutes(s.peak_rps) if minutes is None else minutes
         expected = s.peak_rps * minutes * 60.0
-        if expected > sim.MAX_REQUESTS:
+        if sim.too_many_requests(expected):
             raise InputError("--minutes", [(f"got {minutes:g}: at {s.peak_rps:,.6g} requests/s that is {expected:,.0f} requests; "
                                            f"expected at most {sim.MAX_REQUESTS:,} in one run (fewer minutes)")])
     if log is None:
