@@ -100,6 +100,18 @@ def test_markdown_not_overwritten_without_force(tmp_path, capsys):
     assert md.read_text(encoding="utf-8").startswith("# Capacity note")
 
 
+def test_a_prompt_longer_than_the_context_is_an_error(tmp_path, capsys):
+    # Llama-3.1-8B's config.json: max_position_embeddings 131,072. A 1,000,000-token p99 prompt cannot be served at
+    # all; planning for it asked for 54,638 GPUs with only a warning.
+    rc, err = run_plan(tmp_path, capsys, with_("forecast", prompt_tokens={"p50": 2000, "p95": 2000, "p99": 1_000_000}))
+    assert rc == 2
+    assert "forecast.prompt_tokens.p99: got 1,000,000 tokens" in err and "context limit of 131,072 tokens" in err
+    # one short of the limit is a valid plan (the p99 prompt + output warning stays a warning)
+    from xlplan.plan import Plan
+
+    Plan.model_validate(with_("forecast", prompt_tokens={"p50": 2000, "p95": 2000, "p99": 131_071}))
+
+
 def test_compute_dtype_the_gpu_lacks(tmp_path, capsys):
     # A100 has no FP8 tensor cores (gpus.csv: "n/a (no FP8)")
     data = with_("hardware", gpu="a100-80gb")

@@ -418,6 +418,26 @@ class Plan(_Section):
     sources: Sources = Field(default_factory=Sources, description="Where and when each input was obtained.")
 
     @model_validator(mode="after")
+    def _prompts_fit_the_model(self) -> Plan:
+        # A prompt longer than the context window is refused by every server: planning for it would buy GPUs for
+        # requests that never run (1,000,000 tokens on a 131,072-token model asked for 54,638 GPUs).
+        limit = self.model.resolve().max_context_tokens
+        if not limit:
+            return self
+        lines = []
+        for role in ("prompt_tokens", "output_tokens"):
+            pct = getattr(self.forecast, role)
+            for q in ("p50", "p95", "p99"):
+                v = getattr(pct, q)
+                if v is not None and v >= limit:
+                    lines.append(f"forecast.{role}.{q}: got {v:,.0f} tokens; expected fewer than {self.model.name or 'the model'}'s "
+                                 f"context limit of {limit:,} tokens, as no request can be longer (a model with a longer "
+                                 "context, or lengths from the traffic this model serves)")
+        if lines:
+            raise ValueError("\n".join(lines))
+        return self
+
+    @model_validator(mode="after")
     def _hardware_can_run_it(self) -> Plan:
         gpu = self.hardware.resolve()
         dtype = self.policy.compute_dtype
