@@ -107,9 +107,11 @@ def test_a_prompt_longer_than_the_context_is_an_error(tmp_path, capsys):
     assert rc == 2
     assert "forecast.prompt_tokens.p99: got 1,000,000 tokens" in err and "context limit of 131,072 tokens" in err
     # one short of the limit is a valid plan (the p99 prompt + output warning stays a warning)
-    from xlplan.plan import Plan
+    from xlplan.io.planfile import read_plan
 
-    Plan.model_validate(with_("forecast", prompt_tokens={"p50": 2000, "p95": 2000, "p99": 131_071}))
+    ok = tmp_path / "ok.yaml"
+    ok.write_text(yaml.safe_dump(with_("forecast", prompt_tokens={"p50": 2000, "p95": 2000, "p99": 131_071})), encoding="utf-8")
+    assert read_plan(ok).forecast.prompt_tokens.p99 == 131_071
 
 
 def test_compute_dtype_the_gpu_lacks(tmp_path, capsys):
