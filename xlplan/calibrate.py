@@ -70,7 +70,7 @@ def _conditions(run: Run, base: Conditions | None) -> Conditions:
     return replace(c, isl=run.isl, osl=run.osl, concurrency=run.concurrency)
 
 
-def predicted(run: Run, eff: Efficiencies, base: Conditions | None = None) -> dict[str, float]:
+def predicted(run: Run, eff: Efficiencies, base: Conditions | None = None, table: dict | None = None) -> dict[str, float]:
     """The model's figures for a run at ``eff``: 'ttft_s', 'itl_s', 'output_tok_s' (those the run measured).
 
     Parameters
@@ -81,6 +81,9 @@ def predicted(run: Run, eff: Efficiencies, base: Conditions | None = None) -> di
         The efficiencies to predict with; every field filled (see :meth:`xlplan.predict.Efficiencies.resolved`).
     base : Conditions, optional
         Model, GPU, dtypes and TP for runs that carry no conditions of their own.
+    table : dict, optional
+        The fitted default table that fills ``eff``'s empty fields (a leave-one-source-out fold's); left out, the
+        shipped one (:func:`xlplan.engines.shipped_table`).
 
     Returns
     -------
@@ -94,6 +97,7 @@ def predicted(run: Run, eff: Efficiencies, base: Conditions | None = None) -> di
         When neither the run nor ``base`` gives conditions to predict with.
     """
     c = _conditions(run, base)
+    eff = eff.resolved(c.engine, c.gpu.name, table)
     if run.concurrency is None:
         return {"output_tok_s": predict.offline_output_tok_s(c, eff)[0]}
     on = predict.fixed_concurrency(c, eff)
@@ -104,7 +108,7 @@ def _measured(run: Run) -> dict[str, float]:
     return {k: v for k, v in (("ttft_s", run.ttft_s), ("itl_s", run.itl_s), ("output_tok_s", run.output_tok_s)) if v}
 
 
-def residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None) -> list[float]:
+def residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None, table: dict | None = None) -> list[float]:
     """Log ratios predicted ÷ measured over every figure every run measured (TTFT weighted by :data:`TTFT_WEIGHT`). [1]
 
     Parameters
@@ -115,6 +119,8 @@ def residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None
         The efficiencies to predict with; every field filled (see :meth:`xlplan.predict.Efficiencies.resolved`).
     base : Conditions, optional
         Model, GPU, dtypes and TP for runs that carry no conditions of their own.
+    table : dict, optional
+        The fitted default table that fills ``eff``'s empty fields; left out, the shipped one.
 
     Returns
     -------
@@ -124,7 +130,7 @@ def residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None
     """
     out = []
     for r in runs:
-        pred = predicted(r, eff, base)
+        pred = predicted(r, eff, base, table)
         for k, m in _measured(r).items():
             p = pred.get(k)
             if p is None or not p > 0 or not math.isfinite(p):
@@ -141,8 +147,9 @@ BOUNDS = {"prefill_mfu": BOUNDS_EFFICIENCY, "decode_mfu": BOUNDS_EFFICIENCY, "ba
 SCALE = {"step_overhead_s": 0.002}
 
 
-def _solve(runs: list[Run], start: Efficiencies, base: Conditions | None, free: tuple[str, ...]) -> Efficiencies:
-    """Least squares over the ``free`` fields, the rest held at ``start`` (which must be resolved)."""
+def _solve(runs: list[Run], start: Efficiencies, base: Conditions | None, free: tuple[str, ...],
+           table: dict | None = None) -> Efficiencies:
+    """Least squares over the ``free`` fields, the rest held at ``start`` (empty ones filled from ``table``)."""
     from scipy.optimize import least_squares
 
     if not free:
@@ -154,7 +161,7 @@ def _solve(runs: list[Run], start: Efficiencies, base: Conditions | None, free: 
     def eff_of(z):
         return replace(start, **{f: float(v) for f, v in zip(free, z)})
 
-    sol = least_squares(lambda z: residuals(runs, eff_of(z), base), z0, bounds=(lo, hi),
+    sol = least_squares(lambda z: residuals(runs, eff_of(z), base, table), z0, bounds=(lo, hi),
                         x_scale=[SCALE.get(f, 0.1) for f in free], diff_step=1e-3, max_nfev=200 * len(free))
     return eff_of(sol.x)
 
@@ -285,15 +292,8 @@ def fit_defaults(runs: list[Run]) -> dict:
             if len(er) >= MIN_RUNS:
                 table["vendors"][v][e] = fitted(er)
     if moe:
-        global_default = table
-        _TABLE_OVERRIDE.update(global_default)
-        try:
-            e = _solve(moe, Efficiencies(expert_efficiency=1.0), None, ("expert_efficiency",))
-        finally:
-            _TABLE_OVERRIDE.clear()
+        e = _solve(moe, Efficiencies(expert_efficiency=1.0), None, ("expert_efficiency",), table)
         table["overall"]["expert_efficiency"] = round(float(e.expert_efficiency), 4)
         table["overall"]["moe_runs"] = len(moe)
     return table
 
-
-_TABLE_OVERRIDE: dict = {}

@@ -25,6 +25,7 @@ TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction``.
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 from xlplan.units import GIB
@@ -324,7 +325,20 @@ def vendor(gpu_name: str) -> str:
     return "nvidia"
 
 
-def _table() -> dict:
+@functools.cache
+def shipped_table() -> dict:
+    """The fitted default-efficiency table as shipped: ``xlplan/data/efficiencies.yaml``, read once. [dict]
+
+    Returns
+    -------
+    dict
+        ``{'overall': {...}, 'vendors': {vendor: {'all': {...}, engine: {...}}}}`` as
+        :func:`xlplan.calibrate.fit_defaults` writes it. Treat it as read-only: it is the one shared copy.
+
+    References
+    ----------
+    ``xlplan/data/efficiencies.yaml``, fitted by ``scripts/fit_efficiencies.py`` to ``xlplan/data/measurements.csv``.
+    """
     from importlib import resources
 
     import yaml
@@ -332,7 +346,7 @@ def _table() -> dict:
     return yaml.safe_load(resources.files("xlplan.data").joinpath("efficiencies.yaml").read_text(encoding="utf-8"))
 
 
-def default_efficiencies(engine: str, gpu_name: str) -> dict[str, float]:
+def default_efficiencies(engine: str, gpu_name: str, table: dict | None = None) -> dict[str, float]:
     """The efficiencies a plan gets when it states none: fitted per vendor and engine on the public corpus.
 
     Parameters
@@ -341,6 +355,9 @@ def default_efficiencies(engine: str, gpu_name: str) -> dict[str, float]:
         The serving engine.
     gpu_name : str
         The GPU's display name; its vendor picks the fit (:func:`vendor`).
+    table : dict, optional
+        A fitted table in :func:`xlplan.calibrate.fit_defaults`' shape (a leave-one-source-out fold's, say); left out,
+        :func:`shipped_table`.
 
     Returns
     -------
@@ -359,13 +376,13 @@ def default_efficiencies(engine: str, gpu_name: str) -> dict[str, float]:
     Runbook, document 14, step 5 · "÷ 396 per GPU at 40% MFU" (the runbook engine's figures, :data:`RUNBOOK_EFFICIENCIES`).
     The public corpus, ``xlplan/data/measurements.csv``, each row with its source.
     """
-    return default_efficiencies_for(engine, vendor(gpu_name))
+    return default_efficiencies_for(engine, vendor(gpu_name), table)
 
 
 VENDORS = ("nvidia", "amd", "intel")
 
 
-def default_efficiencies_for(engine: str, v: str) -> dict[str, float]:
+def default_efficiencies_for(engine: str, v: str, table: dict | None = None) -> dict[str, float]:
     """:func:`default_efficiencies` by vendor name ('nvidia', 'amd', 'intel'). [fractions], [s]
 
     Parameters
@@ -374,6 +391,8 @@ def default_efficiencies_for(engine: str, v: str) -> dict[str, float]:
         The serving engine.
     v : {'nvidia', 'amd', 'intel'}
         The GPU's vendor (:data:`VENDORS`).
+    table : dict, optional
+        The fitted table to read; left out, :func:`shipped_table`.
 
     Returns
     -------
@@ -388,16 +407,11 @@ def default_efficiencies_for(engine: str, v: str) -> dict[str, float]:
     """
     if engine == "runbook":
         return dict(RUNBOOK_EFFICIENCIES)
-    from xlplan import calibrate
-
-    t = calibrate._TABLE_OVERRIDE or _TABLE_CACHE or _TABLE_CACHE.update(_table()) or _TABLE_CACHE
+    t = shipped_table() if table is None else table
     row = dict(t["overall"])
     row.update(t.get("vendors", {}).get(v, {}).get("all", {}))
     row.update(t.get("vendors", {}).get(v, {}).get(engine, {}))
     return {k: float(row[k]) for k in EFFICIENCY_FIELDS}
-
-
-_TABLE_CACHE: dict = {}
 
 
 def step_overhead_default(engine: str, gpu_name: str = "") -> float:

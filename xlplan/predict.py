@@ -46,7 +46,7 @@ class Efficiencies:
     step_overhead_s: float | None = None  # per step [s]
     expert_efficiency: float | None = None  # expert GEMMs' MFU relative to dense GEMMs' [fraction]
 
-    def resolved(self, engine: str, gpu_name: str) -> Efficiencies:
+    def resolved(self, engine: str, gpu_name: str, table: dict | None = None) -> Efficiencies:
         """Every field filled: the given ones, the engine's and GPU's defaults for the rest.
 
         Parameters
@@ -55,6 +55,8 @@ class Efficiencies:
             Serving engine whose fitted defaults fill the gaps.
         gpu_name : str
             The GPU's display name, whose vendor picks the fit.
+        table : dict, optional
+            The fitted default table to fill from (:func:`xlplan.engines.default_efficiencies`); left out, the shipped one.
 
         Returns
         -------
@@ -68,7 +70,7 @@ class Efficiencies:
         """
         from xlplan import engines
 
-        d = engines.default_efficiencies(engine, gpu_name)
+        d = engines.default_efficiencies(engine, gpu_name, table)
         return Efficiencies(*(d[f] if getattr(self, f) is None else getattr(self, f) for f in engines.EFFICIENCY_FIELDS))
 
 

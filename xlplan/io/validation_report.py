@@ -26,7 +26,7 @@ class SourceOut:
 
 def leave_one_source_out(rows: list[dict]) -> list[SourceOut]:
     """Refit the default efficiency table on every source but one; predict that one's throughput and latency rows."""
-    from xlplan.calibrate import _TABLE_OVERRIDE, fit_defaults, residuals
+    from xlplan.calibrate import fit_defaults, residuals
     from xlplan.predict import Efficiencies
 
     pairs = [(source_group(r.get("source", "")), run_of(r)) for r in rows]
@@ -37,29 +37,22 @@ def leave_one_source_out(rows: list[dict]) -> list[SourceOut]:
         test = [r for h, r in pairs if h == g]
         if not train:
             continue
-        _TABLE_OVERRIDE.update(fit_defaults(train))
-        try:
-            errs = [abs(math.exp(x) - 1.0) for x in residuals(test, Efficiencies())]
-        finally:
-            _TABLE_OVERRIDE.clear()
+        errs = [abs(math.exp(x) - 1.0) for x in residuals(test, Efficiencies(), table=fit_defaults(train))]
         out.append(SourceOut(g, len(test), statistics.median(errs)))
     return out
 
 
 def loso_median(rows: list[dict]) -> float:
     """Median |error| over every throughput and latency figure, each predicted without its own source. [fraction]"""
-    from xlplan.calibrate import _TABLE_OVERRIDE, fit_defaults, residuals
+    from xlplan.calibrate import fit_defaults, residuals
     from xlplan.predict import Efficiencies
 
     pairs = [(source_group(r.get("source", "")), run_of(r)) for r in rows]
     pairs = [(g, r) for g, r in pairs if r is not None]
     errs = []
     for g in sorted({g for g, _ in pairs}):
-        _TABLE_OVERRIDE.update(fit_defaults([r for h, r in pairs if h != g]))
-        try:
-            errs += [abs(math.exp(x) - 1.0) for x in residuals([r for h, r in pairs if h == g], Efficiencies())]
-        finally:
-            _TABLE_OVERRIDE.clear()
+        fold = fit_defaults([r for h, r in pairs if h != g])
+        errs += [abs(math.exp(x) - 1.0) for x in residuals([r for h, r in pairs if h == g], Efficiencies(), table=fold)]
     return statistics.median(errs) if errs else float("nan")
 
 
