@@ -18,6 +18,11 @@ TP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 """Tensor-parallel degrees considered, limited to divisors of the node. [GPUs]"""
 
 
+
+class PlanningError(ValueError):
+    """The plan is valid but cannot be met on this hardware (e.g. the weights do not fit)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """Numeric inputs of the seven steps and of the serving model. Units as in the field comments.
@@ -314,7 +319,6 @@ def resolve(plan: Plan) -> Scenario:
         When the GPU lacks the compute dtype the policy names (the plan cannot run on it).
     """
     from xlplan import engines
-    from xlplan.steps import PlanningError
 
     model: ModelSpec = plan.model.resolve()
     gpu: GPUSpec = plan.hardware.resolve()

@@ -23,12 +23,10 @@ from xlplan import (
     memory,
     serving,
 )
-from xlplan.scenario import Scenario
+from xlplan.scenario import PlanningError, Scenario
 from xlplan.units import GIB
 
-
-class PlanningError(ValueError):
-    """The plan is valid but cannot be met on this hardware (e.g. the weights do not fit)."""
+__all__ = ["PlanningError"]  # defined beside Scenario (which raises it too); callers keep naming steps.PlanningError
 
 
 def prefill_mfu(s: Scenario):

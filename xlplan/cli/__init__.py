@@ -7,45 +7,15 @@ status 2 and one line per problem, never a traceback.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import typer
 
-from xlplan import __version__, catalog
+from xlplan import catalog
+from xlplan.cli import decision_cmds, measure_cmds, plan_cmds, simulate_cmds, traffic_cmds, workbook_cmds  # noqa: F401  (registers the commands)
+from xlplan.cli.app import PLAN_ARG, app, load  # noqa: F401  (the names callers and tests use)
 from xlplan.io.errors import InputError
 from xlplan.io.extras import missing_extra
-from xlplan.io.planfile import read_plan, reference_plan
 from xlplan.steps import PlanningError
-
-app = typer.Typer(
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    help="LLM-inference capacity planning: from a traffic forecast and a latency promise to a fleet, a bill and the binding constraint.",
-)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"xlplan {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
-                                          help="Print the version and exit.")) -> None:
-    """LLM-inference capacity planning: from a traffic forecast and a latency promise to a fleet, a bill and the binding constraint."""
-
-
-PLAN_ARG = typer.Argument(None, help="Plan file (YAML or JSON); left out, the built-in reference plan (the runbook's worked example).")
-
-
-def load(path: Path | None):
-    """The plan in a file, or the built-in reference plan."""
-    return reference_plan() if path is None else read_plan(path)
-
-
-from xlplan.cli import decision_cmds, measure_cmds, plan_cmds, simulate_cmds, traffic_cmds, workbook_cmds  # noqa: E402,F401  (registers the commands)
 
 
 def _command(argv: list[str] | None) -> str | None:

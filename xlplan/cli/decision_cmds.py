@@ -10,8 +10,8 @@ from pathlib import Path
 import typer
 
 from xlplan import catalog
-from xlplan.cli import PLAN_ARG, app
-from xlplan.cli import load as _load
+from xlplan.cli.app import PLAN_ARG, app
+from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError, percent_hint
 from xlplan.io.outputs import json_text
 

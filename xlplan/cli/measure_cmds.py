@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from xlplan.cli import app
-from xlplan.cli import load as _load
+from xlplan.cli.app import app
+from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.planfile import read_plan, write_text_atomic
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 
 from xlplan import catalog
-from xlplan.cli import PLAN_ARG, app
-from xlplan.cli import load as _load
+from xlplan.cli.app import PLAN_ARG, app
+from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.extras import require
 from xlplan.io.outputs import JSON, MARKDOWN, PNG, YAML, Output, check_outputs, json_text, write_outputs

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import typer
 
-from xlplan.cli import PLAN_ARG, app
-from xlplan.cli import load as _load
+from xlplan.cli.app import PLAN_ARG, app
+from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PNG, Output, check_outputs, write_outputs
 

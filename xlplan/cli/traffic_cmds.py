@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from xlplan.cli import app
-from xlplan.cli import load as _load
+from xlplan.cli.app import app
+from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PNG, YAML, Output, check_outputs, write_outputs
 
