@@ -33,6 +33,15 @@ def ref(ref_plan):
     return plan(ref_plan)
 
 
+@pytest.fixture(scope="session")
+def matrix_results():
+    """Name -> (plan, result) for the equality matrix's plans (tests/matrix_plans.py), each planned once: verified
+    in simulation where the default plan simulates."""
+    from matrix_plans import matrix_plans
+
+    return {name: (p, plan(p)) for name, p in matrix_plans().items()}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fn = getattr(item, "function", None)

@@ -58,12 +58,13 @@ def _printed(line: str) -> list[float]:
 
 def test_the_note_line_adds_up_from_its_printed_operands(ref):
     # "66.78 sequences ÷ (300.0 tokens × 30.15 ms) = 7.38 req/s per replica (512-token steps); 40 req/s ÷ 7.38 = 5.42
-    #  replicas busy → 6 replicas keep the p95 wait for a slot at 0.63 s ≤ 1 s − 0.09 s prefill (Erlang C) = 6 GPUs"
+    #  replicas busy → 6 replicas keep the p95 wait for a slot at 0.63 s ≤ 1 s − 0.09 s prefill (Erlang C); 6 × 1 GPUs
+    #  per replica = 6 GPUs"
     line = next(ln for ln in render_text(ref).splitlines() if ln.strip().startswith("Queueing path"))
-    b, out, step_ms, mu, _, rate, mu2, busy, reps, _, wait, ttft, pre, gpus = _printed(line.split("Queueing path", 1)[1])
+    b, out, step_ms, mu, _, rate, mu2, busy, reps, _, wait, ttft, pre, reps2, per, gpus = _printed(line.split("Queueing path", 1)[1])
     assert mu == pytest.approx(b / (out * step_ms / 1000), abs=0.006)  # printed to 2 decimals
     assert mu2 == mu and busy == pytest.approx(rate / mu, abs=0.006)
-    assert wait <= ttft - pre + 0.01 and gpus == reps * ref.fleet.tp
+    assert wait <= ttft - pre + 0.01 and reps2 == reps and per == ref.fleet.tp and gpus == reps * per
 
 
 def test_long_prefill_steps_limit_the_rate_a_replica_serves(ref_plan):

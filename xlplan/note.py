@@ -83,7 +83,7 @@ def _who_binds(binding: str, paths: list[str] | None) -> str:
         return "the plan becomes infeasible"
     if binding == "minimum replica":
         return "the minimum replica sets the fleet"
-    return f"{binding} binds"
+    return f"{binding} bind" + ("" if " and " in binding else "s")
 
 
 def sensitivity_sentence(s: Sensitivity, base_fleet: int) -> str:
@@ -162,14 +162,16 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         ("GPU", f"{m.gpu}: {m.gpu_memory_gib:.2f} GiB as the driver reports it, {m.peak_tflops:g} TFLOP/s dense {m.compute_dtype}, {m.hbm_tbps:g} TB/s"),
     ]
     s3 = [
-        ("Time in system", f"{r.time_in_system_s:.1f} s = mean output × inter-token target"),
+        ("Time in system", f"{_n(i.output_tokens.mean, 1)} tokens mean output × {i.itl_s * 1000:g} ms inter-token target = "
+                           f"{r.time_in_system_s:.1f} s"),
         ("Concurrency (Little's Law)", f"{i.peak_rps:g} req/s × {r.time_in_system_s:.1f} s = {_n(r.concurrency, 1)} in flight"),
-        ("Memory path", f"{_n(r.concurrency, 1)} × {mem.kv_gib_per_conversation:.3f} GiB = {mem.kv_gib_total:,.1f} GiB ÷ {mem.kv_budget_gib_per_gpu:.2f} GiB per GPU = {mem.gpus_exact:.2f} → {mem.gpus} GPUs"),
+        ("Memory path", f"{_n(r.concurrency, 1)} × {mem.kv_gib_per_conversation:.3f} GiB = {mem.kv_gib_total:,.1f} GiB ÷ {mem.kv_budget_gib_per_gpu:.2f} GiB per GPU"
+                        f"{_unsharded(f.tp, mem.kv_shards)} = {mem.gpus_exact:.2f} → {mem.gpus} GPUs"),
         ("KV budget per GPU", _kv_budget_line(m, mem)),
         ("Compute path", f"(prefill {_n(c.prefill_tflops)} + decode {_n(c.decode_tflops)}) TFLOP/s ÷ {c.tflops_per_gpu:,.1f} per GPU at {c.mfu:.0%} MFU = {c.gpus_exact:.2f} → {c.gpus} GPUs"
                          if c.prefill_mfu == c.decode_mfu == c.mfu else
-                         f"prefill {_n(c.prefill_tflops)} TFLOP/s at {c.prefill_mfu:.0%} MFU + decode {_n(c.decode_tflops)} TFLOP/s at "
-                         f"{c.decode_mfu:.0%} MFU of {m.peak_tflops:,.0f} TFLOP/s per GPU = {c.gpus_exact:.2f} → {c.gpus} GPUs"),
+                         f"(prefill {_n(c.prefill_tflops, 1)} TFLOP/s ÷ {c.prefill_mfu:.2%} MFU + decode {_n(c.decode_tflops, 1)} TFLOP/s ÷ "
+                         f"{c.decode_mfu:.2%} MFU) ÷ {m.peak_tflops:,.0f} TFLOP/s per GPU = {c.gpus_exact:.2f} → {c.gpus} GPUs"),
         ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {lat.max_decode_batch:,.0f} per replica) → {lat.gpus} GPUs; p95 prefill {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
     ]
     if r.queueing is not None:
@@ -178,9 +180,9 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
     if cf is not None:
         s3.append(("Closed form", _closed_form_line(r)))
     s4 = [
-        ("Runbook's method", (f"{f.load} GPUs for the load (TP {f.tp}) + {f.redundancy_replicas} spare replica(s) = "
+        ("Runbook's method", (f"{f.load} GPUs for the load (TP {f.tp}) + {_spares(f.redundancy_replicas, f.tp)} = "
                              f"{f.with_redundancy} with redundancy → {f.purchased} purchased "
-                             f"({f.purchased // f.gpus_per_node} node(s) of {f.gpus_per_node})")),
+                             f"({_count(f.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node})")),
     ]
     if f.calibrated_low is not None and f.calibrated_high is not None:
         def _at(a):
@@ -190,8 +192,9 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
                                        f"efficiencies (runbook's method; point figure {f.with_redundancy}); calibrated from "
                                        f"{r.calibration_source}")))
     if cf is not None:
-        s4.append(("Closed form", (f"{cf.load} GPUs for the load ({cf.binding} binds) + {f.redundancy_replicas} spare "
-                                  f"replica(s) = {cf.with_redundancy} with redundancy → {cf.purchased} purchased")))
+        s4.append(("Closed form", (f"{cf.load} GPUs for the load ({_who_binds(cf.binding, cf.binding_paths)}) + "
+                                  f"{_spares(f.redundancy_replicas, cf.tp)} = {cf.with_redundancy} with redundancy → "
+                                  f"{cf.purchased} purchased")))
     a = r.answer
     bill_gpus, bill_usd = (a.billed_gpus, a.monthly_usd) if a is not None else (k.billed_gpus, k.monthly_usd)
     mtok = a.usd_per_mtok if a is not None else k.usd_per_mtok
@@ -262,7 +265,7 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
             p4.append(_disagreement(cf, v, tail=any((x.p99 or x.p95) > x.p50 for x in lengths)))
     a = r.answer
     if a is not None:
-        s4.append(("Purchase", (f"{a.purchased} GPUs ({a.purchased // f.gpus_per_node} node(s) of {f.gpus_per_node}) for "
+        s4.append(("Purchase", (f"{a.purchased} GPUs ({_count(a.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node}) for "
                                f"{a.with_redundancy} with redundancy — {_answer_source(r)}")))
         if a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):
             s4.append(("Serving setting", f"policy.max_num_batched_tokens: {a.step_budget_tokens} (deploy it; "
@@ -309,21 +312,39 @@ def _budget_sentence(r: PlanResult) -> str:
     met = [(n, b) for b, n in q.budget_options if n is not None]
     if not met:
         return ""
-    others = ", ".join(f"{b:,} → {n}" if n is not None else f"{b:,} → none" for b, n in q.budget_options)
+    others = ", ".join(f"{n if n is not None else 'none'} at {b:,}" for b, n in q.budget_options)
     fewest, best = min(met, key=lambda nb: (nb[0], -nb[1]))
     if cf.budget_chosen_by == "plan":
         if q.replicas is None or fewest < q.replicas:
             return (f"The step budget decides the queueing path: {best:,}-token steps would need {fewest} replicas where the "
                     f"plan's {q.step_budget_tokens:,}-token steps need {q.replicas if q.replicas is not None else 'more than any fleet'} "
-                    f"(tokens → replicas: {others}); the plan sets its budget, so it stands.")
+                    f"(replicas at each budget in tokens: {others}); the plan sets its budget, so it stands.")
         return ""
     if cf.budget_chosen_by == "queueing path":
         default = (f"{cf.default_budget_queueing_gpus // cf.tp}" if cf.default_budget_queueing_gpus is not None
                    else "more than any fleet")
         return (f"The step budget decides the queueing path: {q.step_budget_tokens:,}-token steps need {q.replicas} replicas "
-                f"where the default {cf.default_step_budget_tokens:,}-token steps need {default} (tokens → replicas: "
-                f"{others}); deploy policy.max_num_batched_tokens: {q.step_budget_tokens} — the simulation runs it.")
+                f"where the default {cf.default_step_budget_tokens:,}-token steps need {default} (replicas at each budget "
+                f"in tokens: {others}); deploy policy.max_num_batched_tokens: {q.step_budget_tokens} — the simulation runs it.")
     return ""
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 node', '3 nodes'. [text]"""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _spares(replicas: int, tp: int) -> str:
+    """The spare GPUs as an operand: '1 spare replica' at TP 1, '8 (1 spare replica of TP 8)' above. [text]"""
+    words = _count(replicas, "spare replica")
+    return words if tp == 1 else f"{replicas * tp} ({words} of TP {tp})"
+
+
+def _unsharded(tp: int, shards: int | None) -> str:
+    """' × 8 ÷ 1 shard' where a replica's GPUs each hold more than their share of every cache (MLA, few KV heads). [text]"""
+    if shards is None or shards == tp:
+        return ""
+    return f" × {tp} GPUs per replica ÷ {_count(shards, 'cache shard')}"
 
 
 def _kv_budget_line(m, mem) -> str:
@@ -343,13 +364,15 @@ def _closed_form_line(r: PlanResult) -> str:
     """The closed form's arithmetic: the fleet's own time in system and cache, and the largest path. [text]"""
     cf, i, mem = r.closed_form, r.inputs, r.memory
     budget = next((o.kv_budget_gib_per_gpu for o in r.tp_options if o.tp == cf.tp), mem.kv_budget_gib_per_gpu)
+    shards = next((o.kv_shards for o in r.tp_options if o.tp == cf.tp), mem.kv_shards)
     q = "none" if cf.queueing_gpus is None else f"{cf.queueing_gpus}"
     return (f"at the fleet's achieved step, {i.output_tokens.mean:,.1f} tokens × {cf.achieved_step_s * 1000:.2f} ms = "
             f"{cf.time_in_system_s:.2f} s in system; {i.peak_rps:g} req/s × {cf.time_in_system_s:.2f} s = "
             f"{cf.concurrency:,.1f} in flight × {mem.kv_gib_per_conversation:.3f} GiB = {cf.kv_gib_total:,.1f} GiB ÷ "
-            f"{budget:.2f} GiB per GPU{f' at TP {cf.tp}' if cf.tp != r.fleet.tp else ''} = {cf.memory_gpus_exact:.2f} GPUs; paths: memory "
+            f"{budget:.2f} GiB per GPU{f' at TP {cf.tp}' if cf.tp != r.fleet.tp else ''}{_unsharded(cf.tp, shards)} = "
+            f"{cf.memory_gpus_exact:.2f} GPUs; paths: memory "
             f"{cf.memory_gpus} (the fewest replicas holding their own load), compute {cf.compute_gpus}, latency "
-            f"{cf.latency_gpus}, queueing {q} → the largest, {cf.load} GPUs ({cf.binding} binds)")
+            f"{cf.latency_gpus}, queueing {q} → the largest, {cf.load} GPUs ({_who_binds(cf.binding, cf.binding_paths)})")
 
 
 def _redundancy_row(v) -> str:
@@ -413,7 +436,7 @@ def _queueing_line(r: PlanResult) -> str:
                 f"replica, {i.peak_rps:g} ÷ {q.prefill_tail_rps_per_replica:.2f} → {q.tail_replicas} replicas at least")
     return (f"{rate}; {load}{tail} → {q.replicas} replicas keep the p{i.percentile:g} wait for a slot at "
             f"{q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − {q.prefill_at_percentile_s:.2f} s prefill "
-            f"(Erlang C) = {q.gpus} GPUs")
+            f"(Erlang C); {q.replicas} × {q.gpus // q.replicas if q.replicas else 0} GPUs per replica = {q.gpus} GPUs")
 
 
 def _secs(x: float | None) -> str:

@@ -240,6 +240,7 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
             overhead_gib=s.overhead_gib,
             **_kv_terms(s, int(pa.tp)),
             conversations_per_replica=pa.conversations_per_replica,
+            kv_shards=int(pa.kv_shards),
             gpus_exact=pa.memory_gpus_exact,
             gpus=int(pa.memory_gpus),
         ),
@@ -266,7 +267,7 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
         binding_paths=list(sol.binding_paths),
         tp_options=[
             TPOption(tp=c.tp, feasible=c.load != _vec.INF, kv_budget_gib_per_gpu=c.kv_budget_gib_per_gpu,
-                     memory_gpus=c.memory_gpus, compute_gpus=c.compute_gpus, latency_gpus=c.latency_gpus, load=c.load)
+                     kv_shards=int(c.kv_shards), memory_gpus=c.memory_gpus, compute_gpus=c.compute_gpus, latency_gpus=c.latency_gpus, load=c.load)
             for c in sol.candidates
         ],
         fleet=FleetOut(

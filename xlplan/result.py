@@ -71,6 +71,7 @@ class MemoryOut(_Out):
     kv_budget_deductions: list[tuple[str, float]] = Field(default_factory=list, description="What the rule deducts, (label, GiB): weights, overhead or activation peak, non-torch, reserve. [GiB]")
     kv_budget_fraction_after: bool = Field(default=False, description="The fraction applies after the deductions (TensorRT-LLM's free_gpu_memory_fraction). [bool]")
     conversations_per_replica: float = Field(description="Conversations one replica's cache holds. [conversations]")
+    kv_shards: int | None = Field(default=None, description="Ways each conversation's cache splits across a replica: the TP degree, or fewer (1 for MLA, the KV heads where TP exceeds them); the memory path is kv_gib_total ÷ budget × TP ÷ kv_shards. None in results written before it was carried. [GPUs]")
     gpus_exact: float = Field(description="GPUs before rounding. [GPUs]")
     gpus: int = Field(description="GPUs in whole replicas. [GPUs]")
 
@@ -129,6 +130,7 @@ class TPOption(_Out):
     tp: int = Field(description="GPUs per replica. [GPUs]")
     feasible: bool = Field(description="Weights fit and the promise can be met. [bool]")
     kv_budget_gib_per_gpu: float = Field(description="KV room per GPU. [GiB]")
+    kv_shards: int | None = Field(default=None, description="Ways each conversation's cache splits across the replica. None in results written before it was carried. [GPUs]")
     memory_gpus: float = Field(description="Memory path. [GPUs]")
     compute_gpus: float = Field(description="Compute path. [GPUs]")
     latency_gpus: float = Field(description="Latency path. [GPUs]")
