@@ -4,10 +4,10 @@ Each is the reference plan's traffic and prices with its policy reset to the def
 efficiencies, the engine's attention-FLOPs convention and latency step), then changed where its name says.
 """
 
+from planhelp import replan
+
 from xlplan.io.planfile import reference_plan
 from xlplan.plan import Plan
-
-from planhelp import replan
 
 
 def _defaults(**sections) -> Plan:

@@ -12,7 +12,6 @@ its ``=`` or ``→`` is *unparsed*: the test fails on it, so a line that cannot 
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 

@@ -6,8 +6,8 @@ be recomputed cannot be printed.
 """
 
 import pytest
-
 from notearith import check_clause, check_note
+
 from xlplan.note import render_markdown, render_text
 
 

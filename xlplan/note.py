@@ -162,11 +162,11 @@ def note_sections(r: PlanResult) -> list[tuple[str, list[tuple[str, str]], list[
         ("GPU", f"{m.gpu}: {m.gpu_memory_gib:.2f} GiB as the driver reports it, {m.peak_tflops:g} TFLOP/s dense {m.compute_dtype}, {m.hbm_tbps:g} TB/s"),
     ]
     s3 = [
-        ("Time in system", f"{_n(i.output_tokens.mean, 1)} tokens mean output × {i.itl_s * 1000:g} ms inter-token target = "
-                           f"{r.time_in_system_s:.1f} s"),
+        ("Time in system", (f"{_n(i.output_tokens.mean, 1)} tokens mean output × {i.itl_s * 1000:g} ms inter-token target = "
+                           f"{r.time_in_system_s:.1f} s")),
         ("Concurrency (Little's Law)", f"{i.peak_rps:g} req/s × {r.time_in_system_s:.1f} s = {_n(r.concurrency, 1)} in flight"),
-        ("Memory path", f"{_n(r.concurrency, 1)} × {mem.kv_gib_per_conversation:.3f} GiB = {mem.kv_gib_total:,.1f} GiB ÷ {mem.kv_budget_gib_per_gpu:.2f} GiB per GPU"
-                        f"{_unsharded(f.tp, mem.kv_shards)} = {mem.gpus_exact:.2f} → {mem.gpus} GPUs"),
+        ("Memory path", (f"{_n(r.concurrency, 1)} × {mem.kv_gib_per_conversation:.3f} GiB = {mem.kv_gib_total:,.1f} GiB ÷ {mem.kv_budget_gib_per_gpu:.2f} GiB per GPU"
+                        f"{_unsharded(f.tp, mem.kv_shards)} = {mem.gpus_exact:.2f} → {mem.gpus} GPUs")),
         ("KV budget per GPU", _kv_budget_line(m, mem)),
         ("Compute path", f"(prefill {_n(c.prefill_tflops)} + decode {_n(c.decode_tflops)}) TFLOP/s ÷ {c.tflops_per_gpu:,.1f} per GPU at {c.mfu:.0%} MFU = {c.gpus_exact:.2f} → {c.gpus} GPUs"
                          if c.prefill_mfu == c.decode_mfu == c.mfu else
