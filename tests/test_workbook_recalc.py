@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from planhelp import replan
 from workbookhelp import recalc_and_compare, require_libreoffice
 
+from xlplan import catalog
 from xlplan.plan import Plan
 from xlplan.planner import plan as run_plan
 from xlplan.steps import PlanningError
@@ -68,9 +69,11 @@ GPUS = ("h100-sxm", "h200", "b200", "mi300x", "a100-80gb", "l40s", "h100-nvl")
 @st.composite
 def plans(draw) -> Plan:
     """A valid plan: any catalog model and GPU, fp8/int4/mxfp4 weights, fixed or free TP, any convention."""
-    p50 = draw(st.floats(64, 8000))
-    p95 = p50 * draw(st.floats(1.0, 4.0))
-    p99 = draw(st.one_of(st.none(), st.just(p95 * draw(st.floats(1.0, 2.0)))))
+    model = draw(st.sampled_from(MODELS))
+    limit = (catalog.get_model(model).max_context_tokens or 10**9) - 1  # no prompt reaches the context (Plan refuses it)
+    p50 = min(draw(st.floats(64, 8000)), limit)
+    p95 = min(p50 * draw(st.floats(1.0, 4.0)), limit)
+    p99 = draw(st.one_of(st.none(), st.just(min(p95 * draw(st.floats(1.0, 2.0)), limit))))
     o50 = draw(st.floats(16, 1500))
     o95 = o50 * draw(st.floats(1.0, 3.0))
     node = draw(st.sampled_from([4, 8]))
@@ -82,7 +85,7 @@ def plans(draw) -> Plan:
                      "output_tokens": {"p50": o50, "p95": o95}, "average_utilisation": draw(st.floats(0.05, 1.0)),
                      "prefix_reuse": draw(st.sampled_from([0.0, 0.3]))},
         "promise": {"ttft_s": draw(st.floats(0.3, 5)), "itl_s": draw(st.floats(0.015, 0.2))},
-        "model": {"name": draw(st.sampled_from(MODELS)), "weights_dtype": draw(st.sampled_from(["bf16", "fp8", "fp8", "int4", "mxfp4"])),
+        "model": {"name": model, "weights_dtype": draw(st.sampled_from(["bf16", "fp8", "fp8", "int4", "mxfp4"])),
                   "kv_dtype": draw(st.sampled_from(["bf16", "fp8"]))},
         "hardware": {"gpu": draw(st.sampled_from(GPUS)), "gpus_per_node": node, "usd_per_gpu_hour": draw(st.floats(0.5, 8)),
                      "billing": draw(st.sampled_from(["rented", "purchased"])), "ops_usd_per_month": draw(st.sampled_from([0.0, 5000.0]))},

@@ -109,7 +109,8 @@ def _dig(d, path):
 
 
 def agrees(found, expected, rel=1e-9) -> bool:
-    """LibreOffice's value against the engine's, 1e-9 relative; text, booleans and the words for no value exactly."""
+    """LibreOffice's value against the engine's, 1e-9 relative (or 1e-12 absolute: a fitted σ of 1.3e-16 against 2.7e-16
+    where p50 = p95 = p99 is zero in both, to the float's rounding); text, booleans and the words for no value exactly."""
     if expected is None:
         return found in (None, "", "n/a", "none")
     if isinstance(expected, bool) or isinstance(found, bool):
@@ -117,7 +118,7 @@ def agrees(found, expected, rel=1e-9) -> bool:
     if isinstance(expected, (int, float)) and isinstance(found, (int, float)):
         if math.isinf(expected):
             return False
-        return abs(found - expected) <= rel * max(abs(expected), 1e-300)
+        return abs(found - expected) <= max(rel * abs(expected), 1e-12)
     if expected == "" and found is None:
         return True
     return found == expected

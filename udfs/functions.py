@@ -29,6 +29,8 @@ _HARDWARE = Hardware.model_fields
 MFU = 0.40  # the runbook's planning figure (engine 'runbook')
 MEMORY_UTILISATION = _POLICY["memory_utilisation"].default
 OVERHEAD_GIB = _POLICY["overhead_gib"].default
+ENGINES = typing.get_args(_POLICY["engine"].annotation)  # runbook, vllm, sglang, trtllm: the plan's own choices
+ATTENTION_FLOPS = typing.get_args(_POLICY["attention_flops"].annotation)  # full, causal
 BANDWIDTH_EFFICIENCY = 0.60  # the runbook's planning figure (engine 'runbook')
 REDUNDANCY = _POLICY["redundancy"].default
 GPUS_PER_NODE = _HARDWARE["gpus_per_node"].default
@@ -125,6 +127,14 @@ def _text(param: str, value, expected: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _bad(param, value, expected)
     return value.strip()
+
+
+def _choice(param: str, value, allowed: tuple[str, ...]) -> str:
+    """One of ``allowed`` words, case and spaces forgiven; blank is an error naming the choices."""
+    word = _text(param, value, f"one of {', '.join(allowed)} [text]").strip().lower()
+    if word not in allowed:
+        raise _bad(param, value, f"one of {', '.join(allowed)} [text]")
+    return word
 
 
 def _dtype(param: str, value, allowed: tuple[str, ...]) -> str:
@@ -401,13 +411,21 @@ def _is_config_key(v) -> bool:
 @udf(gpu="Catalog GPU name (e.g. h100-sxm) or its memory as the driver reports it. [GiB]",
      weights_gib_per_gpu="This GPU's share of the weights. [GiB]",
      memory_utilisation="Fraction of memory the server may use (vLLM gpu_memory_utilization; 0.90, not 90). [fraction]",
-     overhead_gib="Activations, CUDA graphs and runtime memory per GPU. [GiB]")
-def kv_budget_gib(gpu, weights_gib_per_gpu, memory_utilisation=MEMORY_UTILISATION, overhead_gib=OVERHEAD_GIB):
-    """KV room per GPU: memory × utilisation − weights − overhead (H100: 0.9 × 79.65 − 14.96 − 3.0 = 53.73). [GiB]"""
+     overhead_gib="The runbook's overhead per GPU, its rule only. [GiB]",
+     engine="Whose memory rule: runbook, vllm, sglang or trtllm (the plan's policy.engine). [text]",
+     activation_gib="The engine's activation peak or workspace, vLLM and TensorRT-LLM only. [GiB]",
+     tp="GPUs per replica; non-torch memory grows past one. [GPUs]",
+     visible_gib="Memory CUDA can allocate; blank: the catalog's, or the driver's total less its reserve. [GiB]")
+def kv_budget_gib(gpu, weights_gib_per_gpu, memory_utilisation=MEMORY_UTILISATION, overhead_gib=OVERHEAD_GIB, engine="runbook",
+                  activation_gib=0.0, tp=1, visible_gib=None):
+    """KV room per GPU by the engine's memory rule (runbook: 0.9 × 79.65 − 14.96 − 3.0 = 53.73). [GiB]"""
     g = _name_or_num("gpu", gpu, "GiB", "a GPU name or its memory [GiB]")
     weights, util = _num("weights_gib_per_gpu", weights_gib_per_gpu, "GiB", at_least=0.0), _fraction("memory_utilisation", memory_utilisation)
     overhead = _num("overhead_gib", overhead_gib, "GiB", at_least=0.0)
-    budget = cellwise.kv_budget_gib(g, weights, util, overhead)
+    rule = _choice("engine", engine, ENGINES)
+    activation = _num("activation_gib", activation_gib, "GiB", at_least=0.0)
+    visible = _num("visible_gib", visible_gib, "GiB", above=0.0, optional=True)
+    budget = cellwise.kv_budget_gib(g, weights, util, overhead, rule, activation, _whole("tp", tp, "GPUs"), visible)
     if budget <= 0:
         raise _no_room(weights, overhead, budget)
     return budget
@@ -438,15 +456,17 @@ def _no_room(weights_gib: float, overhead_gib: float, budget_gib: float) -> UDFE
 @udf(arrival_rate_rps="Peak arrival rate. [requests/s]", model="Catalog model name. [text]",
      prompt_p50="Median prompt length. [tokens]", prompt_p95="95th-percentile prompt length. [tokens]",
      prompt_p99="99th-percentile prompt length; may be blank. [tokens]",
-     prefix_reuse="Measured fraction of prompt compute served from the prefix cache; 0 unless measured. [fraction]")
-def prefill_tflops(arrival_rate_rps, model, prompt_p50, prompt_p95, prompt_p99=None, prefix_reuse=0.0):
-    """Prefill demand at peak over the fitted prompt distribution: rate × (2·N·E[n] + 4·layers·E[n²]·width) (runbook: 1,369). [TFLOP/s]"""
+     prefix_reuse="Measured fraction of prompt compute served from the prefix cache; 0 unless measured. [fraction]",
+     attention_flops="full (every query-key pair, the runbook's) or causal (half the square, the engine's default). [text]")
+def prefill_tflops(arrival_rate_rps, model, prompt_p50, prompt_p95, prompt_p99=None, prefix_reuse=0.0, attention_flops="full"):
+    """Prefill demand at peak over the fitted prompt distribution: rate × (2·N·E[n] + 4·layers·K·width) (runbook: 1,369). [TFLOP/s]"""
     p50, p95 = _num("prompt_p50", prompt_p50, "tokens", above=0.0), _num("prompt_p95", prompt_p95, "tokens", above=0.0)
     p99 = _num("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True)
     _ordered(p50, p95, p99, "prompt")
     return cellwise.prefill_tflops(_num("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0),
                                    _text("model", model, "a model name [text]"), p50, p95, p99,
-                                   _num("prefix_reuse", prefix_reuse, "fraction", at_least=0.0, at_most=1.0))
+                                   _num("prefix_reuse", prefix_reuse, "fraction", at_least=0.0, at_most=1.0),
+                                   _choice("attention_flops", attention_flops, ATTENTION_FLOPS))
 
 
 @udf(arrival_rate_rps="Peak arrival rate. [requests/s]", model="Catalog model name. [text]",

@@ -22,6 +22,7 @@ from xlplan import (
     concurrency,
     cost,
     distributions,
+    engines,
     fleet,
     latency,
     memory,
@@ -205,8 +206,10 @@ def gpu_memory_gib(gpu: str | float) -> float:
     return float(gpu) if isinstance(gpu, (int, float)) else _gpu(gpu).memory_gib
 
 
-def kv_budget_gib(gpu: str | float, weights_gib_per_gpu: float, memory_utilisation: float, overhead_gib: float) -> float:
-    """KV room per GPU: memory × utilisation − weights − overhead. [GiB]
+def kv_budget_gib(gpu: str | float, weights_gib_per_gpu: float, memory_utilisation: float, overhead_gib: float,
+                  engine: str = "runbook", activation_gib: float = 0.0, tp: int = 1,
+                  visible_gib: float | None = None) -> float:
+    """KV room per GPU by the engine's memory rule (the runbook's: memory × utilisation − weights − overhead). [GiB]
 
     Parameters
     ----------
@@ -217,19 +220,37 @@ def kv_budget_gib(gpu: str | float, weights_gib_per_gpu: float, memory_utilisati
     memory_utilisation : float
         Fraction of memory the server may use (vLLM ``gpu_memory_utilization``; 0.90, not 90). [fraction]
     overhead_gib : float
-        Activations, CUDA graphs and runtime memory per GPU. [GiB]
+        The runbook's stated overhead per GPU (its rule only). [GiB]
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        Whose rule (:func:`xlplan.engines.kv_budget_gib`).
+    activation_gib : float
+        The engine's activation peak or workspace (vLLM, TensorRT-LLM; :func:`xlplan.steps.activation_gib`). [GiB]
+    tp : int
+        GPUs per replica: the non-torch memory grows past one. [GPUs]
+    visible_gib : float, optional
+        Memory CUDA can allocate; left out, the catalog's measured figure for a named GPU, else the driver's total
+        less the driver's reserve (:func:`xlplan.engines.visible_gib`). [GiB]
 
     Returns
     -------
     float
-        KV room per GPU by the runbook's rule; negative when the weights do not fit. [GiB]
+        KV room per GPU by that rule; negative when the weights do not fit. [GiB]
 
     References
     ----------
     Runbook, document 14, step 4 · "The memory path: 600 × 0.281 GiB = 168.5 GiB ÷ 53.73 GiB per GPU".
-    The budget: 0.9 × 79.65 − 14.96 − 3.0 = 53.73 GiB on the H100.
+    The budget: 0.9 × 79.65 − 14.96 − 3.0 = 53.73 GiB on the H100; vLLM's start-up log (K01): 0.9 × 79.18 − 14.99 −
+    4.76 − 0.13 = 51.38 GiB.
     """
-    return memory.kv_budget_gib(gpu_memory_gib(gpu), memory_utilisation, weights_gib_per_gpu, overhead_gib)
+    if isinstance(gpu, (int, float)):
+        memory_gib, visible = float(gpu), engines.visible_gib(float(gpu))
+    else:
+        spec = _gpu(gpu)
+        memory_gib, visible = spec.memory_gib, engines.visible_gib(spec.memory_gib, spec.cuda_visible_gib)
+    if visible_gib is not None:
+        visible = float(visible_gib)
+    return engines.kv_budget_gib(engine, memory_gib, visible, memory_utilisation, weights_gib_per_gpu, overhead_gib,
+                                 activation_gib, tp)
 
 
 def memory_gpus(concurrency_: float, kv_gib_per_conversation_: float, kv_budget_gib_: float, tp: int = 1, kv_shards: int = 1) -> float:
@@ -269,7 +290,7 @@ def memory_gpus(concurrency_: float, kv_gib_per_conversation_: float, kv_budget_
 
 
 def prefill_tflops(arrival_rate_rps: float, model: str | ModelSpec, prompt_p50: float, prompt_p95: float,
-                   prompt_p99: float | None = None, prefix_reuse: float = 0.0) -> float:
+                   prompt_p99: float | None = None, prefix_reuse: float = 0.0, attention_flops: str = "full") -> float:
     """Prefill demand at the peak rate over the fitted prompt distribution. [TFLOP/s]
 
     Parameters
@@ -286,11 +307,15 @@ def prefill_tflops(arrival_rate_rps: float, model: str | ModelSpec, prompt_p50: 
         99th-percentile prompt length; left out, the fit uses p95 alone. [tokens]
     prefix_reuse : float
         Measured fraction of prompt compute served from the prefix cache; 0 unless measured. [fraction]
+    attention_flops : {'full', 'causal'}
+        The attention convention: every query-key pair, ``E[n²]`` (the runbook's), or the causal half,
+        ``(E[n²] + E[n])/2`` (the engine's default, ``policy.attention_flops``).
 
     Returns
     -------
     float
-        ``rate × (2·N_active·E[n] + 4·width·layers·E[n²]) × (1 − reuse)``, sliding windows respected. [TFLOP/s]
+        ``rate × (2·N_active·E[n] + 4·width·layers·K) × (1 − reuse)`` with ``K`` the key pairs by that convention,
+        sliding windows respected. [TFLOP/s]
 
     References
     ----------
@@ -300,7 +325,7 @@ def prefill_tflops(arrival_rate_rps: float, model: str | ModelSpec, prompt_p50: 
     mean, second = distributions.length_moments(prompt_p50, prompt_p95, prompt_p99)
     per_request = compute.prefill_flops_per_request(
         float(architecture.active_params(m)), mean, second, m.num_hidden_layers, architecture.attention_width(m),
-        m.sliding_window_layers, m.sliding_window,
+        m.sliding_window_layers, m.sliding_window, attention_flops == "causal",
     )
     return compute.prefill_tflops(arrival_rate_rps, per_request, prefix_reuse)
 
