@@ -34,16 +34,33 @@ def _write(tmp_path, data, name="p.yaml") -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_reference_option_is_exactly_the_plan():
-    # Runbook: 4 + 1 GPUs rented at $3/h x 730 h = $10,950 a month; a node of 8 purchased.
+    # `compare` gives the plan's own row the fleet `plan` answers: the runbook's method says 4 + 1 (its bill $10,950),
+    # but in simulation 4 queue without bound and 6 keep the promise, 7 with one replica lost (6 + 1 at TP 1), a node
+    # of 8: 7 × $3/h × 730 h = $15,330 a month.
     options = compare.compare(reference_plan())
     mine = [o for o in options if o.is_plan]
     assert len(mine) == 1
     o = mine[0]
+    r = run_plan(reference_plan(), verify=True)
     assert (o.gpu, o.weights_dtype, o.kv_dtype, o.tp) == ("h100-sxm", "bf16", "bf16", 1)
-    assert (o.load, o.with_redundancy, o.purchased) == (4, 5, 8)
-    assert o.monthly_usd == pytest.approx(5 * 3.0 * 730)
-    assert o.binding == run_plan(reference_plan()).binding
+    assert o.source == "verified" and (o.load, o.with_redundancy, o.purchased) == (6, 7, 8)
+    assert (o.load, o.with_redundancy, o.purchased) == (r.answer.load, r.answer.with_redundancy, r.answer.purchased)
+    assert o.monthly_usd == pytest.approx(7 * 3.0 * 730) == r.answer.monthly_usd
+    assert o.runbook_load == 4 and o.closed_form_load == r.closed_form.load
+    assert o.binding == r.closed_form.binding
+    # the five cheapest priced options are all verified, each as `plan` would verify it on its own
+    priced = [x for x in options if x.feasible and x.usd_per_mtok is not None]
+    assert all(x.source == "verified" for x in priced[:5])
+
+
+def test_without_verification_every_option_is_the_closed_form():
+    # verify_top=0 ranks the closed form alone (the workbook's Options tab), each row saying so
+    options = compare.compare(reference_plan(), ["h100-sxm"], verify_top=0)
+    assert {o.source for o in options if o.feasible} == {"closed form"}
+    mine = next(o for o in options if o.is_plan)
+    assert mine.load == run_plan(reference_plan()).closed_form.load
 
 
 def test_options_are_ranked_and_unpriced_ones_are_missing_not_zero():

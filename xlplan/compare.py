@@ -72,48 +72,60 @@ def _variant(p: Plan, gpu_key: str, weights: str, kv: str) -> tuple[Plan, str | 
     return Plan.model_validate(data), missing
 
 
-def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False) -> GPUOption:
-    """One GPU in one format, solved. [GPUOption]
+def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, verify: bool = False) -> GPUOption:
+    """One GPU in one format, solved as ``xlplan plan`` solves it: the closed form, or the fleet verified in simulation.
 
     Parameters
     ----------
     p : Plan
         The plan to re-solve.
     gpu_key : str
-        Catalog key of the GPU to try.
+        Catalog key of the GPU to try ('' for the plan's own inline GPU, with ``is_plan``).
     weights : str
         Weight format, e.g. 'bf16', 'fp8', 'nvfp4'.
     kv : str
         Cache format, e.g. 'bf16', 'fp8'.
     is_plan : bool
         This is the plan's own option: solved exactly as planned (its GPU, formats, price and purchasing unit).
+    verify : bool
+        Simulate the option's closed-form fleet at peak (:func:`xlplan.planner.decide`, where the default
+        simulation is affordable); the Answer then follows the simulation, as ``xlplan plan``'s does.
 
     Returns
     -------
     GPUOption
-        The fleet and its cost at the best tensor-parallel degree, the cost left out where the catalog has no
-        price; or ``feasible=False`` with the planner's reason.
+        The Answer's fleet and its cost at the closed form's tensor-parallel degree, with its source; the cost left
+        out where the catalog has no price; or ``feasible=False`` with the planner's reason.
     """
-    gpu = catalog.get_gpu(gpu_key)
-    base = dict(gpu=gpu_key, gpu_name=gpu.name, weights_dtype=weights, kv_dtype=kv, is_plan=is_plan)
+    from xlplan import planner
+
+    gpu = catalog.get_gpu(gpu_key) if gpu_key else p.hardware.resolve()
+    base = dict(gpu=gpu_key or gpu.name, gpu_name=gpu.name, weights_dtype=weights, kv_dtype=kv, is_plan=is_plan)
     try:
         q, missing = (p, None) if is_plan else _variant(p, gpu_key, weights, kv)
         s = resolve(q)
-        sol = steps.solve(s)
+        d = planner.decide(s, q.promise.percentile, q.model.resolve().max_context_tokens,
+                           q.policy.max_num_batched_tokens is not None, "auto" if verify else False)
     except steps.PlanningError as e:
-        return GPUOption(**base, feasible=False, reason=str(e), price_note=gpu.price_note)
-    pa, bl = sol.paths, sol.bill
+        return GPUOption(**base, feasible=False, reason=str(e), price_note=getattr(gpu, "price_note", "") or "")
+    a, cf = d.answer, d.closed_form
+    source = a.source if verify and d.skipped is None else ("closed form, not simulated" if verify else "closed form")
     priced = missing is None
     owned = p.costs.mode == "buy"  # an owned fleet bills every purchased GPU, priced or not
+    note = (_price_note(q, gpu) if priced else missing) if gpu_key else "the plan's own GPU and price"
     return GPUOption(
-        **base, feasible=True, tp=int(pa.tp), load=int(pa.load), with_redundancy=int(pa.with_redundancy),
-        purchased=int(pa.purchased), gpus_per_node=s.gpus_per_node, binding=sol.binding,
-        billed_gpus=int(pa.purchased) if owned else int(bl.billed_gpus), billed_purchased_always=owned,
+        **base, feasible=True, tp=a.tp, load=a.load, with_redundancy=a.with_redundancy,
+        purchased=a.purchased, gpus_per_node=s.gpus_per_node, binding=cf.binding, source=source,
+        closed_form_load=cf.load, runbook_load=int(d.sol.paths.load),
+        billed_gpus=a.purchased if owned else a.billed_gpus, billed_purchased_always=owned,
         fixed_usd_per_month=s.fixed_usd_per_month if priced else 0.0,
-        usd_per_gpu_hour=s.usd_per_gpu_hour if priced else None, monthly_usd=bl.monthly_usd if priced else None,
-        usd_per_mtok=bl.usd_per_mtok if priced else None, reason=missing or "",
-        price_note=_price_note(q, gpu) if priced else missing,
+        usd_per_gpu_hour=s.usd_per_gpu_hour if priced else None, monthly_usd=a.monthly_usd if priced else None,
+        usd_per_mtok=a.usd_per_mtok if priced else None, reason=missing or "", price_note=note,
     )
+
+
+VERIFY_TOP = 5
+"""`compare` verifies at least this many of its cheapest options in simulation (and the plan's own). [options]"""
 
 
 def _price_note(q: Plan, gpu) -> str:
@@ -128,11 +140,15 @@ def _price_note(q: Plan, gpu) -> str:
     return f"${gpu.usd_per_gpu_hour:.2f}/h: {gpu.price_note}"
 
 
-def compare(p: Plan, gpus: list[str] | None = None) -> list[GPUOption]:
+def compare(p: Plan, gpus: list[str] | None = None, verify_top: int = VERIFY_TOP) -> list[GPUOption]:
     """The plan on every catalog GPU (or those named), in every format each supports, ranked by $/M tokens.
 
-    The plan's own option (its GPU, formats, price and purchasing unit, exactly as planned) is first among equals:
-    marked ``is_plan`` and always present. Options without a cost rank after those with one, infeasible ones last.
+    Every option is solved as ``xlplan plan`` solves it (:func:`option`): the closed form (the largest of the four
+    paths at the deployed step budget); then the ``verify_top`` cheapest, and the plan's own, are simulated at peak
+    and take the verified fleet, and the list is ranked again until its first ``verify_top`` priced options are all
+    verified (or past what the default simulation takes on, which each option's ``source`` says). The plan's own
+    option (its GPU, formats, price and purchasing unit, exactly as planned) is marked ``is_plan`` and always
+    present. Options without a cost rank after those with one, infeasible ones last.
 
     Parameters
     ----------
@@ -140,6 +156,8 @@ def compare(p: Plan, gpus: list[str] | None = None) -> list[GPUOption]:
         The plan to re-solve.
     gpus : list of str, optional
         GPU names, ids or aliases to try; None tries every catalog GPU.
+    verify_top : int
+        How many of the cheapest options to verify in simulation; 0 ranks the closed form alone. [options]
 
     Returns
     -------
@@ -153,29 +171,25 @@ def compare(p: Plan, gpus: list[str] | None = None) -> list[GPUOption]:
     """
     keys = [catalog.gpu_key(g) for g in gpus] if gpus else list(catalog.gpu_names())
     keys = list(dict.fromkeys(keys))
-    own_key = catalog.gpu_key(p.hardware.gpu) if isinstance(p.hardware.gpu, str) else None
-    out = [option(p, own_key or "", p.model.weights_dtype, p.model.kv_dtype, is_plan=True)] if own_key else []
-    if own_key is None:  # an inline GPU: the plan's own option, named as the plan names it
-        out.append(_inline_option(p))
+    own_key = catalog.gpu_key(p.hardware.gpu) if isinstance(p.hardware.gpu, str) else ""
+    calls = {0: (p, own_key, p.model.weights_dtype, p.model.kv_dtype, True)}
     for key in keys:
         for w, k in formats(catalog.get_gpu(key)):
-            if key == own_key and (w, k) == (p.model.weights_dtype, p.model.kv_dtype):
-                continue
-            out.append(option(p, key, w, k))
-    return rank(out)
-
-
-def _inline_option(p: Plan) -> GPUOption:
-    gpu = p.hardware.resolve()
-    s = resolve(p)
-    sol = steps.solve(s)
-    pa, bl = sol.paths, sol.bill
-    return GPUOption(gpu=gpu.name, gpu_name=gpu.name, weights_dtype=p.model.weights_dtype, kv_dtype=p.model.kv_dtype,
-                     is_plan=True, feasible=True, tp=int(pa.tp), load=int(pa.load), with_redundancy=int(pa.with_redundancy),
-                     purchased=int(pa.purchased), gpus_per_node=s.gpus_per_node, binding=sol.binding,
-                     billed_gpus=int(bl.billed_gpus), billed_purchased_always=p.costs.mode == "buy",
-                     fixed_usd_per_month=s.fixed_usd_per_month, usd_per_gpu_hour=s.usd_per_gpu_hour, monthly_usd=bl.monthly_usd, usd_per_mtok=bl.usd_per_mtok,
-                     price_note="the plan's own GPU and price")
+            if not (key == own_key and (w, k) == (p.model.weights_dtype, p.model.kv_dtype)):
+                calls[len(calls)] = (p, key, w, k, False)
+    solved = {i: option(*c) for i, c in calls.items()}
+    tried: set[int] = set()
+    while verify_top > 0:
+        ranked = rank(list(solved.values()))
+        index = {id(o): i for i, o in solved.items()}
+        top = [index[id(o)] for o in ranked if o.feasible and o.usd_per_mtok is not None][:verify_top] + [0]
+        todo = [i for i in top if i not in tried and solved[i].feasible]
+        if not todo:
+            break
+        for i in todo:
+            tried.add(i)
+            solved[i] = option(*calls[i], verify=True)
+    return rank(list(solved.values()))
 
 
 def rank(options: list[GPUOption]) -> list[GPUOption]:
@@ -242,5 +256,6 @@ def recommendation(options: list[GPUOption]) -> str:
     saving = 1.0 - best.usd_per_mtok / mine.usd_per_mtok
     quant = " (quantised weights: check quality before you buy)" if best.weights_dtype != mine.weights_dtype else ""
     return (f"{_label(best)} is {saving:.0%} cheaper per token than the plan's {_label(mine)} "
-            f"(${best.usd_per_mtok:.3f} against ${mine.usd_per_mtok:.3f}/M tokens, {best.purchased} GPUs to buy); "
+            f"(${best.usd_per_mtok:.3f} against ${mine.usd_per_mtok:.3f}/M tokens, {best.purchased} GPUs to buy, "
+            f"{'verified in simulation' if best.source == 'verified' else best.source}); "
             f"{_binds(best.binding)}{quant}.")

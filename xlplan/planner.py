@@ -147,6 +147,55 @@ def _ownership(p: Plan, s, pa) -> OwnershipOut | None:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """The fleet a scenario gets: the runbook's method solved, the closed form, the simulation where it ran, and the
+    Answer that follows them. Units as in each type."""
+
+    sol: Solution
+    closed_form: closed_form.ClosedForm
+    verified: object  # VerifiedOut or None
+    answer: AnswerOut
+    skipped: str | None  # why the simulation did not run under verify='auto' [text]
+
+
+def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_by_plan: bool,
+           verify: bool | str = False) -> Decision:
+    """The Answer's fleet for one scenario, without the note's what-ifs: what `plan`, `compare` and `schedule` share.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    percentile : float
+        The promise's percentile. [percent]
+    max_context : int, optional
+        The model's context limit, for clipping simulated lengths. [tokens]
+    budget_set_by_plan : bool
+        The plan file sets ``policy.max_num_batched_tokens`` (the closed form then keeps it).
+    verify : bool or 'auto'
+        Simulate the closed form's fleet at peak (:func:`xlplan.simulate.verify`); 'auto': where affordable.
+
+    Returns
+    -------
+    Decision
+        The solution, the closed form, the verification (or None) and the Answer.
+
+    Raises
+    ------
+    PlanningError
+        When the plan cannot be met on this hardware.
+    """
+    sol = solve(s)
+    cf = closed_form.closed_form(s, sol, budget_set_by_plan)
+    skipped = None
+    if verify == "auto":
+        verify, skipped = _affordable(s, cf)
+    verified = (simulate.verify(deployed(s, cf), sol, percentile, max_context=max_context,
+                                start_replicas=cf.load_replicas, cv2=s.arrival_cv2, tp=cf.tp) if verify else None)
+    return Decision(sol, cf, verified, answer(s, sol, cf, verified), skipped)
+
+
 def plan(p: Plan, verify: bool | str = False) -> PlanResult:
     """Run the seven steps, the what-ifs and the breakpoints for a validated plan.
 
@@ -179,16 +228,10 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
     Runbook, document 14, "From a forecast to a purchase order", steps 1-7, and "The capacity note".
     """
     s = resolve(p)
-    sol = solve(s)
-    tr, pa, bl = sol.traffic, sol.paths, sol.bill
     set_by_plan = p.policy.max_num_batched_tokens is not None
-    cf = closed_form.closed_form(s, sol, set_by_plan)
-    model_spec = p.model.resolve()
-    skipped = None
-    if verify == "auto":
-        verify, skipped = _affordable(s, cf)
-    verified = (simulate.verify(deployed(s, cf), sol, p.promise.percentile, max_context=model_spec.max_context_tokens,
-                                start_replicas=cf.load_replicas, cv2=s.arrival_cv2, tp=cf.tp) if verify else None)
+    d = decide(s, p.promise.percentile, p.model.resolve().max_context_tokens, set_by_plan, verify)
+    sol, cf, verified, skipped = d.sol, d.closed_form, d.verified, d.skipped
+    tr, pa, bl = sol.traffic, sol.paths, sol.bill
     model = p.model.resolve()
     gpu = p.hardware.resolve()
     low, high = calibrated_ends(p, s)
@@ -303,7 +346,7 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
         verified=verified,
         queueing=_queueing(p, s, cf),
         closed_form=_closed_form_out(s, cf),
-        answer=answer(s, sol, cf, verified),
+        answer=d.answer,
         closed_form_sensitivities=whatif.closed_sensitivities(p, s, cf.step_budget_tokens, set_by_plan),
         closed_form_breakpoints=whatif.closed_breakpoints(s, cf, set_by_plan),
     )

@@ -26,6 +26,8 @@ def compare_cmd(
     gpus: str | None = typer.Option(None, "--gpus", help="Compare only these GPUs, comma-separated (catalog names: h100-sxm,h200,b200)."),
     as_json: bool = typer.Option(False, "--json", help="Print every option as JSON."),
     top: int = typer.Option(15, "--top", min=1, help="Rows of the ranked table to print (the plan's own row is always shown)."),
+    verify_top: int = typer.Option(5, "--verify-top", min=0, max=200,
+                                   help="Simulate this many of the cheapest options at peak, as `plan` verifies its Answer (0: the closed form alone)."),
 ) -> None:
     """Which hardware: the plan on every catalog GPU, in each format it supports, ranked by $/M tokens."""
     from rich.console import Console
@@ -43,29 +45,34 @@ def compare_cmd(
                 catalog.gpu_key(n)
             except catalog.UnknownNameError as e:
                 raise InputError("--gpus", [str(e)]) from None
-    options = compare(p, names)
+    options = compare(p, names, verify_top)
     line = recommendation(options)
     if as_json:
         typer.echo(json_text({"recommendation": line, "options": [o.model_dump(mode="json") for o in options]}))
         return
     table = Table(title=f"{p.name}: every GPU and format, ranked by $/M tokens ({p.costs.mode})")
-    for col in ("#", "GPU", "weights", "cache", "TP", "load", "+redundancy", "buy", "binds", "$/month", "$/M tokens", "note"):
+    for col in ("#", "GPU", "weights", "cache", "TP", "load", "+redundancy", "buy", "fleet from", "binds", "$/month", "$/M tokens", "note"):
         table.add_column(col, justify="right" if col in ("#", "TP", "load", "+redundancy", "buy", "$/month", "$/M tokens") else "left")
     for i, o in enumerate(options, start=1):
         if i > top and not o.is_plan:
             continue
         mark = " (plan)" if o.is_plan else ""
         if not o.feasible:
-            table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, "", "", "", "", "", "", "", f"cannot: {o.reason[:70]}")
+            table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, "", "", "", "", "", "", "", "", f"cannot: {o.reason[:70]}")
             continue
         table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, str(o.tp), str(o.load), str(o.with_redundancy),
-                      str(o.purchased), o.binding or "", _usd(o.monthly_usd), _usd(o.usd_per_mtok, 3),
+                      str(o.purchased), "simulation" if o.source == "verified" else o.source, o.binding or "",
+                      _usd(o.monthly_usd), _usd(o.usd_per_mtok, 3),
                       o.reason if o.usd_per_mtok is None else "")
     console = Console(width=200)
     console.print(table)
     shown = sum(1 for i, o in enumerate(options, start=1) if i <= top or o.is_plan)
     if shown < len(options):
         console.print(f"{len(options) - shown} more option(s): --top {len(options)} or --json shows them all.")
+    verified = sum(o.source == "verified" for o in options)
+    console.print(f"Fleets: {verified} verified in simulation at peak on every seed, as `xlplan plan` verifies its Answer "
+                  f"(the {verify_top} cheapest and the plan's own); the rest are the closed form (the largest of the "
+                  "memory, compute, latency and queueing paths), not simulated.")
     console.print(line)
 
 

@@ -51,7 +51,7 @@ def decisions_for(plan: Plan) -> Decisions:
     from xlplan import compare, schedule
     from xlplan.scenario import resolve
 
-    options = compare.compare(plan)
+    options = compare.compare(plan, verify_top=0)  # the closed form, labelled so: `xlplan compare` verifies the cheapest
     rec = compare.recommendation(options)
     g = plan.growth
     if g is None or (g.monthly is None and g.peaks_rps is None) or g.lead_time_days is None:

@@ -77,8 +77,9 @@ def options_tab(book: Book, e: Engine, d: Decisions) -> None:
                     widths={"A": 8, "B": 34, **{L(i): 11 for i in range(3, 15)}, "O": 90}, print_title_rows="1:2", landscape=True)
     rows = Rows(book, sh)
     rows.title("Options — which hardware gives the lowest cost per token for this traffic and promise",
-               "Each row re-plans the whole note on another GPU and format at its best TP degree; the plan's own row is marked. "
-               "Quantised weights change the model's outputs: evaluate before you buy.")
+               "Each row is the closed form on another GPU and format (the largest of the memory, compute, latency and queueing "
+               "paths, as the Answer's is before simulation), not simulated: `xlplan compare` verifies the cheapest five in "
+               "simulation. The plan's own row is marked. Quantised weights change the model's outputs: evaluate before you buy.")
     stale_flag(book, sh, e, "OptionsStale")
     sh.put("A", sh.row, Cell(d.recommendation, kind="static", wrap=True))
     sh.merges.append(f"A{sh.row}:O{sh.row}")
