@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from planhelp import replan
 
 from xlplan import compare, schedule
 from xlplan.cli import main
@@ -135,6 +136,31 @@ def test_ten_percent_a_month_for_a_year():
     # a rented fleet's bill follows each month's fleet with redundancy at $3 x 730 h
     assert [x.monthly_usd for x in out.months] == pytest.approx([x.with_redundancy * 3.0 * 730 for x in out.months])
     assert out.months[-1].cumulative_usd == pytest.approx(sum(x.monthly_usd for x in out.months))
+
+
+@pytest.mark.slow
+def test_schedule_months_are_the_answer_plan_gives_at_their_peak():
+    # Each month's fleet is the fleet `plan` answers at that month's peak: with --verify every, the verified one;
+    # with the default margin, the closed form plus the shortfall the simulation measured at the first and the
+    # largest month (the reference's closed form at 40 req/s is 6, as verified: no shortfall, so each month is its
+    # closed form) — and the month a margin was measured at is the verified fleet itself.
+    p = reference_plan()
+    s = resolve(p)
+    peaks = schedule.monthly_peaks(40.0, 0.25, 3)  # 40, 50, 62.5 req/s
+    every = schedule.schedule(s, peaks, "2027-01", 90, verify="every", percentile=95.0)
+    margin = schedule.schedule(s, peaks, "2027-01", 90, verify="margin", percentile=95.0)
+    none = schedule.schedule(s, peaks, "2027-01", 90)
+    for k, peak in enumerate(peaks):
+        a = run_plan(replan(p, forecast={"peak_rps": peak}), verify=True).answer
+        assert every.months[k].source == "verified"
+        assert (every.months[k].load, every.months[k].with_redundancy) == (a.load, a.with_redundancy)
+        assert none.months[k].source == "closed form" and none.months[k].load == none.months[k].closed_form_load
+    assert margin.months[0].source == margin.months[-1].source == "verified"
+    m = margin.margin_replicas
+    assert margin.months[1].load == margin.months[1].closed_form_load + m * margin.months[1].tp
+    assert "margin" in margin.method and "each month verified" in every.method and "not simulated" in none.method
+    # the bill is the Answer's arithmetic on each month's fleet: with redundancy × $3/h × 730 h (rented)
+    assert [x.monthly_usd for x in every.months] == pytest.approx([x.with_redundancy * 3.0 * 730 for x in every.months])
 
 
 def test_schedule_cli_json(tmp_path, capsys):

@@ -330,6 +330,8 @@ class ScheduleMonth(_Out):
     cumulative_usd: float = Field(description="Cost from the first month to this one. [USD]")
     binding: str = Field(description="The binding constraint that month. [text]")
     api_monthly_usd: float | None = Field(description="The same month's traffic on the API. [USD/month]")
+    source: str = Field(default="runbook's method", description="Where the month's fleet comes from: 'verified' (simulated at its peak), 'closed form' or 'closed form + N replica margin' (the margin measured in simulation); results written before it existed: the runbook's method. [text]")
+    closed_form_load: int | None = Field(default=None, description="The closed form's load that month. [GPUs]")
 
 
 class ScheduleOut(_Out):
@@ -343,6 +345,8 @@ class ScheduleOut(_Out):
     breakeven_words: str = Field(description="The API comparison over the schedule, in words. [text]")
     binding_change_month: str | None = Field(description="First month the binding constraint differs from the first month's. [month]")
     stopped: str = Field(default="", description="Why the schedule ends early, if it does. [text]")
+    method: str = Field(default="", description="How each month's fleet was found: verified every month, or the closed form plus a margin measured in simulation, and where. [text]")
+    margin_replicas: int = Field(default=0, description="Replicas added to each closed-form month: the most the closed form fell short of the simulation where measured. [replicas]")
 
 
 class ClosedFormOut(_Out):

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 
-from xlplan import cost, steps
+from xlplan import steps
 from xlplan.result import ScheduleMonth, ScheduleOut
 from xlplan.scenario import Scenario
 
@@ -126,8 +127,15 @@ def order_by(needed_from: dt.date, lead_time_days: int) -> dt.date:
     return needed_from - dt.timedelta(days=lead_time_days)
 
 
-def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: int, growth_words: str = "") -> ScheduleOut:
-    """The fleet, its orders and its bill month by month.
+VERIFY_MODES = ("margin", "every", "none")
+"""How a schedule's fleets are checked: 'margin' simulates the first and the largest month and adds the replicas the
+closed form fell short by there to every month; 'every' simulates every month; 'none' gives the closed form. [text]"""
+
+
+def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: int, growth_words: str = "",
+             verify: str = "none", percentile: float = 95.0, max_context: int | None = None,
+             budget_set_by_plan: bool = False) -> ScheduleOut:
+    """The fleet, its orders and its bill month by month, each month's fleet as ``xlplan plan`` answers it.
 
     Parameters
     ----------
@@ -141,50 +149,100 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
         Days from order to GPUs in service. [days]
     growth_words : str
         How the peaks were made, for the record. [text]
+    verify : {'margin', 'every', 'none'}
+        :data:`VERIFY_MODES`: each month's fleet verified in simulation ('every'), the closed form plus the margin
+        measured in simulation at the first and the largest month ('margin'), or the closed form alone ('none').
+    percentile : float
+        The promise's percentile. [percent]
+    max_context : int, optional
+        The model's context limit, for clipping simulated lengths. [tokens]
+    budget_set_by_plan : bool
+        The plan file sets ``policy.max_num_batched_tokens``.
 
     Returns
     -------
     ScheduleOut
-        Every month, and the months the API break-even is crossed and the binding constraint changes (None if not).
-        A month whose peak cannot be met on this hardware ends the schedule, with its reason.
+        Every month with the source of its fleet, the method and margin used, the months the API break-even is
+        crossed and the binding constraint changes (None if not). A month whose peak cannot be met on this hardware
+        ends the schedule, with its reason.
 
     References
     ----------
     Runbook, document 14 · "peak for the fleet, average for the cost model"; "you cannot scale into a burst".
     """
-    months: list[ScheduleMonth] = []
-    owned = 0
-    cumulative = 0.0
-    stopped = ""
+    from xlplan import planner
+
+    if verify not in VERIFY_MODES:
+        raise ValueError(f"verify: got {verify!r}; expected one of {', '.join(VERIFY_MODES)}")
+    decided, stopped = [], ""
     for m, peak in enumerate(peaks_rps):
         first_day = month_start(start, m)
         if peak > MAX_PEAK_RPS:
             stopped = (f"{first_day:%Y-%m}: the peak reaches {peak:,.6g} requests/s, beyond the {MAX_PEAK_RPS:,.0f} a "
                        "schedule plans; check the growth rate or plan fewer months")
             break
+        sm = dataclasses.replace(s, peak_rps=peak)
         try:
-            sol = steps.solve(dataclasses.replace(s, peak_rps=peak))
+            d = planner.decide(sm, percentile, max_context, budget_set_by_plan, "auto" if verify == "every" else False)
         except steps.PlanningError as e:
             stopped = f"{first_day:%Y-%m}: at {peak:,.6g} requests/s the plan cannot be met ({e})"
             break
-        pa, bl = sol.paths, sol.bill
-        needed = int(pa.purchased)
+        decided.append((first_day, sm, d))
+    margin, method = _margin(decided, verify, percentile, max_context, budget_set_by_plan)
+    months: list[ScheduleMonth] = []
+    owned, cumulative = 0, 0.0
+    for first_day, sm, d in decided:
+        a, cf = d.answer, d.closed_form
+        if a.source == "verified":
+            source, load, red = "verified", a.load, a.with_redundancy
+        else:
+            extra = margin * cf.tp
+            source = "closed form" + (f" + {margin} replica margin" if margin else "")
+            load, red = cf.load + extra, cf.with_redundancy + extra
+        needed = int(math.ceil(red / sm.gpus_per_node) * sm.gpus_per_node)
         new = max(needed - owned, 0)
         owned = max(owned, needed)
-        billed = owned if s.bill_purchased else int(pa.with_redundancy)
-        monthly = cost.monthly_cost_usd(billed, s.usd_per_gpu_hour, s.hours_per_month) + s.fixed_usd_per_month
-        cumulative += monthly
+        b = steps.bill(sm, d.sol.traffic, dataclasses.replace(d.sol.paths, with_redundancy=float(red), purchased=float(owned)))
+        cumulative += b.monthly_usd
         months.append(ScheduleMonth(
-            month=f"{first_day:%Y-%m}", peak_rps=peak, tp=int(pa.tp), load=int(pa.load), with_redundancy=int(pa.with_redundancy),
+            month=f"{first_day:%Y-%m}", peak_rps=sm.peak_rps, tp=cf.tp, load=load, with_redundancy=red,
             needed_purchased=needed, purchased=owned, new_gpus=new, order_by=order_by(first_day, lead_time_days).isoformat() if new else None,
-            billed_gpus=billed, monthly_usd=monthly, cumulative_usd=cumulative, binding=sol.binding,
-            api_monthly_usd=bl.api_monthly_usd,
+            billed_gpus=int(b.billed_gpus), monthly_usd=b.monthly_usd, cumulative_usd=cumulative, binding=cf.binding,
+            api_monthly_usd=b.api_monthly_usd, source=source, closed_form_load=cf.load,
         ))
     return ScheduleOut(months=months, start=start, lead_time_days=lead_time_days, growth=growth_words,
                        breakeven_month=_breakeven_month(months, s.ops_usd_per_month),
                        breakeven_words=_breakeven_words(months, s.ops_usd_per_month),
                        binding_change_month=next((x.month for x in months if x.binding != months[0].binding), None) if months else None,
-                       stopped=stopped)
+                       stopped=stopped, method=method, margin_replicas=margin)
+
+
+def _margin(decided: list, verify: str, percentile: float, max_context: int | None,
+            budget_set_by_plan: bool) -> tuple[int, str]:
+    """(replicas added to each closed-form month, the method in words): the shortfall measured in simulation. [replicas]"""
+    from xlplan import planner
+
+    if verify == "none" or not decided:
+        return 0, "the closed form each month (the largest of the memory, compute, latency and queueing paths), not simulated"
+    if verify == "every":
+        n = sum(d.answer.source == "verified" for _, _, d in decided)
+        return 0, (f"each month verified in simulation at its peak, as `xlplan plan` verifies its Answer ({n} of "
+                   f"{len(decided)} months; the rest past what the default simulation takes on: the closed form)")
+    largest = max(range(len(decided)), key=lambda i: decided[i][1].peak_rps)
+    measured, words = [], []
+    for i in sorted({0, largest}):
+        first_day, sm, d = decided[i]
+        v = planner.decide(sm, percentile, max_context, budget_set_by_plan, "auto")
+        decided[i] = (first_day, sm, v)
+        if v.answer.source == "verified":
+            short = (v.answer.load - v.closed_form.load) // v.closed_form.tp
+            measured.append(short)
+            words.append(f"{first_day:%Y-%m} {v.answer.load} verified against {v.closed_form.load} closed form")
+        else:
+            words.append(f"{first_day:%Y-%m} not simulated ({v.skipped or 'no fleet verified'})")
+    margin = max([0] + measured)
+    return margin, (f"the closed form each month plus a margin of {margin} replica{'' if margin == 1 else 's'}, the most the closed form fell short "
+                    f"by where simulated ({'; '.join(words)}); `--verify every` simulates every month")
 
 
 def _cheaper_self_hosted(x: ScheduleMonth, ops_usd_per_month: float) -> bool | None:

@@ -105,6 +105,8 @@ def schedule_cmd(
     months: int | None = typer.Option(None, "--months", help="Months to plan (default: the plan's growth.months, else 12)."),
     lead_time_days: int | None = typer.Option(None, "--lead-time-days", help="Days from order to GPUs in service (or growth.lead_time_days)."),
     start: str | None = typer.Option(None, "--start", help="First month, YYYY-MM (default: the plan's growth.start, else next month)."),
+    verify: str = typer.Option("margin", "--verify", help=("margin: the closed form plus the shortfall simulated at the first and "
+                                                           "largest month; every: simulate every month; none: the closed form.")),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """When to order: the fleet month by month as the peak grows, each order dated its lead time ahead."""
@@ -121,6 +123,10 @@ def schedule_cmd(
         raise InputError("--lead-time-days", [f"got {lead_time_days}; expected 0 to 1,095 days"])
     if start is not None and not _MONTH.match(start):
         raise InputError("--start", [f"got {start!r}; expected YYYY-MM, e.g. 2027-01"])
+    from xlplan.schedule import VERIFY_MODES
+
+    if verify not in VERIFY_MODES:
+        raise InputError("--verify", [f"got {verify!r}; expected one of {', '.join(VERIFY_MODES)}"])
     p = _load(plan_file)
     g = p.growth
     s = resolve(p)
@@ -158,7 +164,8 @@ def schedule_cmd(
                                               "or growth.lead_time_days in the plan")])
     today = dt.date.today()
     start = start or (g.start if g and g.start else _next_month(today))
-    out = schedule(s, peaks, start, lead, words)
+    out = schedule(s, peaks, start, lead, words, verify, p.promise.percentile, p.model.resolve().max_context_tokens,
+                   p.policy.max_num_batched_tokens is not None)
     late = [m for m in out.months if m.order_by and m.order_by < today.isoformat()]
     if as_json:
         data = out.model_dump(mode="json")
@@ -169,14 +176,17 @@ def schedule_cmd(
     from rich.table import Table
 
     table = Table(title=f"{p.name}: the fleet month by month ({words}; lead time {lead} days)")
-    for col in ("month", "peak req/s", "load", "+redundancy", "bought", "new", "order by", "$/month", "cumulative $", "binds", "API $/month"):
-        table.add_column(col, justify="left" if col in ("month", "order by", "binds") else "right")
+    for col in ("month", "peak req/s", "load", "+redundancy", "bought", "new", "order by", "$/month", "cumulative $", "binds",
+                "API $/month", "fleet from"):
+        table.add_column(col, justify="left" if col in ("month", "order by", "binds", "fleet from") else "right")
     for m in out.months:
         table.add_row(m.month, f"{m.peak_rps:,.1f}", str(m.load), str(m.with_redundancy), str(m.purchased),
                       str(m.new_gpus) if m.new_gpus else "", (m.order_by or "") + (" LATE" if m in late else ""),
-                      _usd(m.monthly_usd), _usd(m.cumulative_usd), m.binding, _usd(m.api_monthly_usd))
+                      _usd(m.monthly_usd), _usd(m.cumulative_usd), m.binding, _usd(m.api_monthly_usd),
+                      "simulation" if m.source == "verified" else m.source)
     console = Console(width=200)
     console.print(table)
+    console.print(f"Fleets: {out.method}.")
     console.print(f"API: {out.breakeven_words}.")
     console.print(f"Binding: {'changes to ' + next(m.binding for m in out.months if m.month == out.binding_change_month) + ' in ' + out.binding_change_month if out.binding_change_month else 'the same in every month'}.")
     if late:

@@ -70,7 +70,7 @@ def decisions_for(plan: Plan) -> Decisions:
     else:
         peaks = schedule.monthly_peaks(plan.forecast.peak_rps, g.monthly, g.months)
         words = f"{g.monthly:.1%} a month from {plan.forecast.peak_rps:g} req/s" + (f" ({g.source})" if g.source else "")
-    return Decisions(options, rec, schedule.schedule(resolve(plan), peaks, start, g.lead_time_days, words))
+    return Decisions(options, rec, schedule.schedule(resolve(plan), peaks, start, g.lead_time_days, words))  # the closed form, labelled
 
 
 def build(plan: Plan, formulas: str = "native", traffic=None, namespace: str = "", verify: bool = False,

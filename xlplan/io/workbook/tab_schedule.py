@@ -28,8 +28,9 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
                     widths={"A": 10, **{L(i): 11 for i in range(2, 18)}, "L": 12}, print_title_rows="1:2", landscape=True)
     rows = Rows(book, sh)
     rows.title("Schedule — when each order must go out as traffic grows",
-               "Each month re-plans the whole note at its peak; GPUs bought stay bought; an order goes out its lead time "
-               "before the month it is needed.")
+               "Each month is the closed form at its peak (the largest of the memory, compute, latency and queueing paths), "
+               "not simulated: `xlplan schedule` adds the shortfall it simulates; GPUs bought stay bought; an order goes out "
+               "its lead time before the month it is needed.")
     stale_flag(book, sh, e, "ScheduleStale")
     if e.plan.growth is not None:  # the plan file's growth section as given, so `xlplan read` gives the plan back
         r = sh.row
