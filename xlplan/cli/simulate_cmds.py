@@ -88,14 +88,14 @@ def _lines(r, s) -> list[str]:
     q = f"p{r.percentile:g}"
     ok = "keeps" if r.meets_promise else "misses"
     return [
-        (f"{r.gpus} GPUs = {r.replicas} replica(s) of TP {r.tp}: {r.requests:,} requests measured over {r.simulated_s / 60:g} min "
+        (f"{r.gpus} GPU{'' if r.gpus == 1 else 's'} = {r.replicas} replica{'' if r.replicas == 1 else 's'} of TP {r.tp}: {r.requests:,} requests measured over {r.simulated_s / 60:g} min "
         f"(arrived {r.arrival_rate_rps:,.2f} req/s)"),
         f"  TTFT        p50 {_ms(r.ttft_s.p50)}  p95 {_ms(r.ttft_s.p95)}  p99 {_ms(r.ttft_s.p99)}   (target {_ms(s.ttft_s)})",
         f"  inter-token p50 {_ms(r.itl_s.p50)}  p95 {_ms(r.itl_s.p95)}  p99 {_ms(r.itl_s.p99)}   (target {_ms(s.itl_s)})",
         f"  TPOT        p50 {_ms(r.tpot_s.p50)}  p95 {_ms(r.tpot_s.p95)}  p99 {_ms(r.tpot_s.p99)}",
         (f"  in flight {r.mean_in_flight:,.1f} on average; time in system {r.mean_time_in_system_s:,.2f} s; KV cache "
         f"{r.kv_utilisation.mean:.0%} mean, {r.kv_utilisation.p95:.0%} p95, {r.kv_utilisation.max:.0%} max; "
-        f"{r.preemptions:,} preemption(s)"),
+        f"{r.preemptions:,} preemption{'' if r.preemptions == 1 else 's'}"),
         f"  {ok} the promise at {q}" + ("" if r.stable else " (p95 TTFT still moving between the run's halves: "
                                                                "overloaded, or run longer with --minutes)"),
     ]
@@ -104,7 +104,7 @@ def _lines(r, s) -> list[str]:
 @app.command("simulate")
 def simulate_cmd(
     plan_file: Path | None = PLAN_ARG,
-    gpus: int | None = typer.Option(None, "--gpus", help="GPUs serving the peak, whole replicas of the plan's TP (default: the plan's load)."),
+    gpus: int | None = typer.Option(None, "--gpus", help="GPUs serving the peak, whole replicas of the closed form's TP (default: the closed form's load, the fleet `plan` simulates)."),
     minutes: float | None = typer.Option(None, "--minutes", help="Minutes of arrivals, warm-up included (default: max(10, 20,000 requests); at most 360)."),
     seed: int = typer.Option(1, "--seed", help="Random seed (0 or above): the same seed gives the same run."),
     do_search: bool = typer.Option(False, "--search", help="Also find the fewest GPUs that keep the promise (verified_load_gpus)."),
@@ -136,13 +136,18 @@ def simulate_cmd(
         require("matplotlib", command="simulate --picture")
     plan = _load(plan_file)
     where = str(plan_file) if plan_file is not None else "the reference plan"
-    s = resolve(plan)
+    from xlplan import planner
+
     try:
-        sol = steps.solve(s)
+        d = planner.decide(resolve(plan), plan.promise.percentile, plan.model.resolve().max_context_tokens,
+                           plan.policy.max_num_batched_tokens is not None)
     except steps.PlanningError as e:
         raise InputError(where, [f"cannot be simulated: the plan cannot be met ({e})"]) from None
-    tp = int(sol.paths.tp)
-    load_reps = int(round(sol.paths.load / tp))
+    # the fleet `plan` simulates: the closed form's, at its TP degree and the step budget it deploys
+    s = planner.deployed(resolve(plan), d.closed_form)
+    tp = int(d.closed_form.tp)
+    load_reps = int(d.closed_form.load_replicas)
+    runbook_load = int(d.sol.paths.load)
     if gpus is None:
         gpus = load_reps * tp
     elif gpus < tp or gpus % tp:
@@ -181,7 +186,8 @@ def simulate_cmd(
         if v is None:
             typer.echo(f"No fleet up to {found.cap_replicas * tp} GPUs keeps the promise.")
         else:
-            typer.echo(f"Verified load: {v * tp} GPUs ({v} replica(s) of TP {tp}) keep the promise; the runbook's load is {load_reps * tp}.")
+            typer.echo(f"Verified load: {v * tp} GPUs ({v} replica{'' if v == 1 else 's'} of TP {tp}) keep the promise; the "
+                       f"closed form's load is {load_reps * tp}, the runbook's method's {runbook_load}.")
             for n in (v - 1, v):
                 if n and n in found.runs and n != gpus // tp:
                     for line in _lines(found.runs[n], s):
