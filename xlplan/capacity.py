@@ -93,7 +93,7 @@ class VerifiedCapacity:
 
 
 def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_context: int | None = None,
-                      tolerance: float = CAPACITY_TOLERANCE) -> VerifiedCapacity:
+                      tolerance: float = CAPACITY_TOLERANCE, budget_set_by_plan: bool = False) -> VerifiedCapacity:
     """The inverse of the verified answer: the highest peak rate ``gpus`` GPUs serve keeping the promise.
 
     A rate keeps the promise when the fleet's simulation at it does by the verification's rule
@@ -116,6 +116,10 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
         The model's context limit, for clipping lengths. [tokens]
     tolerance : float
         Relative width of the final bracket. [1]
+    budget_set_by_plan : bool
+        The plan file sets ``policy.max_num_batched_tokens``; else the step budget is the one ``plan`` deploys at the
+        plan's peak (:func:`xlplan.planner.deployed`), and the TP degree its closed form's where ``gpus`` holds whole
+        replicas of it.
 
     Returns
     -------
@@ -128,10 +132,16 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
         As :func:`capacity`; and when the fleet keeps the promise at no rate down to 1/16 of the closed form's (a
         step too slow for the inter-token target, say), or at every rate up to 16 times it.
     """
-    from xlplan import simulate
+    from xlplan import planner, simulate
 
     cf = capacity(s, gpus)
     tp = cf.tp
+    try:  # simulated as `plan` simulates its own fleet: the closed form's TP degree and the step budget it deploys
+        own = planner.decide(s, percentile, max_context, budget_set_by_plan).closed_form
+        s = planner.deployed(s, own)
+        tp = own.tp if gpus % own.tp == 0 else tp
+    except steps.PlanningError:
+        pass  # the plan's own peak cannot be met on this hardware: the closed form's inverse's degree, as it is
     replicas = gpus // tp
     seeds = [simulate.DEFAULT_SEED + k for k in range(simulate.VERIFY_SEEDS)]
 

@@ -99,7 +99,8 @@ def capacity_cmd(
     s = resolve(p)
     cap = capacity(s, gpus)
     why = "not simulated: --no-verify" if no_verify else too_large_to_simulate(s, gpus)
-    ver = None if why else verified_capacity(s, gpus, p.promise.percentile, p.model.resolve().max_context_tokens)
+    ver = None if why else verified_capacity(s, gpus, p.promise.percentile, p.model.resolve().max_context_tokens,
+                                             budget_set_by_plan=p.policy.max_num_batched_tokens is not None)
     closed = {"tp": cap.tp, "max_peak_rps": cap.max_peak_rps, "limited_by": cap.limited_by, "per_path_rps": cap.per_path_rps}
     if as_json:
         out = {"gpus": gpus, "method": "closed form" if ver is None else "verified",
