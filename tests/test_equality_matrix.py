@@ -21,8 +21,8 @@ import json
 import openpyxl
 import pytest
 import yaml
-
 from matrix_plans import matrix_plans
+
 from xlplan import capacity, compare, schedule
 from xlplan.cli import main
 from xlplan.note import render_text
