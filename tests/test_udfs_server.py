@@ -32,7 +32,7 @@ CALL = "/xlwings/custom-functions-call"
 BAD = "LITTLES_LAW: arrival_rate_rps: got -40; expected a number of at least 0 [requests/s]"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # once per worker: a stolen test of this file must not set it up a second time
 def server(tmp_path_factory):
     if "xlwings_server" in sys.modules:
         pytest.fail("xlwings_server was imported before this module configured it")

@@ -26,6 +26,7 @@ Sarathi-Serve (Agrawal et al., OSDI 2024) for chunked prefill sharing decode ste
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from xlplan import _vec, serving, steps
@@ -246,13 +247,10 @@ def with_efficiencies(rep: Replica, eff: Efficiencies) -> Replica:
     return replace(rep, s=s, r=r)
 
 
-_CACHE: dict = {}
-
-
+@functools.lru_cache(maxsize=4096)
 def _replica(c: Conditions) -> Replica:
-    key = c
-    if key in _CACHE:
-        return _CACHE[key]
+    """The benchmark's replica at the engine's default efficiencies, resolved once per conditions (a memo: the result
+    depends on ``c`` alone). [Replica]"""
     from xlplan.scenario import resolve
 
     s = resolve(plan_for(c, Efficiencies()))
@@ -263,11 +261,7 @@ def _replica(c: Conditions) -> Replica:
     r = steps.replica(s, c.tp)
     kv = steps.kv_budget_gib(s, c.tp) if not c.v0 else _v0_budget(c, s)
     per_token = s.kv_bytes_per_token_layer * s.layers / r.kv_shards
-    rep = Replica(s, c.gpu.name, tr, r, kv, max(kv, 0.0) * GIB / per_token)
-    if len(_CACHE) > 4096:
-        _CACHE.clear()
-    _CACHE[key] = rep
-    return rep
+    return Replica(s, c.gpu.name, tr, r, kv, max(kv, 0.0) * GIB / per_token)
 
 
 def _visible(gpu: GPUSpec, default: float) -> float:
