@@ -738,8 +738,44 @@ def infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
     )
 
 
-def tp_objective(p: Paths, billed) -> tuple:
-    """The order TP degrees are chosen in: fewest purchased GPUs, then fewest billed, then the smallest degree.
+TP_OBJECTIVE_PURCHASED = 1e8
+"""Weight of a GPU purchased in :func:`objective`: above every billed count's weight times any fleet under a million
+GPUs. [1/GPU]"""
+
+TP_OBJECTIVE_BILLED = 100.0
+"""Weight of a GPU billed in :func:`objective`: above every TP degree (at most 64). [1/GPU]"""
+
+
+def objective(purchased, billed, tp):
+    """The number TP degrees are chosen by, smallest first: fewest purchased GPUs, then fewest billed, then the smallest
+    degree, as one sum. [1]
+
+    Parameters
+    ----------
+    purchased : float or array
+        GPUs purchased at that degree (infinite where it cannot run). [GPUs]
+    billed : float or array
+        GPUs billed there: purchased or with redundancy, as the plan bills. [GPUs]
+    tp : float or array
+        The degree. [GPUs]
+
+    Returns
+    -------
+    float or array
+        ``purchased × 10⁸ + billed × 100 + tp``; its order is the lexicographic order of ``(purchased, billed, tp)``
+        for fleets under a million GPUs and degrees under 100, and exact in a float (below 2⁵³). The workbook's TP
+        table writes the same sum with these weights (:data:`TP_OBJECTIVE_PURCHASED`, :data:`TP_OBJECTIVE_BILLED`).
+
+    Examples
+    --------
+    >>> objective(8, 5, 1) < objective(8, 6, 1) < objective(16, 1, 1)
+    True
+    """
+    return purchased * TP_OBJECTIVE_PURCHASED + billed * TP_OBJECTIVE_BILLED + tp
+
+
+def tp_objective(p: Paths, billed):
+    """:func:`objective` of one TP degree's paths. [1]
 
     Parameters
     ----------
@@ -750,10 +786,10 @@ def tp_objective(p: Paths, billed) -> tuple:
 
     Returns
     -------
-    tuple
-        ``(purchased, billed, tp)``, compared in that order; the smallest wins. [GPUs]
+    float or array
+        ``objective(purchased, billed, tp)``; the smallest wins. [1]
     """
-    return (p.purchased, billed, p.tp)
+    return objective(p.purchased, billed, p.tp)
 
 
 def solve_fleet(s: Scenario, first_tp: int | None = None) -> tuple | None:
@@ -789,7 +825,7 @@ def solve_fleet(s: Scenario, first_tp: int | None = None) -> tuple | None:
             if low == _vec.INF:
                 continue
             _, with_red, bought = fleet.fleet_sizes(low, tp, s.redundancy, s.gpus_per_node)
-            if (bought, bought if s.bill_purchased else with_red, tp) > best[0]:
+            if objective(bought, bought if s.bill_purchased else with_red, tp) > best[0]:
                 continue
         p = paths(s, tr, tp, lean=True)
         if p.load == _vec.INF:

@@ -62,8 +62,8 @@ def sweep(base: Plan, scenarios):
         if best is None:
             best = now
             continue
-        # the objective, lexicographic: fewer purchased, then fewer billed, then (degrees ascend) keep the smaller
-        better = (now["purchased"] < best["purchased"]) | ((now["purchased"] == best["purchased"]) & (now["billed"] < best["billed"]))
+        # the engine's objective (fewer purchased, then fewer billed, then the smaller degree), row by row
+        better = steps.objective(now["purchased"], now["billed"], now["tp"]) < steps.objective(best["purchased"], best["billed"], best["tp"])
         for k in best:
             best[k] = np.where(better, now[k], best[k])
     mem, comp, lat = best["memory_gpus"], best["compute_gpus"], best["latency_gpus"]

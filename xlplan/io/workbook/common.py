@@ -207,8 +207,8 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("AllenCunneenDivisor", "Allen–Cunneen factor's divisor", 2.0, "1", "(cA² + cS²) ÷ 2 scales the M/M/c wait (Allen 1990)."),
     ("ErlangCoarseDivisor", "Erlang C coarse table: step = √(offered load) ÷ this", 4.0, "1", "16 coarse rows span about 4√a."),
     ("ErlangTableRows", "Rows of each Erlang C table", 16.0, "rows", "A coarse step wider than this is past the fine table."),
-    ("TPObjectivePurchased", "TP choice: weight of GPUs purchased", 1e8, "1", "Fewest purchased first..."),
-    ("TPObjectiveBilled", "TP choice: weight of GPUs billed", 100.0, "1", "...then fewest billed, then the smallest TP."),
+    ("TPObjectivePurchased", "TP choice: weight of GPUs purchased", steps.TP_OBJECTIVE_PURCHASED, "1", "Fewest purchased first..."),
+    ("TPObjectiveBilled", "TP choice: weight of GPUs billed", steps.TP_OBJECTIVE_BILLED, "1", "...then fewest billed, then the smallest TP."),
 )
 
 

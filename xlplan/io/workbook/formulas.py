@@ -109,6 +109,11 @@ def kv_budget_gib(weights_bytes_: str, tp: str) -> str:
     return f"GPUMemoryGiB*MemoryUtilisation-{weights_bytes_}/{tp}/GiB-OverheadGiB"
 
 
+def tp_objective(purchased: str, billed: str, tp: str) -> str:
+    """:func:`xlplan.steps.objective`: purchased × its weight + billed × its weight + the degree."""
+    return f"{purchased}*TPObjectivePurchased+{billed}*TPObjectiveBilled+{tp}"
+
+
 def whole_gpus(per_replica_ratio: str, tp: str) -> str:
     """:func:`xlplan.fleet.whole_replicas` × tp: a ratio in replicas rounded up with the float tolerance, in GPUs."""
     return f"ROUNDUP({per_replica_ratio}*(1-RoundingTolerance),0)*{tp}"

@@ -273,8 +273,8 @@ def constraints_tab(book: Book, e: Engine) -> None:
             "P": (f'=IF(ISNUMBER(O{r}),ROUNDUP(O{r}/GPUsPerNode,0)*GPUsPerNode,"")', c.purchased if feasible else "", "0"),
             "Q": (f'=IF(ISNUMBER(P{r}),IF(BillPurchased,P{r},O{r}),"")',
                   (c.purchased if s.bill_purchased else c.with_redundancy) if feasible else "", "0"),
-            "R": (f'=IF(ISNUMBER(Q{r}),P{r}*TPObjectivePurchased+Q{r}*TPObjectiveBilled+A{r},"")',
-                  c.purchased * 1e8 + (c.purchased if s.bill_purchased else c.with_redundancy) * 100.0 + tp if feasible else "", "0"),
+            "R": (f'=IF(ISNUMBER(Q{r}),{F.tp_objective(f"P{r}", f"Q{r}", f"A{r}")},"")',
+                  steps.tp_objective(c, c.purchased if s.bill_purchased else c.with_redundancy) if feasible else "", "0"),
         }
         for col, spec in f.items():
             if spec is None:  # searched by the engine: a value, shaded like the breakpoints

@@ -312,11 +312,10 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf | None
         ld = per_tp["load"][i] + str(r)
         with_red = f"({ld}/{t}+Redundancy)*{t}"
         bought = f"ROUNDUP({with_red}/GPUsPerNode,0)*GPUsPerNode"
-        obj = (f'=IF(ISNUMBER({ld}),{bought}*TPObjectivePurchased+IF(BillPurchased,{bought},{with_red})*TPObjectiveBilled'
-               f'+{t},"")')
+        obj = f'=IF(ISNUMBER({ld}),{F.tp_objective(bought, f"IF(BillPurchased,{bought},{with_red})", t)},"")'
         obj_cached = ""
         if c and is_c and not math.isinf(c.load):
-            obj_cached = c.purchased * 1e8 + (c.purchased if sc.bill_purchased else c.with_redundancy) * 100.0 + tp
+            obj_cached = steps.tp_objective(c, c.purchased if sc.bill_purchased else c.with_redundancy)
         put(per_tp["obj"][i], obj, obj_cached if c else NA, "0")
     mems = f"{per_tp['mem'][0]}{r}:{per_tp['mem'][-1]}{r}"
     comps = f"{per_tp['comp'][0]}{r}:{per_tp['comp'][-1]}{r}"
