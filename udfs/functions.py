@@ -19,7 +19,7 @@ import typing
 
 from xlwings import XlwingsError, arg, func
 
-from xlplan import cellwise, concurrency
+from xlplan import cellwise, concurrency, engines
 from xlplan.io.errors import InputError
 from xlplan.plan import Forecast, Hardware, Policy
 from xlplan.specs import ComputeDtype, KVDtype, WeightDtype
@@ -29,7 +29,7 @@ _HARDWARE = Hardware.model_fields
 MFU = 0.40  # the runbook's planning figure (engine 'runbook')
 MEMORY_UTILISATION = _POLICY["memory_utilisation"].default
 OVERHEAD_GIB = _POLICY["overhead_gib"].default
-ENGINES = typing.get_args(_POLICY["engine"].annotation)  # runbook, vllm, sglang, trtllm: the plan's own choices
+ENGINES = engines.ENGINES  # runbook, vllm, sglang, trtllm: the plan's own choices
 ATTENTION_FLOPS = typing.get_args(_POLICY["attention_flops"].annotation)  # full, causal
 BANDWIDTH_EFFICIENCY = 0.60  # the runbook's planning figure (engine 'runbook')
 REDUNDANCY = _POLICY["redundancy"].default

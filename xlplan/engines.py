@@ -26,12 +26,13 @@ TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction``.
 from __future__ import annotations
 
 import functools
-from typing import Literal
+from typing import Literal, get_args
 
 from xlplan.units import GIB
 
 Engine = Literal["runbook", "vllm", "sglang", "trtllm"]
-ENGINES: tuple[str, ...] = ("runbook", "vllm", "sglang", "trtllm")
+ENGINES: tuple[str, ...] = get_args(Engine)
+"""The serving engines whose rules and defaults xlplan has, in the plan file's order: the one list. [text]"""
 
 DRIVER_RESERVED_GIB = 0.47
 """Memory the driver reports but CUDA cannot allocate, where the catalog has no CUDA-visible figure:

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from xlplan import catalog
+from xlplan.engines import Engine
 from xlplan.specs import ComputeDtype, GPUSpec, KVDtype, ModelSpec, WeightDtype
 
 
@@ -250,7 +251,7 @@ class Policy(_Section):
     expert_efficiency: Fraction | None = Field(
         default=None, description="Grouped expert GEMMs' MFU as a fraction of dense GEMMs' (MoE); left out, the engine's default. [fraction]")
     calibration: Calibration | None = Field(default=None, description="Where calibrated efficiencies came from and their spread; the fleet is then also given as a range.")
-    engine: Literal["runbook", "vllm", "sglang", "trtllm"] = Field(
+    engine: Engine = Field(
         default="vllm",
         description="Serving engine whose memory rule sizes the KV cache and whose defaults set the step budget: 'vllm', 'sglang', "
                     "'trtllm', or 'runbook' (memory x utilisation - weights - overhead_gib, the runbook's convention). [text]",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xlplan import catalog
+from xlplan.engines import ENGINES
 from xlplan.plan import Plan
 
 INPUTS_SHEET = "1 Inputs"
@@ -93,7 +94,7 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
                   "Cost of running it yourself, counted in the break-even against the API; 0 if not counted.", fmt='"$"#,##0'),
     )),
     ("Policy — conventions and efficiencies a reviewer should check first", (
-        InputSpec("Engine", ("policy", "engine"), "Serving engine", "runbook | vllm | sglang | trtllm", "choice", "model",
+        InputSpec("Engine", ("policy", "engine"), "Serving engine", " | ".join(ENGINES), "choice", "model",
                   "Whose memory rule sizes the KV cache and whose defaults set efficiencies and budgets; 'runbook' is the "
                   "runbook's convention (memory x utilisation - weights - overhead).", choices="EngineNames"),
         InputSpec("MFUInput", ("policy", "mfu"), "Model FLOPs utilisation", "fraction", "fraction", "model",
