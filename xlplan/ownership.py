@@ -74,10 +74,59 @@ def owned_usd_per_gpu_hour(capex_usd_per_node, gpus_per_node, depreciation_years
     >>> round(owned_usd_per_gpu_hour(270000, 8, 5, 1.275, 1.5, 0.10, 180, 730), 4)
     1.2762
     """
-    depreciation = capex_usd_per_node / gpus_per_node / (12.0 * depreciation_years) / hours_per_month
-    energy = kw_per_gpu * pue * usd_per_kwh
-    hosting = kw_per_gpu * hosting_usd_per_kw_month / hours_per_month
-    return depreciation + energy + hosting
+    _, depreciation, energy, hosting = monthly_parts_usd(1.0, capex_usd_per_node, gpus_per_node, depreciation_years,
+                                                         kw_per_gpu, pue, usd_per_kwh, hosting_usd_per_kw_month, hours_per_month)
+    return (depreciation + energy + hosting) / hours_per_month
+
+
+def monthly_parts_usd(purchased_gpus, capex_usd_per_node, gpus_per_node, depreciation_years, kw_per_gpu, pue,
+                      usd_per_kwh, hosting_usd_per_kw_month, hours_per_month=HOURS_PER_MONTH):
+    """The parts of owning a fleet: its capex, and each month's depreciation, electricity and hosting. [USD]
+
+    Parameters
+    ----------
+    purchased_gpus : float
+        GPUs owned. [GPUs]
+    capex_usd_per_node : float
+        Price of one purchasing unit. [USD]
+    gpus_per_node : int
+        GPUs in it. [GPUs]
+    depreciation_years : float
+        Straight-line life. [years]
+    kw_per_gpu : float
+        Power per GPU at load. [kW]
+    pue : float
+        Facility power ÷ IT power. [1]
+    usd_per_kwh : float
+        Electricity price. [USD/kWh]
+    hosting_usd_per_kw_month : float
+        Colocation price per kW of IT load. [USD/kW-month]
+    hours_per_month : float
+        Hours in the month. [h/month]
+
+    Returns
+    -------
+    capex_usd : float
+        GPUs ÷ GPUs per node × the node's price. [USD]
+    depreciation_usd_per_month : float
+        Capex over ``12 × years`` months. [USD/month]
+    energy_usd_per_month : float
+        GPUs × kW × PUE × USD/kWh × hours. [USD/month]
+    hosting_usd_per_month : float
+        GPUs × kW × USD/kW-month. [USD/month]
+
+    Examples
+    --------
+    Eight GPUs of the example above: 270,000 capex, 4,500 a month depreciation (270,000 / 60), 8 x 1.275 x 1.5 x 0.10 x
+    730 = 1,116.90 power, 8 x 1.275 x 180 = 1,836 hosting.
+
+    >>> [round(x, 2) for x in monthly_parts_usd(8, 270000, 8, 5, 1.275, 1.5, 0.10, 180, 730)]
+    [270000.0, 4500.0, 1116.9, 1836.0]
+    """
+    capex = purchased_gpus / gpus_per_node * capex_usd_per_node
+    energy = purchased_gpus * kw_per_gpu * pue * usd_per_kwh * hours_per_month
+    hosting = purchased_gpus * kw_per_gpu * hosting_usd_per_kw_month
+    return capex, capex / (12.0 * depreciation_years), energy, hosting
 
 
 def monthly_ownership_usd(purchased_gpus, usd_per_gpu_hour, hardware_ops_usd_per_month, hours_per_month=HOURS_PER_MONTH):

@@ -130,16 +130,16 @@ def _ownership(p: Plan, s, pa) -> OwnershipOut | None:
     v = {k: d["value"] for k, d in own.items()}
     purchased, node = float(pa.purchased), p.hardware.gpus_per_node
     hours = p.hardware.hours_per_month
-    capex = purchased / node * v["capex_usd_per_node"]
-    energy = purchased * v["kw_per_gpu"] * v["pue"] * v["usd_per_kwh"] * hours
-    hosting = purchased * v["kw_per_gpu"] * v["hosting_usd_per_kw_month"]
+    capex, depreciation, energy, hosting = ownership.monthly_parts_usd(
+        purchased, v["capex_usd_per_node"], node, v["depreciation_years"], v["kw_per_gpu"], v["pue"], v["usd_per_kwh"],
+        v["hosting_usd_per_kw_month"], hours)
     rent_rate = p.hardware.usd_per_gpu_hour or p.hardware.resolve().usd_per_gpu_hour
     rent = cost.monthly_cost_usd(float(pa.with_redundancy), rent_rate, hours) if rent_rate else None
     running = energy + hosting + v["hardware_ops_usd_per_month"]
     return OwnershipOut(
         capex_usd_per_node=v["capex_usd_per_node"], capex_usd=capex, depreciation_years=v["depreciation_years"],
         kw_per_gpu=v["kw_per_gpu"], pue=v["pue"], usd_per_kwh=v["usd_per_kwh"], hosting_usd_per_kw_month=v["hosting_usd_per_kw_month"],
-        hardware_ops_usd_per_month=v["hardware_ops_usd_per_month"], depreciation_usd_per_month=capex / (12.0 * v["depreciation_years"]),
+        hardware_ops_usd_per_month=v["hardware_ops_usd_per_month"], depreciation_usd_per_month=depreciation,
         energy_usd_per_month=energy, hosting_usd_per_month=hosting, owned_usd_per_gpu_hour=s.usd_per_gpu_hour,
         rent_usd_per_gpu_hour=rent_rate, rent_monthly_usd=rent,
         payback_months=ownership.payback_months(capex, rent, running) if rent is not None else None,
