@@ -443,14 +443,4 @@ def prefill_under_load_s(rep: Replica, batch: float, prompt_tokens: float) -> fl
     Sarathi-Serve (Agrawal et al., OSDI 2024); vLLM's scheduler (vllm/v1/core/sched/scheduler.py: decodes first, then
     prefill up to ``max_num_batched_tokens``).
     """
-    s, r = rep.s, rep.r
-    room = max(s.max_num_batched_tokens - batch, 1.0)
-    from xlplan import compute
-
-    n = max(1.0, -(-prompt_tokens // room))
-    chunk = prompt_tokens / n
-    keys = compute.prefill_keys_per_request(prompt_tokens, prompt_tokens * prompt_tokens, s.causal_attention) / n
-    keys_window = min(keys, r.window * chunk)
-    ctx = steps.decode_context_tokens(rep.tr)
-    load = serving.mixed_step(batch, ctx, chunk, keys, keys_window, chunk * (n - 1.0) / 2.0, r.window)
-    return n * serving.step_time_s(r, load)
+    return steps.prefill_in_chunks_s(rep.s, rep.r, prompt_tokens, batch, steps.decode_context_tokens(rep.tr))

@@ -518,12 +518,45 @@ def prefill_alone_s(s: Scenario, r: serving.Replica, prompt_tokens):
     vLLM's scheduler (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``.
     Chunked prefill sharing steps with decode: Agrawal et al., "Sarathi-Serve", OSDI 2024.
     """
-    n = _vec.ceil(prompt_tokens / s.max_num_batched_tokens)
+    return prefill_in_chunks_s(s, r, prompt_tokens)
+
+
+def prefill_in_chunks_s(s: Scenario, r: serving.Replica, prompt_tokens, batch=0.0, context_tokens=0.0):
+    """A prompt's prefill in chunks of what the step budget leaves beside ``batch`` decoding sequences. [s]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (its step budget, ``max_num_batched_tokens``, and attention convention).
+    r : serving.Replica
+        The replica at this TP degree.
+    prompt_tokens : float or array
+        Length of the prompt. [tokens]
+    batch : float or array
+        Sequences decoding beside it, one token each per step. [sequences]
+    context_tokens : float or array
+        Their mean cached context (:func:`decode_context_tokens`). [tokens]
+
+    Returns
+    -------
+    float or array
+        ``n`` steps, each with the decodes and one chunk of ``prompt ÷ n`` tokens, ``n = ceil(prompt ÷ max(budget −
+        batch, 1))``: the chunks' key pairs sum to the whole prompt's and each reads the prefix before it (on
+        average ``(n − 1)/2`` chunks). [s]
+
+    References
+    ----------
+    vLLM's scheduler (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``.
+    Chunked prefill sharing steps with decode: Agrawal et al., "Sarathi-Serve", OSDI 2024.
+    """
+    room = _vec.maximum(s.max_num_batched_tokens - batch, 1.0)
+    n = _vec.maximum(_vec.ceil(prompt_tokens / room), 1.0)
     chunk = prompt_tokens / n
     keys = compute.prefill_keys_per_request(prompt_tokens, prompt_tokens * prompt_tokens, s.causal_attention) / n
     keys_window = _vec.minimum(keys, r.window * chunk)
     prefix = chunk * (n - 1.0) / 2.0
-    return n * serving.step_time_s(r, serving.mixed_step(0.0 * prompt_tokens, 0.0, chunk, keys, keys_window, prefix, r.window))
+    load = serving.mixed_step(batch + 0.0 * prompt_tokens, context_tokens, chunk, keys, keys_window, prefix, r.window)
+    return n * serving.step_time_s(r, load)
 
 
 def compute_path_gpus_exact(s: Scenario, tr: Traffic):
