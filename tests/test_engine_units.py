@@ -66,8 +66,28 @@ def test_capacity_cli(capsys):
 
     assert main(["capacity", "--gpus", "4", "--no-verify", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["method"] == "closed form" and out["max_peak_rps"] == pytest.approx(40.536, abs=1e-3)
-    assert out["closed_form"]["limited_by"] == "compute"
+    # the three linear paths: compute stops 4 GPUs at 40.54 req/s (test above)
+    assert out["closed_form"]["without_queueing"]["max_peak_rps"] == pytest.approx(40.536, abs=1e-3)
+    assert out["closed_form"]["without_queueing"]["limited_by"] == "compute"
+    # the closed form's four paths: the queueing path stops them first, below the plan's 40 (the closed form gives
+    # the reference 6 GPUs at 40 req/s, so 4 cannot hold 40)
+    assert out["method"] == "closed form" and out["closed_form"]["limited_by"] == "queueing"
+    assert out["max_peak_rps"] == out["closed_form"]["max_peak_rps"] < 40.0
+
+
+def test_closed_form_capacity_is_the_inverse_of_the_closed_form():
+    # at the capacity found, the closed form's load fits the fleet; 0.1% above it, it does not — and the reference's
+    # closed form of 6 GPUs at 40 req/s makes 6 hold 40 and 5 not
+    from xlplan import closed_form, steps
+    from xlplan.capacity import closed_form_capacity
+
+    s = resolve(reference_plan())
+    for gpus in (4, 6, 10):
+        c = closed_form_capacity(s, gpus)
+        for rate, fits in ((c.max_peak_rps, True), (c.max_peak_rps * 1.001, False)):
+            sr = dataclasses.replace(s, peak_rps=rate)
+            assert (closed_form.closed_form(sr, steps.solve(sr), False).load <= gpus) is fits
+    assert closed_form_capacity(s, 6).max_peak_rps >= 40.0 > closed_form_capacity(s, 5).max_peak_rps
 
 
 @pytest.mark.slow
@@ -95,7 +115,7 @@ def test_capacity_is_the_inverse_of_the_verified_answer(capsys):
     assert out["method"] == "verified" and out["max_peak_rps"] == v.max_peak_rps and out["seeds"] == [1, 2, 3]
     assert main(["capacity", "--gpus", "4"]) == 0
     line = capsys.readouterr().out
-    assert f"keep the promise up to {v.max_peak_rps:,.2f} requests/s" in line and "closed form says 40.54" in line
+    assert f"keep the promise up to {v.max_peak_rps:,.2f} requests/s" in line and "without the queueing path 40.54" in line
 
 
 def test_hf_config_reads_like_catalog(tmp_path):

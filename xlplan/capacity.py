@@ -71,6 +71,84 @@ def capacity(s: Scenario, gpus: int) -> Capacity:
     return best
 
 
+@dataclass(frozen=True, slots=True)
+class ClosedFormCapacity:
+    """The highest peak rate at which the closed form (all four paths) fits a fleet, and the path that stops it."""
+
+    gpus: int  # [GPUs]
+    tp: int  # the closed form's degree at that rate [GPUs per replica]
+    max_peak_rps: float  # [requests/s]
+    limited_by: str  # the closed form's binding path there [text]
+    without_queueing: Capacity  # memory, compute and latency alone: linear in the rate
+
+
+def closed_form_capacity(s: Scenario, gpus: int, budget_set_by_plan: bool = False,
+                         tolerance: float = 1e-4) -> ClosedFormCapacity:
+    """The inverse of the closed form's fleet: the highest peak rate whose closed-form load fits ``gpus`` GPUs.
+
+    The closed form's load is the largest of the memory path (at the fleet's achieved time in system), the compute and
+    latency paths and the queueing path (:func:`xlplan.closed_form.closed_form`); the queueing path is not linear in
+    the rate (Erlang C), so the rate is bracketed from the three linear paths' capacity (:func:`capacity`), doubling
+    or halving, and bisected to ``tolerance`` of itself.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan; its peak rate is ignored.
+    gpus : int
+        GPUs serving the load (no spares). [GPUs]
+    budget_set_by_plan : bool
+        The plan file sets ``policy.max_num_batched_tokens``.
+    tolerance : float
+        Relative width of the final bracket. [1]
+
+    Returns
+    -------
+    ClosedFormCapacity
+        The highest rate whose closed-form load is at most ``gpus``, the degree and binding path there, and the
+        three linear paths' capacity beside it.
+
+    Raises
+    ------
+    PlanningError
+        As :func:`capacity`; and when the closed form fits no rate down to 1/16 of the linear paths' capacity.
+    """
+    from xlplan import closed_form
+
+    base = capacity(s, gpus)
+
+    def at(rate: float):
+        sr = replace(s, peak_rps=rate)
+        try:
+            cf = closed_form.closed_form(sr, steps.solve(sr), budget_set_by_plan)
+        except steps.PlanningError:
+            return None
+        return cf if cf.feasible and cf.load <= gpus else None
+
+    lo, hi, rate = None, None, base.max_peak_rps
+    for _ in range(8):  # up or down by doubling from the linear paths' figure, at most 16 times each way
+        if at(rate) is not None:
+            lo, rate = rate, 2.0 * rate
+            if hi is not None:
+                break
+        else:
+            hi, rate = rate, rate / 2.0
+            if lo is not None:
+                break
+    if lo is None:
+        raise steps.PlanningError(f"{gpus} GPUs hold the closed form at no peak rate down to {hi:,.4g} requests/s")
+    if hi is None:
+        hi = rate
+    while hi - lo > tolerance * lo:
+        mid = (lo + hi) / 2.0
+        if at(mid) is not None:
+            lo = mid
+        else:
+            hi = mid
+    cf = at(lo)
+    return ClosedFormCapacity(gpus, cf.tp, lo, cf.binding, base)
+
+
 CAPACITY_TOLERANCE = 0.01
 """The verified capacity is bracketed to within this fraction of itself. [1]"""
 

@@ -92,19 +92,22 @@ def capacity_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """The inverse question: the highest peak rate a given number of GPUs serves keeping the promise (simulated)."""
-    from xlplan.capacity import capacity, too_large_to_simulate, verified_capacity
+    from xlplan.capacity import closed_form_capacity, too_large_to_simulate, verified_capacity
     from xlplan.scenario import resolve
 
     p = _load(plan_file)
     s = resolve(p)
-    cap = capacity(s, gpus)
+    four = closed_form_capacity(s, gpus, p.policy.max_num_batched_tokens is not None)
+    cap = four.without_queueing
     why = "not simulated: --no-verify" if no_verify else too_large_to_simulate(s, gpus)
     ver = None if why else verified_capacity(s, gpus, p.promise.percentile, p.model.resolve().max_context_tokens,
                                              budget_set_by_plan=p.policy.max_num_batched_tokens is not None)
-    closed = {"tp": cap.tp, "max_peak_rps": cap.max_peak_rps, "limited_by": cap.limited_by, "per_path_rps": cap.per_path_rps}
+    closed = {"tp": four.tp, "max_peak_rps": four.max_peak_rps, "limited_by": four.limited_by,
+              "without_queueing": {"tp": cap.tp, "max_peak_rps": cap.max_peak_rps, "limited_by": cap.limited_by,
+                                   "per_path_rps": cap.per_path_rps}}
     if as_json:
         out = {"gpus": gpus, "method": "closed form" if ver is None else "verified",
-               "max_peak_rps": cap.max_peak_rps if ver is None else ver.max_peak_rps, "closed_form": closed}
+               "max_peak_rps": four.max_peak_rps if ver is None else ver.max_peak_rps, "closed_form": closed}
         if ver is None:
             out["not_simulated"] = why
         else:
@@ -113,8 +116,8 @@ def capacity_cmd(
         typer.echo(json_text(out))
         return
     per = ", ".join(f"{k} {v:,.2f}" for k, v in cap.per_path_rps.items())
-    closed_line = (f"the closed form says {cap.max_peak_rps:,.2f} requests/s (TP {cap.tp}); {cap.limited_by} stops it "
-                   f"first. By path [requests/s]: {per}.")
+    closed_line = (f"the closed form says {four.max_peak_rps:,.2f} requests/s (TP {four.tp}); {four.limited_by} stops it "
+                   f"first (without the queueing path {cap.max_peak_rps:,.2f}; by path [requests/s]: {per}).")
     if ver is None:
         typer.echo(f"{gpus} GPU{'' if gpus == 1 else 's'}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {why})")
         return
@@ -123,7 +126,7 @@ def capacity_cmd(
     reps = "1 replica" if ver.replicas == 1 else f"{ver.replicas} replicas"
     typer.echo(f"{fleet} (TP {ver.tp}, {reps}) keep the promise up to {ver.max_peak_rps:,.2f} "
                f"requests/s at peak in simulation (on each of seeds {seeds}, {ver.minutes:.3g} min of arrivals; they miss "
-               f"it at {ver.fails_at_rps:,.2f}); plan: {p.forecast.peak_rps:g}. Without queueing, {closed_line}")
+               f"it at {ver.fails_at_rps:,.2f}); plan: {p.forecast.peak_rps:g}. Not simulated, {closed_line}")
 
 
 @app.command("catalog")
