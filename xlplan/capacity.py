@@ -112,6 +112,11 @@ def closed_form_capacity(s: Scenario, gpus: int, budget_set_by_plan: bool = Fals
     ------
     PlanningError
         As :func:`capacity`; and when the closed form fits no rate down to 1/16 of the linear paths' capacity.
+
+    References
+    ----------
+    The queueing path: Erlang C with the Allen–Cunneen factor (:mod:`xlplan.queue_path`); the linear paths: Runbook,
+    document 14, steps 4-5.
     """
     from xlplan import closed_form
 

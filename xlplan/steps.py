@@ -797,7 +797,7 @@ def objective(purchased, billed, tp):
     float or array
         ``purchased × 10⁸ + billed × 100 + tp``; its order is the lexicographic order of ``(purchased, billed, tp)``
         for fleets under a million GPUs and degrees under 100, and exact in a float (below 2⁵³). The workbook's TP
-        table writes the same sum with these weights (:data:`TP_OBJECTIVE_PURCHASED`, :data:`TP_OBJECTIVE_BILLED`).
+        table writes the same sum with these weights (:data:`TP_OBJECTIVE_PURCHASED`, :data:`TP_OBJECTIVE_BILLED`). [1]
 
     Examples
     --------
