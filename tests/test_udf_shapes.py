@@ -174,7 +174,7 @@ def _same(a, b) -> bool:
 # ---------------------------------------------------------------------------------------------- tables
 
 PLAN_ROWS = [["forecast.peak_rps", 80.0], ["promise.itl_s", 0.1]]
-# what 4 GPUs sustain at 10 tokens/s: 30.84 req/s (the inverse question; see test_udfs.test_max_rate_is_the_capacity_command)
+# what 4 GPUs sustain at 10 tokens/s by the closed form (the inverse question; see test_udfs.test_max_rate_is_the_capacity_command)
 MAX_RATE_AT_ITL_0_1 = U.max_rate(4, PLAN_ROWS)
 
 

@@ -114,7 +114,7 @@ def test_reference_plan_through_the_udfs_equals_the_cli(cli):
 
 
 def test_max_rate_is_the_capacity_command(capsys):
-    # MAX_RATE is the closed form's inverse, as the workbook's formulas are: `capacity --no-verify`
+    # MAX_RATE is the closed form's inverse, all four paths: `capacity --no-verify`
     assert main(["capacity", "--gpus", "4", "--no-verify", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert U.max_rate(4) == approx(out["max_peak_rps"], rel=1e-12)
@@ -122,8 +122,17 @@ def test_max_rate_is_the_capacity_command(capsys):
     # time in system (30 s) and memory binds; one TP-4 replica splits the 14.96 GiB of weights (3.74 GiB each), leaving
     # 0.9 × 79.65 − 3.74 − 3.0 = 64.94 GiB per GPU: 4 × 64.94 ÷ 0.2808 GiB ÷ 30 s = 30.84 req/s (`xlplan capacity`)
     assert U.max_rate(4, [["forecast.peak_rps", 80.0]]) == approx(out["max_peak_rps"], rel=1e-12)
+    # (the memory path alone, the three linear paths' figure; the closed form's four paths can only be lower)
     weights = 8030261248 * 2 / 2**30 / 4
-    assert U.max_rate(4, [["promise.itl_s", 0.1]]) == approx(4 * (0.9 * 81559 / 1024 - weights - 3.0) / 0.28076171875 / 30, rel=1e-9)
+    from planhelp import replan
+
+    from xlplan.capacity import capacity
+    from xlplan.io.planfile import reference_plan
+    from xlplan.scenario import resolve
+
+    slow = resolve(replan(reference_plan(), promise={"itl_s": 0.1}))
+    assert capacity(slow, 4).max_peak_rps == approx(4 * (0.9 * 81559 / 1024 - weights - 3.0) / 0.28076171875 / 30, rel=1e-9)
+    assert U.max_rate(4, [["promise.itl_s", 0.1]]) <= capacity(slow, 4).max_peak_rps
 
 
 def test_catalog_lookups_and_did_you_mean():

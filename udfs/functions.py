@@ -671,7 +671,7 @@ PLAN_TABLE_DOC = ("Two-column range: plan keys (forecast.peak_rps, model.name, h
 
 @udf(tables=("plan_table",), gpus="GPUs serving the load, spares excluded. [GPUs]", plan_table=PLAN_TABLE_DOC)
 def max_rate(gpus, plan_table=None):
-    """The capacity of a given fleet: the highest peak rate it sustains under the plan's promise. [requests/s]"""
+    """The closed form's capacity of a fleet, queueing included: the highest peak rate whose closed-form load it holds. [requests/s]"""
     return cellwise.max_rate_rps(_plan(plan_table), _whole("gpus", gpus, "GPUs"))
 
 

@@ -815,11 +815,12 @@ def max_rate_rps(plan: Plan, gpus: int) -> float:
     Returns
     -------
     float
-        The capacity of the fleet, at the best tensor-parallel degree the plan allows. [requests/s]
+        The closed form's capacity of the fleet, all four paths (memory, compute, latency and queueing;
+        :func:`xlplan.capacity.closed_form_capacity`): what ``xlplan capacity --no-verify`` prints. [requests/s]
     """
     from xlplan.scenario import resolve
 
-    return capacity.capacity(resolve(plan), gpus).max_peak_rps
+    return capacity.closed_form_capacity(resolve(plan), gpus, plan.policy.max_num_batched_tokens is not None).max_peak_rps
 
 
 def gpu_field(name: str, field: str):
