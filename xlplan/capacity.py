@@ -118,19 +118,40 @@ def closed_form_capacity(s: Scenario, gpus: int, budget_set_by_plan: bool = Fals
     The queueing path: Erlang C with the Allen–Cunneen factor (:mod:`xlplan.queue_path`); the linear paths: Runbook,
     document 14, steps 4-5.
     """
-    from xlplan import closed_form
-
     base = capacity(s, gpus)
 
     def at(rate: float):
-        sr = replace(s, peak_rps=rate)
-        try:
-            cf = closed_form.closed_form(sr, steps.solve(sr), budget_set_by_plan)
-        except steps.PlanningError:
-            return None
-        return cf if cf.feasible and cf.load <= gpus else None
+        return _closed_form_fitting(s, gpus, budget_set_by_plan, rate)
 
-    lo, hi, rate = None, None, base.max_peak_rps
+    lo, hi = _doubling_bracket(at, base.max_peak_rps)
+    if lo is None:
+        raise steps.PlanningError(f"{gpus} GPUs hold the closed form at no peak rate down to {hi:,.4g} requests/s")
+    while hi - lo > tolerance * lo:
+        mid = (lo + hi) / 2.0
+        if at(mid) is not None:
+            lo = mid
+        else:
+            hi = mid
+    cf = at(lo)
+    return ClosedFormCapacity(gpus, cf.tp, lo, cf.binding, base)
+
+
+def _closed_form_fitting(s: Scenario, gpus: int, budget_set_by_plan: bool, rate: float):
+    """The closed form at peak ``rate`` where it is feasible and its load fits ``gpus``, else None. [ClosedForm]"""
+    from xlplan import closed_form
+
+    sr = replace(s, peak_rps=rate)
+    try:
+        cf = closed_form.closed_form(sr, steps.solve(sr), budget_set_by_plan)
+    except steps.PlanningError:
+        return None
+    return cf if cf.feasible and cf.load <= gpus else None
+
+
+def _doubling_bracket(at, rate: float) -> tuple[float | None, float | None]:
+    """(lo, hi): a rate where ``at`` holds and one where it does not, doubling or halving from ``rate`` at most 8
+    times; lo None where none held (hi the last tried), hi the next rate to try where every one held. [requests/s]"""
+    lo, hi = None, None
     for _ in range(8):  # up or down by doubling from the linear paths' figure, at most 16 times each way
         if at(rate) is not None:
             lo, rate = rate, 2.0 * rate
@@ -140,18 +161,9 @@ def closed_form_capacity(s: Scenario, gpus: int, budget_set_by_plan: bool = Fals
             hi, rate = rate, rate / 2.0
             if lo is not None:
                 break
-    if lo is None:
-        raise steps.PlanningError(f"{gpus} GPUs hold the closed form at no peak rate down to {hi:,.4g} requests/s")
-    if hi is None:
+    if lo is not None and hi is None:
         hi = rate
-    while hi - lo > tolerance * lo:
-        mid = (lo + hi) / 2.0
-        if at(mid) is not None:
-            lo = mid
-        else:
-            hi = mid
-    cf = at(lo)
-    return ClosedFormCapacity(gpus, cf.tp, lo, cf.binding, base)
+    return lo, hi
 
 
 CAPACITY_TOLERANCE = 0.01
@@ -215,33 +227,73 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
         As :func:`capacity`; and when the fleet keeps the promise at no rate down to 1/16 of the closed form's (a
         step too slow for the inter-token target, say), or at every rate up to 16 times it.
     """
-    from xlplan import planner, simulate
+    from xlplan import simulate
 
     cf = capacity(s, gpus)
-    tp = cf.tp
-    try:  # simulated as `plan` simulates its own fleet: the closed form's TP degree and the step budget it deploys
+    s, tp = _as_plan_simulates(s, gpus, cf.tp, percentile, max_context, budget_set_by_plan)
+    replicas = gpus // tp
+    seeds = [simulate.DEFAULT_SEED + k for k in range(simulate.VERIFY_SEEDS)]
+
+    def keeps(rate: float) -> bool:
+        return _keeps_promise_at(s, rate, replicas, tp, seeds, percentile, max_context)
+
+    guess = cf.max_peak_rps
+    lo, hi = _verified_bracket(keeps, guess, float(s.peak_rps))
+    _require_bracket(gpus, tp, guess, lo, hi)
+    while (hi - lo) > tolerance * lo:
+        mid = math.sqrt(lo * hi) if hi > 2.0 * lo else (lo + hi) / 2.0  # a wide bracket halves in ratio
+        if keeps(mid):
+            lo = mid
+        else:
+            hi = mid
+    return VerifiedCapacity(gpus, tp, replicas, lo, hi, seeds, simulate.run_minutes(lo), cf)
+
+
+def _require_bracket(gpus: int, tp: int, guess: float, lo: float | None, hi: float | None) -> None:
+    """Raise PlanningError where the bracket has no passing end (``lo``) or no failing end (``hi``). [—]"""
+    if lo is None:
+        raise steps.PlanningError(f"{gpus} GPUs (TP {tp}) keep the promise in simulation at no peak rate down to "
+                                  f"{hi:,.4g} requests/s (the closed form says {guess:,.4g}): expected a promise one "
+                                  "replica's steps can meet; run `xlplan plan` to see which target misses")
+    if hi is None:
+        raise steps.PlanningError(f"{gpus} GPUs (TP {tp}) keep the promise in simulation up to {lo:,.4g} requests/s, "
+                                  f"{CAPACITY_GROWTH:g} times the closed form's {guess:,.4g}: expected the closed form "
+                                  "to be within that factor")
+
+
+def _as_plan_simulates(s: Scenario, gpus: int, tp: int, percentile: float, max_context: int | None,
+                       budget_set_by_plan: bool) -> tuple[Scenario, int]:
+    """(plan, TP) simulated as `plan` simulates its own fleet: the step budget it deploys, its closed form's degree
+    where ``gpus`` holds whole replicas of it; else the plan as it is and ``tp``. [—]"""
+    from xlplan import planner
+
+    try:
         own = planner.decide(s, percentile, max_context, budget_set_by_plan).closed_form
         s = planner.deployed(s, own)
         tp = own.tp if gpus % own.tp == 0 else tp
     except steps.PlanningError:
         pass  # the plan's own peak cannot be met on this hardware: the closed form's inverse's degree, as it is
-    replicas = gpus // tp
-    seeds = [simulate.DEFAULT_SEED + k for k in range(simulate.VERIFY_SEEDS)]
+    return s, tp
 
-    def minutes_at(rate: float) -> float:
-        return simulate.run_minutes(rate)
 
-    def keeps(rate: float) -> bool:
-        sr = replace(s, peak_rps=rate)
-        minutes = minutes_at(rate)
-        for seed in seeds:
-            wl = simulate.workload_for(sr, minutes, seed, s.arrival_cv2, max_context)
-            if not simulate._verdict(sr, replicas, tp, wl, minutes * 60.0, percentile)[1]:
-                return False
-        return True
+def _keeps_promise_at(s: Scenario, rate: float, replicas: int, tp: int, seeds: list[int], percentile: float,
+                      max_context: int | None) -> bool:
+    """Whether ``replicas`` of ``tp`` GPUs keep the promise at peak ``rate`` on every seed, by the verification's
+    rule. [bool]"""
+    from xlplan import simulate
 
-    guess = cf.max_peak_rps
-    peak = float(s.peak_rps)
+    sr = replace(s, peak_rps=rate)
+    minutes = simulate.run_minutes(rate)
+    for seed in seeds:
+        wl = simulate.workload_for(sr, minutes, seed, s.arrival_cv2, max_context)
+        if not simulate._verdict(sr, replicas, tp, wl, minutes * 60.0, percentile)[1]:
+            return False
+    return True
+
+
+def _verified_bracket(keeps, guess: float, peak: float) -> tuple[float | None, float | None]:
+    """(lo, hi): a rate kept and one missed, the plan's ``peak`` tried first, then outward from the closed form's
+    ``guess`` by doubling or halving within :data:`CAPACITY_GROWTH`; None where none was found. [requests/s]"""
     # The plan's own peak is tried first, so this agrees with `plan` there: the verified fleet of the peak keeps it
     # (capacity at or above the peak), one replica fewer misses it (below). Then outward from the closed form's figure.
     lo, hi = (peak, None) if keeps(peak) else (None, peak)
@@ -259,21 +311,7 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
                 lo = rate
             else:
                 hi, rate = rate, rate / 2.0
-    if lo is None:
-        raise steps.PlanningError(f"{gpus} GPUs (TP {tp}) keep the promise in simulation at no peak rate down to "
-                                  f"{hi:,.4g} requests/s (the closed form says {guess:,.4g}): expected a promise one "
-                                  "replica's steps can meet; run `xlplan plan` to see which target misses")
-    if hi is None:
-        raise steps.PlanningError(f"{gpus} GPUs (TP {tp}) keep the promise in simulation up to {lo:,.4g} requests/s, "
-                                  f"{CAPACITY_GROWTH:g} times the closed form's {guess:,.4g}: expected the closed form "
-                                  "to be within that factor")
-    while (hi - lo) > tolerance * lo:
-        mid = math.sqrt(lo * hi) if hi > 2.0 * lo else (lo + hi) / 2.0  # a wide bracket halves in ratio
-        if keeps(mid):
-            lo = mid
-        else:
-            hi = mid
-    return VerifiedCapacity(gpus, tp, replicas, lo, hi, seeds, minutes_at(lo), cf)
+    return lo, hi
 
 
 def too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
