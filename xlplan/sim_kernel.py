@@ -4,27 +4,13 @@
 step. A plan of about 100 GPUs serves some 385,000 requests in 1.7 million steps per run, ten runs per plan, so the
 default verified plan of such a fleet takes most of a minute there. Here the same loop runs on arrays, compiled by
 numba, where numba is installed (it is a dependency on every platform with wheels; where it is not, Pyodide for
-xlwings Lite, the Python loop runs and gives the same figures).
-
-How the Python loop's containers map onto arrays (every request is in at most one of each at a time):
-
-- a replica's waiting queue (FIFO, preempted requests to the front): a doubly linked list through ``wnext``/``wprev``;
-- its partly prefilled requests, in order, with the tokens each has in: ``pnext``/``pprev`` and ``pdone``; the chunks
-  of the step in flight are always the first ``npend`` of them (a step gives every earlier entry a chunk before it
-  admits a new one), so they are kept as ``pchunk`` per request;
-- its decoders, newest last (for preemption): ``onext``/``oprev``, a finished decoder unlinked at once (the Python
-  loop leaves it and skips it when popped: the same newest decoder either way);
-- their (finish step, request) heap: one int heap per replica of ``finish step × requests + request``, which orders
-  as the pairs do; an entry is current while ``dec_kf[request]`` holds its finish step;
-- the event heap of (end time, replica) pairs, as in Python;
-- least-loaded routing: a scan on a few replicas, on many a lazy heap of ``load × replicas + replica``: the least
-  loaded, the first of equals, either way.
-
-The arithmetic is the Python loop's, term by term and in the same order, and the step time is
-:func:`xlplan.serving.step_time_fn`'s on the constants of :func:`xlplan.serving.step_constants`; a test runs both
-loops on plans of every kind of step (dense, experts, tensor and expert parallel, prefix reuse, preemption, a lost
-replica, an early stop) and holds every figure equal to the bit. Models with sliding-window layers stay on the
-Python loop (their cache is counted per step by :meth:`xlplan.simulate._Run.start_step`).
+xlwings Lite, the Python loop runs and gives the same figures). How the containers map onto arrays, and the routines
+the loop calls, are in :mod:`xlplan.sim_kernel_state`. The arithmetic is the Python loop's, term by term and in the
+same order, and the step time is :func:`xlplan.serving.step_time_fn`'s on the constants of
+:func:`xlplan.serving.step_constants`; a test runs both loops on plans of every kind of step (dense, experts, tensor
+and expert parallel, prefix reuse, preemption, a lost replica, an early stop) and holds every figure equal to the
+bit. Models with sliding-window layers stay on the Python loop (their cache is counted per step by
+:meth:`xlplan.simulate._Run.start_step`).
 
 References
 ----------
@@ -40,98 +26,17 @@ import math
 
 import numpy as np
 
-try:  # numba compiles the loop; without it (Pyodide, or a numba that will not load), the Python loop runs instead
-    import numba
-
-    AVAILABLE = True
-except Exception:  # pragma: no cover - exercised where numba has no wheel or fails to load
-    numba = None
-    AVAILABLE = False
-
-
-def njit(*, cache: bool = True):
-    """numba's ``njit``, cached on disk where a cache can be kept (beside the module, or numba's per-user folder),
-    uncached where neither is writable; the function unchanged without numba. [decorator]
-
-    Parameters
-    ----------
-    cache : bool
-        Whether to keep the compiled code on disk between processes. [bool]
-
-    Returns
-    -------
-    callable
-        The decorator. [—]
-    """
-    def wrap(fn):
-        if numba is None:
-            return fn
-        try:
-            return numba.njit(cache=cache)(fn)
-        except RuntimeError:  # "no locator available": nowhere to keep the cache
-            return numba.njit(fn)
-    return wrap
-
-
-ROUTING_HEAP_REPLICAS = 16
-"""From this many replicas routing keeps a heap rather than scanning: the same replica, the least loaded. [replicas]"""
-
-DEAD_LOAD = 2**62
-"""A failed replica's load: never the least. [requests]"""
-
-
-@njit(cache=True)
-def step_s(c, dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
-    """One step's time, :func:`xlplan.serving.step_time_fn`'s ``f`` term by term, on the constants ``c`` of
-    :func:`xlplan.serving.step_constants`. [s]
-
-    Parameters
-    ----------
-    c : array of float
-        The replica's constants, in :data:`xlplan.serving.STEP_CONSTANTS` order. [mixed: FLOP/s, s, FLOP, layers]
-    dec : int
-        Decode tokens (one per decoding sequence). [tokens]
-    dec_keys, dec_keys_w : float
-        Keys the decodes attend to, over full and window layers. [token·keys]
-    pre : float
-        Prefill tokens. [tokens]
-    pre_keys, pre_keys_w : float
-        Keys the prefill chunks attend to, over full and window layers. [token·keys]
-    kv, kv_w : float
-        Cached tokens the step reads, over full and window layers. [tokens]
-
-    Returns
-    -------
-    float
-        The step's time. [s]
-    """
-    (overhead, n_dense, gpu_d, gpu_p, dense_mem, has_experts, n_exp, exp_d, exp_p, exp_bytes, q, attn, full, windowed,
-     att_d, att_p, kv_per, comm, ar_fixed, ar_per_token, ep, a2a_fixed, a2a_per_token) = (
-        c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15], c[16],
-        c[17], c[18], c[19], c[20], c[21], c[22])
-    tokens = dec + pre
-    t = overhead
-    x = n_dense * dec / gpu_d + n_dense * pre / gpu_p
-    t += x if x > dense_mem else dense_mem
-    if has_experts != 0.0:
-        x = n_exp * dec / exp_d + n_exp * pre / exp_p
-        m = exp_bytes * (1.0 - q ** tokens)
-        t += x if x > m else m
-    x = attn * (full * dec_keys + windowed * dec_keys_w) / att_d + attn * (full * pre_keys + windowed * pre_keys_w) / att_p
-    m = kv_per * (full * kv + windowed * kv_w)
-    t += x if x > m else m
-    if comm != 0.0:
-        t += ar_fixed + ar_per_token * tokens
-    if ep != 0.0:
-        t += a2a_fixed + a2a_per_token * tokens
-    return t
-
-
-@njit(cache=True)
-def _grow(a):
-    b = np.empty(a.shape[0] * 2, a.dtype)
-    b[:a.shape[0]] = a
-    return b
+from xlplan.sim_kernel_state import (
+    AVAILABLE,  # noqa: F401  (the simulator and the tests read it, and step_s, here)
+    ROUTING_HEAP_REPLICAS,
+    _grow,
+    _load_heap,
+    _lose,
+    _replica_arrays,
+    _request_arrays,
+    njit,
+    step_s,
+)
 
 
 @njit(cache=True)
@@ -187,35 +92,9 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
     n = arrivals.shape[0]
     R = replicas
     inf = math.inf
-    first_token = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
-    last_token = np.full(n, np.nan)
-    resumed = np.zeros(n, np.bool_)
-    wnext = np.full(n, -1, np.int64)
-    wprev = np.full(n, -1, np.int64)
-    pnext = np.full(n, -1, np.int64)
-    pprev = np.full(n, -1, np.int64)
-    onext = np.full(n, -1, np.int64)
-    oprev = np.full(n, -1, np.int64)
-    pdone = np.zeros(n)
-    pchunk = np.zeros(n)
-    dec_c = np.zeros(n)
-    dec_kf = np.full(n, -1, np.int64)
-    busy = np.zeros(R, np.bool_)
-    kk = np.zeros(R, np.int64)
-    bb = np.zeros(R, np.int64)
-    sc = np.zeros(R)
-    spf = np.zeros(R)
-    whead = np.full(R, -1, np.int64)
-    wtail = np.full(R, -1, np.int64)
-    phead = np.full(R, -1, np.int64)
-    ptail = np.full(R, -1, np.int64)
-    pcnt = np.zeros(R, np.int64)
-    npend = np.zeros(R, np.int64)
-    otail = np.full(R, -1, np.int64)
-    dead = np.zeros(R, np.bool_)
-    loads = np.zeros(R, np.int64)
-    todo = np.zeros(R, np.int64)
+    (first_token, finish, last_token, resumed, wnext, wprev, pnext, pprev, onext, oprev, pdone, pchunk, dec_c,
+     dec_kf) = _request_arrays(n)
+    (busy, kk, bb, sc, spf, whead, wtail, phead, ptail, pcnt, npend, otail, dead, loads, todo) = _replica_arrays(R)
     n_todo = 0
     at_todo = 0
     heaps = [[np.int64(0)] for _ in range(R)]
@@ -258,19 +137,19 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 now, i = events[0]
             else:
                 now, i = inf, 0
+            if now == inf and t_arr == inf:  # no step in flight, no arrival to come
+                break
+            if loss_at <= (now if now <= t_arr else t_arr):  # the loss comes before the next event
+                lost_now = loss_at
+                requeued, n_todo = _lose(loss_at, R, lost, kk, bb, sc, spf, busy, dead, loads, heaps, output, prompt,
+                                         resumed, last_token, dec_kf, oprev, otail, phead, ptail, pnext, pcnt, npend,
+                                         whead, wnext, wprev, wtail, todo)
+                at_todo = 0
+                loss_at = inf
+                if many:
+                    lheap = _load_heap(loads, dead, R)
+                continue
             if now <= t_arr:  # a step ends first (a tie goes to the step)
-                if now == inf:
-                    break
-                if loss_at <= now:
-                    lost_now = loss_at
-                    requeued, n_todo = _lose(loss_at, R, lost, kk, bb, sc, spf, busy, dead, loads, heaps, output, prompt,
-                                             resumed, last_token, dec_kf, oprev, otail, phead, ptail, pnext, pcnt, npend,
-                                             whead, wnext, wprev, wtail, todo)
-                    at_todo = 0
-                    loss_at = inf
-                    if many:
-                        lheap = _load_heap(loads, dead, R)
-                    continue
                 if now > stop:
                     break
                 if dead[i]:  # a failed replica's step in flight never ends
@@ -360,16 +239,6 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 k += 1
                 kk[i] = k
             else:
-                if loss_at <= t_arr:
-                    lost_now = loss_at
-                    requeued, n_todo = _lose(loss_at, R, lost, kk, bb, sc, spf, busy, dead, loads, heaps, output, prompt,
-                                             resumed, last_token, dec_kf, oprev, otail, phead, ptail, pnext, pcnt, npend,
-                                             whead, wnext, wprev, wtail, todo)
-                    at_todo = 0
-                    loss_at = inf
-                    if many:
-                        lheap = _load_heap(loads, dead, R)
-                    continue
                 rid = nxt
                 nxt += 1
                 now = t_arr
@@ -527,82 +396,3 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
             heapq.heappush(events, (now + t, i))
     return (first_token, finish, gaps[:ng].copy(), st[:ns].copy(), sb[:ns].copy(), kh[:ns].copy(), preemptions,
             first_in_window, decided_miss, requeued)
-
-
-@njit(cache=True)
-def _load_heap(loads, dead, R):
-    """The routing heap rebuilt from the loads: ``load × R + replica`` of every live replica. [—]"""
-    h = [np.int64(0)]
-    h.pop()
-    for j in range(R):
-        if not dead[j]:
-            h.append(loads[j] * R + j)
-    heapq.heapify(h)
-    return h
-
-
-@njit(cache=True)
-def _lose(now, R, lost, kk, bb, sc, spf, busy, dead, loads, heaps, output, prompt, resumed, last_token, dec_kf, oprev,
-          otail, phead, ptail, pnext, pcnt, npend, whead, wnext, wprev, wtail, todo):
-    """The last ``lost`` replicas fail at ``now``, as :meth:`xlplan.simulate._Run.lose`: every request they held
-    goes, in order of arrival, to the least loaded survivor's queue; returns (requests re-queued, idle survivors
-    listed in ``todo`` to start a step). [requests, replicas]"""
-    held = [np.int64(0)]
-    held.pop()
-    for i in range(R - lost, R):
-        k = kk[i]
-        rid = otail[i]
-        while rid != -1:  # its decoders: the tokens they generated are recomputed, as after a preemption
-            kf = dec_kf[rid]
-            generated = output[rid] - (kf - k + 1)
-            prompt[rid] += generated
-            output[rid] -= generated
-            resumed[rid] = True
-            last_token[rid] = now
-            dec_kf[rid] = -1
-            held.append(rid)
-            rid = oprev[rid]
-        rid = phead[i]
-        while rid != -1:
-            held.append(rid)
-            rid = pnext[rid]
-        rid = whead[i]
-        while rid != -1:
-            held.append(rid)
-            rid = wnext[rid]
-        kk[i] = 0
-        bb[i] = 0
-        sc[i] = 0.0
-        spf[i] = 0.0
-        busy[i] = False
-        otail[i] = -1
-        phead[i] = -1
-        ptail[i] = -1
-        pcnt[i] = 0
-        npend[i] = 0
-        whead[i] = -1
-        wtail[i] = -1
-        heaps[i].clear()
-        dead[i] = True
-        loads[i] = DEAD_LOAD
-    held.sort()
-    for rid in held:
-        j = 0
-        for x in range(1, R):
-            if loads[x] < loads[j]:
-                j = x
-        loads[j] += 1
-        tl = wtail[j]
-        wprev[rid] = tl
-        wnext[rid] = -1
-        if tl != -1:
-            wnext[tl] = rid
-        else:
-            whead[j] = rid
-        wtail[j] = rid
-    n_todo = 0
-    for j in range(R):
-        if not dead[j] and not busy[j]:
-            todo[n_todo] = j
-            n_todo += 1
-    return len(held), n_todo
