@@ -83,45 +83,30 @@ def read_forecast(path: str | Path) -> tuple[str, list[float]]:
     if "month" not in header or "peak_rps" not in header:
         raise InputError(src, [(f"line {recs[0].first}: header {','.join(names)!r}; expected columns 'month' and 'peak_rps' "
                                "(separated by commas, semicolons or tabs)")])
-    im, ip = header.index("month"), header.index("peak_rps")
+    months, peaks, problems = _months_and_peaks(recs[1:], header.index("month"), header.index("peak_rps"), len(names), delimiter)
+    if problems:
+        raise InputError(src, problems)
+    if not months:
+        raise InputError(src, ["no months; expected one row per month under the header 'month,peak_rps'"])
+    return months[0], peaks
+
+
+def _months_and_peaks(recs: list[CsvRow], im: int, ip: int, width: int, delimiter: str) -> tuple[list[str], list[float], list[str]]:
+    """(months, peaks, problems) of the rows under the header; a month with a bad peak keeps NaN in its place."""
     months: list[str] = []
     peaks: list[float] = []
     problems: list[str] = []
-    for rec in recs[1:]:
-        n, row = rec.first, rec.fields
-        if row is None:
-            problems.append(f"line {n}: not a CSV row ({rec.error})")
+    for rec in recs:
+        n = rec.first
+        problem, cells = _cells(rec, im, ip, width)
+        if problem is not None:
+            problems.append(problem)
             continue
-        if len(row) <= max(im, ip):
-            problems.append(f"line {n}: {len(row)} column(s); expected month and peak_rps")
-            continue
-        if len(row) > len(names) and any(c.strip() for c in row[len(names):]):
-            # 2027-01,1,200 is three cells under a two-column header: a thousands separator would be read as a column
-            problems.append(f"line {n}: {len(row)} cells under a {len(names)}-column header; expected one cell per "
-                            "column (write 1200, not 1,200 unquoted)")
-            continue
-        month_text, peak_text = row[im].strip(), row[ip].strip()
+        month_text, peak_text = cells
         month = _month(month_text)
-        if month is None:
-            problems.append(f"line {n}, column 'month': got {month_text!r}; expected a month such as 2027-01 or Jan 2027")
-        elif months:
-            y, mo = (int(x) for x in months[-1].split("-"))
-            expected = f"{y + (mo == 12):04d}-{mo % 12 + 1:02d}"
-            if month != expected:
-                problems.append(f"line {n}, column 'month': got {month_text}; expected {expected}, the month after {months[-1]}")
-        peak = None
-        if delimiter != "," and ("," in peak_text or _DOT_THOUSANDS.match(peak_text)):
-            # a semicolon or tab file is often written with 1.200 for twelve hundred and 40,5 for forty and a half:
-            # which one was meant cannot be told, so it is asked for, never guessed
-            problems.append(f"line {n}, column 'peak_rps': got {peak_text!r}; expected a number without separators "
-                            "(1200 or 40.5): '.' and ',' are read differently in different locales")
-        else:
-            try:
-                peak = float(peak_text.replace(",", "") if _THOUSANDS.match(peak_text) else peak_text)
-            except ValueError:
-                problems.append(f"line {n}, column 'peak_rps': got {peak_text!r}; expected a number of requests/s")
-        if peak is not None and not (math.isfinite(peak) and 0 < peak <= 1e7):
-            problems.append(f"line {n}, column 'peak_rps': got {peak_text}; expected a positive number up to 10,000,000 requests/s")
+        problems += _month_problems(n, month_text, month, months)
+        peak, peak_problems = _peak(n, peak_text, delimiter)
+        problems += peak_problems
         if month is not None:
             months.append(month)
             peaks.append(peak if peak is not None else math.nan)
@@ -131,8 +116,49 @@ def read_forecast(path: str | Path) -> tuple[str, list[float]]:
         if len(problems) >= MAX_PROBLEMS:
             problems.append(f"stopped at line {n} after {MAX_PROBLEMS} problems")
             break
-    if problems:
-        raise InputError(src, problems)
-    if not months:
-        raise InputError(src, ["no months; expected one row per month under the header 'month,peak_rps'"])
-    return months[0], peaks
+    return months, peaks, problems
+
+
+def _cells(rec: CsvRow, im: int, ip: int, width: int) -> tuple[str | None, tuple[str, str] | None]:
+    """(None, (month text, peak text)) of a row, or (the problem, None) for a row that holds no such pair."""
+    n, row = rec.first, rec.fields
+    if row is None:
+        return f"line {n}: not a CSV row ({rec.error})", None
+    if len(row) <= max(im, ip):
+        return f"line {n}: {len(row)} column(s); expected month and peak_rps", None
+    if len(row) > width and any(c.strip() for c in row[width:]):
+        # 2027-01,1,200 is three cells under a two-column header: a thousands separator would be read as a column
+        return (f"line {n}: {len(row)} cells under a {width}-column header; expected one cell per "
+                "column (write 1200, not 1,200 unquoted)"), None
+    return None, (row[im].strip(), row[ip].strip())
+
+
+def _month_problems(n: int, month_text: str, month: str | None, months: list[str]) -> list[str]:
+    """What is wrong with a row's month: unreadable, or not the month after the one before."""
+    if month is None:
+        return [f"line {n}, column 'month': got {month_text!r}; expected a month such as 2027-01 or Jan 2027"]
+    if months:
+        y, mo = (int(x) for x in months[-1].split("-"))
+        expected = f"{y + (mo == 12):04d}-{mo % 12 + 1:02d}"
+        if month != expected:
+            return [f"line {n}, column 'month': got {month_text}; expected {expected}, the month after {months[-1]}"]
+    return []
+
+
+def _peak(n: int, peak_text: str, delimiter: str) -> tuple[float | None, list[str]]:
+    """(the peak, what is wrong with it): None where it cannot be read. [requests/s]"""
+    peak = None
+    problems = []
+    if delimiter != "," and ("," in peak_text or _DOT_THOUSANDS.match(peak_text)):
+        # a semicolon or tab file is often written with 1.200 for twelve hundred and 40,5 for forty and a half:
+        # which one was meant cannot be told, so it is asked for, never guessed
+        problems.append(f"line {n}, column 'peak_rps': got {peak_text!r}; expected a number without separators "
+                        "(1200 or 40.5): '.' and ',' are read differently in different locales")
+    else:
+        try:
+            peak = float(peak_text.replace(",", "") if _THOUSANDS.match(peak_text) else peak_text)
+        except ValueError:
+            problems.append(f"line {n}, column 'peak_rps': got {peak_text!r}; expected a number of requests/s")
+    if peak is not None and not (math.isfinite(peak) and 0 < peak <= 1e7):
+        problems.append(f"line {n}, column 'peak_rps': got {peak_text}; expected a positive number up to 10,000,000 requests/s")
+    return peak, problems

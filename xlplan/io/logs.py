@@ -22,18 +22,8 @@ from pathlib import Path
 
 from xlplan.io import files
 from xlplan.io.errors import InputError
-from xlplan.io.log_formats import (
-    CHUNK_ROWS,
-    LOG_FILE,
-    RECOGNISED,
-    ROLES,
-    SlowPath,
-    csv_rows,
-    csv_rows_slow,
-    json_rows,
-    kind_of,
-    parquet_rows,
-)
+from xlplan.io.log_csv import csv_rows, csv_rows_slow
+from xlplan.io.log_formats import CHUNK_ROWS, LOG_FILE, RECOGNISED, ROLES, SlowPath, json_rows, kind_of, parquet_rows
 from xlplan.io.log_values import EXAMPLES, BadRows, Chunk, FileState, cached_above_prompt, show, timestamps, token_counts
 
 __all__ = ["CHUNK_ROWS", "RECOGNISED", "BadRows", "Requests", "parse_columns", "read_logs"]
@@ -181,13 +171,35 @@ def read_logs(paths: list[str | Path], columns: dict[str, str] | None = None, st
         For an unreadable, empty or unrecognisable file, the same file given twice, mixed time zones,
         no usable rows, more bad rows than good, or (``strict``) any bad row.
     """
-    import numpy as np
-
     from xlplan.io.extras import require
 
     require("pandas", command="traffic")
     columns = columns or {}
-    paths = [Path(p) for p in paths]
+    paths = _distinct_inputs([Path(p) for p in paths])
+    bad = BadRows()
+    out = _Collected()
+    used: dict[str, dict[str, str]] = {}
+    zone = _Zone()
+    bar = _progress_bar(paths, show_progress)
+    try:
+        for index, p in enumerate(paths):
+            got = _read_file(p, index, columns, bar)
+            src = str(p)
+            if got.columns is not None:
+                used[src] = got.columns
+            bad.merge(got.bad)
+            out.extend(got.out)
+            zone.add(got.state.zone, src, used)
+            if got.rows == 0 and got.bad.total == 0:
+                raise InputError(src, ["empty: no requests in the file; expected one request per line or row"])
+    finally:
+        if bar is not None:
+            bar.stop()
+    return _requests(out, [str(p) for p in paths], bad, used, zone.seen, strict)
+
+
+def _distinct_inputs(paths: list[Path]) -> list[Path]:
+    """The logs, each checked readable; the same file given twice (under any name) is an error."""
     seen: dict[str, str] = {}
     for p in paths:
         files.check_input(p, LOG_FILE)
@@ -195,44 +207,65 @@ def read_logs(paths: list[str | Path], columns: dict[str, str] | None = None, st
         if real in seen:
             raise InputError(str(p), [f"given twice (also as {seen[real]}); expected each log once (its requests would count twice)"])
         seen[real] = str(p)
-    bad = BadRows()
-    out = _Collected()
-    used: dict[str, dict[str, str]] = {}
-    zone_seen: str | None = None
-    zone_file = ""
-    bar = _progress_bar(paths, show_progress)
-    try:
-        for index, p in enumerate(paths):
-            src = str(p)
-            kind = kind_of(p)
-            for reader in ((parquet_rows,) if kind == "parquet" else (json_rows,) if kind == "json" else (csv_rows, csv_rows_slow)):
-                state, file_bad, file_out = FileState(), BadRows(), _Collected()
-                progress = _advance(bar, p)
-                rows = 0
-                try:
-                    chunks = reader(p, src, columns) if kind == "parquet" else reader(p, src, columns, file_bad, progress)
-                    for chunk in chunks:
-                        used[src] = {role: col for role, (col, _) in chunk.columns.items()}
-                        _keep(chunk, state, file_bad, file_out, index)
-                        rows += len(chunk.columns["timestamp"][1])
-                except SlowPath:
-                    continue  # read it again, line by line
-                break
-            bad.merge(file_bad)
-            out.extend(file_out)
-            if state.zone is not None and state.zone != "none":
-                if zone_seen is None:
-                    zone_seen, zone_file = state.zone, src
-                elif state.zone != zone_seen:
-                    col = used.get(src, {}).get("timestamp", "timestamp")
-                    raise InputError(src, [(f"column {col!r}: time zone {state.zone}, but {zone_file} is in {zone_seen}; "
-                                           "expected one time zone across the logs")])
-            if rows == 0 and file_bad.total == 0:
-                raise InputError(src, ["empty: no requests in the file; expected one request per line or row"])
-    finally:
-        if bar is not None:
-            bar.stop()
-    srcs = [str(p) for p in paths]
+    return paths
+
+
+@dataclass
+class _FileRead:
+    """One file's rows, its bad rows and its time zone, with the columns it used (None: no chunk came)."""
+
+    state: FileState
+    bad: BadRows
+    out: _Collected
+    columns: dict[str, str] | None
+    rows: int
+
+
+def _read_file(p: Path, index: int, columns: dict[str, str], bar) -> _FileRead:
+    """One log's rows by its format's reader; a CSV the fast reader cannot read exactly is read again line by line."""
+    src = str(p)
+    kind = kind_of(p)
+    used = None  # kept across a retry, as the chunks before the slow path was needed saw them
+    for reader in ((parquet_rows,) if kind == "parquet" else (json_rows,) if kind == "json" else (csv_rows, csv_rows_slow)):
+        state, file_bad, file_out = FileState(), BadRows(), _Collected()
+        progress = _advance(bar, p)
+        rows = 0
+        try:
+            chunks = reader(p, src, columns) if kind == "parquet" else reader(p, src, columns, file_bad, progress)
+            for chunk in chunks:
+                used = {role: col for role, (col, _) in chunk.columns.items()}
+                _keep(chunk, state, file_bad, file_out, index)
+                rows += len(chunk.columns["timestamp"][1])
+        except SlowPath:
+            continue  # read it again, line by line
+        break
+    return _FileRead(state, file_bad, file_out, used, rows)
+
+
+@dataclass
+class _Zone:
+    """The logs' one time zone, and the first file that gave it."""
+
+    seen: str | None = None
+    file: str = ""
+
+    def add(self, zone: str | None, src: str, used: dict[str, dict[str, str]]) -> None:
+        """Take a file's zone; a second, different zone is an error naming both files."""
+        if zone is None or zone == "none":
+            return
+        if self.seen is None:
+            self.seen, self.file = zone, src
+        elif zone != self.seen:
+            col = used.get(src, {}).get("timestamp", "timestamp")
+            raise InputError(src, [(f"column {col!r}: time zone {zone}, but {self.file} is in {self.seen}; "
+                                   "expected one time zone across the logs")])
+
+
+def _requests(out: _Collected, srcs: list[str], bad: BadRows, used: dict[str, dict[str, str]], zone_seen: str | None,
+              strict: bool) -> Requests:
+    """The kept rows as arrays, duplicates left out; refused under ``strict``, with none left, or with more bad than good."""
+    import numpy as np
+
     keep = _drop_duplicate_ids(out, srcs, {i: used.get(s, {}).get("id", "id") for i, s in enumerate(srcs)}, bad)
     names = ", ".join(srcs)
     if bad.total and strict:

@@ -184,6 +184,16 @@ def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Evidence:
     if not (isinstance(interval_s, (int, float)) and 0 < interval_s <= MAX_INTERVAL_S):
         raise InputError("--interval", [f"got {interval_s!r}; expected a number of seconds above 0 and at most a day"])
     require("prometheus_client", command="confirm")
+    scrapes = _each_scrape(paths)
+    if len(scrapes) < 2:
+        raise InputError(", ".join(map(str, paths)), ["one scrape; expected at least two, taken over time at peak (rates need two)"])
+    ordered, order_notes = _in_time_order(scrapes)
+    seconds = _span_s(ordered, paths, interval_s)
+    return _evidence(ordered, seconds, order_notes + _restart_notes(ordered))
+
+
+def _each_scrape(paths: list[str | Path]) -> list[Scrape]:
+    """Every file read and parsed, in the order given; the same file twice is an error."""
     scrapes: list[Scrape] = []
     seen: dict[str, str] = {}
     for p in map(Path, paths):
@@ -193,25 +203,38 @@ def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Evidence:
         seen[real] = str(p)
         text = files.read_text(p, SCRAPE_FILE, files.SCRAPE_MAX_BYTES)
         scrapes.append(parse_scrape(text, str(p), p.stat().st_mtime))
-    if len(scrapes) < 2:
-        raise InputError(", ".join(map(str, paths)), ["one scrape; expected at least two, taken over time at peak (rates need two)"])
-    notes: list[str] = []
-    timed = all(s.at_s is not None for s in scrapes)
+    return scrapes
+
+
+def _timed(scrapes: list[Scrape]) -> bool:
+    """Every scrape carries its samples' timestamps."""
+    return all(s.at_s is not None for s in scrapes)
+
+
+def _in_time_order(scrapes: list[Scrape]) -> tuple[list[Scrape], list[str]]:
+    """The scrapes by their samples' timestamps (or the files' modification times), and a note when that reorders them."""
+    timed = _timed(scrapes)
     ordered = sorted(scrapes, key=(lambda s: s.at_s) if timed else (lambda s: s.mtime_s))
-    if ordered != scrapes:
-        how = "their samples' timestamps" if timed else "the files' modification times"
-        notes.append(f"scrapes taken in the order of {how} ({', '.join(Path(s.path).name for s in ordered[:6])}"
-                     f"{', …' if len(ordered) > 6 else ''}), not as given")
-    if timed:
-        seconds = ordered[-1].at_s - ordered[0].at_s
-        if seconds <= 0:
-            raise InputError(", ".join(map(str, paths)), ["every scrape carries the same timestamp; expected scrapes taken over time"])
-    else:
-        seconds = interval_s * (len(ordered) - 1)
+    if ordered == scrapes:
+        return ordered, []
+    how = "their samples' timestamps" if timed else "the files' modification times"
+    return ordered, [(f"scrapes taken in the order of {how} ({', '.join(Path(s.path).name for s in ordered[:6])}"
+                     f"{', …' if len(ordered) > 6 else ''}), not as given")]
 
-    def series(role: str) -> list[float]:
-        return [v for v in (_pick(s, role) for s in ordered) if v is not None]
 
+def _span_s(ordered: list[Scrape], paths: list[str | Path], interval_s: float) -> float:
+    """Seconds from the first scrape to the last: measured from timestamps, else ``interval_s`` per gap. [s]"""
+    if not _timed(ordered):
+        return interval_s * (len(ordered) - 1)
+    seconds = ordered[-1].at_s - ordered[0].at_s
+    if seconds <= 0:
+        raise InputError(", ".join(map(str, paths)), ["every scrape carries the same timestamp; expected scrapes taken over time"])
+    return seconds
+
+
+def _restart_notes(ordered: list[Scrape]) -> list[str]:
+    """A note for every counter that falls between two scrapes (taken as a restart)."""
+    notes = []
     for role in ("preemptions", "generation", "prompt"):
         values = [(s, _pick(s, role)) for s in ordered]
         values = [(s, v) for s, v in values if v is not None]
@@ -219,6 +242,15 @@ def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Evidence:
             if y < x:
                 notes.append(f"{role} counter fell from {x:g} to {y:g} between {Path(a.path).name} and {Path(b.path).name}: "
                              "taken as a restart")
+    return notes
+
+
+def _evidence(ordered: list[Scrape], seconds: float, notes: list[str]) -> Evidence:
+    """The gauges' percentiles and the counters' rates over the ordered scrapes."""
+
+    def series(role: str) -> list[float]:
+        return [v for v in (_pick(s, role) for s in ordered) if v is not None]
+
     cache = series("cache")
     gpu = series("gpu_util")
     gen, prompt = series("generation"), series("prompt")

@@ -44,8 +44,14 @@ _YAML_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
 
 def _loader(source: str):
     """A PyYAML SafeLoader subclass for one file (the source names the file in errors)."""
+    loader = _refusing_loader(source)
+    _read_yaml_12_core(loader)
+    return loader
+
+
+def _refusing_loader(source: str):
+    """A SafeLoader subclass that refuses aliases, merge keys, repeated or non-text keys, tags and huge integers."""
     import yaml
-    from yaml.constructor import SafeConstructor
 
     def refuse(node, problem: str):
         mark = node.start_mark
@@ -93,18 +99,24 @@ def _loader(source: str):
                 return math.nan
             return float(text)
 
-    Loader.yaml_constructors = {}
+    return Loader
+
+
+def _read_yaml_12_core(loader) -> None:
+    """Give ``loader`` the plain tags' constructors only, and YAML 1.2's core scalars as its implicit types."""
+    from yaml.constructor import SafeConstructor
+
+    loader.yaml_constructors = {}
     for tag, fn in (("null", SafeConstructor.construct_yaml_null), ("bool", SafeConstructor.construct_yaml_bool),
-                    ("int", Loader.construct_yaml_int), ("float", Loader.construct_yaml_float),
+                    ("int", loader.construct_yaml_int), ("float", loader.construct_yaml_float),
                     ("str", SafeConstructor.construct_yaml_str), ("seq", SafeConstructor.construct_yaml_seq),
                     ("map", SafeConstructor.construct_yaml_map)):
-        Loader.add_constructor(f"tag:yaml.org,2002:{tag}", fn)
-    Loader.add_constructor(None, Loader.construct_undefined)
-    Loader.yaml_implicit_resolvers = {}  # YAML 1.2 core scalars only
+        loader.add_constructor(f"tag:yaml.org,2002:{tag}", fn)
+    loader.add_constructor(None, loader.construct_undefined)
+    loader.yaml_implicit_resolvers = {}  # YAML 1.2 core scalars only
     for tag, pattern, first in (("bool", _YAML_BOOL, "tTfF"), ("int", _YAML_INT, "-+0123456789"),
                                 ("float", _YAML_FLOAT, "-+0123456789."), ("null", _YAML_NULL, ["~", "n", "N", ""])):
-        Loader.add_implicit_resolver(f"tag:yaml.org,2002:{tag}", pattern, list(first))
-    return Loader
+        loader.add_implicit_resolver(f"tag:yaml.org,2002:{tag}", pattern, list(first))
 
 
 def load_yaml(text: str, source: str) -> Any:
