@@ -2,8 +2,10 @@
 
 This is the public schema of plan files (YAML or JSON). Every field has a
 description with its unit; ``xlplan schema`` prints it as JSON Schema. Catalog
-names are checked here, so a misspelt GPU is reported against its field with the
-closest matches.
+names are checked as the plan is validated, so a misspelt GPU is reported against
+its field with the closest matches. The model and hardware sections are written in
+:mod:`xlplan.plan_hardware`, the policy in :mod:`xlplan.plan_policy`; all are
+named here.
 """
 
 from __future__ import annotations
@@ -11,40 +13,21 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, field_validator, model_validator
 
 from xlplan import catalog
-from xlplan.engines import Engine
-from xlplan.specs import ComputeDtype, GPUSpec, KVDtype, ModelSpec, WeightDtype
+from xlplan.engines import Engine  # noqa: F401  (the field types of the sections, re-exported with them)
+from xlplan.plan_fields import Fraction, FractionBelowOne, _Section
+from xlplan.plan_hardware import GPUOverride, Hardware, ModelChoice
+from xlplan.plan_policy import Calibration, Policy
+from xlplan.specs import ComputeDtype, KVDtype, WeightDtype  # noqa: F401  (as Engine)
 
-
-def _fraction(v: float) -> float:
-    if not 0 < v <= 1:
-        hint = f" (write {v / 100:.2f}, not {v:g})" if 1 < v <= 100 else ""
-        raise ValueError(f"expected a fraction between 0 and 1{hint}")
-    return v
-
-
-def _fraction_below_one(v: float) -> float:
-    if not 0 <= v < 1:
-        hint = f" (write {v / 100:.2f}, not {v:g})" if 1 <= v <= 100 else ""
-        raise ValueError(f"expected a fraction from 0 up to (not including) 1{hint}")
-    return v
-
-
-Fraction = Annotated[float, AfterValidator(_fraction)]
-FractionBelowOne = Annotated[float, AfterValidator(_fraction_below_one)]
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+# The plan file's models are one public interface wherever their code lives: each is named xlplan.plan.<Model>, as
+# reprs, pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it. The field
+# types their annotations name are imported above, so type hints resolve here too.
+for _model in (ModelChoice, GPUOverride, Hardware, Calibration, Policy):
+    _model.__module__ = __name__
+del _model
 
 
 class Percentiles(_Section):
@@ -109,193 +92,6 @@ class Promise(_Section):
 
         return self.itl_s if self.itl_s is not None else streaming_speed_to_itl_s(self.tokens_per_s)
 
-
-class ModelChoice(_Section):
-    """The model and its precision (a catalog name, or an inline spec read from config.json)."""
-
-    name: str | None = Field(default=None, description="Catalog name, Hugging Face id or alias; see `xlplan catalog models`. [text]")
-    config: str | None = Field(default=None, description="Path to a Hugging Face config.json, read when the plan file is loaded. [path]")
-    spec: dict[str, Any] | None = Field(
-        default=None, description="Model fields given inline, overriding the catalog entry field by field (see ModelSpec). [mapping]"
-    )
-    weights_dtype: WeightDtype = Field(default="bf16", description="Weight precision: bf16, fp16, fp8, int8, int4, mxfp4, nvfp4/fp4. [text]")
-    kv_dtype: KVDtype = Field(default="bf16", description="KV-cache precision: bf16, fp16, fp8, int8. [text]")
-
-    @model_validator(mode="after")
-    def _resolvable(self) -> ModelChoice:
-        if self.name is None and self.spec is None:
-            raise ValueError("give the model's name (see `xlplan catalog models`), its config (a config.json path) or an inline spec")
-        if self.name is not None:
-            try:
-                catalog.model_key(self.name)
-            except catalog.UnknownNameError as e:
-                if self.spec is None:
-                    raise ValueError(str(e)) from None
-        self.resolve()
-        return self
-
-    def resolve(self) -> ModelSpec:
-        """The model's spec: the catalog entry with any inline fields applied.
-
-        Returns
-        -------
-        ModelSpec
-            The catalog entry for ``name`` (or only that name, when the catalog lacks it) with ``spec``'s fields on top.
-        """
-        base: dict[str, Any] = {}
-        if self.name is not None:
-            try:
-                base = catalog.get_model(self.name).model_dump()
-            except catalog.UnknownNameError:
-                base = {"name": self.name}
-        return ModelSpec(**{**base, **(self.spec or {})})
-
-
-class GPUOverride(_Section):
-    """A GPU given inline: a catalog name with fields replaced, or a new GPU in full."""
-
-    name: str = Field(description="Catalog name, or a new GPU's name. [text]")
-    memory_gib: float | None = Field(default=None, gt=0, description="Memory as the driver reports it. [GiB]")
-    bf16_tflops: float | None = Field(default=None, gt=0, description="Peak dense BF16 throughput. [TFLOP/s]")
-    fp8_tflops: float | None = Field(default=None, gt=0, description="Peak dense FP8 throughput. [TFLOP/s]")
-    fp4_tflops: float | None = Field(default=None, gt=0, description="Peak dense FP4 throughput. [TFLOP/s]")
-    hbm_tbps: float | None = Field(default=None, gt=0, description="Memory bandwidth. [TB/s]")
-    usd_per_gpu_hour: float | None = Field(default=None, gt=0, description="Rental price. [USD/GPU-hour]")
-
-
-class Hardware(_Section):
-    """The accelerator, the purchasing unit and the price."""
-
-    gpu: str | GPUOverride = Field(description="Catalog GPU name (see `xlplan catalog gpus`) or an inline GPU. [text]")
-    gpus_per_node: int = Field(default=8, ge=1, description="The purchasing unit; tensor-parallel groups stay inside it. [GPUs]")
-    usd_per_gpu_hour: float | None = Field(default=None, gt=0, description="Price paid; left out, the catalog's representative price. [USD/GPU-hour]")
-    hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Billed hours in a month (8,760 / 12 = 730). [h/month]")
-    billing: Literal["rented", "purchased"] = Field(
-        default="rented",
-        description="What the bill counts: 'rented' (the fleet with redundancy, the runbook's 5 GPUs) or 'purchased' (whole purchasing units). [text]",
-    )
-    ops_usd_per_month: float = Field(default=0.0, ge=0, description="Engineering and on-call cost of self-hosting, used in the break-even. [USD/month]")
-
-    @field_validator("gpu")
-    @classmethod
-    def _known(cls, v):
-        name = v if isinstance(v, str) else v.name
-        try:
-            catalog.gpu_key(name)
-        except catalog.UnknownNameError as e:
-            if isinstance(v, str):
-                raise ValueError(str(e)) from None
-            missing = [f for f in ("memory_gib", "bf16_tflops", "hbm_tbps") if getattr(v, f) is None]
-            if missing:
-                raise ValueError(f"{e}; a GPU not in the catalog needs {', '.join(missing)}") from None
-        return v
-
-    def resolve(self) -> GPUSpec:
-        """The GPU's spec: the catalog entry with any inline fields applied.
-
-        Returns
-        -------
-        GPUSpec
-            The catalog entry for ``gpu``; for an inline GPU, the catalog entry of its name (if any) with its given fields
-            on top.
-        """
-        if isinstance(self.gpu, str):
-            return catalog.get_gpu(self.gpu)
-        fields = {k: v for k, v in self.gpu.model_dump().items() if v is not None}
-        try:
-            base = catalog.get_gpu(self.gpu.name).model_dump()
-        except catalog.UnknownNameError:
-            base = {}
-        return GPUSpec(**{**base, **fields})
-
-    def price(self) -> float:
-        """The price the plan uses. [USD/GPU-hour]
-
-        Returns
-        -------
-        float
-            ``usd_per_gpu_hour`` where given, else the catalog's representative rental price for the GPU. [USD/GPU-hour]
-
-        Raises
-        ------
-        ValueError
-            When neither the plan nor the catalog has a price.
-        """
-        price = self.usd_per_gpu_hour or self.resolve().usd_per_gpu_hour
-        if price is None:
-            raise ValueError("no price: give hardware.usd_per_gpu_hour")
-        return price
-
-
-class Calibration(_Section):
-    """Where calibrated efficiencies came from, and their spread over the runs (written by `xlplan calibrate`)."""
-
-    source: str = Field(description="Benchmark files and what they measured. [text]")
-    runs: int = Field(ge=1, description="Benchmark runs fitted. [runs]")
-    prefill_mfu_range: tuple[Fraction, Fraction] = Field(description="Lowest and highest prefill MFU over the runs. [fraction]")
-    decode_mfu_range: tuple[Fraction, Fraction] = Field(description="Lowest and highest decode MFU over the runs. [fraction]")
-    bandwidth_efficiency_range: tuple[Fraction, Fraction] = Field(description="Lowest and highest bandwidth efficiency over the runs. [fraction]")
-
-
-class Policy(_Section):
-    """Conventions and efficiencies: the assumptions a reviewer should check first."""
-
-    mfu: Fraction | None = Field(
-        default=None,
-        description="Achieved fraction of peak dense FLOP/s (model FLOPs utilisation), for prefill and decode alike; left out, "
-                    "the engine's defaults for the GPU (engine 'runbook': 0.40, the runbook's planning figure). [fraction]")
-    prefill_mfu: Fraction | None = Field(
-        default=None, description="MFU in prefill, where calibrated; left out, mfu if the plan states it, else the engine's default for the GPU. [fraction]")
-    decode_mfu: Fraction | None = Field(
-        default=None, description="MFU in decode, where calibrated; left out, mfu if the plan states it, else the engine's default for the GPU. [fraction]")
-    expert_efficiency: Fraction | None = Field(
-        default=None, description="Grouped expert GEMMs' MFU as a fraction of dense GEMMs' (MoE); left out, the engine's default. [fraction]")
-    calibration: Calibration | None = Field(default=None, description="Where calibrated efficiencies came from and their spread; the fleet is then also given as a range.")
-    engine: Engine = Field(
-        default="vllm",
-        description="Serving engine whose memory rule sizes the KV cache and whose defaults set the step budget: 'vllm', 'sglang', "
-                    "'trtllm', or 'runbook' (memory x utilisation - weights - overhead_gib, the runbook's convention). [text]",
-    )
-    memory_utilisation: Fraction = Field(
-        default=0.90,
-        description="The engine's memory fraction: vLLM gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM "
-                    "kv_cache_free_gpu_mem_fraction (the runbook's rule: fraction of driver memory). [fraction]",
-    )
-    overhead_gib: float = Field(default=3.0, ge=0, description="Activations, CUDA graphs and runtime memory per GPU, for engine 'runbook' (the other engines estimate it). [GiB]")
-    max_num_batched_tokens: int | None = Field(
-        default=None, ge=1, description="Tokens one engine step may carry (vLLM max_num_batched_tokens; chunked prefill); left out, the engine's default for the GPU. [tokens]")
-    max_num_seqs: int | None = Field(
-        default=None, ge=1, description="Sequences a replica runs at once (vLLM max_num_seqs); left out, the engine's default for the GPU. [sequences]")
-    step_overhead_s: float | None = Field(
-        default=None, ge=0, lt=1, description="Fixed time per engine step (scheduling, launches, sampling); left out, the engine's default. [s]")
-    expert_parallel: int = Field(default=1, ge=1, description="Expert-parallel degree inside a replica (MoE); must divide the TP degree. [GPUs]")
-    attention_data_parallel: bool = Field(
-        default=False, description="MLA models: each rank of a replica holds its own sequences' KV latent (SGLang/TRT-LLM 'DP attention') instead of a copy of every one. [bool]")
-    attention_flops: Literal["causal", "full"] = Field(
-        default="causal",
-        description="Prefill attention FLOPs: 'causal' (each token attends to those before it, half the square) or 'full' (the runbook's n²). [text]",
-    )
-    latency_step: Literal["with_prefill", "decode_only"] = Field(
-        default="with_prefill",
-        description="What the latency path's step carries: the decodes plus their share of prefill ('with_prefill', chunked prefill), "
-                    "or the decodes alone ('decode_only', the runbook's roofline). [text]",
-    )
-    bandwidth_efficiency: Fraction | None = Field(
-        default=None,
-        description="Achieved fraction of HBM bandwidth; left out, the engine's default for the GPU (engine 'runbook': 0.60, "
-                    "from measured 57-66%: measurements N01, G03). [fraction]",
-    )
-    redundancy: int = Field(default=1, ge=0, description="Spare replicas on top of the load: N+k. [replicas]")
-    memory_convention: Literal["paged", "worst_case"] = Field(
-        default="paged",
-        description="KV per conversation at p50 prompt + p50 output ('paged', the runbook's convention) or at p99 + p99 ('worst_case'). [text]",
-    )
-    tp: int | None = Field(default=None, ge=1, description="Tensor-parallel degree; left out, the planner picks the one that needs the fewest GPUs. [GPUs]")
-    compute_dtype: ComputeDtype | None = Field(
-        default=None, description="Tensor-core dtype for the peak; left out: fp8 for fp8 weights, fp4 for fp4 weights where the GPU has it, else bf16. [text]"
-    )
-    include_ttft_in_time_in_system: bool = Field(default=False, description="Add the TTFT target to time in system (the runbook leaves it out). [bool]")
-    decode_attention_flops: bool = Field(default=False, description="Add attention over the cache to decode FLOPs (the runbook leaves it out). [bool]")
 
 
 class APIPrices(_Section):
