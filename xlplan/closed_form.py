@@ -30,22 +30,18 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
-from xlplan import _vec, fleet, memory, queue_path, serving, simulate, steps
+from xlplan import _vec, achieved_paths, fleet, queue_path, serving, simulate, steps
+from xlplan.achieved_paths import (  # noqa: F401  re-exported: the closed form's fixed point, where callers find it
+    FIXED_POINT_ITERATIONS,
+    FIXED_POINT_TOLERANCE,
+    LATENCY_SEARCH_CAP,
+    achieved_time_in_system_s,
+)
 from xlplan.scenario import Scenario, changed
 
 PATHS = ("memory", "compute", "latency", "queueing")
 """The closed form's paths, in the order the note lists them."""
-
-FIXED_POINT_ITERATIONS = 200
-"""Most iterations of the batch ↔ step fixed point (it converges from below, monotonically). [iterations]"""
-
-LATENCY_SEARCH_CAP = 1 << 20
-"""Most replicas the latency path's doubling tries before it falls back on the runbook's check. [replicas]"""
-
-FIXED_POINT_TOLERANCE = 1e-7
-"""Relative change of the batch at which the fixed point stops. [fraction]"""
 
 
 @dataclass(frozen=True)
@@ -74,74 +70,6 @@ class ClosedForm:
     purchased: int  # rounded up to whole purchasing units [GPUs]
     binding: str  # the path that needs the most ('memory', …, 'queueing'), ties joined by ' and ', or 'minimum replica' [text]
     binding_paths: tuple[str, ...]  # the paths tied for the most
-
-
-def achieved_time_in_system_s(s: Scenario, tr: steps.Traffic, step, replicas: float,
-                              lines=None) -> tuple[float, float, float]:
-    """(time in system, step, batch) on ``replicas`` replicas: the step at the fleet's own batch, solved with the batch
-    it implies. [s], [s], [sequences]
-
-    Parameters
-    ----------
-    s : Scenario
-        The plan's numbers (plain floats): peak rate and inter-token target.
-    tr : steps.Traffic
-        Steps 1-3 and the demand, from :func:`xlplan.steps.traffic`.
-    step : callable
-        ``batch [sequences] -> step time [s]`` of one replica, increasing in the batch
-        (:func:`xlplan.steps.latency_step_fn`).
-    replicas : float
-        Replicas sharing the peak. [replicas]
-    lines : tuple, optional
-        ``step`` as two lines in the batch (:func:`xlplan.serving.step_lines`, a dense model): the fixed point is
-        then solved in closed form, where each iterate of the map only nears it. [s, s/sequence]
-
-    Returns
-    -------
-    tuple of float
-        ``T = E[output] × τ`` with ``τ = min(step(b), ITL target)`` and ``b = λ·T ÷ n``: the smallest fixed point,
-        reached by iterating from an empty batch (each iterate is below it, and the map is increasing). [s], [s],
-        [sequences]
-
-    Examples
-    --------
-    A step of 10 ms + 0.1 ms per sequence, 40 req/s of 300 tokens on 4 replicas: ``b = 3000·(0.01 + 0.0001·b)``,
-    so ``b = 30 ÷ 0.7 = 42.86`` and ``τ = 14.29 ms``.
-
-    >>> from types import SimpleNamespace as NS
-    >>> t, tau, b = achieved_time_in_system_s(NS(peak_rps=40.0, itl_s=0.05), NS(output_mean=300.0),
-    ...                                      lambda b: 0.01 + 0.0001 * b, 4)
-    >>> round(b, 2), round(tau * 1000, 2), round(t, 3)
-    (42.86, 14.29, 4.286)
-    """
-    per = s.peak_rps * tr.output_mean / replicas  # b = per × τ
-    if lines is not None:
-        return _fixed_point_on_lines(s, tr, step, per, lines)
-    b, tau = 0.0, 0.0
-    for _ in range(FIXED_POINT_ITERATIONS):
-        tau = min(float(step(max(b, 1.0))), s.itl_s)
-        new = per * tau
-        if abs(new - b) <= FIXED_POINT_TOLERANCE * max(new, 1.0):
-            b = new
-            break
-        b = new
-    return tr.output_mean * tau, tau, b
-
-
-def _fixed_point_on_lines(s: Scenario, tr: steps.Traffic, step, per: float, lines) -> tuple[float, float, float]:
-    """:func:`achieved_time_in_system_s` where the step is ``max(a₁ + s₁·b, a₂ + s₂·b)``: ``b = per × min(τ(b), ITL)``
-    solved on each line, ``b_i = per·a_i ÷ (1 − per·s_i)``; the map's fixed point is the larger of them (each
-    ``per·τ_i(b) − b`` falls, so their larger falls too and crosses zero once), or the target's ``per × ITL`` where it
-    is lower or a line rises faster than the batch it implies. [s], [s], [sequences]"""
-    at_one = min(float(step(1.0)), s.itl_s)
-    if per * at_one <= 1.0:  # less than one sequence per replica: the step of one, as the iteration finds
-        return tr.output_mean * at_one, at_one, per * at_one
-    a1, s1, a2, s2 = lines
-    b = s.itl_s * per
-    if per * s1 < 1.0 and per * s2 < 1.0:
-        b = min(max(per * a1 / (1.0 - per * s1), per * a2 / (1.0 - per * s2)), b)
-    tau = b / per
-    return tr.output_mean * tau, tau, b
 
 
 def choose_budget(s: Scenario, tr: steps.Traffic, tp: int, load_replicas: float,
@@ -317,12 +245,6 @@ def _fewest(s: Scenario, tr: steps.Traffic, first_tp: int | None, paths_of, budg
     return best[1] if best is not None else None
 
 
-@functools.lru_cache(maxsize=16)
-def _z(percentile: float) -> float:
-    """The standard normal quantile at ``percentile``. [1]"""
-    return NormalDist().inv_cdf(percentile / 100.0)
-
-
 def _lower_key(s: Scenario, tp: int, replicas: int, infeasible: bool) -> tuple:
     """The TP objective's key ``(infeasible, purchased, billed, tp)`` of a fleet of at least ``replicas``: no fleet
     at this degree can order before it. [GPUs]"""
@@ -375,13 +297,29 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
     distributions", Revue de l'Institut International de Statistique 5(4), 1938.
     """
     tp = int(pa.tp)
-    if budget is None:
-        chosen, why, options = choose_budget(s, tr, tp, float(pa.load_replicas), budget_set_by_plan)
-    else:
-        chosen, why, options = budget, "plan" if budget_set_by_plan else "queueing path", ()
+    chosen, why, options = _step_budget(s, tr, pa, budget_set_by_plan, budget)
     q_s = changed(s, max_num_batched_tokens=float(chosen), latency_with_prefill=True)
     r = steps.replica(q_s, tp)
     step = steps.latency_step_fn(q_s, tr, r)
+    q = _queue_unless_bounded(s, tr, pa, q_s, r, step, bound)
+    if q is None:  # the fleet is at least the compute and queueing paths: no better than the best, no search
+        return None
+    return _sized(s, tr, pa, q_s, r, step, chosen, why, options, q)
+
+
+def _step_budget(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: bool,
+                 budget: int | None) -> tuple[int, str, tuple[tuple[int, int | None], ...]]:
+    """(budget, why, options): the budget given, or the one :func:`choose_budget` deploys. [tokens], [text]"""
+    if budget is None:
+        return choose_budget(s, tr, int(pa.tp), float(pa.load_replicas), budget_set_by_plan)
+    return budget, "plan" if budget_set_by_plan else "queueing path", ()
+
+
+def _queue_unless_bounded(s: Scenario, tr: steps.Traffic, pa: steps.Paths, q_s: Scenario, r: serving.Replica, step,
+                          bound: tuple | None) -> queue_path.QueuePath | None:
+    """The queueing path at this degree; None where ``bound`` rules the degree out, before Erlang C (a queue is stable
+    only on more replicas than its offered load) or after it. [QueuePath]"""
+    tp = int(pa.tp)
     compute_reps = int(pa.compute_gpus) // tp
     if bound is not None:  # a queue is stable only on more replicas than its offered load: a bound before Erlang C
         stable = queue_path.stable_replicas(q_s, tr, r, step)
@@ -389,69 +327,28 @@ def at_tp(s: Scenario, tr: steps.Traffic, pa: steps.Paths, budget_set_by_plan: b
             return None
     q = queue_path.queue_path(q_s, tr, tp, float(pa.load_replicas), r, step)
     if bound is not None and _lower_key(s, tp, max(compute_reps, q.replicas or 0), q.replicas is None) > bound:
-        return None  # the fleet is at least the compute and queueing paths: no better than the best, no search
+        return None
+    return q
+
+
+def _sized(s: Scenario, tr: steps.Traffic, pa: steps.Paths, q_s: Scenario, r: serving.Replica, step, chosen: int,
+           why: str, options: tuple, q: queue_path.QueuePath) -> ClosedForm:
+    """The closed form at one degree once its queueing path is known: the memory and latency paths at the fleet's own
+    batch, the largest of the four, then redundancy and the purchasing unit. [ClosedForm]"""
+    tp = int(pa.tp)
     lines = serving.step_lines(r, steps.latency_load(q_s, tr, r, 1.0))  # None for routed experts: then iterated
-    kv_budget, shards = float(pa.kv_budget_gib_per_gpu), int(pa.kv_shards)
-
-    achieved: dict[int, tuple[float, float, float]] = {}
-
-    def at_fleet(n: int) -> tuple[float, float, float]:
-        if n not in achieved:
-            achieved[n] = achieved_time_in_system_s(s, tr, step, n, lines)
-        return achieved[n]
-
-    def memory_replicas(n: int) -> tuple[int, tuple]:
-        t, tau, b = at_fleet(n)
-        conc = s.peak_rps * t
-        exact = float(memory.memory_gpus_exact(conc, tr.kv_gib_per_conversation, kv_budget, tp, shards))
-        return int(fleet.whole_replicas(exact, tp)), (t, tau, b, conc, exact)
-
-    # the memory path: the fewest replicas whose caches hold what their own achieved time in system implies
-    top = max(int(round(pa.memory_gpus / tp)), 1)  # the runbook's memory path, at the target's time, bounds it
-    if memory_replicas(1)[0] <= 1:
-        mem_reps = 1
-    else:
-        lo, hi = 1, top  # memory(lo) > lo; memory(top) ≤ runbook memory ≤ top
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if memory_replicas(mid)[0] <= mid:
-                hi = mid
-            else:
-                lo = mid
-        mem_reps = hi
-    mem_gpus = mem_reps * tp
-    # the latency path: the fewest replicas whose own batch keeps the step a token gap sees at the percentile within
-    # the inter-token target (the runbook's check sizes the batch at the target's time in system)
-    # A token gap is seen by every sequence of its step, so it sees the batch size-biased: with the sequences decoding
-    # on a replica Poisson about their mean b (an M/G/∞ count; least-loaded routing spreads them less), 1 + Poisson(b),
-    # whose percentile the Cornish–Fisher expansion gives: 1 + b + z·√b + (z² − 1)/6.
-    z = _z(s.percentile)
-
-    def gap_ok(n: int) -> bool:
-        b = at_fleet(n)[2]
-        b_p = 1.0 + b + z * math.sqrt(b) + (z * z - 1.0) / 6.0  # the batch a gap sees at the percentile
-        return queue_path.percentile_step_s(q_s, tr, r, int(chosen), b_p, step) <= s.itl_s * (1.0 + fleet.ROUNDING_TOLERANCE)
-
-    lat_reps = None
-    if queue_path.percentile_step_s(q_s, tr, r, int(chosen), 1.0, step) <= s.itl_s:
-        hi = 1
-        while not gap_ok(hi) and hi < LATENCY_SEARCH_CAP:
-            hi *= 2
-        if gap_ok(hi):
-            lo = 0
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if gap_ok(mid):
-                    hi = mid
-                else:
-                    lo = mid
-            lat_reps = hi
+    at_fleet = functools.cache(functools.partial(achieved_time_in_system_s, s, tr, step, lines=lines))
+    memory_at = functools.partial(achieved_paths.memory_at, s, tr, at_fleet, float(pa.kv_budget_gib_per_gpu), tp,
+                                  int(pa.kv_shards))
+    # the runbook's memory path, at the target's time, bounds the memory path above
+    mem_gpus = achieved_paths.memory_path_replicas(memory_at, max(int(round(pa.memory_gpus / tp)), 1)) * tp
+    lat_reps = achieved_paths.latency_path_replicas(s, q_s, tr, r, int(chosen), step, at_fleet)
     lat_gpus = lat_reps * tp if lat_reps is not None else int(pa.latency_gpus)
     counts = {"memory": mem_gpus, "compute": int(pa.compute_gpus), "latency": lat_gpus}
     if q.gpus is not None:
         counts["queueing"] = int(q.gpus)
     n = max(counts.values()) // tp
-    t, tau, b, conc, mem_exact = memory_replicas(n)[1]  # the fleet's own time in system and cache
+    t, tau, b, conc, mem_exact = memory_at(n)[1]  # the fleet's own time in system and cache
     label, which = binding(counts, tp)
     load, with_red, purchased = fleet.fleet_sizes(n, tp, s.redundancy, s.gpus_per_node)
     return ClosedForm(
