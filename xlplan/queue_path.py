@@ -51,6 +51,7 @@ SERVICE_CV2 = 1.0
 STEP_BUDGETS = (256, 512, 1024, 2048, 4096, 8192)
 """Step token budgets the path compares: from vLLM's smallest useful chunk to its default on large GPUs. [tokens]"""
 
+
 @dataclass(frozen=True)
 class QueuePath:
     """The queueing path at one TP degree. Units in the field comments."""
@@ -268,11 +269,17 @@ def prefill_tail_rps(s: Scenario, tr: steps.Traffic, r: serving.Replica, budget:
     first, _ = prefill_s(1.0)
     if first <= s.itl_s:
         return None, first
+    return _tail_rate(decode_s, prefill_s, first, tr.output_mean, prompt, p)
+
+
+def _tail_rate(decode_s, prefill_s, first: float, output_mean: float, prompt: float, p: float) -> tuple[float, float]:
+    """(rate, step) of :func:`prefill_tail_rps` where a chunk's step is over the target: ``(1 − p) ÷ (n·τ̄)`` solved with
+    the decode batch ``b = λ·E[output]·τ̄`` it implies, damped by halves. [requests/s], [s]"""
     rate, step = 1.0, first
     for _ in range(200):
         mean_step = first
         for _ in range(50):  # the batch the rate implies, and the mean step it implies (converges from below)
-            b = max(rate * tr.output_mean * mean_step, 1.0)
+            b = max(rate * output_mean * mean_step, 1.0)
             step, chunk = prefill_s(b)
             new_mean = p * decode_s(b) + (1.0 - p) * step
             if abs(new_mean - mean_step) <= 1e-13 * new_mean:

@@ -50,12 +50,41 @@ def sweep(base: Plan, scenarios):
     cols = {c: scenarios[c].to_numpy(dtype=float) for c in scenarios.columns}
     s = replace(s0, **{"peak_rps": np.full(n, float(s0.peak_rps)), **cols})
     tr = steps.traffic(s)
+    best = _best_degree(s, tr, n)
+    binding = _binding(best)
+    bl = steps.bill(s, tr, SimpleNamespace(purchased=best["purchased"], with_redundancy=best["with_redundancy"]))
+    out = pd.DataFrame(
+        {
+            "concurrency": np.broadcast_to(tr.concurrency, (n,)),
+            "time_in_system_s": np.broadcast_to(tr.time_in_system_s, (n,)),
+            "kv_gib_total": np.broadcast_to(tr.kv_gib_total, (n,)),
+            "memory_gpus": best["memory_gpus"], "compute_gpus": best["compute_gpus"], "latency_gpus": best["latency_gpus"],
+            "tp": best["tp"],
+            "binding": binding,
+            "fleet_load": best["load"], "fleet_with_redundancy": best["with_redundancy"], "fleet_purchased": best["purchased"],
+            "monthly_usd": np.broadcast_to(bl.monthly_usd, (n,)),
+            "tokens_per_month": np.broadcast_to(bl.tokens_per_month, (n,)),
+            "usd_per_mtok": np.broadcast_to(bl.usd_per_mtok, (n,)),
+        },
+        index=scenarios.index,
+    )
+    return pd.concat([scenarios, out], axis=1)
+
+
+_PATH_COLUMNS = ("load", "with_redundancy", "purchased", "memory_gpus", "compute_gpus", "latency_gpus", "memory_gpus_exact",
+                 "compute_gpus_exact", "latency_gpus_exact")
+"""The fields of :class:`xlplan.steps.Paths` the sweep carries per row, for the degree each row chooses. [—]"""
+
+
+def _best_degree(s, tr, n: int) -> dict:
+    """Each row's paths at the TP degree the engine's objective chooses (fewer purchased, then fewer billed, then the
+    smaller degree): column name → array of ``n``, with ``tp`` and ``billed``. [GPUs]"""
+    import numpy as np
+
     best = None
-    keys = ("load", "with_redundancy", "purchased", "memory_gpus", "compute_gpus", "latency_gpus", "memory_gpus_exact",
-            "compute_gpus_exact", "latency_gpus_exact")
     for tp in s.tp_options:
         p = steps.paths(s, tr, tp)
-        now = {k: np.broadcast_to(np.asarray(getattr(p, k), dtype=float), (n,)).copy() for k in keys}
+        now = {k: np.broadcast_to(np.asarray(getattr(p, k), dtype=float), (n,)).copy() for k in _PATH_COLUMNS}
         now["tp"] = np.full(n, float(tp))
         now["billed"] = now["purchased"] if s.bill_purchased else now["with_redundancy"]
         now["purchased"] = np.where(np.isinf(now["load"]), np.inf, now["purchased"])
@@ -66,6 +95,14 @@ def sweep(base: Plan, scenarios):
         better = steps.objective(now["purchased"], now["billed"], now["tp"]) < steps.objective(best["purchased"], best["billed"], best["tp"])
         for k in best:
             best[k] = np.where(better, now[k], best[k])
+    return best
+
+
+def _binding(best: dict):
+    """Each row's binding path: the largest of memory, compute and latency, 'both' or 'all' on ties, the minimum
+    replica, or 'infeasible'. [text]"""
+    import numpy as np
+
     mem, comp, lat = best["memory_gpus"], best["compute_gpus"], best["latency_gpus"]
     top = np.maximum(np.maximum(mem, comp), lat)
     ties = (mem == top).astype(int) + (comp == top).astype(int) + (lat == top).astype(int)
@@ -73,20 +110,4 @@ def sweep(base: Plan, scenarios):
     binding = np.where(ties == 3, "all", np.where(ties == 2, "both", single))
     minimum = (ties == 3) & (top == best["tp"])
     binding = np.where(minimum, fleet.MINIMUM_REPLICA, binding)
-    binding = np.where(np.isinf(best["load"]), "infeasible", binding)
-    bl = steps.bill(s, tr, SimpleNamespace(purchased=best["purchased"], with_redundancy=best["with_redundancy"]))
-    out = pd.DataFrame(
-        {
-            "concurrency": np.broadcast_to(tr.concurrency, (n,)),
-            "time_in_system_s": np.broadcast_to(tr.time_in_system_s, (n,)),
-            "kv_gib_total": np.broadcast_to(tr.kv_gib_total, (n,)),
-            "memory_gpus": mem, "compute_gpus": comp, "latency_gpus": lat, "tp": best["tp"],
-            "binding": binding,
-            "fleet_load": best["load"], "fleet_with_redundancy": best["with_redundancy"], "fleet_purchased": best["purchased"],
-            "monthly_usd": np.broadcast_to(bl.monthly_usd, (n,)),
-            "tokens_per_month": np.broadcast_to(bl.tokens_per_month, (n,)),
-            "usd_per_mtok": np.broadcast_to(bl.usd_per_mtok, (n,)),
-        },
-        index=scenarios.index,
-    )
-    return pd.concat([scenarios, out], axis=1)
+    return np.where(np.isinf(best["load"]), "infeasible", binding)
