@@ -6,11 +6,16 @@ of how it is shown. ``PlanResult.model_dump()`` is what ``xlplan plan --json`` p
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from xlplan.decision_result import GPUOption, ScheduleMonth, ScheduleOut
+from xlplan.result_base import _Out
 
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
+# The result models are one public interface wherever their code lives: each is named xlplan.result.<Model>, as reprs,
+# pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it.
+for _model in (GPUOption, ScheduleMonth, ScheduleOut):
+    _model.__module__ = __name__
+del _model
 
 
 class LengthOut(_Out):
@@ -283,70 +288,6 @@ class VerifiedOut(_Out):
     redundancy_ttft_p95_s: float | None = Field(default=None, description="p95 TTFT of the fleet with redundancy after the loss. [s]")
     redundancy_itl_p95_s: float | None = Field(default=None, description="p95 inter-token gap of the fleet with redundancy after the loss. [s]")
     redundancy_sentence: str = Field(default="", description="The redundancy check, in words: how many keep the promise with the replicas lost. [text]")
-
-
-class GPUOption(_Out):
-    """The plan on one GPU in one weight and cache format (`xlplan compare`)."""
-
-    gpu: str = Field(description="Catalog key of the GPU. [text]")
-    gpu_name: str = Field(description="Its display name. [text]")
-    weights_dtype: str = Field(description="Weight format. [text]")
-    kv_dtype: str = Field(description="KV-cache format. [text]")
-    is_plan: bool = Field(default=False, description="The plan's own GPU, formats and price. [bool]")
-    feasible: bool = Field(description="Whether the plan can be met on it. [bool]")
-    reason: str = Field(default="", description="Why it is infeasible, or why its cost is missing. [text]")
-    tp: int | None = Field(default=None, description="Best tensor-parallel degree. [GPUs]")
-    load: int | None = Field(default=None, description="GPUs for the load. [GPUs]")
-    with_redundancy: int | None = Field(default=None, description="Plus redundancy. [GPUs]")
-    purchased: int | None = Field(default=None, description="Whole purchasing units. [GPUs]")
-    gpus_per_node: int | None = Field(default=None, description="The GPU's purchasing unit. [GPUs]")
-    binding: str | None = Field(default=None, description="The binding constraint there. [text]")
-    source: str = Field(default="runbook's method", description="Where the fleet comes from, as the Answer line says it: 'verified' (simulated at peak on every seed), 'closed form' (not simulated: ranked below the verified ones) or 'closed form, not simulated' (past what the default simulation takes on); results written before it existed: the runbook's method. [text]")
-    closed_form_load: int | None = Field(default=None, description="The closed form's load there, beside a verified one. [GPUs]")
-    runbook_load: int | None = Field(default=None, description="The runbook's method's load there (memory, compute, latency). [GPUs]")
-    usd_per_gpu_hour: float | None = Field(default=None, description="Price used (rent) or cost of ownership (buy); None: missing. [USD/GPU-hour]")
-    billed_gpus: int | None = Field(default=None, description="GPUs on the bill: with redundancy (rented) or purchased. [GPUs]")
-    billed_purchased_always: bool = Field(default=False, description="Owned (buy): every purchased GPU is on the bill whatever the billing input. [bool]")
-    fixed_usd_per_month: float = Field(default=0.0, description="Hardware operations of an owned fleet; 0 when rented. [USD/month]")
-    monthly_usd: float | None = Field(default=None, description="Monthly cost; None: no price. [USD/month]")
-    usd_per_mtok: float | None = Field(default=None, description="Cost per million tokens; None: no price. [USD/Mtok]")
-    price_note: str = Field(default="", description="Where the price comes from, dated. [text]")
-
-
-class ScheduleMonth(_Out):
-    """One month of the order schedule (`xlplan schedule`)."""
-
-    month: str = Field(description="YYYY-MM. [month]")
-    peak_rps: float = Field(description="Peak arrival rate that month. [requests/s]")
-    tp: int = Field(description="Tensor-parallel degree at that peak. [GPUs]")
-    load: int = Field(description="GPUs the month's peak needs. [GPUs]")
-    with_redundancy: int = Field(description="Plus redundancy. [GPUs]")
-    needed_purchased: int = Field(description="Whole purchasing units this month's peak needs on its own. [GPUs]")
-    purchased: int = Field(description="GPUs bought by then: the running maximum of whole purchasing units. [GPUs]")
-    new_gpus: int = Field(description="GPUs that must be in service from this month's first day. [GPUs]")
-    order_by: str | None = Field(description="Last day to order them: the month's first day minus the lead time (None: nothing new). [date]")
-    billed_gpus: int = Field(description="GPUs on the month's bill. [GPUs]")
-    monthly_usd: float = Field(description="The month's cost. [USD/month]")
-    cumulative_usd: float = Field(description="Cost from the first month to this one. [USD]")
-    binding: str = Field(description="The binding constraint that month. [text]")
-    api_monthly_usd: float | None = Field(description="The same month's traffic on the API. [USD/month]")
-    source: str = Field(default="runbook's method", description="Where the month's fleet comes from: 'verified' (simulated at its peak), 'closed form' or 'closed form + N replica margin' (the margin measured in simulation); results written before it existed: the runbook's method. [text]")
-    closed_form_load: int | None = Field(default=None, description="The closed form's load that month. [GPUs]")
-
-
-class ScheduleOut(_Out):
-    """The fleet month by month as traffic grows, with order dates."""
-
-    months: list[ScheduleMonth] = Field(description="Every month planned.")
-    start: str = Field(description="First month, YYYY-MM. [month]")
-    lead_time_days: int = Field(description="Days from order to service. [days]")
-    growth: str = Field(description="How the peaks were made. [text]")
-    breakeven_month: str | None = Field(description="First month whose API comparison differs from the first month's. [month]")
-    breakeven_words: str = Field(description="The API comparison over the schedule, in words. [text]")
-    binding_change_month: str | None = Field(description="First month the binding constraint differs from the first month's. [month]")
-    stopped: str = Field(default="", description="Why the schedule ends early, if it does. [text]")
-    method: str = Field(default="", description="How each month's fleet was found: verified every month, or the closed form plus a margin measured in simulation, and where. [text]")
-    margin_replicas: int = Field(default=0, description="Replicas added to each closed-form month: the most the closed form fell short of the simulation where measured. [replicas]")
 
 
 class ClosedFormOut(_Out):
