@@ -1,0 +1,156 @@
+"""The efficiencies a plan gets when it states none: fitted per GPU vendor and serving engine on the public corpus.
+
+Prefill and decode MFU, bandwidth efficiency, the fixed time per step and the experts' efficiency come from
+``xlplan/data/efficiencies.yaml`` (``scripts/fit_efficiencies.py`` over ``xlplan/data/measurements.csv``): the vendor ×
+engine fit where it has enough runs, else the vendor's fit, else the fit over everything. The runbook's engine keeps
+the runbook's figures (:data:`RUNBOOK_EFFICIENCIES`).
+
+References
+----------
+Runbook, document 14, step 5 · "÷ 396 per GPU at 40% MFU". The public corpus, ``xlplan/data/measurements.csv``, each
+row with its source.
+"""
+
+from __future__ import annotations
+
+import functools
+
+RUNBOOK_EFFICIENCIES = {"prefill_mfu": 0.40, "decode_mfu": 0.40, "bandwidth_efficiency": 0.60, "step_overhead_s": 0.0,
+                        "expert_efficiency": 1.0}
+"""The runbook's planning figures: 40% MFU, 60% of HBM bandwidth (measured 57-66%: measurements N01, G03), no step overhead."""
+
+EFFICIENCY_FIELDS = ("prefill_mfu", "decode_mfu", "bandwidth_efficiency", "step_overhead_s", "expert_efficiency")
+
+
+def vendor(gpu_name: str) -> str:
+    """'amd', 'intel' or 'nvidia', from a GPU's display name. [text]
+
+    Parameters
+    ----------
+    gpu_name : str
+        The GPU's display name, e.g. 'H100 SXM' or 'Instinct MI300X'.
+
+    Returns
+    -------
+    str
+        'amd', 'intel' or 'nvidia' (the default).
+    """
+    n = gpu_name.lower()
+    if "amd" in n or "instinct" in n or n.startswith("mi"):
+        return "amd"
+    if "gaudi" in n or "intel" in n:
+        return "intel"
+    return "nvidia"
+
+
+@functools.cache
+def shipped_table() -> dict:
+    """The fitted default-efficiency table as shipped: ``xlplan/data/efficiencies.yaml``, read once. [dict]
+
+    Returns
+    -------
+    dict
+        ``{'overall': {...}, 'vendors': {vendor: {'all': {...}, engine: {...}}}}`` as
+        :func:`xlplan.calibrate.fit_defaults` writes it. Treat it as read-only: it is the one shared copy.
+
+    References
+    ----------
+    ``xlplan/data/efficiencies.yaml``, fitted by ``scripts/fit_efficiencies.py`` to ``xlplan/data/measurements.csv``.
+    """
+    from importlib import resources
+
+    import yaml
+
+    return yaml.safe_load(resources.files("xlplan.data").joinpath("efficiencies.yaml").read_text(encoding="utf-8"))
+
+
+def default_efficiencies(engine: str, gpu_name: str, table: dict | None = None) -> dict[str, float]:
+    """The efficiencies a plan gets when it states none: fitted per vendor and engine on the public corpus.
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        The serving engine.
+    gpu_name : str
+        The GPU's display name; its vendor picks the fit (:func:`vendor`).
+    table : dict, optional
+        A fitted table in :func:`xlplan.calibrate.fit_defaults`' shape (a leave-one-source-out fold's, say); left out,
+        :func:`shipped_table`.
+
+    Returns
+    -------
+    dict of str to float
+        By :data:`EFFICIENCY_FIELDS`: prefill_mfu, decode_mfu, bandwidth_efficiency and expert_efficiency as
+        fractions, step_overhead_s in seconds. [fraction], [s]
+
+    Notes
+    -----
+    ``xlplan/data/efficiencies.yaml``, written by ``scripts/fit_efficiencies.py`` from ``xlplan/data/measurements.csv``:
+    each vendor × engine with enough measured runs has its own fit; otherwise the vendor's fit over all its engines,
+    otherwise the fit over everything. The runbook's engine keeps the runbook's figures.
+
+    References
+    ----------
+    Runbook, document 14, step 5 · "÷ 396 per GPU at 40% MFU" (the runbook engine's figures, :data:`RUNBOOK_EFFICIENCIES`).
+    The public corpus, ``xlplan/data/measurements.csv``, each row with its source.
+    """
+    return default_efficiencies_for(engine, vendor(gpu_name), table)
+
+
+VENDORS = ("nvidia", "amd", "intel")
+
+
+def default_efficiencies_for(engine: str, v: str, table: dict | None = None) -> dict[str, float]:
+    """:func:`default_efficiencies` by vendor name ('nvidia', 'amd', 'intel'). [fractions], [s]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        The serving engine.
+    v : {'nvidia', 'amd', 'intel'}
+        The GPU's vendor (:data:`VENDORS`).
+    table : dict, optional
+        The fitted table to read; left out, :func:`shipped_table`.
+
+    Returns
+    -------
+    dict of str to float
+        By :data:`EFFICIENCY_FIELDS`: prefill_mfu, decode_mfu, bandwidth_efficiency and expert_efficiency as
+        fractions, step_overhead_s in seconds. [fraction], [s]
+
+    References
+    ----------
+    ``xlplan/data/efficiencies.yaml``, fitted by ``scripts/fit_efficiencies.py`` to the public corpus
+    ``xlplan/data/measurements.csv``, each row with its source.
+    """
+    if engine == "runbook":
+        return dict(RUNBOOK_EFFICIENCIES)
+    t = shipped_table() if table is None else table
+    row = dict(t["overall"])
+    row.update(t.get("vendors", {}).get(v, {}).get("all", {}))
+    row.update(t.get("vendors", {}).get(v, {}).get(engine, {}))
+    return {k: float(row[k]) for k in EFFICIENCY_FIELDS}
+
+
+def step_overhead_default(engine: str, gpu_name: str = "") -> float:
+    """Fixed time per engine step (scheduling, launches, sampling) when a plan states none. [s]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        The serving engine.
+    gpu_name : str
+        The GPU's display name; its vendor picks the fit.
+
+    Returns
+    -------
+    float
+        ``step_overhead_s`` of :func:`default_efficiencies`; 0 for the runbook engine. [s]
+
+    References
+    ----------
+    ``xlplan/data/efficiencies.yaml``, fitted by ``scripts/fit_efficiencies.py`` to the public corpus
+    ``xlplan/data/measurements.csv``, each row with its source; the runbook's method counts no step overhead
+    (:data:`RUNBOOK_EFFICIENCIES`).
+    """
+    return default_efficiencies(engine, gpu_name)["step_overhead_s"]
