@@ -20,9 +20,10 @@ import time
 import zipfile
 from pathlib import Path
 
+from xlplan.book import figures
 from xlplan.cli import main
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook.export import workbook_for_plan
+from xlplan.io.workbook.export import workbook_for
 
 TARGET_S = 5.0
 MIB = 2**20
@@ -37,7 +38,7 @@ def alias_bomb(folder: Path) -> Path:
 
 def workbook_bomb(folder: Path, inflated_mib: int = 300) -> Path:
     path = folder / "bomb.xlsx"
-    src = zipfile.ZipFile(io.BytesIO(workbook_for_plan(reference_plan())))
+    src = zipfile.ZipFile(io.BytesIO(workbook_for(figures(reference_plan()))))
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as dst:
         for info in src.infolist():
             if info.filename == "xl/worksheets/sheet1.xml":

@@ -14,10 +14,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from xlplan.book import figures
 from xlplan.io.libreoffice import to_pdf
 from xlplan.io.planfile import reference_plan
 from xlplan.io.workbook import SIX_TABS
-from xlplan.io.workbook.export import workbook_for_plan
+from xlplan.io.workbook.export import workbook_for
 from xlplan.io.workbook.writer import with_sheets_shown
 from xlplan.plan import Plan
 
@@ -29,10 +30,10 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     ref = reference_plan()
-    data = workbook_for_plan(ref)
+    data = workbook_for(figures(ref))
     grown = ref.model_dump(exclude_none=True)
     grown["growth"] = {"monthly": 0.10, "months": 12, "lead_time_days": 90, "start": "2027-01"}
-    with_growth = workbook_for_plan(Plan.model_validate(grown))
+    with_growth = workbook_for(figures(Plan.model_validate(grown)))
     sheets = [("summary", "Summary", data)] + [(f"tab{i}", t, data) for i, t in enumerate(SIX_TABS, start=1)] + \
         [("options", "Options", data), ("schedule", "Schedule", with_growth)]
     with tempfile.TemporaryDirectory() as tmp:

@@ -15,8 +15,8 @@ import re
 import openpyxl
 import pytest
 from planhelp import replan
+from workbookhelp import build
 
-from xlplan.io.workbook.layout import build
 from xlplan.io.workbook.writer import workbook_bytes
 
 MAX_COLUMN = 16384  # XFD

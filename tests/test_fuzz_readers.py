@@ -158,8 +158,9 @@ def test_fuzz_config_json(cfg, model_type):
 
 @lru_cache(maxsize=1)
 def _workbook() -> bytes:
+    from workbookhelp import workbook_for_plan
+
     from xlplan.io.planfile import reference_plan
-    from xlplan.io.workbook.export import workbook_for_plan
 
     return workbook_for_plan(reference_plan())
 

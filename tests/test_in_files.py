@@ -206,7 +206,7 @@ def test_config_json_refusals_name_the_field(tmp_path, capsys, text, expected):
 # --- workbooks: bombs and cells ---------------------------------------------------------------------------------------
 
 def _workbook(tmp_path) -> Path:
-    from xlplan.io.workbook.export import workbook_for_plan
+    from workbookhelp import workbook_for_plan
 
     path = tmp_path / "plan.xlsx"
     path.write_bytes(workbook_for_plan(reference_plan()))

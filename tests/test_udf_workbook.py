@@ -14,12 +14,11 @@ import statistics
 import openpyxl
 import pytest
 from planhelp import replan
-from workbookhelp import agrees, require_libreoffice
+from workbookhelp import agrees, build, require_libreoffice
 
 from udfs import functions as U
 from xlplan.cli import main
 from xlplan.io.libreoffice import recalculate
-from xlplan.io.workbook.layout import build
 from xlplan.io.workbook.writer import workbook_bytes
 
 CALL = re.compile(r"^=(?:(MIN|MEDIAN|MAX)\()?([A-Z_]+)\(([^()]*)\)\)?$")

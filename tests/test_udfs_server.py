@@ -119,9 +119,10 @@ def _manifest_namespace(manifest: str) -> str | None:
 @pytest.mark.parametrize("environment, namespace", [("prod", "XLWINGS"), ("dev", "XLWINGS"), ("prod", "")])
 def test_the_workbook_calls_the_functions_by_the_names_the_manifest_registers(server, monkeypatch, environment, namespace):
     # `xlplan workbook --formulas udf --namespace NS` must write exactly the prefix the served manifest gives Excel
+    from workbookhelp import build
+
     from xlplan.io.planfile import reference_plan
     from xlplan.io.workbook.common import UDF_NAMES
-    from xlplan.io.workbook.layout import build
 
     client, settings = server
     monkeypatch.setattr(settings, "environment", environment)

@@ -10,13 +10,11 @@ import pandas as pd
 import pytest
 from planhelp import replan
 from pytest import approx
-from workbookhelp import NAMED_OUTPUTS
+from workbookhelp import NAMED_OUTPUTS, build, workbook_for_plan
 
 from xlplan.cli import main
 from xlplan.io.planfile import reference_plan
 from xlplan.io.workbook import SIX_TABS, SUPPORT_TABS
-from xlplan.io.workbook.export import workbook_for_plan
-from xlplan.io.workbook.layout import build
 from xlplan.io.workbook.reader import read_workbook
 
 README_NAMES = ("PeakRate", "PromptP50", "PromptP95", "PromptP99", "OutputP50", "OutputP95", "OutputP99", "TTFTTarget",

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from workbookhelp import workbook_for_plan
 
 from xlplan.cli import main
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook.export import workbook_for_plan
 
 DATA = Path(__file__).parent / "data"
 

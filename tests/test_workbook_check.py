@@ -11,11 +11,10 @@ from pathlib import Path
 import openpyxl
 import pytest
 from planhelp import replan
-from workbookhelp import require_libreoffice
+from workbookhelp import require_libreoffice, workbook_for_plan
 
 from xlplan.cli import main
 from xlplan.io.workbook import SIX_TABS, SUPPORT_TABS
-from xlplan.io.workbook.export import workbook_for_plan
 
 SHEETS = ["Summary", *SIX_TABS, "Options", "Schedule", *SUPPORT_TABS]  # the order of the package's sheet files
 

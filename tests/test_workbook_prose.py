@@ -14,11 +14,10 @@ import re
 import openpyxl
 import pytest
 from planhelp import replan
-from workbookhelp import recalc_and_compare, require_libreoffice
+from workbookhelp import build, recalc_and_compare, require_libreoffice
 
 from xlplan.cli import main
 from xlplan.io.workbook import SIX_TABS
-from xlplan.io.workbook.layout import build
 from xlplan.io.workbook.tab_sensitivities import BLANK_WHATIF_ROWS, STALE, whatif_rows
 from xlplan.io.workbook.writer import workbook_bytes
 from xlplan.planner import plan as run_plan

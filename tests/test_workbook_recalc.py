@@ -205,9 +205,7 @@ def test_committed_template_in_excel_grammar(ref_plan):
     from pathlib import Path
 
     from excelgrammar import evaluate, value
-    from workbookhelp import compare_book, engine_json
-
-    from xlplan.io.workbook.layout import build
+    from workbookhelp import build, compare_book, engine_json
 
     template = Path(__file__).resolve().parents[1] / "workbook" / "capacity-plan.xlsx"
     import tempfile

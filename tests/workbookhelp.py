@@ -12,9 +12,11 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from xlplan.book import figures
 from xlplan.io.libreoffice import recalculate, soffice
 from xlplan.io.planfile import plan_to_yaml
-from xlplan.io.workbook.layout import build
+from xlplan.io.workbook import layout
+from xlplan.io.workbook.export import workbook_for
 from xlplan.io.workbook.writer import workbook_bytes
 from xlplan.plan import Plan
 
@@ -77,6 +79,17 @@ NAMED_OUTPUTS: dict[str, tuple] = {
 }
 
 SENSITIVITY_COLUMNS = {"I": "load", "J": "fleet", "K": "purchased", "L": "binding", "M": "monthly_usd", "N": "usd_per_mtok"}
+
+
+def build(plan: Plan, formulas: str = "native", namespace: str = "", verify: bool | str = False, traffic=None):
+    """The workbook of a plan as the CLI builds it: the engine's figures (:func:`xlplan.book.figures`), then the writer."""
+    return layout.build(figures(plan, verify=verify), formulas, traffic, namespace)
+
+
+def workbook_for_plan(plan: Plan, formulas: str = "native", verify: bool | str = False) -> bytes:
+    """The .xlsx bytes of a plan's workbook, as ``xlplan workbook`` writes them."""
+    return workbook_for(figures(plan, verify=verify), formulas)
+
 
 
 def require_libreoffice() -> str:

@@ -52,7 +52,9 @@ def plan_cmd(
         if v is not None:
             contents.append((picture, picture_png(v.curve, p.promise.ttft_s, p.promise.itl, v.percentile, v.runbook_load, p.name)))
     if workbook is not None:
-        contents += workbook_files(p, workbook, verify=result.verified is not None, result=result)
+        from xlplan.book import figures
+
+        contents += workbook_files(figures(p, verify=result.verified is not None, result=result), workbook)
     write_outputs(contents)
     for path, _ in contents:
         typer.echo(f"wrote {path}", err=True)

@@ -25,12 +25,13 @@ def template_cmd(
 ) -> None:
     """Regenerate the template workbook (the reference plan, its Answer verified in simulation) from code; it is never
     edited by hand."""
+    from xlplan.book import figures
     from xlplan.io import files
-    from xlplan.io.workbook.export import workbook_for_plan
+    from xlplan.io.workbook.export import workbook_for
 
     target = TEMPLATE_PATH if output is None else output
     if check:
-        data = workbook_for_plan(reference_plan(), verify=True)
+        data = workbook_for(figures(reference_plan(), verify=True))
         if not target.is_file():
             typer.echo(f"error: {target}: no such file; expected the template workbook (run from the checkout's "
                        "top folder, or give -o)", err=True)
@@ -42,7 +43,7 @@ def template_cmd(
         return
     # the default template is generated, never edited, so it is regenerated in place; any other file needs --force
     check_outputs([Output(target, "-o", WORKBOOK)], force or output is None)
-    write_outputs([(target, workbook_for_plan(reference_plan(), verify=True))])
+    write_outputs([(target, workbook_for(figures(reference_plan(), verify=True)))])
     typer.echo(f"wrote {target}")
 
 
@@ -58,6 +59,7 @@ def workbook_cmd(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Simulate the fleet at peak (the default): the Summary's Answer is the verified fleet, shaded, with a stale flag; --no-verify: the closed form."),
 ) -> None:
     """Write the capacity-note workbook for a plan: six tabs of live formulas, cached values, checks."""
+    from xlplan.book import figures
     from xlplan.io.workbook.common import check_namespace
     from xlplan.io.workbook.export import export
 
@@ -67,8 +69,9 @@ def workbook_cmd(
         check_namespace(namespace)
     except ValueError as e:
         raise InputError("--namespace", [str(e).split(": ", 1)[1]]) from None
-    export(_load(plan_file), output, force=force, pdf=pdf, recalc=recalc, formulas=formulas, namespace=namespace,
-           inputs=(plan_file,) if plan_file is not None else (), verify="auto" if verify else False)
+    p = _load(plan_file)
+    export(lambda: figures(p, verify="auto" if verify else False), output, force=force, pdf=pdf, recalc=recalc,
+           formulas=formulas, namespace=namespace, inputs=(plan_file,) if plan_file is not None else ())
     typer.echo(f"wrote {output}" + (f" and {output.with_suffix('.pdf')}" if pdf else ""))
 
 
@@ -98,9 +101,10 @@ def check_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
 ) -> None:
     """Audit a workbook: formulas against the template's, values against the engine's, the checks block. Exit 1 on findings."""
+    from xlplan.book import figures, whatif_row
     from xlplan.io.workbook.check import check_workbook
 
-    findings = check_workbook(workbook)
+    findings = check_workbook(workbook, figures, lambda p, s, whatifs: [whatif_row(p, s, w) for w in whatifs])
     if as_json:
         typer.echo(json.dumps([f.as_dict() for f in findings], indent=2))
     elif not findings:

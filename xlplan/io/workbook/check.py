@@ -13,15 +13,21 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlplan.io.workbook.cells import quote_sheet
 from xlplan.io.workbook.common import ADDIN_AGREES, ADDIN_MISSING, CROSSCHECK_COL, SIX_TABS, Engine
 from xlplan.io.workbook.layout import CHECKS, build
 from xlplan.io.workbook.reader import name_cells, open_workbook, read_whatifs, read_workbook
 from xlplan.io.workbook.tab_sensitivities import STALE, built_whatifs, relay_whatifs, whatif_rows
+
+if TYPE_CHECKING:
+    from xlplan.figures import Figures, WhatIfRow
+    from xlplan.plan import Plan
+    from xlplan.scenario import Scenario
 
 RELATIVE_TOLERANCE = 1e-9
 """Values within this relative difference agree (LibreOffice stores 15 significant digits). [fraction]"""
@@ -109,8 +115,14 @@ def _formula_mode(wb) -> tuple[str, str]:
     return "native", ""
 
 
-def check_workbook(path: str | Path) -> list[Finding]:
+def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
+                   rows_of: Callable[[Plan, Scenario, list], list[WhatIfRow]]) -> list[Finding]:
     """Findings for a workbook (empty when it agrees with the template and the engine).
+
+    The engine comes in as two functions, so this module reads and compares and computes nothing:
+    ``figures_of(plan, verify=...)`` gives the figures of the workbook's own inputs (:func:`xlplan.book.figures`),
+    ``rows_of(plan, scenario, whatifs)`` the engine's re-plan of each what-if row the workbook holds
+    (:func:`xlplan.book.whatif_row` of each).
 
     Raises
     ------
@@ -123,13 +135,14 @@ def check_workbook(path: str | Path) -> list[Finding]:
     wf = open_workbook(path)
     mode, namespace = _formula_mode(wf)
     verified = wf.defined_names.get("VerifiedLoad") is not None  # built with `plan --verify`: simulate again (seeded)
-    fresh = build(plan, mode, namespace=namespace, verify=verified)
+    fig = figures_of(plan, verify=verified)
+    fresh = build(fig, mode, namespace=namespace)
     # The what-if rows as the workbook holds them (a user's own rows filled in, a standard row edited): the engine
     # re-plans each, and its figures are what the row must show.
     whatifs = read_whatifs(path)
     user_rows: set[int] = set()
     if whatifs is not None and whatifs != built_whatifs() and len(whatifs) == len(built_whatifs()):
-        relay_whatifs(fresh, Engine.run(plan, mode, namespace), whatifs)
+        relay_whatifs(fresh, Engine(fig, mode, namespace), rows_of(plan, fig.s, whatifs))
         first, _ = whatif_rows(fresh)
         user_rows = {first + k for k, (w, b) in enumerate(zip(whatifs, built_whatifs())) if w != b}
     wv = open_workbook(path, data_only=True)

@@ -5,17 +5,20 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xlplan import catalog, distributions, engines, fleet, memory, queue_path, specs, steps
+from xlplan import catalog, distributions, engines, fleet, memory, queue_path, specs, tp_choice
 from xlplan.io.workbook.cells import Book, Cell, Sheet
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
 from xlplan.plan import Plan
-from xlplan.planner import plan as run_plan
 from xlplan.result import PlanResult
-from xlplan.scenario import RUNBOOK_UNBOUNDED, Scenario, resolve
+from xlplan.scenario import RUNBOOK_UNBOUNDED, Scenario
 from xlplan.specs import GPUSpec, ModelSpec
 from xlplan.units import GIB, MILLION, SECONDS_PER_HOUR, TERA
+
+if TYPE_CHECKING:
+    from xlplan.figures import Figures
+    from xlplan.steps import Solution
 
 CATALOG_FIRST_ROW = 5
 """First data row of the GPUs and Models sheets (title, purpose and a header above it)."""
@@ -179,7 +182,7 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
      "Used when attention FLOPs in decode are counted, and for the mean cached context of a decoding sequence."),
     ("CausalPairsDivisor", "Causal attention: pairs n(n+1)/2", 2.0, "1", "Each token attends to those before it."),
     ("GBUnit", "Bytes per GB", 1e9, "bytes/GB", "10^9: interconnect GB/s are decimal."),
-    ("ActivationBytes", "Bytes per activation on the wire", steps.ACTIVATION_BYTES, "bytes", "bf16 all-reduces."),
+    ("ActivationBytes", "Bytes per activation on the wire", tp_choice.ACTIVATION_BYTES, "bytes", "bf16 all-reduces."),
     ("BF16Bytes", "Bytes per bf16 element", 2.0, "bytes", ""),
     ("MLPUpProjections", "Gate and up projections", 2.0, "matrices", "The MLP's intermediate is twice its width before SiLU."),
     ("AllReducesPerLayer", "Tensor-parallel all-reduces per layer", 2.0, "1", "After attention and after the MLP."),
@@ -207,36 +210,54 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("AllenCunneenDivisor", "Allen–Cunneen factor's divisor", 2.0, "1", "(cA² + cS²) ÷ 2 scales the M/M/c wait (Allen 1990)."),
     ("ErlangCoarseDivisor", "Erlang C coarse table: step = √(offered load) ÷ this", 4.0, "1", "16 coarse rows span about 4√a."),
     ("ErlangTableRows", "Rows of each Erlang C table", 16.0, "rows", "A coarse step wider than this is past the fine table."),
-    ("TPObjectivePurchased", "TP choice: weight of GPUs purchased", steps.TP_OBJECTIVE_PURCHASED, "1", "Fewest purchased first..."),
-    ("TPObjectiveBilled", "TP choice: weight of GPUs billed", steps.TP_OBJECTIVE_BILLED, "1", "...then fewest billed, then the smallest TP."),
+    ("TPObjectivePurchased", "TP choice: weight of GPUs purchased", tp_choice.TP_OBJECTIVE_PURCHASED, "1", "Fewest purchased first..."),
+    ("TPObjectiveBilled", "TP choice: weight of GPUs billed", tp_choice.TP_OBJECTIVE_BILLED, "1", "...then fewest billed, then the smallest TP."),
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Engine:
-    """The engine's figures for one plan: what the cached values come from."""
+    """The engine's figures for one plan (:func:`xlplan.book.figures`) and how the workbook writes them: the writer
+    reads every cached value from here and computes none."""
 
-    plan: Plan
-    s: Scenario
-    sol: steps.Solution
-    result: PlanResult
-    model: ModelSpec
-    gpu: GPUSpec
+    fig: Figures
     formulas: str = "native"  # 'native' formulas, or 'udf': key cells call the xlplan Excel functions
     namespace: str = ""  # the add-in's function namespace (xlwings Server's XLWINGS), '' for none
 
-    @classmethod
-    def run(cls, plan: Plan, formulas: str = "native", namespace: str = "", verify: bool = False,
-            result: PlanResult | None = None) -> Engine:
-        """The engine's figures for ``plan``; with ``verify``, the fleet simulated at peak too (``result.verified``).
-        ``result``: the plan's result already computed (``plan --verify --workbook`` simulates once, not twice)."""
-        if formulas not in FORMULA_MODES:
-            raise ValueError(f"formulas: got {formulas!r}; expected one of {', '.join(FORMULA_MODES)}")
-        check_namespace(namespace)
-        s = resolve(plan)
-        if result is None or (verify and result.verified is None):
-            result = run_plan(plan, verify=verify)
-        return cls(plan, s, steps.solve(s), result, plan.model.resolve(), plan.hardware.resolve(), formulas, namespace)
+    def __post_init__(self) -> None:
+        if self.formulas not in FORMULA_MODES:
+            raise ValueError(f"formulas: got {self.formulas!r}; expected one of {', '.join(FORMULA_MODES)}")
+        check_namespace(self.namespace)
+
+    @property
+    def plan(self) -> Plan:
+        """The plan the figures are for."""
+        return self.fig.plan
+
+    @property
+    def s(self) -> Scenario:
+        """Its numbers."""
+        return self.fig.s
+
+    @property
+    def sol(self) -> Solution:
+        """The closed form's solution, which the formulas reproduce."""
+        return self.fig.sol
+
+    @property
+    def result(self) -> PlanResult:
+        """The plan's result: the Answer and the note's figures."""
+        return self.fig.result
+
+    @property
+    def model(self) -> ModelSpec:
+        """The model."""
+        return self.fig.model
+
+    @property
+    def gpu(self) -> GPUSpec:
+        """The GPU."""
+        return self.fig.gpu
 
     def udf_call(self, text: str) -> str:
         """An expression calling xlplan Excel functions, each name prefixed with the namespace (``XLWINGS.MEMORY_GPUS(``)."""

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+from xlplan.figures import Figures
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PDF, WORKBOOK, Output, check_outputs, write_outputs
 from xlplan.io.workbook.cells import Book
 from xlplan.io.workbook.common import DECISION_TABS, SUMMARY_TAB
 from xlplan.io.workbook.layout import SIX_TABS, build
 from xlplan.io.workbook.writer import workbook_bytes
-from xlplan.plan import Plan
 
 
-def workbook_for_plan(plan: Plan, formulas: str = "native", verify: bool = False) -> bytes:
-    """The .xlsx bytes for a plan, caches from the engine (with ``verify``, the fleet simulated at peak as the
-    Summary's Answer). Deterministic: same plan, same bytes (the simulation is seeded)."""
-    return workbook_bytes(build(plan, formulas, verify=verify))
+def workbook_for(fig: Figures, formulas: str = "native") -> bytes:
+    """The .xlsx bytes of a plan's figures (:func:`xlplan.book.figures`), caches from the engine (where the figures
+    carry it, the fleet simulated at peak as the Summary's Answer). Deterministic: same figures, same bytes."""
+    return workbook_bytes(build(fig, formulas))
 
 
 def recalculated_caches(book: Book) -> Book:
@@ -65,14 +66,14 @@ def workbook_outputs(output: str | Path, pdf: bool = False, option: str = "-o") 
     return outs
 
 
-def workbook_files(plan: Plan, output: str | Path, pdf: bool = False, recalc: bool = False, formulas: str = "native",
-                   traffic=None, namespace: str = "", verify: bool = False, result=None) -> list[tuple[Path, bytes]]:
-    """(path, bytes) of the workbook for a plan and, with ``pdf``, its PDF; nothing is written. ``verify``: with the
-    fleet simulated at peak on tab 4; ``result``: the plan's result when the caller already has it."""
+def workbook_files(fig: Figures, output: str | Path, pdf: bool = False, recalc: bool = False, formulas: str = "native",
+                   traffic=None, namespace: str = "") -> list[tuple[Path, bytes]]:
+    """(path, bytes) of the workbook of a plan's figures (:func:`xlplan.book.figures`) and, with ``pdf``, its PDF;
+    nothing is written."""
     output = Path(output)
     if recalc and formulas != "native":
         raise InputError("--recalc", ["LibreOffice cannot run the xlplan Excel functions; expected --formulas native with --recalc"])
-    book = build(plan, formulas, traffic, namespace, verify, result)
+    book = build(fig, formulas, traffic, namespace)
     if recalc:
         book = recalculated_caches(book)
     data = workbook_bytes(book)
@@ -82,9 +83,9 @@ def workbook_files(plan: Plan, output: str | Path, pdf: bool = False, recalc: bo
     return out
 
 
-def export(plan: Plan, output: str | Path, force: bool = False, pdf: bool = False, recalc: bool = False,
-           formulas: str = "native", traffic=None, namespace: str = "", inputs: tuple = (), verify: bool = False) -> None:
-    """Write the workbook for a plan (and its PDF); every output is checked first, and nothing is written when any step
-    fails. ``verify``: the fleet simulated at peak, the Summary's Answer."""
+def export(figures_of: Callable[[], Figures], output: str | Path, force: bool = False, pdf: bool = False,
+           recalc: bool = False, formulas: str = "native", traffic=None, namespace: str = "", inputs: tuple = ()) -> None:
+    """Write the workbook of a plan (and its PDF); every output is checked first (before ``figures_of`` computes the
+    figures), and nothing is written when any step fails."""
     check_outputs(workbook_outputs(output, pdf), force, inputs)
-    write_outputs(workbook_files(plan, output, pdf, recalc, formulas, traffic, namespace, verify=verify))
+    write_outputs(workbook_files(figures_of(), output, pdf, recalc, formulas, traffic, namespace))

@@ -15,7 +15,6 @@ from xlplan.io.workbook.common import (
     num,
 )
 from xlplan.io.workbook.support import put_banner
-from xlplan.planner import UTILISATION_TABLE
 from xlplan.units import MILLION, SECONDS_PER_HOUR
 
 
@@ -293,7 +292,7 @@ def _utilisation_table(sh, e: Engine) -> None:
     heads = ["Average utilisation", "Self-hosted [$/M tokens]"] + (["API [$/M tokens]"] if api is not None else [])
     for i, label in enumerate(heads):
         sh.put(i + 1, hdr, Cell(label, kind="header"))
-    table = [(u, at) for u, at in zip(UTILISATION_TABLE, e.result.cost.usd_per_mtok_by_utilisation) if u <= 1.0]
+    table = [(at.utilisation, at) for at in e.result.cost.usd_per_mtok_by_utilisation if at.utilisation <= 1.0]
     for k, (u, at) in enumerate(table):
         r = hdr + 1 + k
         sh.put("A", r, Cell(u, kind="input", fmt="0%", validation=Validation(

@@ -7,11 +7,9 @@ price x GPUs on the bill x hours, and $/M tokens over the plan's own tokens per 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from xlplan.figures import Decisions
 from xlplan.io.workbook.cells import Book, Cell, Sheet
 from xlplan.io.workbook.common import DECISION_TABS, FMT, Engine, Rows
-from xlplan.result import GPUOption, ScheduleOut
 
 STALE_INPUTS = ("PeakRate", "PromptP50", "PromptP95", "OutputP50", "OutputP95", "AvgUtilisation", "PrefixReuse", "TTFTTarget",
                 "ITLTarget", "ModelKey", "WeightsDtype", "KVDtype", "GPUKey", "Redundancy", "MemoryUtilisation", "HoursPerMonth",
@@ -20,16 +18,6 @@ STALE_INPUTS = ("PeakRate", "PromptP50", "PromptP95", "OutputP50", "OutputP95", 
 
 STALE = "STALE: the inputs on 1 Inputs have changed since these values were computed; rebuild with `xlplan workbook`"
 FRESH = "current: computed for the inputs on 1 Inputs"
-
-
-@dataclass(frozen=True)
-class Decisions:
-    """What the Options and Schedule sheets show, computed once per workbook by the engine."""
-
-    options: list[GPUOption]
-    recommendation: str
-    schedule: ScheduleOut | None = None
-    schedule_note: str = ""  # why there is no schedule, when there is none
 
 
 def stale_flag(book: Book, sh: Sheet, e: Engine, name: str) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from xlplan import compute, distributions, steps, whatif
+from xlplan import whatif
+from xlplan.figures import WhatIfRow
 from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import (
@@ -18,9 +19,7 @@ from xlplan.io.workbook.common import (
 )
 from xlplan.io.workbook.formulas import Prose
 from xlplan.io.workbook.support import put_banner
-from xlplan.plan import Plan
-from xlplan.scenario import TP_DEGREES, compute_dtype
-from xlplan.specs import GPUSpec
+from xlplan.scenario import TP_DEGREES
 
 SENS_INPUT_COLS = (
     ("What-if (from the row's changes)", "label", None),
@@ -65,6 +64,11 @@ def built_whatifs() -> list[whatif.WhatIf | None]:
     return list(whatif.STANDARD_WHAT_IFS) + [None] * BLANK_WHATIF_ROWS
 
 
+def built_rows(e: Engine) -> list[WhatIfRow]:
+    """The engine's figures of those rows: its what-if rows, then the blank rows (each caching the plan as it stands)."""
+    return list(e.fig.whatifs) + [e.fig.as_planned] * BLANK_WHATIF_ROWS
+
+
 def _columns() -> tuple[dict[str, str], dict[str, list[str]], str]:
     """Column letters of the what-if table's working columns (from P, after the results), per-TP columns, last column."""
     from openpyxl.utils import get_column_letter as L
@@ -91,16 +95,16 @@ def whatif_rows(book: Book) -> tuple[int, int]:
     return int(a.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")), int(b.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
 
 
-def relay_whatifs(book: Book, e: Engine, whatifs: list[whatif.WhatIf | None]) -> None:
-    """Lay the what-if rows out again for the what-ifs a workbook holds, with the engine's re-plan of each as the values
-    (`xlplan check` compares a user's own rows this way)."""
+def relay_whatifs(book: Book, e: Engine, rows: list[WhatIfRow]) -> None:
+    """Lay the what-if rows out again for the what-ifs a workbook holds, with the engine's re-plan of each
+    (:func:`xlplan.book.whatif_row`) as the values (`xlplan check` compares a user's own rows this way)."""
     first, last = whatif_rows(book)
-    if len(whatifs) != last - first + 1:
-        raise ValueError(f"{len(whatifs)} what-ifs for {last - first + 1} rows")
+    if len(rows) != last - first + 1:
+        raise ValueError(f"{len(rows)} what-ifs for {last - first + 1} rows")
     cols, per_tp, _ = _columns()
     sh = book.get(SIX_TABS[5])
-    for k, w in enumerate(whatifs):
-        _sens_row(sh, first + k, first - 2, e, w, cols, per_tp)
+    for k, row in enumerate(rows):
+        _sens_row(sh, first + k, first - 2, e, row, cols, per_tp)
 
 
 def _breakpoints(sh: Sheet, rows: Rows, e: Engine) -> None:
@@ -157,10 +161,10 @@ def sensitivities_tab(book: Book, e: Engine) -> None:
             sh.put(col, tp_row, Cell(f"=INDEX(TPDegrees,{i + 1})", formula=True, cached=TP_DEGREES[i], kind="calc", fmt="0"))
     sh.outline_columns = ("P", last_col)
     first = hdr + 1
-    whatifs = built_whatifs()
-    for k, w in enumerate(whatifs):
-        _sens_row(sh, first + k, tp_row, e, w, cols, per_tp)
-    last = first + len(whatifs) - 1
+    built = built_rows(e)
+    for k, row in enumerate(built):
+        _sens_row(sh, first + k, tp_row, e, row, cols, per_tp)
+    last = first + len(built) - 1
     book.define_range(WHATIF_INPUTS, sh, f"B{first}", f"H{last}")
     sh.print_area = f"A1:O{last}"
     sh.row = last + 1
@@ -203,27 +207,37 @@ def _input_validation(title: str, kind: str) -> Validation:
                       "Enter a fraction between 0 and 1: 0.40, not 40.")
 
 
-def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf | None, C: dict, per_tp: dict) -> None:
-    """One what-if row: its inputs (blank for None: an empty row for the user), a formula in every other column, and the
-    engine's re-plan of it as the values (results empty for a blank row)."""
-    plan = e.plan
+def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, row: WhatIfRow, C: dict, per_tp: dict) -> None:
+    """One what-if row: its inputs (blank for a blank row: an empty row for the user), a formula in every other column,
+    and the engine's re-plan of it (``row``, from :func:`xlplan.book.whatif_row`) as the values."""
+    w = row.whatif
     blank = w is None
-    ww = w or whatif.WhatIf()
-    try:
-        sc = whatif.apply(plan, e.s, ww)
-        tr = steps.traffic(sc)
-        cands = {tp: steps.paths(sc, tr, tp) for tp in TP_DEGREES}  # every degree: the sheet has a column for each
-        try:
-            solved = steps.solve(sc)
-        except steps.PlanningError:
-            solved = None
-    except steps.PlanningError:
-        sc = tr = solved = None
-        cands = {}
-    sol = solved.paths if solved else None
-    p_sig = distributions.fit_lognormal(sc.prompt_p50, sc.prompt_p95, sc.prompt_p99)[1] if sc else NA
+    _row_inputs(sh, r, w)
+    q = {k: f"{v}{r}" for k, v in C.items()}
+    label = _label(r, e, w)
+    put = _putter(sh, r)
+    put(C["blank"], f'=AND(COUNT(B{r}:D{r},G{r}:H{r})=0,E{r}="",F{r}="")', blank)
+    put(C["desc"], "=" + label.formula, label.text)
+    desc = q["desc"]
+    put("A", f'=IF({q["blank"]},"",IF({desc}="","as planned",MID({desc},LEN("{SEP}")+1,LEN({desc}))))',
+        "" if blank else (label.text[len(SEP):] or "as planned"))
+    _working_columns(put, r, e, row, C, q)
+    for i, tp in enumerate(TP_DEGREES):
+        _per_tp_columns(sh, put, r, i, tp, tp_row, row, q, per_tp)
+    _choice_columns(put, r, row, C, q, per_tp)
+    _result_columns(put, r, row, q)
+
+
+def _putter(sh: Sheet, r: int):
+    """A function putting one calculated cell of row ``r``: (column, formula, cached value, format)."""
     def put(col, formula, cached, fmt=None):
         sh.put(col, r, Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt))
+    return put
+
+
+def _row_inputs(sh: Sheet, r: int, w: whatif.WhatIf | None) -> None:
+    """The row's input cells B to H (yellow, validated): the what-if's changes, blank where it keeps the plan's value."""
+    ww = w or whatif.WhatIf()
 
     def ratio(x):
         return None if x == 1.0 else x
@@ -232,30 +246,29 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf | None
               ww.average_utilisation)
     for i, (v, (title, kind, fmt)) in enumerate(zip(inputs, SENS_INPUT_COLS)):
         if kind != "label":
-            sh.put(i + 1, r, Cell(None if blank else v, kind="input", fmt=fmt, validation=_input_validation(title, kind)))
-    ok = sol is not None and not blank
-    q = {k: f"{v}{r}" for k, v in C.items()}
-    label = _label(r, e, w)
-    put(C["blank"], f'=AND(COUNT(B{r}:D{r},G{r}:H{r})=0,E{r}="",F{r}="")', blank)
-    put(C["desc"], "=" + label.formula, label.text)
-    desc = q["desc"]
-    put("A", f'=IF({q["blank"]},"",IF({desc}="","as planned",MID({desc},LEN("{SEP}")+1,LEN({desc}))))',
-        "" if blank else (label.text[len(SEP):] or "as planned"))
-    cached = {}
-    if sc is not None:
-        cached = {
-            "rate": sc.peak_rps, "p95": sc.prompt_p95, "p50": sc.prompt_p50, "p99": sc.prompt_p99 if sc.prompt_p99 is not None else "",
-            "itl": sc.itl_s, "kvd": ww.kv_dtype or plan.model.kv_dtype, "wd": ww.weights_dtype or plan.model.weights_dtype,
-            "reuse": sc.prefix_reuse, "util": sc.average_utilisation, "sig": p_sig, "pmean": tr.prompt_mean,
-            "pm2": tr.prompt_second_moment,
-            "p99fit": distributions.lognormal_quantile(sc.prompt_p50, p_sig, 0.99), "conv": tr.conversation_tokens,
-            "tis": tr.time_in_system_s, "conc": tr.concurrency, "kvtl": sc.kv_bytes_per_token_layer,
-            "kvconv": tr.kv_bytes_per_conversation, "kvgib": tr.kv_gib_per_conversation, "wbytes": sc.weights_bytes,
-            "cdtype": _dtype_of_peak(plan, e.gpu, ww), "peak": sc.peak_tflops, "prefill": tr.prefill_flops_per_request,
-            "decode": tr.decode_flops_per_token,
-            "demand": compute.compute_gpus_split(tr.prefill_tflops, tr.decode_tflops, sc.peak_tflops, steps.prefill_mfu(sc),
-                                                 steps.decode_mfu(sc)),
-        }
+            sh.put(i + 1, r, Cell(None if w is None else v, kind="input", fmt=fmt, validation=_input_validation(title, kind)))
+
+
+def _working_cached(e: Engine, row: WhatIfRow) -> dict:
+    """The engine's value of each working column of a what-if row (empty when the row's inputs cannot run)."""
+    sc, tr, ww = row.scenario, row.traffic, row.whatif or whatif.WhatIf()
+    if sc is None:
+        return {}
+    return {
+        "rate": sc.peak_rps, "p95": sc.prompt_p95, "p50": sc.prompt_p50, "p99": sc.prompt_p99 if sc.prompt_p99 is not None else "",
+        "itl": sc.itl_s, "kvd": ww.kv_dtype or e.plan.model.kv_dtype, "wd": ww.weights_dtype or e.plan.model.weights_dtype,
+        "reuse": sc.prefix_reuse, "util": sc.average_utilisation, "sig": row.prompt_sigma, "pmean": tr.prompt_mean,
+        "pm2": tr.prompt_second_moment, "p99fit": row.prompt_p99_fit, "conv": tr.conversation_tokens,
+        "tis": tr.time_in_system_s, "conc": tr.concurrency, "kvtl": sc.kv_bytes_per_token_layer,
+        "kvconv": tr.kv_bytes_per_conversation, "kvgib": tr.kv_gib_per_conversation, "wbytes": sc.weights_bytes,
+        "cdtype": row.compute_dtype, "peak": sc.peak_tflops, "prefill": tr.prefill_flops_per_request,
+        "decode": tr.decode_flops_per_token, "demand": row.demand_gpus,
+    }
+
+
+def _working_columns(put, r: int, e: Engine, row: WhatIfRow, C: dict, q: dict) -> None:
+    """The row's inputs resolved against the plan's, and the traffic and demand they imply, each by formula."""
+    cached = _working_cached(e, row)
     put(C["rate"], f"=PeakRate*IF(ISNUMBER(B{r}),B{r},1)", cached.get("rate", NA))
     put(C["p95"], f"=PromptP95*IF(ISNUMBER(C{r}),C{r},1)", cached.get("p95", NA))
     put(C["p50"], f"=MIN(PromptP50,{q['p95']})", cached.get("p50", NA))
@@ -283,40 +296,44 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf | None
     put(C["decode"], "=" + F.decode_flops(q["pmean"]), cached.get("decode", NA))
     put(C["demand"], f"=({q['rate']}*{q['prefill']}*(1-{q['reuse']})/({q['peak']}*PrefillMFU)"
         f"+{q['rate']}*OutputMean*{q['decode']}/({q['peak']}*DecodeMFU))/TeraUnit", cached.get("demand", NA))
-    for i, tp in enumerate(TP_DEGREES):
-        c = cands.get(tp)
-        is_c = sc is not None and tp in sc.tp_options
-        t = f"{per_tp['mem'][i]}${tp_row}"
-        budget = f"({F.kv_budget_engine(q['wbytes'], t, F.activation_gib(t))})"
-        shards = f"IF(AttentionDataParallel,{t},MIN({t},KVShardLimit))"
-        conc, kvgib, demand = q["conc"], q["kvgib"], q["demand"]
-        whole = F.whole_gpus(f"{conc}/(MAX({budget},0)*{shards}/{kvgib})", t)
-        mem = f'=IF({F.tp_considered(t)},IF({budget}>0,{whole},"{NONE}"),"")'
-        put(per_tp["mem"][i], mem, (num(c.memory_gpus) if is_c else "") if c else NA, "0")
-        t = f"{per_tp['comp'][i]}${tp_row}"
-        whole = F.whole_gpus(f"{demand}/{t}", t)
-        put(per_tp["comp"][i], f'=IF({F.tp_considered(t)},{whole},"")',
-            (c.compute_gpus if is_c else "") if c else NA, "0")
-        # the largest batch within the target: searched by the engine for this row (a bisection is not a formula)
-        sh.put(per_tp["batch"][i], r, Cell(num(c.max_decode_batch) if c and not math.isinf(c.max_decode_batch) else 0.0,
-                                           kind="static", fmt=FMT["num"]))
-        t = f"{per_tp['lat'][i]}${tp_row}"
-        batch = per_tp["batch"][i] + str(r)
-        whole = F.whole_gpus(f"{conc}/{batch}", t)
-        put(per_tp["lat"][i], f'=IF({F.tp_considered(t)},IF({batch}>0,{whole},"{NONE}"),"")',
-            (num(c.latency_gpus) if is_c else "") if c else NA, "0")
-        mc, cc, lc = per_tp["mem"][i] + str(r), per_tp["comp"][i] + str(r), per_tp["lat"][i] + str(r)
-        load = c.load if (c and is_c and not math.isinf(c.load)) else ""
-        put(per_tp["load"][i], f'=IF(AND(ISNUMBER({mc}),ISNUMBER({lc})),MAX({mc},{cc},{lc}),"")', load if c else NA, "0")
-        t = f"{per_tp['obj'][i]}${tp_row}"
-        ld = per_tp["load"][i] + str(r)
-        with_red = f"({ld}/{t}+Redundancy)*{t}"
-        bought = f"ROUNDUP({with_red}/GPUsPerNode,0)*GPUsPerNode"
-        obj = f'=IF(ISNUMBER({ld}),{F.tp_objective(bought, f"IF(BillPurchased,{bought},{with_red})", t)},"")'
-        obj_cached = ""
-        if c and is_c and not math.isinf(c.load):
-            obj_cached = steps.tp_objective(c, c.purchased if sc.bill_purchased else c.with_redundancy)
-        put(per_tp["obj"][i], obj, obj_cached if c else NA, "0")
+
+
+def _per_tp_columns(sh: Sheet, put, r: int, i: int, tp: int, tp_row: int, row: WhatIfRow, q: dict, per_tp: dict) -> None:
+    """The memory, compute and latency paths, the load and the TP objective of the row at the ``i``-th degree."""
+    c = row.candidates.get(tp)
+    is_c = row.scenario is not None and tp in row.scenario.tp_options
+    t = f"{per_tp['mem'][i]}${tp_row}"
+    budget = f"({F.kv_budget_engine(q['wbytes'], t, F.activation_gib(t))})"
+    shards = f"IF(AttentionDataParallel,{t},MIN({t},KVShardLimit))"
+    conc, kvgib, demand = q["conc"], q["kvgib"], q["demand"]
+    whole = F.whole_gpus(f"{conc}/(MAX({budget},0)*{shards}/{kvgib})", t)
+    mem = f'=IF({F.tp_considered(t)},IF({budget}>0,{whole},"{NONE}"),"")'
+    put(per_tp["mem"][i], mem, (num(c.memory_gpus) if is_c else "") if c else NA, "0")
+    t = f"{per_tp['comp'][i]}${tp_row}"
+    whole = F.whole_gpus(f"{demand}/{t}", t)
+    put(per_tp["comp"][i], f'=IF({F.tp_considered(t)},{whole},"")', (c.compute_gpus if is_c else "") if c else NA, "0")
+    # the largest batch within the target: searched by the engine for this row (a bisection is not a formula)
+    sh.put(per_tp["batch"][i], r, Cell(num(c.max_decode_batch) if c and not math.isinf(c.max_decode_batch) else 0.0,
+                                       kind="static", fmt=FMT["num"]))
+    t = f"{per_tp['lat'][i]}${tp_row}"
+    batch = per_tp["batch"][i] + str(r)
+    whole = F.whole_gpus(f"{conc}/{batch}", t)
+    put(per_tp["lat"][i], f'=IF({F.tp_considered(t)},IF({batch}>0,{whole},"{NONE}"),"")',
+        (num(c.latency_gpus) if is_c else "") if c else NA, "0")
+    mc, cc, lc = per_tp["mem"][i] + str(r), per_tp["comp"][i] + str(r), per_tp["lat"][i] + str(r)
+    load = c.load if (c and is_c and not math.isinf(c.load)) else ""
+    put(per_tp["load"][i], f'=IF(AND(ISNUMBER({mc}),ISNUMBER({lc})),MAX({mc},{cc},{lc}),"")', load if c else NA, "0")
+    t = f"{per_tp['obj'][i]}${tp_row}"
+    ld = per_tp["load"][i] + str(r)
+    with_red = f"({ld}/{t}+Redundancy)*{t}"
+    bought = f"ROUNDUP({with_red}/GPUsPerNode,0)*GPUsPerNode"
+    obj = f'=IF(ISNUMBER({ld}),{F.tp_objective(bought, f"IF(BillPurchased,{bought},{with_red})", t)},"")'
+    put(per_tp["obj"][i], obj, row.objectives.get(tp, "") if c else NA, "0")
+
+
+def _choice_columns(put, r: int, row: WhatIfRow, C: dict, q: dict, per_tp: dict) -> None:
+    """The degree the row's objectives choose, the three paths there, and the row's tokens per month."""
+    sol = row.solved.paths if row.solved else None
     mems = f"{per_tp['mem'][0]}{r}:{per_tp['mem'][-1]}{r}"
     comps = f"{per_tp['comp'][0]}{r}:{per_tp['comp'][-1]}{r}"
     lats = f"{per_tp['lat'][0]}{r}:{per_tp['lat'][-1]}{r}"
@@ -328,10 +345,18 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf | None
     put(C["memc"], f'=IF(ISNUMBER({q["choice"]}),INDEX({mems},{q["choice"]}),"{inf}")', sol.memory_gpus if planned else inf, "0")
     put(C["compc"], f'=IF(ISNUMBER({q["choice"]}),INDEX({comps},{q["choice"]}),"{inf}")', sol.compute_gpus if planned else inf, "0")
     put(C["latc"], f'=IF(ISNUMBER({q["choice"]}),INDEX({lats},{q["choice"]}),"{inf}")', sol.latency_gpus if planned else inf, "0")
-    b = solved.bill if planned else None
     put(C["tokens"], f"={q['rate']}*({q['pmean']}+OutputMean)*{q['util']}*HoursPerMonth*SecondsPerHour",
-        NA if sc is None else steps.tokens_per_month(sc, tr), FMT["sci"])
-    # The results: empty for a blank row, "infeasible" where no degree can carry the row.
+        NA if row.scenario is None else row.tokens_per_month, FMT["sci"])
+
+
+def _result_columns(put, r: int, row: WhatIfRow, q: dict) -> None:
+    """The row's results I to O: empty for a blank row, "infeasible" where no degree can carry it."""
+    blank = row.whatif is None
+    sol = row.solved.paths if row.solved else None
+    ok = sol is not None and not blank
+    inf = "infeasible"
+    b = row.solved.bill if sol is not None else None
+
     def res(col, formula, value, fmt=None):
         put(col, f'=IF({q["blank"]},"",{formula})', "" if blank else value if ok else inf, fmt)
 
@@ -341,13 +366,7 @@ def _sens_row(sh: Sheet, r: int, tp_row: int, e: Engine, w: whatif.WhatIf | None
     res("O", f'IF({has},INDEX(TPDegrees,{q["choice"]}),"{inf}")', sol.tp if ok else None, "0")
     res("J", f'IF({has},(I{r}/O{r}+Redundancy)*O{r},"{inf}")', sol.with_redundancy if ok else None, FMT["int"])
     res("K", f'IF({has},ROUNDUP(J{r}/GPUsPerNode,0)*GPUsPerNode,"{inf}")', sol.purchased if ok else None, FMT["int"])
-    res("L", f'IF({has},{F.binding(m_, c_, l_, f"O{r}")},"{inf}")', solved.binding if ok else None)
+    res("L", f'IF({has},{F.binding(m_, c_, l_, f"O{r}")},"{inf}")', row.solved.binding if ok else None)
     res("M", f'IF({has},IF(BillPurchased,K{r},J{r})*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth,"{inf}")', b.monthly_usd if ok else None,
         FMT["usd"])
     res("N", f'IF({has},M{r}*TokensPerMillion/{q["tokens"]},"{inf}")', b.usd_per_mtok if ok else None, FMT["usd_mtok"])
-
-
-def _dtype_of_peak(plan: Plan, gpu: GPUSpec, w: whatif.WhatIf) -> str:
-    if w.weights_dtype is None:
-        return compute_dtype(plan, gpu)
-    return compute_dtype(plan.model_copy(update={"model": plan.model.model_copy(update={"weights_dtype": w.weights_dtype})}), gpu)

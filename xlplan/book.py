@@ -1,0 +1,150 @@
+"""Every figure a workbook shows, computed once: the plan, each what-if row, the options and the schedule.
+
+:func:`figures` is the one engine function behind ``xlplan plan --workbook``, ``xlplan workbook`` and ``xlplan
+check``: it runs the planner, the closed form the formulas reproduce, every what-if row and the decisions, and
+returns a :class:`~xlplan.figures.Figures` the writer only lays out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+
+from xlplan import compare, compute, distributions, schedule, steps, whatif
+from xlplan.figures import Decisions, Figures, WhatIfRow
+from xlplan.plan import Plan
+from xlplan.planner import plan as run_plan
+from xlplan.result import PlanResult
+from xlplan.scenario import TP_DEGREES, Scenario, compute_dtype, resolve
+
+
+def _objectives(s: Scenario, candidates: dict[int, steps.Paths]) -> dict[int, float]:
+    """The TP objective of each feasible degree the plan considers (the smallest is chosen). [1]"""
+    return {tp: steps.tp_objective(c, c.purchased if s.bill_purchased else c.with_redundancy)
+            for tp, c in candidates.items() if tp in s.tp_options and not math.isinf(c.load)}
+
+
+def whatif_row(p: Plan, s: Scenario, w: whatif.WhatIf | None) -> WhatIfRow:
+    """One what-if re-planned in full (None: the plan as it stands, which a blank row caches).
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    s : Scenario
+        Its numbers (:func:`xlplan.scenario.resolve`).
+    w : WhatIf or None
+        The what-if; None for a blank row.
+
+    Returns
+    -------
+    WhatIfRow
+        The changed scenario, its traffic, the paths at every TP degree, the solution (None: no degree meets the
+        promise) and the operands its row caches; with ``scenario`` None when the change cannot run on the GPU.
+    """
+    ww = w or whatif.WhatIf()
+    try:
+        sc = whatif.apply(p, s, ww)
+        tr = steps.traffic(sc)
+        cands = {tp: steps.paths(sc, tr, tp) for tp in TP_DEGREES}
+    except steps.PlanningError:
+        return WhatIfRow(w)
+    try:
+        solved = steps.solve(sc)
+    except steps.PlanningError:
+        solved = None
+    sigma = distributions.fit_lognormal(sc.prompt_p50, sc.prompt_p95, sc.prompt_p99)[1]
+    gpu = p.hardware.resolve()
+    dtype_plan = p if ww.weights_dtype is None else p.model_copy(
+        update={"model": p.model.model_copy(update={"weights_dtype": ww.weights_dtype})})
+    return WhatIfRow(
+        whatif=w, scenario=sc, traffic=tr, candidates=cands, solved=solved, prompt_sigma=sigma,
+        prompt_p99_fit=distributions.lognormal_quantile(sc.prompt_p50, sigma, 0.99),
+        compute_dtype=compute_dtype(dtype_plan, gpu),
+        demand_gpus=compute.compute_gpus_split(tr.prefill_tflops, tr.decode_tflops, sc.peak_tflops, steps.prefill_mfu(sc),
+                                               steps.decode_mfu(sc)),
+        objectives=_objectives(sc, cands), tokens_per_month=steps.tokens_per_month(sc, tr))
+
+
+def _first_month(today: dt.date) -> str:
+    """The month after ``today``, as 'YYYY-MM'. [text]"""
+    return f"{today.year + (today.month == 12):04d}-{today.month % 12 + 1:02d}"
+
+
+def decisions(p: Plan, today: dt.date | None = None) -> Decisions:
+    """The Options (every catalog GPU and format) and, when the plan has a growth section with a lead time, the Schedule.
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    today : date, optional
+        The schedule starts the month after it when ``growth.start`` is not given (default: the clock's date).
+
+    Returns
+    -------
+    Decisions
+        The options ranked by the closed form (labelled so: ``xlplan compare`` verifies the cheapest), the
+        recommendation, and the closed-form schedule, or a note saying why there is none.
+    """
+    options = compare.compare(p, verify_top=0)
+    rec = compare.recommendation(options)
+    g = p.growth
+    if g is None or (g.monthly is None and g.peaks_rps is None) or g.lead_time_days is None:
+        why = ("no growth section in the plan" if g is None else
+               "the growth section gives no lead_time_days" if g.lead_time_days is None else "the growth section gives no growth")
+        return Decisions(options, rec, None, f"No schedule: {why}. Add growth.monthly (or growth.peaks_rps) and "
+                                             "growth.lead_time_days to the plan, or run `xlplan schedule PLAN --growth G "
+                                             "--lead-time-days D --workbook OUT.xlsx`.")
+    start = g.start or _first_month(today or dt.date.today())
+    if g.peaks_rps is not None:
+        peaks, words = list(g.peaks_rps), "monthly peaks from the plan's growth section"
+    else:
+        peaks = schedule.monthly_peaks(p.forecast.peak_rps, g.monthly, g.months)
+        words = f"{g.monthly:.1%} a month from {p.forecast.peak_rps:g} req/s" + (f" ({g.source})" if g.source else "")
+    return Decisions(options, rec, schedule.schedule(resolve(p), peaks, start, g.lead_time_days, words))
+
+
+def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = None,
+            whatifs: Sequence[whatif.WhatIf | None] = whatif.STANDARD_WHAT_IFS, today: dt.date | None = None) -> Figures:
+    """Every figure the workbook of a plan shows, computed once.
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    verify : bool or 'auto'
+        Simulate the fleet at peak too (:func:`xlplan.planner.plan`), the Summary's Answer; 'auto' where affordable.
+    result : PlanResult, optional
+        The plan's result already computed (``plan --verify --workbook`` simulates once, not twice).
+    whatifs : sequence of WhatIf or None
+        The what-if rows, in order (None: a blank row, which caches the plan as it stands).
+    today : date, optional
+        For a schedule without ``growth.start`` (:func:`decisions`).
+
+    Returns
+    -------
+    Figures
+        The result, the closed form's solution, the paths and objectives at every TP degree, the chosen replica,
+        each what-if row, the plan as it stands (a blank row's figures), and the decisions.
+
+    Raises
+    ------
+    PlanningError
+        When the plan cannot be met (there is nothing to lay out).
+    """
+    s = resolve(p)
+    if result is None or (verify and result.verified is None):
+        result = run_plan(p, verify=verify)
+    sol = steps.solve(s)
+    tp = int(sol.paths.tp)
+    chosen = {c.tp: c for c in sol.candidates}
+    tp_paths = {d: chosen.get(d) or steps.paths(s, sol.traffic, d) for d in TP_DEGREES}
+    return Figures(
+        plan=p, s=s, sol=sol, result=result, model=p.model.resolve(), gpu=p.hardware.resolve(), tp_paths=tp_paths,
+        tp_objectives=_objectives(s, tp_paths), replica=steps.replica(s, tp), activation_gib=steps.activation_gib(s, tp),
+        prefill_mfu=steps.prefill_mfu(s), decode_mfu=steps.decode_mfu(s),
+        decode_context_tokens=steps.decode_context_tokens(sol.traffic),
+        whatifs=tuple(whatif_row(p, s, w) for w in whatifs), as_planned=whatif_row(p, s, None),
+        decisions=decisions(p, today))
