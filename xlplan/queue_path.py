@@ -40,13 +40,12 @@ import math
 from dataclasses import dataclass
 
 from xlplan import distributions, fleet, queueing, serving, simulate, steps
+from xlplan.queueing import SERVICE_CV2
 from xlplan.scenario import Scenario, changed
 
 ARRIVAL_CV2 = 1.0
 """Squared coefficient of variation of the gaps between arrivals at peak where the plan gives none: Poisson. [1]"""
 
-SERVICE_CV2 = 1.0
-"""Squared coefficient of variation of a replica's service time: exponential, the M/M/c case. [1]"""
 
 STEP_BUDGETS = (256, 512, 1024, 2048, 4096, 8192)
 """Step token budgets the path compares: from vLLM's smallest useful chunk to its default on large GPUs. [tokens]"""

@@ -31,6 +31,10 @@ from __future__ import annotations
 
 import math
 
+SERVICE_CV2 = 1.0
+"""Squared coefficient of variation of a replica's service time the queueing path assumes: exponential, the M/M/c
+case. [1]"""
+
 RECURSION_SERVERS = 1000
 """Up to this many servers Erlang B runs its recursion over every server; beyond, the series that stops early. [servers]"""
 

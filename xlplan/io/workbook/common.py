@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xlplan import catalog, distributions, engines, fleet, memory, queue_path, specs, tp_choice
+from xlplan import catalog, distributions, engines, fleet, memory, queueing, specs, tp_choice
 from xlplan.io.workbook.cells import Book, Cell, Sheet
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
 from xlplan.plan import Plan
@@ -205,7 +205,7 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("MeanChunkPosition", "Mean position of a prefill chunk in its prompt", 0.5, "fraction of chunks",
      "Each chunk reads the prefix before it: on average half the chunks."),
     ("RunbookUnbounded", "No step budget (the runbook's convention)", float(RUNBOOK_UNBOUNDED), "tokens, sequences", ""),
-    ("QueueServiceCV2", "Squared CV of a replica's service time", queue_path.SERVICE_CV2, "1",
+    ("QueueServiceCV2", "Squared CV of a replica's service time", queueing.SERVICE_CV2, "1",
      "Exponential service: the M/M/c case."),
     ("AllenCunneenDivisor", "Allen–Cunneen factor's divisor", 2.0, "1", "(cA² + cS²) ÷ 2 scales the M/M/c wait (Allen 1990)."),
     ("ErlangCoarseDivisor", "Erlang C coarse table: step = √(offered load) ÷ this", 4.0, "1", "16 coarse rows span about 4√a."),
