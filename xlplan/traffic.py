@@ -26,15 +26,21 @@ lengths at p50/p95/p99 — never the mean".
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-SECONDS_PER_WEEK = 7 * 24 * 3600.0
-"""[s/week]"""
+# the window rates and the weekly growth, re-exported: xlplan.traffic is where a log's figures are looked up
+from xlplan.traffic_growth import (  # noqa: F401
+    SECONDS_PER_WEEK,
+    WEEKDAYS,
+    busiest_hour_of_week,
+    weekly_growth,
+    weekly_peaks,
+    weeks_until,
+)
+from xlplan.traffic_windows import PEAK_RULE, _sorted, mean_rate, peak_rate, sliding_counts, window_counts  # noqa: F401
+
 MIN_REQUESTS = 100
 """Fewest requests a forecast is made from: a p99 needs a hundred. [requests]"""
-PEAK_RULE = "sliding: the most requests in any {window:g} s span, each span starting at a request's arrival"
-"""How the peak window is chosen, as the output states it. [text]"""
 
 
 MAX_WINDOWS = 50_000_000
@@ -45,7 +51,6 @@ class UnsuitableLog(ValueError):
     """A log a forecast cannot be made from: too few requests, shorter than the window, or a span of too many windows."""
 MEAN_WARNING = 0.10
 """Relative gap between mean and p50 above which the summary warns. [fraction]"""
-WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 @dataclass(frozen=True)
@@ -112,131 +117,6 @@ def lengths(values) -> Lengths:
     return Lengths(float(p50), float(p95), float(p99), float(v.mean()), float(v.max()))
 
 
-def window_counts(t_s, window_s: float):
-    """Requests in each window from the first timestamp, empty windows included. [requests]
-
-    Parameters
-    ----------
-    t_s : array
-        Arrival time of each request, Unix time. [s]
-    window_s : float
-        Length of the window. [s]
-
-    Returns
-    -------
-    ndarray of int
-        Requests in each consecutive window ``[t_0 + k·window, t_0 + (k + 1)·window)``. [requests]
-    """
-    import numpy as np
-
-    t = np.asarray(t_s, dtype=float)
-    bins = np.floor((t - t.min()) / window_s).astype(np.int64)
-    return np.bincount(bins)
-
-
-def _sorted(t_s):
-    """The timestamps as a sorted float array (not copied when they already are). [s]"""
-    import numpy as np
-
-    t = np.asarray(t_s, dtype=float)
-    return t if t.size < 2 or bool(np.all(t[1:] >= t[:-1])) else np.sort(t)
-
-
-def sliding_counts(t_sorted, window_s: float):
-    """Requests in the window of length ``window_s`` that starts at each arrival, [t_i, t_i + window). [requests]
-
-    Parameters
-    ----------
-    t_sorted : array
-        Arrival times, sorted ascending. [s]
-    window_s : float
-        Length of the window. [s]
-
-    Returns
-    -------
-    ndarray of int
-        For each arrival, the requests arriving in the window it starts, itself included. [requests]
-
-    Examples
-    --------
-    >>> sliding_counts([0, 10, 50, 61], 60).tolist()
-    [3, 3, 2, 1]
-    """
-    import numpy as np
-
-    t = np.asarray(t_sorted, dtype=float)
-    return np.searchsorted(t, t + window_s, side="left") - np.arange(t.size)
-
-
-def peak_rate(t_s, window_s: float) -> tuple[float, float, float]:
-    """(peak rate, start of the peak window, p99 of per-window rates). [requests/s], [s], [requests/s]
-
-    The peak window slides (see the module notes); the p99 is over consecutive windows from the first request.
-
-    Parameters
-    ----------
-    t_s : array
-        Arrival time of each request, Unix time. [s]
-    window_s : float
-        Length of the window. [s]
-
-    Returns
-    -------
-    peak_rps : float
-        The busiest window's requests ÷ its length. [requests/s]
-    peak_window_start_s : float
-        Arrival of the request that starts the busiest window, Unix time. [s]
-    p99_window_rps : float
-        p99 of the rates in consecutive windows from the first request. [requests/s]
-
-    References
-    ----------
-    Runbook, document 14, step 1 · "the forecast: peak requests/s, prompt and output lengths at p50/p95/p99 — never
-    the mean".
-
-    Examples
-    --------
-    Ten requests in the first minute, one in the second: the peak is 10/60 req/s.
-
-    >>> round(peak_rate([0.5 * i for i in range(10)] + [70], 60)[0], 4)
-    0.1667
-
-    A burst across the boundary of two fixed windows (30-89 s) is found whole:
-
-    >>> peak_rate([30 + i for i in range(60)], 60)[:2]
-    (1.0, 30.0)
-    """
-    import numpy as np
-
-    t = _sorted(t_s)
-    counts = sliding_counts(t, window_s)
-    k = int(np.argmax(counts))
-    tiled = window_counts(t, window_s)
-    return float(counts[k] / window_s), float(t[k]), float(np.percentile(tiled / window_s, 99))
-
-
-def mean_rate(requests: int, first_s: float, last_s: float, window_s: float) -> float:
-    """Requests ÷ the period they span (at least one window). [requests/s]
-
-    Parameters
-    ----------
-    requests : int
-        Requests in the log. [requests]
-    first_s : float
-        First timestamp, Unix time. [s]
-    last_s : float
-        Last timestamp, Unix time. [s]
-    window_s : float
-        Length of the window. [s]
-
-    Returns
-    -------
-    float
-        ``requests ÷ max(last − first, window)``. [requests/s]
-    """
-    return requests / max(last_s - first_s, window_s)
-
-
 def prefix_reuse(cached, prompt) -> float:
     """Share of prompt tokens served from the prefix cache. [fraction]
 
@@ -256,118 +136,6 @@ def prefix_reuse(cached, prompt) -> float:
 
     total = float(np.sum(prompt))
     return float(np.sum(cached)) / total if total > 0 else 0.0
-
-
-def busiest_hour_of_week(t_s, offset_s: float = 0.0) -> tuple[str, float]:
-    """The hour of the week with the most requests on average, in the log's own time zone. ['Tue 14:00-15:00'], [requests/hour]
-
-    Parameters
-    ----------
-    t_s : array
-        Arrival time of each request, Unix time. [s]
-    offset_s : float
-        The log's time zone as an offset from UTC, added to the timestamps. [s]
-
-    Returns
-    -------
-    label : str
-        The hour, e.g. 'Tue 14:00-15:00'.
-    requests_per_hour : float
-        Requests in that hour of the week ÷ the weeks the log spans (rounded up, at least one). [requests/hour]
-    """
-    import numpy as np
-
-    t = np.asarray(t_s, dtype=float) + offset_s
-    # 1970-01-01 was a Thursday: day 0 -> index 3
-    hour_of_week = ((np.floor(t / 3600.0).astype(np.int64) + 3 * 24) % (7 * 24))
-    counts = np.bincount(hour_of_week, minlength=7 * 24)
-    weeks = max((float(np.max(t)) - float(np.min(t))) / SECONDS_PER_WEEK, 1.0)
-    k = int(np.argmax(counts))
-    day, hour = divmod(k, 24)
-    return f"{WEEKDAYS[day]} {hour:02d}:00-{(hour + 1) % 24:02d}:00", float(counts[k] / math.ceil(weeks))
-
-
-def weekly_peaks(t_s, window_s: float) -> list[float]:
-    """Peak rate of each complete week from the first timestamp, by sliding windows that start in that week. [requests/s]
-
-    Parameters
-    ----------
-    t_s : array
-        Arrival time of each request, Unix time. [s]
-    window_s : float
-        Length of the window. [s]
-
-    Returns
-    -------
-    list of float
-        One peak rate per complete week, in order; 0 for a week without requests. [requests/s]
-    """
-    import numpy as np
-
-    t = _sorted(t_s)
-    t0 = float(t[0])
-    full_weeks = int((float(t[-1]) - t0) // SECONDS_PER_WEEK)
-    counts = sliding_counts(t, window_s)
-    week = np.floor((t - t0) / SECONDS_PER_WEEK).astype(np.int64)
-    return [float(counts[week == w].max() / window_s) if np.any(week == w) else 0.0 for w in range(full_weeks)]
-
-
-def weekly_growth(peaks_rps) -> float | None:
-    """Week-on-week growth of the peak: exp(slope of ln peak against week) − 1; None under four weeks. [fraction/week]
-
-    Parameters
-    ----------
-    peaks_rps : array or list of float
-        Peak rate of each complete week, in order (:func:`weekly_peaks`). [requests/s]
-
-    Returns
-    -------
-    float or None
-        Growth of the peak per week, by a least-squares fit of ln peak; None under four weeks or with a peak of 0.
-        [fraction/week]
-
-    Examples
-    --------
-    >>> round(weekly_growth([10, 11, 12.1, 13.31]), 6)
-    0.1
-    """
-    import numpy as np
-
-    p = np.asarray(peaks_rps, dtype=float)
-    if p.size < 4 or np.any(p <= 0):
-        return None
-    slope = np.polyfit(np.arange(p.size, dtype=float), np.log(p), 1)[0]
-    return float(np.exp(slope) - 1.0)
-
-
-def weeks_until(capacity_rps: float, peak_rps: float, growth: float | None) -> float | None:
-    """Weeks until a peak growing at ``growth`` a week exceeds ``capacity_rps``; 0 if it already does, None if it never will. [weeks]
-
-    Parameters
-    ----------
-    capacity_rps : float
-        The peak rate the fleet serves. [requests/s]
-    peak_rps : float
-        Today's peak rate. [requests/s]
-    growth : float or None
-        Week-on-week growth of the peak (:func:`weekly_growth`); None when unknown. [fraction/week]
-
-    Returns
-    -------
-    float or None
-        ``ln(capacity ÷ peak) ÷ ln(1 + growth)``; 0 when the peak already reaches it; None when it does not grow.
-        [weeks]
-
-    Examples
-    --------
-    >>> round(weeks_until(121, 100, 0.10), 3)
-    2.0
-    """
-    if peak_rps >= capacity_rps:
-        return 0.0
-    if growth is None or growth <= 0:
-        return None
-    return math.log(capacity_rps / peak_rps) / math.log1p(growth)
 
 
 def mean_warning(name: str, d: Lengths) -> str | None:
