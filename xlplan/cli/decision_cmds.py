@@ -110,58 +110,15 @@ def schedule_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """When to order: the fleet month by month as the peak grows, each order dated its lead time ahead."""
-    from xlplan import catalog
-    from xlplan.io.forecast_table import read_forecast
     from xlplan.scenario import resolve
-    from xlplan.schedule import monthly_peaks, schedule
+    from xlplan.schedule import schedule
 
-    if growth is not None and forecast is not None:
-        raise InputError("--growth", ["given with --forecast; expected one of them"])
-    if months is not None and not 1 <= months <= 240:
-        raise InputError("--months", [f"got {months}; expected 1 to 240 months"])
-    if lead_time_days is not None and not 0 <= lead_time_days <= 1095:
-        raise InputError("--lead-time-days", [f"got {lead_time_days}; expected 0 to 1,095 days"])
-    if start is not None and not _MONTH.match(start):
-        raise InputError("--start", [f"got {start!r}; expected YYYY-MM, e.g. 2027-01"])
-    from xlplan.schedule import VERIFY_MODES
-
-    if verify not in VERIFY_MODES:
-        raise InputError("--verify", [f"got {verify!r}; expected one of {', '.join(VERIFY_MODES)}"])
+    _check_schedule_options(growth, forecast, months, lead_time_days, start, verify)
     p = _load(plan_file)
     g = p.growth
     s = resolve(p)
-    n = months or (g.months if g else 12)
-    if forecast is not None:
-        first, peaks = read_forecast(forecast)
-        if start is not None and start != first:
-            raise InputError("--start", [(f"got {start}; the forecast {forecast} starts in {first} and its months are its own "
-                                         "(leave --start out, or edit the file)")])
-        start = first
-        if months is not None and months > len(peaks):
-            raise InputError("--months", [f"got {months}; {forecast} gives {len(peaks)} month(s) ({first} on)"])
-        if months is not None:
-            peaks = peaks[:months]
-        words = f"monthly peaks from {forecast}"
-    elif growth is not None:
-        rate = _growth(growth)
-        peaks, words = monthly_peaks(p.forecast.peak_rps, rate, n), f"{rate:.1%} a month from {p.forecast.peak_rps:g} req/s (--growth)"
-    elif g is not None and g.peaks_rps is not None:
-        if months is not None and months > len(g.peaks_rps):
-            raise InputError("--months", [f"got {months}; the plan's growth.peaks_rps gives {len(g.peaks_rps)} month(s)"])
-        peaks, words = g.peaks_rps[: n if months else None], "monthly peaks from the plan's growth section"
-    elif g is not None and g.monthly is not None:
-        peaks = monthly_peaks(p.forecast.peak_rps, g.monthly, n)
-        words = f"{g.monthly:.1%} a month from {p.forecast.peak_rps:g} req/s" + (f" ({g.source})" if g.source else " (the plan's growth section)")
-    else:
-        raise InputError("--growth", [("missing; expected --growth G (0.10 is 10% a month), --forecast CSV, "
-                                      "or a growth section in the plan (growth.monthly or growth.peaks_rps)")])
-    lead = lead_time_days if lead_time_days is not None else (g.lead_time_days if g else None)
-    if lead is None:
-        gpu = p.hardware.resolve()
-        known = catalog.ownership_for(gpu.name).get("lead_time") if isinstance(p.hardware.gpu, str) else None
-        hint = f" (published for {gpu.name}: {known})" if known else ""
-        raise InputError("--lead-time-days", [(f"missing; expected the days from order to GPUs in service{hint}, "
-                                              "or growth.lead_time_days in the plan")])
+    peaks, words, start = _peaks(p, growth, forecast, months, start)
+    lead = _lead_time_days(p, lead_time_days)
     today = dt.date.today()
     start = start or (g.start if g and g.start else _next_month(today))
     out = schedule(s, peaks, start, lead, words, verify, p.promise.percentile, p.model.resolve().max_context_tokens,
@@ -172,10 +129,82 @@ def schedule_cmd(
         data["late_orders"] = [m.month for m in late]
         typer.echo(json_text(data))
         return
+    _print_schedule(p.name, out, words, lead, late, today)
+
+
+def _check_schedule_options(growth: str | None, forecast: Path | None, months: int | None, lead_time_days: int | None,
+                            start: str | None, verify: str) -> None:
+    """One line naming the option whose value no schedule can have."""
+    from xlplan.schedule import VERIFY_MODES
+
+    if growth is not None and forecast is not None:
+        raise InputError("--growth", ["given with --forecast; expected one of them"])
+    if months is not None and not 1 <= months <= 240:
+        raise InputError("--months", [f"got {months}; expected 1 to 240 months"])
+    if lead_time_days is not None and not 0 <= lead_time_days <= 1095:
+        raise InputError("--lead-time-days", [f"got {lead_time_days}; expected 0 to 1,095 days"])
+    if start is not None and not _MONTH.match(start):
+        raise InputError("--start", [f"got {start!r}; expected YYYY-MM, e.g. 2027-01"])
+    if verify not in VERIFY_MODES:
+        raise InputError("--verify", [f"got {verify!r}; expected one of {', '.join(VERIFY_MODES)}"])
+
+
+def _peaks(p, growth: str | None, forecast: Path | None, months: int | None, start: str | None) -> tuple[list[float], str, str | None]:
+    """(monthly peaks, where they come from in words, the first month): --forecast, --growth, else the plan's growth."""
+    from xlplan.schedule import monthly_peaks
+
+    g = p.growth
+    n = months or (g.months if g else 12)
+    if forecast is not None:
+        return _forecast_peaks(forecast, months, start)
+    if growth is not None:
+        rate = _growth(growth)
+        return monthly_peaks(p.forecast.peak_rps, rate, n), f"{rate:.1%} a month from {p.forecast.peak_rps:g} req/s (--growth)", start
+    if g is not None and g.peaks_rps is not None:
+        if months is not None and months > len(g.peaks_rps):
+            raise InputError("--months", [f"got {months}; the plan's growth.peaks_rps gives {len(g.peaks_rps)} month(s)"])
+        return g.peaks_rps[: n if months else None], "monthly peaks from the plan's growth section", start
+    if g is not None and g.monthly is not None:
+        words = f"{g.monthly:.1%} a month from {p.forecast.peak_rps:g} req/s" + (f" ({g.source})" if g.source else " (the plan's growth section)")
+        return monthly_peaks(p.forecast.peak_rps, g.monthly, n), words, start
+    raise InputError("--growth", [("missing; expected --growth G (0.10 is 10% a month), --forecast CSV, "
+                                  "or a growth section in the plan (growth.monthly or growth.peaks_rps)")])
+
+
+def _forecast_peaks(forecast: Path, months: int | None, start: str | None) -> tuple[list[float], str, str]:
+    """(peaks, words, first month) of a --forecast file, cut to --months; its months are its own."""
+    from xlplan.io.forecast_table import read_forecast
+
+    first, peaks = read_forecast(forecast)
+    if start is not None and start != first:
+        raise InputError("--start", [(f"got {start}; the forecast {forecast} starts in {first} and its months are its own "
+                                     "(leave --start out, or edit the file)")])
+    if months is not None and months > len(peaks):
+        raise InputError("--months", [f"got {months}; {forecast} gives {len(peaks)} month(s) ({first} on)"])
+    if months is not None:
+        peaks = peaks[:months]
+    return peaks, f"monthly peaks from {forecast}", first
+
+
+def _lead_time_days(p, lead_time_days: int | None) -> int:
+    """Days from order to service: --lead-time-days, else the plan's growth.lead_time_days; missing, the published one is hinted. [days]"""
+    g = p.growth
+    lead = lead_time_days if lead_time_days is not None else (g.lead_time_days if g else None)
+    if lead is None:
+        gpu = p.hardware.resolve()
+        known = catalog.ownership_for(gpu.name).get("lead_time") if isinstance(p.hardware.gpu, str) else None
+        hint = f" (published for {gpu.name}: {known})" if known else ""
+        raise InputError("--lead-time-days", [(f"missing; expected the days from order to GPUs in service{hint}, "
+                                              "or growth.lead_time_days in the plan")])
+    return lead
+
+
+def _print_schedule(name: str, out, words: str, lead: int, late: list, today: dt.date) -> None:
+    """The month-by-month table, then how the fleets were sized, the API break-even, the binding, late orders and stops."""
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{p.name}: the fleet month by month ({words}; lead time {lead} days)")
+    table = Table(title=f"{name}: the fleet month by month ({words}; lead time {lead} days)")
     for col in ("month", "peak req/s", "load", "+redundancy", "bought", "new", "order by", "$/month", "cumulative $", "binds",
                 "API $/month", "fleet from"):
         table.add_column(col, justify="left" if col in ("month", "order by", "binds", "fleet from") else "right")

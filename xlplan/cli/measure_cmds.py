@@ -69,16 +69,12 @@ def calibrate_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Fit prefill MFU, decode MFU, bandwidth efficiency and the per-step overhead to your benchmark; write them as the plan's policy."""
-    from pydantic import ValidationError
-
     from xlplan.io.extras import require
 
     require("scipy", command="calibrate")
     from xlplan.calibrate import fit
     from xlplan.io.bench_results import read_results
-    from xlplan.io.errors import describe_validation_error
     from xlplan.io.planfile import plan_to_yaml
-    from xlplan.plan import Plan
     from xlplan.planner import plan as run_plan
     from xlplan.predict import conditions_of_plan
 
@@ -88,33 +84,9 @@ def calibrate_cmd(
     for w in getattr(runs, "warnings", []):
         typer.echo(f"warning: {w}", err=True)
     f = fit(runs, conditions_of_plan(base, degree))
-    for r in runs:
-        ttft = f"{r.ttft_s * 1e3:,.1f} ms" if r.ttft_s else "—"
-        itl = f"{r.itl_s * 1e3:,.2f} ms" if r.itl_s else "—"
-        conc = "offline" if r.concurrency is None else f"concurrency {r.concurrency:g}"
-        typer.echo(f"  {r.source}: {conc}, {r.isl:,.0f} in / {r.osl:,.0f} out, TTFT {ttft}, ITL {itl}")
-    e = f.efficiencies
-    typer.echo(f"Fitted on {len(runs)} run(s), TP {degree}: prefill MFU {e.prefill_mfu:.3f} ({f.prefill_range[0]:.3f}-{f.prefill_range[1]:.3f}), "
-               f"decode MFU {e.decode_mfu:.3f} ({f.decode_range[0]:.3f}-{f.decode_range[1]:.3f}), bandwidth efficiency "
-               f"{e.bandwidth_efficiency:.3f} ({f.bandwidth_range[0]:.3f}-{f.bandwidth_range[1]:.3f}), step overhead "
-               f"{e.step_overhead_s * 1e3:.2f} ms; median |error| at the fit {f.median_error:.1%}")
-    for note in f.notes:
-        typer.echo(f"  note: {note}")
-    names = ", ".join(p.name for p in results)
-    data = base.model_dump(exclude_none=True)
-    data["policy"].update(prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, bandwidth_efficiency=e.bandwidth_efficiency,
-                          step_overhead_s=e.step_overhead_s,
-                          calibration={"source": f"{names} ({len(runs)} runs, TP {degree})", "runs": len(runs),
-                                       "prefill_mfu_range": list(f.prefill_range), "decode_mfu_range": list(f.decode_range),
-                                       "bandwidth_efficiency_range": list(f.bandwidth_range)})
-    if data["policy"].get("engine") == "runbook":
-        data["policy"]["engine"] = "vllm"  # a benchmark ran on a real engine: its memory rule and budgets apply
-    try:
-        calibrated = Plan.model_validate(data)
-    except ValidationError as err:
-        raise InputError(names, [("the fitted efficiencies are not fractions of peak — the runs are faster than the roofline "
-                                 "allows; check the plan's GPU, TP degree and dtypes against the benchmark")]
-                         + describe_validation_error(err)) from None
+    for line in _fit_lines(runs, f, degree):
+        typer.echo(line)
+    calibrated = _calibrated(base, f, ", ".join(p.name for p in results), len(runs), degree)
     r = run_plan(calibrated)
     lo, hi = r.fleet.calibrated_low, r.fleet.calibrated_high
     typer.echo(f"Fleet with the calibrated efficiencies: {r.fleet.with_redundancy} GPUs ({r.fleet.purchased} purchased); "
@@ -122,6 +94,46 @@ def calibrate_cmd(
     if output is not None:
         write_text_atomic(output, plan_to_yaml(calibrated), force=force)
         typer.echo(f"wrote {output}")
+
+
+def _fit_lines(runs, f, degree: int) -> list[str]:
+    """Each run as read, then the fitted efficiencies with their ranges and the fit's notes."""
+    lines = []
+    for r in runs:
+        ttft = f"{r.ttft_s * 1e3:,.1f} ms" if r.ttft_s else "—"
+        itl = f"{r.itl_s * 1e3:,.2f} ms" if r.itl_s else "—"
+        conc = "offline" if r.concurrency is None else f"concurrency {r.concurrency:g}"
+        lines.append(f"  {r.source}: {conc}, {r.isl:,.0f} in / {r.osl:,.0f} out, TTFT {ttft}, ITL {itl}")
+    e = f.efficiencies
+    lines.append(f"Fitted on {len(runs)} run(s), TP {degree}: prefill MFU {e.prefill_mfu:.3f} ({f.prefill_range[0]:.3f}-{f.prefill_range[1]:.3f}), "
+                 f"decode MFU {e.decode_mfu:.3f} ({f.decode_range[0]:.3f}-{f.decode_range[1]:.3f}), bandwidth efficiency "
+                 f"{e.bandwidth_efficiency:.3f} ({f.bandwidth_range[0]:.3f}-{f.bandwidth_range[1]:.3f}), step overhead "
+                 f"{e.step_overhead_s * 1e3:.2f} ms; median |error| at the fit {f.median_error:.1%}")
+    return lines + [f"  note: {note}" for note in f.notes]
+
+
+def _calibrated(base, f, names: str, runs: int, degree: int):
+    """The plan with the fitted efficiencies as its policy, and where they came from (a real engine's rules apply)."""
+    from pydantic import ValidationError
+
+    from xlplan.io.errors import describe_validation_error
+    from xlplan.plan import Plan
+
+    e = f.efficiencies
+    data = base.model_dump(exclude_none=True)
+    data["policy"].update(prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, bandwidth_efficiency=e.bandwidth_efficiency,
+                          step_overhead_s=e.step_overhead_s,
+                          calibration={"source": f"{names} ({runs} runs, TP {degree})", "runs": runs,
+                                       "prefill_mfu_range": list(f.prefill_range), "decode_mfu_range": list(f.decode_range),
+                                       "bandwidth_efficiency_range": list(f.bandwidth_range)})
+    if data["policy"].get("engine") == "runbook":
+        data["policy"]["engine"] = "vllm"  # a benchmark ran on a real engine: its memory rule and budgets apply
+    try:
+        return Plan.model_validate(data)
+    except ValidationError as err:
+        raise InputError(names, [("the fitted efficiencies are not fractions of peak — the runs are faster than the roofline "
+                                 "allows; check the plan's GPU, TP degree and dtypes against the benchmark")]
+                         + describe_validation_error(err)) from None
 
 
 @app.command("confirm")

@@ -49,23 +49,15 @@ def traffic_cmd(
 
     require("pandas", "matplotlib", command="traffic")
     from rich.console import Console
-    from rich.table import Table
 
     from xlplan.io.logs import parse_columns, read_logs
-    from xlplan.io.planfile import plan_from_mapping, plan_to_yaml
-    from xlplan.io.traffic_report import outlook, picture_paths, pictures, plan_fragment, provenance, summary_lines
-    from xlplan.io.workbook.export import workbook_files, workbook_outputs
+    from xlplan.io.traffic_report import plan_fragment
     from xlplan.planner import plan as run_plan
     from xlplan.traffic import UnsuitableLog, summarise
 
     win = _window_s(window)
     mapping = parse_columns(columns)
-    outputs = []
-    if output is not None:
-        outputs += [Output(output, "-o", YAML)] + [Output(p, "-o (its picture)", PNG) for p in picture_paths(output.with_suffix(""))]
-    if workbook is not None:
-        outputs += workbook_outputs(workbook, option="--workbook")
-    check_outputs(outputs, force, inputs=[*logs, *([plan_file] if plan_file is not None else [])])
+    check_outputs(_outputs(output, workbook), force, inputs=[*logs, *([plan_file] if plan_file is not None else [])])
     base = _load(plan_file)
     req = read_logs(logs, mapping, strict=strict)
     try:
@@ -73,6 +65,38 @@ def traffic_cmd(
     except UnsuitableLog as e:
         raise InputError(", ".join(req.files), [str(e)] + req.bad.lines()) from None
     console = Console(width=160)
+    _print_traffic(console, req, s)
+    fragment = plan_fragment(req, s)
+    new_plan = _with_forecast(base, fragment)
+    new = run_plan(new_plan)
+    if plan_file is not None:
+        console.print(_fleet_change(plan_file, run_plan(base), new))
+    console.print("Outlook: " + _outlook(req, s, new_plan, new))
+    contents = _contents(req, s, fragment, new_plan, plan_file, output, workbook)
+    write_outputs(contents)
+    if contents:
+        console.print("wrote " + ", ".join(str(p) for p, _ in contents))
+
+
+def _outputs(output: Path | None, workbook: Path | None) -> list[Output]:
+    """The files the command will write: the YAML and its pictures, the workbook's."""
+    from xlplan.io.traffic_report import picture_paths
+    from xlplan.io.workbook.export import workbook_outputs
+
+    outputs = []
+    if output is not None:
+        outputs += [Output(output, "-o", YAML)] + [Output(p, "-o (its picture)", PNG) for p in picture_paths(output.with_suffix(""))]
+    if workbook is not None:
+        outputs += workbook_outputs(workbook, option="--workbook")
+    return outputs
+
+
+def _print_traffic(console, req, s) -> None:
+    """The summary table, the summary's warnings and the bad rows left out."""
+    from rich.table import Table
+
+    from xlplan.io.traffic_report import summary_lines
+
     table = Table(title="Traffic from the log", show_header=False)
     for label, value in summary_lines(req, s):
         table.add_row(label, value)
@@ -81,7 +105,12 @@ def traffic_cmd(
         console.print(f"[bold yellow]warning:[/] {w}")
     for line in req.bad.lines():
         console.print(f"[yellow]{line}[/]")
-    fragment = plan_fragment(req, s)
+
+
+def _with_forecast(base, fragment: dict):
+    """The plan with the log's forecast, its source and owner, and the measured growth (lead time and start kept)."""
+    from xlplan.io.planfile import plan_from_mapping
+
     data = base.model_dump(exclude_none=True)
     data["forecast"] = fragment["forecast"]
     data.setdefault("sources", {})["forecast"] = fragment["sources"]["forecast"]
@@ -89,19 +118,34 @@ def traffic_cmd(
     if "growth" in fragment:  # the measured growth, for `xlplan schedule` (the plan's lead time and start kept)
         data["growth"] = {**data.get("growth", {}), **fragment["growth"]}
         data["growth"].pop("peaks_rps", None)
-    new_plan = plan_from_mapping(data, "forecast from the log")
-    new = run_plan(new_plan)
-    if plan_file is not None:
-        old = run_plan(base)
-        console.print(f"Fleet for {plan_file}: load {old.fleet.load} → {new.fleet.load}, with redundancy {old.fleet.with_redundancy} → "
-                      f"{new.fleet.with_redundancy}, purchased {old.fleet.purchased} → {new.fleet.purchased}; binding {old.binding} → "
-                      f"{new.binding}; ${old.cost.monthly_usd:,.0f} → ${new.cost.monthly_usd:,.0f}/month")
+    return plan_from_mapping(data, "forecast from the log")
+
+
+def _fleet_change(plan_file: Path, old, new) -> str:
+    """The fleet, binding and cost of the plan as written → with the log's forecast. [text]"""
+    return (f"Fleet for {plan_file}: load {old.fleet.load} → {new.fleet.load}, with redundancy {old.fleet.with_redundancy} → "
+            f"{new.fleet.with_redundancy}, purchased {old.fleet.purchased} → {new.fleet.purchased}; binding {old.binding} → "
+            f"{new.binding}; ${old.cost.monthly_usd:,.0f} → ${new.cost.monthly_usd:,.0f}/month")
+
+
+def _outlook(req, s, new_plan, new) -> str:
+    """When the growth outruns the new fleet's capacity. [text]"""
     from xlplan.capacity import capacity
+    from xlplan.io.traffic_report import outlook
     from xlplan.scenario import resolve
 
     cap = capacity(resolve(new_plan), new.fleet.load)
-    console.print("Outlook: " + outlook(s, cap.max_peak_rps, new.fleet.load, req.offset_s))
+    return outlook(s, cap.max_peak_rps, new.fleet.load, req.offset_s)
+
+
+def _contents(req, s, fragment: dict, new_plan, plan_file: Path | None, output: Path | None, workbook: Path | None) -> list:
+    """(path, content) of every file to write; without -o the YAML is printed instead."""
     import yaml
+
+    from xlplan.io.planfile import plan_to_yaml
+    from xlplan.io.traffic_report import pictures, provenance
+    from xlplan.book import figures
+    from xlplan.io.workbook.export import workbook_files
 
     text = plan_to_yaml(new_plan) if plan_file is not None else yaml.safe_dump(fragment, sort_keys=False, allow_unicode=True)
     contents = []
@@ -110,7 +154,5 @@ def traffic_cmd(
     else:
         typer.echo(text, nl=False)
     if workbook is not None:
-        contents += workbook_files(new_plan, workbook, traffic=(s, req.t_s, req.prompt, req.output, provenance(req, s)))
-    write_outputs(contents)
-    if contents:
-        console.print("wrote " + ", ".join(str(p) for p, _ in contents))
+        contents += workbook_files(figures(new_plan), workbook, traffic=(s, req.t_s, req.prompt, req.output, provenance(req, s)))
+    return contents
