@@ -23,6 +23,7 @@ import math
 from xlplan import steps
 from xlplan.result import ScheduleMonth, ScheduleOut
 from xlplan.scenario import Scenario
+from xlplan.traffic import monthly_from_weekly  # noqa: F401  (re-exported: a traffic-growth conversion, named here too)
 
 MAX_PEAK_RPS = 1e6
 """The largest peak a schedule month plans: a million requests a second is beyond any single deployment, and past it a
@@ -52,27 +53,6 @@ def monthly_peaks(peak_rps: float, growth: float, months: int) -> list[float]:
     [40.0, 44.0, 48.4, 53.24]
     """
     return [peak_rps * (1.0 + growth) ** m for m in range(months)]
-
-
-def monthly_from_weekly(weekly_growth: float) -> float:
-    """A weekly growth rate as the equivalent monthly one (365.25 / 12 / 7 weeks a month, compounding). [fraction/month]
-
-    Parameters
-    ----------
-    weekly_growth : float
-        Growth of the peak per week, compounding: 0.02 is 2% a week. [fraction/week]
-
-    Returns
-    -------
-    float
-        ``(1 + weekly)^(365.25 / 12 / 7) − 1``. [fraction/month]
-
-    Examples
-    --------
-    >>> round(monthly_from_weekly(0.02), 4)
-    0.0899
-    """
-    return (1.0 + weekly_growth) ** (365.25 / 12.0 / 7.0) - 1.0
 
 
 def month_start(yyyy_mm: str, add: int = 0) -> dt.date:

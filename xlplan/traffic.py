@@ -138,6 +138,27 @@ def prefix_reuse(cached, prompt) -> float:
     return float(np.sum(cached)) / total if total > 0 else 0.0
 
 
+def monthly_from_weekly(weekly_growth: float) -> float:
+    """A weekly growth rate as the equivalent monthly one (365.25 / 12 / 7 weeks a month, compounding). [fraction/month]
+
+    Parameters
+    ----------
+    weekly_growth : float
+        Growth of the peak per week, compounding: 0.02 is 2% a week. [fraction/week]
+
+    Returns
+    -------
+    float
+        ``(1 + weekly)^(365.25 / 12 / 7) − 1``. [fraction/month]
+
+    Examples
+    --------
+    >>> round(monthly_from_weekly(0.02), 4)
+    0.0899
+    """
+    return (1.0 + weekly_growth) ** (365.25 / 12.0 / 7.0) - 1.0
+
+
 def mean_warning(name: str, d: Lengths) -> str | None:
     """A warning when the mean is far from p50: the forecast must use the percentiles. [text]
 
