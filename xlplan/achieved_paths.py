@@ -229,15 +229,21 @@ def latency_path_replicas(s: Scenario, q_s: Scenario, tr: steps.Traffic, r: serv
 
     if not queue_path.percentile_step_s(q_s, tr, r, budget, 1.0, step) <= s.itl_s:
         return None
+    return _fewest_passing(gap_ok, LATENCY_SEARCH_CAP)
+
+
+def _fewest_passing(ok, cap: int) -> int | None:
+    """The fewest ``n ≥ 1`` with ``ok(n)`` (``ok`` monotone): doubling to the first that passes, at most ``cap``, then
+    bisection; None where none up to the cap does. [replicas]"""
     hi = 1
-    while not gap_ok(hi) and hi < LATENCY_SEARCH_CAP:
+    while not ok(hi) and hi < cap:
         hi *= 2
-    if not gap_ok(hi):
+    if not ok(hi):
         return None
     lo = 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if gap_ok(mid):
+        if ok(mid):
             hi = mid
         else:
             lo = mid

@@ -11,9 +11,12 @@ Runbook, document 14, step 3 · "in flight = arrival rate × time in system". Er
 
 from __future__ import annotations
 
-from xlplan import concurrency, fleet, latency
+import functools
+
+from xlplan import concurrency, fleet, latency, serving, steps
 from xlplan.cellwise_inputs import gpu_spec, mean_length, model_spec
 from xlplan.plan import Plan
+from xlplan.scenario import resolve
 from xlplan.specs import GPUSpec, ModelSpec
 
 
@@ -99,20 +102,19 @@ def max_decode_batch(model: str | ModelSpec, gpu: str | GPUSpec, itl_s: float, c
     Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009. Chunked prefill sharing steps with decode:
     Agrawal et al., "Sarathi-Serve", OSDI 2024.
     """
-    from xlplan import serving, steps
-    from xlplan.scenario import resolve
-
     s = resolve(_decode_batch_plan(model_spec(model), gpu_spec(gpu), itl_s, tp, weights_dtype, kv_dtype, mfu,
                                    bandwidth_efficiency, compute_dtype, prefill_tokens_per_output, step_overhead_s))
     tr = steps.traffic(s)
     r = steps.replica(s, tp)
     keys = tr.prefill_keys_per_request / max(prefill_tokens_per_output, 1.0) * prefill_tokens_per_output
-
-    def step(b):
-        load = serving.mixed_step(b, context_tokens, b * prefill_tokens_per_output, b * keys, b * keys, 0.0, r.window)
-        return serving.step_time_s(r, load)
-
+    step = functools.partial(_step_s, r, context_tokens, prefill_tokens_per_output, keys)
     return serving.max_batch_within(step, itl_s, float(steps.RUNBOOK_BATCH_CAP))
+
+
+def _step_s(r, context_tokens: float, prefill_tokens_per_output: float, keys: float, b):
+    """The step of ``b`` decodes over ``context_tokens`` each, with their share of prefill beside them. [s]"""
+    load = serving.mixed_step(b, context_tokens, b * prefill_tokens_per_output, b * keys, b * keys, 0.0, r.window)
+    return serving.step_time_s(r, load)
 
 
 def _decode_batch_plan(m: ModelSpec, g: GPUSpec, itl_s: float, tp: int, weights_dtype: str, kv_dtype: str, mfu: float,
