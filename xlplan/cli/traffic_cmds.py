@@ -142,9 +142,9 @@ def _contents(req, s, fragment: dict, new_plan, plan_file: Path | None, output: 
     """(path, content) of every file to write; without -o the YAML is printed instead."""
     import yaml
 
+    from xlplan.book import figures
     from xlplan.io.planfile import plan_to_yaml
     from xlplan.io.traffic_report import pictures, provenance
-    from xlplan.book import figures
     from xlplan.io.workbook.export import workbook_files
 
     text = plan_to_yaml(new_plan) if plan_file is not None else yaml.safe_dump(fragment, sort_keys=False, allow_unicode=True)
