@@ -150,35 +150,57 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
     ----------
     Runbook, document 14 · "peak for the fleet, average for the cost model"; "you cannot scale into a burst".
     """
-    from xlplan import planner
-
     if verify not in VERIFY_MODES:
         raise ValueError(f"verify: got {verify!r}; expected one of {', '.join(VERIFY_MODES)}")
-    decided, stopped = [], ""
+    decided, stopped = _decide_months(s, peaks_rps, start, verify, percentile, max_context, budget_set_by_plan)
+    margin, method = _margin(decided, verify, percentile, max_context, budget_set_by_plan)
+    months = _months(decided, margin, lead_time_days)
+    return ScheduleOut(months=months, start=start, lead_time_days=lead_time_days, growth=growth_words,
+                       breakeven_month=_breakeven_month(months, s.ops_usd_per_month),
+                       breakeven_words=_breakeven_words(months, s.ops_usd_per_month),
+                       binding_change_month=next((x.month for x in months if x.binding != months[0].binding), None) if months else None,
+                       stopped=stopped, method=method, margin_replicas=margin)
+
+
+def _decide_months(s: Scenario, peaks_rps: list[float], start: str, verify: str, percentile: float,
+                   max_context: int | None, budget_set_by_plan: bool) -> tuple[list, str]:
+    """(first day, scenario, decision) of each month at its peak, up to the first that cannot be planned; and why
+    that one stopped the schedule ('' when none did). [date], [Scenario], [Decision], [text]"""
+    from xlplan import decision
+
+    decided = []
     for m, peak in enumerate(peaks_rps):
         first_day = month_start(start, m)
         if peak > MAX_PEAK_RPS:
-            stopped = (f"{first_day:%Y-%m}: the peak reaches {peak:,.6g} requests/s, beyond the {MAX_PEAK_RPS:,.0f} a "
-                       "schedule plans; check the growth rate or plan fewer months")
-            break
+            return decided, (f"{first_day:%Y-%m}: the peak reaches {peak:,.6g} requests/s, beyond the {MAX_PEAK_RPS:,.0f} a "
+                             "schedule plans; check the growth rate or plan fewer months")
         sm = dataclasses.replace(s, peak_rps=peak)
         try:
-            d = planner.decide(sm, percentile, max_context, budget_set_by_plan, "auto" if verify == "every" else False)
+            d = decision.decide(sm, percentile, max_context, budget_set_by_plan, "auto" if verify == "every" else False)
         except steps.PlanningError as e:
-            stopped = f"{first_day:%Y-%m}: at {peak:,.6g} requests/s the plan cannot be met ({e})"
-            break
+            return decided, f"{first_day:%Y-%m}: at {peak:,.6g} requests/s the plan cannot be met ({e})"
         decided.append((first_day, sm, d))
-    margin, method = _margin(decided, verify, percentile, max_context, budget_set_by_plan)
+    return decided, ""
+
+
+def _month_fleet(d, margin: int) -> tuple[str, int, int]:
+    """(source, load, with redundancy) of one month: the verified fleet, else the closed form plus the margin. [text],
+    [GPUs], [GPUs]"""
+    a, cf = d.answer, d.closed_form
+    if a.source == "verified":
+        return "verified", a.load, a.with_redundancy
+    extra = margin * cf.tp
+    return ("closed form" + (f" + {margin} replica margin" if margin else ""), cf.load + extra,
+            cf.with_redundancy + extra)
+
+
+def _months(decided: list, margin: int, lead_time_days: int) -> list[ScheduleMonth]:
+    """Each decided month's fleet, the GPUs bought so far and the order for those it adds, and its bill. [ScheduleMonth]"""
     months: list[ScheduleMonth] = []
     owned, cumulative = 0, 0.0
     for first_day, sm, d in decided:
-        a, cf = d.answer, d.closed_form
-        if a.source == "verified":
-            source, load, red = "verified", a.load, a.with_redundancy
-        else:
-            extra = margin * cf.tp
-            source = "closed form" + (f" + {margin} replica margin" if margin else "")
-            load, red = cf.load + extra, cf.with_redundancy + extra
+        cf = d.closed_form
+        source, load, red = _month_fleet(d, margin)
         needed = int(math.ceil(red / sm.gpus_per_node) * sm.gpus_per_node)
         new = max(needed - owned, 0)
         owned = max(owned, needed)
@@ -190,17 +212,13 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
             billed_gpus=int(b.billed_gpus), monthly_usd=b.monthly_usd, cumulative_usd=cumulative, binding=cf.binding,
             api_monthly_usd=b.api_monthly_usd, source=source, closed_form_load=cf.load,
         ))
-    return ScheduleOut(months=months, start=start, lead_time_days=lead_time_days, growth=growth_words,
-                       breakeven_month=_breakeven_month(months, s.ops_usd_per_month),
-                       breakeven_words=_breakeven_words(months, s.ops_usd_per_month),
-                       binding_change_month=next((x.month for x in months if x.binding != months[0].binding), None) if months else None,
-                       stopped=stopped, method=method, margin_replicas=margin)
+    return months
 
 
 def _margin(decided: list, verify: str, percentile: float, max_context: int | None,
             budget_set_by_plan: bool) -> tuple[int, str]:
     """(replicas added to each closed-form month, the method in words): the shortfall measured in simulation. [replicas]"""
-    from xlplan import planner
+    from xlplan import decision
 
     if verify == "none" or not decided:
         return 0, "the closed form each month (the largest of the memory, compute, latency and queueing paths), not simulated"
@@ -212,7 +230,7 @@ def _margin(decided: list, verify: str, percentile: float, max_context: int | No
     measured, words = [], []
     for i in sorted({0, largest}):
         first_day, sm, d = decided[i]
-        v = planner.decide(sm, percentile, max_context, budget_set_by_plan, "auto")
+        v = decision.decide(sm, percentile, max_context, budget_set_by_plan, "auto")
         decided[i] = (first_day, sm, v)
         if v.answer.source == "verified":
             short = (v.answer.load - v.closed_form.load) // v.closed_form.tp
