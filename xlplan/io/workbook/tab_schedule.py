@@ -20,6 +20,90 @@ UNITS = ("YYYY-MM", "", "", "months", "req/s", "GPUs", "GPUs", "GPUs", "GPUs", "
          "USD", "", "USD/month")
 
 
+def _growth_section(book: Book, sh, e: Engine) -> None:
+    """The plan file's growth section as given, so `xlplan read` gives the plan back."""
+    if e.plan.growth is None:
+        return
+    r = sh.row
+    sh.put("A", r, Cell("Growth section of the plan file (read back by `xlplan read`)", kind="label"))
+    coord = sh.put("E", r, Cell(json.dumps(e.plan.growth.model_dump(mode="json", exclude_unset=True), sort_keys=True),
+                                kind="static"))
+    book.define("GrowthSection", sh, coord)
+    sh.row += 1
+
+
+def _growth_rate(e: Engine) -> float | None:
+    """The plan's growth per month, or None where it gives monthly peaks instead. [fraction/month]"""
+    return e.plan.growth.monthly if (e.plan.growth and e.plan.growth.monthly is not None) else None
+
+
+def _schedule_facts(book: Book, sh, e: Engine, sc, r: int) -> None:
+    """The growth, the lead time, the growth per month and the API sentence, from row ``r``."""
+    sh.put("A", r, Cell("Growth", kind="label"))
+    sh.put("C", r, Cell(sc.growth, kind="static"))
+    sh.put("A", r + 1, Cell("Lead time", kind="label"))
+    coord = sh.put("C", r + 1, Cell(sc.lead_time_days, kind="static", fmt=FMT["int"]))
+    sh.put("D", r + 1, Cell("days from order to GPUs in service", kind="unit"))
+    book.define("ScheduleLeadTimeDays", sh, coord)
+    rate = _growth_rate(e)
+    if rate is not None:
+        sh.put("A", r + 2, Cell("Growth per month", kind="label"))
+        coord = sh.put("C", r + 2, Cell(rate, kind="static", fmt="0.0%"))
+        book.define("ScheduleGrowth", sh, coord)
+    sh.put("A", r + 3, Cell(f"API: {sc.breakeven_words}. " + (f"The binding constraint changes in {sc.binding_change_month}."
+                                                              if sc.binding_change_month else "The binding constraint stays the same.")
+                            + (f" Stops: {sc.stopped}" if sc.stopped else ""), kind="static", wrap=True))
+    sh.merges.append(f"A{r + 3}:Q{r + 3}")
+
+
+def _calc(formula: str, cached, fmt: str | None = None) -> Cell:
+    """A formula cell with the engine's value."""
+    return Cell(formula, formula=True, cached=cached, kind="calc", fmt=fmt)
+
+
+def _month_cells(k: int, m, x: int, rate: float | None, has_api: bool) -> dict[str, Cell]:
+    """Column -> cell of month ``m`` (the ``k``-th) on row ``x``: its re-plan as engine values, the rest by formula."""
+    prev = x - 1
+    year, month = (int(v) for v in m.month.split("-"))
+    api = (f'=IF(ISNUMBER(APIBlendedUSDPerMTok),E{x}*(PromptMean+OutputMean)*AvgUtilisation*HoursPerMonth*SecondsPerHour'
+           f'*APIBlendedUSDPerMTok/TokensPerMillion,"{NA}")')
+    return {
+        "A": Cell(m.month, kind="static"),
+        "B": Cell(year, kind="static", fmt="0"),
+        "C": Cell(month, kind="static", fmt="0"),
+        "D": Cell(k, kind="static", fmt="0"),
+        "E": (_calc(f"=PeakRate*(1+ScheduleGrowth)^D{x}", m.peak_rps, FMT["num"]) if rate is not None else
+              Cell(m.peak_rps, kind="static", fmt=FMT["num"])),
+        "F": Cell(m.tp, kind="static", fmt=FMT["gpus"]),
+        "G": Cell(m.load, kind="static", fmt=FMT["gpus"]),
+        "H": Cell(m.with_redundancy, kind="static", fmt=FMT["gpus"]),
+        # "Needed": whole purchasing units at this month's peak alone (before the running maximum of what is bought)
+        "I": Cell(m.needed_purchased, kind="static", fmt=FMT["gpus"]),
+        "J": _calc(f"=I{x}" if k == 0 else f"=MAX(J{prev},I{x})", m.purchased, FMT["gpus"]),
+        "K": _calc(f"=J{x}" if k == 0 else f"=J{x}-J{prev}", m.new_gpus, FMT["gpus"]),
+        "L": _calc(f'=IF(K{x}>0,TEXT(DATE(B{x},C{x},1)-ScheduleLeadTimeDays,"yyyy-mm-dd"),"")', m.order_by or ""),
+        "M": _calc(f'=IF(BillPurchased,J{x},H{x})', m.billed_gpus, FMT["gpus"]),
+        "N": _calc(f"=M{x}*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth", m.monthly_usd, FMT["usd"]),
+        "O": _calc(f"=N{x}" if k == 0 else f"=O{prev}+N{x}", m.cumulative_usd, FMT["usd"]),
+        "P": Cell(m.binding, kind="static"),
+        "Q": _calc(api, m.api_monthly_usd if has_api else NA, FMT["usd"]),
+    }
+
+
+def _month_table(sh, e: Engine, sc, hdr: int) -> int:
+    """The header, the units and a row per month from row ``hdr``; returns the last row."""
+    for i, label in enumerate(SCHEDULE_COLUMNS):
+        sh.put(i + 1, hdr, Cell(label, kind="header"))
+        sh.put(i + 1, hdr + 1, Cell(UNITS[i], kind="unit"))
+    rate = _growth_rate(e)
+    has_api = any(m.api_monthly_usd is not None for m in sc.months)
+    for k, m in enumerate(sc.months):
+        x = hdr + 2 + k
+        for col, cell in _month_cells(k, m, x, rate, has_api).items():
+            sh.put(col, x, cell)
+    return hdr + 1 + len(sc.months)
+
+
 def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
     """Lay out the Schedule sheet (only when the plan has a growth section with a lead time)."""
     from openpyxl.utils import get_column_letter as L
@@ -32,70 +116,16 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
                "not simulated: `xlplan schedule` adds the shortfall it simulates; GPUs bought stay bought; an order goes out "
                "its lead time before the month it is needed.")
     stale_flag(book, sh, e, "ScheduleStale")
-    if e.plan.growth is not None:  # the plan file's growth section as given, so `xlplan read` gives the plan back
-        r = sh.row
-        sh.put("A", r, Cell("Growth section of the plan file (read back by `xlplan read`)", kind="label"))
-        coord = sh.put("E", r, Cell(json.dumps(e.plan.growth.model_dump(mode="json", exclude_unset=True), sort_keys=True),
-                                    kind="static"))
-        book.define("GrowthSection", sh, coord)
-        sh.row += 1
+    _growth_section(book, sh, e)
     sc = d.schedule
     if sc is None:
         sh.put("A", sh.row, Cell(d.schedule_note, kind="note"))
         sh.row += 1
         return
     r = sh.row
-    sh.put("A", r, Cell("Growth", kind="label"))
-    sh.put("C", r, Cell(sc.growth, kind="static"))
-    sh.put("A", r + 1, Cell("Lead time", kind="label"))
-    coord = sh.put("C", r + 1, Cell(sc.lead_time_days, kind="static", fmt=FMT["int"]))
-    sh.put("D", r + 1, Cell("days from order to GPUs in service", kind="unit"))
-    book.define("ScheduleLeadTimeDays", sh, coord)
-    rate = e.plan.growth.monthly if (e.plan.growth and e.plan.growth.monthly is not None) else None
-    if rate is not None:
-        sh.put("A", r + 2, Cell("Growth per month", kind="label"))
-        coord = sh.put("C", r + 2, Cell(rate, kind="static", fmt="0.0%"))
-        book.define("ScheduleGrowth", sh, coord)
-    sh.put("A", r + 3, Cell(f"API: {sc.breakeven_words}. " + (f"The binding constraint changes in {sc.binding_change_month}."
-                                                              if sc.binding_change_month else "The binding constraint stays the same.")
-                            + (f" Stops: {sc.stopped}" if sc.stopped else ""), kind="static", wrap=True))
-    sh.merges.append(f"A{r + 3}:Q{r + 3}")
+    _schedule_facts(book, sh, e, sc, r)
     hdr = r + 5
-    for i, label in enumerate(SCHEDULE_COLUMNS):
-        sh.put(i + 1, hdr, Cell(label, kind="header"))
-        sh.put(i + 1, hdr + 1, Cell(UNITS[i], kind="unit"))
-    has_api = any(m.api_monthly_usd is not None for m in sc.months)
-    for k, m in enumerate(sc.months):
-        x = hdr + 2 + k
-        prev = x - 1
-        year, month = (int(v) for v in m.month.split("-"))
-        sh.put("A", x, Cell(m.month, kind="static"))
-        sh.put("B", x, Cell(year, kind="static", fmt="0"))
-        sh.put("C", x, Cell(month, kind="static", fmt="0"))
-        sh.put("D", x, Cell(k, kind="static", fmt="0"))
-        if rate is not None:
-            sh.put("E", x, Cell(f"=PeakRate*(1+ScheduleGrowth)^D{x}", formula=True, cached=m.peak_rps, kind="calc", fmt=FMT["num"]))
-        else:
-            sh.put("E", x, Cell(m.peak_rps, kind="static", fmt=FMT["num"]))
-        for col, v in (("F", m.tp), ("G", m.load), ("H", m.with_redundancy)):
-            sh.put(col, x, Cell(v, kind="static", fmt=FMT["gpus"]))
-        # "Needed": whole purchasing units at this month's peak alone (before the running maximum of what is bought)
-        sh.put("I", x, Cell(m.needed_purchased, kind="static", fmt=FMT["gpus"]))
-        sh.put("J", x, Cell(f"=I{x}" if k == 0 else f"=MAX(J{prev},I{x})", formula=True, cached=m.purchased, kind="calc",
-                            fmt=FMT["gpus"]))
-        sh.put("K", x, Cell(f"=J{x}" if k == 0 else f"=J{x}-J{prev}", formula=True, cached=m.new_gpus, kind="calc", fmt=FMT["gpus"]))
-        sh.put("L", x, Cell(f'=IF(K{x}>0,TEXT(DATE(B{x},C{x},1)-ScheduleLeadTimeDays,"yyyy-mm-dd"),"")', formula=True,
-                            cached=m.order_by or "", kind="calc"))
-        billed = f'=IF(BillPurchased,J{x},H{x})'
-        sh.put("M", x, Cell(billed, formula=True, cached=m.billed_gpus, kind="calc", fmt=FMT["gpus"]))
-        sh.put("N", x, Cell(f"=M{x}*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth", formula=True, cached=m.monthly_usd, kind="calc", fmt=FMT["usd"]))
-        sh.put("O", x, Cell(f"=N{x}" if k == 0 else f"=O{prev}+N{x}", formula=True, cached=m.cumulative_usd, kind="calc",
-                            fmt=FMT["usd"]))
-        sh.put("P", x, Cell(m.binding, kind="static"))
-        api = (f'=IF(ISNUMBER(APIBlendedUSDPerMTok),E{x}*(PromptMean+OutputMean)*AvgUtilisation*HoursPerMonth*SecondsPerHour'
-               f'*APIBlendedUSDPerMTok/TokensPerMillion,"{NA}")')
-        sh.put("Q", x, Cell(api, formula=True, cached=m.api_monthly_usd if has_api else NA, kind="calc", fmt=FMT["usd"]))
-    end = hdr + 1 + len(sc.months)
+    end = _month_table(sh, e, sc, hdr)
     sh.freeze = f"B{hdr + 2}"
     sh.print_area = f"A1:Q{end + 18}"  # the chart below the table too
     sh.row = end + 1
@@ -104,4 +134,3 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
                       "y_title": "GPUs", "x": ("D", first, last), "series": [("G", hdr, last), ("H", hdr, last), ("J", hdr, last)],
                       "anchor": f"A{end + 2}", "width": 22, "height": 8})
     sh.row = end + 20
-
