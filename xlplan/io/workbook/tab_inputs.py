@@ -114,16 +114,8 @@ def _catalog_price(sh: Sheet, e: Engine) -> None:
 # ---------------------------------------------------------------------------------------------- sheets
 
 
-def inputs_tab(book: Book, e: Engine) -> None:
-    sh = book.sheet(SIX_TABS[0], "Section 1 of the capacity note: every input, with its unit, its owner and its dated source.",
-                    widths={"A": 34, "B": 22, "C": 16, "D": 20, "E": 40, "F": 12, "G": 70}, print_title_rows="1:3",
-                    landscape=True, freeze="A4")
-    book.print_header = f"{e.plan.name} — {plan_date(e)}"
-    rows = Rows(book, sh)
-    rows.title("1 · Inputs — the forecast, the promise and the prices, attributed",
-               "Yellow cells are inputs; everything else is computed. A wrong forecast is a forecast problem: each input "
-               "names its owner and source.")
-    put_banner(sh, e)
+def _plan_header(book: Book, sh: Sheet, e: Engine) -> None:
+    """The plan's name and date (inputs) and the master check, above the inputs."""
     sh.put("A", 4, Cell("Plan name", kind="label"))
     coord = sh.put("B", 4, Cell(e.plan.name, kind="input", name="PlanName",
                                 validation=Validation("textLength", "lessThanOrEqual", "255", None, False, "Plan name",
@@ -137,9 +129,13 @@ def inputs_tab(book: Book, e: Engine) -> None:
     book.define("PlanDate", sh, coord)
     sh.put("D", 6, Cell("YYYY-MM-DD; blank: the Summary shows the day the workbook was built", kind="note"))
     sh.put("A", 5, Cell("All checks pass", kind="label", bold=True))
-    coord = sh.put("B", 5, Cell("=AllChecksPass", formula=True, cached=all(check_values(e).values()), kind="check"))
+    sh.put("B", 5, Cell("=AllChecksPass", formula=True, cached=all(check_values(e).values()), kind="check"))
     sh.put("D", 5, Cell("TRUE when every check on the Checks sheet passes.", kind="note"))
     sh.row = 7
+
+
+def _owners_section(book: Book, sh: Sheet, rows: Rows, e: Engine) -> None:
+    """Who owns each section of inputs and where they come from (inputs the rows below quote)."""
     rows.section("Who owns each input, and where it comes from")
     rows.header("Inputs of", "Owner", "Source and date")
     sh.merges.append(f"C{sh.row - 1}:E{sh.row - 1}")
@@ -155,38 +151,69 @@ def inputs_tab(book: Book, e: Engine) -> None:
             book.define(name, sh, c)
         sh.merges.append(f"C{r}:E{r}")  # the source across Unit, Owner and Source: wide enough to read
         sh.row += 1
+
+
+def _input_row(book: Book, sh: Sheet, e: Engine, spec: InputSpec) -> None:
+    """One input: its label, value (validated, with its note as a comment), unit, owner, source and note."""
+    r = sh.row
+    value = input_value(e.plan, spec)
+    sh.put("A", r, Cell(spec.label, kind="label"))
+    coord = sh.put("B", r, Cell(value, kind="input", fmt=spec.fmt, name=spec.name, validation=_validation(spec),
+                                comment=spec.note))
+    book.define(spec.name, sh, coord)
+    sh.put("C", r, Cell(spec.unit, kind="unit"))
+    owner_name = f"Owner{spec.owner.capitalize()}"
+    source_name = f"Source{spec.owner.capitalize()}"
+    sh.put("D", r, Cell(f'={owner_name}&""', formula=True, cached=getattr(e.plan.owners, spec.owner), kind="calc"))
+    sh.put("E", r, Cell(f'={source_name}&""', formula=True, cached=getattr(e.plan.sources, spec.owner), kind="calc",
+                        wrap=True))
+    sh.put("G", r, Cell(spec.note, kind="note"))
+    sh.row += 1
+
+
+def _prices_used(rows: Rows, e: Engine) -> None:
+    """The catalog price beside the price paid, then the rental price and the GPU-hour cost the plan uses."""
+    _catalog_price(rows.sheet, e)
+    rent = e.plan.hardware.usd_per_gpu_hour or e.gpu.usd_per_gpu_hour or 0.0
+    rows.calc("RentUSDPerGPUHour", "Rental price used",
+              '=IF(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput,GPUCatalogUSDPerHour)',
+              rent, "USD/GPU-hour", FMT["usd2"], "The price paid, or the catalog's price.")
+    rows.calc("GPUUSDPerHour", "GPU cost per hour used", '=IF(CostMode="buy",OwnedUSDPerGPUHour,RentUSDPerGPUHour)',
+              e.s.usd_per_gpu_hour, "USD/GPU-hour", FMT["usd2"],
+              "rent: the rental price; buy: what an owned GPU costs an hour (5 Cost, rent or buy)")
+
+
+def _after_input(rows: Rows, e: Engine, spec: InputSpec) -> None:
+    """What the sheet derives right below an input: the targets, efficiencies, prices and billing the plan uses."""
+    if spec.name == "TokensPerSecondInput":
+        rows.calc("ITLTarget", "Inter-token target used", '=IF(ISNUMBER(ITLInput),ITLInput,1/TokensPerSecondInput)',
+                  e.s.itl_s, "s/token", FMT["s"], "The target as given, or 1 ÷ the streaming speed.")
+    if spec.name == "LatencyStep":
+        _efficiencies_used(rows, e)
+    if spec.name == "GPUUSDPerHourInput":
+        _prices_used(rows, e)
+    if spec.name == "Billing":
+        rows.calc("BillPurchased", "The bill counts purchased GPUs", '=OR(Billing="purchased",CostMode="buy")',
+                  e.s.bill_purchased, "TRUE | FALSE", None, "purchased units, or owned hardware (buy)")
+
+
+def inputs_tab(book: Book, e: Engine) -> None:
+    """Lay out 1 Inputs: the plan's name and date, the master check, the owners and sources, then every input by
+    section with what the plan derives from it right below."""
+    sh = book.sheet(SIX_TABS[0], "Section 1 of the capacity note: every input, with its unit, its owner and its dated source.",
+                    widths={"A": 34, "B": 22, "C": 16, "D": 20, "E": 40, "F": 12, "G": 70}, print_title_rows="1:3",
+                    landscape=True, freeze="A4")
+    book.print_header = f"{e.plan.name} — {plan_date(e)}"
+    rows = Rows(book, sh)
+    rows.title("1 · Inputs — the forecast, the promise and the prices, attributed",
+               "Yellow cells are inputs; everything else is computed. A wrong forecast is a forecast problem: each input "
+               "names its owner and source.")
+    put_banner(sh, e)
+    _plan_header(book, sh, e)
+    _owners_section(book, sh, rows, e)
     for title, specs in INPUT_SPECS:
         rows.section(title)
         rows.header("Input", "Value", "Unit", "Owner", "Source", "Date", "What it means and how to get it right")
         for spec in specs:
-            r = sh.row
-            value = input_value(e.plan, spec)
-            sh.put("A", r, Cell(spec.label, kind="label"))
-            coord = sh.put("B", r, Cell(value, kind="input", fmt=spec.fmt, name=spec.name, validation=_validation(spec),
-                                        comment=spec.note))
-            book.define(spec.name, sh, coord)
-            sh.put("C", r, Cell(spec.unit, kind="unit"))
-            owner_name = f"Owner{spec.owner.capitalize()}"
-            source_name = f"Source{spec.owner.capitalize()}"
-            sh.put("D", r, Cell(f'={owner_name}&""', formula=True, cached=getattr(e.plan.owners, spec.owner), kind="calc"))
-            sh.put("E", r, Cell(f'={source_name}&""', formula=True, cached=getattr(e.plan.sources, spec.owner), kind="calc",
-                                wrap=True))
-            sh.put("G", r, Cell(spec.note, kind="note"))
-            sh.row += 1
-            if spec.name == "TokensPerSecondInput":
-                rows.calc("ITLTarget", "Inter-token target used", '=IF(ISNUMBER(ITLInput),ITLInput,1/TokensPerSecondInput)',
-                          e.s.itl_s, "s/token", FMT["s"], "The target as given, or 1 ÷ the streaming speed.")
-            if spec.name == "LatencyStep":
-                _efficiencies_used(rows, e)
-            if spec.name == "GPUUSDPerHourInput":
-                _catalog_price(sh, e)
-                rent = e.plan.hardware.usd_per_gpu_hour or e.gpu.usd_per_gpu_hour or 0.0
-                rows.calc("RentUSDPerGPUHour", "Rental price used",
-                          '=IF(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput,GPUCatalogUSDPerHour)',
-                          rent, "USD/GPU-hour", FMT["usd2"], "The price paid, or the catalog's price.")
-                rows.calc("GPUUSDPerHour", "GPU cost per hour used", '=IF(CostMode="buy",OwnedUSDPerGPUHour,RentUSDPerGPUHour)',
-                          e.s.usd_per_gpu_hour, "USD/GPU-hour", FMT["usd2"],
-                          "rent: the rental price; buy: what an owned GPU costs an hour (5 Cost, rent or buy)")
-            if spec.name == "Billing":
-                rows.calc("BillPurchased", "The bill counts purchased GPUs", '=OR(Billing="purchased",CostMode="buy")',
-                          e.s.bill_purchased, "TRUE | FALSE", None, "purchased units, or owned hardware (buy)")
+            _input_row(book, sh, e, spec)
+            _after_input(rows, e, spec)
