@@ -132,14 +132,8 @@ def checks_sheet(book: Book, e: Engine) -> None:
     book.define("CheckBanner", sh, coord)
 
 
-def constants_sheet(book: Book) -> None:
-    sh = book.sheet("Constants", "Supporting sheet: every constant the formulas use, labelled, and the drop-down lists.",
-                    widths={"A": 28, "B": 46, "C": 22, "D": 16, "E": 70}, freeze="A5", landscape=True, print_title_rows="4:4")
-    sh.put("A", 1, Cell("Constants — every number the formulas use, with its unit", kind="title"))
-    sh.put("A", 2, Cell("Supporting sheet. Formulas refer to these by name; none has a number written inside it.", kind="note"))
-    for i, h in enumerate(("Name", "Meaning", "Value", "Unit", "Why")):
-        sh.put(i + 1, 4, Cell(h, kind="header"))
-    r = 5
+def _constant_rows(book: Book, sh: Sheet, r: int) -> int:
+    """Every constant the formulas use, named, from row ``r``; returns the row after the last."""
     for name, label, value, unit, why in CONSTANTS:
         sh.put("A", r, Cell(name, kind="label"))
         sh.put("B", r, Cell(label, kind="label"))
@@ -148,7 +142,11 @@ def constants_sheet(book: Book) -> None:
         sh.put("D", r, Cell(unit, kind="unit"))
         sh.put("E", r, Cell(why, kind="note"))
         r += 1
-    r += 1
+    return r
+
+
+def _dtype_tables(book: Book, sh: Sheet, r: int) -> int:
+    """The weight and KV dtypes with their bytes per element, from row ``r``; returns the row after the last."""
     lists = (
         ("WeightDtypes", "WeightDtypeBytes", "Weight dtype", "Bytes per weight", [(d, memory.WEIGHT_BYTES_PER_PARAM[d]) for d in WEIGHT_DTYPES]),
         ("KVDtypes", "KVDtypeBytes", "KV dtype", "Bytes per cached element", [(d, memory.KV_BYTES_PER_ELEMENT[d]) for d in KV_DTYPES]),
@@ -164,6 +162,11 @@ def constants_sheet(book: Book) -> None:
         book.define_range(key_name, sh, f"A{first}", f"A{r}")
         book.define_range(val_name, sh, f"B{first}", f"B{r}")
         r += 2
+    return r
+
+
+def _drop_down_lists(book: Book, sh: Sheet, r: int) -> int:
+    """The choices each drop-down on 1 Inputs offers, from row ``r``; returns the row after the last."""
     simple = (
         ("ComputeDtypes", "Compute dtypes", ["bf16", "fp8", "fp4"]),
         ("BillingModes", "Billing", ["rented", "purchased"]),
@@ -183,8 +186,12 @@ def constants_sheet(book: Book) -> None:
             sh.put("A", r, Cell(v, kind="const"))
         book.define_range(name, sh, f"A{first}", f"A{r}")
         r += 2
-    # The default efficiencies by vendor and engine (xlplan/data/efficiencies.yaml, fitted to the public corpus; the
-    # runbook's figures for its engine), one row per vendor|engine, fallbacks already applied.
+    return r
+
+
+def _efficiency_table(book: Book, sh: Sheet, r: int) -> None:
+    """The default efficiencies by vendor and engine (xlplan/data/efficiencies.yaml, fitted to the public corpus; the
+    runbook's figures for its engine), one row per vendor|engine, fallbacks already applied, from row ``r``."""
     heads = ("Vendor|engine", "Prefill MFU", "Decode MFU", "Bandwidth efficiency", "Step overhead [s]", "Expert efficiency")
     for i, h in enumerate(heads):
         sh.put(i + 1, r, Cell(h, kind="header"))
@@ -199,7 +206,21 @@ def constants_sheet(book: Book) -> None:
     for name, col in (("EffKeys", "A"), ("EffPrefill", "B"), ("EffDecode", "C"), ("EffBandwidth", "D"), ("EffOverhead", "E"),
                       ("EffExpert", "F")):
         book.define_range(name, sh, f"{col}{first}", f"{col}{r}")
-    r += 2
+
+
+def constants_sheet(book: Book) -> None:
+    """Lay out the Constants sheet: every constant the formulas use, the dtype tables, the drop-down lists and the
+    default efficiencies."""
+    sh = book.sheet("Constants", "Supporting sheet: every constant the formulas use, labelled, and the drop-down lists.",
+                    widths={"A": 28, "B": 46, "C": 22, "D": 16, "E": 70}, freeze="A5", landscape=True, print_title_rows="4:4")
+    sh.put("A", 1, Cell("Constants — every number the formulas use, with its unit", kind="title"))
+    sh.put("A", 2, Cell("Supporting sheet. Formulas refer to these by name; none has a number written inside it.", kind="note"))
+    for i, h in enumerate(("Name", "Meaning", "Value", "Unit", "Why")):
+        sh.put(i + 1, 4, Cell(h, kind="header"))
+    r = _constant_rows(book, sh, 5) + 1
+    r = _dtype_tables(book, sh, r)
+    r = _drop_down_lists(book, sh, r)
+    _efficiency_table(book, sh, r)
 
 
 def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
