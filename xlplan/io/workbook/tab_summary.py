@@ -128,12 +128,8 @@ def summary_rows(e: Engine) -> list[Line]:
     return rows
 
 
-def summary_tab(book: Book, e: Engine, decisions=None) -> None:
-    """Lay out the Summary sheet (first in the workbook). The date is the plan's, else the day of the build."""
-    sh = book.sheet(SUMMARY_TAB, "The answer: GPUs, what binds, the cost, the API comparison, and whether every check passes.",
-                    widths={"A": 30, "B": 44, "C": 14, "D": 60}, print_title_rows="1:2", landscape=True)
-    rows = Rows(book, sh)
-    rows.title("Summary — the answer", "Every figure is a formula over the tabs that follow; change an input on 1 Inputs and it follows.")
+def _plan_rows(book: Book, sh, e: Engine) -> None:
+    """The plan's name and the day it was prepared, by formula over 1 Inputs."""
     r0 = sh.row
     sh.put("A", r0, Cell("Plan", kind="label"))
     sh.put("B", r0, Cell("=PlanName", formula=True, cached=e.plan.name, kind="calc"))
@@ -144,41 +140,46 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
     coord = sh.put("D", r0 + 1, Cell(UNDATED, kind="note"))
     book.define("BuildDate", sh, coord)
     sh.row = r0 + 2
-    answer = answer_rows(e)
-    if answer:
-        rows.section("The answer — the fleet to order (engine values, shaded: rebuild after changing an input)")
-        rows.header("Quantity", "Value", "Unit", "How")
-        for name, label, value, unit, fmt, how in answer:
-            r = sh.row
-            sh.put("A", r, Cell(label, kind="label"))
-            coord = sh.put("B", r, Cell(value, kind="static", fmt=fmt, wrap=isinstance(value, str)))
-            book.define(name, sh, coord)
-            sh.put("C", r, Cell(unit, kind="unit"))
-            sh.put("D", r, Cell(how, kind="note"))
-            sh.row += 1
-        flag_row = sh.row
-        sh.put("A", flag_row, Cell("Still current?", kind="label"))
-        sh.put("D", flag_row, Cell("compares every input on 1 Inputs with its value when the Answer was computed (below)",
-                                   kind="note"))
-        sh.row += 1
-    rows.section("The runbook's method — every figure a formula over the tabs" if answer else "The answer")
+
+
+def _answer_section(book: Book, sh, rows: Rows, answer: list) -> int:
+    """The Answer as engine values (shaded), then the label of its still-current flag; returns the flag's row."""
+    rows.section("The answer — the fleet to order (engine values, shaded: rebuild after changing an input)")
     rows.header("Quantity", "Value", "Unit", "How")
-    for row in summary_rows(e):
-        coord = rows.calc(row.name, row.label, row.formula, row.cached, row.unit, row.fmt, row.how)
-        if isinstance(row.cached, str):
-            sh.cells[coord].wrap = True
+    for name, label, value, unit, fmt, how in answer:
+        r = sh.row
+        sh.put("A", r, Cell(label, kind="label"))
+        coord = sh.put("B", r, Cell(value, kind="static", fmt=fmt, wrap=isinstance(value, str)))
+        book.define(name, sh, coord)
+        sh.put("C", r, Cell(unit, kind="unit"))
+        sh.put("D", r, Cell(how, kind="note"))
+        sh.row += 1
+    flag_row = sh.row
+    sh.put("A", flag_row, Cell("Still current?", kind="label"))
+    sh.put("D", flag_row, Cell("compares every input on 1 Inputs with its value when the Answer was computed (below)",
+                               kind="note"))
+    sh.row += 1
+    return flag_row
+
+
+def _verified_section(sh, rows: Rows, e: Engine) -> None:
+    """The fleet simulated at peak, where the workbook was built with it; else how to build it so."""
     v = e.result.verified
     rows.section("Verified at peak (simulated)")
     if v is None:
         sh.put("A", sh.row, Cell("not simulated: build with `xlplan plan --verify --workbook` to check the fleet under random arrivals",
                                  kind="note"))
         sh.row += 1
-    else:
-        rows.calc(None, "Verified load", "=VerifiedLoad", v.load if v.load is not None else f"none up to {v.searched_up_to}",
-                  "GPUs", FMT["gpus"], "the fewest GPUs whose simulated p95 TTFT and inter-token gap keep the promise (4 Fleet)")
-        rows.calc(None, "Verified, with redundancy", "=VerifiedWithRedundancy",
-                  v.with_redundancy if v.with_redundancy is not None else f"none up to {v.searched_up_to}", "GPUs", FMT["gpus"], "")
-        _sentence(sh, v.sentence)
+        return
+    rows.calc(None, "Verified load", "=VerifiedLoad", v.load if v.load is not None else f"none up to {v.searched_up_to}",
+              "GPUs", FMT["gpus"], "the fewest GPUs whose simulated p95 TTFT and inter-token gap keep the promise (4 Fleet)")
+    rows.calc(None, "Verified, with redundancy", "=VerifiedWithRedundancy",
+              v.with_redundancy if v.with_redundancy is not None else f"none up to {v.searched_up_to}", "GPUs", FMT["gpus"], "")
+    _sentence(sh, v.sentence)
+
+
+def _decision_sections(sh, rows: Rows, decisions) -> None:
+    """Which hardware (the Options' recommendation) and when to order (the Schedule's first order), where built."""
     if decisions is not None and decisions.recommendation:
         rows.section("Which hardware (Options)")
         _sentence(sh, decisions.recommendation)
@@ -189,6 +190,25 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
         if nxt is not None:
             _sentence(sh, f"First order: {nxt.new_gpus} GPUs by {nxt.order_by}, in service from {nxt.month}; "
                           f"{sched.breakeven_words}.")
+
+
+def summary_tab(book: Book, e: Engine, decisions=None) -> None:
+    """Lay out the Summary sheet (first in the workbook). The date is the plan's, else the day of the build."""
+    sh = book.sheet(SUMMARY_TAB, "The answer: GPUs, what binds, the cost, the API comparison, and whether every check passes.",
+                    widths={"A": 30, "B": 44, "C": 14, "D": 60}, print_title_rows="1:2", landscape=True)
+    rows = Rows(book, sh)
+    rows.title("Summary — the answer", "Every figure is a formula over the tabs that follow; change an input on 1 Inputs and it follows.")
+    _plan_rows(book, sh, e)
+    answer = answer_rows(e)
+    flag_row = _answer_section(book, sh, rows, answer) if answer else None
+    rows.section("The runbook's method — every figure a formula over the tabs" if answer else "The answer")
+    rows.header("Quantity", "Value", "Unit", "How")
+    for row in summary_rows(e):
+        coord = rows.calc(row.name, row.label, row.formula, row.cached, row.unit, row.fmt, row.how)
+        if isinstance(row.cached, str):
+            sh.cells[coord].wrap = True
+    _verified_section(sh, rows, e)
+    _decision_sections(sh, rows, decisions)
     sh.print_area = f"A1:D{sh.row}"  # the page a reader prints; the inputs' snapshot below is for the flag
     if answer:
         snapshot_and_flag(book, sh, rows, e, flag_row)
