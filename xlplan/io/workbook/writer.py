@@ -16,6 +16,8 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from xlplan.io.workbook.cells import Book, Cell
+from xlplan.io.workbook.charts import chart as _chart
+from xlplan.io.workbook.charts import column_index as _col
 
 FIXED_TIMESTAMP = "2026-01-01T00:00:00Z"
 """Document created/modified time written into every workbook, so builds are byte-identical."""
@@ -59,20 +61,118 @@ def _styles():
 TEXT_TRIGGERS = ("=", "+", "-", "@")
 
 
-def render(book: Book):
-    """An openpyxl Workbook for the book (formulas without cached values; see :func:`finalise`).
-
-    Each distinct look (kind, bold, number format, wrap, quoted text) is styled once through openpyxl's descriptors and
-    copied to the next cell of that look: the same style indices, without hashing every style object per cell."""
+def _style_cell(cell, c: Cell, styles: dict, looks: dict) -> None:
+    """Style one cell by its look (kind, bold, number format, wrap, quoted text): the look's style built once through
+    openpyxl's descriptors, then copied to the next cell of that look (the same style indices, without hashing every
+    style object per cell)."""
     from copy import copy
 
-    from openpyxl import Workbook
-    from openpyxl.comments import Comment
-    from openpyxl.formatting.rule import CellIsRule
-    from openpyxl.styles import Alignment, Font, PatternFill
-    from openpyxl.workbook.defined_name import DefinedName
+    from openpyxl.styles import Alignment, Font
+
+    quoted = isinstance(c.value, str) and not c.formula and c.value.startswith(TEXT_TRIGGERS)
+    look = (c.kind, c.bold, c.fmt, c.wrap, quoted)
+    if look in looks:  # a style already built in this workbook: its indices, as openpyxl would find them again
+        cell._style = copy(looks[look])
+        return
+    for attr, value in styles[c.kind].items():
+        setattr(cell, attr, value)
+    if c.bold:
+        cell.font = Font(bold=True)
+    if c.fmt:
+        cell.number_format = c.fmt
+    if c.kind == "note":
+        cell.alignment = Alignment(wrap_text=False, vertical="top")
+    if c.wrap:
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
+    if quoted:
+        cell.alignment = Alignment(horizontal="left")
+        cell.quotePrefix = True  # typed-in text stays text when the user edits the cell
+    looks[look] = copy(cell._style)
+
+
+def _validate(ws, coord: str, v, validations: dict) -> None:
+    """Add the cell to the sheet's data validation of the same rule, made on first use."""
     from openpyxl.worksheet.datavalidation import DataValidation
+
+    key = (v.type, v.operator, v.formula1, v.formula2, v.allow_blank, v.title, v.message, v.error)
+    dv = validations.get(key)
+    if dv is None:
+        dv = DataValidation(type=v.type, operator=v.operator, formula1=v.formula1, formula2=v.formula2,
+                            allow_blank=v.allow_blank, showErrorMessage=True, showInputMessage=True,
+                            errorTitle="Not a valid value"[:32], error=v.error, promptTitle=v.title, prompt=v.message)
+        validations[key] = dv
+        ws.add_data_validation(dv)
+    dv.add(coord)
+
+
+def _write_cells(ws, sheet, styles: dict, looks: dict) -> None:
+    """Every cell of the sheet: its value, style, comment and validation."""
+    from openpyxl.comments import Comment
+
+    validations: dict[tuple, object] = {}
+    for coord, c in sheet.cells.items():
+        cell = ws[coord]
+        _set_value(cell, c)
+        _style_cell(cell, c, styles, looks)
+        if c.comment:
+            cell.comment = Comment(c.comment, "xlplan", width=320, height=90)
+        if c.validation:
+            _validate(ws, coord, c.validation, validations)
+
+
+def _layout(ws, sheet) -> None:
+    """Row heights, the checks' green and red, grouped columns, merges, frozen panes and charts."""
+    from openpyxl.formatting.rule import CellIsRule
+    from openpyxl.styles import PatternFill
+
+    _header_heights(ws, sheet)
+    _wrapped_heights(ws, sheet)
+    checks = [coord for coord, c in sheet.cells.items() if c.kind == "check"]
+    for coord in checks:
+        ws.conditional_formatting.add(coord, CellIsRule(operator="equal", formula=["TRUE"], fill=PatternFill("solid", fgColor="C6EFCE")))
+        ws.conditional_formatting.add(coord, CellIsRule(operator="notEqual", formula=["TRUE"], fill=PatternFill("solid", fgColor="FFC7CE")))
+    if sheet.outline_columns:
+        ws.column_dimensions.group(*sheet.outline_columns, hidden=False, outline_level=1)
+    for rng in sheet.merges:
+        ws.merge_cells(rng)
+    if sheet.freeze:
+        ws.freeze_panes = sheet.freeze
+    for ch in sheet.charts:
+        ws.add_chart(_chart(ws, ch), ch["anchor"])
+
+
+def _page_setup(ws, sheet, book: Book) -> None:
+    """Protection (no password), paper, orientation, fit, print titles and area, header and footer, no gridlines."""
     from openpyxl.worksheet.properties import PageSetupProperties
+
+    ws.protection.sheet = True  # no password: stops accidents, not a deliberate unprotect
+    ws.protection.formatColumns = False
+    ws.protection.formatRows = False
+    ws.page_setup.orientation = "landscape" if sheet.landscape else "portrait"
+    ws.page_setup.paperSize = ws.PAPERSIZE_A4
+    if sheet.fit_width:  # one page wide, as many long as it takes
+        ws.page_setup.fitToWidth = 1
+        ws.page_setup.fitToHeight = 0
+        ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
+    else:  # a wide reference table: pages across at a readable scale, its key columns repeated on each
+        ws.page_setup.scale = REFERENCE_PRINT_SCALE
+    if sheet.print_title_rows:
+        ws.print_title_rows = sheet.print_title_rows
+    if sheet.print_title_cols:
+        ws.print_title_cols = sheet.print_title_cols
+    if sheet.print_area:
+        ws.print_area = sheet.print_area
+    if book.print_header:
+        ws.oddHeader.left.text = _header_text(book.print_header)
+    ws.oddHeader.right.text = "printed &D"
+    ws.oddFooter.center.text = f"{sheet.title} — page &P of &N"
+    ws.sheet_view.showGridLines = False
+
+
+def render(book: Book):
+    """An openpyxl Workbook for the book (formulas without cached values; see :func:`finalise`)."""
+    from openpyxl import Workbook
+    from openpyxl.workbook.defined_name import DefinedName
 
     styles = _styles()
     looks: dict[tuple, object] = {}  # (kind, bold, format, wrap, quoted) -> the cell style built for it (StyleArray)
@@ -86,78 +186,9 @@ def render(book: Book):
         ws = wb.create_sheet(sheet.title)
         for col, width in sheet.widths.items():
             ws.column_dimensions[col].width = width
-        validations: dict[tuple, DataValidation] = {}
-        for coord, c in sheet.cells.items():
-            cell = ws[coord]
-            _set_value(cell, c)
-            quoted = isinstance(c.value, str) and not c.formula and c.value.startswith(TEXT_TRIGGERS)
-            look = (c.kind, c.bold, c.fmt, c.wrap, quoted)
-            if look in looks:  # a style already built in this workbook: its indices, as openpyxl would find them again
-                cell._style = copy(looks[look])
-            else:
-                for attr, value in styles[c.kind].items():
-                    setattr(cell, attr, value)
-                if c.bold:
-                    cell.font = Font(bold=True)
-                if c.fmt:
-                    cell.number_format = c.fmt
-                if c.kind == "note":
-                    cell.alignment = Alignment(wrap_text=False, vertical="top")
-                if c.wrap:
-                    cell.alignment = Alignment(wrap_text=True, vertical="top")
-                if quoted:
-                    cell.alignment = Alignment(horizontal="left")
-                    cell.quotePrefix = True  # typed-in text stays text when the user edits the cell
-                looks[look] = copy(cell._style)
-            if c.comment:
-                cell.comment = Comment(c.comment, "xlplan", width=320, height=90)
-            if c.validation:
-                v = c.validation
-                key = (v.type, v.operator, v.formula1, v.formula2, v.allow_blank, v.title, v.message, v.error)
-                dv = validations.get(key)
-                if dv is None:
-                    dv = DataValidation(type=v.type, operator=v.operator, formula1=v.formula1, formula2=v.formula2,
-                                        allow_blank=v.allow_blank, showErrorMessage=True, showInputMessage=True,
-                                        errorTitle="Not a valid value"[:32], error=v.error, promptTitle=v.title, prompt=v.message)
-                    validations[key] = dv
-                    ws.add_data_validation(dv)
-                dv.add(coord)
-        _header_heights(ws, sheet)
-        _wrapped_heights(ws, sheet)
-        checks = [coord for coord, c in sheet.cells.items() if c.kind == "check"]
-        for coord in checks:
-            ws.conditional_formatting.add(coord, CellIsRule(operator="equal", formula=["TRUE"], fill=PatternFill("solid", fgColor="C6EFCE")))
-            ws.conditional_formatting.add(coord, CellIsRule(operator="notEqual", formula=["TRUE"], fill=PatternFill("solid", fgColor="FFC7CE")))
-        if sheet.outline_columns:
-            ws.column_dimensions.group(*sheet.outline_columns, hidden=False, outline_level=1)
-        for rng in sheet.merges:
-            ws.merge_cells(rng)
-        if sheet.freeze:
-            ws.freeze_panes = sheet.freeze
-        for ch in sheet.charts:
-            ws.add_chart(_chart(ws, ch), ch["anchor"])
-        ws.protection.sheet = True  # no password: stops accidents, not a deliberate unprotect
-        ws.protection.formatColumns = False
-        ws.protection.formatRows = False
-        ws.page_setup.orientation = "landscape" if sheet.landscape else "portrait"
-        ws.page_setup.paperSize = ws.PAPERSIZE_A4
-        if sheet.fit_width:  # one page wide, as many long as it takes
-            ws.page_setup.fitToWidth = 1
-            ws.page_setup.fitToHeight = 0
-            ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
-        else:  # a wide reference table: pages across at a readable scale, its key columns repeated on each
-            ws.page_setup.scale = REFERENCE_PRINT_SCALE
-        if sheet.print_title_rows:
-            ws.print_title_rows = sheet.print_title_rows
-        if sheet.print_title_cols:
-            ws.print_title_cols = sheet.print_title_cols
-        if sheet.print_area:
-            ws.print_area = sheet.print_area
-        if book.print_header:
-            ws.oddHeader.left.text = _header_text(book.print_header)
-        ws.oddHeader.right.text = "printed &D"
-        ws.oddFooter.center.text = f"{sheet.title} — page &P of &N"
-        ws.sheet_view.showGridLines = False
+        _write_cells(ws, sheet, styles, looks)
+        _layout(ws, sheet)
+        _page_setup(ws, sheet, book)
     for name, ref in book.names.items():
         wb.defined_names[name] = DefinedName(name, attr_text=ref)
     for cs in book.chartsheets:  # after the worksheets, so worksheet file numbers follow book.sheets
@@ -169,78 +200,10 @@ def render(book: Book):
 REFERENCE_PRINT_SCALE = 70
 """Print scale of the wide reference sheets (GPUs, Models), which run to several pages across. [percent]"""
 
-SERIES_COLOURS = ("1F77B4", "FF7F0E", "2CA02C", "D62728", "9467BD", "8C564B", "7F7F7F")
-"""Line colours of a chart's series in order, each distinct (a chart style shades one colour)."""
-
 
 def _header_text(text: str) -> str:
     """Text for a print header: '&' doubled (it starts a header code), cut to fit Excel's 255 characters."""
     return text[:100].replace("&", "&&")
-
-
-def _chart(ws, ch: dict):
-    """A scatter (lines with markers) or a column chart from a spec.
-
-    ``series`` are ``(column, title row, last row)`` over the chart's ``x`` range, or dicts with ``col``, ``rows``
-    (title row, last row), and optionally their own ``x`` range, a ``colour``, ``dash`` ('dash', 'sysDot'...) and
-    ``marker``. Axis number formats (``x_format``, ``y_format``), bounds (``x_min``, ``x_max``, ``y_min``) and the
-    legend (``legend``: a position, or None; by default one only where there is more than one series) are optional.
-    """
-    from openpyxl.chart import BarChart, Reference, ScatterChart, Series
-
-    xcol, x0, x1 = ch["x"]
-    xref = Reference(ws, min_col=_col(xcol), min_row=x0, max_row=x1)
-    specs = [s if isinstance(s, dict) else {"col": s[0], "rows": (s[1], s[2])} for s in ch["series"]]
-    if ch.get("kind") == "bar":
-        chart = BarChart()
-        for spec in specs:
-            h, end = spec["rows"]
-            chart.add_data(Reference(ws, min_col=_col(spec["col"]), min_row=h, max_row=end), titles_from_data=True)
-        chart.set_categories(xref)
-    else:
-        chart = ScatterChart()
-        for i, spec in enumerate(specs):
-            h, end = spec["rows"]
-            own_x = spec.get("x")
-            xs = Reference(ws, min_col=_col(own_x[0]), min_row=own_x[1], max_row=own_x[2]) if own_x else xref
-            series = Series(Reference(ws, min_col=_col(spec["col"]), min_row=h, max_row=end), xs, title_from_data=True)
-            colour = spec.get("colour", SERIES_COLOURS[i % len(SERIES_COLOURS)])
-            series.graphicalProperties.line.solidFill = colour
-            series.graphicalProperties.line.width = 22000  # EMU: about 1.75 pt
-            if spec.get("dash"):
-                series.graphicalProperties.line.prstDash = spec["dash"]
-            series.marker.symbol = spec.get("marker", ch.get("marker", "circle"))
-            if series.marker.symbol != "none":
-                series.marker.size = 5
-                series.marker.graphicalProperties.solidFill = colour
-                series.marker.graphicalProperties.line.solidFill = colour
-            series.smooth = False
-            chart.series.append(series)
-    chart.title = ch["title"]
-    chart.style = 13
-    chart.x_axis.title = ch["x_title"]
-    chart.y_axis.title = ch["y_title"]
-    chart.height, chart.width = ch.get("height", 9), ch.get("width", 16)
-    chart.x_axis.delete = False
-    chart.y_axis.delete = False
-    for axis, key in ((chart.x_axis, "x"), (chart.y_axis, "y")):
-        if ch.get(f"{key}_format"):
-            axis.number_format = ch[f"{key}_format"]
-            axis.numFmt.sourceLinked = False
-        if ch.get(f"{key}_min") is not None:
-            axis.scaling.min = ch[f"{key}_min"]
-        if ch.get(f"{key}_max") is not None:
-            axis.scaling.max = ch[f"{key}_max"]
-        if ch.get(f"{key}_major") is not None:
-            axis.majorUnit = ch[f"{key}_major"]
-    legend = ch.get("legend", "b" if len(specs) > 1 else None)
-    if legend is None:
-        chart.legend = None
-    else:
-        chart.legend.position = legend
-    if ch.get("y_log"):  # values spanning decades (an overloaded fleet's TTFT beside a met one)
-        chart.y_axis.scaling.logBase = 10
-    return chart
 
 
 def _header_heights(ws, sheet) -> None:
@@ -307,12 +270,6 @@ def _wrapped_heights(ws, sheet) -> None:
                 if cell.value is not None:
                     a = cell.alignment
                     cell.alignment = Alignment(horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
-
-
-def _col(letter: str) -> int:
-    from openpyxl.utils import column_index_from_string
-
-    return column_index_from_string(letter)
 
 
 def _set_value(cell, c: Cell) -> None:
