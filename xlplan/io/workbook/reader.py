@@ -196,6 +196,101 @@ SIZE_CLASS_MATCH = "size-class match"
 """Marks API prices the plan did not give: the median listed offer of the model's size class (Plan.api_used)."""
 
 
+def _plan_fields(wb, src: str, data: dict[str, Any], problems: list[str]) -> None:
+    """The plan's name, its date where given (a date Excel turned into a date value is read as one), and its growth
+    section where the Schedule sheet wrote it (as JSON)."""
+    title, coord = _where(wb, "PlanName", src)
+    name = wb[title][coord].value
+    data["name"] = str(name) if name not in (None, "") else "Capacity plan"
+    if "PlanDate" in wb.defined_names:
+        title, coord = _where(wb, "PlanDate", src)
+        day = wb[title][coord].value
+        if hasattr(day, "date") and callable(day.date):
+            day = day.date()
+        if day not in (None, ""):
+            data["date"] = day.isoformat() if hasattr(day, "isoformat") else str(day).strip()
+    if "GrowthSection" in wb.defined_names:
+        title, coord = _where(wb, "GrowthSection", src)
+        text = wb[title][coord].value
+        try:
+            growth = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            growth = None
+        if not isinstance(growth, dict):
+            problems.append(f"{_at(title, coord)}: got {text!r}; expected the plan's growth section as JSON, as "
+                            "`xlplan workbook` writes it")
+        else:
+            data["growth"] = growth
+
+
+def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...], str], problems: list[str]) -> None:
+    """Each section's owner and source, then every input cell parsed (``cells``: where each field was read)."""
+    for key, _ in OWNER_SECTIONS:
+        for prefix, section in (("Owner", "owners"), ("Source", "sources")):
+            t, c = _where(wb, f"{prefix}{key.capitalize()}", src)
+            v = wb[t][c].value
+            _set(data, (section, key), "" if v is None else str(v))
+    for spec in all_inputs():
+        t, c = _where(wb, spec.name, src)
+        where = _at(t, c)
+        cells[spec.path] = where
+        value = _parse(spec, wb[t][c].value, where, problems)
+        if value is not None:
+            _set(data, spec.path, value)
+
+
+def _catalog_specs(wb, data: dict[str, Any], src: str) -> None:
+    """The model and GPU: a catalog key, or a row of the supporting sheet given in full."""
+    model = data["model"]
+    key = model.get("name", "")
+    try:
+        catalog.model_key(key)
+    except catalog.UnknownNameError:
+        spec = _catalog_row(wb, "Models", key, MODEL_COLUMNS, src, MODEL_EXTRA)
+        model.pop("name")
+        model["spec"] = spec
+    hw = data["hardware"]
+    gkey = hw.get("gpu", "")
+    try:
+        catalog.gpu_key(gkey)
+    except catalog.UnknownNameError:
+        row = _catalog_row(wb, "GPUs", gkey, GPU_COLUMNS, src)
+        hw["gpu"] = {k: v for k, v in row.items() if k in ("name", "memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops",
+                                                             "hbm_tbps", "usd_per_gpu_hour")}
+
+
+def _tidy_calibration(data: dict[str, Any]) -> None:
+    """A calibration without a source is none; its ranges, read as {"0": low, "1": high}, become [low, high]."""
+    pol = data.get("policy", {})
+    cal = pol.get("calibration")
+    if isinstance(cal, dict):
+        if not cal.get("source"):
+            pol.pop("calibration")
+        else:
+            for key, value in list(cal.items()):
+                if isinstance(value, dict):
+                    cal[key] = [value.get("0"), value.get("1")]
+
+
+def _tidy_api(data: dict[str, Any]) -> None:
+    """No API section without prices; none either where the prices are the size-class match the plan fell back on."""
+    api = data.get("api", {})
+    if "usd_per_mtok_input" not in api and "usd_per_mtok_output" not in api:
+        if api.get("provider") or api.get("source"):
+            pass  # text without prices: no comparison
+        data.pop("api", None)
+    elif SIZE_CLASS_MATCH in str(api.get("provider", "")):
+        # the prices the plan fell back on (the size-class median), written out: the plan still gives none, unless
+        # someone typed over them
+        try:
+            fallback = Plan.model_validate({k: v for k, v in data.items() if k != "api"}).api_used()
+        except ValidationError:
+            fallback = None
+        if fallback is not None and (api.get("usd_per_mtok_input"), api.get("usd_per_mtok_output")) == (
+                fallback.usd_per_mtok_input, fallback.usd_per_mtok_output):
+            data.pop("api")
+
+
 def read_workbook(path: str | Path) -> Plan:
     """The plan a workbook's inputs describe.
 
@@ -213,84 +308,13 @@ def read_workbook(path: str | Path) -> Plan:
     problems: list[str] = []
     data: dict[str, Any] = {}
     cells: dict[tuple[str, ...], str] = {}
-    title, coord = _where(wb, "PlanName", src)
-    name = wb[title][coord].value
-    data["name"] = str(name) if name not in (None, "") else "Capacity plan"
-    if "PlanDate" in wb.defined_names:  # optional; a date Excel turned into a date value is read as one
-        title, coord = _where(wb, "PlanDate", src)
-        day = wb[title][coord].value
-        if hasattr(day, "date") and callable(day.date):
-            day = day.date()
-        if day not in (None, ""):
-            data["date"] = day.isoformat() if hasattr(day, "isoformat") else str(day).strip()
-    if "GrowthSection" in wb.defined_names:  # the plan's growth section, written by the Schedule sheet as JSON
-        title, coord = _where(wb, "GrowthSection", src)
-        text = wb[title][coord].value
-        try:
-            growth = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
-            growth = None
-        if not isinstance(growth, dict):
-            problems.append(f"{_at(title, coord)}: got {text!r}; expected the plan's growth section as JSON, as "
-                            "`xlplan workbook` writes it")
-        else:
-            data["growth"] = growth
-    for key, _ in OWNER_SECTIONS:
-        for prefix, section in (("Owner", "owners"), ("Source", "sources")):
-            t, c = _where(wb, f"{prefix}{key.capitalize()}", src)
-            v = wb[t][c].value
-            _set(data, (section, key), "" if v is None else str(v))
-    for spec in all_inputs():
-        t, c = _where(wb, spec.name, src)
-        where = _at(t, c)
-        cells[spec.path] = where
-        value = _parse(spec, wb[t][c].value, where, problems)
-        if value is not None:
-            _set(data, spec.path, value)
+    _plan_fields(wb, src, data, problems)
+    _input_fields(wb, src, data, cells, problems)
     if problems:
         raise InputError(src, problems)
-
-    # The model and GPU: a catalog key, or a row of the supporting sheet given in full.
-    model = data["model"]
-    key = model.get("name", "")
-    try:
-        catalog.model_key(key)
-    except catalog.UnknownNameError:
-        spec = _catalog_row(wb, "Models", key, MODEL_COLUMNS, src, MODEL_EXTRA)
-        model.pop("name")
-        model["spec"] = spec
-    hw = data["hardware"]
-    gkey = hw.get("gpu", "")
-    try:
-        catalog.gpu_key(gkey)
-    except catalog.UnknownNameError:
-        row = _catalog_row(wb, "GPUs", gkey, GPU_COLUMNS, src)
-        hw["gpu"] = {k: v for k, v in row.items() if k in ("name", "memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops",
-                                                             "hbm_tbps", "usd_per_gpu_hour")}
-    pol = data.get("policy", {})
-    cal = pol.get("calibration")
-    if isinstance(cal, dict):
-        if not cal.get("source"):
-            pol.pop("calibration")
-        else:
-            for key, value in list(cal.items()):
-                if isinstance(value, dict):
-                    cal[key] = [value.get("0"), value.get("1")]
-    api = data.get("api", {})
-    if "usd_per_mtok_input" not in api and "usd_per_mtok_output" not in api:
-        if api.get("provider") or api.get("source"):
-            pass  # text without prices: no comparison
-        data.pop("api", None)
-    elif SIZE_CLASS_MATCH in str(api.get("provider", "")):
-        # the prices the plan fell back on (the size-class median), written out: the plan still gives none, unless
-        # someone typed over them
-        try:
-            fallback = Plan.model_validate({k: v for k, v in data.items() if k != "api"}).api_used()
-        except ValidationError:
-            fallback = None
-        if fallback is not None and (api.get("usd_per_mtok_input"), api.get("usd_per_mtok_output")) == (
-                fallback.usd_per_mtok_input, fallback.usd_per_mtok_output):
-            data.pop("api")
+    _catalog_specs(wb, data, src)
+    _tidy_calibration(data)
+    _tidy_api(data)
     try:
         return Plan.model_validate(data)
     except ValidationError as e:
