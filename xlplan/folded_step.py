@@ -75,6 +75,7 @@ def step_constants(r: Replica) -> dict:
             "comm": comm, "ar_fixed": ar_fixed, "ar_per_token": ar_per_token, "ep": ep, "a2a_fixed": a2a_fixed,
             "a2a_per_token": a2a_per_token, "bw": bw}
 
+
 def step_time_fn(r: Replica, arrays: bool = False):
     """:func:`xlplan.serving.step_time_s` with the replica's constants folded in, for the simulator's inner loop. [callable]
 
