@@ -151,48 +151,72 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
         if sheet.title not in wf.sheetnames:
             findings.append(Finding(quote_sheet(sheet.title), "sheet-missing", "(no such sheet)", "the template's sheet"))
             continue
-        f_ws, v_ws = wf[sheet.title], wv[sheet.title]
-        from_searched = _from_searched(sheet)
-        for coord, cell in sheet.cells.items():
-            where = f"{quote_sheet(sheet.title)}!{coord}"
-            if cell.formula:
-                have = f_ws[coord].value
-                have_text = getattr(have, "text", have)  # ArrayFormula objects carry their text
-                if not (isinstance(have_text, str) and have_text.startswith("=")):
-                    findings.append(Finding(where, "formula-overwritten", _show(have), cell.value))
-                    continue
-                if _norm(have_text) != _norm(cell.value):
-                    findings.append(Finding(where, "formula-changed", have_text, cell.value))
-                    continue
-                value = v_ws[coord].value
-                if "BuildDate" in cell.value:  # older workbooks held their build day here: a rebuild on another day differs by design
-                    continue
-                if cell.kind == "crosscheck":
-                    if value not in (ADDIN_MISSING, ADDIN_AGREES, None):
-                        findings.append(Finding(where, "add-in-disagrees", _show(value),
-                                                f"{ADDIN_AGREES!r}: the xlplan Excel function and the native formula beside it differ"))
-                    continue
-                if value is None and cell.cached not in ("", None):
-                    findings.append(Finding(where, "no-cached-value", "(none)",
-                                            f"{_show(cell.cached)}: open and save the file in Excel or LibreOffice, "
-                                            "or rebuild it with `xlplan workbook`"))
-                elif cell.kind == "flag" and (value == STALE or str(value).startswith("STALE")):
-                    continue  # a STALE flag (breakpoints, Options, Schedule): the stale values beside it are the finding
-                elif not _agree(value, cell.cached) and coord in from_searched:
-                    findings.append(Finding(where, "stale-breakpoint", _show(value),
-                                            f"{_show(cell.cached)} (computed from values the engine searched for the "
-                                            "built inputs; rebuild with `xlplan workbook`)"))
-                elif not _agree(value, cell.cached):
-                    findings.append(Finding(where, "stale-value", _show(value),
-                                            f"{_show(cell.cached)} (the engine, for this workbook's inputs)"))
-            elif cell.kind == "static":
-                value = v_ws[coord].value
-                if not _agree(value, cell.value if cell.value is not None else ""):
-                    row = int(coord.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
-                    why = ("the engine's largest decode batch for this what-if row, which the sheet cannot search"
-                           if sheet.title == SIX_TABS[5] and row in user_rows else
-                           "searched by the engine for these inputs; rebuild with `xlplan workbook`")
-                    findings.append(Finding(where, "stale-breakpoint", _show(value), f"{_show(cell.value)} ({why})"))
+        findings += _sheet_findings(sheet, wf[sheet.title], wv[sheet.title], user_rows)
+    return findings + _failed_checks(wv)
+
+
+def _formula_finding(where: str, cell, have, value, searched: bool) -> Finding | None:
+    """What is wrong with a formula cell, if anything: overwritten, changed, without a cached value, or stale (a
+    cross-check that disagrees, a value beside the engine's searched ones, any other value)."""
+    have_text = getattr(have, "text", have)  # ArrayFormula objects carry their text
+    if not (isinstance(have_text, str) and have_text.startswith("=")):
+        return Finding(where, "formula-overwritten", _show(have), cell.value)
+    if _norm(have_text) != _norm(cell.value):
+        return Finding(where, "formula-changed", have_text, cell.value)
+    if "BuildDate" in cell.value:  # older workbooks held their build day here: a rebuild on another day differs by design
+        return None
+    if cell.kind == "crosscheck":
+        if value not in (ADDIN_MISSING, ADDIN_AGREES, None):
+            return Finding(where, "add-in-disagrees", _show(value),
+                           f"{ADDIN_AGREES!r}: the xlplan Excel function and the native formula beside it differ")
+        return None
+    if value is None and cell.cached not in ("", None):
+        return Finding(where, "no-cached-value", "(none)",
+                       f"{_show(cell.cached)}: open and save the file in Excel or LibreOffice, "
+                       "or rebuild it with `xlplan workbook`")
+    if cell.kind == "flag" and (value == STALE or str(value).startswith("STALE")):
+        return None  # a STALE flag (breakpoints, Options, Schedule): the stale values beside it are the finding
+    if not _agree(value, cell.cached) and searched:
+        return Finding(where, "stale-breakpoint", _show(value),
+                       f"{_show(cell.cached)} (computed from values the engine searched for the "
+                       "built inputs; rebuild with `xlplan workbook`)")
+    if not _agree(value, cell.cached):
+        return Finding(where, "stale-value", _show(value), f"{_show(cell.cached)} (the engine, for this workbook's inputs)")
+    return None
+
+
+def _static_finding(where: str, title: str, coord: str, cell, value, user_rows: set[int]) -> Finding | None:
+    """A searched engine value that no longer agrees with the engine's, if so."""
+    if _agree(value, cell.value if cell.value is not None else ""):
+        return None
+    row = int(coord.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+    why = ("the engine's largest decode batch for this what-if row, which the sheet cannot search"
+           if title == SIX_TABS[5] and row in user_rows else
+           "searched by the engine for these inputs; rebuild with `xlplan workbook`")
+    return Finding(where, "stale-breakpoint", _show(value), f"{_show(cell.value)} ({why})")
+
+
+def _sheet_findings(sheet, f_ws, v_ws, user_rows: set[int]) -> list[Finding]:
+    """Every formula and searched value of one sheet of the fresh build against the workbook's (``f_ws`` its
+    formulas, ``v_ws`` its cached values)."""
+    from_searched = _from_searched(sheet)
+    out: list[Finding] = []
+    for coord, cell in sheet.cells.items():
+        where = f"{quote_sheet(sheet.title)}!{coord}"
+        if cell.formula:
+            found = _formula_finding(where, cell, f_ws[coord].value, v_ws[coord].value, coord in from_searched)
+        elif cell.kind == "static":
+            found = _static_finding(where, sheet.title, coord, cell, v_ws[coord].value, user_rows)
+        else:
+            found = None
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _failed_checks(wv) -> list[Finding]:
+    """Every check on the Checks sheet whose cached value is not TRUE."""
+    out: list[Finding] = []
     labels = {f"Check{name}": label for name, label, _ in CHECKS}
     for name, label in labels.items():
         dn = wv.defined_names.get(name)
@@ -201,5 +225,5 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
         for title, coord in name_cells(wv, dn):
             v = wv[title][coord].value
             if v is not True:
-                findings.append(Finding(f"{quote_sheet(title)}!{coord}", "check-failed", _show(v), f"TRUE: {label}"))
-    return findings
+                out.append(Finding(f"{quote_sheet(title)}!{coord}", "check-failed", _show(v), f"TRUE: {label}"))
+    return out
