@@ -45,7 +45,7 @@ def plan_fragment(req: Requests, s: TrafficSummary) -> dict:
     out = {"forecast": forecast_section(s), "sources": {"forecast": provenance(req, s)},
            "owners": {"forecast": f"request log ({files})"}}
     if s.weekly_growth is not None:  # the growth `xlplan schedule` takes: weekly, as the equivalent monthly rate
-        from xlplan.schedule import monthly_from_weekly
+        from xlplan.traffic import monthly_from_weekly
 
         out["growth"] = {"monthly": round(monthly_from_weekly(s.weekly_growth), 6),
                          "source": f"measured: {s.weekly_growth:+.2%} a week over {len(s.weekly_peaks_rps)} weeks of {files}"}

@@ -335,7 +335,7 @@ def read_whatifs(path: str | Path) -> list | None:
         Naming the cell of every value that is not a positive multiple, a listed dtype or a fraction from 0 to 1.
     """
     from xlplan import memory
-    from xlplan.whatif import WhatIf
+    from xlplan.whatif_table import WhatIf
 
     src = str(path)
     wb = open_workbook(path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from xlplan import whatif
 from xlplan.figures import WhatIfRow
 from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
@@ -20,6 +19,7 @@ from xlplan.io.workbook.common import (
 from xlplan.io.workbook.formulas import Prose
 from xlplan.io.workbook.support import put_banner
 from xlplan.scenario import TP_DEGREES
+from xlplan.whatif_table import STANDARD_WHAT_IFS, WhatIf
 
 SENS_INPUT_COLS = (
     ("What-if (from the row's changes)", "label", None),
@@ -59,9 +59,9 @@ WORK_LABELS = {"blank": "Row blank", "desc": "Changes", "rate": "Peak rate", "p9
                "latc": "Latency GPUs", "tokens": "Tokens/month"}
 
 
-def built_whatifs() -> list[whatif.WhatIf | None]:
+def built_whatifs() -> list[WhatIf | None]:
     """The what-if rows a fresh workbook holds: the standard what-ifs, then the blank rows (None)."""
-    return list(whatif.STANDARD_WHAT_IFS) + [None] * BLANK_WHATIF_ROWS
+    return list(STANDARD_WHAT_IFS) + [None] * BLANK_WHATIF_ROWS
 
 
 def built_rows(e: Engine) -> list[WhatIfRow]:
@@ -170,10 +170,10 @@ def sensitivities_tab(book: Book, e: Engine) -> None:
     sh.row = last + 1
 
 
-def _label(r: int, e: Engine, w: whatif.WhatIf | None) -> Prose:
+def _label(r: int, e: Engine, w: WhatIf | None) -> Prose:
     """The what-if's description by formula from the row's own inputs (leading separator kept), and its text."""
     s, plan = e.s, e.plan
-    ww = w or whatif.WhatIf()
+    ww = w or WhatIf()
     rate, p95, itl = ww.rate_x, ww.prompt_p95_x, ww.itl_x
     return F.join(
         F.when(f"AND(ISNUMBER(B{r}),B{r}<>1)", rate != 1.0,
@@ -235,9 +235,9 @@ def _putter(sh: Sheet, r: int):
     return put
 
 
-def _row_inputs(sh: Sheet, r: int, w: whatif.WhatIf | None) -> None:
+def _row_inputs(sh: Sheet, r: int, w: WhatIf | None) -> None:
     """The row's input cells B to H (yellow, validated): the what-if's changes, blank where it keeps the plan's value."""
-    ww = w or whatif.WhatIf()
+    ww = w or WhatIf()
 
     def ratio(x):
         return None if x == 1.0 else x
@@ -251,7 +251,7 @@ def _row_inputs(sh: Sheet, r: int, w: whatif.WhatIf | None) -> None:
 
 def _working_cached(e: Engine, row: WhatIfRow) -> dict:
     """The engine's value of each working column of a what-if row (empty when the row's inputs cannot run)."""
-    sc, tr, ww = row.scenario, row.traffic, row.whatif or whatif.WhatIf()
+    sc, tr, ww = row.scenario, row.traffic, row.whatif or WhatIf()
     if sc is None:
         return {}
     return {
