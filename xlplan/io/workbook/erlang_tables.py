@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from xlplan import queue_path, queueing
+from xlplan import queueing
 from xlplan.io.workbook.cells import Cell, Line, write_lines
 from xlplan.io.workbook.common import FMT, NONE, Engine, Rows, num
 
@@ -90,7 +90,7 @@ def _queue_lines(e: Engine) -> list[Line]:
         Line("QueueTailFraction", "Requests allowed past the target", "=1-PromisePercentile/PercentPerFraction", tail,
              "fraction", FMT["num"], ""),
         Line("QueueACFactor", "Allen–Cunneen factor", "=(ArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor",
-             queueing.allen_cunneen_factor(e.s.arrival_cv2, queue_path.SERVICE_CV2), "1", FMT["num"],
+             queueing.allen_cunneen_factor(e.s.arrival_cv2, queueing.SERVICE_CV2), "1", FMT["num"],
              "1 for Poisson arrivals and exponential service"),
     ]
 
@@ -142,7 +142,7 @@ def _wait(e: Engine, service_s: float, n: int) -> tuple[float, Any, bool]:
     if not (math.isfinite(a) and a > 0):
         return 1.0, NONE, False
     c = queueing.erlang_c(n, a)
-    w = queueing.wait_at_percentile_s(n, e.s.peak_rps, service_s, e.s.percentile, e.s.arrival_cv2, queue_path.SERVICE_CV2)
+    w = queueing.wait_at_percentile_s(n, e.s.peak_rps, service_s, e.s.percentile, e.s.arrival_cv2, queueing.SERVICE_CV2)
     return c, w, w <= q.wait_target_s
 
 
