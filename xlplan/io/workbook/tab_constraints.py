@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from xlplan import distributions, steps
+from xlplan import distributions
 from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Book, Cell, Line, write_lines
 from xlplan.io.workbook.common import (
@@ -75,7 +75,7 @@ def _memory_lines(e: Engine) -> list[Line]:
         Line("WeightsGiBPerGPU", "Weights per GPU at the chosen TP", "=INDEX(TPWeightsGiB,TPChoiceRow)", pa.weights_gib_per_gpu,
              "GiB", FMT["gib"], ""),
         Line("ActivationGiB", "Engine's activation peak per GPU at the chosen TP", "=" + F.activation_gib("TP"),
-             steps.activation_gib(s, int(pa.tp)), "GiB", FMT["gib"],
+             e.fig.activation_gib, "GiB", FMT["gib"],
              "vLLM's profiled peak, TensorRT-LLM's workspace; 0 for the runbook's and SGLang's rules"),
         Line("KVBudgetGiB", "KV budget per GPU", "=INDEX(TPBudgetGiB,TPChoiceRow)", pa.kv_budget_gib_per_gpu, "GiB", FMT["gib"],
              F.join(budget, " = ", F.fixed("KVBudgetGiB", pa.kv_budget_gib_per_gpu, 2), " GiB"),
@@ -98,7 +98,7 @@ def _memory_lines(e: Engine) -> list[Line]:
 def _compute_lines(e: Engine) -> list[Line]:
     """The compute path: prefill and decode FLOP/s at peak against peak x MFU."""
     s, tr, pa = e.s, e.sol.traffic, e.sol.paths
-    pre, dec = steps.prefill_mfu(s), steps.decode_mfu(s)
+    pre, dec = e.fig.prefill_mfu, e.fig.decode_mfu
     return [
         Line("PrefillKeysPerRequest", "Attention key pairs per prompt", "=" + F.prefill_keys("PromptMean", "PromptSecondMoment"),
              tr.prefill_keys_per_request, "token·keys", FMT["sci"], "causal: (E[n²] + E[n]) ÷ 2; full (the runbook): E[n²]"),
@@ -169,7 +169,7 @@ def _latency_lines(e: Engine) -> list[Line]:
     """The latency path (the engine's largest batch within the inter-token target) and the TTFT of a prompt at the
     promise's percentile on an idle replica, chunk by chunk."""
     s, tr, pa = e.s, e.sol.traffic, e.sol.paths
-    r = steps.replica(s, pa.tp)
+    r = e.fig.replica
     q = float(distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile))
     n = _vec_ceil(q / s.max_num_batched_tokens)
     keys = (q * q + q) / 2.0 if s.causal_attention else q * q
@@ -183,7 +183,7 @@ def _latency_lines(e: Engine) -> list[Line]:
         Line("LatencyGPUs", "Latency path", "=INDEX(TPLatency,TPChoiceRow)", num(pa.latency_gpus), "GPUs", FMT["gpus"], "",
              udf="LATENCY_GPUS(Concurrency,MaxDecodeBatch,TP)"),
         Line("DecodeContext", "Cached context of a decoding sequence", "=PromptMean+OutputMean*MeanDecodePosition",
-             steps.decode_context_tokens(tr), "tokens", FMT["num"], "its prompt and half its output"),
+             e.fig.decode_context_tokens, "tokens", FMT["num"], "its prompt and half its output"),
         Line("PrefillPerDecode", "Prompts started per decoded token",
              '=IF(LatencyStep="with_prefill",(1-PrefixReuse)/OutputMean,0)',
              (1 - s.prefix_reuse) / tr.output_mean if s.latency_with_prefill else 0.0, "prompts/token", "0.000000",

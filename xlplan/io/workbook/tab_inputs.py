@@ -42,7 +42,7 @@ def _validation(spec: InputSpec) -> Validation:
 
 def _efficiencies_used(rows: Rows, e: Engine) -> None:
     """What the plan runs at: each efficiency and budget as given, else the engine's default for the GPU."""
-    from xlplan import engines, steps
+    from xlplan import engines
 
     s = e.s
     rows.section("Efficiencies and budgets used — given above, else the engine's defaults for this GPU (Constants sheet)")
@@ -55,10 +55,10 @@ def _efficiencies_used(rows: Rows, e: Engine) -> None:
               "as given, else the engine's decode MFU")
     rows.calc("PrefillMFU", "MFU in prefill used",
               '=IF(ISNUMBER(PrefillMFUInput),PrefillMFUInput,IF(OR(ISNUMBER(MFUInput),Engine="runbook"),MFU,INDEX(EffPrefill,EffRow)))',
-              steps.prefill_mfu(s), "fraction", "0%", "calibrated, else the MFU given, else the engine's default")
+              e.fig.prefill_mfu, "fraction", "0%", "calibrated, else the MFU given, else the engine's default")
     rows.calc("DecodeMFU", "MFU in decode used",
               '=IF(ISNUMBER(DecodeMFUInput),DecodeMFUInput,IF(OR(ISNUMBER(MFUInput),Engine="runbook"),MFU,INDEX(EffDecode,EffRow)))',
-              steps.decode_mfu(s), "fraction", "0%", "calibrated, else the MFU given, else the engine's default")
+              e.fig.decode_mfu, "fraction", "0%", "calibrated, else the MFU given, else the engine's default")
     for name, label, field, unit, fmt in (
             ("BandwidthEfficiency", "Bandwidth efficiency used", "bandwidth_efficiency", "fraction", "0%"),
             ("StepOverhead", "Time per engine step used", "step_overhead_s", "s", FMT["s"]),

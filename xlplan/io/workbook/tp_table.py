@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 
-from xlplan import steps
 from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Cell, Validation
 from xlplan.io.workbook.common import FMT, NONE, Engine, Rows, num
 from xlplan.scenario import TP_DEGREES
+from xlplan.step_results import Paths
 
 TP_COLS = ("TP", "Considered", "KV shards", "Weights per GPU [GiB]", "KV budget per GPU [GiB]", "Conversations per replica",
            "Memory GPUs (exact)", "Memory GPUs", "Compute GPUs (exact)", "Compute GPUs", "Max decode batch (engine) [sequences]",
@@ -57,13 +57,13 @@ def _tp_specs(e: Engine, k: int, tp: int, r: int) -> dict[str, tuple | None]:
         "Q": (f'=IF(ISNUMBER(P{r}),IF(BillPurchased,P{r},O{r}),"")',
               (c.purchased if s.bill_purchased else c.with_redundancy) if feasible else "", "0"),
         "R": (f'=IF(ISNUMBER(Q{r}),{F.tp_objective(f"P{r}", f"Q{r}", f"A{r}")},"")',
-              steps.tp_objective(c, c.purchased if s.bill_purchased else c.with_redundancy) if feasible else "", "0"),
+              e.fig.tp_objectives.get(tp, "") if feasible else "", "0"),
     }
 
 
-def _candidate(e: Engine, tp: int) -> steps.Paths:
-    """The paths at degree ``tp``: the planner's candidate, else computed for the row."""
-    return {c.tp: c for c in e.sol.candidates}.get(tp) or steps.paths(e.s, e.sol.traffic, tp)
+def _candidate(e: Engine, tp: int) -> Paths:
+    """The paths at degree ``tp``, as the engine computed them (:attr:`xlplan.figures.Figures.tp_paths`)."""
+    return e.fig.tp_paths[tp]
 
 
 def _tp_cells(e: Engine, k: int, tp: int, r: int) -> dict[str, Cell]:
