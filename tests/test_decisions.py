@@ -192,6 +192,25 @@ def test_schedule_from_the_plan_growth_section(tmp_path, capsys):
     assert out["months"][0]["order_by"] == "2027-04-17"  # 2027-06-01 minus 45 days
 
 
+def test_the_workbook_schedule_is_the_commands_and_late_orders_are_the_results(tmp_path, capsys):
+    # one figure, one place: the Schedule sheet's figures (xlplan.book) are `xlplan schedule --verify none`'s for the
+    # same plan, and the months ordered too late are a field of the result, not of the command's JSON alone
+    from xlplan.book import decisions
+    from xlplan.plan import Plan
+
+    data = reference_plan().model_dump(exclude_none=True)
+    data["growth"] = {"monthly": 0.05, "months": 3, "lead_time_days": 45, "start": "2027-06"}
+    assert main(["schedule", str(_write(tmp_path, data)), "--verify", "none", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    book = decisions(Plan.model_validate(data), today=dt.date.today()).schedule.model_dump(mode="json")
+    assert book == cli
+    # made on 2027-05-01, the first month's order (2027-06-01 minus 45 days = 2027-04-17) is already late, the
+    # second's (2027-07-01 minus 45 = 2027-05-17) is not; only months that add GPUs have an order date
+    late = decisions(Plan.model_validate(data), today=dt.date(2027, 5, 1)).schedule
+    assert late.late_orders == ["2027-06"]
+    assert schedule.first_month(dt.date(2026, 12, 3)) == "2027-01" and schedule.first_month(dt.date(2027, 1, 31)) == "2027-02"
+
+
 @pytest.mark.parametrize("content, where", [
     ("month,peak\n2027-01,40\n", "line 1"),
     ("month,peak_rps\n2027-13,40\n", "line 2, column 'month'"),

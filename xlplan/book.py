@@ -67,11 +67,6 @@ def whatif_row(p: Plan, s: Scenario, w: whatif.WhatIf | None) -> WhatIfRow:
         objectives=_objectives(sc, cands), tokens_per_month=steps.tokens_per_month(sc, tr))
 
 
-def _first_month(today: dt.date) -> str:
-    """The month after ``today``, as 'YYYY-MM'. [text]"""
-    return f"{today.year + (today.month == 12):04d}-{today.month % 12 + 1:02d}"
-
-
 def decisions(p: Plan, today: dt.date | None = None) -> Decisions:
     """The Options (every catalog GPU and format) and, when the plan has a growth section with a lead time, the Schedule.
 
@@ -97,13 +92,12 @@ def decisions(p: Plan, today: dt.date | None = None) -> Decisions:
         return Decisions(options, rec, None, f"No schedule: {why}. Add growth.monthly (or growth.peaks_rps) and "
                                              "growth.lead_time_days to the plan, or run `xlplan schedule PLAN --growth G "
                                              "--lead-time-days D --workbook OUT.xlsx`.")
-    start = g.start or _first_month(today or dt.date.today())
-    if g.peaks_rps is not None:
-        peaks, words = list(g.peaks_rps), "monthly peaks from the plan's growth section"
-    else:
-        peaks = schedule.monthly_peaks(p.forecast.peak_rps, g.monthly, g.months)
-        words = f"{g.monthly:.1%} a month from {p.forecast.peak_rps:g} req/s" + (f" ({g.source})" if g.source else "")
-    return Decisions(options, rec, schedule.schedule(resolve(p), peaks, start, g.lead_time_days, words))
+    today = today or dt.date.today()
+    peaks, words = schedule.plan_growth(p.forecast.peak_rps, g)
+    out = schedule.schedule(resolve(p), peaks, g.start or schedule.first_month(today), g.lead_time_days, words, "none",
+                            p.promise.percentile, p.model.resolve().max_context_tokens,
+                            p.policy.max_num_batched_tokens is not None, today.isoformat())
+    return Decisions(options, rec, out)  # the closed form, labelled: `xlplan schedule --verify none` gives the same
 
 
 def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = None,

@@ -73,3 +73,4 @@ class ScheduleOut(_Out):
     stopped: str = Field(default="", description="Why the schedule ends early, if it does. [text]")
     method: str = Field(default="", description="How each month's fleet was found: verified every month, or the closed form plus a margin measured in simulation, and where. [text]")
     margin_replicas: int = Field(default=0, description="Replicas added to each closed-form month: the most the closed form fell short of the simulation where measured. [replicas]")
+    late_orders: list[str] = Field(default_factory=list, description="Months whose order date had passed on the day the schedule was made: order now, they arrive late. [month]")

@@ -114,7 +114,7 @@ closed form fell short by there to every month; 'every' simulates every month; '
 
 def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: int, growth_words: str = "",
              verify: str = "none", percentile: float = 95.0, max_context: int | None = None,
-             budget_set_by_plan: bool = False) -> ScheduleOut:
+             budget_set_by_plan: bool = False, today: str | None = None) -> ScheduleOut:
     """The fleet, its orders and its bill month by month, each month's fleet as ``xlplan plan`` answers it.
 
     Parameters
@@ -138,6 +138,8 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
         The model's context limit, for clipping simulated lengths. [tokens]
     budget_set_by_plan : bool
         The plan file sets ``policy.max_num_batched_tokens``.
+    today : str, optional
+        ``YYYY-MM-DD``: the months whose order date is before it are ``late_orders`` (none when not given). [date]
 
     Returns
     -------
@@ -159,7 +161,58 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
                        breakeven_month=_breakeven_month(months, s.ops_usd_per_month),
                        breakeven_words=_breakeven_words(months, s.ops_usd_per_month),
                        binding_change_month=next((x.month for x in months if x.binding != months[0].binding), None) if months else None,
-                       stopped=stopped, method=method, margin_replicas=margin)
+                       stopped=stopped, method=method, margin_replicas=margin,
+                       late_orders=[m.month for m in months if today and m.order_by and m.order_by < today])
+
+
+def first_month(today: dt.date) -> str:
+    """The month after ``today``, where a schedule starts unless told otherwise. [month]
+
+    Parameters
+    ----------
+    today : date
+        The day the schedule is made. [date]
+
+    Returns
+    -------
+    str
+        ``YYYY-MM``. [month]
+
+    Examples
+    --------
+    >>> first_month(dt.date(2026, 12, 3))
+    '2027-01'
+    """
+    return f"{today.year + (today.month == 12):04d}-{today.month % 12 + 1:02d}"
+
+
+def plan_growth(peak_rps: float, growth, months: int | None = None) -> tuple[list[float], str] | None:
+    """The monthly peaks a plan's growth section gives, and how they were made in words; None when it gives none.
+
+    Parameters
+    ----------
+    peak_rps : float
+        The plan's peak, the first month's. [requests/s]
+    growth : Growth or None
+        The plan's growth section: ``peaks_rps`` (a table, cut to ``months``) or ``monthly`` (compounding over
+        ``months``, else ``growth.months``).
+    months : int, optional
+        Months to plan. [months]
+
+    Returns
+    -------
+    tuple of (list of float, str) or None
+        (peaks, words): the peaks month by month [requests/s] and their source in words [text].
+    """
+    if growth is None:
+        return None
+    if growth.peaks_rps is not None:
+        return list(growth.peaks_rps)[: months or None], "monthly peaks from the plan's growth section"
+    if growth.monthly is None:
+        return None
+    words = (f"{growth.monthly:.1%} a month from {peak_rps:g} req/s"
+             + (f" ({growth.source})" if growth.source else " (the plan's growth section)"))
+    return monthly_peaks(peak_rps, growth.monthly, months or growth.months), words
 
 
 def _decide_months(s: Scenario, peaks_rps: list[float], start: str, verify: str, percentile: float,

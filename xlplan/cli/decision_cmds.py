@@ -93,10 +93,6 @@ def _growth(text: str) -> float:
     return g
 
 
-def _next_month(today: dt.date) -> str:
-    return f"{today.year + (today.month == 12):04d}-{today.month % 12 + 1:02d}"
-
-
 @app.command("schedule")
 def schedule_cmd(
     plan_file: Path | None = PLAN_ARG,
@@ -111,7 +107,7 @@ def schedule_cmd(
 ) -> None:
     """When to order: the fleet month by month as the peak grows, each order dated its lead time ahead."""
     from xlplan.scenario import resolve
-    from xlplan.schedule import schedule
+    from xlplan.schedule import first_month, schedule
 
     _check_schedule_options(growth, forecast, months, lead_time_days, start, verify)
     p = _load(plan_file)
@@ -120,16 +116,13 @@ def schedule_cmd(
     peaks, words, start = _peaks(p, growth, forecast, months, start)
     lead = _lead_time_days(p, lead_time_days)
     today = dt.date.today()
-    start = start or (g.start if g and g.start else _next_month(today))
+    start = start or (g.start if g and g.start else first_month(today))
     out = schedule(s, peaks, start, lead, words, verify, p.promise.percentile, p.model.resolve().max_context_tokens,
-                   p.policy.max_num_batched_tokens is not None)
-    late = [m for m in out.months if m.order_by and m.order_by < today.isoformat()]
+                   p.policy.max_num_batched_tokens is not None, today.isoformat())
     if as_json:
-        data = out.model_dump(mode="json")
-        data["late_orders"] = [m.month for m in late]
-        typer.echo(json_text(data))
+        typer.echo(json_text(out.model_dump(mode="json")))
         return
-    _print_schedule(p.name, out, words, lead, late, today)
+    _print_schedule(p.name, out, words, lead, [m for m in out.months if m.month in out.late_orders], today)
 
 
 def _check_schedule_options(growth: str | None, forecast: Path | None, months: int | None, lead_time_days: int | None,
@@ -151,7 +144,7 @@ def _check_schedule_options(growth: str | None, forecast: Path | None, months: i
 
 def _peaks(p, growth: str | None, forecast: Path | None, months: int | None, start: str | None) -> tuple[list[float], str, str | None]:
     """(monthly peaks, where they come from in words, the first month): --forecast, --growth, else the plan's growth."""
-    from xlplan.schedule import monthly_peaks
+    from xlplan.schedule import monthly_peaks, plan_growth
 
     g = p.growth
     n = months or (g.months if g else 12)
@@ -160,13 +153,11 @@ def _peaks(p, growth: str | None, forecast: Path | None, months: int | None, sta
     if growth is not None:
         rate = _growth(growth)
         return monthly_peaks(p.forecast.peak_rps, rate, n), f"{rate:.1%} a month from {p.forecast.peak_rps:g} req/s (--growth)", start
-    if g is not None and g.peaks_rps is not None:
-        if months is not None and months > len(g.peaks_rps):
-            raise InputError("--months", [f"got {months}; the plan's growth.peaks_rps gives {len(g.peaks_rps)} month(s)"])
-        return g.peaks_rps[: n if months else None], "monthly peaks from the plan's growth section", start
-    if g is not None and g.monthly is not None:
-        words = f"{g.monthly:.1%} a month from {p.forecast.peak_rps:g} req/s" + (f" ({g.source})" if g.source else " (the plan's growth section)")
-        return monthly_peaks(p.forecast.peak_rps, g.monthly, n), words, start
+    if g is not None and g.peaks_rps is not None and months is not None and months > len(g.peaks_rps):
+        raise InputError("--months", [f"got {months}; the plan's growth.peaks_rps gives {len(g.peaks_rps)} month(s)"])
+    planned = plan_growth(p.forecast.peak_rps, g, months)
+    if planned is not None:
+        return *planned, start
     raise InputError("--growth", [("missing; expected --growth G (0.10 is 10% a month), --forecast CSV, "
                                   "or a growth section in the plan (growth.monthly or growth.peaks_rps)")])
 
