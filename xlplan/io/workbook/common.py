@@ -1,4 +1,4 @@
-"""Shared pieces of the workbook layout: tab names, number formats, the engine run behind the caches, the row writer."""
+"""Shared pieces of the workbook layout: tab names, number formats, the engine's figures the caches read (`Engine`), the row writer."""
 
 from __future__ import annotations
 
