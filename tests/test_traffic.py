@@ -201,6 +201,15 @@ def test_forecast_from_a_log_gives_the_fleet_of_the_same_hand_written_forecast(t
 
     from_log = plan(read_plan(out))
     assert from_log.fleet == plan(hand).fleet and from_log.binding == plan(hand).binding
+    # one figure, one place: the fleet printed is the Answer `xlplan plan --no-verify` gives the derived plan (not the
+    # runbook's method), and the outlook's rate is `xlplan capacity --no-verify`'s for that many GPUs
+    from xlplan.capacity import closed_form_capacity
+    from xlplan.scenario import resolve
+
+    a = from_log.answer
+    assert f"→ {a.load}, with redundancy" in printed and "purchased" in printed and f"${a.monthly_usd:,.0f}/month" in printed
+    rate = closed_form_capacity(resolve(read_plan(out)), a.load).max_peak_rps
+    assert f"carry up to {rate:,.2f} req/s" in printed or f"carries up to {rate:,.2f} req/s" in printed
     assert (tmp_path / "plan-rate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "plan-lengths.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

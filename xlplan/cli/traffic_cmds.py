@@ -122,20 +122,24 @@ def _with_forecast(base, fragment: dict):
 
 
 def _fleet_change(plan_file: Path, old, new) -> str:
-    """The fleet, binding and cost of the plan as written → with the log's forecast. [text]"""
-    return (f"Fleet for {plan_file}: load {old.fleet.load} → {new.fleet.load}, with redundancy {old.fleet.with_redundancy} → "
-            f"{new.fleet.with_redundancy}, purchased {old.fleet.purchased} → {new.fleet.purchased}; binding {old.binding} → "
-            f"{new.binding}; ${old.cost.monthly_usd:,.0f} → ${new.cost.monthly_usd:,.0f}/month")
+    """The Answer's fleet, binding and cost of the plan as written → with the log's forecast (the closed form, as
+    ``xlplan plan --no-verify`` answers; the runbook's method is the note's). [text]"""
+    a, b = old.answer, new.answer
+    return (f"Fleet for {plan_file} ({b.source}): load {a.load} → {b.load}, with redundancy {a.with_redundancy} → "
+            f"{b.with_redundancy}, purchased {a.purchased} → {b.purchased}; binding {a.binding} → {b.binding}; "
+            f"${a.monthly_usd:,.0f} → ${b.monthly_usd:,.0f}/month")
 
 
 def _outlook(req, s, new_plan, new) -> str:
-    """When the growth outruns the new fleet's capacity. [text]"""
-    from xlplan.capacity import capacity
+    """When the growth outruns the Answer's load: the rate its GPUs hold by the closed form's inverse (all four paths,
+    as ``xlplan capacity --no-verify`` prints). [text]"""
+    from xlplan.capacity import closed_form_capacity
     from xlplan.io.traffic_report import outlook
     from xlplan.scenario import resolve
 
-    cap = capacity(resolve(new_plan), new.fleet.load)
-    return outlook(s, cap.max_peak_rps, new.fleet.load, req.offset_s)
+    gpus = new.answer.load
+    cap = closed_form_capacity(resolve(new_plan), gpus, new_plan.policy.max_num_batched_tokens is not None)
+    return outlook(s, cap.max_peak_rps, gpus, req.offset_s)
 
 
 def _contents(req, s, fragment: dict, new_plan, plan_file: Path | None, output: Path | None, workbook: Path | None) -> list:

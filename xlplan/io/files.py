@@ -109,7 +109,7 @@ def check_input(path: str | Path, what: str, max_bytes: int | None = None) -> Pa
     except ValueError:  # a NUL in the name
         raise InputError(repr(src), [f"not a valid file name; expected {what}"]) from None
     if stat.S_ISDIR(st.st_mode):
-        raise InputError(src, [f"a folder; expected {what} (a file)"])
+        raise InputError(src, [f"a folder; expected a file: {what}"])
     if not stat.S_ISREG(st.st_mode):
         raise InputError(src, [f"not a regular file (a pipe, socket or device); expected {what} saved as a file"])
     if not os.access(path, os.R_OK):

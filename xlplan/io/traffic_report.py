@@ -142,7 +142,7 @@ def outlook(s: TrafficSummary, capacity_rps: float, gpus: int, offset_s: float =
     from xlplan.traffic import weeks_until
 
     weeks = weeks_until(capacity_rps, s.peak_rps, s.weekly_growth)
-    head = f"{gpus} GPUs carry up to {capacity_rps:,.2f} req/s at peak"
+    head = f"{gpus} {'GPU carries' if gpus == 1 else 'GPUs carry'} up to {capacity_rps:,.2f} req/s at peak"
     if weeks == 0.0:
         return f"{head}: the log's peak, {s.peak_rps:,.2f} req/s, already exceeds it"
     if weeks is None:

@@ -78,7 +78,7 @@ def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]
             if a.source == "verified" and v is not None and v.redundancy_lost_replicas else "the load plus the spare replicas")
     source = ("verified: simulated at peak, the promise held on seeds " + ", ".join(map(str, v.seeds))
               if a.source == "verified" else
-              "the closed form, not simulated (build without --no-verify to simulate it)")
+              "the closed form, not simulated (`xlplan workbook PLAN -o OUT.xlsx` simulates it)")
     return [
         ("AnswerSource", "Answer from", source, "", None, "engine value, computed when the workbook was built"),
         ("AnswerLoad", "GPUs for the load", a.load, "GPUs", FMT["gpus"], "the fewest that keep the promise at peak"),
