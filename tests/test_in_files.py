@@ -79,7 +79,7 @@ def test_model_config_that_is_a_folder_names_the_field(tmp_path, capsys):
     data = {**GOOD, "model": {"config": "cfg"}}
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
     rc, err = cli(capsys, "plan", tmp_path / "plan.yaml")
-    assert rc == 2 and "model.config:" in err and "cfg: a folder; expected a Hugging Face config.json" in err
+    assert rc == 2 and "model.config:" in err and "cfg: a folder; expected a file: a Hugging Face config.json" in err
 
 
 def test_a_file_over_the_size_limit(tmp_path, capsys, monkeypatch):
