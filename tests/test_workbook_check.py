@@ -134,3 +134,16 @@ def test_edited_and_recalculated_workbook_agrees_but_breakpoints_are_stale(ref_p
     # the peak-rate row's "now" column: built at 40, the workbook now says 55
     now = next(f for f in findings if f["found"] == "40")
     assert now["expected"].startswith("55")
+
+
+@pytest.mark.slow
+def test_a_file_saved_without_computed_values_is_one_finding(ref_plan, tmp_path, capsys):
+    # openpyxl (and pandas through it) saves formulas without their computed values: every formula cell is then
+    # uncomputed, which is one fact, said once; no check is reported failed for a value nobody computed
+    path = tmp_path / "resaved.xlsx"
+    path.write_bytes(workbook_for_plan(ref_plan))
+    openpyxl.load_workbook(path).save(path)
+    rc, findings = _check(path, capsys)
+    assert rc == 1
+    assert [(f["where"], f["kind"]) for f in findings] == [("(every formula cell)", "no-cached-value")]
+    assert "open and save it in Excel or LibreOffice" in findings[0]["expected"]

@@ -152,7 +152,21 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
             findings.append(Finding(quote_sheet(sheet.title), "sheet-missing", "(no such sheet)", "the template's sheet"))
             continue
         findings += _sheet_findings(sheet, wf[sheet.title], wv[sheet.title], user_rows)
-    return findings + _failed_checks(wv)
+    return _one_line_when_nothing_is_computed(findings, fresh) + _failed_checks(wv)
+
+
+def _one_line_when_nothing_is_computed(findings: list[Finding], fresh) -> list[Finding]:
+    """A file saved by a tool that drops computed values (openpyxl, pandas) has none in any formula cell: one finding
+    says so, instead of one per cell; the other findings (an overwritten formula, say) stay."""
+    missing = [f for f in findings if f.kind == "no-cached-value"]
+    expected = sum(1 for sheet in fresh.sheets for cell in sheet.cells.values()
+                   if cell.formula and cell.cached not in ("", None) and cell.kind != "crosscheck" and "BuildDate" not in cell.value)
+    if not missing or len(missing) < expected:
+        return findings
+    return [f for f in findings if f.kind != "no-cached-value"] + [Finding(
+        "(every formula cell)", "no-cached-value", f"none of {len(missing):,} formula cells holds a computed value",
+        "computed values: the file was saved by a tool that drops them (openpyxl, pandas); open and save it in Excel "
+        "or LibreOffice, then check again")]
 
 
 def _formula_finding(where: str, cell, have, value, searched: bool) -> Finding | None:
@@ -224,6 +238,6 @@ def _failed_checks(wv) -> list[Finding]:
             continue
         for title, coord in name_cells(wv, dn):
             v = wv[title][coord].value
-            if v is not True:
+            if v is not True and v is not None:  # None: not computed, which a no-cached-value finding says
                 out.append(Finding(f"{quote_sheet(title)}!{coord}", "check-failed", _show(v), f"TRUE: {label}"))
     return out
