@@ -75,6 +75,23 @@ def test_capacity_cli(capsys):
     assert out["max_peak_rps"] == out["closed_form"]["max_peak_rps"] < 40.0
 
 
+@pytest.mark.parametrize("gpus", [1, 2, 6])
+def test_capacity_names_the_paths_that_stop_the_fleet(gpus):
+    # what "stops it first" must mean: just past the capacity, exactly the named paths need more than the fleet's GPUs
+    # (a tie of whole replicas at the capacity itself once named "minimum replica" or "compute and queueing" where
+    # compute alone held 29 req/s)
+    from xlplan import closed_form
+    from xlplan.capacity import closed_form_capacity
+
+    s = resolve(reference_plan())
+    cap = closed_form_capacity(s, gpus)
+    past = replace(s, peak_rps=cap.max_peak_rps * 1.001)
+    cf = closed_form.closed_form(past, solve(past), False)
+    need = {"memory": cf.memory_gpus, "compute": cf.compute_gpus, "latency": cf.latency_gpus,
+            "queueing": math.inf if cf.queueing_gpus is None else cf.queueing_gpus}
+    assert cap.limited_by == " and ".join(k for k, v in need.items() if v > gpus) != ""
+
+
 def test_closed_form_capacity_is_the_inverse_of_the_closed_form():
     # at the capacity found, the closed form's load fits the fleet; 0.1% above it, it does not — and the reference's
     # closed form of 6 GPUs at 40 req/s makes 6 hold 40 and 5 not

@@ -78,7 +78,7 @@ class ClosedFormCapacity:
     gpus: int  # [GPUs]
     tp: int  # the closed form's degree at that rate [GPUs per replica]
     max_peak_rps: float  # [requests/s]
-    limited_by: str  # the closed form's binding path there [text]
+    limited_by: str  # the paths that need more than the GPUs just past that rate, joined by ' and ' [text]
     without_queueing: Capacity  # memory, compute and latency alone: linear in the rate
 
 
@@ -133,7 +133,22 @@ def closed_form_capacity(s: Scenario, gpus: int, budget_set_by_plan: bool = Fals
         else:
             hi = mid
     cf = at(lo)
-    return ClosedFormCapacity(gpus, cf.tp, lo, cf.binding, base)
+    return ClosedFormCapacity(gpus, cf.tp, lo, _stopping(s, gpus, budget_set_by_plan, hi) or cf.binding, base)
+
+
+def _stopping(s: Scenario, gpus: int, budget_set_by_plan: bool, rate: float) -> str:
+    """The paths that need more than ``gpus`` GPUs just past the capacity (at ``rate``), joined by ' and ': what stops
+    the fleet, where the binding path at the capacity may be a tie of whole replicas ('' when none can be named). [text]"""
+    from xlplan import closed_form
+
+    sr = replace(s, peak_rps=rate)
+    try:
+        cf = closed_form.closed_form(sr, steps.solve(sr), budget_set_by_plan)
+    except steps.PlanningError:
+        return ""
+    need = {"memory": cf.memory_gpus, "compute": cf.compute_gpus, "latency": cf.latency_gpus,
+            "queueing": math.inf if cf.queueing_gpus is None else cf.queueing_gpus}
+    return " and ".join(k for k, v in need.items() if v > gpus)
 
 
 def _closed_form_fitting(s: Scenario, gpus: int, budget_set_by_plan: bool, rate: float):

@@ -118,7 +118,8 @@ def capacity_cmd(
         typer.echo(json_text(out))
         return
     per = ", ".join(f"{k} {v:,.2f}" for k, v in cap.per_path_rps.items())
-    closed_line = (f"the closed form says {four.max_peak_rps:,.2f} requests/s (TP {four.tp}); {four.limited_by} stops it "
+    stops = "stop" if " and " in four.limited_by else "stops"
+    closed_line = (f"the closed form says {four.max_peak_rps:,.2f} requests/s (TP {four.tp}); {four.limited_by} {stops} it "
                    f"first (without the queueing path {cap.max_peak_rps:,.2f}; by path [requests/s]: {per}).")
     if ver is None:
         typer.echo(f"{gpus} GPU{'' if gpus == 1 else 's'}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {why})")
