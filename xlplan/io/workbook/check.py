@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from xlplan.plan import Plan
     from xlplan.scenario import Scenario
 
+REBUILD = "rebuild from this file's own inputs: `xlplan read FILE -o plan.yaml`, then `xlplan workbook plan.yaml -o NEW.xlsx`"
+"""How a finding's remedy keeps the user's edits: read the inputs back, then build (a plain rebuild would drop them)."""
+
 RELATIVE_TOLERANCE = 1e-9
 """Values within this relative difference agree (LibreOffice stores 15 significant digits). [fraction]"""
 
@@ -187,13 +190,13 @@ def _formula_finding(where: str, cell, have, value, searched: bool) -> Finding |
     if value is None and cell.cached not in ("", None):
         return Finding(where, "no-cached-value", "(none)",
                        f"{_show(cell.cached)}: open and save the file in Excel or LibreOffice, "
-                       "or rebuild it with `xlplan workbook`")
+                       f"or {REBUILD}")
     if cell.kind == "flag" and (value == STALE or str(value).startswith("STALE")):
         return None  # a STALE flag (breakpoints, Options, Schedule): the stale values beside it are the finding
     if not _agree(value, cell.cached) and searched:
         return Finding(where, "stale-breakpoint", _show(value),
                        f"{_show(cell.cached)} (computed from values the engine searched for the "
-                       "built inputs; rebuild with `xlplan workbook`)")
+                       f"built inputs; {REBUILD})")
     if not _agree(value, cell.cached):
         return Finding(where, "stale-value", _show(value), f"{_show(cell.cached)} (the engine, for this workbook's inputs)")
     return None
@@ -206,7 +209,7 @@ def _static_finding(where: str, title: str, coord: str, cell, value, user_rows: 
     row = int(coord.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
     why = ("the engine's largest decode batch for this what-if row, which the sheet cannot search"
            if title == SIX_TABS[5] and row in user_rows else
-           "searched by the engine for these inputs; rebuild with `xlplan workbook`")
+           f"searched by the engine for the inputs it was built with; {REBUILD}")
     return Finding(where, "stale-breakpoint", _show(value), f"{_show(cell.value)} ({why})")
 
 
