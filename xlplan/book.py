@@ -17,11 +17,12 @@ from xlplan.plan import Plan
 from xlplan.planner import plan as run_plan
 from xlplan.result import PlanResult
 from xlplan.scenario import TP_DEGREES, Scenario, compute_dtype, resolve
+from xlplan.tp_choice import billed_gpus, tp_objective
 
 
 def _objectives(s: Scenario, candidates: dict[int, steps.Paths]) -> dict[int, float]:
     """The TP objective of each feasible degree the plan considers (the smallest is chosen). [1]"""
-    return {tp: steps.tp_objective(c, c.purchased if s.bill_purchased else c.with_redundancy)
+    return {tp: tp_objective(c, billed_gpus(c, s.bill_purchased))
             for tp, c in candidates.items() if tp in s.tp_options and not math.isinf(c.load)}
 
 

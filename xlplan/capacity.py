@@ -139,28 +139,29 @@ def closed_form_capacity(s: Scenario, gpus: int, budget_set_by_plan: bool = Fals
 def _stopping(s: Scenario, gpus: int, budget_set_by_plan: bool, rate: float) -> str:
     """The paths that need more than ``gpus`` GPUs just past the capacity (at ``rate``), joined by ' and ': what stops
     the fleet, where the binding path at the capacity may be a tie of whole replicas ('' when none can be named). [text]"""
-    from xlplan import closed_form
-
-    sr = replace(s, peak_rps=rate)
-    try:
-        cf = closed_form.closed_form(sr, steps.solve(sr), budget_set_by_plan)
-    except steps.PlanningError:
+    cf = _closed_form_at(s, budget_set_by_plan, rate)
+    if cf is None:
         return ""
     need = {"memory": cf.memory_gpus, "compute": cf.compute_gpus, "latency": cf.latency_gpus,
             "queueing": math.inf if cf.queueing_gpus is None else cf.queueing_gpus}
     return " and ".join(k for k, v in need.items() if v > gpus)
 
 
-def _closed_form_fitting(s: Scenario, gpus: int, budget_set_by_plan: bool, rate: float):
-    """The closed form at peak ``rate`` where it is feasible and its load fits ``gpus``, else None. [ClosedForm]"""
+def _closed_form_at(s: Scenario, budget_set_by_plan: bool, rate: float):
+    """The closed form at peak ``rate``, None where the plan cannot be met there. [ClosedForm]"""
     from xlplan import closed_form
 
     sr = replace(s, peak_rps=rate)
     try:
-        cf = closed_form.closed_form(sr, steps.solve(sr), budget_set_by_plan)
+        return closed_form.closed_form(sr, steps.solve(sr), budget_set_by_plan)
     except steps.PlanningError:
         return None
-    return cf if cf.feasible and cf.load <= gpus else None
+
+
+def _closed_form_fitting(s: Scenario, gpus: int, budget_set_by_plan: bool, rate: float):
+    """The closed form at peak ``rate`` where it is feasible and its load fits ``gpus``, else None. [ClosedForm]"""
+    cf = _closed_form_at(s, budget_set_by_plan, rate)
+    return cf if cf is not None and cf.feasible and cf.load <= gpus else None
 
 
 def _doubling_bracket(at, rate: float) -> tuple[float | None, float | None]:

@@ -39,6 +39,7 @@ from xlplan.achieved_paths import (  # noqa: F401  re-exported: the closed form'
     achieved_time_in_system_s,
 )
 from xlplan.scenario import Scenario, changed
+from xlplan.tp_choice import billed_gpus
 
 PATHS = ("memory", "compute", "latency", "queueing")
 """The closed form's paths, in the order the note lists them."""
@@ -238,7 +239,7 @@ def _fewest(s: Scenario, tr: steps.Traffic, first_tp: int | None, paths_of, budg
         cf = at_tp(s, tr, pa, budget_set_by_plan, budget, bound=best[0] if best is not None else None)
         if cf is None:  # its compute and queueing paths alone already buy more than the best so far
             continue
-        billed = cf.purchased if s.bill_purchased else cf.with_redundancy
+        billed = billed_gpus(cf, s.bill_purchased)
         key = (not cf.feasible, cf.purchased, billed, cf.tp)
         if best is None or key < best[0]:
             best = (key, cf)

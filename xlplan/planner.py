@@ -41,6 +41,7 @@ from xlplan.result import (
 )
 from xlplan.scenario import Scenario, compute_dtype, resolve
 from xlplan.steps import PlanningError, Solution, decode_mfu, prefill_mfu, solve
+from xlplan.tp_choice import billed_gpus
 
 __all__ = ["PlanningError", "plan", "resolve", "solve"]
 
@@ -51,17 +52,14 @@ def _tp_reason(sol: Solution, bill_purchased: bool) -> str:
     if not others:
         return f"TP {chosen.tp} as the plan fixes it"
 
-    def billed(c):
-        return c.purchased if bill_purchased else c.with_redundancy
-
     parts = []
     for c in others:
         if c.load == _vec.INF:
             why = "weights leave no KV room" if c.kv_budget_gib_per_gpu <= 0 else "cannot meet the inter-token target"
             parts.append(f"TP {c.tp}: {why}")
         else:
-            parts.append(f"TP {c.tp}: {c.purchased:.0f} bought, {billed(c):.0f} billed")
-    return (f"TP {chosen.tp} buys the fewest GPUs ({chosen.purchased:.0f}), then bills the fewest ({billed(chosen):.0f}), "
+            parts.append(f"TP {c.tp}: {c.purchased:.0f} bought, {billed_gpus(c, bill_purchased):.0f} billed")
+    return (f"TP {chosen.tp} buys the fewest GPUs ({chosen.purchased:.0f}), then bills the fewest ({billed_gpus(chosen, bill_purchased):.0f}), "
             f"then is the smallest degree; " + ", ".join(parts))
 
 

@@ -52,6 +52,7 @@ from xlplan.tp_choice import (  # noqa: F401  (re-exported)
     ACTIVATION_BYTES,
     TP_OBJECTIVE_BILLED,
     TP_OBJECTIVE_PURCHASED,
+    billed_gpus,
     objective,
     tp_objective,
 )
@@ -300,7 +301,7 @@ def solve_fleet(s: Scenario, first_tp: int | None = None) -> tuple | None:
         p = paths(s, tr, tp, lean=True)
         if p.load == _vec.INF:
             continue
-        key = tp_objective(p, p.purchased if s.bill_purchased else p.with_redundancy)
+        key = tp_objective(p, billed_gpus(p, s.bill_purchased))
         if best is None or key < best[0]:
             best = (key, p)
     if best is None:
@@ -337,6 +338,6 @@ def solve(s: Scenario) -> Solution:
     feasible = [c for c in candidates if c.load != _vec.INF]
     if not feasible:
         raise PlanningError(infeasible_reason(s, candidates))
-    best = min(feasible, key=lambda c: tp_objective(c, c.purchased if s.bill_purchased else c.with_redundancy))
+    best = min(feasible, key=lambda c: tp_objective(c, billed_gpus(c, s.bill_purchased)))
     label, which = fleet.binding_constraint(best.memory_gpus, best.compute_gpus, best.latency_gpus, best.tp)
     return Solution(tr, best, candidates, bill(s, tr, best), label, which)

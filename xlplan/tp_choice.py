@@ -49,6 +49,25 @@ def objective(purchased, billed, tp):
     return purchased * TP_OBJECTIVE_PURCHASED + billed * TP_OBJECTIVE_BILLED + tp
 
 
+def billed_gpus(p: Paths, bill_purchased: bool):
+    """GPUs on the bill at one TP degree: those purchased where the plan bills what it buys, else the fleet with
+    redundancy (rented). [GPUs]
+
+    Parameters
+    ----------
+    p : Paths
+        One TP degree's paths (or anything with ``purchased`` and ``with_redundancy``, such as a closed form).
+    bill_purchased : bool
+        The plan bills the purchased fleet (whole purchasing units).
+
+    Returns
+    -------
+    float or array
+        ``purchased`` or ``with_redundancy``. [GPUs]
+    """
+    return p.purchased if bill_purchased else p.with_redundancy
+
+
 def tp_objective(p: Paths, billed):
     """:func:`objective` of one TP degree's paths. [1]
 

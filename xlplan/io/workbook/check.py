@@ -155,16 +155,16 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
             findings.append(Finding(quote_sheet(sheet.title), "sheet-missing", "(no such sheet)", "the template's sheet"))
             continue
         findings += _sheet_findings(sheet, wf[sheet.title], wv[sheet.title], user_rows)
-    return _one_line_when_nothing_is_computed(findings, fresh) + _failed_checks(wv)
+    return _one_line_when_nothing_is_computed(findings, fresh, wv) + _failed_checks(wv)
 
 
-def _one_line_when_nothing_is_computed(findings: list[Finding], fresh) -> list[Finding]:
+def _one_line_when_nothing_is_computed(findings: list[Finding], fresh, wv) -> list[Finding]:
     """A file saved by a tool that drops computed values (openpyxl, pandas) has none in any formula cell: one finding
     says so, instead of one per cell; the other findings (an overwritten formula, say) stay."""
     missing = [f for f in findings if f.kind == "no-cached-value"]
-    expected = sum(1 for sheet in fresh.sheets for cell in sheet.cells.values()
-                   if cell.formula and cell.cached not in ("", None) and cell.kind != "crosscheck" and "BuildDate" not in cell.value)
-    if not missing or len(missing) < expected:
+    computed = any(wv[sheet.title][coord].value is not None for sheet in fresh.sheets if sheet.title in wv.sheetnames
+                   for coord, cell in sheet.cells.items() if cell.formula)
+    if not missing or computed:
         return findings
     return [f for f in findings if f.kind != "no-cached-value"] + [Finding(
         "(every formula cell)", "no-cached-value", f"none of {len(missing):,} formula cells holds a computed value",

@@ -14,6 +14,7 @@ from xlplan.io.workbook.cells import Cell, Validation
 from xlplan.io.workbook.common import FMT, NONE, Engine, Rows, num
 from xlplan.scenario import TP_DEGREES
 from xlplan.step_results import Paths
+from xlplan.tp_choice import billed_gpus
 
 TP_COLS = ("TP", "Considered", "KV shards", "Weights per GPU [GiB]", "KV budget per GPU [GiB]", "Conversations per replica",
            "Memory GPUs (exact)", "Memory GPUs", "Compute GPUs (exact)", "Compute GPUs", "Max decode batch (engine) [sequences]",
@@ -55,7 +56,7 @@ def _tp_specs(e: Engine, k: int, tp: int, r: int) -> dict[str, tuple | None]:
         "O": (f'=IF(ISNUMBER(N{r}),(N{r}/A{r}+Redundancy)*A{r},"")', c.with_redundancy if feasible else "", "0"),
         "P": (f'=IF(ISNUMBER(O{r}),ROUNDUP(O{r}/GPUsPerNode,0)*GPUsPerNode,"")', c.purchased if feasible else "", "0"),
         "Q": (f'=IF(ISNUMBER(P{r}),IF(BillPurchased,P{r},O{r}),"")',
-              (c.purchased if s.bill_purchased else c.with_redundancy) if feasible else "", "0"),
+              billed_gpus(c, s.bill_purchased) if feasible else "", "0"),
         "R": (f'=IF(ISNUMBER(Q{r}),{F.tp_objective(f"P{r}", f"Q{r}", f"A{r}")},"")',
               e.fig.tp_objectives.get(tp, "") if feasible else "", "0"),
     }
