@@ -136,6 +136,36 @@ BATTERY = ("reference", "rag", "long_answers", "heavy_tail", "tiny", "moe_tp2", 
            "vllm_defaults", "70b_tp4", "70b_tp8", "bursty", "itl_25ms", "gemma_window")
 
 
+@pytest.mark.parametrize("output_mean", [300.0, 15_768.0])
+def test_the_tail_rate_solves_its_defining_equation(output_mean):
+    # (1 − p) ÷ (n·τ̄) = λ, with τ̄ = p·τ_decode(b) + (1 − p)·τ_prefill(b) at b = λ·E[output]·τ̄ (Little's Law on the
+    # slots): the rate returned satisfies it, checked here by iterating τ̄ at that λ by hand. Steps are linear in the
+    # batch (2 ms + 0.1 ms per decode, 20 µs per chunk token, 4,096-token budget, 3,863-token prompts, p95). With
+    # 15,768-token outputs 1 req/s is far past a replica's capacity (its batch diverges), where a damped iteration
+    # from 1 req/s stopped 200 rounds short of the root.
+    from xlplan.queue_path import _tail_rate
+
+    p, prompt, budget = 0.95, 3863.0, 4096.0
+
+    def decode_s(b):
+        return 0.002 + 1e-4 * b
+
+    def prefill_s(b):
+        chunk = max(min(prompt, budget - b), 1.0)
+        return decode_s(b) + 2e-5 * chunk, chunk
+
+    first, _ = prefill_s(1.0)
+    rate, step = _tail_rate(decode_s, prefill_s, first, output_mean, prompt, p)
+    tau = first
+    for _ in range(5000):  # plain rounds: near capacity each closes only 13% of the gap
+        b = max(rate * output_mean * tau, 1.0)
+        tau = p * decode_s(b) + (1 - p) * prefill_s(b)[0]
+    b = rate * output_mean * tau
+    n = math.ceil(prompt / prefill_s(b)[1])
+    assert (1 - p) / (n * tau) == pytest.approx(rate, rel=1e-9)
+    assert step == pytest.approx(prefill_s(b)[0], rel=1e-9)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", BATTERY)
 def test_closed_form_within_one_replica_of_the_verified_fleet(ref_plan, case):
