@@ -42,6 +42,26 @@ def matrix_results():
     return {name: (p, plan(p, verify="auto")) for name, p in matrix_plans().items()}
 
 
+def pytest_configure(config):
+    """One folder for the whole run, shared by its workers (they inherit the environment): what LibreOffice and the
+    Excel-grammar engine made of each distinct workbook, so that two tests evaluating the same bytes pay once
+    (``tests/workbookhelp.py``). Made by the controlling process only, removed when it ends."""
+    if hasattr(config, "workerinput") or os.environ.get("XLPLAN_TEST_SHARED"):
+        return
+    import tempfile
+
+    os.environ["XLPLAN_TEST_SHARED"] = config._xlplan_shared = tempfile.mkdtemp(prefix="xlplan-tests-")
+
+
+def pytest_unconfigure(config):
+    shared = getattr(config, "_xlplan_shared", None)
+    if shared:
+        import shutil
+
+        shutil.rmtree(shared, ignore_errors=True)
+        os.environ.pop("XLPLAN_TEST_SHARED", None)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         fn = getattr(item, "function", None)
@@ -69,7 +89,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=order)
 
 
-HEAVIEST_FIRST = ["test_workbook_recalc.py", "test_excel_grammar_shapes.py", "test_workbook_prose.py",
+HEAVIEST_FIRST = ["test_workbook_recalc.py", "test_equality_matrix.py", "test_excel_grammar_shapes.py", "test_workbook_prose.py",
                   "test_udf_workbook.py", "test_install.py"]
 """Test files whose slow tests run before all others (`pytest --durations` shows which: each takes a minute or more)."""
 

@@ -14,11 +14,10 @@ import statistics
 import openpyxl
 import pytest
 from planhelp import replan
-from workbookhelp import agrees, build, require_libreoffice
+from workbookhelp import agrees, build, recalculate, require_libreoffice
 
 from udfs import functions as U
 from xlplan.cli import main
-from xlplan.io.libreoffice import recalculate
 from xlplan.io.workbook.writer import workbook_bytes
 
 CALL = re.compile(r"^=(?:(MIN|MEDIAN|MAX)\()?([A-Z_]+)\(([^()]*)\)\)?$")
@@ -132,8 +131,8 @@ def test_native_template_cross_checks_say_add_in_not_loaded(ref_plan, stem, tmp_
 def test_udf_variant_in_the_excel_grammar_engine_with_the_functions_loaded(ref_plan, tmp_path, group):
     # The second engine evaluates the whole variant, its UDF cells through xlwings' Office.js dispatch (as Excel with
     # the add-in would) and every native cell downstream of them, and agrees with the engine on every formula cell.
-    from excelgrammar import evaluate_many, value
-    from workbookhelp import compare_book, engine_json
+    from excelgrammar import value
+    from workbookhelp import compare_book, engine_json, evaluate_many
 
     plans = _plans(ref_plan, group)
     books, files, jsons = {}, [], {}

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import math
 import os
+import pickle
+import shutil
 from pathlib import Path
 
 import openpyxl
 import pytest
 
 from xlplan.book import figures
-from xlplan.io.libreoffice import recalculate, soffice
+from xlplan.io import libreoffice
+from xlplan.io.libreoffice import soffice
 from xlplan.io.planfile import plan_to_yaml
 from xlplan.io.workbook import layout
 from xlplan.io.workbook.export import workbook_for
@@ -81,15 +85,82 @@ NAMED_OUTPUTS: dict[str, tuple] = {
 SENSITIVITY_COLUMNS = {"I": "load", "J": "fleet", "K": "purchased", "L": "binding", "M": "monthly_usd", "N": "usd_per_mtok"}
 
 
+_FIGURES: dict[tuple[str, str], object] = {}
+"""Per test process: a plan's figures by (its JSON, verify). The writers only read them, so a plan's workbooks (native,
+UDF, with or without caches) are laid out from one computation of its figures, as the CLI lays out each of its own."""
+
+
+def plan_figures(plan: Plan, verify: bool | str = False):
+    """:func:`xlplan.book.figures` of the plan, computed once per test process."""
+    key = (plan.model_dump_json(), repr(verify))
+    if key not in _FIGURES:
+        _FIGURES[key] = figures(plan, verify=verify)
+    return _FIGURES[key]
+
+
 def build(plan: Plan, formulas: str = "native", namespace: str = "", verify: bool | str = False, traffic=None):
     """The workbook of a plan as the CLI builds it: the engine's figures (:func:`xlplan.book.figures`), then the writer."""
-    return layout.build(figures(plan, verify=verify), formulas, traffic, namespace)
+    return layout.build(plan_figures(plan, verify), formulas, traffic, namespace)
 
 
 def workbook_for_plan(plan: Plan, formulas: str = "native", verify: bool | str = False) -> bytes:
     """The .xlsx bytes of a plan's workbook, as ``xlplan workbook`` writes them."""
-    return workbook_for(figures(plan, verify=verify), formulas)
+    return workbook_for(plan_figures(plan, verify), formulas)
 
+
+def _shared(kind: str, data: bytes) -> Path | None:
+    """Where this session keeps what an engine made of a file with these bytes, or None outside a session's shared
+    folder (tests/conftest.py makes one for every run, shared by its workers)."""
+    root = os.environ.get("XLPLAN_TEST_SHARED")
+    if not root:
+        return None
+    return Path(root) / f"{kind}-{hashlib.sha256(data).hexdigest()}"
+
+
+def recalculate(files: list[Path], outdir: Path) -> list[Path]:
+    """:func:`xlplan.io.libreoffice.recalculate`, once per session for each distinct file: a workbook with the same
+    bytes as one LibreOffice already recalculated in this run (another test's, on any worker) takes that output, a
+    copy written to ``outdir``. LibreOffice's output depends on nothing but the file, so no check is lost."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    keys = [_shared("libreoffice", f.read_bytes()) for f in files]
+    todo = [f for f, k in zip(files, keys) if k is None or not k.exists()]
+    if todo:
+        done = libreoffice.recalculate(todo, outdir)
+        for f, out in zip(todo, done):
+            key = keys[files.index(f)]
+            if key is not None:
+                tmp = key.with_suffix(f".{os.getpid()}.part")
+                shutil.copyfile(out, tmp)
+                os.replace(tmp, key)  # whole or absent: another worker never reads half a file
+    outs = []
+    for f, key in zip(files, keys):
+        out = outdir / f"{f.stem}.xlsx"
+        if f in todo:
+            outs.append(out)
+            continue
+        shutil.copyfile(key, out)
+        outs.append(out)
+    return outs
+
+
+def evaluate_many(files: list[Path], udfs: bool = False) -> list[dict]:
+    """:func:`excelgrammar.evaluate_many`, once per session for each distinct file (and with or without the add-in):
+    the values the Excel-grammar engine gave a file with the same bytes earlier in this run, on any worker."""
+    from excelgrammar import evaluate
+
+    out = []
+    for f in files:
+        key = _shared(f"excel-grammar-{int(udfs)}", f.read_bytes())
+        if key is not None and key.exists():
+            out.append(pickle.loads(key.read_bytes()))
+            continue
+        values = evaluate(f, udfs)
+        if key is not None:
+            tmp = key.with_suffix(f".{os.getpid()}.part")
+            tmp.write_bytes(pickle.dumps(values))
+            os.replace(tmp, key)
+        out.append(values)
+    return out
 
 
 def require_libreoffice() -> str:
@@ -156,7 +227,7 @@ def recalc_and_compare(plans: dict[str, Plan], folder: Path, engines: tuple[str,
         outs = recalculate(files, folder / "recalculated")
         readers["LibreOffice"] = [_openpyxl_reader(out) for out in outs]
     if "excel" in engines:
-        from excelgrammar import evaluate_many, value
+        from excelgrammar import value
 
         readers["Excel-grammar"] = [lambda t, c, v=v: value(v, t, c) for v in evaluate_many(files)]
     problems = []
