@@ -1,8 +1,8 @@
 """Session fixtures every test shares (the reference plan and its result), the xlwings settings set before xlwings is
 imported, and the markers of the slow tests.
 
-A test that launches LibreOffice (it calls ``require_libreoffice``) is marked ``libreoffice`` here, and every
-``libreoffice`` or ``install`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set. The slow
+A test that launches LibreOffice (it, or a fixture it requests, calls ``require_libreoffice``) is marked
+``libreoffice`` here, and every ``libreoffice`` or ``install`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set. The slow
 tests are handed out first and the workers steal from each other's queues (``--dist worksteal`` in pyproject.toml),
 so the cores share the long ones instead of one core finishing them alone at the end.
 """
@@ -66,11 +66,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         fn = getattr(item, "function", None)
         if fn is not None and "libreoffice" not in item.keywords:
-            try:
-                source = inspect.getsource(fn)
-            except (OSError, TypeError):
-                source = ""
-            if "require_libreoffice(" in source:
+            # the test itself, or a fixture it requests, launches LibreOffice
+            fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+            funcs = [fn, *(d.func for defs in fixtures.values() for d in defs)]
+            if any("require_libreoffice(" in _source(f) for f in funcs):
                 item.add_marker(pytest.mark.libreoffice)
         if item.get_closest_marker("libreoffice") or item.get_closest_marker("install"):
             item.add_marker(pytest.mark.slow)
@@ -87,6 +86,13 @@ def pytest_collection_modifyitems(config, items):
         return item.get_closest_marker("slow") is None and name not in together, heavy
 
     items.sort(key=order)
+
+
+def _source(fn) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
 
 
 HEAVIEST_FIRST = ["test_workbook_recalc.py", "test_equality_matrix.py", "test_excel_grammar_shapes.py", "test_workbook_prose.py",
