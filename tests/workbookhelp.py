@@ -18,6 +18,7 @@ import pytest
 from xlplan.book import figures
 from xlplan.io import libreoffice
 from xlplan.io.libreoffice import soffice
+from xlplan.io.outputs import write_outputs
 from xlplan.io.planfile import plan_to_yaml
 from xlplan.io.workbook import layout
 from xlplan.io.workbook.export import workbook_for
@@ -122,25 +123,15 @@ def recalculate(files: list[Path], outdir: Path) -> list[Path]:
     bytes as one LibreOffice already recalculated in this run (another test's, on any worker) takes that output, a
     copy written to ``outdir``. LibreOffice's output depends on nothing but the file, so no check is lost."""
     outdir.mkdir(parents=True, exist_ok=True)
-    keys = [_shared("libreoffice", f.read_bytes()) for f in files]
-    todo = [f for f, k in zip(files, keys) if k is None or not k.exists()]
-    if todo:
-        done = libreoffice.recalculate(todo, outdir)
-        for f, out in zip(todo, done):
-            key = keys[files.index(f)]
-            if key is not None:
-                tmp = key.with_suffix(f".{os.getpid()}.part")
-                shutil.copyfile(out, tmp)
-                os.replace(tmp, key)  # whole or absent: another worker never reads half a file
-    outs = []
-    for f, key in zip(files, keys):
-        out = outdir / f"{f.stem}.xlsx"
-        if f in todo:
-            outs.append(out)
-            continue
-        shutil.copyfile(key, out)
-        outs.append(out)
-    return outs
+    keys = {f: _shared("libreoffice", f.read_bytes()) for f in files}
+    todo = [f for f in files if keys[f] is None or not keys[f].exists()]
+    made = dict(zip(todo, libreoffice.recalculate(todo, outdir))) if todo else {}
+    write_outputs([(keys[f], out.read_bytes()) for f, out in made.items() if keys[f] is not None])  # whole or absent
+    for f in files:
+        if f not in made:
+            made[f] = outdir / f"{f.stem}.xlsx"
+            shutil.copyfile(keys[f], made[f])
+    return [made[f] for f in files]
 
 
 def evaluate_many(files: list[Path], udfs: bool = False) -> list[dict]:
@@ -156,9 +147,7 @@ def evaluate_many(files: list[Path], udfs: bool = False) -> list[dict]:
             continue
         values = evaluate(f, udfs)
         if key is not None:
-            tmp = key.with_suffix(f".{os.getpid()}.part")
-            tmp.write_bytes(pickle.dumps(values))
-            os.replace(tmp, key)
+            write_outputs([(key, pickle.dumps(values))])
         out.append(values)
     return out
 
