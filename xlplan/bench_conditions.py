@@ -78,6 +78,7 @@ class Conditions:
     num_prompts: float | None = None  # requests submitted at once offline, where stated [requests]
     v0: bool = False  # vLLM before 0.8 (its memory profile differs)
     attention_dp: bool = False  # DP attention: each rank holds its own sequences' cache (MLA)
+    engine_version: str = ""  # as the source states it, e.g. "vLLM 0.11.0" or "V1; ~0.11" (empty: not stated) [text]
 
     @property
     def replicas(self) -> int:

@@ -119,7 +119,22 @@ def _skip(row, reason: str) -> Check:
 
 
 def conditions(row: dict) -> tuple[predict.Conditions | None, str]:
-    """A row's stated conditions in xlplan's names, or (None, what is missing)."""
+    """A row's stated conditions in xlplan's names, or (None, what is missing).
+
+    Read from the condition columns alone (model, precision, GPU, count, parallelism, engine and version, settings,
+    lengths, prompts); the weights' and the cache's formats apart (:func:`xlplan.io.names.weights_dtype`,
+    :func:`xlplan.io.names.kv_dtype`). No measured column and no note is read.
+
+    Parameters
+    ----------
+    row : dict
+        One row of a measurements CSV (:func:`read_measurements`), column name to text. [text]
+
+    Returns
+    -------
+    tuple
+        ``(Conditions, '')``, or ``(None, why)`` naming what cannot be read. [—]
+    """
     model_text = str(row.get("model") or "")
     key = names.model_key(model_text)
     if key is None:
@@ -136,11 +151,26 @@ def conditions(row: dict) -> tuple[predict.Conditions | None, str]:
     if wd is None:
         return None, f"precision {str(row.get('precision'))[:40]!r} is not stated in a form xlplan reads"
     kd = names.kv_dtype(str(row.get("precision") or ""), model_text, eng, settings, wd)
+    if kd is None:
+        return None, f"the KV cache format stated in {str(row.get('precision'))[:40]!r} is not bf16, fp8 or int8"
     count = _num(row.get("gpu_count"))
     tp, ep, why = names.parallelism(str(row.get("parallelism") or ""), int(count) if count else None)
     if tp is None:
         return None, why
     gpus = int(count) if count else tp
+    util, seqs, tokens, v0, dp_attention = _engine_settings(row, settings, eng, model, tp)
+    return predict.Conditions(
+        model=model, gpu=catalog.get_gpu(gpu), weights_dtype=wd, kv_dtype=kd, gpus=gpus, tp=tp, ep=ep, engine=eng,
+        memory_utilisation=util if util is not None else DEFAULT_UTILISATION[eng],
+        max_num_seqs=int(seqs) if seqs else None, max_num_batched_tokens=int(tokens) if tokens else None,
+        isl=_num(row.get("isl")) or 0.0, osl=_num(row.get("osl")) or 0.0, v0=v0,
+        num_prompts=_num(row.get("num_prompts")), attention_dp=dp_attention,
+        engine_version=str(row.get("engine_version") or "").strip(),
+    ), ""
+
+
+def _engine_settings(row: dict, settings: str, eng: str, model, tp: int):
+    """(memory fraction, max sequences, max batched tokens, vLLM V0, attention data parallel) from the row's settings."""
     util = names.setting(settings, "gpu_memory_utilization", "mem_fraction_static", "kv_cache_free_gpu_mem_fraction",
                          "free_gpu_memory_fraction")
     if util is not None and not 0 < util <= 1:
@@ -157,13 +187,7 @@ def conditions(row: dict) -> tuple[predict.Conditions | None, str]:
     if dp_attention:  # with attention data parallel the batch and token budgets are per rank (TensorRT-LLM, SGLang)
         seqs = seqs * tp if seqs else None
         tokens = tokens * tp if tokens else None
-    return predict.Conditions(
-        model=model, gpu=catalog.get_gpu(gpu), weights_dtype=wd, kv_dtype=kd, gpus=gpus, tp=tp, ep=ep, engine=eng,
-        memory_utilisation=util if util is not None else DEFAULT_UTILISATION[eng],
-        max_num_seqs=int(seqs) if seqs else None, max_num_batched_tokens=int(tokens) if tokens else None,
-        isl=_num(row.get("isl")) or 0.0, osl=_num(row.get("osl")) or 0.0, v0=v0,
-        num_prompts=_num(row.get("num_prompts")), attention_dp=dp_attention,
-    ), ""
+    return util, seqs, tokens, v0, dp_attention
 
 
 def _concurrency(text: str) -> tuple[float | None, str]:
@@ -178,8 +202,72 @@ def _concurrency(text: str) -> tuple[float | None, str]:
     return None, f"concurrency not stated in {text!r}"
 
 
+SPECULATIVE_COLUMNS = ("precision", "parallelism", "engine", "engine_version", "settings")
+"""The condition columns speculative decoding is looked for in: never ``planner_check``, ``reliability`` or another
+note, and not the model's name (a model may be called Eagle without a draft model). [—]"""
+_SPECULATIVE = re.compile(r"\bmtp\b|speculative|\beagle|draft model|num[-_ ]nextn", re.IGNORECASE)
+_SETTINGS_UNKNOWN = re.compile(
+    r"^\W*(not stated|unknown|not given|n/?a)\W*$"  # the whole column says it
+    r"|\b(settings?|launch command|command line|flags?)\b[^;]*?\b(unknown|not (stated|given|shown|listed|known|in (the )?excerpt))",
+    re.IGNORECASE)
+
+
+def _conditions_text(row: dict) -> str:
+    """The condition columns joined: what speculative decoding is looked for in."""
+    return " ".join(str(row.get(col) or "") for col in SPECULATIVE_COLUMNS)
+
+
+def settings_unknown(settings: str) -> bool:
+    """Whether a settings column says the engine's settings themselves are not known.
+
+    Parameters
+    ----------
+    settings : str
+        A row's ``settings`` column. [text]
+
+    Returns
+    -------
+    bool
+        True for "not stated" or "unknown" as the whole column, or a phrase such as "settings unknown" or "launch
+        command not in excerpt read"; False where settings are stated, even when one value is not ("--ep $ep_size
+        (value not stated)"). [—]
+
+    Examples
+    --------
+    >>> settings_unknown("launch command not in excerpt read"), settings_unknown("not stated")
+    (True, True)
+    >>> settings_unknown("--ep $ep_size (value not stated); kv_cache_free_gpu_mem_fraction 0.95"), settings_unknown("")
+    (False, False)
+    """
+    return bool(settings.strip()) and bool(_SETTINGS_UNKNOWN.search(settings))
+
+
 def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies()) -> list[Check]:
-    """The checks one measurement row allows, or one skipped check with the reason."""
+    """The checks one measurement row allows, or one skipped check with the reason.
+
+    A row is skipped for its conditions only as its condition columns state them: speculative decoding
+    (:data:`SPECULATIVE_COLUMNS`), settings the ``settings`` column says are unknown (:func:`settings_unknown`), a
+    name xlplan cannot read (:func:`conditions`). A note (``planner_check``) is never read. Conditions the planner refuses (a :class:`xlplan.steps.PlanningError`, or a
+    plan the conditions make invalid, a pydantic ``ValidationError``) skip the row with the planner's reason; any
+    other exception is a bug and is raised.
+
+    Parameters
+    ----------
+    row : dict
+        One row of a measurements CSV (:func:`read_measurements`). [text]
+    eff : Efficiencies
+        The efficiencies to predict at; a field left None takes the engine's default. [—]
+
+    Returns
+    -------
+    list of Check
+        One check per measured figure the row allows (capacity [GiB] or [tokens], throughput [tokens/s], latency
+        and TTFT [ms]), or one skipped check with the reason. [—]
+    """
+    from pydantic import ValidationError
+
+    from xlplan.steps import PlanningError
+
     category = str(row.get("category"))
     if category not in CATEGORIES:
         return [_skip(row, f"category {category!r} is not one xlplan predicts ({', '.join(CATEGORIES)})")]
@@ -188,19 +276,14 @@ def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies()) -
     c, why = conditions(row)
     if c is None:
         return [_skip(row, why)]
-    settings = f"{row.get('settings') or ''} {row.get('planner_check') or ''}".lower()
-    if re.search(r"\bmtp\b|speculative|eagle|draft model", settings):
+    if _SPECULATIVE.search(_conditions_text(row)):
         return [_skip(row, "speculative decoding (MTP, EAGLE, a draft model) is not modelled")]
-    if re.search(r"not in (the )?excerpt|settings unknown|launch command not", settings):
+    if settings_unknown(str(row.get("settings") or "")):
         return [_skip(row, "the engine's settings (memory fraction, budgets) are not stated")]
     try:
         return _predict(row, category, c, eff)
-    except Exception as e:  # a row the model cannot run (e.g. an engine setting out of range) is reported, not raised
-        from xlplan.steps import PlanningError
-
-        if isinstance(e, (PlanningError, ValueError)):
-            return [_skip(row, f"cannot be predicted: {e}")]
-        raise
+    except (PlanningError, ValidationError) as e:  # conditions the planner refuses: reported, not raised
+        return [_skip(row, f"cannot be predicted: {e}")]
 
 
 def _predict(row: dict, category: str, c: predict.Conditions, eff: predict.Efficiencies) -> list[Check]:

@@ -111,8 +111,105 @@ def gpu_key(text: str) -> tuple[str | None, str]:
     return None, f"GPU {text!r} is not in the catalog"
 
 
+_FORMATS = {  # a word of a precision string or a checkpoint's name → the catalog's weight dtype (xlplan.specs.WeightDtype)
+    "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp4": "nvfp4", "w4a4": "nvfp4",
+    "w4a16": "int4", "w4a8": "int4", "awq": "int4", "gptq": "int4", "int4": "int4", "4bit": "int4",
+    "w8a16": "int8", "int8": "int8",
+    "w8a8": "fp8", "fp8": "fp8", "float8": "fp8",
+    "bf16": "bf16", "bfloat16": "bf16", "fp16": "bf16", "float16": "bf16", "16bit": "bf16", "half": "bf16",
+}
+_KV_FORMATS = {"bf16": "bf16", "fp8": "fp8", "int8": "int8"}
+"""The cache formats the planner models (xlplan.specs.KVDtype; fp16 is read as bf16, the same two bytes)."""
+_ROLES = {  # the noun a format is said of
+    "kv": "cache", "cache": "cache", "kvcache": "cache",
+    "weights": "weights", "weight": "weights", "checkpoint": "weights", "model": "weights",
+    "moe": "experts", "expert": "experts", "experts": "experts",
+    "attention": "attention", "attn": "attention",
+    "activation": "activations", "activations": "activations", "compute": "activations",
+}
+_FILLER = {"dtype", "type", "format", "only", "in", "as", "is", "at", "of", "default", "quantization", "quantisation",
+           "quantized", "quantised", "dynamic", "static", "block", "per", "tensor", "channel", "token", "group", "scheme",
+           "precision", "native", "full", "e4m3", "e5m2", "e4m3fn"}
+_CLAUSE = re.compile(r"[+,;()\[\]]|\s+-{1,2}(?=[a-z])|\s(?:and|with|plus)\s")
+_WxAy = re.compile(r"w\d+a\d+")
+
+
+def _statements(text: str) -> list[tuple[str, str]]:
+    """(role, dtype) for each format a text states, in order: role is what the format is said of.
+
+    The text is cut into clauses at ``+ , ; ( )``, at a command-line flag and at "and"/"with". In a clause a format
+    is said of the noun right after it ("bf16 weights", "fp8 KV cache", "NVFP4 MoE", "bf16 attention"), else of the
+    noun right before it ("kv_cache_dtype=fp8", "weight-only FP4"), words such as "dynamic" or "dtype" between;
+    with neither it is ``"format"``, the format of the model as a whole. ``W4A16``-style names always speak of the
+    weights (W). A format hyphen-joined to "KV" (``FP8-KV``, a checkpoint-name form) speaks of both the weights and
+    the cache: the checkpoint is fp8 and carries fp8 cache scales.
+    """
+    out = []
+    low = re.sub(r"\b(\d+)[- ]?bits?\b", r"\1bit", text.lower())
+    for clause in _CLAUSE.split(low):
+        words = [(m.group().strip("."), m.end()) for m in re.finditer(r"[a-z0-9.]+", clause)]
+        toks = [w for w, _ in words]
+        i = 0
+        while i < len(toks):
+            if toks[i] not in _FORMATS:
+                i += 1
+                continue
+            j = i
+            while j < len(toks) and toks[j] in _FORMATS:  # "fp8 w8a8", "fp16/bf16", "gptq-int4": one format
+                j += 1
+            dtype = _FORMATS[toks[i]]
+            role = "weights" if any(_WxAy.fullmatch(t) for t in toks[i:j]) else _role(toks, i, j)
+            joined = j < len(toks) and toks[j] == "kv" and clause[words[j - 1][1]:words[j - 1][1] + 1] in "-_"
+            out += [("weights", dtype), ("cache", dtype)] if joined else [(role, dtype)]
+            i = j
+    return out
+
+
+def _role(toks: list[str], i: int, j: int) -> str:
+    """What the format in ``toks[i:j]`` is said of: the noun after it, else the one before it, else 'format'."""
+    for seq in (toks[j:], reversed(toks[:i])):
+        for t in seq:
+            if t in _ROLES:
+                return _ROLES[t]
+            if t not in _FILLER:
+                break
+    return "format"
+
+
+def _weights_of(statements: list[tuple[str, str]]) -> str | None:
+    """The weight format among a text's statements: the experts' (they hold most of an MoE's bytes), else the first
+    said of the weights, else the first said of the model as a whole, else the attention's."""
+    for roles in (("experts",), ("weights",), ("format",), ("attention",)):
+        for role, dtype in statements:
+            if role in roles:
+                return dtype
+    return None
+
+
 def weights_dtype(precision: str, model_text: str, native: str = "bf16") -> str | None:
-    """The weight format a result states, from its precision column and its checkpoint's name; None if unreadable.
+    """The weight format a result states, read apart from the cache's; None if unreadable.
+
+    The precision column is read first, then the checkpoint's name. Each is cut into parts, and each format is
+    attached to what it is said of (see ``_statements``): "bf16 weights + fp8 KV cache" states bf16 weights (the
+    fp8 is the cache's); "W4A16" 4-bit integer weights (the 16 is the activations'); "FP8 dynamic", "fp8 w8a8" and
+    an ``-FP8-dynamic`` checkpoint fp8 weights. Where an MoE's experts and its attention are stated apart
+    ("NVFP4 MoE + bf16 attention") the experts' format is taken: the experts hold most of the weight bytes, and
+    the weights are one format in xlplan. A precision that states only the cache ("fp8 KV cache"), or says "not
+    stated" or "default", is the checkpoint's native format.
+
+    Parameters
+    ----------
+    precision : str
+        The result's precision column (free text). [text]
+    model_text : str
+        The model as the result names it, usually a Hugging Face id. [text]
+    native : str
+        The format the checkpoint ships in (the catalog's ``weights_dtype_native``). [text]
+
+    Returns
+    -------
+    str or None
+        A catalog weight dtype ('bf16', 'fp8', 'int8', 'int4', 'nvfp4', 'mxfp4'), or None when no format is read. [text]
 
     Examples
     --------
@@ -120,31 +217,55 @@ def weights_dtype(precision: str, model_text: str, native: str = "bf16") -> str 
     ('fp8', 'int4', 'nvfp4')
     >>> weights_dtype("mxfp4 MoE + bf16", ""), weights_dtype("16-bit", ""), weights_dtype("not stated", "", "mxfp4")
     ('mxfp4', 'bf16', 'mxfp4')
+    >>> weights_dtype("bf16 weights + fp8 KV cache", ""), weights_dtype("fp8 KV cache", "", "bf16")
+    ('bf16', 'bf16')
     """
-    p = f"{precision} {model_text}".lower()
-    if "mxfp4" in p:
-        return "mxfp4"
-    if re.search(r"nvfp4|\bfp4\b|-fp4\b|w4a4", p):
-        return "nvfp4"
-    if re.search(r"awq|gptq|w4a16|\bint4\b|-int4|4-?bit", p):
-        return "int4"
-    if re.search(r"\bint8\b|w8a16", p):
-        return "int8"
-    if re.search(r"fp8|w8a8|float8", p):
-        return "fp8"
-    if re.search(r"bf16|bfloat16|fp16|float16|16-bit|half", p):
-        return "bf16"
-    if re.search(r"not stated|default|^\s*$|native", precision.lower()):
+    stated = _statements(precision)
+    found = _weights_of(stated) or _weights_of(_statements(model_text))
+    if found:
+        return found
+    if any(role == "cache" for role, _ in stated) or re.search(r"not stated|default|^\s*$|native", precision.lower()):
         return native
     return None
 
 
-def kv_dtype(precision: str, model_text: str, engine: str, settings: str, weights: str) -> str:
-    """The KV-cache format: fp8 where stated (kv_cache_dtype=fp8, an FP8-KV checkpoint), and TensorRT-LLM's fp8/fp4
-    recipes (which quantise the cache with the weights); bf16 otherwise."""
-    text = f"{precision} {model_text} {settings}".lower().replace(" ", "")
-    if re.search(r"kv[-_]?cache[-_]?dtype=?fp8|fp8-?kv|kv-?fp8|fp8kv", text):
-        return "fp8"
+def kv_dtype(precision: str, model_text: str, engine: str, settings: str, weights: str) -> str | None:
+    """The KV-cache format, read apart from the weights'; None where a stated cache format is not one xlplan models.
+
+    A format said of the cache is taken from the precision column ("fp8 KV cache", "FP16/BF16 KV cache"), else the
+    settings (``kv_cache_dtype=fp8``, ``--kv-cache-dtype fp8``), else the checkpoint's name (``-FP8-KV``). With
+    none stated: fp8 for TensorRT-LLM's fp8 and fp4 recipes (they quantise the cache with the weights), bf16
+    otherwise.
+
+    Parameters
+    ----------
+    precision : str
+        The result's precision column (free text). [text]
+    model_text : str
+        The model as the result names it. [text]
+    engine : str
+        'vllm', 'sglang' or 'trtllm' (:func:`engine`). [text]
+    settings : str
+        The result's engine settings (free text). [text]
+    weights : str
+        The weight format already read (:func:`weights_dtype`). [text]
+
+    Returns
+    -------
+    str or None
+        'bf16', 'fp8' or 'int8'; None when the stated cache format (an fp4 or int4 cache) is not modelled. [text]
+
+    Examples
+    --------
+    >>> kv_dtype("bf16 weights + fp8 KV cache", "", "vllm", "", "bf16"), kv_dtype("FP4 weights, FP16/BF16 KV cache", "", "trtllm", "", "nvfp4")
+    ('fp8', 'bf16')
+    >>> kv_dtype("fp8", "", "trtllm", "", "fp8"), kv_dtype("bf16", "", "vllm", "--kv-cache-dtype fp8", "bf16")
+    ('fp8', 'fp8')
+    """
+    for text in (precision, settings, model_text):
+        for role, dtype in _statements(text):
+            if role == "cache":
+                return _KV_FORMATS.get(dtype)
     if engine == "trtllm" and weights in ("fp8", "nvfp4"):
         return "fp8"
     return "bf16"
