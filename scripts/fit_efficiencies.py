@@ -20,10 +20,12 @@ from xlplan.io.measurements import CORPUS, read_measurements, run_of
 TABLE = Path(__file__).resolve().parents[1] / "xlplan" / "data" / "efficiencies.yaml"
 HEADER = """# Default efficiencies by GPU vendor and serving engine: what a plan runs at when it states none.
 # Written by `python scripts/fit_efficiencies.py` from xlplan/data/measurements.csv (the public corpus, each row with its
-# source): dense-model runs fit prefill MFU, decode MFU, bandwidth efficiency and the per-step overhead [s] per vendor x
-# engine (at least 4 runs), per vendor, and overall; MoE runs fit the expert efficiency. `runs` counts the runs behind each.
-# The README's validation table reports these in-sample figures beside leave-one-source-out ones, which fit without the
-# source they predict.
+# source) by a hierarchy of regularised fits (xlplan/calibrate_map.py): overall (the runbook's 40% MFU and 60% of
+# bandwidth as the prior), then each vendor with the overall fit as its prior, then each vendor x engine with its
+# vendor's. Dense runs fit prefill MFU, decode MFU, bandwidth efficiency and the per-step overhead [s]; MoE runs fit
+# the expert efficiency. A class with fewer than 4 runs of a kind keeps the fit above it and says so (dense_fallback,
+# moe_fallback). `runs` and `moe_runs` count the runs behind each. The README's validation table reports these
+# in-sample figures beside leave-one-source-out ones, which fit without the source they predict.
 """
 
 

@@ -87,16 +87,56 @@ def write_genai_perf(folder: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("writer", [write_vllm, write_guidellm, write_genai_perf])
-def test_known_efficiencies_are_recovered_within_2_percent(tmp_path, writer):
-    # the files hold exactly what the serving model predicts at TRUE; fitting them must give TRUE back
+def test_known_efficiencies_fall_in_the_fits_intervals(tmp_path, writer):
+    # the files hold exactly what the serving model predicts at TRUE. The fit is regularised (the engine's defaults are
+    # its prior), so it need not land on TRUE where the runs pin a field only loosely (bandwidth against the per-step
+    # overhead here); what a posterior must do is move each field it fits from the prior towards the truth and hold the
+    # truth inside its stated 95% interval.
     runs = read_results(writer(tmp_path))
     assert len(runs) == 4
     f = fit(runs, _conditions())
-    assert f.efficiencies.prefill_mfu == pytest.approx(0.52, rel=0.02)
-    assert f.efficiencies.decode_mfu == pytest.approx(0.33, rel=0.02)
-    assert f.efficiencies.bandwidth_efficiency == pytest.approx(0.71, rel=0.02)
-    assert f.efficiencies.step_overhead_s == pytest.approx(0.003, rel=0.05)
-    assert f.median_error < 1e-3
+    prior = Efficiencies().resolved("vllm", _conditions().gpu.name)
+    assert set(f.identified) == {"prefill_mfu", "decode_mfu", "bandwidth_efficiency", "step_overhead_s"}
+    spans = {"prefill_mfu": f.prefill_range, "decode_mfu": f.decode_range, "bandwidth_efficiency": f.bandwidth_range,
+             "step_overhead_s": f.overhead_range_s}
+    for field, (lo, hi) in spans.items():
+        truth, got, was = getattr(TRUE, field), getattr(f.efficiencies, field), getattr(prior, field)
+        assert lo <= truth <= hi, field
+        assert abs(got - truth) < abs(was - truth), field
+    # the runs that pin prefill (TTFT of an 8,000-token prompt) and decode compute (batch 384) give them back closely
+    assert f.efficiencies.prefill_mfu == pytest.approx(0.52, rel=0.05)
+    assert f.efficiencies.decode_mfu == pytest.approx(0.33, rel=0.10)
+    assert f.median_error < 0.01
+
+
+def test_one_run_leaves_what_it_cannot_identify_at_the_default(tmp_path):
+    # one run at concurrency 1: each step reads the weights once, so its inter-token latency is overhead + bytes ÷
+    # bandwidth — one equation in two unknowns, and no GEMM is compute-bound (decode MFU cannot show). The fit may move
+    # one of bandwidth and overhead, never both, and must leave decode MFU exactly at the engine's default, saying so.
+    runs = read_results(write_vllm(tmp_path))[:1]
+    f = fit(runs, _conditions())
+    prior = Efficiencies().resolved("vllm", _conditions().gpu.name)
+    assert "decode_mfu" not in f.identified and f.efficiencies.decode_mfu == prior.decode_mfu
+    assert not {"bandwidth_efficiency", "step_overhead_s"} <= set(f.identified)
+    assert any("decode MFU" in n and "left at its default" in n for n in f.notes)
+    assert f.decode_range == (prior.decode_mfu, prior.decode_mfu)
+
+
+def test_an_implausible_fit_is_refused_naming_the_run(tmp_path, capsys):
+    # a run four times faster than the model allows at the default efficiencies: no plausible efficiency reproduces it
+    # (the fit would need bandwidth past the ~92% any kernel reaches, or an MFU past 0.8), so it is refused by name
+    from xlplan.calibrate import ImplausibleFit
+
+    path = write_vllm(tmp_path)[0]
+    d = json.loads(path.read_text())
+    d.update(mean_itl_ms=d["mean_itl_ms"] / 4, mean_tpot_ms=d["mean_tpot_ms"] / 4, median_itl_ms=d["median_itl_ms"] / 4,
+             output_throughput=d["output_throughput"] * 4, mean_ttft_ms=d["mean_ttft_ms"] / 4, median_ttft_ms=d["median_ttft_ms"] / 4)
+    path.write_text(json.dumps(d))
+    with pytest.raises(ImplausibleFit, match="vllm-c1.json: the fit is implausible"):
+        fit(read_results([path]), _conditions())
+    assert main(["calibrate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "vllm-c1.json" in err and "implausible" in err and "Traceback" not in err
 
 
 @pytest.mark.slow
@@ -105,9 +145,10 @@ def test_calibrate_writes_the_policy_and_the_plan_reports_a_range(tmp_path, caps
     out = tmp_path / "calibrated.yaml"
     assert main(["calibrate", *map(str, paths), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "prefill MFU 0.520" in printed and "step overhead 3.00 ms" in printed and "range" in printed
+    assert "the engine's defaults as the prior" in printed and "95% interval" in printed and "range" in printed
     policy = yaml.safe_load(out.read_text())["policy"]
-    assert policy["decode_mfu"] == pytest.approx(0.33, rel=0.02) and policy["calibration"]["runs"] == 4
+    lo, hi = policy["calibration"]["decode_mfu_range"]
+    assert lo <= 0.33 <= hi and lo < policy["decode_mfu"] < hi and policy["calibration"]["runs"] == 4
     assert policy["calibration"]["source"].startswith("vllm-c1.json, vllm-c8.json")
     assert main(["plan", str(out)]) == 0
     assert "Calibrated range" in capsys.readouterr().out

@@ -183,7 +183,10 @@ def test_latency_step_fn_is_the_serving_model(latency_step):
                 assert fast(b) == pytest.approx(serving.step_time_s(r, steps.latency_load(s, tr, r, b)), rel=1e-12)
             generic = serving.max_batch_within(lambda b, s=s, tr=tr, r=r: serving.step_time_s(r, steps.latency_load(s, tr, r, b)),
                                                s.itl_s, steps.latency_batch_cap(s, tr))
-            assert steps.max_decode_batch(s, tr, r) == pytest.approx(generic, rel=1e-12)
+            # two bracketed root searches of the same step (each closed to 1e-12 of the batch, from different
+            # brackets; the step is piecewise linear, so the last trial's rounding can sit a few ulps of the kink away):
+            # they agree far below one sequence
+            assert steps.max_decode_batch(s, tr, r) == pytest.approx(generic, rel=1e-9)
 
 
 @pytest.mark.parametrize("itl_s", [0.012, 0.03, 0.05, 0.2])

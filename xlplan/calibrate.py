@@ -2,16 +2,17 @@
 
 Notes
 -----
-The serving model (:mod:`xlplan.serving`, through :mod:`xlplan.predict`) is fitted to the runs:
-prefill MFU, decode MFU, bandwidth efficiency and the fixed time per step are the values that
-minimise the squared log ratios of predicted to measured TTFT, inter-token latency and output
-tokens/s over all runs (``scipy.optimize.least_squares``, bounded: efficiencies in (0.02, 1],
-overhead in [0, 50 ms]). A parameter no run is sensitive to keeps its starting value, and the
-fit says so. The spread is the lowest and highest value over leave-one-run-out refits (the
-jackknife), so one odd run shows as a wide range.
+The serving model (:mod:`xlplan.serving`, through :mod:`xlplan.predict`) is fitted to the runs by a regularised
+least-squares fit (:mod:`xlplan.calibrate_map`): the engine's defaults are the prior, each with a stated spread;
+each measured TTFT, inter-token latency and output tokens/s is a log ratio over its own spread; every efficiency is
+bounded and the per-step overhead has a floor. A field the runs cannot identify apart from the others (decode MFU and
+bandwidth from one point, an overhead from one batch) keeps its default and the fit says so. Each fitted field
+carries its 95% interval from the posterior covariance; a fit that reaches an implausible value (an MFU above 0.8,
+bandwidth at its ceiling, the overhead at its floor) is refused with the runs named.
 
-Public measurements (:mod:`xlplan.io.measurements`) are fitted the same way, one set of
-efficiencies for all their rows, which is how the leave-one-source-out check works.
+The default table (:func:`fit_defaults`) is the same fit over the public measurements (:mod:`xlplan.io.measurements`),
+as a hierarchy: overall, then each GPU vendor with the overall fit as its prior, then each vendor × engine with its
+vendor's; a leave-one-source-out fold refits it without the source it predicts.
 """
 
 from __future__ import annotations
@@ -21,17 +22,13 @@ import statistics
 from dataclasses import dataclass, field, replace
 
 from xlplan import predict
+from xlplan.calibrate_map import BOUNDS, NOISE, PRIOR_SPREAD, ImplausibleFit, MapFit, implausible, map_fit
 from xlplan.predict import Conditions, Efficiencies
 
-BOUNDS_EFFICIENCY = (0.02, 1.0)
-"""Fitted efficiencies stay fractions of peak. [fraction]"""
-BOUNDS_OVERHEAD_S = (0.0, 0.05)
-"""Fitted fixed time per step. [s]"""
-BOUNDS_BANDWIDTH = (0.05, 0.92)
-"""Fitted bandwidth efficiency: no kernel streams HBM faster than ~92% of its datasheet rate (nvbandwidth and
-STREAM-style copies on H100/H200 reach 85-92%), so a fit that wants more is absorbing another term. [fraction]"""
+__all__ = ["Fit", "ImplausibleFit", "Run", "fit", "fit_defaults", "predicted", "residuals", "scaled_residuals"]
+
 TTFT_WEIGHT = 0.5
-"""TTFT residuals count half: a TTFT mixes prefill with queueing the model takes in coarsely. [1]"""
+"""In :func:`residuals`, TTFT counts half: a TTFT mixes prefill with queueing the model takes in coarsely. [1]"""
 
 
 @dataclass(frozen=True)
@@ -60,6 +57,8 @@ class Fit:
     median_error: float = 0.0  # median |predicted ÷ measured − 1| over the runs' figures at the fit [fraction]
     sides: dict[str, str] = field(default_factory=dict)  # run -> which of TTFT, ITL, tokens/s it constrained
     notes: tuple[str, ...] = ()
+    identified: tuple[str, ...] = ()  # the fields the runs set; the rest stayed at their default
+    sd: dict = field(default_factory=dict)  # field -> standard deviation of ln θ after the fit [ln units]
 
 
 def _conditions(run: Run, base: Conditions | None) -> Conditions:
@@ -142,71 +141,59 @@ def residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None
 
 FIELDS = ("prefill_mfu", "decode_mfu", "bandwidth_efficiency", "step_overhead_s", "expert_efficiency")
 LABELS = ("prefill MFU", "decode MFU", "bandwidth efficiency", "per-step overhead", "expert efficiency")
-BOUNDS = {"prefill_mfu": BOUNDS_EFFICIENCY, "decode_mfu": BOUNDS_EFFICIENCY, "bandwidth_efficiency": BOUNDS_BANDWIDTH,
-          "step_overhead_s": BOUNDS_OVERHEAD_S, "expert_efficiency": BOUNDS_EFFICIENCY}
-SCALE = {"step_overhead_s": 0.002}
+INTERVAL_Z = 1.96
+"""The calibrated ranges are the 95% interval of each fitted field: ln θ ± 1.96 sd. [1]"""
 
 
-def _solve(runs: list[Run], start: Efficiencies, base: Conditions | None, free: tuple[str, ...],
-           table: dict | None = None) -> Efficiencies:
-    """Least squares over the ``free`` fields, the rest held at ``start`` (empty ones filled from ``table``)."""
-    from scipy.optimize import least_squares
-
-    if not free:
-        return start
-    lo = [BOUNDS[f][0] for f in free]
-    hi = [BOUNDS[f][1] for f in free]
-    z0 = [min(max(getattr(start, f), a + 1e-4), b - 1e-6) for f, a, b in zip(free, lo, hi)]
-
-    def eff_of(z):
-        return replace(start, **{f: float(v) for f, v in zip(free, z)})
-
-    sol = least_squares(lambda z: residuals(runs, eff_of(z), base, table), z0, bounds=(lo, hi),
-                        x_scale=[SCALE.get(f, 0.1) for f in free], diff_step=1e-3, max_nfev=200 * len(free))
-    return eff_of(sol.x)
-
-
-def _resolved(runs: list[Run], start: Efficiencies, base: Conditions | None) -> Efficiencies:
-    c = runs[0].conditions or base
-    return start.resolved(c.engine, c.gpu.name)
-
-
-def sensitivity(runs: list[Run], eff: Efficiencies, base: Conditions | None = None,
-                fields: tuple[str, ...] = FIELDS) -> tuple[str, ...]:
-    """Which fields move the runs' predictions at (resolved) ``eff``: the ones a fit can set.
+def scaled_residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None, table: dict | None = None) -> list[float]:
+    """Each measured figure's ``ln(predicted ÷ measured) ÷ σ``, σ its spread (:data:`xlplan.calibrate_map.NOISE`). [1]
 
     Parameters
     ----------
     runs : list of Run
         Benchmark runs (or public measurements), each with the figures it measured.
     eff : Efficiencies
-        The efficiencies to predict with; every field filled (see :meth:`xlplan.predict.Efficiencies.resolved`).
+        The efficiencies to predict with; empty fields take the defaults of ``table``.
     base : Conditions, optional
         Model, GPU, dtypes and TP for runs that carry no conditions of their own.
-    fields : tuple of str
-        The :class:`Efficiencies` fields to try (see :data:`FIELDS`).
+    table : dict, optional
+        The fitted default table that fills ``eff``'s empty fields; left out, the shipped one.
 
     Returns
     -------
-    tuple of str
-        The fields whose change (×1.2, or +2 ms for the per-step overhead) moves some residual by more than 0.01.
+    list of float
+        Run by run, figure by figure; ``5 ÷ σ`` where the prediction is missing, not positive or not finite. [1]
     """
-    r0 = residuals(runs, eff, base)
     out = []
-    for f in fields:
-        v = getattr(eff, f)
-        moved = replace(eff, **{f: v + 0.002 if f == "step_overhead_s" else v * 1.2})
-        r1 = residuals(runs, moved, base)
-        if max((abs(a - b) for a, b in zip(r0, r1)), default=0.0) > 0.01:
-            out.append(f)
-    return tuple(out)
+    for r in runs:
+        pred = predicted(r, eff, base, table)
+        for k, m in _measured(r).items():
+            p = pred.get(k)
+            x = math.log(p / m) if p is not None and p > 0 and math.isfinite(p) else 5.0
+            out.append(x / NOISE[k])
+    return out
+
+
+def _fields_for(runs: list[Run], base: Conditions | None, fields: tuple[str, ...]) -> tuple[str, ...]:
+    if not any((r.conditions or base).model.num_experts for r in runs):
+        return tuple(f for f in fields if f != "expert_efficiency")  # a dense model has no experts to fit
+    return fields
+
+
+def _range(eff: Efficiencies, sd: dict, f: str) -> tuple[float, float]:
+    v = getattr(eff, f)
+    if f not in sd:
+        return (v, v)
+    lo, hi = BOUNDS[f]
+    return (max(lo, v * math.exp(-INTERVAL_Z * sd[f])), min(hi, v * math.exp(INTERVAL_Z * sd[f])))
 
 
 def fit(runs: list[Run], base: Conditions | None = None, start: Efficiencies = Efficiencies(),
-        spread: bool = True, fields: tuple[str, ...] = FIELDS) -> Fit:
-    """Fit the efficiencies (and the per-step overhead) to the runs, on ``base`` conditions or each run's own.
+        spread: bool = True, fields: tuple[str, ...] = FIELDS, table: dict | None = None, refuse: bool = True) -> Fit:
+    """Calibrate: the engine's defaults moved only in what the runs identify (a regularised fit).
 
-    Fields the runs are not sensitive to keep their starting value (the engine's default), and the notes say so.
+    The defaults are the prior (:mod:`xlplan.calibrate_map`); a field the runs cannot tell apart from the others
+    stays at its default and the notes say so; each fitted field carries its 95% interval.
 
     Parameters
     ----------
@@ -215,49 +202,93 @@ def fit(runs: list[Run], base: Conditions | None = None, start: Efficiencies = E
     base : Conditions, optional
         Model, GPU, dtypes and TP for runs that carry no conditions of their own.
     start : Efficiencies
-        Starting values; fields left as None take the engine's and GPU's defaults.
+        The prior's centre; fields left as None take the engine's and GPU's defaults.
     spread : bool
-        Refit with each run left out (with more than two runs) for the ranges; else each range is the fit alone.
+        Report each field's 95% interval (else each range is the fit alone).
     fields : tuple of str
         The :class:`Efficiencies` fields the fit may set (see :data:`FIELDS`); a dense model never fits the expert
         efficiency.
+    table : dict, optional
+        The default table the prior comes from; left out, the shipped one.
+    refuse : bool
+        Raise :class:`~xlplan.calibrate_map.ImplausibleFit` on an implausible fit (else keep it and say so).
 
     Returns
     -------
     Fit
-        The fitted efficiencies, their leave-one-run-out ranges, the median error at the fit, which figures each
-        run constrained, and notes on the fields left at their starting value.
+        The fitted efficiencies, their 95% intervals, the median error at the fit, which figures each run measured,
+        and notes on the fields left at their default.
+
+    Raises
+    ------
+    ImplausibleFit
+        An MFU above 0.8, bandwidth at its ceiling or the overhead at its floor, naming the runs.
     """
-    start = _resolved(runs, start, base)
-    if not any((r.conditions or base).model.num_experts for r in runs):
-        fields = tuple(f for f in fields if f != "expert_efficiency")  # a dense model has no experts to fit
-    free = sensitivity(runs, start, base, fields)
-    notes = [f"no run is sensitive to the {label}: left at {getattr(start, f):g}"
-             for f, label in zip(FIELDS, LABELS) if f in fields and f not in free]
-    eff = _solve(runs, start, base, free)
-    ranges = {f: [getattr(eff, f)] for f in FIELDS}
-    if spread and len(runs) > 2:
-        for k in range(len(runs)):
-            e = _solve(runs[:k] + runs[k + 1:], eff, base, free)
-            for f in FIELDS:
-                ranges[f].append(getattr(e, f))
-    errs = [abs(math.exp(x) - 1.0) for x in residuals(runs, eff, base)]
+    c0 = runs[0].conditions or base
+    prior = start.resolved(c0.engine, c0.gpu.name, table)
+    fields = _fields_for(runs, base, fields)
+    m, held, notes = _plausible_fit(runs, base, table, prior, fields)
+    eff = m.efficiencies
+    notes = [f"the runs cannot identify the {label} apart from the other figures: left at its default "
+             f"{getattr(prior, f):g}" for f, label in zip(FIELDS, LABELS) if f in fields and f not in m.identified
+             and f not in held] + notes
+    bad = implausible(eff, m.identified)
+    if bad or (held and not m.identified):
+        names = ", ".join(r.source for r in runs)
+        why = "; ".join(bad or held.values())
+        if refuse:
+            raise ImplausibleFit(f"{names}: the fit is implausible — {why}; the runs need a term the model does not have "
+                                 "(check the GPU, TP, dtypes and that the runs are of this deployment)")
+        notes.append("implausible: " + why)
+    sd = {f: m.sd[f] for f in m.identified} if spread else {}
+    errs = [abs(math.exp(x * NOISE[k]) - 1.0) for x, k in zip(scaled_residuals(runs, eff, base, table),
+                                                              [k for r in runs for k in _measured(r)])]
     sides = {r.source: ", ".join(k for k in _measured(r)) for r in runs}
-    span = {f: (min(v), max(v)) for f, v in ranges.items()}
+    span = {f: _range(eff, sd, f) for f in FIELDS}
     return Fit(eff, span["prefill_mfu"], span["decode_mfu"], span["bandwidth_efficiency"], span["step_overhead_s"],
-               statistics.median(errs) if errs else 0.0, sides, tuple(notes))
+               statistics.median(errs) if errs else 0.0, sides, tuple(notes), m.identified, dict(m.sd))
+
+
+def _plausible_fit(runs, base, table, prior: Efficiencies, fields: tuple[str, ...]):
+    """The regularised fit, with a field that would go implausible held at its default and the next one tried.
+
+    One batch cannot tell bandwidth from the per-step overhead; the fit offers bandwidth first, and where bandwidth
+    would have to pass its ceiling the overhead is the plausible reading instead (and the note says so).
+    """
+    held: dict[str, str] = {}
+    notes: list[str] = []
+    allowed = tuple(fields)
+    while True:
+        m = map_fit(lambda e: scaled_residuals(runs, e, base, table), prior, allowed)
+        bad = {f: p for f, p in zip(FIELDS, (implausible(m.efficiencies, (f,)) for f in FIELDS)) if p and f in m.identified}
+        if not bad:
+            return m, held, notes
+        for f, phrases in bad.items():
+            held[f] = phrases[0]
+            notes.append(f"the {LABELS[FIELDS.index(f)]} would be implausible ({phrases[0]}): held at its default "
+                         f"{getattr(prior, f):g} and the other fields fitted")
+        allowed = tuple(f for f in allowed if f not in bad)
+        if not allowed:
+            return MapFit(prior, (), {f: PRIOR_SPREAD[f] for f in fields}, prior), held, notes
 
 
 MIN_RUNS = 4
 """Runs a vendor × engine class needs for a fit of its own (else its vendor's, else the overall fit). [runs]"""
+OVERALL_PRIOR = Efficiencies(prefill_mfu=0.40, decode_mfu=0.40, bandwidth_efficiency=0.60, step_overhead_s=0.005,
+                             expert_efficiency=0.5)
+"""The prior of the overall fit: the runbook's 40% MFU and 60% of bandwidth (Runbook, document 14, step 5), a 5 ms
+step (vLLM V1's scheduler and sampler on the corpus' dense runs) and experts at half the dense GEMMs' MFU."""
 
 
 def fit_defaults(runs: list[Run]) -> dict:
     """Default efficiencies per vendor and engine, fitted to public runs (each with its own conditions).
 
-    Dense-model runs fit prefill MFU, decode MFU, bandwidth efficiency and the step overhead for each class with
-    at least :data:`MIN_RUNS` runs, for each vendor over all its engines, and overall; MoE runs then fit the one
-    expert efficiency, with each run's class efficiencies held. Returns the table ``xlplan/data/efficiencies.yaml`` holds.
+    A hierarchy of regularised fits: the overall fit has :data:`OVERALL_PRIOR` as its prior; each vendor's fit has
+    the overall one; each vendor × engine has its vendor's. Dense runs fit the four dense fields where the class has
+    at least :data:`MIN_RUNS` of them; MoE runs then fit the expert efficiency, with the class's dense fields held,
+    where it has at least :data:`MIN_RUNS` of those. A class with fewer keeps the fit above it, and its entry says
+    so (``dense_fallback``, ``moe_fallback``). Returns the
+    table ``xlplan/data/efficiencies.yaml`` holds.
 
     Parameters
     ----------
@@ -267,33 +298,34 @@ def fit_defaults(runs: list[Run]) -> dict:
     Returns
     -------
     dict
-        ``{'overall': {...}, 'vendors': {vendor: {'all': {...}, engine: {...}}}}``; each entry holds the four fitted
-        fields, rounded to 4 places, and the number of runs it was fitted to; 'overall' also the expert efficiency.
+        ``{'overall': {...}, 'vendors': {vendor: {'all': {...}, engine: {...}}}}``; each entry holds the fitted
+        fields, rounded to 4 places, the number of runs it was fitted to and the engine versions they ran.
     """
     from xlplan import engines
 
-    base = Efficiencies(**engines.RUNBOOK_EFFICIENCIES)
-    dense = [r for r in runs if not r.conditions.model.num_experts]
-    moe = [r for r in runs if r.conditions.model.num_experts]
     four = FIELDS[:4]
 
-    def fitted(rs):
-        e = _solve(rs, base, None, sensitivity(rs, base, None, four)) if rs else base
-        return {f: round(float(getattr(e, f)), 4) for f in four} | {"runs": len(rs)}
+    def fitted(rs, prior: Efficiencies, top: bool = False) -> tuple[dict, Efficiencies]:
+        dense = [r for r in rs if not r.conditions.model.num_experts]
+        moe = [r for r in rs if r.conditions.model.num_experts]
+        e, row = prior, {}
+        if dense and (top or len(dense) >= MIN_RUNS):
+            e = map_fit(lambda x: scaled_residuals(dense, x), prior, four).efficiencies
+        else:
+            row["dense_fallback"] = f"{len(dense)} dense run(s), fewer than {MIN_RUNS}: the fit above is used"
+        if moe and (top or len(moe) >= MIN_RUNS):
+            e = map_fit(lambda x: scaled_residuals(moe, x), e, ("expert_efficiency",)).efficiencies
+        else:
+            row["moe_fallback"] = f"{len(moe)} MoE run(s), fewer than {MIN_RUNS}: the fit above is used"
+        row = {f: round(float(getattr(e, f)), 4) for f in FIELDS} | {"runs": len(dense), "moe_runs": len(moe)} | row
+        return row, e
 
-    table: dict = {"overall": fitted(dense) | {"expert_efficiency": 1.0}, "vendors": {}}
+    overall, top = fitted(runs, OVERALL_PRIOR, top=True)
+    table: dict = {"overall": overall, "vendors": {}}
     for v in sorted({engines.vendor(r.conditions.gpu.name) for r in runs}):
-        vr = [r for r in dense if engines.vendor(r.conditions.gpu.name) == v]
-        if len(vr) < MIN_RUNS:
-            continue
-        table["vendors"][v] = {"all": fitted(vr)}
+        vr = [r for r in runs if engines.vendor(r.conditions.gpu.name) == v]
+        row, ve = fitted(vr, top)
+        table["vendors"][v] = {"all": row}
         for e in sorted({r.conditions.engine for r in vr}):
-            er = [r for r in vr if r.conditions.engine == e]
-            if len(er) >= MIN_RUNS:
-                table["vendors"][v][e] = fitted(er)
-    if moe:
-        e = _solve(moe, Efficiencies(expert_efficiency=1.0), None, ("expert_efficiency",), table)
-        table["overall"]["expert_efficiency"] = round(float(e.expert_efficiency), 4)
-        table["overall"]["moe_runs"] = len(moe)
+            table["vendors"][v][e] = fitted([r for r in vr if r.conditions.engine == e], ve)[0]
     return table
-

@@ -83,7 +83,12 @@ def calibrate_cmd(
     runs = read_results(results, plan_model=base.model.name)
     for w in getattr(runs, "warnings", []):
         typer.echo(f"warning: {w}", err=True)
-    f = fit(runs, conditions_of_plan(base, degree))
+    from xlplan.calibrate import ImplausibleFit
+
+    try:
+        f = fit(runs, conditions_of_plan(base, degree))
+    except ImplausibleFit as e:
+        raise InputError(", ".join(p.name for p in results), [str(e)]) from None
     for line in _fit_lines(runs, f, degree):
         typer.echo(line)
     calibrated = _calibrated(base, f, ", ".join(p.name for p in results), len(runs), degree)
@@ -105,10 +110,20 @@ def _fit_lines(runs, f, degree: int) -> list[str]:
         conc = "offline" if r.concurrency is None else f"concurrency {r.concurrency:g}"
         lines.append(f"  {r.source}: {conc}, {r.isl:,.0f} in / {r.osl:,.0f} out, TTFT {ttft}, ITL {itl}")
     e = f.efficiencies
-    lines.append(f"Fitted on {len(runs)} run(s), TP {degree}: prefill MFU {e.prefill_mfu:.3f} ({f.prefill_range[0]:.3f}-{f.prefill_range[1]:.3f}), "
-                 f"decode MFU {e.decode_mfu:.3f} ({f.decode_range[0]:.3f}-{f.decode_range[1]:.3f}), bandwidth efficiency "
-                 f"{e.bandwidth_efficiency:.3f} ({f.bandwidth_range[0]:.3f}-{f.bandwidth_range[1]:.3f}), step overhead "
-                 f"{e.step_overhead_s * 1e3:.2f} ms; median |error| at the fit {f.median_error:.1%}")
+
+    def shown(field: str, value: str, span: tuple[float, float], unit: str = "") -> str:
+        if field not in f.identified:
+            return f"{value} (default: not identified)"
+        return f"{value} (95% interval {span[0]:.3f}-{span[1]:.3f}{unit})"
+
+    lines.append(f"Fitted on {len(runs)} run(s), TP {degree}, the engine's defaults as the prior: "
+                 f"prefill MFU {shown('prefill_mfu', f'{e.prefill_mfu:.3f}', f.prefill_range)}, "
+                 f"decode MFU {shown('decode_mfu', f'{e.decode_mfu:.3f}', f.decode_range)}, "
+                 f"bandwidth efficiency {shown('bandwidth_efficiency', f'{e.bandwidth_efficiency:.3f}', f.bandwidth_range)}, "
+                 f"step overhead {e.step_overhead_s * 1e3:.2f} ms"
+                 + (f" (95% interval {f.overhead_range_s[0] * 1e3:.2f}-{f.overhead_range_s[1] * 1e3:.2f} ms)"
+                    if "step_overhead_s" in f.identified else " (default: not identified)")
+                 + f"; median |error| at the fit {f.median_error:.1%}")
     return lines + [f"  note: {note}" for note in f.notes]
 
 
