@@ -271,10 +271,8 @@ class Engine:
             return False
         if "runbook_decode" in needs and self.plan.policy.decode_attention_flops:
             return False
-        pol = self.plan.policy
-        if "single_mfu" in needs and any(x is not None and x != pol.mfu for x in (pol.prefill_mfu, pol.decode_mfu)):
-            return False
-        return True
+        cp = self.fig.result.compute  # the resolved MFUs: engine defaults split prefill from decode too
+        return not ("single_mfu" in needs and any(x and x != cp.mfu for x in (cp.prefill_mfu, cp.decode_mfu)))
 
 
 def num(x: float | None, inf: str = NONE):
