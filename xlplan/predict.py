@@ -13,7 +13,10 @@ Notes
 - **Offline maximum throughput**: each replica runs the largest batch it can — ``max_num_seqs``, what
   its KV cache holds at the mean context ``isl + osl/2``, and what the step budget leaves beside the
   prefill share, ``budget ÷ (1 + isl/osl)`` — each step carrying the batch's decodes and its
-  steady-state share of prefill; output tokens/s = replicas × batch ÷ step.
+  steady-state share of prefill; output tokens/s = replicas × batch ÷ step. Where the benchmark states
+  how many prompts it submitted at once (``num_prompts``: a drain at an infinite request rate), the
+  drain itself (:mod:`xlplan.drain`): every prompt prefilled, the first wave's prefill beside no
+  decodes, the last wave part-empty; output tokens/s = prompts × osl ÷ the time the last one ends.
 - **Fixed concurrency** ``C`` per replica: the batch is ``C`` up to the same caps (beyond them requests
   wait); the inter-token latency is the step time; TTFT is the wait for a slot plus the prompt's
   prefill in chunks of what the step budget leaves beside the decodes; throughput is
@@ -211,16 +214,29 @@ def offline_output_tok_s(c: Conditions, eff: Efficiencies = ENGINE_DEFAULTS) -> 
     Returns
     -------
     output_tok_s : float
-        Output tokens/s of all replicas: replicas × batch ÷ step time; 0 when no batch fits. [tokens/s]
+        Output tokens/s of all replicas; 0 when no batch fits. Where ``num_prompts`` is stated, the drain the
+        benchmark measures (:func:`xlplan.drain.drain_output_tok_s`): every prompt prefilled, the first wave's
+        prefill beside no other decodes, the last wave part-empty, ``num_prompts × osl ÷`` the time until the last
+        request ends. Otherwise the steady state: replicas × batch ÷ step time. [tokens/s]
     batch : float
-        Sequences each replica runs: :func:`batch_caps`, at most the prompts per replica. [sequences]
+        Sequences each replica runs. With ``num_prompts``: the mean, the busiest replica's running sequences
+        (decoding, or prefilling a chunk) averaged over the drain's time, at most its slots, :func:`batch_caps`
+        rounded down. Otherwise the cap, :func:`batch_caps` itself: the steady state's batch. [sequences]
+
+    References
+    ----------
+    Sarathi-Serve (Agrawal et al., OSDI 2024): chunked prefill sharing decode steps. vLLM's scheduler
+    (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``, at most
+    ``max_num_seqs`` running.
     """
+    from xlplan import drain
+
     rep = replica_for(c, eff)
     batch = batch_caps(rep)
-    if c.num_prompts is not None:
-        batch = min(batch, c.num_prompts / c.replicas)
     if batch <= 0:
         return 0.0, 0.0
+    if c.num_prompts is not None:
+        return drain.drain_output_tok_s(rep, c.num_prompts, c.isl, c.osl, c.replicas, batch)
     return c.replicas * batch / step_s(rep, batch), batch
 
 
