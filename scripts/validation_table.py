@@ -9,15 +9,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xlplan.io.measurements import CORPUS, read_measurements, validate
-from xlplan.io.validation_report import README_BEGIN, README_END, leave_one_source_out, loso_median, markdown
+from xlplan.io.measurements import CORPUS, read_measurements
+from xlplan.io.validation_report import README_BEGIN, README_END, build, markdown
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def fresh() -> str:
-    rows = read_measurements(CORPUS)
-    return markdown(validate(rows), leave_one_source_out(rows), loso_median(rows))
+    return markdown(build(read_measurements(CORPUS)))
 
 
 if __name__ == "__main__":

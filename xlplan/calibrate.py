@@ -299,33 +299,36 @@ def fit_defaults(runs: list[Run]) -> dict:
     -------
     dict
         ``{'overall': {...}, 'vendors': {vendor: {'all': {...}, engine: {...}}}}``; each entry holds the fitted
-        fields, rounded to 4 places, the number of runs it was fitted to and the engine versions they ran.
+        fields, rounded to 4 places, the number of runs it was fitted to and the engine versions they ran (as each
+        source states it).
     """
     from xlplan import engines
 
     four = FIELDS[:4]
 
-    def fitted(rs, prior: Efficiencies, top: bool = False) -> tuple[dict, Efficiencies]:
+    def fitted(rs, prior: Efficiencies, top: bool = False, above: str = "") -> tuple[dict, Efficiencies]:
         dense = [r for r in rs if not r.conditions.model.num_experts]
         moe = [r for r in rs if r.conditions.model.num_experts]
         e, row = prior, {}
         if dense and (top or len(dense) >= MIN_RUNS):
             e = map_fit(lambda x: scaled_residuals(dense, x), prior, four).efficiencies
         else:
-            row["dense_fallback"] = f"{len(dense)} dense run(s), fewer than {MIN_RUNS}: the fit above is used"
+            row["dense_fallback"] = f"{len(dense)} dense run(s), fewer than {MIN_RUNS}: {above} is used"
         if moe and (top or len(moe) >= MIN_RUNS):
             e = map_fit(lambda x: scaled_residuals(moe, x), e, ("expert_efficiency",)).efficiencies
         else:
-            row["moe_fallback"] = f"{len(moe)} MoE run(s), fewer than {MIN_RUNS}: the fit above is used"
-        row = {f: round(float(getattr(e, f)), 4) for f in FIELDS} | {"runs": len(dense), "moe_runs": len(moe)} | row
+            row["moe_fallback"] = f"{len(moe)} MoE run(s), fewer than {MIN_RUNS}: {above} is used"
+        versions = sorted({r.conditions.engine_version for r in rs if r.conditions.engine_version})
+        row = ({f: round(float(getattr(e, f)), 4) for f in FIELDS} | {"runs": len(dense), "moe_runs": len(moe)} | row
+               | {"engine_versions": versions})
         return row, e
 
     overall, top = fitted(runs, OVERALL_PRIOR, top=True)
     table: dict = {"overall": overall, "vendors": {}}
     for v in sorted({engines.vendor(r.conditions.gpu.name) for r in runs}):
         vr = [r for r in runs if engines.vendor(r.conditions.gpu.name) == v]
-        row, ve = fitted(vr, top)
+        row, ve = fitted(vr, top, above="the fit over every vendor")
         table["vendors"][v] = {"all": row}
         for e in sorted({r.conditions.engine for r in vr}):
-            table["vendors"][v][e] = fitted([r for r in vr if r.conditions.engine == e], ve)[0]
+            table["vendors"][v][e] = fitted([r for r in vr if r.conditions.engine == e], ve, above=f"{v}'s fit over all its engines")[0]
     return table

@@ -154,3 +154,41 @@ def step_overhead_default(engine: str, gpu_name: str = "") -> float:
     (:data:`RUNBOOK_EFFICIENCIES`).
     """
     return default_efficiencies(engine, gpu_name)["step_overhead_s"]
+
+
+def fallback_note(engine: str, gpu_name: str, moe: bool, table: dict | None = None) -> str:
+    """Which fit an engine's defaults borrow on a GPU's vendor, where the engine has too few runs of its own. [text]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        The serving engine.
+    gpu_name : str
+        The GPU's display name; its vendor picks the fit (:func:`vendor`).
+    moe : bool
+        Whether the model has experts (its expert efficiency then matters too).
+    table : dict, optional
+        The fitted table to read; left out, :func:`shipped_table`.
+
+    Returns
+    -------
+    str
+        Empty where the vendor × engine class has its own fit of every field the model uses (and for the runbook's
+        engine); else e.g. "vllm on nvidia: 3 dense run(s), fewer than 4: nvidia's fit over all its engines is used". [text]
+
+    References
+    ----------
+    ``xlplan/data/efficiencies.yaml`` (its ``dense_fallback`` and ``moe_fallback`` entries), fitted by
+    ``scripts/fit_efficiencies.py`` to the public corpus ``xlplan/data/measurements.csv``.
+    """
+    if engine == "runbook":
+        return ""
+    t = shipped_table() if table is None else table
+    v = vendor(gpu_name)
+    vendors = t.get("vendors", {})
+    entry = vendors.get(v, {}).get(engine)
+    if entry is None:
+        above = f"{v}'s fit over its other engines" if v in vendors else "the fit over every vendor"
+        return f"{engine} on {v}: no fitted runs in the corpus, {above} is used"
+    why = [entry[k] for k in ("dense_fallback", "moe_fallback") if k in entry and (moe or k == "dense_fallback")]
+    return f"{engine} on {v}: " + "; ".join(why) if why else ""

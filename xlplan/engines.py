@@ -36,6 +36,7 @@ from xlplan.efficiency_defaults import (  # noqa: F401  re-exported: engines is 
     VENDORS,
     default_efficiencies,
     default_efficiencies_for,
+    fallback_note,
     shipped_table,
     step_overhead_default,
     vendor,

@@ -67,6 +67,24 @@ def _index(filename: str) -> dict[str, str]:
     return index
 
 
+def find_key(kind: str, name: str) -> str | None:
+    """The catalog key of a GPU or model name, id or alias, or None (no suggestions computed: a fast probe). [text]
+
+    Parameters
+    ----------
+    kind : {'GPU', 'model'}
+        Which catalog to look in.
+    name : str
+        Key, display name, Hugging Face id or alias, in any case; underscores read as hyphens.
+
+    Returns
+    -------
+    str or None
+        The key in ``gpus.yaml`` or ``models.yaml``; None where the name is not there.
+    """
+    return _index("gpus.yaml" if kind == "GPU" else "models.yaml").get(_normalise(name))
+
+
 def _resolve(kind: str, filename: str, name: str) -> str:
     index = _index(filename)
     key = index.get(_normalise(name))

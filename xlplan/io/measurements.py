@@ -25,11 +25,11 @@ import io
 import math
 import re
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
-from xlplan import catalog, predict
+from xlplan import catalog, engines, predict
 from xlplan.io import names
 from xlplan.io.errors import InputError
 from xlplan.units import GIB
@@ -190,63 +190,12 @@ def _engine_settings(row: dict, settings: str, eng: str, model, tp: int):
     return util, seqs, tokens, v0, dp_attention
 
 
-def _concurrency(text: str) -> tuple[float | None, str]:
-    """(concurrency, '') from 'concurrency 25', 'max concurrency 4', 'batch 32 (static)', '50 concurrent requests'."""
-    t = text.lower()
-    for pattern in (r"concurrency\s*[:=]?\s*(\d+(?:\.\d+)?)", r"batch\s+(\d+)", r"(\d+)\s+concurrent"):
-        m = re.search(pattern, t)
-        if m:
-            return float(m.group(1)), ""
-    if "rate" in t and "inf" not in t:
-        return None, f"an open-loop request rate ({text!r}): its latency is a queueing question (xlplan simulate), not a fixed concurrency"
-    return None, f"concurrency not stated in {text!r}"
-
-
-SPECULATIVE_COLUMNS = ("precision", "parallelism", "engine", "engine_version", "settings")
-"""The condition columns speculative decoding is looked for in: never ``planner_check``, ``reliability`` or another
-note, and not the model's name (a model may be called Eagle without a draft model). [—]"""
-_SPECULATIVE = re.compile(r"\bmtp\b|speculative|\beagle|draft model|num[-_ ]nextn", re.IGNORECASE)
-_SETTINGS_UNKNOWN = re.compile(
-    r"^\W*(not stated|unknown|not given|n/?a)\W*$"  # the whole column says it
-    r"|\b(settings?|launch command|command line|flags?)\b[^;]*?\b(unknown|not (stated|given|shown|listed|known|in (the )?excerpt))",
-    re.IGNORECASE)
-
-
-def _conditions_text(row: dict) -> str:
-    """The condition columns joined: what speculative decoding is looked for in."""
-    return " ".join(str(row.get(col) or "") for col in SPECULATIVE_COLUMNS)
-
-
-def settings_unknown(settings: str) -> bool:
-    """Whether a settings column says the engine's settings themselves are not known.
-
-    Parameters
-    ----------
-    settings : str
-        A row's ``settings`` column. [text]
-
-    Returns
-    -------
-    bool
-        True for "not stated" or "unknown" as the whole column, or a phrase such as "settings unknown" or "launch
-        command not in excerpt read"; False where settings are stated, even when one value is not ("--ep $ep_size
-        (value not stated)"). [—]
-
-    Examples
-    --------
-    >>> settings_unknown("launch command not in excerpt read"), settings_unknown("not stated")
-    (True, True)
-    >>> settings_unknown("--ep $ep_size (value not stated); kv_cache_free_gpu_mem_fraction 0.95"), settings_unknown("")
-    (False, False)
-    """
-    return bool(settings.strip()) and bool(_SETTINGS_UNKNOWN.search(settings))
-
-
-def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies()) -> list[Check]:
+def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies(), table: dict | None = None) -> list[Check]:
     """The checks one measurement row allows, or one skipped check with the reason.
 
     A row is skipped for its conditions only as its condition columns state them: speculative decoding
-    (:data:`SPECULATIVE_COLUMNS`), settings the ``settings`` column says are unknown (:func:`settings_unknown`), a
+    (:data:`xlplan.io.names.SPECULATIVE_COLUMNS`), settings the ``settings`` column says are unknown
+    (:func:`xlplan.io.names.settings_unknown`), a
     name xlplan cannot read (:func:`conditions`). A note (``planner_check``) is never read. Conditions the planner refuses (a :class:`xlplan.steps.PlanningError`, or a
     plan the conditions make invalid, a pydantic ``ValidationError``) skip the row with the planner's reason; any
     other exception is a bug and is raised.
@@ -257,6 +206,9 @@ def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies()) -
         One row of a measurements CSV (:func:`read_measurements`). [text]
     eff : Efficiencies
         The efficiencies to predict at; a field left None takes the engine's default. [—]
+    table : dict, optional
+        The default-efficiency table the empty fields come from (a leave-one-source-out fold's); left out, the
+        shipped one. A row whose engine and vendor borrow another class's fit says so in its checks' notes.
 
     Returns
     -------
@@ -276,14 +228,19 @@ def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies()) -
     c, why = conditions(row)
     if c is None:
         return [_skip(row, why)]
-    if _SPECULATIVE.search(_conditions_text(row)):
+    if names.speculative(row):
         return [_skip(row, "speculative decoding (MTP, EAGLE, a draft model) is not modelled")]
-    if settings_unknown(str(row.get("settings") or "")):
+    if names.settings_unknown(str(row.get("settings") or "")):
         return [_skip(row, "the engine's settings (memory fraction, budgets) are not stated")]
     try:
-        return _predict(row, category, c, eff)
+        checks = _predict(row, category, c, eff.resolved(c.engine, c.gpu.name, table))
     except (PlanningError, ValidationError) as e:  # conditions the planner refuses: reported, not raised
         return [_skip(row, f"cannot be predicted: {e}")]
+    borrowed = engines.fallback_note(c.engine, c.gpu.name, bool(c.model.num_experts), table) if eff == predict.Efficiencies() else ""
+    if not borrowed:
+        return checks
+    return [replace(k, note=f"{k.note}; defaults: {borrowed}" if k.note else f"defaults: {borrowed}") if k.kind != CAPACITY
+            else k for k in checks]
 
 
 def _predict(row: dict, category: str, c: predict.Conditions, eff: predict.Efficiencies) -> list[Check]:
@@ -304,7 +261,7 @@ def _predict(row: dict, category: str, c: predict.Conditions, eff: predict.Effic
             return [_skip(row, "no output tokens/s measured")]
         tok_s, batch = predict.offline_output_tok_s(c, eff)
         return [_check(row, "output tokens/s", THROUGHPUT, tok_s, measured, f"batch {batch:,.0f} per replica")]
-    conc, why = _concurrency(str(row.get("concurrency_or_rate") or ""))
+    conc, why = names.concurrency(str(row.get("concurrency_or_rate") or ""))
     if conc is None:
         return [_skip(row, why)]
     on = predict.fixed_concurrency(predict.replace_concurrency(c, conc), eff)
@@ -353,9 +310,9 @@ def read_measurements(path: str | Path) -> list[dict]:
     return rows
 
 
-def validate(rows: list[dict], eff: predict.Efficiencies = predict.Efficiencies()) -> list[Check]:
-    """Every row predicted (or skipped with the reason)."""
-    return [c for row in rows for c in predict_row(row, eff)]
+def validate(rows: list[dict], eff: predict.Efficiencies = predict.Efficiencies(), table: dict | None = None) -> list[Check]:
+    """Every row predicted (or skipped with the reason), the empty efficiencies from ``table`` (default: shipped)."""
+    return [c for row in rows for c in predict_row(row, eff, table)]
 
 
 def medians(checks: list[Check]) -> dict[str, float]:
@@ -390,7 +347,50 @@ def run_of(row: dict):
         return None
     c, _ = conditions(row)
     offline = category == "offline_max_throughput" and not re.search(r"concurrency\s*\d", str(row.get("concurrency_or_rate", "")).lower())
-    conc = None if offline else _concurrency(str(row.get("concurrency_or_rate") or ""))[0]
+    conc = None if offline else names.concurrency(str(row.get("concurrency_or_rate") or ""))[0]
     itl, ttft = _num(row.get("tpot_or_itl_mean_ms")), _num(row.get("ttft_mean_ms"))
     return Run(str(row["id"]), conc, c.isl, c.osl, None if offline or not ttft else ttft / 1e3,
                None if offline or not itl else itl / 1e3, _num(row.get("output_tok_s")), c)
+
+
+CURRENT_SERIES = {"vllm": "0.8 (the V1 engine) or later", "sglang": "0.5 or later"}
+"""The engine releases the default efficiencies describe: a plan deploys today's engine. Rows of earlier releases are
+validated (and reported) but not fitted; a row that states no version is fitted. [text]"""
+
+
+def superseded(c: predict.Conditions) -> str:
+    """Why a row's engine release is older than the defaults describe (:data:`CURRENT_SERIES`), or ''.
+
+    Parameters
+    ----------
+    c : Conditions
+        A row's conditions, with its engine version as the source states it.
+
+    Returns
+    -------
+    str
+        E.g. "SGLang 0.4.3, before 0.5 or later"; empty where the release is current or not stated. [text]
+    """
+    if c.engine == "vllm" and c.v0:
+        return f"vLLM {c.engine_version or 'V0'}: the V0 engine, before {CURRENT_SERIES['vllm']}"
+    m = re.search(r"\b(\d+)\.(\d+)", c.engine_version)
+    if c.engine == "sglang" and m and (int(m.group(1)), int(m.group(2))) < (0, 5):
+        return f"SGLang {m.group(0)}, before {CURRENT_SERIES['sglang']}"
+    return ""
+
+
+def fit_runs(rows: list[dict]) -> list:
+    """The throughput and latency runs the default efficiencies are fitted on: every predictable row of a current release.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Measurement rows (:func:`read_measurements`).
+
+    Returns
+    -------
+    list of Run
+        :func:`run_of` for each row, without rows that cannot be predicted and rows :func:`superseded` names. [—]
+    """
+    runs = [run_of(r) for r in rows]
+    return [r for r in runs if r is not None and not superseded(r.conditions)]

@@ -54,19 +54,17 @@ def model_key(text: str) -> str | None:
     >>> model_key("Hermes-3-Llama-3.1-405B-FP8"), model_key("acme/Unknown-13B") is None
     ('llama-3.1-405b', True)
     """
-    try:
-        return catalog.model_key(text)
-    except catalog.UnknownNameError:
-        pass
+    found = catalog.find_key("model", text)
+    if found is not None:
+        return found
     t = _norm(text)
     bare = t.split("/", 1)[1] if "/" in t else t
     for candidate in (t, bare):
         parts = candidate.split("-")
         while parts:
-            try:
-                return catalog.model_key("-".join(parts))
-            except catalog.UnknownNameError:
-                pass
+            found = catalog.find_key("model", "-".join(parts))
+            if found is not None:
+                return found
             if parts[-1] in _SUFFIXES:
                 parts = parts[:-1]
                 continue
@@ -90,10 +88,8 @@ def gpu_key(text: str) -> tuple[str | None, str]:
     >>> gpu_key("NVIDIA A100 (memory size not stated)")
     (None, "GPU 'NVIDIA A100 (memory size not stated)': the A100 comes with 40 GB or 80 GB and the memory is not stated")
     """
-    try:
-        return catalog.gpu_key(text), ""
-    except catalog.UnknownNameError:
-        pass
+    if catalog.find_key("GPU", text) is not None:
+        return catalog.find_key("GPU", text), ""
     low = text.lower()
     t = _GPU_NOISE.sub(" ", low)
     t = _norm(t)
@@ -101,10 +97,8 @@ def gpu_key(text: str) -> tuple[str | None, str]:
         return None, f"GPU {text!r}: the A100 comes with 40 GB or 80 GB and the memory is not stated"
     candidates = [t] + [_norm(x) for x in re.split(r"[,;]", t)]
     for c in candidates:
-        try:
-            return catalog.gpu_key(c), ""
-        except catalog.UnknownNameError:
-            continue
+        if catalog.find_key("GPU", c) is not None:
+            return catalog.find_key("GPU", c), ""
     for alias, key in _aliases("gpus"):
         if len(alias) >= 2 and re.search(rf"(^|-){re.escape(alias)}($|-)", t):
             return key, ""
@@ -321,3 +315,66 @@ def setting(settings: str, *keys: str) -> float | None:
         if m:
             return float(m.group(1))
     return None
+
+
+def concurrency(text: str) -> tuple[float | None, str]:
+    """(concurrency, '') from 'concurrency 25', 'max concurrency 4', 'batch 32 (static)', '50 concurrent requests'."""
+    t = text.lower()
+    for pattern in (r"concurrency\s*[:=]?\s*(\d+(?:\.\d+)?)", r"batch\s+(\d+)", r"(\d+)\s+concurrent"):
+        m = re.search(pattern, t)
+        if m:
+            return float(m.group(1)), ""
+    if "rate" in t and "inf" not in t:
+        return None, f"an open-loop request rate ({text!r}): its latency is a queueing question (xlplan simulate), not a fixed concurrency"
+    return None, f"concurrency not stated in {text!r}"
+
+
+SPECULATIVE_COLUMNS = ("precision", "parallelism", "engine", "engine_version", "settings")
+"""The condition columns speculative decoding is looked for in: never ``planner_check``, ``reliability`` or another
+note, and not the model's name (a model may be called Eagle without a draft model). [—]"""
+_SPECULATIVE = re.compile(r"\bmtp\b|speculative|\beagle|draft model|num[-_ ]nextn", re.IGNORECASE)
+_SETTINGS_UNKNOWN = re.compile(
+    r"^\W*(not stated|unknown|not given|n/?a)\W*$"  # the whole column says it
+    r"|\b(settings?|launch command|command line|flags?)\b[^;]*?\b(unknown|not (stated|given|shown|listed|known|in (the )?excerpt))",
+    re.IGNORECASE)
+
+
+def speculative(row: dict) -> bool:
+    """Whether a measurement row's condition columns (:data:`SPECULATIVE_COLUMNS`) state speculative decoding.
+
+    Parameters
+    ----------
+    row : dict
+        One row of a measurements CSV, column name to text. [text]
+
+    Returns
+    -------
+    bool
+        True where MTP, EAGLE, a draft model or ``num_nextn`` appears in a condition column. [—]
+    """
+    return bool(_SPECULATIVE.search(" ".join(str(row.get(col) or "") for col in SPECULATIVE_COLUMNS)))
+
+
+def settings_unknown(settings: str) -> bool:
+    """Whether a settings column says the engine's settings themselves are not known.
+
+    Parameters
+    ----------
+    settings : str
+        A row's ``settings`` column. [text]
+
+    Returns
+    -------
+    bool
+        True for "not stated" or "unknown" as the whole column, or a phrase such as "settings unknown" or "launch
+        command not in excerpt read"; False where settings are stated, even when one value is not ("--ep $ep_size
+        (value not stated)"). [—]
+
+    Examples
+    --------
+    >>> settings_unknown("launch command not in excerpt read"), settings_unknown("not stated")
+    (True, True)
+    >>> settings_unknown("--ep $ep_size (value not stated); kv_cache_free_gpu_mem_fraction 0.95"), settings_unknown("")
+    (False, False)
+    """
+    return bool(settings.strip()) and bool(_SETTINGS_UNKNOWN.search(settings))
