@@ -15,7 +15,8 @@ from pathlib import Path
 import yaml
 
 from xlplan.calibrate import fit_defaults
-from xlplan.io.measurements import CORPUS, CURRENT_SERIES, fit_runs, read_measurements, run_of, superseded
+from xlplan.engines import CURRENT_SERIES
+from xlplan.io.measurements import CORPUS, fit_runs, read_measurements, run_of, superseded
 
 TABLE = Path(__file__).resolve().parents[1] / "xlplan" / "data" / "efficiencies.yaml"
 HEADER = """# Default efficiencies by GPU vendor and serving engine: what a plan runs at when it states none.
@@ -32,8 +33,8 @@ HEADER = """# Default efficiencies by GPU vendor and serving engine: what a plan
 def table_text() -> str:
     rows = read_measurements(CORPUS)
     table = fit_defaults(fit_runs(rows))
-    table["not_fitted"] = {"why": ("engine releases older than the defaults describe (vLLM " + CURRENT_SERIES["vllm"]
-                                   + ", SGLang " + CURRENT_SERIES["sglang"] + "): validated, not fitted"),
+    table["not_fitted"] = {"why": ("engine releases older than the defaults describe (vLLM " + CURRENT_SERIES["vllm"][1]
+                                   + ", SGLang " + CURRENT_SERIES["sglang"][1] + "): validated, not fitted"),
                            "rows": [r.source for r in (run_of(x) for x in rows) if r is not None and superseded(r.conditions)]}
     return HEADER + yaml.safe_dump(table, sort_keys=False)
 

@@ -28,13 +28,14 @@ def rows():
 
 
 @pytest.fixture(scope="module")
-def report(rows):
+def report(rows):  # the report refits the default table once per source (about 20 s): its users are marked slow
     return build(rows)
 
 
-pytestmark = pytest.mark.slow  # the report refits the default table once per source (about 20 s)
 
 
+
+@pytest.mark.slow
 def test_a_left_out_check_is_predicted_by_a_fit_that_saw_no_row_of_its_source(rows, report):
     # the definition of leave one source out, checked on one source by hand: refit the defaults on every run whose
     # source differs and predict the source's rows with that table; the report's left-out checks must be exactly those
@@ -49,6 +50,7 @@ def test_a_left_out_check_is_predicted_by_a_fit_that_saw_no_row_of_its_source(ro
     assert table != engines.shipped_table()
 
 
+@pytest.mark.slow
 def test_capacity_is_the_same_both_ways_and_efficiency_figures_are_not(report):
     # no efficiency enters a KV-capacity prediction (memory arithmetic only), so leaving a source out of the efficiency
     # fit cannot move it; throughput does depend on the fitted efficiencies
@@ -60,6 +62,7 @@ def test_capacity_is_the_same_both_ways_and_efficiency_figures_are_not(report):
     assert any(not math.isclose(ins[k], out[k]) for k in ins if k[1] == "output tokens/s")
 
 
+@pytest.mark.slow
 def test_the_headline_is_the_left_out_figure_everywhere(report, capsys):
     # validate's summary, the README table (its first target row) and the JSON lead with the left-out median
     left = headline(current(report, report.left_out))
@@ -72,6 +75,7 @@ def test_the_headline_is_the_left_out_figure_everywhere(report, capsys):
     assert out["headline_leave_one_source_out"] == pytest.approx(left)
 
 
+@pytest.mark.slow
 def test_calibration_pairs_are_every_ordered_pair_within_a_deployment(rows):
     # one run calibrates, another of the same GPU, model and engine is predicted: a deployment of n runs gives
     # n(n-1) ordered pairs; "all but one" gives n for each deployment of at least three runs
@@ -86,6 +90,7 @@ def test_calibration_pairs_are_every_ordered_pair_within_a_deployment(rows):
     assert one.improved + one.unchanged + one.worse == one.pairs
 
 
+@pytest.mark.slow
 def test_a_row_whose_engine_borrows_another_fit_says_so_on_every_check(rows):
     # a vendor x engine class with fewer than four runs of a kind keeps the fit above it, and the table says so
     # (dense_fallback / moe_fallback); every throughput or latency check of a row in such a class must carry that
@@ -110,3 +115,25 @@ def test_a_row_whose_engine_borrows_another_fit_says_so_on_every_check(rows):
                 assert f"{c.engine} on {engines.vendor(c.gpu.name)}: " in k.note
                 assert ("fewer than 4" in k.note) if entry else ("no fitted runs" in k.note)
     assert borrowed_rows > 0
+
+
+@pytest.mark.parametrize(("engine", "version", "old"), [
+    ("sglang", "0.4.3.post2 (image lmsysorg/sglang:latest)", True),  # SGLang's 0.4 series, before the fitted 0.5
+    ("sglang", "v0.5.5.post1", False),
+    ("vllm", "0.7.4.dev181+gf35f8e22", True),  # vLLM before 0.8: the V0 engine
+    ("vllm", "v0.11.0", False),
+    ("vllm", "", False),  # not stated: fitted, never guessed old
+    ("trtllm", "0.9.0", False),  # every TensorRT-LLM release counts
+])
+def test_a_plan_on_an_older_engine_release_is_told_to_calibrate(engine, version, old):
+    # the defaults are fitted on runs of current releases only; a plan that says it deploys an older one is warned,
+    # once, in the plan's own warnings (the note prints them), and the same releases are the ones the fit leaves out
+    from planhelp import replan
+
+    from xlplan.io.planfile import reference_plan
+    from xlplan.planner import plan
+
+    p = replan(reference_plan(), policy={"engine": engine, "engine_version": version, "redundancy": 1})
+    warned = [w for w in plan(p, verify=False).warnings if w.startswith("engine release")]
+    assert len(warned) == (1 if old else 0)
+    assert bool(engines.superseded_release(engine, version)) == old

@@ -117,6 +117,7 @@ def test_round_trip_plan_workbook_plan(ref_plan, tmp_path):
     {"model": {"name": "deepseek-v3", "weights_dtype": "fp8", "kv_dtype": "fp8"}, "hardware": {"gpu": "h200", "usd_per_gpu_hour": 3.6}},
     {"policy": {"prefill_mfu": 0.5, "decode_mfu": 0.3, "calibration": {"source": "vllm-bench.json (3 runs)", "runs": 3,
                 "prefill_mfu_range": [0.45, 0.55], "decode_mfu_range": [0.25, 0.35], "bandwidth_efficiency_range": [0.55, 0.65]}}},
+    {"policy": {"engine": "sglang", "engine_version": "0.4.3.post2", "redundancy": 1}},  # a stated release survives the sheet
 ])
 def test_round_trip_variants(ref_plan, tmp_path, sections):
     plan = replan(ref_plan, **sections)

@@ -192,3 +192,50 @@ def fallback_note(engine: str, gpu_name: str, moe: bool, table: dict | None = No
         return f"{engine} on {v}: no fitted runs in the corpus, {above} is used"
     why = [entry[k] for k in ("dense_fallback", "moe_fallback") if k in entry and (moe or k == "dense_fallback")]
     return f"{engine} on {v}: " + "; ".join(why) if why else ""
+
+
+CURRENT_SERIES = {"vllm": ((0, 8), "0.8 (the V1 engine) or later"), "sglang": ((0, 5), "0.5 or later")}
+"""The engine releases the default efficiencies describe (a plan deploys today's engine): the earliest (major, minor)
+fitted, and how it reads. Runs of earlier releases are validated but not fitted. [text]"""
+
+
+def superseded_release(engine: str, version: str, v0: bool = False) -> str:
+    """Why an engine release is older than the default efficiencies describe (:data:`CURRENT_SERIES`), or ''. [text]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        The serving engine.
+    version : str
+        Its version as stated ("v0.11.0", "0.4.3.post2 (image …)", "NIM 1.8.0"); empty when not stated.
+    v0 : bool
+        vLLM's V0 engine, as read from the text by whoever stated it.
+
+    Returns
+    -------
+    str
+        E.g. "SGLang 0.4, before 0.5 or later"; empty where the release is current, not stated, or of an engine
+        whose releases all count (TensorRT-LLM). [text]
+
+    References
+    ----------
+    vLLM 0.8.0 release notes (March 2025): the V1 engine the default. ``xlplan/data/efficiencies.yaml`` (its
+    ``not_fitted`` rows), fitted by ``scripts/fit_efficiencies.py``.
+
+    Examples
+    --------
+    >>> superseded_release("sglang", "0.4.3.post2"), superseded_release("vllm", "v0.11.0")
+    ('SGLang 0.4, before 0.5 or later', '')
+    """
+    import re
+
+    if engine not in CURRENT_SERIES:
+        return ""
+    first, reads = CURRENT_SERIES[engine]
+    m = re.search(r"\b(\d+)\.(\d+)", version)
+    old = v0 if engine == "vllm" and v0 else bool(m) and (int(m.group(1)), int(m.group(2))) < first
+    if not old:
+        return ""
+    name = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
+    label = f"{m.group(1)}.{m.group(2)}" if m else "V0"
+    return f"{name} {label}, before {reads}"

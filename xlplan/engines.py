@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 from xlplan.efficiency_defaults import (  # noqa: F401  re-exported: engines is where plans and tests look them up
+    CURRENT_SERIES,
     EFFICIENCY_FIELDS,
     RUNBOOK_EFFICIENCIES,
     VENDORS,
@@ -39,6 +40,7 @@ from xlplan.efficiency_defaults import (  # noqa: F401  re-exported: engines is 
     fallback_note,
     shipped_table,
     step_overhead_default,
+    superseded_release,
     vendor,
 )
 from xlplan.units import GIB

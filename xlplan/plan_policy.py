@@ -15,13 +15,13 @@ from xlplan.specs import ComputeDtype
 
 
 class Calibration(_Section):
-    """Where calibrated efficiencies came from, and their spread over the runs (written by `xlplan calibrate`)."""
+    """Where calibrated efficiencies came from, and their 95% intervals (written by `xlplan calibrate`)."""
 
     source: str = Field(description="Benchmark files and what they measured. [text]")
     runs: int = Field(ge=1, description="Benchmark runs fitted. [runs]")
-    prefill_mfu_range: tuple[Fraction, Fraction] = Field(description="Lowest and highest prefill MFU over the runs. [fraction]")
-    decode_mfu_range: tuple[Fraction, Fraction] = Field(description="Lowest and highest decode MFU over the runs. [fraction]")
-    bandwidth_efficiency_range: tuple[Fraction, Fraction] = Field(description="Lowest and highest bandwidth efficiency over the runs. [fraction]")
+    prefill_mfu_range: tuple[Fraction, Fraction] = Field(description="Prefill MFU's 95% interval from the fit (earlier files: lowest and highest over the runs). [fraction]")
+    decode_mfu_range: tuple[Fraction, Fraction] = Field(description="Decode MFU's 95% interval from the fit (earlier files: lowest and highest over the runs). [fraction]")
+    bandwidth_efficiency_range: tuple[Fraction, Fraction] = Field(description="Bandwidth efficiency's 95% interval from the fit (earlier files: lowest and highest over the runs). [fraction]")
 
 
 class Policy(_Section):
@@ -38,6 +38,11 @@ class Policy(_Section):
     expert_efficiency: Fraction | None = Field(
         default=None, description="Grouped expert GEMMs' MFU as a fraction of dense GEMMs' (MoE); left out, the engine's default. [fraction]")
     calibration: Calibration | None = Field(default=None, description="Where calibrated efficiencies came from and their spread; the fleet is then also given as a range.")
+    engine_version: str | None = Field(
+        default=None, max_length=200,
+        description="The engine's release as you will deploy it, e.g. '0.11.0' (vLLM) or '0.5.5' (SGLang); a release older "
+                    "than the fitted defaults describe (vLLM before 0.8, SGLang before 0.5) is a warning: calibrate on "
+                    "your own benchmark. [text]")
     engine: Engine = Field(
         default="vllm",
         description="Serving engine whose memory rule sizes the KV cache and whose defaults set the step budget: 'vllm', 'sglang', "

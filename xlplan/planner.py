@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from xlplan import _vec, architecture, closed_form, cost, memory, ownership, simulate, steps, whatif
+from xlplan import _vec, architecture, closed_form, cost, engines, memory, ownership, simulate, steps, whatif
 from xlplan.decision import (  # noqa: F401  (re-exported: callers name them as planner.*)
     AUTO_VERIFY_MAX_REPLICAS,
     AUTO_VERIFY_MAX_REQUESTS,
@@ -79,6 +79,10 @@ def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
     model = plan.model.resolve()
     if model.max_context_tokens and (s.prompt_p99 or s.prompt_p95) + (s.output_p99 or s.output_p95) > model.max_context_tokens:
         out.append(f"p99 prompt + output exceeds the model's context limit of {model.max_context_tokens:,} tokens")
+    old = engines.superseded_release(plan.policy.engine, plan.policy.engine_version or "")
+    if old and plan.policy.calibration is None:
+        out.append(f"engine release {old}: the default efficiencies are fitted on later releases; calibrate on your own "
+                   "benchmark (xlplan calibrate) before you order")
     if sol.traffic.concurrency and p.conversations_per_replica < 8:
         out.append(
             f"each replica's cache holds only {p.conversations_per_replica:.1f} conversations: the weights leave almost "

@@ -353,13 +353,8 @@ def run_of(row: dict):
                None if offline or not itl else itl / 1e3, _num(row.get("output_tok_s")), c)
 
 
-CURRENT_SERIES = {"vllm": "0.8 (the V1 engine) or later", "sglang": "0.5 or later"}
-"""The engine releases the default efficiencies describe: a plan deploys today's engine. Rows of earlier releases are
-validated (and reported) but not fitted; a row that states no version is fitted. [text]"""
-
-
 def superseded(c: predict.Conditions) -> str:
-    """Why a row's engine release is older than the defaults describe (:data:`CURRENT_SERIES`), or ''.
+    """Why a row's engine release is older than the defaults describe, or '' (:func:`xlplan.engines.superseded_release`).
 
     Parameters
     ----------
@@ -369,14 +364,9 @@ def superseded(c: predict.Conditions) -> str:
     Returns
     -------
     str
-        E.g. "SGLang 0.4.3, before 0.5 or later"; empty where the release is current or not stated. [text]
+        E.g. "SGLang 0.4, before 0.5 or later"; empty where the release is current or not stated. [text]
     """
-    if c.engine == "vllm" and c.v0:
-        return f"vLLM {c.engine_version or 'V0'}: the V0 engine, before {CURRENT_SERIES['vllm']}"
-    m = re.search(r"\b(\d+)\.(\d+)", c.engine_version)
-    if c.engine == "sglang" and m and (int(m.group(1)), int(m.group(2))) < (0, 5):
-        return f"SGLang {m.group(0)}, before {CURRENT_SERIES['sglang']}"
-    return ""
+    return engines.superseded_release(c.engine, c.engine_version, c.v0)
 
 
 def fit_runs(rows: list[dict]) -> list:
