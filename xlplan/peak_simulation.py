@@ -54,6 +54,7 @@ class PeakSimulation:
     burst_cv2: float  # squared coefficient of variation of the gaps between arrivals [1]
     chunk_tokens: int  # the step budget of chunked prefill [tokens]
     arrivals: str | None  # where the arrivals come from, for a log; None: Poisson or gamma at the plan's peak [text]
+    search_seeds: tuple = ()  # seeds the search's answer holds on, all of them (plan's rule); empty: one run (a log) [1]
 
     def shown_runs(self) -> list:
         """The search's runs beside its answer: the verified fleet and one replica fewer (else the largest tried).
@@ -96,6 +97,7 @@ class PeakSimulation:
         if self.search is not None:
             v = self.search.verified_replicas
             out["verified_load_gpus"] = v * self.tp if v is not None else None
+            out["verified_on_seeds"] = list(self.search_seeds)
             out["searched_up_to_gpus"] = max(self.search.runs) * self.tp
             out["runs"] = [run_json(r) for r in self.shown_runs()]
         return finite_json(out)
@@ -206,11 +208,29 @@ def simulate_peak(plan, gpus: int | None = None, minutes: float | None = None, s
     try:
         r = sim.simulate(s, gpus // tp, tp, wl, minutes * 60.0, percentile)
         found = sim.search(s, tp, wl, minutes * 60.0, load_reps, percentile, {gpus // tp: r}) if search else None
+        seeds = ()
+        if found is not None and log is None:  # plan's rule: the answer must hold on every verification seed
+            found, seeds = _on_every_seed(s, tp, wl, found, minutes, seed, burst_cv2, percentile,
+                                          plan.model.resolve().max_context_tokens)
     except steps.PlanningError as e:
         raise RunRefused(None, f"cannot be simulated: {e}") from None
     return PeakSimulation(run=r, search=found, tp=tp, load_replicas=load_reps, runbook_load_gpus=int(d.sol.paths.load),
                           ttft_target_s=s.ttft_s, itl_target_s=s.itl_s, percentile=percentile, minutes=minutes, seed=seed,
-                          burst_cv2=burst_cv2, chunk_tokens=sim.chunk_tokens(s), arrivals=arrivals)
+                          burst_cv2=burst_cv2, chunk_tokens=sim.chunk_tokens(s), arrivals=arrivals, search_seeds=seeds)
+
+
+def _on_every_seed(s, tp, wl, found, minutes, seed, cv2, percentile, max_context):
+    """The search's answer raised until it holds on each of the verification's seeds, as ``plan`` verifies. [Search]"""
+    from xlplan import sim_search
+    from xlplan import simulate as sim
+
+    seeds = tuple(seed + k for k in range(sim_search.VERIFY_SEEDS))
+    if found.verified_replicas is None:
+        return found, seeds
+    others = [sim.workload_for(s, minutes, k, cv2, max_context) for k in seeds[1:]]
+    n = sim_search._on_every_seed(s, tp, wl, others, minutes * 60.0, percentile, found.verified_replicas,
+                                  found.cap_replicas, found.runs)
+    return sim_search.Search(n, found.runs, found.cap_replicas), seeds
 
 
 def _whole_replicas(gpus: int | None, tp: int, load_replicas: int) -> int:

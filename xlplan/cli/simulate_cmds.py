@@ -132,7 +132,8 @@ def _text(out) -> list[str]:
     v = found.verified_replicas
     if v is None:
         return lines + [f"No fleet up to {found.cap_replicas * tp} GPUs keeps the promise."]
-    lines.append(f"Verified load: {v * tp} GPUs ({v} replica{'' if v == 1 else 's'} of TP {tp}) keep the promise; the "
+    on = (f" on seeds {', '.join(map(str, out.search_seeds))} (all must hold, as plan verifies)" if out.search_seeds else "")
+    lines.append(f"Verified load: {v * tp} GPUs ({v} replica{'' if v == 1 else 's'} of TP {tp}) keep the promise{on}; the "
                  f"closed form's load is {out.load_replicas * tp}, the runbook's method's {out.runbook_load_gpus}.")
     for n in (v - 1, v):
         if n and n in found.runs and n != out.run.replicas:
