@@ -59,6 +59,7 @@ class Fit:
     notes: tuple[str, ...] = ()
     identified: tuple[str, ...] = ()  # the fields the runs set; the rest stayed at their default
     sd: dict = field(default_factory=dict)  # field -> standard deviation of ln θ after the fit [ln units]
+    held: dict = field(default_factory=dict)  # field -> why it was held at its default (it would go implausible) [text]
 
 
 def _conditions(run: Run, base: Conditions | None) -> Conditions:
@@ -232,21 +233,59 @@ def fit(runs: list[Run], base: Conditions | None = None, start: Efficiencies = E
     notes = [f"the runs cannot identify the {label} apart from the other figures: left at its default "
              f"{getattr(prior, f):g}" for f, label in zip(FIELDS, LABELS) if f in fields and f not in m.identified
              and f not in held] + notes
-    bad = implausible(eff, m.identified)
-    if bad or (held and not m.identified):
-        names = ", ".join(r.source for r in runs)
-        why = "; ".join(bad or held.values())
-        if refuse:
-            raise ImplausibleFit(f"{names}: the fit is implausible — {why}; the runs need a term the model does not have "
-                                 "(check the GPU, TP, dtypes and that the runs are of this deployment)")
-        notes.append("implausible: " + why)
+    notes += _judged(runs, m, held, base, table, refuse)
     sd = {f: m.sd[f] for f in m.identified} if spread else {}
     errs = [abs(math.exp(x * NOISE[k]) - 1.0) for x, k in zip(scaled_residuals(runs, eff, base, table),
                                                               [k for r in runs for k in _measured(r)])]
     sides = {r.source: ", ".join(k for k in _measured(r)) for r in runs}
     span = {f: _range(eff, sd, f) for f in FIELDS}
     return Fit(eff, span["prefill_mfu"], span["decode_mfu"], span["bandwidth_efficiency"], span["step_overhead_s"],
-               statistics.median(errs) if errs else 0.0, sides, tuple(notes), m.identified, dict(m.sd))
+               statistics.median(errs) if errs else 0.0, sides, tuple(notes), m.identified, dict(m.sd), dict(held))
+
+
+def _judged(runs: list[Run], m, held: dict, base, table, refuse: bool) -> list[str]:
+    """Refuse (or, with ``refuse`` off, note) a fit that is implausible or that reproduces a run only by a factor of two."""
+    bad = implausible(m.efficiencies, m.identified)
+    notes = []
+    if bad or (held and not m.identified):
+        why = "; ".join(bad or held.values())
+        if refuse:
+            raise ImplausibleFit(", ".join(r.source for r in runs),
+                                 f"the fit is implausible — {why}; the runs need a term the model does not have "
+                                 "(check the GPU, TP, dtypes and that the runs are of this deployment)")
+        notes.append("implausible: " + why)
+    far = _unreproduced(runs, m.efficiencies, base, table)
+    if far and refuse:
+        named = sorted({r for r, _ in far})
+        raise ImplausibleFit(", ".join(named), "no plausible efficiencies reproduce it: " + "; ".join(
+            what if len(named) == 1 else f"{r}: {what}" for r, what in far))
+    return notes
+
+
+FAR = 1.0
+"""A run's output tokens/s or inter-token latency that the fitted model misses by more than this (a factor of two,
+either way) is not reproduced: no efficiency within its bounds explains it, so the fit is refused naming the run
+rather than averaged over. TTFT, which the model takes in coarsely, is judged only for a unit slip (under 1 ms). [1]"""
+UNIT_HINT = {"itl_s": ("mean ITL", 1e-3, "ms"), "ttft_s": ("mean TTFT", 1e-3, "ms")}
+
+
+def _unreproduced(runs: list[Run], eff: Efficiencies, base: Conditions | None, table: dict | None) -> list[tuple[str, str]]:
+    """(run, what) for each measured figure the fitted model misses by more than :data:`FAR`, with a unit hint."""
+    out = []
+    for r in runs:
+        pred = predicted(r, eff, base, table)
+        for k, m in _measured(r).items():
+            p = pred.get(k)
+            label, small, unit = UNIT_HINT.get(k, ("output tokens/s", 0.0, ""))
+            if p is None or not p > 0 or (abs(math.log(p / m)) <= math.log(1.0 + FAR) and m >= small):
+                continue
+            if k == "ttft_s" and m >= small:
+                continue
+            scale = 1e3 if unit else 1.0
+            hint = f" (was {m * scale:.3g} written in seconds? the field is in milliseconds)" if m < small else ""
+            u = f" {unit}" if unit else ""
+            out.append((r.source, f"{label} {m * scale:,.4g}{u} measured, {p * scale:,.4g}{u} at the fit{hint}"))
+    return out
 
 
 def _plausible_fit(runs, base, table, prior: Efficiencies, fields: tuple[str, ...]):
@@ -265,8 +304,8 @@ def _plausible_fit(runs, base, table, prior: Efficiencies, fields: tuple[str, ..
             return m, held, notes
         for f, phrases in bad.items():
             held[f] = phrases[0]
-            notes.append(f"the {LABELS[FIELDS.index(f)]} would be implausible ({phrases[0]}): held at its default "
-                         f"{getattr(prior, f):g} and the other fields fitted")
+            notes.append(f"the {LABELS[FIELDS.index(f)]} would go past what is plausible ({phrases[0]}): it is held at "
+                         f"its default {getattr(prior, f):g} and the other fields fitted")
         allowed = tuple(f for f in allowed if f not in bad)
         if not allowed:
             return MapFit(prior, (), {f: PRIOR_SPREAD[f] for f in fields}, prior), held, notes

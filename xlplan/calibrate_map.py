@@ -61,7 +61,14 @@ STEP = 0.02
 
 
 class ImplausibleFit(ValueError):
-    """A fit that reaches a physically implausible value: the runs need another term than an efficiency."""
+    """A fit that reaches a physically implausible value: the runs need another term than an efficiency.
+
+    ``runs`` names the runs (their sources), ``why`` says what is implausible; ``str()`` joins them.
+    """
+
+    def __init__(self, runs: str, why: str):
+        super().__init__(f"{runs}: {why}")
+        self.runs, self.why = runs, why
 
 
 @dataclass(frozen=True)

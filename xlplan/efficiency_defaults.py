@@ -214,8 +214,8 @@ def superseded_release(engine: str, version: str, v0: bool = False) -> str:
     Returns
     -------
     str
-        E.g. "SGLang 0.4, before 0.5 or later"; empty where the release is current, not stated, or of an engine
-        whose releases all count (TensorRT-LLM). [text]
+        E.g. "SGLang 0.4.3, older than the releases the defaults are fitted on (0.5 or later)"; empty where the
+        release is current, not stated, or of an engine whose releases all count (TensorRT-LLM). [text]
 
     References
     ----------
@@ -224,18 +224,17 @@ def superseded_release(engine: str, version: str, v0: bool = False) -> str:
 
     Examples
     --------
-    >>> superseded_release("sglang", "0.4.3.post2"), superseded_release("vllm", "v0.11.0")
-    ('SGLang 0.4, before 0.5 or later', '')
+    >>> superseded_release("sglang", "v0.4.3.post2"), superseded_release("vllm", "vllm/vllm-openai:v0.11.0")
+    ('SGLang 0.4.3, older than the releases the defaults are fitted on (0.5 or later)', '')
     """
     import re
 
     if engine not in CURRENT_SERIES:
         return ""
     first, reads = CURRENT_SERIES[engine]
-    m = re.search(r"\b(\d+)\.(\d+)", version)
+    m = re.search(r"(?<![\d.])(\d+)\.(\d+)(\.\d+)?", version)  # 'v0.7.3', 'vllm-openai:v0.5.4', '0.4.3.post2'
     old = v0 if engine == "vllm" and v0 else bool(m) and (int(m.group(1)), int(m.group(2))) < first
     if not old:
         return ""
     name = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
-    label = f"{m.group(1)}.{m.group(2)}" if m else "V0"
-    return f"{name} {label}, before {reads}"
+    return f"{name} {m.group(0) if m else 'V0'}, older than the releases the defaults are fitted on ({reads})"

@@ -207,16 +207,23 @@ def simulate_peak(plan, gpus: int | None = None, minutes: float | None = None, s
     wl, minutes, arrivals = _workload(s, plan.model.resolve().max_context_tokens, minutes, seed, burst_cv2, log, resample)
     try:
         r = sim.simulate(s, gpus // tp, tp, wl, minutes * 60.0, percentile)
-        found = sim.search(s, tp, wl, minutes * 60.0, load_reps, percentile, {gpus // tp: r}) if search else None
-        seeds = ()
-        if found is not None and log is None:  # plan's rule: the answer must hold on every verification seed
-            found, seeds = _on_every_seed(s, tp, wl, found, minutes, seed, burst_cv2, percentile,
-                                          plan.model.resolve().max_context_tokens)
+        found, seeds = (_searched(s, tp, wl, r, gpus, load_reps, minutes, seed, burst_cv2, percentile, log is None,
+                                  plan.model.resolve().max_context_tokens) if search else (None, ()))
     except steps.PlanningError as e:
         raise RunRefused(None, f"cannot be simulated: {e}") from None
     return PeakSimulation(run=r, search=found, tp=tp, load_replicas=load_reps, runbook_load_gpus=int(d.sol.paths.load),
                           ttft_target_s=s.ttft_s, itl_target_s=s.itl_s, percentile=percentile, minutes=minutes, seed=seed,
                           burst_cv2=burst_cv2, chunk_tokens=sim.chunk_tokens(s), arrivals=arrivals, search_seeds=seeds)
+
+
+def _searched(s, tp, wl, r, gpus, load_reps, minutes, seed, cv2, percentile, seeded, max_context):
+    """The search from the run; on generated arrivals (``seeded``), raised until it holds on every verification seed."""
+    from xlplan import simulate as sim
+
+    found = sim.search(s, tp, wl, minutes * 60.0, load_reps, percentile, {gpus // tp: r})
+    if not seeded:  # a replayed log is one run: there are no other seeds
+        return found, ()
+    return _on_every_seed(s, tp, wl, found, minutes, seed, cv2, percentile, max_context)
 
 
 def _on_every_seed(s, tp, wl, found, minutes, seed, cv2, percentile, max_context):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from xlplan.engines import Engine
 from xlplan.plan_fields import Fraction, _Section
@@ -88,3 +88,9 @@ class Policy(_Section):
     )
     include_ttft_in_time_in_system: bool = Field(default=False, description="Add the TTFT target to time in system (the runbook leaves it out). [bool]")
     decode_attention_flops: bool = Field(default=False, description="Add attention over the cache to decode FLOPs (the runbook leaves it out). [bool]")
+
+    @field_validator("engine_version")
+    @classmethod
+    def _blank_is_not_stated(cls, v: str | None) -> str | None:
+        """A blank release (a cleared workbook cell, ``""`` in YAML) is not stated, not a release called ''."""
+        return (v.strip() or None) if v is not None else None

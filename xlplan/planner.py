@@ -81,8 +81,7 @@ def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
         out.append(f"p99 prompt + output exceeds the model's context limit of {model.max_context_tokens:,} tokens")
     old = engines.superseded_release(plan.policy.engine, plan.policy.engine_version or "")
     if old and plan.policy.calibration is None:
-        out.append(f"engine release {old}: the default efficiencies are fitted on later releases; calibrate on your own "
-                   "benchmark (xlplan calibrate) before you order")
+        out.append(f"engine release {old}: calibrate on your own benchmark (xlplan calibrate) before you order")
     if sol.traffic.concurrency and p.conversations_per_replica < 8:
         out.append(
             f"each replica's cache holds only {p.conversations_per_replica:.1f} conversations: the weights leave almost "

@@ -34,13 +34,14 @@ def validate_cmd(
     report = build(rows)
     checks = report.in_sample
     if as_json:
-        out = checks_json(checks, eff) | {
-            "headline_leave_one_source_out": headline(current(report, report.left_out)),
-            "leave_one_source_out_with_older_releases": headline(report.left_out),
-            "older_releases_not_fitted": sorted(report.superseded),
-            "median_absolute_error_left_out": medians(report.left_out),
-            "left_out_checks": [asdict(c) for c in report.left_out],
-            "calibration_within_deployment": [asdict(p) for p in report.calibration]}
+        now = current(report, report.left_out)
+        out = {"headline_leave_one_source_out": headline(now),
+               "median_absolute_error_left_out": medians(now),
+               "median_absolute_error_in_sample": medians(current(report, checks)),
+               "leave_one_source_out_with_older_releases": headline(report.left_out),
+               "older_releases_not_fitted": sorted(report.superseded),
+               "calibration_within_deployment": [asdict(p) for p in report.calibration]}
+        out |= checks_json(checks, eff) | {"left_out_checks": [asdict(c) for c in report.left_out]}
         typer.echo(json.dumps(out, indent=2))
         return
     if markdown:
@@ -50,21 +51,28 @@ def validate_cmd(
         return
     console = Console(width=170)
     console.print("Efficiencies: the engine's defaults for each row's GPU vendor and engine (xlplan/data/efficiencies.yaml, "
-                  "fitted on the corpus: in-sample for its rows; the headline below leaves each row's source out)")
-    med = medians(checks)
+                  "fitted on the corpus). Each table's error is in-sample, at those defaults; the headline at the end "
+                  "leaves each row's source out of the fit.")
+    med = medians([c for c in current(report, checks) if c.kind != "ttft"])  # as the README's category table
     for category, title in dict.fromkeys(CATEGORIES.items()):
         sel = [c for c in checks if c.category == category]
         if not sel:
             continue
-        table = Table(title=f"{title} — median |error| {med[category]:.1%}" if category in med else title)
-        for col in ("Row", "Figure", "Predicted", "Measured", "Error", "Note"):
+        shown = f"{title} ({category})"
+        table = Table(title=f"{shown} — median |error| {med[category]:.1%} in-sample (TTFT apart)" if category in med else shown)
+        for col in ("Row", "Figure", "Predicted", "Measured", "Error (in-sample)", "Note"):
             table.add_column(col, overflow="fold")
         for c in sel:
+            note = (f"older engine release: validated, not fitted; {c.note}" if c.id in report.superseded else c.note)
             if c.skipped:
                 table.add_row(c.id, "skipped", "", "", "", c.skipped)
             else:
-                table.add_row(c.id, c.metric, f"{c.predicted:,.2f}", f"{c.measured:,.2f}", f"{c.relative_error:+.1%}", c.note)
+                table.add_row(c.id, c.metric, f"{c.predicted:,.2f}", f"{c.measured:,.2f}", f"{c.relative_error:+.1%}", note)
         console.print(table)
+    ids = {c.id for c in checks}
+    skipped = {c.id for c in checks if c.skipped} - {c.id for c in checks if not c.skipped}
+    console.print(f"{len(ids)} rows: {len(ids - skipped)} predicted ({len(report.superseded)} of older engine releases, "
+                  f"validated but not fitted nor in the headline), {len(skipped)} skipped with the reason")
     for line in summary_lines(report):
         console.print(line)
 
@@ -97,7 +105,7 @@ def calibrate_cmd(
     try:
         f = fit(runs, conditions_of_plan(base, degree))
     except ImplausibleFit as e:
-        raise InputError(", ".join(p.name for p in results), [str(e)]) from None
+        raise InputError(e.runs, [e.why]) from None
     for line in _fit_lines(runs, f, degree):
         typer.echo(line)
     calibrated = _calibrated(base, f, ", ".join(p.name for p in results), len(runs), degree)
@@ -121,6 +129,8 @@ def _fit_lines(runs, f, degree: int) -> list[str]:
     e = f.efficiencies
 
     def shown(field: str, value: str, span: tuple[float, float], unit: str = "") -> str:
+        if field in f.held:
+            return f"{value} (default: held, the fit would be implausible)"
         if field not in f.identified:
             return f"{value} (default: not identified)"
         return f"{value} (95% interval {span[0]:.3f}-{span[1]:.3f}{unit})"
@@ -131,7 +141,8 @@ def _fit_lines(runs, f, degree: int) -> list[str]:
                  f"bandwidth efficiency {shown('bandwidth_efficiency', f'{e.bandwidth_efficiency:.3f}', f.bandwidth_range)}, "
                  f"step overhead {e.step_overhead_s * 1e3:.2f} ms"
                  + (f" (95% interval {f.overhead_range_s[0] * 1e3:.2f}-{f.overhead_range_s[1] * 1e3:.2f} ms)"
-                    if "step_overhead_s" in f.identified else " (default: not identified)")
+                    if "step_overhead_s" in f.identified else " (default: held, the fit would be implausible)"
+                    if "step_overhead_s" in f.held else " (default: not identified)")
                  + f"; median |error| at the fit {f.median_error:.1%}")
     return lines + [f"  note: {note}" for note in f.notes]
 
