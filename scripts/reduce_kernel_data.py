@@ -1,0 +1,229 @@
+"""Reduce NVIDIA AIConfigurator's measured kernel databases to the small CSVs in ``xlplan/data/kernels/``.
+
+    python scripts/reduce_kernel_data.py GIT_DIR [--commit REV] [--out DIR]
+
+``GIT_DIR`` is a clone (or bare mirror) of https://github.com/ai-dynamo/aiconfigurator; the tables are read with
+``git show REV:PATH`` (no work tree needed), so the commit recorded in ``sources.csv`` is exactly what was read.
+The data were reduced from commit 095f58a51c4ca8e61b66ec108d86f223f8d559ce (2026-08-21). The script needs pandas and
+pyarrow (the ``logs`` extra); the shipped CSVs do not, and it is not run by the tests.
+
+What is kept, per GPU (one TensorRT-LLM database per system, ``SYSTEMS``):
+
+- ``gemm.csv``: ``gemm_perf.parquet``, the dense GEMMs bf16, fp8 (per-tensor, activations quantised at run time)
+  and nvfp4, M on the powers of two the data has, for the (n, k) shapes in ``GEMM_SHAPES``.
+- ``attention.csv``: ``context_attention_perf.parquet`` (prefill, bf16, no sliding window) and
+  ``generation_attention_perf.parquet`` (decode, KV cache bf16 or fp8), for the head layouts in ``HEADS``.
+- ``moe.csv``: ``moe_perf.parquet``, balanced routing, the gated (SwiGLU) CUTLASS kernel, the configurations in
+  ``MOE_CONFIGS``.
+- ``sources.csv``: for each table and GPU, the repository, commit, backend, version, device and file path.
+
+The FLOP and byte counts are AIConfigurator's own speed-of-light formulas (``aic-core/rust/aiconfigurator-core/src/
+perf_database/attention.rs``, ``.../operators/moe.rs``); the peaks are xlplan's catalog (dense TFLOP/s by format,
+HBM TB/s). ``xlplan/data/kernels/README.md`` states every column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from xlplan import catalog  # noqa: E402  (after the path set-up, so the checkout's copy is the one read)
+
+REPOSITORY = "https://github.com/ai-dynamo/aiconfigurator"
+DATA_ROOT = "aic-core/src/aiconfigurator_core/systems/data"
+
+SYSTEMS = (
+    # (AIConfigurator system, xlplan catalog key, backend, version)
+    ("h100_sxm", "h100-sxm", "trtllm", "1.3.0rc20"),
+    ("h200_sxm", "h200", "trtllm", "1.3.0rc20"),
+    ("b200_sxm", "b200", "trtllm", "1.3.0rc20"),
+    ("b300_sxm", "b300", "trtllm", "1.3.0rc20"),
+    ("gb200", "gb200", "trtllm", "1.3.0rc20"),
+    ("gb300", "gb300", "trtllm", "1.3.0rc20"),
+    ("l40s", "l40s", "trtllm", "1.3.0rc20"),
+    ("rtx_pro_6000_server", "rtx-pro-6000", "trtllm", "1.3.0rc20"),
+    ("a100_sxm", "a100-80gb", "trtllm", "1.0.0"),  # the newest TensorRT-LLM database for A100; bf16 GEMMs only
+)
+
+DTYPES = (("bfloat16", "bf16", "bf16_tflops", 2.0), ("fp8", "fp8", "fp8_tflops", 1.0), ("nvfp4", "nvfp4", "fp4_tflops", 0.5))
+"""(AIConfigurator gemm_dtype / moe_dtype, the name written, the catalog peak field, bytes per weight element)."""
+
+GEMM_SHAPES = (
+    # (n, k): output features x input features of one projection; each matches one Llama-3.1 projection exactly
+    (6144, 4096),   # Llama-3.1-8B fused QKV, TP 1: (32 + 2 x 8) heads x 128
+    (4096, 4096),   # Llama-3.1-8B o_proj, TP 1
+    (7168, 4096),   # Llama-3.1-8B fused gate+up, TP 4: 2 x 14336 / 4
+    (4096, 7168),   # Llama-3.1-8B down_proj, TP 2: 14336 / 2
+    (1536, 4096),   # Llama-3.1-8B fused QKV, TP 4
+    (10240, 8192),  # Llama-3.1-70B fused QKV, TP 1: (64 + 2 x 8) heads x 128
+    (8192, 8192),   # Llama-3.1-70B o_proj, TP 1
+    (7168, 8192),   # Llama-3.1-70B fused gate+up, TP 8: 2 x 28672 / 8
+    (8192, 3584),   # Llama-3.1-70B down_proj, TP 8: 28672 / 8
+    (2560, 8192),   # Llama-3.1-70B fused QKV, TP 4
+)
+
+HEADS = (
+    # (query heads, KV heads, head dim) per GPU
+    (32, 8, 128),  # Llama-3.1-8B at TP 1
+    (8, 1, 128),   # Llama-3.1-70B at TP 8
+)
+PREFILL_BATCHES = (1, 4, 16, 64)
+DECODE_BATCHES = (1, 8, 64, 256)
+DECODE_KV_LENS_LEFT_OUT = (3, 7, 31)  # the grid is 2^j - 1 cached tokens; these three add nothing a planner reads
+
+MOE_CONFIGS = (
+    # (hidden, expert intermediate, top-k, experts, moe TP, moe EP)
+    (4096, 14336, 2, 8, 1, 1),   # Mixtral-8x7B, all experts on one GPU
+    (2048, 768, 8, 128, 1, 1),   # Qwen3-30B-A3B, all experts on one GPU
+    (4096, 1536, 8, 128, 1, 8),  # Qwen3-235B-A22B, experts spread over 8 GPUs
+)
+
+
+def _git(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
+
+
+def _table(repo: Path, commit: str, path: str) -> pd.DataFrame:
+    return pd.read_parquet(io.BytesIO(_git(repo, "show", f"{commit}:{path}")))
+
+
+def _path(system: str, op: str, backend: str, version: str, name: str) -> str:
+    return f"{DATA_ROOT}/{system}/{op}/{backend}/{version}/{name}"
+
+
+def _g(x: float, digits: int = 4) -> str:
+    return f"{x:.{digits}g}"
+
+
+def _powers_of_two(values) -> list[int]:
+    return sorted(v for v in set(int(x) for x in values) if v & (v - 1) == 0)
+
+
+def gemm_rows(df: pd.DataFrame, gpu: str) -> list[dict]:
+    spec = catalog.get_gpu(gpu)
+    rows = []
+    for src, name, peak_field, _ in DTYPES:
+        peak = getattr(spec, peak_field)
+        d = df[df.gemm_dtype == src]
+        if d.empty or not peak:
+            continue
+        assert not d.duplicated(["m", "n", "k"]).any()
+        for n, k in GEMM_SHAPES:
+            s = d[(d.n == n) & (d.k == k)]
+            for m in _powers_of_two(s.m):
+                lat_ms = float(s[s.m == m].latency.iloc[0])
+                tflops = 2.0 * m * n * k / (lat_ms * 1e-3) / 1e12
+                assert 0 < tflops / peak <= 1, (gpu, name, m, n, k, tflops, peak)
+                rows.append({"gpu": gpu, "dtype": name, "tokens": m, "n": n, "k": k, "latency_ms": _g(lat_ms, 6),
+                             "achieved_tflops": _g(tflops), "efficiency": _g(tflops / peak)})
+    return rows
+
+
+def attention_rows(ctx: pd.DataFrame, gen: pd.DataFrame, gpu: str) -> list[dict]:
+    spec = catalog.get_gpu(gpu)
+    rows = []
+    for n, n_kv, h in HEADS:
+        c = ctx[(ctx.window_size == 0) & (ctx.attn_dtype == "bfloat16") & (ctx.kv_cache_dtype == "bfloat16")
+                & (ctx.num_heads == n) & (ctx.num_key_value_heads == n_kv) & (ctx.head_dim == h)]
+        assert not c.duplicated(["batch_size", "isl"]).any()
+        c = c[c.batch_size.isin(PREFILL_BATCHES) & (c.isl > 1)]  # a one-token prompt is no prefill
+        for r in c.sort_values(["batch_size", "isl"]).itertuples():
+            b, s = r.batch_size, r.isl
+            flops = 2.0 * b * s * s * n * h  # causal: 2 (FMA) x 2 (QK^T, PV) x s^2 / 2
+            nbytes = 2.0 * b * (2 * n * s * h) + 2.0 * b * (2 * n_kv * s * h)  # Q read, O write, K and V written
+            rows.append(_attention_row(gpu, spec, "prefill", "bf16", n, n_kv, h, b, s, r.latency, flops, nbytes))
+        for kv_src, kv_name, kv_b in (("bfloat16", "bf16", 2.0), ("fp8", "fp8", 1.0)):
+            g = gen[(gen.window_size == 0) & (gen.kv_cache_dtype == kv_src) & (gen.num_heads == n)
+                    & (gen.num_key_value_heads == n_kv) & (gen.head_dim == h)]
+            assert not g.duplicated(["batch_size", "step"]).any()
+            g = g[g.batch_size.isin(DECODE_BATCHES) & ~g.step.isin(DECODE_KV_LENS_LEFT_OUT)]
+            for r in g.sort_values(["batch_size", "step"]).itertuples():
+                b, kv_len = r.batch_size, r.step  # step = tokens already in the KV cache
+                flops = 4.0 * b * n * h * kv_len
+                nbytes = b * (4.0 * n * h + 2.0 * n_kv * kv_len * h * kv_b)  # Q read + O write (bf16), K and V read
+                rows.append(_attention_row(gpu, spec, "decode", kv_name, n, n_kv, h, b, kv_len, r.latency, flops, nbytes))
+    return rows
+
+
+def _attention_row(gpu, spec, phase, kv, n, n_kv, h, b, s, lat_ms, flops, nbytes) -> dict:
+    tflops = flops / (lat_ms * 1e-3) / 1e12
+    tbps = nbytes / (lat_ms * 1e-3) / 1e12
+    return {"gpu": gpu, "phase": phase, "kv_dtype": kv, "num_heads": n, "num_kv_heads": n_kv, "head_dim": h,
+            "batch": b, "seq_len": s, "latency_ms": _g(lat_ms, 6), "achieved_tflops": _g(tflops),
+            "achieved_tbps": _g(tbps), "compute_fraction": _g(tflops / spec.bf16_tflops),
+            "bandwidth_fraction": _g(tbps / spec.hbm_tbps)}
+
+
+def moe_rows(df: pd.DataFrame, gpu: str) -> list[dict]:
+    spec = catalog.get_gpu(gpu)
+    rows = []
+    d0 = df[(df.distribution == "balanced") & (df.kernel_source == "moe_torch_flow_cutlass")]
+    for src, name, peak_field, _ in DTYPES:
+        peak = getattr(spec, peak_field)
+        if not peak:
+            continue
+        for hidden, inter, topk, experts, tp, ep in MOE_CONFIGS:
+            d = d0[(d0.moe_dtype == src) & (d0.hidden_size == hidden) & (d0.inter_size == inter) & (d0.topk == topk)
+                   & (d0.num_experts == experts) & (d0.moe_tp_size == tp) & (d0.moe_ep_size == ep)]
+            assert not d.duplicated(["num_tokens"]).any()
+            for r in d.sort_values("num_tokens").itertuples():
+                t = r.num_tokens
+                flops = 2.0 * t * topk * hidden * inter * 3 / (tp * ep)  # gate, up and down GEMMs on this GPU's share
+                tflops = flops / (r.latency * 1e-3) / 1e12
+                rows.append({"gpu": gpu, "dtype": name, "hidden": hidden, "inter": inter, "topk": topk,
+                             "experts": experts, "moe_tp": tp, "moe_ep": ep, "tokens": t,
+                             "tokens_per_expert": _g(t * topk / experts, 6), "latency_ms": _g(float(r.latency), 6),
+                             "achieved_tflops": _g(tflops), "efficiency": _g(tflops / peak)})
+    return rows
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {len(rows)} rows, {path.stat().st_size} bytes")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("repo", type=Path, help="git directory of ai-dynamo/aiconfigurator")
+    ap.add_argument("--commit", default="HEAD")
+    ap.add_argument("--out", type=Path, default=ROOT / "xlplan" / "data" / "kernels")
+    a = ap.parse_args(argv)
+    commit = _git(a.repo, "rev-parse", a.commit).decode().strip()
+    gemm, attn, moe, sources = [], [], [], []
+    for system, gpu, backend, version in SYSTEMS:
+        paths = {"gemm": _path(system, "gemm", backend, version, "gemm_perf.parquet"),
+                 "prefill": _path(system, "attention", backend, version, "context_attention_perf.parquet"),
+                 "decode": _path(system, "attention", backend, version, "generation_attention_perf.parquet"),
+                 "moe": _path(system, "moe", backend, version, "moe_perf.parquet")}
+        tables = {key: _table(a.repo, commit, p) for key, p in paths.items()}
+        produced = {"gemm": gemm_rows(tables["gemm"], gpu), "attention": attention_rows(tables["prefill"], tables["decode"], gpu),
+                    "moe": moe_rows(tables["moe"], gpu)}
+        gemm += produced["gemm"]
+        attn += produced["attention"]
+        moe += produced["moe"]
+        for key, p in paths.items():
+            table = "attention" if key in ("prefill", "decode") else key
+            if produced[table]:
+                sources.append({"table": table, "gpu": gpu, "system": system, "backend": backend, "version": version,
+                                "device": tables[key].device.iloc[0], "repository": REPOSITORY, "commit": commit, "path": p})
+    a.out.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("gemm.csv", gemm), ("attention.csv", attn), ("moe.csv", moe), ("sources.csv", sources)):
+        _write(a.out / name, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,386 @@
+"""Achieved kernel efficiency as a function of the work, from NVIDIA AIConfigurator's measured kernel databases.
+
+Where the serving model holds one decode MFU, one prefill MFU and one bandwidth efficiency, the kernels themselves
+run far from a constant: a GEMM with one token in its step is bound by reading its weights and reaches a fraction of
+a percent of peak, the same GEMM with thousands of tokens 40-80% (bf16, fp8). These functions give that efficiency
+for the work at hand, read from ``xlplan/data/kernels/`` (measured latencies reduced by
+``scripts/reduce_kernel_data.py``; the README there states every column):
+
+- :func:`gemm_efficiency`: dense GEMM, achieved ÷ the catalog's dense peak for the format, by tokens in the step
+  (the GEMM's M), log-linear in tokens, at the nearest tabulated (n, k);
+- :func:`prefill_attention_efficiency`: causal prefill attention, achieved ÷ the bf16 dense peak, by prompt length;
+- :func:`decode_attention_bandwidth_fraction`: decode attention, bytes moved ÷ HBM bandwidth, by cached tokens;
+- :func:`moe_efficiency`: the fused MoE expert GEMMs, achieved ÷ peak, by tokens routed to each expert;
+- :func:`curve_source` / :func:`gemm_source`: which GPU's measurements answer for a GPU, :func:`source_paths` the
+  database files behind them.
+
+A GPU without measurements borrows a measured GPU's curve (:func:`curve_source`): its own architecture's where one is
+measured (``FAMILY_FALLBACK``), else the measured GPU nearest in dense bf16 peak and HBM bandwidth. A borrowed GEMM or
+MoE curve is rescaled by the two GPUs' rooflines (the measured share of the source's roofline bound, times the
+borrower's bound ÷ its peak), so a weight-bound GEMM on a GPU with less bandwidth per FLOP reads lower; a borrowed
+attention fraction is carried over unscaled.
+
+References
+----------
+NVIDIA AIConfigurator (Apache-2.0, Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES),
+github.com/ai-dynamo/aiconfigurator @095f58a51c4c, ``aic-core/src/aiconfigurator_core/systems/data/<system>/
+{gemm,attention,moe}/trtllm/<version>/{gemm,context_attention,generation_attention,moe}_perf.parquet``; the FLOP and
+byte counts are its speed-of-light formulas (``aic-core/rust/aiconfigurator-core/src/perf_database/attention.rs``,
+``src/operators/moe.rs``). Every file used is listed in ``xlplan/data/kernels/sources.csv``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import functools
+import io
+import math
+import statistics
+from importlib import resources
+
+from xlplan import catalog
+
+DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4", "fp4": "nvfp4"}
+"""Format names accepted, to the name the tables use."""
+
+PEAK_FIELD = {"bf16": "bf16_tflops", "fp8": "fp8_tflops", "nvfp4": "fp4_tflops"}
+BYTES_PER_WEIGHT = {"bf16": 2.0, "fp8": 1.0, "nvfp4": 0.5}
+
+FAMILY_FALLBACK = {
+    # GPU without measurements -> the measured GPU of its architecture whose curve it borrows
+    "h100-pcie": "h100-sxm", "h100-nvl": "h100-sxm", "h20": "h100-sxm", "gh200-96gb": "h100-sxm",
+    "gh200-144gb": "h200", "h200-nvl": "h200",
+    "a100-40gb": "a100-80gb", "a100-80gb-pcie": "a100-80gb", "a10g": "a100-80gb", "a10": "a100-80gb",
+    "rtx-3090": "a100-80gb",
+    "l4": "l40s", "rtx-4090": "l40s", "rtx-6000-ada": "l40s",
+    "rtx-5090": "rtx-pro-6000",
+}
+"""Hopper to H100/H200, Ampere to A100, Ada to L40S, consumer Blackwell to RTX PRO 6000."""
+
+
+@functools.cache
+def _rows(name: str) -> tuple[dict, ...]:
+    text = resources.files("xlplan.data").joinpath("kernels").joinpath(name).read_text(encoding="utf-8")
+    return tuple(csv.DictReader(io.StringIO(text)))
+
+
+def _curves(rows, key_of, x: str, y: str) -> dict:
+    out: dict = {}
+    for r in rows:
+        out.setdefault(key_of(r), []).append((float(r[x]), float(r[y])))
+    return {k: (tuple(a for a, _ in sorted(v)), tuple(b for _, b in sorted(v))) for k, v in out.items()}
+
+
+@functools.cache
+def _gemm() -> dict:
+    return _curves(_rows("gemm.csv"), lambda r: (r["gpu"], r["dtype"], (int(r["n"]), int(r["k"]))), "tokens", "efficiency")
+
+
+@functools.cache
+def _attention(phase: str, y: str) -> dict:
+    rows = [r for r in _rows("attention.csv") if r["phase"] == phase]
+    return _curves(rows, lambda r: (r["gpu"], r["kv_dtype"], (int(r["num_heads"]), int(r["num_kv_heads"])),
+                                    int(r["batch"])), "seq_len", y)
+
+
+@functools.cache
+def _moe() -> dict:
+    return _curves(_rows("moe.csv"), lambda r: (r["gpu"], r["dtype"], tuple(int(r[c]) for c in (
+        "hidden", "inter", "topk", "experts", "moe_tp", "moe_ep"))), "tokens_per_expert", "efficiency")
+
+
+def _loglinear(xs: tuple, ys: tuple, x: float) -> float:
+    """``ys`` at ``x``, linear in log x between the points, the end value held beyond them."""
+    if x <= xs[0]:
+        return ys[0]
+    if x >= xs[-1]:
+        return ys[-1]
+    i = bisect.bisect_right(xs, x)
+    t = (math.log(x) - math.log(xs[i - 1])) / (math.log(xs[i]) - math.log(xs[i - 1]))
+    return ys[i - 1] + t * (ys[i] - ys[i - 1])
+
+
+def _nearest(options, want: tuple) -> tuple:
+    """The option closest to ``want`` in log distance over the leading fields (``None`` fields ignored)."""
+    def dist(o):
+        return sum(abs(math.log(a / w)) for a, w in zip(o, want) if w is not None)
+    return min(sorted(options), key=dist)
+
+
+def _dtype(dtype: str) -> str:
+    try:
+        return DTYPES[dtype.lower()]
+    except KeyError:
+        raise ValueError(f"format {dtype!r} has no kernel curves; one of {sorted(set(DTYPES.values()))}") from None
+
+
+def _table(table: str) -> dict:
+    if table == "gemm":
+        return _gemm()
+    if table == "moe":
+        return _moe()
+    if table in ("prefill", "decode"):
+        return _attention(table, "compute_fraction" if table == "prefill" else "bandwidth_fraction")
+    raise ValueError(f"table {table!r}: one of 'gemm', 'prefill', 'decode', 'moe'")
+
+
+def curve_source(table: str, gpu_key: str, dtype: str = "bf16") -> str:
+    """The catalog key of the GPU whose measurements answer for ``gpu_key`` in one table. [text]
+
+    Parameters
+    ----------
+    table : {'gemm', 'prefill', 'decode', 'moe'}
+        Which curves: dense GEMM, prefill or decode attention, MoE experts.
+    gpu_key : str
+        The GPU (catalog key, display name or alias).
+    dtype : {'bf16', 'fp8', 'nvfp4'}
+        The GEMM or MoE format ('fp4' reads as 'nvfp4'); for attention, the KV cache's format.
+
+    Returns
+    -------
+    str
+        ``gpu_key``'s own key when it was measured; else the measured GPU of its architecture
+        (``FAMILY_FALLBACK``) when that one has the format, else the measured GPU nearest in dense bf16 peak and HBM
+        bandwidth (sum of the absolute log ratios). Raises ValueError when no measured GPU has the format, or when
+        ``gpu_key`` has no dense peak for it (GEMM and MoE).
+
+    References
+    ----------
+    ``xlplan/data/kernels/sources.csv``: the AIConfigurator database each measured GPU's curves come from.
+    """
+    key, fmt = catalog.gpu_key(gpu_key), _dtype(dtype)
+    if table in ("gemm", "moe") and not getattr(catalog.get_gpu(key), PEAK_FIELD[fmt]):
+        raise ValueError(f"{key} has no dense {fmt} peak in the catalog: no {fmt} {table} efficiency")
+    measured = sorted({k[0] for k in _table(table) if k[1] == fmt})
+    if not measured:
+        raise ValueError(f"no measured GPU has {fmt} {table} curves")
+    if key in measured:
+        return key
+    if FAMILY_FALLBACK.get(key) in measured:
+        return FAMILY_FALLBACK[key]
+    me = catalog.get_gpu(key)
+    return _nearest(_specs(measured), (me.bf16_tflops, me.hbm_tbps, None))[2]
+
+
+def _specs(keys) -> list[tuple[float, float, str]]:
+    """(dense bf16 TFLOP/s, HBM TB/s, key) per GPU key: what :func:`curve_source` compares."""
+    return [(catalog.get_gpu(k).bf16_tflops, catalog.get_gpu(k).hbm_tbps, k) for k in keys]
+
+
+def gemm_source(gpu_key: str, dtype: str) -> str:
+    """The catalog key of the GPU whose GEMM measurements :func:`gemm_efficiency` uses for ``gpu_key``. [text]
+
+    Parameters
+    ----------
+    gpu_key : str
+        The GPU (catalog key, display name or alias).
+    dtype : {'bf16', 'fp8', 'nvfp4'}
+        The GEMM's format ('fp4' reads as 'nvfp4').
+
+    Returns
+    -------
+    str
+        ``curve_source('gemm', gpu_key, dtype)``: ``gpu_key`` itself when measured, else the GPU borrowed from.
+
+    References
+    ----------
+    AIConfigurator ``systems/data/<system>/gemm/trtllm/<version>/gemm_perf.parquet`` @095f58a, per
+    ``xlplan/data/kernels/sources.csv``.
+    """
+    return curve_source("gemm", gpu_key, dtype)
+
+
+def source_paths(table: str, gpu_key: str, dtype: str = "bf16") -> tuple[str, ...]:
+    """The AIConfigurator files, ``repository@commit:path``, behind one table's curves for a GPU. [text]
+
+    Parameters
+    ----------
+    table : {'gemm', 'prefill', 'decode', 'moe'}
+        Which curves.
+    gpu_key : str
+        The GPU; a GPU without measurements gets its :func:`curve_source`'s files.
+    dtype : {'bf16', 'fp8', 'nvfp4'}
+        As for :func:`curve_source`.
+
+    Returns
+    -------
+    tuple of str
+        One entry per database file.
+
+    References
+    ----------
+    ``xlplan/data/kernels/sources.csv``, written by ``scripts/reduce_kernel_data.py``.
+    """
+    src = curve_source(table, gpu_key, dtype)
+    name = {"prefill": "context_attention", "decode": "generation_attention"}.get(table, table)
+    return tuple(f"{r['repository']}@{r['commit']}:{r['path']}" for r in _rows("sources.csv")
+                 if r["gpu"] == src and r["path"].endswith(f"/{name}_perf.parquet"))
+
+
+def _roofline_fraction(gpu: str, fmt: str, m: float, n: float, k: float) -> float:
+    """min(peak, arithmetic intensity x HBM bandwidth) / peak for an (m x k) . (k x n) GEMM, bf16 output."""
+    spec = catalog.get_gpu(gpu)
+    peak = getattr(spec, PEAK_FIELD[fmt])
+    nbytes = (m * k + n * k) * BYTES_PER_WEIGHT[fmt] + 2.0 * m * n
+    return min(peak, 2.0 * m * n * k / nbytes * spec.hbm_tbps) / peak
+
+
+def _borrowed(value: float, src: str, gpu: str, fmt: str, m: float, n: float, k: float) -> float:
+    if src == gpu:
+        return value
+    return min(1.0, value / _roofline_fraction(src, fmt, m, n, k) * _roofline_fraction(gpu, fmt, m, n, k))
+
+
+def gemm_efficiency(gpu_key: str, dtype: str, tokens: float, n: int | None = None, k: int | None = None) -> float:
+    """Achieved ÷ dense peak of one GEMM with ``tokens`` rows (the step's tokens), as measured. [fraction]
+
+    Parameters
+    ----------
+    gpu_key : str
+        The GPU (catalog key, display name or alias).
+    dtype : {'bf16', 'fp8', 'nvfp4'}
+        The GEMM's format ('fp4' reads as 'nvfp4'); fp8 is per-tensor with the activations quantised at run time.
+    tokens : float
+        The GEMM's M, tokens in the step [tokens]; > 0. Log-linear between the tabulated powers of two; the end
+        value held outside them (1 to 32,768; 8,192 on A100).
+    n, k : int, optional
+        Output and input features [1]: the curve of the nearest tabulated shape (log distance) is used; left out,
+        the median over the tabulated shapes (Llama-3.1-8B and -70B projections at TP 1-8).
+
+    Returns
+    -------
+    float
+        Achieved TFLOP/s ÷ the catalog's dense TFLOP/s for ``dtype`` [fraction], in (0, 1]. For a GPU without
+        measurements, the :func:`gemm_source` GPU's value rescaled by the two rooflines (module docstring).
+
+    References
+    ----------
+    AIConfigurator ``aic-core/src/aiconfigurator_core/systems/data/<system>/gemm/trtllm/<version>/gemm_perf.parquet``
+    @095f58a, reduced to ``xlplan/data/kernels/gemm.csv``.
+    """
+    if not tokens > 0:
+        raise ValueError(f"tokens must be > 0, not {tokens}")
+    key, fmt = catalog.gpu_key(gpu_key), _dtype(dtype)
+    src = gemm_source(key, fmt)
+    shapes = sorted(s for g, d, s in _gemm() if g == src and d == fmt)
+    chosen = shapes if n is None and k is None else [_nearest(shapes, (n, k))]
+    values = [_borrowed(_loglinear(*_gemm()[(src, fmt, s)], tokens), src, key, fmt, tokens, *s) for s in chosen]
+    return statistics.median(values)
+
+
+def _heads(curves: dict, src: str, kv: str, num_heads: int, num_kv_heads: int, batch: int) -> tuple:
+    keys = [c for c in curves if c[0] == src and c[1] == kv]
+    heads = _nearest({c[2] for c in keys}, (num_heads, num_kv_heads))
+    b = _nearest({(c[3],) for c in keys if c[2] == heads}, (batch,))[0]
+    return curves[(src, kv, heads, b)]
+
+
+def prefill_attention_efficiency(gpu_key: str, seq_len: float, batch: int = 1, num_heads: int = 32,
+                                 num_kv_heads: int = 8) -> float:
+    """Achieved ÷ bf16 dense peak of causal prefill attention (bf16, head dim 128), as measured. [fraction]
+
+    Parameters
+    ----------
+    gpu_key : str
+        The GPU (catalog key, display name or alias).
+    seq_len : float
+        Prompt tokens per sequence [tokens]; log-linear between the tabulated lengths (16 to 16,384), the end
+        value held beyond the batch's measured range.
+    batch : int
+        Sequences prefilled together [sequences]; the nearest tabulated batch (1, 4, 16, 64) in log distance.
+    num_heads, num_kv_heads : int
+        Query and KV heads on one GPU [1]; the nearest tabulated layout: (32, 8), Llama-3.1-8B at TP 1, or (8, 1),
+        Llama-3.1-70B at TP 8.
+
+    Returns
+    -------
+    float
+        2·batch·heads·head_dim·seq_len² FLOPs ÷ latency ÷ the catalog's bf16 dense TFLOP/s [fraction]. A GPU without
+        measurements gets its :func:`curve_source` GPU's fraction, unscaled.
+
+    References
+    ----------
+    AIConfigurator ``systems/data/<system>/attention/trtllm/<version>/context_attention_perf.parquet`` @095f58a
+    (FLOPs as ``perf_database/attention.rs::context_attention_sol``), in ``xlplan/data/kernels/attention.csv``.
+    """
+    if not seq_len > 0:
+        raise ValueError(f"seq_len must be > 0, not {seq_len}")
+    src = curve_source("prefill", gpu_key, "bf16")
+    return _loglinear(*_heads(_table("prefill"), src, "bf16", num_heads, num_kv_heads, batch), seq_len)
+
+
+def decode_attention_bandwidth_fraction(gpu_key: str, kv_len: float, batch: int = 1, kv_dtype: str = "bf16",
+                                        num_heads: int = 32, num_kv_heads: int = 8) -> float:
+    """Bytes moved ÷ HBM bandwidth of one decode-attention step (head dim 128), as measured, at most 1. [fraction]
+
+    Parameters
+    ----------
+    gpu_key : str
+        The GPU (catalog key, display name or alias).
+    kv_len : float
+        Tokens already in each sequence's KV cache [tokens]; log-linear between the tabulated lengths (2^j - 1,
+        1 to 131,071), the end value held beyond the batch's measured range.
+    batch : int
+        Sequences decoded together [sequences]; the nearest tabulated batch (1, 8, 64, 256) in log distance.
+    kv_dtype : {'bf16', 'fp8'}
+        The KV cache's format (A100 has bf16 only).
+    num_heads, num_kv_heads : int
+        Query and KV heads on one GPU [1]; the nearest tabulated layout, (32, 8) or (8, 1).
+
+    Returns
+    -------
+    float
+        batch·(4·heads·head_dim + 2·kv_heads·kv_len·head_dim·bytes per KV element) ÷ latency ÷ the catalog's HBM
+        bandwidth [fraction], capped at 1: where one layer's KV cache fits in L2 the benchmark, which reads the same
+        cache every iteration, measures more than HBM bandwidth (A100, L40S, RTX PRO 6000 rows above 1), which a
+        model's many layers do not see. A GPU without measurements gets its :func:`curve_source` GPU's fraction.
+
+    References
+    ----------
+    AIConfigurator ``systems/data/<system>/attention/trtllm/<version>/generation_attention_perf.parquet`` @095f58a
+    (bytes as ``perf_database/attention.rs::generation_attention_sol``), in ``xlplan/data/kernels/attention.csv``.
+    """
+    kv = _dtype(kv_dtype)
+    src = curve_source("decode", gpu_key, kv)
+    return min(1.0, _loglinear(*_heads(_table("decode"), src, kv, num_heads, num_kv_heads, batch), max(kv_len, 1.0)))
+
+
+def moe_efficiency(gpu_key: str, dtype: str, tokens_per_expert: float, hidden: int | None = None,
+                   inter: int | None = None) -> float:
+    """Achieved ÷ dense peak of the fused MoE expert GEMMs (gated, balanced routing), as measured. [fraction]
+
+    Parameters
+    ----------
+    gpu_key : str
+        The GPU (catalog key, display name or alias).
+    dtype : {'bf16', 'fp8', 'nvfp4'}
+        The experts' format ('fp4' reads as 'nvfp4').
+    tokens_per_expert : float
+        Tokens routed to each expert in the step, tokens × top-k ÷ experts [tokens]; > 0; log-linear between the
+        tabulated values, the end value held beyond them.
+    hidden, inter : int, optional
+        Model width and expert intermediate size [1]: the nearest tabulated configuration (Mixtral-8x7B 4096/14336,
+        Qwen3-30B-A3B 2048/768, Qwen3-235B-A22B 4096/1536 at EP 8); left out, the median over the three.
+
+    Returns
+    -------
+    float
+        2·tokens·top-k·hidden·inter·3 ÷ (TP·EP) FLOPs ÷ latency ÷ the catalog's dense TFLOP/s for ``dtype``
+        [fraction]. A GPU without measurements gets its :func:`curve_source` GPU's value rescaled by the rooflines
+        of one expert's GEMM (M = tokens per expert, n = 3·inter ÷ TP, k = hidden).
+
+    References
+    ----------
+    AIConfigurator ``systems/data/<system>/moe/trtllm/<version>/moe_perf.parquet`` @095f58a (FLOPs as
+    ``operators/moe.rs::moe_sol``), in ``xlplan/data/kernels/moe.csv``.
+    """
+    if not tokens_per_expert > 0:
+        raise ValueError(f"tokens_per_expert must be > 0, not {tokens_per_expert}")
+    key, fmt = catalog.gpu_key(gpu_key), _dtype(dtype)
+    src = curve_source("moe", key, fmt)
+    configs = sorted(c for g, d, c in _moe() if g == src and d == fmt)
+    chosen = configs if hidden is None and inter is None else [_nearest(configs, (hidden, inter))]
+    return statistics.median(
+        _borrowed(_loglinear(*_moe()[(src, fmt, c)], tokens_per_expert), src, key, fmt, tokens_per_expert,
+                  3.0 * c[1] / c[4], c[0]) for c in chosen)
