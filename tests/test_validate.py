@@ -189,3 +189,20 @@ def test_readme_validation_table_is_current():
     r = subprocess.run([sys.executable, str(root / "scripts" / "validation_table.py"), "--check"], capture_output=True, text=True,
                        cwd=root, check=False)
     assert r.returncode == 0, "README.md's validation table is stale: run python scripts/validation_table.py"
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("", "empty; expected a CSV whose header row holds"),
+    ('{"rows": []}', "JSON, not a CSV"),
+    (PUBLIC.read_text().replace(",", "\t"), "tab-separated; expected commas"),
+    (PUBLIC.read_text().replace(",", ";"), "semicolon-separated; expected commas"),
+    (PUBLIC.read_text().splitlines()[0] + "\n", "no rows: the header is there but no measurement follows it"),
+])
+def test_a_file_of_another_shape_is_named_for_what_it_is(tmp_path, capsys, text, named):
+    # each would otherwise read as "missing column(s) id, category, …" (every column, though all are there) or,
+    # header only, as a validation of nothing with exit 0
+    path = tmp_path / "m.csv"
+    path.write_text(text, encoding="utf-8")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "m.csv" in err and "Traceback" not in err

@@ -16,7 +16,7 @@ from xlplan.io.planfile import read_plan, write_text_atomic
 
 @app.command("validate")
 def validate_cmd(
-    measurements: Path | None = typer.Argument(None, help="A CSV in the schema of measurements-public.csv; left out, the corpus that ships with xlplan."),
+    measurements: Path | None = typer.Argument(None, help="A CSV with the columns of the corpus (xlplan/data/measurements.csv); left out, that corpus."),
     as_json: bool = typer.Option(False, "--json", help="Print every check and the medians as JSON."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the README's validation table (with leave-one-source-out)."),
 ) -> None:

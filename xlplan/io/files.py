@@ -327,3 +327,34 @@ def check_zip_package(path: str | Path, what: str, limits: ZipLimits = ZipLimits
             except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError, ValueError) as e:
                 raise InputError(src, [(f"part {info.filename!r} is damaged or encrypted ({type(e).__name__}: {str(e)[:120]}); "
                                        f"expected {what}")]) from None
+
+
+def refuse_other_table_formats(src: str, text: str, columns: int, expected: str) -> None:
+    """Refuse an empty file, JSON, or a table split by tabs or semicolons, naming what it is (not 'missing columns').
+
+    Parameters
+    ----------
+    src : str
+        The file's name, for the message. [text]
+    text : str
+        The file's text. [text]
+    columns : int
+        How many columns the header should have; a header with half as many tabs (or semicolons) and no comma is
+        read as tab- (or semicolon-) separated. [columns]
+    expected : str
+        What the file should hold, for the message. [text]
+
+    Raises
+    ------
+    InputError
+        Naming the file and what it looks like, and what was expected.
+    """
+    head = text.lstrip("\ufeff \t\r\n")
+    first = head.splitlines()[0] if head else ""
+    if not head:
+        raise InputError(src, [f"empty; expected a CSV whose header row holds {expected}"])
+    if head[0] in "{[":
+        raise InputError(src, [f"JSON, not a CSV; expected a comma-separated file of {expected}"])
+    for sep, name in (("\t", "tab"), (";", "semicolon")):
+        if "," not in first and first.count(sep) >= columns // 2:
+            raise InputError(src, [f"{name}-separated; expected commas between {expected} (save it as CSV)"])

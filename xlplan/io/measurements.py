@@ -282,15 +282,18 @@ def read_measurements(path: str | Path) -> list[dict]:
 
     src = str(path)
     text = files.read_text(path, "a measurements CSV", files.TABLE_MAX_BYTES)
+    files.refuse_other_table_formats(src, text, len(REQUIRED), "the corpus' columns (xlplan/data/measurements.csv: id, category, model, …)")
     try:
         reader = csv.DictReader(io.StringIO(text))
         fields = reader.fieldnames or []
         rows = list(reader)
     except csv.Error as e:
-        raise InputError(src, [f"not a CSV ({e}); expected the columns of measurements-public.csv"]) from None
+        raise InputError(src, [f"not a CSV ({e}); expected the columns of the corpus, xlplan/data/measurements.csv"]) from None
     missing = [c for c in REQUIRED if c not in fields]
+    if not missing and not rows:
+        raise InputError(src, ["no rows: the header is there but no measurement follows it; expected at least one row"])
     if missing:
-        raise InputError(src, [(f"missing column(s) {', '.join(missing)}; expected the columns of measurements-public.csv "
+        raise InputError(src, [(f"missing column(s) {', '.join(missing)}; expected the columns of the corpus, xlplan/data/measurements.csv "
                                f"({', '.join(REQUIRED)}, …)")])
     problems, seen = [], {}
     for line, row in enumerate(rows, start=2):
