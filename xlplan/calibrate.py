@@ -25,11 +25,7 @@ from xlplan import predict
 from xlplan.calibrate_map import BOUNDS, NOISE, PRIOR_SPREAD, ImplausibleFit, MapFit, implausible, map_fit
 from xlplan.predict import Conditions, Efficiencies
 
-__all__ = ["Fit", "ImplausibleFit", "Run", "fit", "fit_defaults", "predicted", "residuals", "scaled_residuals"]
-
-TTFT_WEIGHT = 0.5
-"""In :func:`residuals`, TTFT counts half: a TTFT mixes prefill with queueing the model takes in coarsely. [1]"""
-
+__all__ = ["Fit", "ImplausibleFit", "Run", "fit", "fit_defaults", "predicted", "scaled_residuals"]
 
 @dataclass(frozen=True)
 class Run:
@@ -106,38 +102,6 @@ def predicted(run: Run, eff: Efficiencies, base: Conditions | None = None, table
 
 def _measured(run: Run) -> dict[str, float]:
     return {k: v for k, v in (("ttft_s", run.ttft_s), ("itl_s", run.itl_s), ("output_tok_s", run.output_tok_s)) if v}
-
-
-def residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None, table: dict | None = None) -> list[float]:
-    """Log ratios predicted ÷ measured over every figure every run measured (TTFT weighted by :data:`TTFT_WEIGHT`). [1]
-
-    Parameters
-    ----------
-    runs : list of Run
-        Benchmark runs (or public measurements), each with the figures it measured.
-    eff : Efficiencies
-        The efficiencies to predict with; every field filled (see :meth:`xlplan.predict.Efficiencies.resolved`).
-    base : Conditions, optional
-        Model, GPU, dtypes and TP for runs that carry no conditions of their own.
-    table : dict, optional
-        The fitted default table that fills ``eff``'s empty fields; left out, the shipped one.
-
-    Returns
-    -------
-    list of float
-        ``ln(predicted ÷ measured)`` per measured figure, run by run; 5.0 where the prediction is missing, not
-        positive or not finite. [1]
-    """
-    out = []
-    for r in runs:
-        pred = predicted(r, eff, base, table)
-        for k, m in _measured(r).items():
-            p = pred.get(k)
-            if p is None or not p > 0 or not math.isfinite(p):
-                out.append(5.0)
-                continue
-            out.append(math.log(p / m) * (TTFT_WEIGHT if k == "ttft_s" else 1.0))
-    return out
 
 
 FIELDS = ("prefill_mfu", "decode_mfu", "bandwidth_efficiency", "step_overhead_s", "expert_efficiency")

@@ -14,6 +14,7 @@ row with its source.
 from __future__ import annotations
 
 import functools
+import re
 
 RUNBOOK_EFFICIENCIES = {"prefill_mfu": 0.40, "decode_mfu": 0.40, "bandwidth_efficiency": 0.60, "step_overhead_s": 0.0,
                         "expert_efficiency": 1.0}
@@ -227,8 +228,6 @@ def superseded_release(engine: str, version: str, v0: bool = False) -> str:
     >>> superseded_release("sglang", "v0.4.3.post2"), superseded_release("vllm", "vllm/vllm-openai:v0.11.0")
     ('SGLang 0.4.3, older than the releases the defaults are fitted on (0.5 or later)', '')
     """
-    import re
-
     if engine not in CURRENT_SERIES:
         return ""
     first, reads = CURRENT_SERIES[engine]

@@ -26,7 +26,7 @@ def validate_cmd(
 
     from xlplan.io.measurements import CATEGORIES, CORPUS, medians, read_measurements
     from xlplan.io.measurements import as_json as checks_json
-    from xlplan.io.validation_report import build, current, headline, summary_lines
+    from xlplan.io.validation_report import build, current, headline, row_counts, summary_lines
     from xlplan.predict import Efficiencies
 
     eff = Efficiencies()
@@ -69,10 +69,9 @@ def validate_cmd(
             else:
                 table.add_row(c.id, c.metric, f"{c.predicted:,.2f}", f"{c.measured:,.2f}", f"{c.relative_error:+.1%}", note)
         console.print(table)
-    ids = {c.id for c in checks}
-    skipped = {c.id for c in checks if c.skipped} - {c.id for c in checks if not c.skipped}
-    console.print(f"{len(ids)} rows: {len(ids - skipped)} predicted ({len(report.superseded)} of older engine releases, "
-                  f"validated but not fitted nor in the headline), {len(skipped)} skipped with the reason")
+    rows_n, predicted_n, skipped_n = row_counts(checks)
+    console.print(f"{rows_n} rows: {predicted_n} predicted ({len(report.superseded)} of older engine releases, "
+                  f"validated but not fitted nor in the headline), {skipped_n} skipped with the reason")
     for line in summary_lines(report):
         console.print(line)
 

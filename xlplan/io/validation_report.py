@@ -216,6 +216,13 @@ def current(rep: Report, checks) -> list[Check]:
     return [c for c in checks if c.id not in rep.superseded]
 
 
+def row_counts(checks) -> tuple[int, int, int]:
+    """(rows, rows predicted, rows skipped): a row with any predicted figure counts as predicted. [rows]"""
+    ids = {c.id for c in checks}
+    skipped = {c.id for c in checks if c.skipped} - {c.id for c in checks if not c.skipped}
+    return len(ids), len(ids - skipped), len(skipped)
+
+
 def worst(checks: list[Check], n: int = 8) -> list[Check]:
     """The checks with the largest |error| (capacity, throughput, latency)."""
     scored = [c for c in checks if c.relative_error is not None and c.kind != "ttft"]
@@ -312,11 +319,9 @@ def markdown(rep: Report) -> str:
         n = sum(1 for c in ins if pick(c) and c.relative_error is not None)
         if n:
             lines.append(f"| {cat} | {n} | {_pct(_median(out, pick))} | {_pct(_median(ins, pick))} |")
-    every = rep.in_sample
-    ids = {c.id for c in every}
-    skipped = {c.id for c in every if c.skipped} - {c.id for c in every if not c.skipped}
-    lines += ["", (f"{len(ids)} rows from {len({c.source for c in every})} sources: {len(ids - skipped)} predicted, "
-                  f"{len(skipped)} skipped with the reason (`xlplan validate` lists them).")]
+    rows_n, predicted_n, skipped_n = row_counts(rep.in_sample)
+    lines += ["", (f"{rows_n} rows from {len({c.source for c in rep.in_sample})} sources: {predicted_n} predicted, "
+                  f"{skipped_n} skipped with the reason (`xlplan validate` lists them).")]
     if rep.calibration:
         lines += ["", ("| calibration within a deployment (same GPU, model, engine) | pairs | defaults | calibrated | improved "
                       "| unchanged | worse | worse by > 5 points |"), "|---|---|---|---|---|---|---|---|"]
