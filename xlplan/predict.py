@@ -41,6 +41,7 @@ from xlplan.bench_conditions import (  # noqa: F401  re-exported: validate and c
     plan_for,
     replace_concurrency,
 )
+from xlplan.frozen import replaced
 from xlplan.specs import GPUSpec
 from xlplan.units import GIB
 
@@ -94,10 +95,10 @@ def with_efficiencies(rep: Replica, eff: Efficiencies) -> Replica:
         ``rep`` with its scenario's and serving replica's efficiencies replaced; its KV room unchanged.
     """
     e = eff.resolved(rep.s.engine, rep.gpu_name)
-    s = replace(rep.s, prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, mfu=e.decode_mfu,
-                bandwidth_efficiency=e.bandwidth_efficiency, step_overhead_s=e.step_overhead_s, expert_efficiency=e.expert_efficiency)
-    r = replace(rep.r, prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, bandwidth_efficiency=e.bandwidth_efficiency,
-                step_overhead_s=e.step_overhead_s, expert_efficiency=e.expert_efficiency)
+    s = replaced(rep.s, prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, mfu=e.decode_mfu,
+                 bandwidth_efficiency=e.bandwidth_efficiency, step_overhead_s=e.step_overhead_s, expert_efficiency=e.expert_efficiency)
+    r = replaced(rep.r, prefill_mfu=e.prefill_mfu, decode_mfu=e.decode_mfu, bandwidth_efficiency=e.bandwidth_efficiency,
+                 step_overhead_s=e.step_overhead_s, expert_efficiency=e.expert_efficiency)
     return replace(rep, s=s, r=r)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from xlplan import order_stats
 from xlplan.scenario import Scenario
 from xlplan.sim_loop import _Run
 from xlplan.sim_workload import Workload
@@ -179,8 +180,8 @@ def _pooled_percentiles(values, counts, qs) -> list[float]:
 
     The pooled ITL sample repeats each step's duration once per sequence it advanced: tens of millions of entries on
     a large fleet, most of a run's measuring time. Linear interpolation (numpy's default) reads only the two order
-    statistics either side of the virtual index ``(N − 1)·q/100``; each is found among the sorted distinct values by
-    the cumulative counts, and interpolated with numpy's own formula (``_lerp``), so the figures are unchanged.
+    statistics either side of the virtual index ``(N − 1)·q/100``; each is found by the cumulative counts
+    (:func:`xlplan.order_stats.value_at_weight`, which sorts only the values near the rank), and interpolated with numpy's own formula (``_lerp``), so the figures are unchanged.
 
     Parameters
     ----------
@@ -203,21 +204,18 @@ def _pooled_percentiles(values, counts, qs) -> list[float]:
     total = int(counts.sum())
     if total == 0:
         return [math.nan for _ in qs]
-    order = np.argsort(values)  # equal values may come in any order: the j-th of the sorted sample is the same
-    v, cum = values[order], np.cumsum(counts[order])
-
-    def at(j: int) -> float:  # the j-th entry (from 0) of the sorted repeated sample
-        return float(v[int(np.searchsorted(cum, j, side="right"))])
-
+    hs = [(total - 1) * (q / 100.0) for q in qs]  # numpy: (n − 1) × true_divide(q, 100)
+    ranks = sorted({j for h in hs for j in ((total - 1,) if h >= total - 1 else (math.floor(h), math.floor(h) + 1))})
+    # the j-th entry (from 0) of the sorted repeated sample is the first value whose cumulative count reaches j + 1
+    at = dict(zip(ranks, order_stats.value_at_weight(values, counts, [j + 1 for j in ranks])))
     out = []
-    for q in qs:
-        h = (total - 1) * (q / 100.0)  # numpy: (n − 1) × true_divide(q, 100)
+    for h in hs:
         if h >= total - 1:
-            out.append(at(total - 1))
+            out.append(at[total - 1])
             continue
         lo = math.floor(h)
         gamma = h - lo
-        a, b = np.float64(at(lo)), np.float64(at(lo + 1))
+        a, b = np.float64(at[lo]), np.float64(at[lo + 1])
         diff = b - a
         out.append(float(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma))
     return out
@@ -231,9 +229,7 @@ def _weighted_percentile(values, weights, q: float) -> float:
     values, weights = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
     if weights.sum() <= 0:
         return math.nan
-    order = np.argsort(values)
-    cum = np.cumsum(weights[order])
-    return float(values[order][np.searchsorted(cum, q / 100.0 * cum[-1])])
+    return order_stats.value_at_weight(values, weights, [q / 100.0 * weights.sum()])[0]
 
 
 def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) -> SimResult:
