@@ -213,6 +213,20 @@ class Plan(_Section):
     growth: Growth | None = Field(default=None, description="How the peak grows month by month (`xlplan schedule`); left out, no schedule.")
     owners: Owners = Field(default_factory=Owners, description="Who owns each input.")
     sources: Sources = Field(default_factory=Sources, description="Where and when each input was obtained.")
+    accept_implausible: list[str] = Field(
+        default_factory=list, description="Fields whose value is outside its plausible range (xlplan.plausibility) "
+        "and meant: planned as given, and the note says so, e.g. [forecast.peak_rps]. [text]")
+
+    @field_validator("accept_implausible", mode="after")
+    @classmethod
+    def _known_fields(cls, v: list[str]) -> list[str]:
+        from xlplan.plausibility import FIELDS
+
+        unknown = [f for f in v if f not in FIELDS]
+        if unknown:
+            raise ValueError(f"{', '.join(map(repr, unknown))} has no plausible range; expected fields such as "
+                             "promise.itl_s, forecast.peak_rps or result.fleet_gpus (the README lists them)")
+        return v
 
     @model_validator(mode="after")
     def _prompts_fit_the_model(self) -> Plan:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from xlplan import _vec, architecture, closed_form, cost, engines, memory, ownership, simulate, steps, whatif
+from xlplan import _vec, architecture, closed_form, cost, engines, memory, ownership, plausibility, simulate, steps, whatif
 from xlplan.decision import (  # noqa: F401  (re-exported: callers name them as planner.*)
     AUTO_VERIFY_MAX_REPLICAS,
     AUTO_VERIFY_MAX_REQUESTS,
@@ -68,7 +68,7 @@ def _length(p50, p95, p99, mean, m2) -> LengthOut:
 
 
 def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
-    out = []
+    out = plausibility.accepted_lines(plan)
     p = sol.paths
     if p.ttft_p95_s > s.ttft_s:
         out.append(
@@ -179,17 +179,16 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
     Raises
     ------
     PlanningError
-        When the plan cannot be met on this hardware (the weights fit no TP degree
-        inside a node, or no batch meets the inter-token target).
+        When the plan cannot be met (no TP degree in a node holds the weights, no batch meets the inter-token
+        target), or its answer is past a bound it does not accept (:data:`xlplan.plausibility.RESULT_BOUNDS`).
 
     References
     ----------
     Runbook, document 14, "From a forecast to a purchase order", steps 1-7, and "The capacity note".
     """
-    s = resolve(p)
-    set_by_plan = p.policy.max_num_batched_tokens is not None
+    s, set_by_plan = resolve(p), p.policy.max_num_batched_tokens is not None
     d = decide(s, p.promise.percentile, p.model.resolve().max_context_tokens, set_by_plan, verify)
-    sol, cf = d.sol, d.closed_form
+    sol, cf, meant = d.sol, d.closed_form, _within_bounds(p, d.answer)
     return PlanResult(
         name=p.name,
         calibration_source=p.policy.calibration.source if p.policy.calibration else None,
@@ -207,7 +206,7 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
         cost=_cost_out(p, s, sol),
         sensitivities=whatif.sensitivities(p, s),
         breakpoints=whatif.breakpoints(s, sol),
-        warnings=_warnings(p, s, sol) + answer_warnings(cf, d.verified) + ([d.skipped] if d.skipped else []),
+        warnings=_warnings(p, s, sol) + meant + answer_warnings(cf, d.verified) + ([d.skipped] if d.skipped else []),
         verified=d.verified,
         queueing=_queueing(p, s, cf),
         closed_form=_closed_form_out(s, cf),
@@ -215,6 +214,15 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
         closed_form_sensitivities=whatif.closed_sensitivities(p, s, cf.step_budget_tokens, set_by_plan),
         closed_form_breakpoints=whatif.closed_breakpoints(s, cf, set_by_plan),
     )
+
+
+def _within_bounds(p: Plan, a) -> list[str]:
+    """The note's lines for an answer past :data:`xlplan.plausibility.RESULT_BOUNDS` that the plan accepts; raises
+    PlanningError, naming the bound, for one it does not. [text]"""
+    past = plausibility.results(a.purchased, a.monthly_usd)
+    if any(b.field not in p.accept_implausible for b in past):
+        raise PlanningError("; ".join(b.message for b in past if b.field not in p.accept_implausible))
+    return [f"accepted as meant: {b.field} = {b.value:,.0f}, past its plausible bound" for b in past]
 
 
 def _inputs_out(p: Plan, s: Scenario, tr: steps.Traffic) -> InputsOut:

@@ -33,8 +33,27 @@ def report(e: InputError) -> None:
         typer.echo(f"  {p}", err=True)
 
 
+ACCEPT = "--accept-implausible"
+
+
+def _hoisted(argv: list[str]) -> list[str]:
+    """``--accept-implausible FIELD`` moved in front of the command, where the app's option is read: it may be written
+    after the command as well (``xlplan plan big.yaml --accept-implausible forecast.peak_rps``)."""
+    front, rest, i = [], [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == ACCEPT and i + 1 < len(argv):
+            front += [a, argv[i + 1]]
+            i += 2
+            continue
+        (front if a.startswith(ACCEPT + "=") else rest).append(a)
+        i += 1
+    return front + rest
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning bad input into exit status 2 and clear lines."""
+    argv = _hoisted(list(sys.argv[1:] if argv is None else argv))
     try:
         # not standalone: usage errors are raised to us (not printed as a box), and a command's typer.Exit(code)
         # comes back as its code; commands return nothing else

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from xlplan import plausibility
 from xlplan.io import files, structured
 from xlplan.io.errors import InputError, describe_validation_error
 from xlplan.io.hf_config import read_hf_config
@@ -58,16 +59,26 @@ def plan_from_mapping(data: Any, source: str = "plan", base_dir: Path | None = N
             raise InputError(source, [f"model.spec: got {inline!r}; expected a mapping of model fields"])
         data = {**data, "model": {**model, "spec": {**spec, **(inline or {})}}}
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as e:
         raise InputError(source, describe_validation_error(e)) from None
+    implausible = plausibility.inputs(plan)
+    if implausible:
+        raise InputError(source, [b.message for b in implausible])
+    return plan
 
 
-def read_plan(path: str | Path) -> Plan:
-    """Read and validate a plan file; raises InputError with one line per problem (the file and the field or line)."""
+def read_plan(path: str | Path, accept_implausible: tuple[str, ...] = ()) -> Plan:
+    """Read and validate a plan file; raises InputError with one line per problem (the file and the field or line).
+
+    ``accept_implausible`` adds fields to the plan's own ``accept_implausible`` (``xlplan --accept-implausible``)."""
     path = Path(path)
     data = _parse(files.read_text(path, PLAN_FILE, files.TEXT_MAX_BYTES), str(path))
     structured.check_numbers(data, str(path), _schema())
+    if accept_implausible and isinstance(data, dict):
+        mine = data.get("accept_implausible") or []
+        mine = list(mine) if isinstance(mine, list) else [mine]
+        data = {**data, "accept_implausible": mine + [f for f in accept_implausible if f not in mine]}
     return plan_from_mapping(data, str(path), path.parent)
 
 

@@ -1,0 +1,138 @@
+"""Plausibility: a value no one means is refused in one line naming the likely slip, unless the plan accepts it."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from xlplan import plausibility
+from xlplan.cli import main
+from xlplan.io.planfile import reference_plan, reference_plan_text
+from xlplan.plan import Plan
+from xlplan.planner import plan as run_plan
+from xlplan.steps import PlanningError
+
+GOOD = yaml.safe_load(reference_plan_text())
+
+
+def _with(section, **fields):
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in GOOD.items()}
+    data[section] = {**(data.get(section) or {}), **fields}
+    return data
+
+
+def _run(tmp_path, capsys, data, *args):
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    rc = main(["plan", str(path), "--no-verify", *args])
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    return rc, out.out, out.err, str(path)
+
+
+@pytest.mark.parametrize(("section", "field", "value", "slip", "by_schema"), [
+    # each slip's fix is the arithmetic of its unit: 1.5 ms = 0.0015 s; $2,190 a month ÷ 730 h = $3.00 an hour;
+    # 3,456,000 a day ÷ 86,400 s = 40 a second; 700 W = 0.7 kW; 12 cents = $0.12. The last two the schema refuses
+    # first (past what can be: 20 kW per GPU, $2 per kWh), with the same fix in its own words.
+    ("promise", "itl_s", 1.5, "1.5 ms is 0.0015", False),
+    ("hardware", "usd_per_gpu_hour", 2190, "$2,190 a month is $3.00 an hour", False),
+    ("forecast", "peak_rps", 3_456_000, "3,456,000 a day is 40 a second", False),
+    ("policy", "mfu", 1.0, "0.01 to 0.8", False),
+    ("policy", "memory_utilisation", 1.0, "0.05 to 0.98", False),
+    ("policy", "step_overhead_s", 0.5, "0 to 0.1", False),
+    ("costs", "kw_per_gpu", 700, "write 0.7", True),
+    ("costs", "usd_per_kwh", 12, "write 0.12", True),
+])
+def test_a_slip_is_one_line_naming_the_file_field_value_and_fix(tmp_path, capsys, section, field, value, slip, by_schema):
+    rc, _, err, path = _run(tmp_path, capsys, _with(section, **{field: value}))
+    line = err.strip()
+    assert rc == 2 and line.count("\n") == 0, err
+    assert line.startswith(f"error: {path}: {section}.{field}: got "), line
+    assert slip in line, line
+    if not by_schema:
+        assert f"accept_implausible: [{section}.{field}]" in line  # and how to say it is meant
+
+
+def test_a_rate_of_ten_to_the_fourteen_is_refused_not_planned(tmp_path, capsys):
+    # 10¹⁴ req/s used to run the Erlang sums for minutes; the plausible range stops it before the engine starts
+    rc, _, err, _ = _run(tmp_path, capsys, _with("forecast", peak_rps=1e14))
+    assert rc == 2 and "forecast.peak_rps: got 100,000,000,000,000" in err
+
+
+def test_a_value_meant_is_planned_and_the_note_says_so(tmp_path, capsys):
+    data = _with("policy", mfu=0.9)
+    data["accept_implausible"] = ["policy.mfu"]
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    assert rc == 0 and "accepted as meant: policy.mfu = 0.9" in out
+    # the same from the command line, written after the command or before it
+    for args in (["--accept-implausible", "policy.mfu"], ["--accept-implausible=policy.mfu"]):
+        rc, out, err, _ = _run(tmp_path, capsys, _with("policy", mfu=0.9), *args)
+        assert rc == 0 and "accepted as meant: policy.mfu = 0.9" in out, err
+
+
+def test_accepting_a_field_without_a_range_is_refused(tmp_path, capsys):
+    data = dict(GOOD, accept_implausible=["policy.mfx"])
+    rc, _, err, _ = _run(tmp_path, capsys, data)
+    assert rc == 2 and "accept_implausible" in err and "'policy.mfx' has no plausible range" in err
+
+
+def test_an_answer_past_its_bounds_is_refused_unless_accepted():
+    # 2,000,000 req/s of the runbook's traffic: Little's Law alone puts 2e6 × 15 s = 3e7 requests in flight, some
+    # 200,000 replicas of one GPU at 150 conversations each — past 100,000 GPUs and $100M a month
+    big = reference_plan().model_copy(update={"accept_implausible": ["forecast.peak_rps"]})
+    big = Plan.model_validate({**big.model_dump(), "forecast": {**big.forecast.model_dump(), "peak_rps": 2e6}})
+    with pytest.raises(PlanningError, match="result.fleet_gpus: got"):
+        run_plan(big)
+    meant = Plan.model_validate({**big.model_dump(), "accept_implausible": ["forecast.peak_rps", "result.fleet_gpus",
+                                                                            "result.monthly_usd"]})
+    r = run_plan(meant)
+    assert r.answer.purchased > 100_000
+    assert any(w.startswith("accepted as meant: result.fleet_gpus") for w in r.warnings)
+
+
+def test_the_engines_own_defaults_and_the_reference_are_plausible():
+    assert plausibility.inputs(reference_plan()) == []
+    for r in plausibility.RANGES:
+        assert r.low < r.high and r.reason and r.expected, r.field
+
+
+# Orders of magnitude each numeric field is swept across; every other field as in the reference plan.
+SWEPT = [r.field for r in plausibility.RANGES if not r.field.startswith(("api.", "costs."))]
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(field=st.sampled_from(SWEPT), exponent=st.integers(-6, 9))
+def test_no_plan_exits_0_with_an_implausible_answer_without_a_warning(tmp_path_factory, field, exponent):
+    # Thresholds of this test's own, independent of the plausibility layer: a fleet over 100,000 GPUs, a bill over
+    # $100M a month or under $1, $/M tokens over $1,000 — each is an answer no one meant.
+    section, *rest = field.split(".")
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in GOOD.items()}
+    node = data.setdefault(section, {})
+    for part in rest[:-1]:
+        node[part] = dict(node.get(part) or {})
+        node = node[part]
+    node[rest[-1]] = 10.0 ** exponent
+    path = tmp_path_factory.mktemp("sweep") / "plan.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    from xlplan.io.errors import InputError
+    from xlplan.io.planfile import read_plan
+
+    try:
+        r = run_plan(read_plan(path))
+    except (InputError, PlanningError):
+        return  # refused: exit 2 with its line
+    absurd = (r.answer.purchased > 100_000 or not 1.0 <= r.answer.monthly_usd <= 1e8
+              or r.cost.usd_per_mtok > 1000)
+    assert not absurd or r.warnings, (field, exponent, r.answer)
+
+
+def test_the_readme_lists_every_range_as_the_code_has_it():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    for r in plausibility.RANGES + plausibility.RESULT_BOUNDS:
+        assert f"| `{r.field}` | {plausibility._num(r.low)} to {plausibility._num(r.high)} |" in readme, r.field

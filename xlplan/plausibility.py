@@ -1,0 +1,205 @@
+"""Plausible ranges for a plan's inputs and its results: a value far outside what any deployment has is a slip.
+
+The plan's schema refuses what cannot be (a negative rate, a fraction over 1); this layer refuses what can be written
+but no one means: a GPU-hour at a million dollars, an MFU of 1.0, 10¹⁴ requests a second. Each range is stated in
+numbers with its reason (:data:`RANGES`, listed in the README); a value outside it is refused in one line naming the
+likely slip and its fix, unless the plan accepts that field (``accept_implausible: [FIELD, …]`` in the plan file, or
+``xlplan --accept-implausible FIELD``), in which case the note says so. Results are held to bounds too
+(:data:`RESULT_BOUNDS`): a fleet of more than 100,000 GPUs or a bill over $100M a month is refused the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def _num(v: float) -> str:
+    """A value as a person writes it: 1,000,000 not 1e+06; 0.05 not 5e-02."""
+    if v == int(v) and abs(v) < 1e15:
+        return f"{int(v):,}"
+    return f"{v:,.6g}" if 1e-4 <= abs(v) < 1e15 else f"{v:g}"
+
+
+def _ms(v: float) -> str:
+    return f" — was it milliseconds? {v:g} ms is {v / 1000:g}" if v >= 1 else ""
+
+
+def _percent(v: float) -> str:
+    return f" — was it a percentage? {v:g}% is {v / 100:g}" if 1 < v <= 100 else ""
+
+
+def _per_month(v: float) -> str:
+    return f" — was it a monthly price? ${v:,.0f} a month is ${v / 730:,.2f} an hour" if v >= 730 else ""
+
+
+def _watts(v: float) -> str:
+    return f" — was it watts? {v:g} W is {v / 1000:g} kW" if v >= 10 else ""
+
+
+def _cents(v: float) -> str:
+    return f" — was it cents? {v:g}¢ is ${v / 100:g}" if v >= 2 else ""
+
+
+def _per_day(v: float) -> str:
+    if v / 86400 <= 1e6:
+        return f" — was it requests a day? {_num(v)} a day is {_num(round(v / 86400, 1))} a second"
+    return ""
+
+
+@dataclass(frozen=True)
+class Range:
+    """One input's plausible range. Units in ``expected``."""
+
+    field: str  # dotted, as the plan file names it [text]
+    low: float  # smallest plausible value, inclusive [field's unit]
+    high: float  # largest plausible value, inclusive [field's unit]
+    expected: str  # what the value measures, with its unit [text]
+    reason: str  # why the range ends where it does [text]
+    slip: object = None  # v -> the likely slip for a value outside, as a phrase; None where none is likely [text]
+
+
+RANGES: tuple[Range, ...] = (
+    Range("forecast.peak_rps", 1e-4, 1e6, "requests per second at peak",
+          "10⁶ req/s is more than the largest public LLM services report", _per_day),
+    *(Range(f"forecast.prompt_tokens.{q}", 1, 1e7, "tokens", "the longest context windows published are 10M tokens")
+      for q in ("p50", "p95", "p99")),
+    *(Range(f"forecast.output_tokens.{q}", 1, 262_144, "tokens", "the longest output limits published are 128k-256k tokens")
+      for q in ("p50", "p95", "p99")),
+    Range("forecast.arrival_cv2", 0.0, 100.0, "the squared coefficient of variation of arrival gaps (1 for Poisson)",
+          "bursty production traffic measures 1-20"),
+    Range("promise.ttft_s", 0.01, 600.0, "seconds to the first token",
+          "10 ms is below one prefill step; 10 minutes is batch work", _ms),
+    Range("promise.itl_s", 0.001, 1.0, "seconds per token", "1 ms is a thousand tokens a second per user; 1 s is "
+          "slower than reading", _ms),
+    Range("promise.tokens_per_s", 1.0, 1000.0, "tokens per second per user", "the inverse of an inter-token target "
+          "from 1 ms to 1 s"),
+    Range("hardware.usd_per_gpu_hour", 0.05, 100.0, "US dollars per GPU-hour",
+          "published GPU-hour prices run from about $0.10 (old cards) to $15 (new systems)", _per_month),
+    Range("hardware.ops_usd_per_month", 0.0, 1e7, "US dollars a month", "a team of operators, not a fleet"),
+    *(Range(f"policy.{f}", 0.01, 0.8, "a fraction of peak FLOP/s",
+            "no published inference stack sustains more than 80% of peak", _percent)
+      for f in ("mfu", "prefill_mfu", "decode_mfu")),
+    Range("policy.bandwidth_efficiency", 0.05, 0.95, "a fraction of HBM bandwidth",
+          "memory-bound kernels reach at most about 92% of the rated bandwidth", _percent),
+    Range("policy.expert_efficiency", 0.01, 1.0, "expert GEMMs' MFU as a fraction of dense GEMMs'",
+          "grouped expert GEMMs do not beat dense ones", _percent),
+    Range("policy.memory_utilisation", 0.05, 0.98, "a fraction of GPU memory",
+          "engines need some memory outside their pool (CUDA context, graphs)", _percent),
+    Range("policy.overhead_gib", 0.0, 64.0, "GiB per GPU", "activations and runtime take a few GiB, not tens"),
+    Range("policy.step_overhead_s", 0.0, 0.1, "seconds per engine step", "measured per-step overheads are 0.5-10 ms",
+          _ms),
+    Range("costs.kw_per_gpu", 0.05, 3.0, "kW per GPU, its share of the server's draw",
+          "the largest accelerators draw about 1.2 kW, 2 kW with their server share", _watts),
+    Range("costs.pue", 1.0, 3.0, "power usage effectiveness (facility ÷ IT power)", "data centres report 1.05-2.5"),
+    Range("costs.usd_per_kwh", 0.01, 1.0, "US dollars per kWh", "industrial electricity costs $0.03-0.40", _cents),
+    Range("costs.depreciation_years", 1.0, 10.0, "years", "accelerators are written off over 3-6 years"),
+    Range("api.usd_per_mtok_input", 0.0, 500.0, "US dollars per million input tokens",
+          "published API prices run from a few cents to $150 per million"),
+    Range("api.usd_per_mtok_output", 0.0, 1000.0, "US dollars per million output tokens",
+          "published API prices run from a few cents to $600 per million"),
+)
+"""Every input range, with its reason; a field left out of a plan is not checked."""
+
+
+RESULT_BOUNDS: tuple[Range, ...] = (
+    Range("result.fleet_gpus", 0, 100_000, "GPUs to buy", "more than any single published inference fleet"),
+    Range("result.monthly_usd", 0, 1e8, "US dollars a month", "$100M a month is a hyperscaler's whole budget line"),
+)
+"""Bounds on the answer: a fleet or a bill past them comes from an input no one meant."""
+
+FIELDS = frozenset(r.field for r in RANGES + RESULT_BOUNDS)
+
+
+@dataclass(frozen=True)
+class Implausible:
+    """One value outside its plausible range."""
+
+    field: str  # dotted [text]
+    value: float  # as given [field's unit]
+    message: str  # the one line: field, value, what was expected, the likely slip [text]
+
+
+def _value(plan, dotted: str):
+    obj = plan
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if isinstance(obj, (int, float)) and not isinstance(obj, bool) else None
+
+
+def _judge(r: Range, v: float) -> Implausible | None:
+    if r.low <= v <= r.high:
+        return None
+    return Implausible(r.field, v, f"{r.field}: got {_num(v)}; expected {r.expected}, {_num(r.low)} to {_num(r.high)} "
+                                   f"({r.reason}){r.slip(v) if r.slip else ''}; if it is meant, add accept_implausible: [{r.field}] to "
+                                   f"the plan, or run xlplan --accept-implausible {r.field} …")
+
+
+def inputs(plan, accepted=()) -> list[Implausible]:
+    """The plan's inputs outside their plausible ranges, fields in ``accepted`` left out.
+
+    Parameters
+    ----------
+    plan : Plan
+        A plan that passed its schema. [—]
+    accepted : iterable of str
+        Fields to leave unchecked, besides the plan's own ``accept_implausible``. [text]
+
+    Returns
+    -------
+    list of Implausible
+        In :data:`RANGES` order; empty when every value is plausible. [—]
+    """
+    skip = set(accepted) | set(getattr(plan, "accept_implausible", ()) or ())
+    out = []
+    for r in RANGES:
+        v = _value(plan, r.field)
+        if r.field not in skip and v is not None and (bad := _judge(r, float(v))) is not None:
+            out.append(bad)
+    return out
+
+
+def results(fleet_gpus: float, monthly_usd: float, accepted=()) -> list[Implausible]:
+    """The answer's fleet and bill past :data:`RESULT_BOUNDS`, fields in ``accepted`` left out.
+
+    Parameters
+    ----------
+    fleet_gpus : float
+        GPUs to buy. [GPUs]
+    monthly_usd : float
+        The monthly bill. [USD/month]
+    accepted : iterable of str
+        Fields to leave unchecked ('result.fleet_gpus', 'result.monthly_usd'). [text]
+
+    Returns
+    -------
+    list of Implausible
+        Empty when both are within bounds. [—]
+    """
+    values = {"result.fleet_gpus": fleet_gpus, "result.monthly_usd": monthly_usd}
+    return [bad for r in RESULT_BOUNDS if r.field not in set(accepted)
+            and (bad := _judge(r, float(values[r.field]))) is not None]
+
+
+def accepted_lines(plan) -> list[str]:
+    """The note's record of what the plan accepted: one line per accepted field that is outside its range. [text]
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan. [—]
+
+    Returns
+    -------
+    list of str
+        'accepted as meant: FIELD = VALUE (expected …)' for each accepted input outside its range. [text]
+    """
+    mine = set(getattr(plan, "accept_implausible", ()) or ())
+    out = []
+    for r in RANGES:
+        v = _value(plan, r.field)
+        if r.field in mine and v is not None and _judge(r, float(v)) is not None:
+            out.append(f"accepted as meant: {r.field} = {_num(float(v))}, outside the plausible {_num(r.low)} to {_num(r.high)} "
+                       f"({r.expected}; {r.reason})")
+    return out
