@@ -139,3 +139,13 @@ def test_command_line_typos_get_one_line_naming_the_option(capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("error: xlplan") and err.count("\n") == 1 and named in err, err
+
+
+def test_a_tensor_parallel_degree_that_does_not_divide_the_node_is_named_at_its_field(tmp_path, capsys):
+    # a check across sections used to say "(top level): got {…the whole plan…}"; it names policy.tp and the divisors
+    # of 8 (1, 2, 4, 8) instead
+    rc, err = run_plan(tmp_path, capsys, with_("policy", tp=3))
+    line = err.strip()
+    assert rc == 2 and line.count("\n") == 0
+    assert "policy.tp: got 3; expected a divisor of hardware.gpus_per_node = 8 (1, 2, 4 or 8" in line
+    assert "(top level)" not in line and "forecast" not in line

@@ -222,3 +222,16 @@ def test_an_inter_token_latency_written_in_seconds_is_refused_with_the_unit_name
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "vllm-c8.json" in err[0] and "written in seconds? the field is in milliseconds" in err[0]
     assert err[0].count("vllm-c8.json") == 1  # named once, not in the prefix and again in the message
+
+
+def test_calibrate_never_writes_over_its_own_plan_even_with_force(tmp_path, capsys):
+    # `calibrate … --plan cal.yaml -o cal.yaml --force` once rewrote the plan it read: refused before any fitting
+    paths = write_vllm(tmp_path)
+    plan_file = tmp_path / "cal.yaml"
+    main(["example", "-o", str(plan_file)])
+    before = plan_file.read_bytes()
+    capsys.readouterr()
+    rc = main(["calibrate", *map(str, paths), "--plan", str(plan_file), "-o", str(plan_file), "--force"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cal.yaml" in err and err.strip().count("\n") == 0, err
+    assert plan_file.read_bytes() == before

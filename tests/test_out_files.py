@@ -159,3 +159,9 @@ def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="No space left on device"):
         write_outputs([(tmp_path / "a.md", "a"), (tmp_path / "b.md", "b")])
     assert listing(tmp_path) == []
+
+
+def test_a_folder_as_an_output_is_named_a_folder_with_a_file_name_to_use(tmp_path, capsys):
+    # once "got a name ending in 'no suffix'": the folder is named as one, with a file name inside it to write instead
+    rc, err = cli(capsys, "workbook", "-o", str(tmp_path))
+    assert rc == 2 and f"-o: a folder; expected a file name, e.g. '{tmp_path / (tmp_path.name + '.xlsx')}'" in err

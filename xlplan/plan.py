@@ -335,9 +335,12 @@ class Plan(_Section):
     def _tp_fits_node(self) -> Plan:
         tp = self.policy.tp
         if tp is not None and (tp > self.hardware.gpus_per_node or self.hardware.gpus_per_node % tp):
+            n = self.hardware.gpus_per_node
+            divisors = [d for d in range(1, n + 1) if n % d == 0]
             raise ValueError(
-                f"policy.tp = {tp} must divide hardware.gpus_per_node = {self.hardware.gpus_per_node} "
-                "(tensor-parallel groups stay inside a node)"
+                f"policy.tp: got {tp}; expected a divisor of hardware.gpus_per_node = {n} "
+                f"({', '.join(map(str, divisors[:-1]))} or {divisors[-1]}: tensor-parallel groups stay inside a node)"
+                if len(divisors) > 1 else f"policy.tp: got {tp}; expected 1, as a node holds one GPU"
             )
         return self
 

@@ -88,6 +88,10 @@ def calibrate_cmd(
     from xlplan.io.extras import require
 
     require("scipy", command="calibrate")
+    if output is not None:  # before any work, and never one of the files read (--force does not make it one)
+        from xlplan.io.outputs import YAML, Output, check_outputs
+
+        check_outputs([Output(output, "-o", YAML)], force, inputs=[*results, *([plan_file] if plan_file else [])])
     from xlplan.calibrate import fit
     from xlplan.io.bench_results import read_results
     from xlplan.io.planfile import plan_to_yaml

@@ -163,6 +163,9 @@ def describe_validation_error(e: ValidationError) -> list[str]:
             # a check across fields names each problem at its own path: the line as it is, not the whole section
             out.extend(f"{path}.{line}" if path != "(top level)" and not line.startswith(path) else line for line in lines)
             continue
+        if kind == "value_error" and path == "(top level)":
+            out.append(f"{path}: {msg}")  # a check across sections: its message, not the whole plan pasted
+            continue
         if kind == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") in _PATTERNS:
             out.append(f"{path}: got {_value(err.get('input'))}; {_PATTERNS[err['ctx']['pattern']]}")
             continue

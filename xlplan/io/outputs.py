@@ -98,6 +98,9 @@ def new_file_mode() -> int:
 
 def _problems(out: Output, force: bool) -> list[str]:
     path = out.path
+    if path.is_dir() and not path.is_symlink():
+        example = f"{path.name or 'out'}{out.suffixes[0]}" if out.suffixes else "a name"
+        return [f"a folder; expected a file name, e.g. {str(path / example)!r}"]
     if out.suffixes and path.suffix.lower() not in out.suffixes:
         return [f"got a name ending in {path.suffix or 'no suffix'!r}; the name must end in {' or '.join(out.suffixes)}"]
     folder = path.parent
