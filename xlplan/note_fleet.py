@@ -5,6 +5,7 @@ Reads a :class:`~xlplan.result.PlanResult`; computes nothing.
 
 from __future__ import annotations
 
+from xlplan.fleet import MINIMUM_REPLICA
 from xlplan.note_format import _count, _secs, _seeds, _spares, _usd, _who_binds
 from xlplan.result import PlanResult
 
@@ -154,5 +155,9 @@ def answer_sentence(r: PlanResult) -> str:
         lost = " (one replica lost)" if n == 1 else f" ({n} replicas lost)"
     cannot = ("; the TTFT promise cannot be kept by any fleet (the prompt's prefill alone takes longer), so this is the "
               "fleet for the other paths only" if r.closed_form is not None and not r.closed_form.feasible else "")
+    binding = a.binding
+    if binding == MINIMUM_REPLICA:
+        binding += (f" (one replica of {a.tp} GPU{'' if a.tp == 1 else 's'} carries the peak with room to spare: no path "
+                    "needs more, so the fleet is the smallest the model runs on)")
     return (f"{a.load} GPU{'' if a.load == 1 else 's'} for the load, {a.with_redundancy} with redundancy{lost}, buy {a.purchased}; binding: "
-            f"{a.binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")
+            f"{binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")
