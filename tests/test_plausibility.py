@@ -136,3 +136,39 @@ def test_the_readme_lists_every_range_as_the_code_has_it():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     for r in plausibility.RANGES + plausibility.RESULT_BOUNDS:
         assert f"| `{r.field}` | {plausibility._num(r.low)} to {plausibility._num(r.high)} |" in readme, r.field
+
+
+@pytest.mark.parametrize(("section", "field", "value", "slip"), [
+    # found trying it as a new user: seconds per token written as a speed (0.05 s/token = 1 ÷ 0.05 = 20 tokens/s);
+    # an API price per thousand tokens ($0.00025 per 1k × 1,000 = $0.25 per million); half a millisecond in seconds
+    ("promise", "tokens_per_s", 0.05, "0.05 s a token is 20 tokens/s"),
+    ("api", "usd_per_mtok_input", 0.00025, "$0.00025 per 1k is $0.25 per million"),
+    ("policy", "step_overhead_s", 0.5, "0.5 ms is 0.0005"),
+])
+def test_slips_a_new_user_made(tmp_path, capsys, section, field, value, slip):
+    data = _with(section, **{field: value})
+    if section == "api":
+        data["api"] = {"usd_per_mtok_input": value, "usd_per_mtok_output": 0.75}
+    if field == "tokens_per_s":
+        data["promise"] = {k: v for k, v in data["promise"].items() if k != "itl_s"}  # the speed instead of the target
+    rc, _, err, _ = _run(tmp_path, capsys, data)
+    assert rc == 2 and slip in err, err
+
+
+def test_the_flag_without_a_field_and_a_field_given_alone(tmp_path, capsys):
+    assert main(["plan", "--no-verify", "--accept-implausible"]) == 2
+    assert "--accept-implausible: got nothing after it; expected a plan field" in capsys.readouterr().err
+    assert main(["--accept-implausible", "plan", "--no-verify"]) == 2  # the command taken for the field
+    assert "--accept-implausible: got 'plan'; expected a plan field" in capsys.readouterr().err
+    data = _with("policy", mfu=0.9)
+    data["accept_implausible"] = "policy.mfu"  # one field without brackets reads as the list it means
+    rc, out, _, _ = _run(tmp_path, capsys, data)
+    assert rc == 0 and "accepted as meant: policy.mfu = 0.9" in out
+
+
+def test_an_answer_past_both_bounds_names_the_file_and_one_way_to_accept_both(tmp_path, capsys):
+    data = _with("forecast", peak_rps=2e6)
+    data["accept_implausible"] = ["forecast.peak_rps"]
+    rc, _, err, path = _run(tmp_path, capsys, data)
+    assert rc == 2 and err.startswith(f"error: {path}: cannot plan: result.fleet_gpus: got ")
+    assert "accept_implausible: [result.fleet_gpus, result.monthly_usd]" in err

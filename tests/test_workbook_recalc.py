@@ -103,14 +103,19 @@ def plans(draw) -> Plan:
 
 
 def _feasible(p: Plan) -> bool:
-    from xlplan import steps
+    """Whether the planner plans it: the paths solve, and the closed-form answer is within the plausible bounds on a
+    fleet and a bill (a drawn plan of 137,224 GPUs is refused as no one's plan, as the CLI refuses it)."""
+    from xlplan import plausibility
+    from xlplan.decision import decide
     from xlplan.scenario import resolve
 
     try:
-        steps.solve(resolve(p))  # where the planner raises PlanningError, if anywhere
+        s = resolve(p)
+        a = decide(s, p.promise.percentile, p.model.resolve().max_context_tokens,
+                   p.policy.max_num_batched_tokens is not None, False).answer
     except PlanningError:
         return False
-    return True
+    return not plausibility.results(a.purchased, a.monthly_usd)
 
 
 def _draw_plans(n: int) -> list[Plan]:

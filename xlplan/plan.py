@@ -217,6 +217,12 @@ class Plan(_Section):
         default_factory=list, description="Fields whose value is outside its plausible range (xlplan.plausibility) "
         "and meant: planned as given, and the note says so, e.g. [forecast.peak_rps]. [text]")
 
+    @field_validator("accept_implausible", mode="before")
+    @classmethod
+    def _one_field_as_a_list(cls, v):
+        # `accept_implausible: forecast.peak_rps` (one field, no brackets) is read as the list it means; blank as none
+        return [v] if isinstance(v, str) else [] if v is None else v
+
     @field_validator("accept_implausible", mode="after")
     @classmethod
     def _known_fields(cls, v: list[str]) -> list[str]:

@@ -36,6 +36,25 @@ def _watts(v: float) -> str:
     return f" — was it watts? {v:g} W is {v / 1000:g} kW" if v >= 10 else ""
 
 
+def _ms_over(high: float):
+    def slip(v: float) -> str:
+        return f" — was it milliseconds? {_num(v)} ms is {v / 1000:g}" if v > high else ""
+    return slip
+
+
+def _seconds_per_token(v: float) -> str:
+    return (f" — was it seconds per token? {_num(v)} s a token is {1 / v:g} tokens/s (or write promise.itl_s: {_num(v)})"
+            if 0 < v < 1 else "")
+
+
+def _per_thousand(v: float) -> str:
+    return f" — was it per thousand tokens? ${_num(v)} per 1k is ${v * 1000:g} per million" if 0 < v < 0.005 else ""
+
+
+def _months(v: float) -> str:
+    return f" — was it months? {_num(v)} months is {v / 12:g} years" if v > 10 else ""
+
+
 def _cents(v: float) -> str:
     return f" — was it cents? {v:g}¢ is ${v / 100:g}" if v >= 2 else ""
 
@@ -72,7 +91,7 @@ RANGES: tuple[Range, ...] = (
     Range("promise.itl_s", 0.001, 1.0, "seconds per token", "1 ms is a thousand tokens a second per user; 1 s is "
           "slower than reading", _ms),
     Range("promise.tokens_per_s", 1.0, 1000.0, "tokens per second per user", "the inverse of an inter-token target "
-          "from 1 ms to 1 s"),
+          "from 1 ms to 1 s", _seconds_per_token),
     Range("hardware.usd_per_gpu_hour", 0.05, 100.0, "US dollars per GPU-hour",
           "published GPU-hour prices run from about $0.10 (old cards) to $15 (new systems)", _per_month),
     Range("hardware.ops_usd_per_month", 0.0, 1e7, "US dollars a month", "a team of operators, not a fleet"),
@@ -87,16 +106,21 @@ RANGES: tuple[Range, ...] = (
           "engines need some memory outside their pool (CUDA context, graphs)", _percent),
     Range("policy.overhead_gib", 0.0, 64.0, "GiB per GPU", "activations and runtime take a few GiB, not tens"),
     Range("policy.step_overhead_s", 0.0, 0.1, "seconds per engine step", "measured per-step overheads are 0.5-10 ms",
-          _ms),
+          _ms_over(0.1)),
     Range("costs.kw_per_gpu", 0.05, 3.0, "kW per GPU, its share of the server's draw",
           "the largest accelerators draw about 1.2 kW, 2 kW with their server share", _watts),
     Range("costs.pue", 1.0, 3.0, "power usage effectiveness (facility ÷ IT power)", "data centres report 1.05-2.5"),
     Range("costs.usd_per_kwh", 0.01, 1.0, "US dollars per kWh", "industrial electricity costs $0.03-0.40", _cents),
-    Range("costs.depreciation_years", 1.0, 10.0, "years", "accelerators are written off over 3-6 years"),
-    Range("api.usd_per_mtok_input", 0.0, 500.0, "US dollars per million input tokens",
-          "published API prices run from a few cents to $150 per million"),
-    Range("api.usd_per_mtok_output", 0.0, 1000.0, "US dollars per million output tokens",
-          "published API prices run from a few cents to $600 per million"),
+    Range("costs.depreciation_years", 1.0, 10.0, "years", "accelerators are written off over 3-6 years", _months),
+    Range("costs.capex_usd_per_node", 1000.0, 1e7, "US dollars per node, as bought",
+          "an 8-GPU B200 server lists for about $500,000; no node costs $10M"),
+    Range("costs.hosting_usd_per_kw_month", 0.0, 1000.0, "US dollars per kW of IT load a month",
+          "colocation prices run $100-300 per kW a month"),
+    Range("costs.hardware_ops_usd_per_month", 0.0, 1e7, "US dollars a month", "a team of operators, not a fleet"),
+    Range("api.usd_per_mtok_input", 0.005, 500.0, "US dollars per million input tokens",
+          "published API prices run from a few cents to $150 per million", _per_thousand),
+    Range("api.usd_per_mtok_output", 0.005, 1000.0, "US dollars per million output tokens",
+          "published API prices run from a few cents to $600 per million", _per_thousand),
 )
 """Every input range, with its reason; a field left out of a plan is not checked."""
 
@@ -116,7 +140,8 @@ class Implausible:
 
     field: str  # dotted [text]
     value: float  # as given [field's unit]
-    message: str  # the one line: field, value, what was expected, the likely slip [text]
+    message: str  # the one line: field, value, what was expected, the likely slip, how to accept it [text]
+    finding: str = ""  # the same without how to accept it [text]
 
 
 def _value(plan, dotted: str):
@@ -131,9 +156,27 @@ def _value(plan, dotted: str):
 def _judge(r: Range, v: float) -> Implausible | None:
     if r.low <= v <= r.high:
         return None
-    return Implausible(r.field, v, f"{r.field}: got {_num(v)}; expected {r.expected}, {_num(r.low)} to {_num(r.high)} "
-                                   f"({r.reason}){r.slip(v) if r.slip else ''}; if it is meant, add accept_implausible: [{r.field}] to "
-                                   f"the plan, or run xlplan --accept-implausible {r.field} …")
+    finding = (f"{r.field}: got {_num(v)}; expected {r.expected}, {_num(r.low)} to {_num(r.high)} ({r.reason})"
+               f"{r.slip(v) if r.slip else ''}")
+    return Implausible(r.field, v, finding + "; " + accept_hint([r.field]), finding)
+
+
+def accept_hint(fields) -> str:
+    """How to say that values outside their ranges are meant, for these fields. [text]
+
+    Parameters
+    ----------
+    fields : sequence of str
+        Dotted field names. [text]
+
+    Returns
+    -------
+    str
+        'if it is meant, add accept_implausible: [F] to the plan, or run xlplan --accept-implausible F …'. [text]
+    """
+    flags = " ".join(f"--accept-implausible {f}" for f in fields)
+    return (f"if {'it is' if len(fields) == 1 else 'they are'} meant, add accept_implausible: [{', '.join(fields)}] "
+            f"to the plan, or run xlplan {flags} …")
 
 
 def inputs(plan, accepted=()) -> list[Implausible]:

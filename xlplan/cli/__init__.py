@@ -7,6 +7,7 @@ status 2 and one line per problem, never a traceback.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 
@@ -42,7 +43,10 @@ def _hoisted(argv: list[str]) -> list[str]:
     front, rest, i = [], [], 0
     while i < len(argv):
         a = argv[i]
-        if a == ACCEPT and i + 1 < len(argv):
+        if a == ACCEPT:
+            if i + 1 == len(argv) or "." not in argv[i + 1]:
+                got = f"got {argv[i + 1]!r}" if i + 1 < len(argv) else "got nothing after it"
+                raise InputError(ACCEPT, [f"{got}; expected a plan field such as forecast.peak_rps after it"])
             front += [a, argv[i + 1]]
             i += 2
             continue
@@ -53,7 +57,11 @@ def _hoisted(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning bad input into exit status 2 and clear lines."""
-    argv = _hoisted(list(sys.argv[1:] if argv is None else argv))
+    try:
+        argv = _hoisted(list(sys.argv[1:] if argv is None else argv))
+    except InputError as e:
+        report(e)
+        return 2
     try:
         # not standalone: usage errors are raised to us (not printed as a box), and a command's typer.Exit(code)
         # comes back as its code; commands return nothing else
@@ -84,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         report(missing)
         return 2
     except PlanningError as e:
-        typer.echo(f"error: cannot plan: {e}", err=True)
+        plan_file = next((a for a in argv if a.endswith((".yaml", ".yml")) and Path(a).is_file()), None)
+        typer.echo(f"error: {plan_file + ': ' if plan_file else ''}cannot plan: {e}", err=True)
         return 2
     except catalog.UnknownNameError as e:
         typer.echo(f"error: {e}", err=True)

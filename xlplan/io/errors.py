@@ -99,6 +99,10 @@ def _unit_hint(path: str, value: Any) -> str:
         return percent_hint(value)
     if path == "promise.itl_s" and 2 < value <= 2000:
         return f" (seconds, not milliseconds: {value:g} ms is {value / 1000:g})"
+    if path == "policy.step_overhead_s" and 1 <= value <= 1000:
+        return f" (seconds, not milliseconds: {value:g} ms is {value / 1000:g})"
+    if path == "costs.depreciation_years" and 15 < value <= 180:
+        return f" (years, not months: {value:g} months is {value / 12:g} years)"
     if path == "promise.ttft_s" and 600 < value <= 600_000:
         return f" (seconds, not milliseconds: {value:g} ms is {value / 1000:g})"
     return ""
