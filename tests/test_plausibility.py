@@ -172,3 +172,17 @@ def test_an_answer_past_both_bounds_names_the_file_and_one_way_to_accept_both(tm
     rc, _, err, path = _run(tmp_path, capsys, data)
     assert rc == 2 and err.startswith(f"error: {path}: cannot plan: result.fleet_gpus: got ")
     assert "accept_implausible: [result.fleet_gpus, result.monthly_usd]" in err
+
+
+@pytest.mark.slow
+def test_compare_refuses_an_option_past_the_bounds_as_plan_does():
+    # the same 2,000,000 req/s plan that `plan` refuses (test above): compare's own row says why, not a $1B bill
+    from xlplan import compare
+
+    d = reference_plan().model_dump()
+    d["forecast"]["peak_rps"], d["accept_implausible"] = 2e6, ["forecast.peak_rps"]
+    p = Plan.model_validate(d)
+    own = compare.option(p, "", p.model.weights_dtype, p.model.kv_dtype, is_plan=True)
+    assert not own.feasible and own.reason.startswith("result.fleet_gpus: got ")
+    meant = Plan.model_validate({**d, "accept_implausible": ["forecast.peak_rps", "result.fleet_gpus", "result.monthly_usd"]})
+    assert compare.option(meant, "", p.model.weights_dtype, p.model.kv_dtype, is_plan=True).feasible
