@@ -399,11 +399,18 @@ def test_growth_as_percent_text_reads_as_the_command_line_does(tmp_path, capsys)
 
 
 def test_runaway_growth_stops_at_the_cap_and_says_so(capsys):
-    # doubling every month: 40 x 2^15 = 1,310,720 req/s in month 16 passes the 1,000,000 req/s cap, so 15 months plan
+    # doubling every month from 40 req/s: the bill grows with the rate (~$297 a month per req/s at scale: 135,437 GPUs
+    # × $3 × 730 h at 10⁶ req/s), so month 15's 40 × 2^14 = 655,360 req/s (~$195M) passes the $100M-a-month bound
+    # before month 16's 1,310,720 req/s would pass the 10⁶ req/s cap: 14 months plan (the last, 327,680 req/s, ~$97M)
     assert main(["schedule", "--growth", "1", "--months", "240", "--lead-time-days", "9", "--start", "2027-01", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert len(out["months"]) == 15 and max(m["peak_rps"] for m in out["months"]) == 40 * 2 ** 14
-    assert out["stopped"].startswith("2028-04: the peak reaches 1.31072e+06 requests/s")
+    assert len(out["months"]) == 14 and max(m["peak_rps"] for m in out["months"]) == 40 * 2 ** 13
+    assert out["stopped"].startswith("2028-03: at 655,360 requests/s the answer passes a plausible bound (result.monthly_usd")
+    # accepted, the cap on the rate is what stops it, a month later
+    assert main(["--accept-implausible", "result.fleet_gpus", "--accept-implausible", "result.monthly_usd", "schedule",
+                 "--growth", "1", "--months", "240", "--lead-time-days", "9", "--start", "2027-01", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["months"]) == 15 and out["stopped"].startswith("2028-04: the peak reaches 1.31072e+06 requests/s")
 
 
 def test_a_forecast_file_keeps_its_own_months(tmp_path, capsys):

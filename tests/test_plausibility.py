@@ -186,3 +186,18 @@ def test_compare_refuses_an_option_past_the_bounds_as_plan_does():
     assert not own.feasible and own.reason.startswith("result.fleet_gpus: got ")
     meant = Plan.model_validate({**d, "accept_implausible": ["forecast.peak_rps", "result.fleet_gpus", "result.monthly_usd"]})
     assert compare.option(meant, "", p.model.weights_dtype, p.model.kv_dtype, is_plan=True).feasible
+
+
+def test_schedule_stops_at_the_first_month_past_a_bound_unless_accepted():
+    # the runbook's traffic at scale: 135,437 GPUs × $3/h × 730 h = $296.6M a month at 10⁶ req/s, ~$297 per req/s
+    # (queueing binds, so the fleet grows with the rate): 30,000 req/s is ~$8.9M, within $100M; 500,000 is ~$148M, past it
+    from xlplan import schedule
+    from xlplan.scenario import resolve
+
+    s = resolve(reference_plan())
+    out = schedule.schedule(s, [30_000.0, 500_000.0], "2027-01", 90)
+    assert [m.month for m in out.months] == ["2027-01"]
+    assert out.stopped.startswith("2027-02: at 500,000 requests/s the answer passes a plausible bound (result.")
+    meant = schedule.schedule(s, [30_000.0, 500_000.0], "2027-01", 90,
+                              accepted=("result.fleet_gpus", "result.monthly_usd"))
+    assert len(meant.months) == 2 and not meant.stopped

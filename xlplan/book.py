@@ -97,7 +97,7 @@ def decisions(p: Plan, today: dt.date | None = None) -> Decisions:
     peaks, words = schedule.plan_growth(p.forecast.peak_rps, g)
     out = schedule.schedule(resolve(p), peaks, g.start or schedule.first_month(today), g.lead_time_days, words, "none",
                             p.promise.percentile, p.model.resolve().max_context_tokens,
-                            p.policy.max_num_batched_tokens is not None, today.isoformat())
+                            p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible))
     return Decisions(options, rec, out)  # the closed form, labelled: `xlplan schedule --verify none` gives the same
 
 

@@ -20,7 +20,7 @@ import dataclasses
 import datetime as dt
 import math
 
-from xlplan import steps
+from xlplan import plausibility, steps
 from xlplan.result import ScheduleMonth, ScheduleOut
 from xlplan.scenario import Scenario
 from xlplan.traffic import monthly_from_weekly  # noqa: F401  (re-exported: a traffic-growth conversion, named here too)
@@ -114,7 +114,7 @@ closed form fell short by there to every month; 'every' simulates every month; '
 
 def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: int, growth_words: str = "",
              verify: str = "none", percentile: float = 95.0, max_context: int | None = None,
-             budget_set_by_plan: bool = False, today: str | None = None) -> ScheduleOut:
+             budget_set_by_plan: bool = False, today: str | None = None, accepted: tuple[str, ...] = ()) -> ScheduleOut:
     """The fleet, its orders and its bill month by month, each month's fleet as ``xlplan plan`` answers it.
 
     Parameters
@@ -140,6 +140,9 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
         The plan file sets ``policy.max_num_batched_tokens``.
     today : str, optional
         ``YYYY-MM-DD``: the months whose order date is before it are ``late_orders`` (none when not given). [date]
+    accepted : tuple of str
+        The plan's ``accept_implausible``: a month past a bound of :data:`xlplan.plausibility.RESULT_BOUNDS` not
+        among them ends the schedule, as ``plan`` refuses such an answer. [text]
 
     Returns
     -------
@@ -154,7 +157,7 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
     """
     if verify not in VERIFY_MODES:
         raise ValueError(f"verify: got {verify!r}; expected one of {', '.join(VERIFY_MODES)}")
-    decided, stopped = _decide_months(s, peaks_rps, start, verify, percentile, max_context, budget_set_by_plan)
+    decided, stopped = _decide_months(s, peaks_rps, start, verify, percentile, max_context, budget_set_by_plan, accepted)
     margin, method = _margin(decided, verify, percentile, max_context, budget_set_by_plan)
     months = _months(decided, margin, lead_time_days)
     return ScheduleOut(months=months, start=start, lead_time_days=lead_time_days, growth=growth_words,
@@ -216,7 +219,7 @@ def plan_growth(peak_rps: float, growth, months: int | None = None) -> tuple[lis
 
 
 def _decide_months(s: Scenario, peaks_rps: list[float], start: str, verify: str, percentile: float,
-                   max_context: int | None, budget_set_by_plan: bool) -> tuple[list, str]:
+                   max_context: int | None, budget_set_by_plan: bool, accepted: tuple[str, ...] = ()) -> tuple[list, str]:
     """(first day, scenario, decision) of each month at its peak, up to the first that cannot be planned; and why
     that one stopped the schedule ('' when none did). [date], [Scenario], [Decision], [text]"""
     from xlplan import decision
@@ -232,6 +235,10 @@ def _decide_months(s: Scenario, peaks_rps: list[float], start: str, verify: str,
             d = decision.decide(sm, percentile, max_context, budget_set_by_plan, "auto" if verify == "every" else False)
         except steps.PlanningError as e:
             return decided, f"{first_day:%Y-%m}: at {peak:,.6g} requests/s the plan cannot be met ({e})"
+        past = [b for b in plausibility.results(d.answer.purchased, d.answer.monthly_usd) if b.field not in accepted]
+        if past:
+            return decided, (f"{first_day:%Y-%m}: at {peak:,.6g} requests/s the answer passes a plausible bound ("
+                             + "; ".join(b.finding for b in past) + "); check the growth rate or plan fewer months")
         decided.append((first_day, sm, d))
     return decided, ""
 

@@ -52,4 +52,11 @@ def load(path: Path | None):
     ctx = _current_context()
     root = ctx.find_root().obj if ctx is not None else None
     accepted = (root or {}).get("accept_implausible", ())
-    return reference_plan() if path is None else read_plan(path, accepted)
+    if path is not None:
+        return read_plan(path, accepted)
+    ref = reference_plan()
+    if not accepted:
+        return ref
+    from xlplan.plan import Plan
+
+    return Plan.model_validate({**ref.model_dump(), "accept_implausible": list(accepted)})

@@ -118,7 +118,7 @@ def schedule_cmd(
     today = dt.date.today()
     start = start or (g.start if g and g.start else first_month(today))
     out = schedule(s, peaks, start, lead, words, verify, p.promise.percentile, p.model.resolve().max_context_tokens,
-                   p.policy.max_num_batched_tokens is not None, today.isoformat())
+                   p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible))
     if as_json:
         typer.echo(json_text(out.model_dump(mode="json")))
         return
