@@ -109,8 +109,7 @@ def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, 
     except steps.PlanningError as e:
         return GPUOption(**base, feasible=False, reason=str(e), price_note=getattr(gpu, "price_note", "") or "")
     a, cf = d.answer, d.closed_form
-    past = [b for b in plausibility.results(a.purchased, a.monthly_usd if missing is None else 0.0)
-            if b.field not in p.accept_implausible]
+    past = plausibility.results(a.purchased, a.monthly_usd if missing is None else 0.0, p.accept_implausible)
     if past:  # as `plan` refuses it: an option past the bounds on a fleet or a bill is no one's purchase
         return GPUOption(**base, feasible=False, reason="; ".join(b.finding for b in past),
                          price_note=getattr(gpu, "price_note", "") or "")

@@ -219,11 +219,11 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
 def _within_bounds(p: Plan, a) -> list[str]:
     """The note's lines for an answer past :data:`xlplan.plausibility.RESULT_BOUNDS` that the plan accepts; raises
     PlanningError, naming the bound, for one it does not. [text]"""
-    past = plausibility.results(a.purchased, a.monthly_usd)
-    refused = [b for b in past if b.field not in p.accept_implausible]
+    refused = plausibility.results(a.purchased, a.monthly_usd, p.accept_implausible)
     if refused:
         raise PlanningError("; ".join(b.finding for b in refused) + "; " + plausibility.accept_hint([b.field for b in refused]))
-    return [f"accepted as meant: {b.field} = {b.value:,.0f}, past its plausible bound" for b in past]
+    return [f"accepted as meant: {b.field} = {b.value:,.0f}, past its plausible bound"
+            for b in plausibility.results(a.purchased, a.monthly_usd)]
 
 
 def _inputs_out(p: Plan, s: Scenario, tr: steps.Traffic) -> InputsOut:

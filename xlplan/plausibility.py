@@ -179,28 +179,34 @@ def accept_hint(fields) -> str:
             f"to the plan, or run xlplan {flags} …")
 
 
-def inputs(plan, accepted=()) -> list[Implausible]:
-    """The plan's inputs outside their plausible ranges, fields in ``accepted`` left out.
+def _outside(plan) -> list[tuple[Range, Implausible]]:
+    """Every stated input outside its range, accepted or not, in :data:`RANGES` order. [—]"""
+    found = []
+    for r in RANGES:
+        v = _value(plan, r.field)
+        if v is not None and (bad := _judge(r, float(v))) is not None:
+            found.append((r, bad))
+    return found
+
+
+def _accepted(plan) -> set[str]:
+    return set(getattr(plan, "accept_implausible", ()) or ())
+
+
+def inputs(plan) -> list[Implausible]:
+    """The plan's inputs outside their plausible ranges, those its ``accept_implausible`` names left out.
 
     Parameters
     ----------
     plan : Plan
         A plan that passed its schema. [—]
-    accepted : iterable of str
-        Fields to leave unchecked, besides the plan's own ``accept_implausible``. [text]
 
     Returns
     -------
     list of Implausible
-        In :data:`RANGES` order; empty when every value is plausible. [—]
+        In :data:`RANGES` order; empty when every value is plausible or accepted. [—]
     """
-    skip = set(accepted) | set(getattr(plan, "accept_implausible", ()) or ())
-    out = []
-    for r in RANGES:
-        v = _value(plan, r.field)
-        if r.field not in skip and v is not None and (bad := _judge(r, float(v))) is not None:
-            out.append(bad)
-    return out
+    return [bad for r, bad in _outside(plan) if r.field not in _accepted(plan)]
 
 
 def results(fleet_gpus: float, monthly_usd: float, accepted=()) -> list[Implausible]:
@@ -238,11 +244,5 @@ def accepted_lines(plan) -> list[str]:
     list of str
         'accepted as meant: FIELD = VALUE (expected …)' for each accepted input outside its range. [text]
     """
-    mine = set(getattr(plan, "accept_implausible", ()) or ())
-    out = []
-    for r in RANGES:
-        v = _value(plan, r.field)
-        if r.field in mine and v is not None and _judge(r, float(v)) is not None:
-            out.append(f"accepted as meant: {r.field} = {_num(float(v))}, outside the plausible {_num(r.low)} to {_num(r.high)} "
-                       f"({r.expected}; {r.reason})")
-    return out
+    return [f"accepted as meant: {r.field} = {_num(bad.value)}, outside the plausible {_num(r.low)} to {_num(r.high)} "
+            f"({r.expected}; {r.reason})" for r, bad in _outside(plan) if r.field in _accepted(plan)]

@@ -235,7 +235,7 @@ def _decide_months(s: Scenario, peaks_rps: list[float], start: str, verify: str,
             d = decision.decide(sm, percentile, max_context, budget_set_by_plan, "auto" if verify == "every" else False)
         except steps.PlanningError as e:
             return decided, f"{first_day:%Y-%m}: at {peak:,.6g} requests/s the plan cannot be met ({e})"
-        past = [b for b in plausibility.results(d.answer.purchased, d.answer.monthly_usd) if b.field not in accepted]
+        past = plausibility.results(d.answer.purchased, d.answer.monthly_usd, accepted)
         if past:
             return decided, (f"{first_day:%Y-%m}: at {peak:,.6g} requests/s the answer passes a plausible bound ("
                              + "; ".join(b.finding for b in past) + "); check the growth rate or plan fewer months")
