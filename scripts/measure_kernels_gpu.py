@@ -133,13 +133,13 @@ def gemm_points(deadline: float, log, rows: list[dict]) -> list[dict]:
             x8 = x16.to(FP8)
             calls = max(1, min(20, ncopy * max(1, 8 // max(1, m // 1024))))
 
-            def bf16(i, x16=x16):
+            def bf16(i, x16=x16, w16=w16, ncopy=ncopy):
                 return torch.matmul(x16, w16[i % ncopy].t())
 
-            def fp8_static(i, x8=x8):
+            def fp8_static(i, x8=x8, w8=w8, one=one, ncopy=ncopy):
                 return torch._scaled_mm(x8, w8[i % ncopy].t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
-            def fp8_dynamic(i, x16=x16):
+            def fp8_dynamic(i, x16=x16, w8=w8, one=one, ncopy=ncopy):
                 scale = (x16.abs().amax().float() / FP8_MAX).clamp(min=1e-12)
                 xq = (x16 / scale).to(FP8)
                 return torch._scaled_mm(xq, w8[i % ncopy].t(), scale_a=scale, scale_b=one, out_dtype=torch.bfloat16)
@@ -195,13 +195,15 @@ def attention_points(deadline: float, log, rows: list[dict]) -> list[dict]:
                 v = torch.randn(b, n_kv, s, h, device=dev, dtype=dt)
 
                 def make(q=q, kk=kk, v=v):
-                    return lambda i: F.scaled_dot_product_attention(q, kk, v, is_causal=True, enable_gqa=True)
+                    return lambda i, q=q, kk=kk, v=v: F.scaled_dot_product_attention(q, kk, v, is_causal=True,
+                                                                                      enable_gqa=True)
 
                 best = _best(make, 4, log, f"prefill h={n}/{n_kv} b={b} s={s}")
                 if best is None:  # no backend takes grouped heads: expand K and V (the same FLOPs, read n/n_kv times)
                     ke, ve = kk.repeat_interleave(n // n_kv, 1), v.repeat_interleave(n // n_kv, 1)
                     try:
-                        best = (_time_graph(lambda i: F.scaled_dot_product_attention(q, ke, ve, is_causal=True), 4),
+                        best = (_time_graph(lambda i, q=q, ke=ke, ve=ve: F.scaled_dot_product_attention(
+                            q, ke, ve, is_causal=True), 4),
                                 "default-expanded-kv")
                     except Exception as exc:
                         log(f"prefill expanded h={n}/{n_kv} b={b} s={s}: {type(exc).__name__}: {str(exc)[:120]}")
@@ -226,7 +228,8 @@ def attention_points(deadline: float, log, rows: list[dict]) -> list[dict]:
                 vs = [torch.randn(b, n_kv, s, h, device=dev, dtype=dt) for _ in range(ncopy)]
 
                 def make(q=q, ks=ks, vs=vs, ncopy=ncopy):
-                    return lambda i: F.scaled_dot_product_attention(q, ks[i % ncopy], vs[i % ncopy])
+                    return lambda i, q=q, ks=ks, vs=vs, ncopy=ncopy: F.scaled_dot_product_attention(
+                        q, ks[i % ncopy], vs[i % ncopy])
 
                 best = _best(make, max(4, ncopy), log, f"decode h={n}/{n_kv} b={b} s={s}")
                 if best:
