@@ -13,10 +13,12 @@ import typer
 
 from xlplan import catalog
 from xlplan.cli import decision_cmds, measure_cmds, plan_cmds, simulate_cmds, traffic_cmds, workbook_cmds  # noqa: F401  (registers the commands)
-from xlplan.cli.app import PLAN_ARG, app, load  # noqa: F401  (the names callers and tests use)
+from xlplan.cli.app import PLAN_ARG, app, arrange_help, load  # noqa: F401  (the names callers and tests use)
 from xlplan.io.errors import InputError
 from xlplan.io.extras import missing_extra
 from xlplan.steps import PlanningError
+
+arrange_help()
 
 
 def _command(argv: list[str] | None) -> str | None:

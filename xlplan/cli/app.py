@@ -17,6 +17,74 @@ app = typer.Typer(
 )
 
 
+HELP_PANELS: dict[str, tuple[str, ...]] = {
+    "Plan": ("plan", "capacity", "simulate", "example", "catalog", "schema"),
+    "Check against reality": ("traffic", "validate", "calibrate", "confirm"),
+    "Decide": ("compare", "schedule"),
+    "Workbook": ("workbook", "read", "check", "template"),
+}
+"""`xlplan --help` lists the commands by the job they do, in this order (the jobs of the README's command table)."""
+
+CLICK_TYPE_NAMES = {"int": "INTEGER", "float": "FLOAT", "str": "TEXT", "path": "PATH", "bool": ""}
+"""Typer's own type labels (`<int>`) shown as click and argparse show them (`INTEGER`); a flag shows none."""
+
+
+def arrange_help() -> None:
+    """Put every registered command in its panel of HELP_PANELS, in that order, and show option types the usual way
+    (`--force`, `--gpus INTEGER`, `-o PATH`) where typer would print `<bool>` and `<int>`. Called once the command
+    modules have registered; a command missing from HELP_PANELS is an error here, not a command --help leaves out."""
+    order = [name for names in HELP_PANELS.values() for name in names]
+    panel = {name: title for title, names in HELP_PANELS.items() for name in names}
+    infos = app.registered_commands
+    unplaced = sorted({i.name for i in infos} - set(order))
+    if unplaced:
+        raise RuntimeError(f"commands with no --help panel: {', '.join(unplaced)} (add them to HELP_PANELS)")
+    for info in infos:
+        info.rich_help_panel = panel[info.name]
+    infos.sort(key=lambda i: order.index(i.name))
+    _usual_option_types()
+
+
+def _usual_option_types() -> None:
+    try:
+        from typer.core import TyperArgument, TyperOption
+    except ImportError:  # a typer without its own parameter classes prints click's names already
+        return
+    for cls in (TyperOption, TyperArgument):
+        _usual_type_of(cls)
+    if hasattr(TyperArgument, "_usage_display_name") and not getattr(TyperArgument, "_xlplan_usual", False):
+        def usage_name(self) -> str:  # click's form: PLAN_FILE required, [PLAN_FILE] optional, LOGS... repeated
+            name = str(self.display_name_raw).upper()
+            name = name if self.required else f"[{name}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        TyperArgument._usage_display_name = usage_name
+        TyperArgument._xlplan_usual = True
+        if hasattr(TyperArgument, "_rich_display_name"):
+            plain = TyperArgument._rich_display_name
+            TyperArgument._rich_display_name = lambda self: str(plain(self)).upper()
+
+
+def _usual_type_of(cls) -> None:
+    typer_label = getattr(cls, "display_type", None)
+    if typer_label is None or getattr(typer_label, "_xlplan_usual", False):
+        return
+
+    def usual(self, ctx):
+        if getattr(self, "is_flag", False):
+            return ""
+        if getattr(self, "metavar", None) and cls.__name__ == "TyperOption":
+            return self.metavar
+        label = str(typer_label(self, ctx)).strip("<>")
+        inner = label[5:-1] if label.startswith("list[") and label.endswith("]") else label
+        return CLICK_TYPE_NAMES.get(inner, inner.upper())
+
+    usual._xlplan_usual = True
+    cls.display_type = usual
+    if hasattr(cls, "display_type_rich"):
+        cls.display_type_rich = usual
+
+
 def _print_version(value: bool) -> None:
     if value:
         typer.echo(f"xlplan {__version__}")
