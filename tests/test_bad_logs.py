@@ -61,9 +61,11 @@ def test_an_unreadable_json_line_and_a_byte_that_is_not_utf8(tmp_path):
 def test_crlf_and_blank_lines_keep_line_numbers(tmp_path):
     # header on line 1, a blank line 2, good rows on lines 3-4, a bad one on line 5
     path = tmp_path / "log.csv"
-    path.write_bytes(b"timestamp,prompt_tokens,completion_tokens\r\n\r\n1767225600,1,1\r\n1767225601,1,1\r\nsoon,1,1\r\n")
+    # (then 200 more good rows, so the one bad row is under the 1% a log may leave out)
+    more = b"".join(b"%d,1,1\r\n" % (1767225602 + i) for i in range(200))
+    path.write_bytes(b"timestamp,prompt_tokens,completion_tokens\r\n\r\n1767225600,1,1\r\n1767225601,1,1\r\nsoon,1,1\r\n" + more)
     r = read_logs([path])
-    assert r.t_s.size == 2 and r.bad.examples[0].startswith(f"{path} line 5, column 'timestamp': 'soon'")
+    assert r.t_s.size == 202 and r.bad.examples[0].startswith(f"{path} line 5, column 'timestamp': 'soon'")
 
 
 def test_a_timestamp_in_another_format_is_left_out_not_the_rest(tmp_path):
@@ -81,11 +83,36 @@ def test_a_timestamp_in_another_format_is_left_out_not_the_rest(tmp_path):
     assert r.t_s.size == 299 and "where the file's timestamps are ISO 8601 text" in r.bad.examples[0]
 
 
-def test_seconds_and_milliseconds_are_different_formats(tmp_path):
+def test_seconds_and_milliseconds_are_refused_not_left_out(tmp_path):
+    # one row in Unix milliseconds among 499 in seconds: both read as real dates (2026-01-01) in their own unit, so
+    # this is a log in two units -- refused, naming both, since leaving either out would understate the peak
     lines = rows(500)
     lines[0] = f"{(T0 + 0) * 1000},1000,100\n"
+    path = write(tmp_path, lines)
+    with pytest.raises(InputError) as e:
+        read_logs([path])
+    msg = str(e.value)
+    assert str(path) in msg and "timestamps in more than one unit (499 in Unix seconds, 1 in Unix milliseconds" in msg
+    assert f"line 2: {T0 * 1000} = 2026-01-01 in Unix milliseconds" in msg and "convert them to Unix seconds" in msg
+
+
+def test_half_the_log_in_milliseconds_never_halves_the_peak(tmp_path, capsys):
+    # the case: a log that mixes seconds and milliseconds, half and half. Left out, the minority would halve the
+    # peak with exit 0; the command refuses it in one line, exit 2
+    lines = [f"{(T0 + i) * (1000 if i % 2 else 1)},1000,100\n" for i in range(400)]
+    path = write(tmp_path, lines)
+    assert main(["traffic", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "200 in Unix seconds, 200 in Unix milliseconds" in err and "Traceback" not in err
+
+
+def test_a_number_that_is_no_date_in_its_own_unit_is_a_bad_row_not_a_second_unit(tmp_path):
+    # 12 among Unix milliseconds reads as Unix seconds by its size, and as 12 s after 1970 in seconds: no date, so a bad
+    # row (left out and counted), not a second unit
+    lines = [f"{(T0 + i) * 1000},1000,100\n" for i in range(300)]
+    lines[4] = "12,1000,100\n"
     r = read_logs([write(tmp_path, lines)])
-    assert r.t_s.size == 499 and "where the file's timestamps are Unix seconds" in r.bad.examples[0]
+    assert r.t_s.size == 299 and r.bad.total == 1
 
 
 @pytest.mark.parametrize("value, date", [("0", "1970-01-01"), ("4102444800", "2100-01-01"), ("946684799", "1999-12-31")])
@@ -169,10 +196,59 @@ def test_a_log_that_is_mostly_bad_is_refused(tmp_path):
     lines = rows(150) + ["soon,1000,100\n"] * 151
     with pytest.raises(InputError, match="151 of 301 rows are bad"):
         read_logs([write(tmp_path, lines)])
-    # the format is the one most rows use, not the first row's: 151 ISO rows outvote 150 in Unix seconds
+    # the format is the one most rows use, not the first row's: 151 ISO rows outvote 150 in Unix seconds, and the 150
+    # left out are far more than the 1% a log may leave out
     lines = rows(150) + [f"2026-01-02T00:{i // 60:02d}:{i % 60:02d}Z,1000,100\n" for i in range(151)]
-    r = read_logs([write(tmp_path, lines, "mixed.csv")])
-    assert r.t_s.size == 151 and r.bad.counts == {"timestamp in another format in column 'timestamp'": 150}
+    with pytest.raises(InputError, match="150 of 301 rows are bad .* timestamp in another format"):
+        read_logs([write(tmp_path, lines, "mixed.csv")])
+
+
+def test_more_than_one_percent_bad_is_refused_up_to_one_percent_reported(tmp_path, capsys):
+    # 1,000 rows a second apart; 10 bad (1.0%, at the limit) are left out and reported, exit 0; 11 (1.1%) are refused,
+    # exit 2: so many could change the forecast
+    for n_bad, code in ((10, 0), (11, 2)):
+        lines = rows(1000)
+        for k in range(n_bad):
+            lines[500 + k * 40] = "soon,1000,100\n"
+        path = write(tmp_path, lines, f"bad{n_bad}.csv")
+        assert main(["traffic", str(path)]) == code
+        out = capsys.readouterr()
+        if code:
+            assert f"{n_bad} of 1,000 rows are bad (1.1%), more than 1%" in out.err
+        else:
+            assert "10 row(s) left out: unparseable timestamp" in out.out
+
+
+def test_an_arrival_whose_lengths_cannot_be_read_still_counts_toward_the_peak(tmp_path, capsys):
+    # 900 rows, one every 2 s, except a burst of 60 rows in one minute (T0 + 1000 .. T0 + 1059, one a second): the
+    # busiest 60 s window holds those 60 plus none of the 2-s rows placed there, so the peak is 60 / 60 = 1.0 req/s.
+    # Five of the burst's rows have no output count: they are still arrivals, so the peak stays 1.0 (without them it
+    # would be 55 / 60 = 0.92), and their lengths are left out of the percentiles (5 of 900 rows, 0.6%)
+    lines = [f"{T0 + 2 * i},1000,100\n" for i in range(450)] + [f"{T0 + 2000 + 2 * i},1000,100\n" for i in range(390)]
+    burst = [f"{T0 + 1000 + i},1000,{'' if i % 12 == 0 else 100}\n" for i in range(60)]
+    lines = lines[:450] + burst + lines[450:]
+    lines = [ln for ln in lines if not (T0 + 1000 <= int(ln.split(",")[0]) < T0 + 1060) or ln in burst]
+    r = read_logs([write(tmp_path, lines)])
+    assert r.arrivals_without_lengths == 5 and r.t_s.size == r.arrival_t_s.size - 5
+    assert peak_rate(np.sort(r.arrival_t_s), 60.0)[0] == pytest.approx(1.0)
+    s = summarise(r.arrival_t_s, r.prompt, r.output, None, 60.0)
+    assert s.peak_rps == pytest.approx(1.0) and s.requests == r.arrival_t_s.size
+
+
+def test_an_unreadable_row_inside_the_peak_window_is_refused(tmp_path, capsys):
+    # the busiest minute is a burst of 120 rows (two a second) at lines 302-421; a row with no readable time among them
+    # may be part of the peak, so the command stops (exit 2), naming the line; the same row in the quiet hours is
+    # left out and reported (exit 0)
+    quiet = [f"{T0 + 2 * i},1000,100\n" for i in range(300)]
+    burst = [f"{T0 + 600 + i // 2},1000,100\n" for i in range(120)]
+    tail = [f"{T0 + 700 + 2 * i},1000,100\n" for i in range(300)]
+    inside = quiet + burst[:60] + ["soon,1000,100\n"] + burst[60:] + tail
+    assert main(["traffic", str(write(tmp_path, inside, "inside.csv"))]) == 2
+    err = capsys.readouterr().err
+    assert "line 362: a row with no readable time among lines 302-422, the peak window's" in err
+    outside = quiet[:10] + ["soon,1000,100\n"] + quiet[10:] + burst + tail
+    assert main(["traffic", str(write(tmp_path, outside, "outside.csv"))]) == 0
+    assert "1 row(s) left out: unparseable timestamp" in capsys.readouterr().out
 
 
 def test_a_json_array_with_one_bad_record(tmp_path):

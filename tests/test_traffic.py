@@ -128,10 +128,14 @@ GOOD = "2026-01-01T00:00:0{i}Z,100,20\n"
     ("2026-01-01T00:00:05Z,lots,20\n", "missing or non-numeric prompt token count in column 'prompt_tokens'", "line 5, column 'prompt_tokens': 'lots'"),
 ])
 def test_bad_rows_are_counted_reported_and_strict_fails(tmp_path, bad_line, reason, shown):
-    text = "timestamp,prompt_tokens,completion_tokens\n" + "".join(GOOD.format(i=i) for i in range(3)) + bad_line + GOOD.format(i=6)
+    # the bad row on line 5, then 200 good rows: one bad row in 204 is under the 1% a log may leave out
+    more = "".join(f"2026-01-01T00:{1 + i // 60:02d}:{i % 60:02d}Z,100,20\n" for i in range(200))
+    text = "timestamp,prompt_tokens,completion_tokens\n" + "".join(GOOD.format(i=i) for i in range(3)) + bad_line + GOOD.format(i=6) + more
     path = _csv(tmp_path, text)
     r = read_logs([path])
-    assert r.t_s.size == 4 and r.bad.counts == {reason: 1}
+    assert r.t_s.size == 204 and r.bad.counts == {reason: 1}
+    # a row whose timestamp reads is still an arrival, whatever its lengths
+    assert r.arrival_t_s.size == (204 if "timestamp" in reason else 205)
     assert any(shown in e and str(path) in e for e in r.bad.examples)
     with pytest.raises(InputError) as e:
         read_logs([path], strict=True)
@@ -139,12 +143,13 @@ def test_bad_rows_are_counted_reported_and_strict_fails(tmp_path, bad_line, reas
 
 
 def test_bad_rows_reported_by_the_command(tmp_path, capsys):
-    # 200 good rows a second apart (a forecast needs at least 100 spanning a window), one bad row on line 3
-    good = [f"{T0 + i},100,20\n" for i in range(200)]
-    path = _csv(tmp_path, "timestamp,prompt_tokens,completion_tokens\n" + good[0] + "soon,1,1\n" + "".join(good[1:]))
+    # 200 good rows a second apart (a forecast needs at least 100 spanning a window) after a busier first minute (two a
+    # second, so the peak window is there, lines 2-121), one bad row on line 150, outside it
+    good = [f"{T0 + i // 2},100,20\n" for i in range(120)] + [f"{T0 + 60 + i},100,20\n" for i in range(200)]
+    path = _csv(tmp_path, "timestamp,prompt_tokens,completion_tokens\n" + "".join(good[:148]) + "soon,1,1\n" + "".join(good[148:]))
     assert main(["traffic", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "1 row(s) left out: unparseable timestamp" in out and "line 3" in out
+    assert "1 row(s) left out: unparseable timestamp" in out and "line 150" in out
     assert main(["traffic", str(path), "--strict"]) == 2
     assert "--strict" in capsys.readouterr().err
 

@@ -50,7 +50,7 @@ def traffic_cmd(
     require("pandas", "matplotlib", command="traffic")
     from rich.console import Console
 
-    from xlplan.io.logs import parse_columns, read_logs
+    from xlplan.io.logs import parse_columns, read_logs, untimed_inside
     from xlplan.io.traffic_report import plan_fragment
     from xlplan.planner import plan as run_plan
     from xlplan.traffic import UnsuitableLog, summarise
@@ -61,9 +61,12 @@ def traffic_cmd(
     base = _load(plan_file)
     req = read_logs(logs, mapping, strict=strict)
     try:
-        s = summarise(req.t_s, req.prompt, req.output, req.cached, win, req.offset_s)
+        s = summarise(req.arrival_t_s, req.prompt, req.output, req.cached, win, req.offset_s)
     except UnsuitableLog as e:
         raise InputError(", ".join(req.files), [str(e)] + req.bad.lines()) from None
+    inside = untimed_inside(req, s.peak_window_start_s, s.peak_window_start_s + s.window_s)
+    if inside is not None:
+        raise InputError(", ".join(req.files), [inside] + req.bad.lines())
     console = Console(width=160)
     _print_traffic(console, req, s)
     fragment = plan_fragment(req, s)
@@ -158,5 +161,5 @@ def _contents(req, s, fragment: dict, new_plan, plan_file: Path | None, output: 
     else:
         typer.echo(text, nl=False)
     if workbook is not None:
-        contents += workbook_files(figures(new_plan), workbook, traffic=(s, req.t_s, req.prompt, req.output, provenance(req, s)))
+        contents += workbook_files(figures(new_plan), workbook, traffic=(s, req.arrival_t_s, req.prompt, req.output, provenance(req, s)))
     return contents

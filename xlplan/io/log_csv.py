@@ -39,11 +39,13 @@ def csv_rows_slow(path: Path, src: str, mapping: dict[str, str], bad: BadRows, p
         for rec in csv_records(csv.reader(text())):
             if rec.fields is None:
                 bad.add("unreadable CSV row", 1, [f"{src} line {numbers[-1] if numbers else 1}: {rec.error}"])
+                bad.untimed_at(src, [numbers[-1] if numbers else 1])
                 continue
             row, start = rec.fields, rec.first
             if rec.last - start >= LONG_ROW_LINES:
                 bad.add("row over many lines (an unclosed quote?)", 1,
                         [f"{src} lines {start}-{rec.last}: one row of {len(row)} field(s); expected one request a line"])
+                bad.untimed_at(src, range(start, rec.last + 1))
                 continue
             if header is None:
                 header = [c.strip() for c in row]
@@ -52,6 +54,7 @@ def csv_rows_slow(path: Path, src: str, mapping: dict[str, str], bad: BadRows, p
                 continue
             if len(row) != len(header):
                 bad.add("wrong number of fields", 1, [f"{src} line {start}: {len(row)} field(s) where the header has {len(header)}"])
+                bad.untimed_at(src, [start])
                 continue
             rows.add(start, lambda col, row=row, index=index: row[index[col]])
             if len(rows) >= CHUNK_ROWS:
@@ -152,6 +155,7 @@ def _skipped_lines(caught, src: str, bad: BadRows) -> list[int]:
             skipped.append(int(m.group(1)))
             bad.add("wrong number of fields", 1, [(f"{src} line {m.group(1)}: {m.group(3)} field(s) where the header "
                                                   f"has {m.group(2)}")])
+            bad.untimed_at(src, [int(m.group(1))])
     return skipped
 
 
@@ -215,6 +219,7 @@ def _frame_chunk(frame, src: str, chosen: dict[str, str], index: dict[str, int],
     if unreadable.any():
         bad.add("unreadable line", int(unreadable.sum()),
                 [f"{src} line {lines[i]}: not UTF-8 text" for i in np.flatnonzero(unreadable)[:5]])
+        bad.untimed_at(src, np.asarray(lines)[unreadable])
         keep &= ~unreadable
     rows = frame[keep].reset_index(drop=True)
     if not len(rows):

@@ -100,6 +100,7 @@ def decoded_lines(path: Path, src: str, bad: BadRows, progress):
     for line in files.iter_lines(path, LOG_FILE, progress=progress):
         if line.text is None:
             bad.add("unreadable line", 1, [f"{src} line {line.number}: {line.problem}"])
+            bad.untimed_at(src, [line.number])
             yield line.number, "\n"
         else:
             yield line.number, line.text
@@ -142,6 +143,7 @@ def json_rows(path: Path, src: str, mapping: dict[str, str], bad: BadRows, progr
         if problem:
             broken.append(f"{src} line {number}: {problem}")
             bad.add("unreadable JSON line", 1, broken[-1:])
+            bad.untimed_at(src, [number])
             continue
         if rows is None:
             pending.append((number, rec))
@@ -196,6 +198,7 @@ def _json_array_rows(path: Path, src: str, mapping: dict[str, str], bad: BadRows
         problem = (f"a JSON {type(rec).__name__}, not an object" if not isinstance(rec, dict) else record_problem(rec))
         if problem:
             bad.add("unreadable JSON record", 1, [f"{src} record {k}: {problem}"])
+            bad.untimed_at(src, [k])
         else:
             good.append((k, rec))
     if not good:

@@ -21,6 +21,8 @@ from xlplan.io.errors import InputError
 
 EXAMPLES = 5
 """Places shown for the rows left out, across reasons. [rows]"""
+UNTIMED_MAX = 100_000
+"""Lines kept per file of rows that could not be placed in time (beyond it the log is refused by share anyway). [rows]"""
 T_MIN_S = 946_684_800.0
 """Earliest timestamp accepted: 2000-01-01 00:00 UTC. [s, Unix time]"""
 T_MAX_S = 4_102_444_800.0
@@ -40,6 +42,15 @@ class BadRows:
 
     counts: dict[str, int] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
+    untimed: dict[str, list[int]] = field(default_factory=dict)  # file -> lines of rows with no readable time [line]
+
+    def untimed_at(self, src: str, numbers) -> None:
+        """Note rows that could not be placed in time (no readable timestamp, or no row at all), by file and line, so a
+        reader can tell whether they fall inside the peak window; at most ``UNTIMED_MAX`` lines a file are kept."""
+        kept = self.untimed.setdefault(src, [])
+        room = UNTIMED_MAX - len(kept)
+        if room > 0:
+            kept.extend(int(n) for n in list(numbers)[:room])
 
     def add(self, reason: str, n: int, where: list[str]) -> None:
         """Count ``n`` rows left out for ``reason``, keeping the first place of each reason and the first few overall."""
@@ -54,6 +65,8 @@ class BadRows:
         new = [reason for reason in other.counts if reason not in self.counts]
         for reason, n in other.counts.items():
             self.counts[reason] = self.counts.get(reason, 0) + n
+        for src, numbers in other.untimed.items():
+            self.untimed_at(src, numbers)
         self.examples.extend(other.examples[: max(EXAMPLES - len(self.examples), len(new))])
 
     @property
@@ -157,6 +170,8 @@ def timestamps(chunk: Chunk, state: FileState, bad: BadRows):
     if state.format is None and np.any(kind > 0):
         state.format = int(np.bincount(kind[kind > 0]).argmax())
     other = (kind > 0) & (kind != state.format)
+    if state.format is not None and 0 < state.format < len(FORMATS) - 1:
+        _refuse_mixed_units(chunk, col, raw, num, kind, other, state)
     bad.add(f"timestamp in another format in column {col!r}", int(other.sum()),
             _places(chunk, col, raw, other, f" where the file's timestamps are {FORMATS[state.format or 0]}; expected one format"))
     ours = (kind > 0) & ~other
@@ -170,14 +185,37 @@ def timestamps(chunk: Chunk, state: FileState, bad: BadRows):
     bad.add(f"unparseable timestamp in column {col!r}", int(unparseable.sum()),
             _places(chunk, col, raw, unparseable, " is not a timestamp (expected Unix seconds or ISO 8601)"))
     t[unparseable | other] = np.nan
+    bad.untimed_at(chunk.src, np.asarray(chunk.where)[unparseable | other])
     with np.errstate(invalid="ignore"):
         outside = ~np.isnan(t) & ((t < T_MIN_S) | (t >= T_MAX_S))
     if np.any(outside):
         dates = iter(_date(x) for x in t[outside][:EXAMPLES])
         places = [f"{p} is {next(dates)}; expected a date from 2000 to 2099" for p in _places(chunk, col, raw, outside, "")]
         bad.add(f"timestamp outside 2000-2099 in column {col!r}", int(outside.sum()), places)
+        bad.untimed_at(chunk.src, np.asarray(chunk.where)[outside])
         t[outside] = np.nan
     return t
+
+
+def _refuse_mixed_units(chunk: Chunk, col: str, raw, num, kind, other, state: FileState) -> None:
+    """Numeric timestamps in two Unix units (seconds among milliseconds...) are refused, not left out: each unit's rows
+    read as real dates, so leaving the minority out would quietly divide the peak (half the rows, half the rate).
+    A number that is no date in its own unit (a 12, read as 1970) is a bad row, not a second unit."""
+    import numpy as np
+
+    scale = np.array([np.nan] + [u for _, u, _ in UNIX] + [np.nan])
+    with np.errstate(invalid="ignore"):
+        own_s = num * scale[kind]
+        dated = other & (kind < len(FORMATS) - 1) & (own_s >= T_MIN_S) & (own_s < T_MAX_S)
+    if not np.any(dated):
+        return
+    i = int(np.flatnonzero(dated)[0])
+    counts = np.bincount(kind[(kind > 0) & (kind < len(FORMATS) - 1)], minlength=len(FORMATS))
+    units = ", ".join(f"{counts[k]:,} in {FORMATS[k]}" for k in np.argsort(-counts) if counts[k] and 0 < k < len(FORMATS) - 1)
+    raise InputError(chunk.src, [(f"column {col!r}: timestamps in more than one unit ({units}; first {chunk.unit} "
+                                  f"{chunk.where[i]}: {show(raw.iloc[i])} = {_date(float(own_s[i]))} in {FORMATS[kind[i]]}); "
+                                  f"expected one unit for the whole log: convert them to {FORMATS[state.format]} (leaving "
+                                  "either out would understate the peak)")])
 
 
 def _date(t_s: float) -> str:

@@ -10,7 +10,12 @@ one bad line among thousands is one row left out, never the whole file:
   number of fields) or whose values do not hold a request (see
   :mod:`xlplan.io.log_values`) is left out, counted and reported with file, line and
   column; a request id seen before (the same log given twice) is left out the same way;
-- ``strict`` makes any of them an error, and so is a log where they are the majority;
+- a row whose timestamp reads but whose lengths do not is still an arrival: it counts toward the rates, not the
+  length percentiles;
+- timestamps in two Unix units (seconds among milliseconds) are refused, never left out (that would halve the peak);
+- ``strict`` makes any of them an error, and so are more than ``BAD_SHARE_MAX`` of the rows (they could change the
+  forecast); a row with no readable time inside the peak window is refused by the command that finds that window
+  (:func:`untimed_inside`);
 - file-level problems (empty, no recognisable columns, mixed time zones) are errors naming the file.
 """
 
@@ -26,12 +31,13 @@ from xlplan.io.log_csv import csv_rows, csv_rows_slow
 from xlplan.io.log_formats import CHUNK_ROWS, LOG_FILE, RECOGNISED, ROLES, SlowPath, json_rows, kind_of, parquet_rows
 from xlplan.io.log_values import EXAMPLES, BadRows, Chunk, FileState, cached_above_prompt, show, timestamps, token_counts
 
-__all__ = ["CHUNK_ROWS", "RECOGNISED", "BadRows", "Requests", "parse_columns", "read_logs"]
+__all__ = ["CHUNK_ROWS", "RECOGNISED", "BadRows", "Requests", "parse_columns", "read_logs", "untimed_inside"]
 
 PROGRESS_MIN_BYTES = 20_000_000
 """Logs larger than this (about a second's reading) get a progress bar. [bytes]"""
-BAD_SHARE_MAX = 0.5
-"""Above this share of rows left out (duplicates aside), the log is refused rather than summarised from the rest. [fraction]"""
+BAD_SHARE_MAX = 0.01
+"""Above this share of rows left out (duplicates aside), the log is refused rather than summarised from the rest: so many
+could change the forecast. [fraction]"""
 DUPLICATE = "duplicate request id"
 
 
@@ -48,6 +54,14 @@ class Requests:
     zone: str  # 'UTC', '+02:00', or 'as written (no zone)'
     bad: BadRows
     columns: dict[str, dict[str, str]]  # file -> role -> column used
+    arrival_t_s: object = None  # every arrival with a readable time, lengths readable or not (rates use these) [s]
+    arrival_file: object = None  # index into files of each arrival [—]
+    arrival_number: object = None  # line (record, row) of each arrival [—]
+
+    @property
+    def arrivals_without_lengths(self) -> int:
+        """Arrivals whose lengths could not be read: in the rates, not in the length percentiles. [requests]"""
+        return int(self.arrival_t_s.size - self.t_s.size)
 
 
 def parse_columns(text: str | None) -> dict[str, str]:
@@ -85,10 +99,11 @@ class _Collected:
     number: list = field(default_factory=list)  # per chunk: line (record, row) numbers of the kept rows
     unit: dict = field(default_factory=dict)  # file index -> 'line', 'record' or 'row'
     any_without_cached: bool = False
+    lengthless: list = field(default_factory=list)  # per chunk: (t, file, number) of arrivals whose lengths are bad
 
     def extend(self, other: _Collected) -> None:
         """Append another file's rows."""
-        for name in ("t", "prompt", "output", "cached", "ids", "file", "number"):
+        for name in ("t", "prompt", "output", "cached", "ids", "file", "number", "lengthless"):
             getattr(self, name).extend(getattr(other, name))
         self.unit.update(other.unit)
         self.any_without_cached |= other.any_without_cached
@@ -112,6 +127,9 @@ def _keep(chunk: Chunk, state: FileState, bad: BadRows, out: _Collected, file_in
         good[keep_idx[np.isnan(checked)]] = False
     else:
         out.any_without_cached = True
+    timed_only = ~np.isnan(t) & ~good
+    out.lengthless.append((t[timed_only], np.full(int(timed_only.sum()), file_index, dtype=np.int32),
+                           np.asarray(chunk.where, dtype=np.int64)[timed_only]))
     out.t.append(t[good])
     out.prompt.append(counts["prompt"][good])
     out.output.append(counts["output"][good])
@@ -274,14 +292,41 @@ def _requests(out: _Collected, srcs: list[str], bad: BadRows, used: dict[str, di
     if t_all.size == 0:
         raise InputError(names, ["no usable requests"] + bad.lines())
     unusable = bad.total - bad.counts.get(DUPLICATE, 0)  # a copy of a log given twice is not a sign of a wrong format
-    if unusable > BAD_SHARE_MAX * (unusable + t_all.size):
-        raise InputError(names, [(f"{unusable:,} of {unusable + t_all.size:,} rows are bad; expected a log whose rows mostly "
-                                 "hold requests (check the format, or map the columns with --columns)")] + bad.lines())
+    rows = unusable + t_all.size
+    if unusable > BAD_SHARE_MAX * rows:
+        hint = ("check the format, or map the columns with --columns" if unusable > rows / 2
+                else "fix or remove them, or give the part of the log they are not in")
+        raise InputError(names, [(f"{unusable:,} of {rows:,} rows are bad ({unusable / rows:.1%}), more than "
+                                 f"{BAD_SHARE_MAX:.0%}: enough to change the forecast; expected a log whose rows hold "
+                                 f"requests ({hint})")] + bad.lines())
     cached = np.concatenate(out.cached)[keep] if out.cached and not out.any_without_cached else None
+    parts = [(np.concatenate(out.t)[keep], np.concatenate(out.file)[keep], np.concatenate(out.number)[keep])] + out.lengthless
     return Requests(
         t_s=t_all, prompt=np.concatenate(out.prompt)[keep], output=np.concatenate(out.output)[keep], cached=cached,
         files=srcs, offset_s=_offset_s(zone_seen), zone=zone_seen or "UTC or as written (no zone in the log)", bad=bad, columns=used,
+        arrival_t_s=np.concatenate([p[0] for p in parts]), arrival_file=np.concatenate([p[1] for p in parts]),
+        arrival_number=np.concatenate([p[2] for p in parts]),
     )
+
+
+def untimed_inside(req: Requests, start_s: float, end_s: float) -> str | None:
+    """The first row with no readable time that lies, by its line, among the arrivals of the window [start_s, end_s)
+    of the same file (logs are written in time order): it may belong to the window, so the window's rate may be
+    higher. A line naming it and the window's lines; None where there is none. [text]"""
+    import numpy as np
+
+    inside = (req.arrival_t_s >= start_s) & (req.arrival_t_s < end_s)
+    for f, src in enumerate(req.files):
+        lines = req.arrival_number[inside & (req.arrival_file == f)]
+        untimed = np.asarray(req.bad.untimed.get(src, []), dtype=np.int64)
+        if lines.size == 0 or untimed.size == 0:
+            continue
+        lo, hi = int(lines.min()), int(lines.max())
+        within = untimed[(untimed > lo) & (untimed < hi)]
+        if within.size:
+            return (f"{src} line {int(within.min())}: a row with no readable time among lines {lo:,}-{hi:,}, the peak "
+                    f"window's; expected every row inside the peak window to be readable (it may be part of the peak)")
+    return None
 
 
 def _progress_bar(paths: list[Path], show: bool | None):

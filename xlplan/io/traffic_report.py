@@ -22,6 +22,8 @@ def provenance(req: Requests, s: TrafficSummary) -> str:
     """'derived from a.csv, 2026-01-01 00:00:00+0000–2026-01-31 23:59:59+0000, 1,234,567 requests, window 60 s'. [text]"""
     files = ", ".join(Path(f).name for f in req.files)
     left = f", {req.bad.total:,} bad rows left out" if req.bad.total else ""
+    if req.arrivals_without_lengths:
+        left += f" ({req.arrivals_without_lengths:,} of them counted as arrivals, their lengths unread)"
     return (f"derived from {files}, {_when(s.first_s, req.offset_s)}–{_when(s.last_s, req.offset_s)}, {s.requests:,} requests, "
             f"window {s.window_s:g} s{left}")
 
@@ -96,7 +98,7 @@ def pictures(req: Requests, s: TrafficSummary, stem: Path) -> list[tuple[Path, b
     from xlplan.traffic import window_counts
 
     out = []
-    counts = window_counts(req.t_s, s.window_s)
+    counts = window_counts(req.arrival_t_s, s.window_s)  # every arrival, its lengths readable or not
     group = max(1, -(-counts.size // PLOT_POINTS))  # windows per point, each point the busiest of its group
     counts = np.pad(counts, (0, (-counts.size) % group)).reshape(-1, group).max(axis=1)
     hours = np.arange(counts.size) * group * s.window_s / 3600.0
