@@ -256,7 +256,7 @@ class SimulatedPoint(_Out):
     mean_in_flight: float = Field(description="Time-average requests in the system. [requests]")
     kv_utilisation_mean: float = Field(description="Time-average share of the KV cache in use. [fraction]")
     preemptions: int = Field(description="Sequences evicted and recomputed. [requests]")
-    stable: bool = Field(description="p95 TTFT over the two halves of the run agree within 10%. [bool]")
+    stable: bool = Field(description="p95 TTFT over the two halves of the run agree within 10%, or its rise carried on for twice the run keeps the target. [bool]")
 
 
 class VerifiedOut(_Out):
