@@ -10,6 +10,7 @@ import ast
 import asyncio
 import inspect
 import json
+import math
 import os
 import re
 import subprocess
@@ -280,3 +281,29 @@ def test_classic_windows_gets_the_message_not_a_traceback(monkeypatch):
         U.littles_law(-40, 15)
     assert e.value.description == "LITTLES_LAW: arrival_rate_rps: got -40; expected a number of at least 0 [requests/s]"
     assert U.littles_law(40, 15) == 600
+
+
+def test_compute_gpus_takes_the_split_mfus_the_engines_defaults_use(matrix_results):
+    # The engine's default conventions fit prefill and decode MFUs apart (e.g. 0.45 and 0.40 on NVIDIA): the compute
+    # path is prefill ÷ (peak × prefill MFU) + decode ÷ (peak × decode MFU), rounded up to whole replicas. With one MFU
+    # the function would say 2 where the engine says 3 (a new user's 70B fp8 plan). Every matrix plan on the defaults:
+    for name, (_plan, r) in matrix_results.items():
+        c, m = r.compute, r.model
+        tp = r.fleet.tp
+        split = U.compute_gpus(c.prefill_tflops, m.peak_tflops, c.prefill_mfu or c.mfu, tp, "bf16",
+                               c.decode_tflops, c.decode_mfu or c.mfu)
+        assert split == c.gpus, name
+        # and by hand: the exact sum, then whole replicas of TP
+        exact = c.prefill_tflops / (m.peak_tflops * (c.prefill_mfu or c.mfu)) + c.decode_tflops / (m.peak_tflops * (c.decode_mfu or c.mfu))
+        assert exact == pytest.approx(c.gpus_exact, rel=1e-12), name
+        assert split == max(1, math.ceil(exact / tp)) * tp, name
+    # with the decode left out, the one-MFU form is unchanged: the runbook, 1,561.5 ÷ (989 × 0.40) = 3.95 -> 4
+    assert U.compute_gpus(1561.5, "h100-sxm", 0.4) == 4
+
+
+def test_binding_constraint_names_the_minimum_replica_given_tp():
+    # every path one replica of TP 2 (mixtral-8x7b's 87 GiB on H100s: two GPUs however light the load): no path binds,
+    # as the engine says; without tp the function keeps its three-path answer ('all')
+    assert U.binding_constraint(2, 2, 2, 2) == "minimum replica"
+    assert U.binding_constraint(2, 2, 2) == "all"
+    assert U.binding_constraint(4, 2, 2, 2) == "memory"

@@ -175,14 +175,19 @@ def decode_tflops(arrival_rate_rps, model, output_p50, output_p95, output_p99=No
                                   text("model", model, "a model name [text]"), p50, p95, p99)
 
 
-@udf(demand_tflops="Prefill plus decode demand at peak. [TFLOP/s]",
-     gpu="Catalog GPU name, or its dense peak. [TFLOP/s]", mfu="Achieved fraction of peak (0.40, not 40). [fraction]",
-     tp="GPUs per replica. [GPUs]", compute_dtype="Tensor-core dtype of the peak for a named GPU: bf16, fp8, fp4. [dtype]")
-def compute_gpus(demand_tflops, gpu, mfu=MFU, tp=1, compute_dtype="bf16"):
-    """The compute path in whole replicas: demand ÷ (peak × MFU) (1,562 ÷ 395.6 = 3.95 → 4). [GPUs]"""
+@udf(demand_tflops="Prefill plus decode demand at peak; the prefill alone where decode_tflops is given. [TFLOP/s]",
+     gpu="Catalog GPU name, or its dense peak. [TFLOP/s]", mfu="Achieved fraction of peak (0.40, not 40); the prefill's where decode_mfu is given. [fraction]",
+     tp="GPUs per replica. [GPUs]", compute_dtype="Tensor-core dtype of the peak for a named GPU: bf16, fp8, fp4. [dtype]",
+     decode_tflops="Decode demand at its own MFU (the engine's defaults split them); blank: none apart. [TFLOP/s]",
+     decode_mfu="The decode's MFU (0.40, not 40); blank: mfu. [fraction]")
+def compute_gpus(demand_tflops, gpu, mfu=MFU, tp=1, compute_dtype="bf16", decode_tflops=None, decode_mfu=None):
+    """The compute path in whole replicas: demand ÷ (peak × MFU) (1,562 ÷ 395.6 = 3.95 → 4), plus decode ÷ (peak × decode MFU) where apart. [GPUs]"""
     g = name_or_num("gpu", gpu, "TFLOP/s", "a GPU name or its dense peak [TFLOP/s]")
-    return cellwise.compute_gpus(number("demand_tflops", demand_tflops, "TFLOP/s", at_least=0.0), g, fraction("mfu", mfu),
-                                 whole("tp", tp, "GPUs"), dtype("compute_dtype", compute_dtype, COMPUTE_DTYPES))
+    f = fraction("mfu", mfu)
+    return cellwise.compute_gpus(number("demand_tflops", demand_tflops, "TFLOP/s", at_least=0.0), g, f,
+                                 whole("tp", tp, "GPUs"), dtype("compute_dtype", compute_dtype, COMPUTE_DTYPES),
+                                 number("decode_tflops", decode_tflops, "TFLOP/s", at_least=0.0, optional=True) or 0.0,
+                                 f if decode_mfu is None or decode_mfu == "" else fraction("decode_mfu", decode_mfu))
 
 
 # ---------------------------------------------------------------------------------------------- latency
@@ -243,12 +248,14 @@ def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, 
 
 
 @udf(memory_gpus="The memory path. [GPUs]", compute_gpus="The compute path. [GPUs]",
-     latency_gpus="The latency path; 0 to compare memory and compute only. [GPUs]")
-def binding_constraint(memory_gpus, compute_gpus, latency_gpus=0.0):
-    """Which path binds: memory, compute, latency; 'both' or 'all' when whole GPU counts tie. [text]"""
+     latency_gpus="The latency path; 0 to compare memory and compute only. [GPUs]",
+     tp="GPUs per replica; given, three paths of one replica each read 'minimum replica'. [GPUs]")
+def binding_constraint(memory_gpus, compute_gpus, latency_gpus=0.0, tp=None):
+    """Which path binds: memory, compute, latency; 'both' or 'all' when whole GPU counts tie; 'minimum replica' when every path is one replica of tp. [text]"""
     return cellwise.binding(number("memory_gpus", memory_gpus, "GPUs", at_least=0.0),
                             number("compute_gpus", compute_gpus, "GPUs", at_least=0.0),
-                            number("latency_gpus", latency_gpus, "GPUs", at_least=0.0))
+                            number("latency_gpus", latency_gpus, "GPUs", at_least=0.0),
+                            None if tp is None or tp == "" else whole("tp", tp, "GPUs"))
 
 
 @udf(rows3=True, memory_gpus="The memory path. [GPUs]", compute_gpus="The compute path. [GPUs]", latency_gpus="The latency path. [GPUs]",

@@ -111,8 +111,9 @@ def peak_tflops(gpu: str | float, compute_dtype: str = "bf16") -> float:
     return peak
 
 
-def compute_gpus(demand_tflops: float, gpu: str | float, mfu: float, tp: int = 1, compute_dtype: str = "bf16") -> float:
-    """The compute path in whole replicas: demand ÷ (peak × MFU). [GPUs]
+def compute_gpus(demand_tflops: float, gpu: str | float, mfu: float, tp: int = 1, compute_dtype: str = "bf16",
+                 decode_tflops: float = 0.0, decode_mfu: float | None = None) -> float:
+    """The compute path in whole replicas: demand ÷ (peak × MFU), plus a decode demand at its own MFU. [GPUs]
 
     Parameters
     ----------
@@ -126,11 +127,16 @@ def compute_gpus(demand_tflops: float, gpu: str | float, mfu: float, tp: int = 1
         GPUs per replica. [GPUs]
     compute_dtype : str
         Tensor-core dtype of the peak for a named GPU: 'bf16', 'fp8' or 'fp4'.
+    decode_tflops : float
+        Decode demand counted apart at ``decode_mfu`` (``demand_tflops`` then holds the prefill alone), as the
+        engine's fitted defaults split them; 0: none apart. [TFLOP/s]
+    decode_mfu : float, optional
+        The decode's MFU; None: ``mfu``. [fraction]
 
     Returns
     -------
     float
-        ``demand ÷ (peak × MFU)``, rounded up to whole replicas. [GPUs]
+        ``demand ÷ (peak × MFU) + decode ÷ (peak × decode MFU)``, rounded up to whole replicas. [GPUs]
 
     References
     ----------
@@ -143,4 +149,6 @@ def compute_gpus(demand_tflops: float, gpu: str | float, mfu: float, tp: int = 1
     >>> compute_gpus(1561.5, "h100-sxm", 0.40)
     4.0
     """
-    return fleet.whole_gpus(compute.compute_gpus_exact(demand_tflops, peak_tflops(gpu, compute_dtype), mfu), tp)
+    peak = peak_tflops(gpu, compute_dtype)
+    return fleet.whole_gpus(compute.compute_gpus_split(demand_tflops, decode_tflops, peak, mfu,
+                                                       mfu if decode_mfu is None else decode_mfu), tp)

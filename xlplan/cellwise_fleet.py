@@ -14,8 +14,8 @@ from xlplan import capacity, fleet
 from xlplan.plan import Plan
 
 
-def binding(memory_gpus_: float, compute_gpus_: float, latency_gpus_: float = 0.0) -> str:
-    """Which path binds: 'memory', 'compute', 'latency', 'both' or 'all'. [text]
+def binding(memory_gpus_: float, compute_gpus_: float, latency_gpus_: float = 0.0, tp: int | None = None) -> str:
+    """Which path binds: 'memory', 'compute', 'latency', 'both', 'all' or 'minimum replica'. [text]
 
     Parameters
     ----------
@@ -25,6 +25,9 @@ def binding(memory_gpus_: float, compute_gpus_: float, latency_gpus_: float = 0.
         The compute path. [GPUs]
     latency_gpus_ : float
         The latency path; 0 to compare memory and compute only. [GPUs]
+    tp : int, optional
+        GPUs per replica: where every path is exactly one replica, no path binds ('minimum replica', the engine's
+        label); None leaves that rule out. [GPUs]
 
     Returns
     -------
@@ -36,7 +39,7 @@ def binding(memory_gpus_: float, compute_gpus_: float, latency_gpus_: float = 0.
     Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable: 4 for the load, +1 for
     N+1 … buy a node of 8".
     """
-    return fleet.binding_constraint(memory_gpus_, compute_gpus_, latency_gpus_)[0]
+    return fleet.binding_constraint(memory_gpus_, compute_gpus_, latency_gpus_, tp)[0]
 
 
 def fleet_sizes(memory_gpus_: float, compute_gpus_: float, latency_gpus_: float = 0.0, tp: int = 1, redundancy: int = 1,

@@ -269,10 +269,7 @@ class Engine:
             return False
         if "api" in needs and self.plan.api is None:
             return False
-        if "runbook_decode" in needs and self.plan.policy.decode_attention_flops:
-            return False
-        cp = self.fig.result.compute  # the resolved MFUs: engine defaults split prefill from decode too
-        return not ("single_mfu" in needs and any(x and x != cp.mfu for x in (cp.prefill_mfu, cp.decode_mfu)))
+        return not ("runbook_decode" in needs and self.plan.policy.decode_attention_flops)
 
 
 def num(x: float | None, inf: str = NONE):

@@ -130,7 +130,7 @@ def _compute_lines(e: Engine) -> list[Line]:
                     F.pct("PrefillMFU", pre), ") + ", F.fixed("DecodeTFLOPS", tr.decode_tflops), " ÷ (", F.fixed("PeakTFLOPS", s.peak_tflops),
                     " x ", F.pct("DecodeMFU", dec), ") = ", F.fixed("ComputeGPUsExact", pa.compute_gpus_exact, 2))),
         Line("ComputeGPUs", "Compute path", "=INDEX(TPCompute,TPChoiceRow)", pa.compute_gpus, "GPUs", FMT["gpus"],
-             "in whole replicas", udf="COMPUTE_GPUS(DemandTFLOPS,PeakTFLOPS,MFU,TP)", needs="single_mfu"),
+             "in whole replicas", udf="COMPUTE_GPUS(PrefillTFLOPS,PeakTFLOPS,PrefillMFU,TP,ComputeDtype,DecodeTFLOPS,DecodeMFU)"),
     ]
 
 
@@ -215,7 +215,8 @@ def _binding_lines(e: Engine) -> list[Line]:
     return [
         Line("Binding", "Binding constraint", "=" + F.binding("MemoryGPUs", "ComputeGPUs", "LatencyGPUs", "TP"),
              e.sol.binding, "path", None,
-             "the path that needs the most GPUs; 'both' when two tie, 'all' when three do; 'minimum replica' when all fit in one"),
+             "the path that needs the most GPUs; 'both' when two tie, 'all' when three do; 'minimum replica' when all fit in one",
+             udf="BINDING_CONSTRAINT(MemoryGPUs,ComputeGPUs,LatencyGPUs,TP)"),
         Line("TP", "Tensor-parallel degree chosen", "=INDEX(TPDegreeCol,TPChoiceRow)", e.sol.paths.tp, "GPUs", "0",
              "fewest GPUs purchased, then fewest billed, then the smallest degree"),
     ]
