@@ -1,9 +1,21 @@
-"""The note's words read as the numbers mean: singular for one, and the minimum replica explained where it binds."""
+"""The words read as the numbers mean (issue 22): singular for one in every text the CLI prints, the API comparison as a
+factor above one in the direction of its words, a missing price said as missing, and provenance a person can follow;
+and the minimum replica explained where it binds."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+import yaml
+from planhelp import replan
+
+from xlplan import catalog
+from xlplan.cli import main
+from xlplan.compare import _binds
 from xlplan.io.planfile import reference_plan
-from xlplan.note import render_text
+from xlplan.note import _api_ratio_sentence, render_markdown, render_text
+from xlplan.note_format import _count, _hourly_price, _verb, readable_source
 from xlplan.plan import Plan
 from xlplan.planner import plan
 
@@ -17,3 +29,157 @@ def test_a_load_one_replica_carries_is_explained_and_singular():
     answer = next(line for line in render_text(r).splitlines() if line.startswith("Answer:"))
     assert answer.startswith("Answer: 1 GPU for the load,"), answer
     assert "binding: minimum replica (one replica of 1 GPU carries the peak with room to spare" in answer
+
+
+# ------------------------------------------------------------------------------------------ one in the singular (issue 22)
+
+# "1" standing alone (not the end of 0.1, 2.1 or 1,001) before a plural count noun, the "(s)" hedge, or one GPU or
+# replica with a plural verb; units such as requests/s are rates, not counts, and are left out
+ONE_AS_MANY = re.compile(r"(?<![\d.,])1 (GPUs|replicas|nodes|seeds|months|requests|days|minutes|options|preemptions|"
+                         r"years|priced options|more options)\b(?!/)|\w\(s\)|(?<![\d.,])1 (GPU|replica) keep\b")
+
+
+def _tiny(**sections) -> Plan:
+    # 0.2 req/s of the runbook's traffic: 0.2 × 15 s = 3 conversations in flight, which one H100 holds (the first
+    # test above), so the load is one GPU; sections change the rest
+    return replan(reference_plan(), forecast={"peak_rps": 0.2}, **sections)
+
+
+def test_a_count_is_singular_exactly_where_it_prints_as_one():
+    # English: one GPU, two GPUs, zero GPUs; a figure printed as "1" (1.0 with %g, 0.9996 to three figures) is one
+    assert [_count(n, "GPU") for n in (0, 1, 2, 1000)] == ["0 GPUs", "1 GPU", "2 GPUs", "1,000 GPUs"]
+    assert _count(1.0, "year", fmt="g") == "1 year" and _count(1.5, "year", fmt="g") == "1.5 years"
+    assert _count(0.9996, "minute", fmt=".3g") == "1 minute"
+    assert _count(1, "more option") == "1 more option" and _count(3, "more option") == "3 more options"
+    assert (_verb(1, "keeps", "keep"), _verb(2, "keeps", "keep")) == ("keeps", "keep")
+
+
+def test_a_one_gpu_note_reads_singular_and_a_larger_one_plural(ref):
+    # no redundancy and nodes of one GPU: load, fleet, purchase and bill are all one GPU, one node; the rented bill is
+    # 1 GPU × $3/h × 730 h = $2,190
+    r = plan(_tiny(policy={"redundancy": 0}, hardware={"gpus_per_node": 1}))
+    assert (r.answer.load, r.answer.with_redundancy, r.answer.purchased, r.answer.billed_gpus) == (1, 1, 1, 1)
+    for text in (render_text(r), render_markdown(r)):
+        assert ONE_AS_MANY.search(text) is None, ONE_AS_MANY.search(text)
+    text = render_text(r)
+    assert "Monthly bill             1 GPU (rented) × $3/h × 730 h = $2,190 / month" in text
+    assert "(1 node of 1)" in text and "→ 1 GPU; p95 prefill" in text
+    assert "→ 1 replica keeps the p95 wait for a slot" in text and "= 1 GPU\n" in text  # Erlang C: 1 × 1 GPU per replica
+    # the runbook's own example stays plural: 4 GPUs for the load + 1 spare = 5, a node of 8 (document 14)
+    assert "4 GPUs for the load (TP 1) + 1 spare replica = 5 with redundancy → 8 purchased (1 node of 8)" in render_text(ref)
+
+
+@pytest.mark.slow
+def test_every_cli_text_says_one_gpu_and_keeps_the_plural_for_more(tmp_path, capsys):
+    # the one-GPU plan above through every command that prints words: plan (and its Markdown note), compare,
+    # schedule (one month, one day's lead time), capacity and simulate at one GPU
+    one = tmp_path / "one.yaml"
+    one.write_text(yaml.safe_dump(_tiny(policy={"redundancy": 0}, hardware={"gpus_per_node": 1}).model_dump(mode="json", exclude_none=True)))
+    md = tmp_path / "one.md"
+    runs = [["plan", str(one), "--markdown", str(md)], ["compare", str(one), "--gpus", "h100-sxm", "--verify-top", "1"],
+            ["schedule", str(one), "--growth", "0.01", "--months", "1", "--lead-time-days", "1"],
+            ["capacity", str(one), "--gpus", "1"], ["simulate", str(one), "--gpus", "1", "--search"]]
+    texts = {}
+    for argv in runs:
+        assert main(argv) == 0, argv
+        texts[argv[0]] = capsys.readouterr().out
+    texts["markdown"] = md.read_text(encoding="utf-8")
+    for name, text in texts.items():
+        assert ONE_AS_MANY.search(text) is None, (name, ONE_AS_MANY.search(text))
+    assert "Verified at peak (simulated)  1 GPU keeps the promise" in texts["plan"]
+    assert "lead time 1 day)" in texts["schedule"]
+    assert texts["capacity"].startswith("1 GPU (TP 1, 1 replica) keeps the promise up to ")
+    assert texts["simulate"].startswith("1 GPU = 1 replica of TP 1: ")
+    assert "Verified load: 1 GPU (1 replica of TP 1) keeps the promise" in texts["simulate"]
+    # with one spare replica and nodes of 8 the same load is bought as a node: 1 + 1 = 2 GPUs, 8 purchased
+    two = tmp_path / "two.yaml"
+    two.write_text(yaml.safe_dump(_tiny().model_dump(mode="json", exclude_none=True)))
+    assert main(["plan", str(two)]) == 0
+    note = capsys.readouterr().out
+    assert "2 GPUs keep the promise with one replica lost" in note and "8 GPUs (1 node of 8) for 2 with redundancy" in note
+    assert "2 GPUs (rented) × $3/h × 730 h = $4,380" in note and ONE_AS_MANY.search(note) is None
+
+
+def test_paths_that_bind_together_take_a_plural_verb():
+    # "latency and queueing" are two subjects; "memory" one
+    assert _binds("latency and queueing") == "latency and queueing bind there"
+    assert _binds("memory") == "memory binds there"
+
+
+# ------------------------------------------------------------------------------------ ratios in the direction of the words
+
+
+def _api_sentence(r) -> str:
+    return next(p for p in render_text(r).split("\n") if "self-hosting" in p)
+
+
+def test_the_api_comparison_is_a_factor_above_one_in_the_direction_of_its_words(ref, ref_plan):
+    # The reference: the API bills 40 req/s × 0.40 × 730 h × 3,600 s = 42.05 M requests a month × (2,000 × $0.25 +
+    # 300 × $0.75) per million = $30,485; the closed form's 7 GPUs × $3 × 730 = $15,330: self-hosting is
+    # 30,485 / 15,330 = 1.99, so "2.0× cheaper than the API"
+    assert ref.cost.api_monthly_usd == pytest.approx(30_484.8) and ref.answer.monthly_usd == pytest.approx(15_330)
+    assert "self-hosting is 2.0× cheaper than the API at this volume" in _api_sentence(ref)
+    # at $0.005 per million either way (the plausible floor) the API bills 42.05 M × 2,300 tokens × $0.005/M = $483.55:
+    # the API is the cheaper, by 15,330 / 483.55 = 31.7×, said as self-hosting being 31.7× dearer, never "0.0× cheaper"
+    cheap = plan(replan(ref_plan, api={"usd_per_mtok_input": 0.005, "usd_per_mtok_output": 0.005}))
+    assert cheap.cost.api_monthly_usd == pytest.approx(483.552)
+    sentence = _api_sentence(cheap)
+    assert "self-hosting is 31.7× dearer than the API at this volume" in sentence
+    for text in (_api_sentence(ref), sentence):
+        assert all(float(x.replace(",", "")) >= 1 for x in re.findall(r"([\d,.]+)×", text)), text
+
+
+def test_a_factor_that_rounds_to_one_is_said_as_about_the_same():
+    # $1,000 against $1,020 is 1.02 either way: "1.0× dearer" would state a difference as none; past 5% it is a factor
+    assert "costs about what the API does" in _api_ratio_sentence(1000.0, 1020.0)
+    assert "costs about what the API does" in _api_ratio_sentence(1020.0, 1000.0)
+    assert "self-hosting is 1.1× cheaper than the API" in _api_ratio_sentence(1100.0, 1000.0)
+    assert "self-hosting is 2.0× dearer than the API" in _api_ratio_sentence(500.0, 1000.0)
+    assert "×" not in _api_ratio_sentence(0.0, 1000.0)  # an API that costs nothing: no factor to give
+
+
+# ------------------------------------------------------------------------------------------ the catalog, as printed
+
+
+def test_a_missing_gpu_price_is_printed_as_missing_never_as_zero(capsys):
+    assert _hourly_price(None) == "price missing" and _hourly_price(2.99) == "$2.99/h"
+    assert main(["catalog", "gpus"]) == 0
+    out = capsys.readouterr().out
+    assert "$0.00" not in out
+    rows = {line.split()[0]: line for line in out.splitlines() if not line.startswith(" ")}
+    unpriced = [k for k in catalog.gpu_names() if catalog.get_gpu(k).usd_per_gpu_hour is None]
+    assert unpriced and all(rows[k].endswith("price missing") for k in unpriced)  # the H20, B300 and others: no listing
+    h100 = catalog.get_gpu("h100-sxm").usd_per_gpu_hour
+    assert rows["h100-sxm"].endswith(f"${h100:.2f}/h")
+
+
+@pytest.mark.parametrize(("raw", "shown"), [
+    # an id beside words: the words stay, the separator before the id goes with it
+    ("71 in public code tables, code-index id 61509561483; GA102 whitepaper not read",
+     "71 in public code tables; GA102 whitepaper not read"),
+    # brackets holding ids alone go; a URL beside them stays
+    ("'24576MiB' (code-index ids 67391834167, 18095515282, 49936164697) | price: github.com/toolshedlabs-hash/gpu-price-feed",
+     "'24576MiB' | price: github.com/toolshedlabs-hash/gpu-price-feed"),
+    ("'24564MiB' (code-index id 48084861389; also ids 56815166488, 10926136859) - NOT 24576MiB", "'24564MiB' - NOT 24576MiB"),
+    ("'23028MiB' (ECC on; code-index ids 566308614, 23034786879)", "'23028MiB' (ECC on)"),
+    ("a public catalog (id 38790003559) - SECONDARY", "a public catalog - SECONDARY"),
+    # an id heading a bracket's contents: the contents stay
+    ("inlined in public code (code-index id 53185873524: 48 layers, 3840)", "inlined in public code (48 layers, 3840)"),
+    ("(900 GB/s per GPU) and code-index id 69072427599; 600 W", "(900 GB/s per GPU); 600 W"),
+    # commits and figures are not ids: kept
+    ("pytorch/ao roofline_utils.py @0598012; memory 68702699520 bytes", "pytorch/ao roofline_utils.py @0598012; memory 68702699520 bytes"),
+    ("mem_bandwidth 4022 GB/s (code index) - SECONDARY", "mem_bandwidth 4022 GB/s (public code) - SECONDARY"),
+])
+def test_provenance_is_printed_without_opaque_ids(raw, shown):
+    assert readable_source(raw) == shown
+
+
+def test_the_catalog_prints_followable_sources_and_its_json_keeps_the_data(capsys):
+    assert main(["catalog", "gpus"]) == 0
+    assert main(["catalog", "models"]) == 0
+    out = capsys.readouterr().out
+    assert not re.search(r"code-index|\bids? \d{6,}", out)
+    assert "github.com/toolshedlabs-hash/gpu-price-feed README" in out and "stas00/ml-engineering" in out
+    # the data itself is unchanged: --json gives the catalog's source as written, ids included
+    assert main(["catalog", "gpus", "--json"]) == 0
+    assert "code-index id 61509561483" in capsys.readouterr().out

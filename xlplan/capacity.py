@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, replace
 
 from xlplan import _vec, fleet, steps
+from xlplan.note_format import _count, _verb
 from xlplan.scenario import Scenario
 
 
@@ -66,8 +67,9 @@ def capacity(s: Scenario, gpus: int) -> Capacity:
         candidates = tuple(steps.paths(unit, tr, tp) for tp in s.tp_options)
         if all(c.load == _vec.INF for c in candidates):
             raise steps.PlanningError(steps.infeasible_reason(unit, candidates))
-        raise steps.PlanningError(f"{gpus} GPUs hold no whole replica at any TP degree the plan allows "
-                                  f"({', '.join(map(str, s.tp_options))}); expected at least {min(s.tp_options)} GPUs")
+        raise steps.PlanningError(f"{_count(gpus, 'GPU')} {_verb(gpus, 'holds', 'hold')} no whole replica at any TP degree "
+                                  f"the plan allows ({', '.join(map(str, s.tp_options))}); expected at least "
+                                  f"{_count(min(s.tp_options), 'GPU')}")
     return best
 
 
@@ -125,7 +127,7 @@ def closed_form_capacity(s: Scenario, gpus: int, budget_set_by_plan: bool = Fals
 
     lo, hi = _doubling_bracket(at, base.max_peak_rps)
     if lo is None:
-        raise steps.PlanningError(f"{gpus} GPUs hold the closed form at no peak rate down to {hi:,.4g} requests/s")
+        raise steps.PlanningError(f"{_count(gpus, 'GPU')} {_verb(gpus, 'holds', 'hold')} the closed form at no peak rate down to {hi:,.4g} requests/s")
     while hi - lo > tolerance * lo:
         mid = (lo + hi) / 2.0
         if at(mid) is not None:
@@ -268,11 +270,11 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
 def _require_bracket(gpus: int, tp: int, guess: float, lo: float | None, hi: float | None) -> None:
     """Raise PlanningError where the bracket has no passing end (``lo``) or no failing end (``hi``). [—]"""
     if lo is None:
-        raise steps.PlanningError(f"{gpus} GPUs (TP {tp}) keep the promise in simulation at no peak rate down to "
+        raise steps.PlanningError(f"{_count(gpus, 'GPU')} (TP {tp}) {_verb(gpus, 'keeps', 'keep')} the promise in simulation at no peak rate down to "
                                   f"{hi:,.4g} requests/s (the closed form says {guess:,.4g}): expected a promise one "
                                   "replica's steps can meet; run `xlplan plan` to see which target misses")
     if hi is None:
-        raise steps.PlanningError(f"{gpus} GPUs (TP {tp}) keep the promise in simulation up to {lo:,.4g} requests/s, "
+        raise steps.PlanningError(f"{_count(gpus, 'GPU')} (TP {tp}) {_verb(gpus, 'keeps', 'keep')} the promise in simulation up to {lo:,.4g} requests/s, "
                                   f"{CAPACITY_GROWTH:g} times the closed form's {guess:,.4g}: expected the closed form "
                                   "to be within that factor")
 
@@ -357,7 +359,7 @@ def too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
     requests = rate * simulate.run_minutes(rate) * 60.0
     if replicas <= planner.AUTO_VERIFY_MAX_REPLICAS and requests <= planner.AUTO_VERIFY_MAX_REQUESTS:
         return None
-    return (f"not simulated: {replicas:,} replicas and {requests:,.0f} requests a run at the closed form's rate are past "
+    return (f"not simulated: {_count(replicas, 'replica')} and {requests:,.0f} requests a run at the closed form's rate are past "
             f"what the default search takes on (at most {planner.AUTO_VERIFY_MAX_REPLICAS} replicas and "
             f"{planner.AUTO_VERIFY_MAX_REQUESTS:,} requests); simulate a share of the fleet with a plan at that share "
             "of the peak")

@@ -14,6 +14,7 @@ option to evaluate, not a free saving.
 from __future__ import annotations
 
 from xlplan import catalog, plausibility, steps
+from xlplan.note_format import _count
 from xlplan.plan import Plan
 from xlplan.result import GPUOption
 from xlplan.scenario import resolve
@@ -225,8 +226,9 @@ def _label(o: GPUOption) -> str:
 
 
 def _binds(label: str) -> str:
-    """What binds, as a clause: 'memory binds there', or the paths that tie. [text]"""
-    return {"both": "two paths tie there", "all": "all three paths tie there"}.get(label, f"{label} binds there")
+    """What binds, as a clause: 'memory binds there', 'latency and queueing bind there', or the paths that tie. [text]"""
+    verb = "bind" if " and " in label else "binds"
+    return {"both": "two paths tie there", "all": "all three paths tie there"}.get(label, f"{label} {verb} there")
 
 
 def recommendation(options: list[GPUOption]) -> str:
@@ -249,17 +251,17 @@ def recommendation(options: list[GPUOption]) -> str:
     best = priced[0]
     if not mine.feasible:
         return (f"The plan's {_label(mine)} cannot be met ({mine.reason}); the cheapest option per token is {_label(best)} "
-                f"at ${best.usd_per_mtok:.3f}/M tokens ({best.purchased} GPUs to buy; {_binds(best.binding)}).")
+                f"at ${best.usd_per_mtok:.3f}/M tokens ({_count(best.purchased, 'GPU')} to buy; {_binds(best.binding)}).")
     if best is mine or (mine.usd_per_mtok is not None and best.usd_per_mtok >= mine.usd_per_mtok):
         nxt = next((o for o in priced if o is not mine), None)
         tail = f"; next is {_label(nxt)} at {nxt.usd_per_mtok / mine.usd_per_mtok - 1:+.0%} per token" if nxt and mine.usd_per_mtok else ""
-        return f"The plan's {_label(mine)} is the cheapest per token of {len(priced)} priced options{tail}."
+        return f"The plan's {_label(mine)} is the cheapest per token of {_count(len(priced), 'priced option')}{tail}."
     if mine.usd_per_mtok is None:
         return (f"The plan's {_label(mine)} has no price to compare; the cheapest option per token is {_label(best)} "
                 f"at ${best.usd_per_mtok:.3f}/M tokens; {_binds(best.binding)}.")
     saving = 1.0 - best.usd_per_mtok / mine.usd_per_mtok
     quant = " (quantised weights: check quality before you buy)" if best.weights_dtype != mine.weights_dtype else ""
     return (f"{_label(best)} is {saving:.0%} cheaper per token than the plan's {_label(mine)} "
-            f"(${best.usd_per_mtok:.3f} against ${mine.usd_per_mtok:.3f}/M tokens, {best.purchased} GPUs to buy, "
+            f"(${best.usd_per_mtok:.3f} against ${mine.usd_per_mtok:.3f}/M tokens, {_count(best.purchased, 'GPU')} to buy, "
             f"{'verified in simulation' if best.source == 'verified' else best.source}); "
             f"{_binds(best.binding)}{quant}.")

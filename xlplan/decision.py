@@ -10,6 +10,7 @@ import dataclasses
 import math
 
 from xlplan import closed_form, cost, simulate, steps
+from xlplan.note_format import _count
 from xlplan.result import AnswerOut, UtilisationCost
 from xlplan.scenario import Scenario
 from xlplan.steps import Solution, solve
@@ -114,7 +115,7 @@ def _affordable(s, cf: closed_form.ClosedForm) -> tuple[bool, str | None]:
     if (cf.load_replicas <= AUTO_VERIFY_MAX_REPLICAS and requests <= AUTO_VERIFY_MAX_REQUESTS
             and step_count <= AUTO_VERIFY_MAX_STEPS):
         return True, None
-    return False, (f"not simulated: the closed form's {cf.load_replicas:,} replicas, {requests:,.0f} requests and about "
+    return False, (f"not simulated: the closed form's {_count(cf.load_replicas, 'replica')}, {requests:,.0f} requests and about "
                    f"{step_count:,.0f} steps a run are past what the default simulation takes on (at most "
                    f"{AUTO_VERIFY_MAX_REPLICAS} replicas, {AUTO_VERIFY_MAX_REQUESTS:,} requests, "
                    f"{AUTO_VERIFY_MAX_STEPS:,} steps); the Answer is the closed form's — `xlplan plan --verify` simulates "
@@ -203,6 +204,6 @@ def answer_warnings(cf: closed_form.ClosedForm, verified) -> list[str]:
                    f"{cf.queue.prefill_at_percentile_s:.2f} s at the promise's percentile, so the closed form stands on "
                    "the other paths")
     if verified is not None and verified.load is None:
-        out.append(f"no fleet up to {verified.searched_up_to} GPUs keeps the promise in simulation: the Answer is the "
+        out.append(f"no fleet up to {_count(verified.searched_up_to, 'GPU')} keeps the promise in simulation: the Answer is the "
                    "closed form's, unverified")
     return out

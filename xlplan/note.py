@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from xlplan.note_constraints import QUEUEING_WORDS, constraints_section  # noqa: F401  (QUEUEING_WORDS: re-exported)
 from xlplan.note_fleet import answer_sentence, fleet_section
-from xlplan.note_format import _n, _pct, _tokens, _usd, _who_binds
+from xlplan.note_format import _count, _n, _pct, _tokens, _usd, _who_binds
 from xlplan.result import PlanResult, Sensitivity
 
 SECTIONS = (
@@ -51,7 +51,7 @@ def _breakpoint_sentence(b, unit_fmt) -> list[str]:
     name = {"peak_rps": "peak rate", "prompt_p95": "p95 prompt", "output_p50": "p50 output", "itl_s": "inter-token target"}[b.variable]
     way = "rises" if b.direction == "up" else "falls"
     if b.fleet_step_at is not None:
-        after = f"{b.purchased_after} GPUs" if b.purchased_after is not None else "infeasible"
+        after = _count(b.purchased_after, "GPU") if b.purchased_after is not None else "infeasible"
         out.append(f"{name} {way} past {unit_fmt(b.fleet_step_at)} {b.unit}: the purchase grows to {after}")
     if b.binding_flip_at is not None:
         out.append(f"{name} {way} past {unit_fmt(b.binding_flip_at)} {b.unit}: {_who_binds(b.binding_after, b.binding_paths_after)}")
@@ -97,7 +97,9 @@ def _inputs_rows(r: PlanResult) -> list[tuple[str, str]]:
         ("Average utilisation", f"{i.average_utilisation:.0%} of peak  [owner: {i.owners['forecast']}]"),
         ("Prefix reuse (measured)", f"{i.prefix_reuse:.0%}"),
         ("Promise", f"TTFT < {i.ttft_s:g} s, inter-token < {i.itl_s * 1000:g} ms ({1 / i.itl_s:g} tokens/s) at p{i.percentile:g}  [owner: {i.owners['promise']}]"),
-        ("Prices", f"${k.usd_per_gpu_hour:.4g}/GPU-hour{' (owned)' if k.ownership else ''}; API {_usd(k.api_usd_per_mtok_blended, 3)}/M blended  [owner: {i.owners['pricing']}]"),
+        ("Prices", f"${k.usd_per_gpu_hour:.4g}/GPU-hour{' (owned)' if k.ownership else ''}; "
+                   + (f"API {_usd(k.api_usd_per_mtok_blended, 3)}/M blended" if k.api_usd_per_mtok_blended is not None
+                      else "API price missing") + f"  [owner: {i.owners['pricing']}]"),
     ]
 
 
@@ -127,7 +129,7 @@ def _cost_rows(r: PlanResult) -> list[tuple[str, str]]:
     fixed = bill_usd - bill_gpus * k.usd_per_gpu_hour * k.hours_per_month
     extra = f" + {_usd(fixed)} fixed" if abs(fixed) >= 0.5 else ""
     rows = [
-        ("Monthly bill", f"{bill_gpus} GPUs ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × {k.hours_per_month:g} h{extra} = "
+        ("Monthly bill", f"{_count(bill_gpus, 'GPU')} ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × {k.hours_per_month:g} h{extra} = "
                          f"{_usd(bill_usd)} / month, fixed" + (" (the Answer's fleet)" if a is not None else "")),
         ("Tokens per month", f"{_tokens(k.tokens_per_month)} at {i.average_utilisation:.0%} average utilisation"),
         ("Cost per million tokens", f"{_usd(paid.usd_per_mtok, 3)} (all kinds)"),
@@ -138,7 +140,7 @@ def _cost_rows(r: PlanResult) -> list[tuple[str, str]]:
         ("By utilisation", ", ".join(f"{u.utilisation:.0%} {_usd(u.usd_per_mtok, 3)}" for u in paid.usd_per_mtok_by_utilisation)),
     ]
     if a is not None:
-        rows.insert(1, ("Runbook's method", (f"{k.billed_gpus} GPUs ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × "
+        rows.insert(1, ("Runbook's method", (f"{_count(k.billed_gpus, 'GPU')} ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × "
                                             f"{k.hours_per_month:g} h = {_usd(k.monthly_usd)} / month "
                                             f"(~${k.monthly_usd / 1000:,.0f}k; {_usd(k.usd_per_mtok, 3)}/M tokens)")))
     if k.ownership is not None:  # the runbook's bill is then ownership's: it takes the runbook's row (or the first)
@@ -153,8 +155,8 @@ def _ownership_row(r: PlanResult) -> tuple[str, str]:
     k = r.cost
     o = k.ownership
     return ("Monthly cost of ownership" + ("" if r.answer is None else " (the runbook's fleet)"),
-            (f"{k.billed_gpus} GPUs owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
-             f"{o.depreciation_years:g} years) + power {_usd(o.energy_usd_per_month)} ({o.kw_per_gpu:g} kW x PUE {o.pue:g} x "
+            (f"{_count(k.billed_gpus, 'GPU')} owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
+             f"{_count(o.depreciation_years, 'year', fmt='g')}) + power {_usd(o.energy_usd_per_month)} ({o.kw_per_gpu:g} kW x PUE {o.pue:g} x "
              f"${o.usd_per_kwh:g}/kWh) + hosting {_usd(o.hosting_usd_per_month)} + hardware ops "
              f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(k.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)"))
 
@@ -166,7 +168,7 @@ def _against_renting_row(r: PlanResult) -> tuple[str, str]:
         return ("Against renting", "no rental price known for this GPU")
     pay = (f"buying pays back in {o.payback_months:,.1f} months" if o.payback_months is not None
            else "renting costs less than running owned hardware: buying never pays back")
-    return ("Against renting", (f"renting the {r.fleet.with_redundancy} GPUs with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
+    return ("Against renting", (f"renting the {_count(r.fleet.with_redundancy, 'GPU')} with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
                                f"{_usd(o.rent_monthly_usd)} / month; {pay}"))
 
 
@@ -175,15 +177,23 @@ def _api_paragraphs(r: PlanResult) -> list[str]:
     k = r.cost
     if k.api_monthly_usd is None:
         return []
-    ratio = k.api_monthly_usd / _bill(r)[1]
     return [
-        (f"On infrastructure alone self-hosting is {ratio:,.1f}× cheaper than the API at this volume. " if ratio >= 1 else
-         f"On infrastructure alone self-hosting is {1 / ratio:,.1f}× dearer than the API at this volume. " if ratio > 0 else
-         "On infrastructure alone self-hosting is dearer than the API, which costs nothing at this volume. ")
+        _api_ratio_sentence(k.api_monthly_usd, _bill(r)[1])
         + "Left out: engineering time, on-call, upgrades and re-benchmarking, idle overnight capacity, cold-start risk"
         + (f" (ops counted in the break-even: {_usd(k.ops_usd_per_month)}/month)." if k.ops_usd_per_month else ".")
         + " Utilisation is the biggest lever: a half-idle GPU costs what a busy one does."
     ]
+
+
+def _api_ratio_sentence(api_usd: float, bill_usd: float) -> str:
+    """Self-hosting against the API as a factor in the direction of the words, never below 1: 'self-hosting is 2.0×
+    cheaper than the API' or '... 3.4× dearer than the API'; within 5% either way, about the same. [text]"""
+    if api_usd <= 0:
+        return "On infrastructure alone self-hosting is dearer than the API, which costs nothing at this volume. "
+    factor, words = (api_usd / bill_usd, "cheaper") if api_usd >= bill_usd else (bill_usd / api_usd, "dearer")
+    if factor < 1.05:  # '1.0× cheaper' would read as no difference said as one
+        return "On infrastructure alone self-hosting costs about what the API does at this volume (within 5%). "
+    return f"On infrastructure alone self-hosting is {factor:,.1f}× {words} than the API at this volume. "
 
 
 def _whatif_paragraphs(r: PlanResult) -> list[str]:

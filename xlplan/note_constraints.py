@@ -6,7 +6,7 @@ Reads a :class:`~xlplan.result.PlanResult`; computes nothing. Each line shows it
 
 from __future__ import annotations
 
-from xlplan.note_format import _n, _unsharded, _who_binds
+from xlplan.note_format import _count, _n, _unsharded, _verb, _who_binds
 from xlplan.result import PlanResult
 
 QUEUEING_WORDS = ("requests wait for a slot; more replicas or a shorter step (a smaller step budget, fp8 weights) help; "
@@ -44,10 +44,10 @@ def _rows(r: PlanResult) -> list[tuple[str, str]]:
                            f"{r.time_in_system_s:.1f} s")),
         ("Concurrency (Little's Law)", f"{i.peak_rps:g} req/s × {r.time_in_system_s:.1f} s = {_n(r.concurrency, 1)} in flight"),
         ("Memory path", (f"{_n(r.concurrency, 1)} × {mem.kv_gib_per_conversation:.3f} GiB = {mem.kv_gib_total:,.1f} GiB ÷ {mem.kv_budget_gib_per_gpu:.2f} GiB per GPU"
-                        f"{_unsharded(r.fleet.tp, mem.kv_shards)} = {mem.gpus_exact:.2f} → {mem.gpus} GPUs")),
+                        f"{_unsharded(r.fleet.tp, mem.kv_shards)} = {mem.gpus_exact:.2f} → {_count(mem.gpus, 'GPU')}")),
         ("KV budget per GPU", _kv_budget_line(r.model, mem)),
         ("Compute path", _compute_line(r)),
-        ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {lat.max_decode_batch:,.0f} per replica) → {lat.gpus} GPUs; p95 prefill {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
+        ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {lat.max_decode_batch:,.0f} per replica) → {_count(lat.gpus, 'GPU')}; p95 prefill {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
     ]
     if r.queueing is not None:
         rows.append(("Queueing path", _queueing_line(r)))
@@ -61,9 +61,9 @@ def _compute_line(r: PlanResult) -> str:
     m, c = r.model, r.compute
     if c.prefill_mfu == c.decode_mfu == c.mfu:
         return (f"(prefill {_n(c.prefill_tflops)} + decode {_n(c.decode_tflops)}) TFLOP/s ÷ {c.tflops_per_gpu:,.1f} per GPU "
-                f"at {c.mfu:.0%} MFU = {c.gpus_exact:.2f} → {c.gpus} GPUs")
+                f"at {c.mfu:.0%} MFU = {c.gpus_exact:.2f} → {_count(c.gpus, 'GPU')}")
     return (f"(prefill {_n(c.prefill_tflops, 1)} TFLOP/s ÷ {c.prefill_mfu:.2%} MFU + decode {_n(c.decode_tflops, 1)} TFLOP/s ÷ "
-            f"{c.decode_mfu:.2%} MFU) ÷ {m.peak_tflops:,.0f} TFLOP/s per GPU = {c.gpus_exact:.2f} → {c.gpus} GPUs")
+            f"{c.decode_mfu:.2%} MFU) ÷ {m.peak_tflops:,.0f} TFLOP/s per GPU = {c.gpus_exact:.2f} → {_count(c.gpus, 'GPU')}")
 
 
 def _kv_budget_line(m, mem) -> str:
@@ -94,10 +94,12 @@ def _queueing_line(r: PlanResult) -> str:
     if q.prefill_tail_rps_per_replica is not None:
         tail = (f"; a step carrying a prompt chunk takes {q.prefill_step_s * 1000:.0f} ms, over the {i.itl_s * 1000:g} ms "
                 f"target, and at most {100 - i.percentile:g}% of steps may: {q.prefill_tail_rps_per_replica:.2f} req/s per "
-                f"replica, {i.peak_rps:g} ÷ {q.prefill_tail_rps_per_replica:.2f} → {q.tail_replicas} replicas at least")
-    return (f"{rate}; {load}{tail} → {q.replicas} replicas keep the p{i.percentile:g} wait for a slot at "
-            f"{q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − {q.prefill_at_percentile_s:.2f} s prefill "
-            f"(Erlang C); {q.replicas} × {q.gpus // q.replicas if q.replicas else 0} GPUs per replica = {q.gpus} GPUs")
+                f"replica, {i.peak_rps:g} ÷ {q.prefill_tail_rps_per_replica:.2f} → {_count(q.tail_replicas, 'replica')} at least")
+    per = q.gpus // q.replicas if q.replicas else 0
+    return (f"{rate}; {load}{tail} → {_count(q.replicas, 'replica')} {_verb(q.replicas, 'keeps', 'keep')} the "
+            f"p{i.percentile:g} wait for a slot at {q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − "
+            f"{q.prefill_at_percentile_s:.2f} s prefill (Erlang C); {q.replicas} × {_count(per, 'GPU')} per replica = "
+            f"{_count(q.gpus, 'GPU')}")
 
 
 def _closed_form_line(r: PlanResult) -> str:
@@ -112,7 +114,7 @@ def _closed_form_line(r: PlanResult) -> str:
             f"{budget:.2f} GiB per GPU{f' at TP {cf.tp}' if cf.tp != r.fleet.tp else ''}{_unsharded(cf.tp, shards)} = "
             f"{cf.memory_gpus_exact:.2f} GPUs; paths: memory "
             f"{cf.memory_gpus} (the fewest replicas holding their own load), compute {cf.compute_gpus}, latency "
-            f"{cf.latency_gpus}, queueing {q} → the largest, {cf.load} GPUs ({_who_binds(cf.binding, cf.binding_paths)})")
+            f"{cf.latency_gpus}, queueing {q} → the largest, {_count(cf.load, 'GPU')} ({_who_binds(cf.binding, cf.binding_paths)})")
 
 
 def _paragraphs(r: PlanResult) -> list[str]:
@@ -135,14 +137,14 @@ def _binding_words(r: PlanResult) -> str:
     exact = {"memory": r.memory.gpus_exact, "compute": r.compute.gpus_exact, "latency": r.latency.gpus_exact}
     detail = ", ".join(f"{k} {counts[k]} ({exact[k]:.2f} exact)" for k in counts)
     if r.binding == "minimum replica":
-        head = f"No path binds: every path fits in one replica of {r.fleet.tp} GPU(s), so the minimum replica sets the fleet"
+        head = f"No path binds: every path fits in one replica of {_count(r.fleet.tp, 'GPU')}, so the minimum replica sets the fleet"
         top = max(exact.values())
-        tail = (f" — the largest path is {top:.3g} of its {r.fleet.tp} GPU(s): traffic could grow about "
+        tail = (f" — the largest path is {top:.3g} of its {_count(r.fleet.tp, 'GPU')}: traffic could grow about "
                 f"{r.fleet.tp / top:,.1f}× before it needs a second replica (every path grows with the rate; see the "
                 "breakpoints)." if top > 0 else " (see the breakpoints).")
     elif r.binding in ("both", "all"):
         which = " and ".join(r.binding_paths)
-        head = f"{which.capitalize()} bind about equally ({counts[r.binding_paths[0]]} GPUs each)"
+        head = f"{which.capitalize()} bind about equally ({_count(counts[r.binding_paths[0]], 'GPU')} each)"
         tail = " — either could move first if the traffic shape shifts, so watch both gauges."
     else:
         head = f"{r.binding.capitalize()} binds"
@@ -165,9 +167,9 @@ def _closed_binding_words(r: PlanResult) -> str:
         "queueing": QUEUEING_WORDS,
     }
     if cf.binding == "minimum replica":
-        return f"The closed form: every path fits in one replica of {cf.tp} GPU(s), so the minimum replica sets the fleet."
+        return f"The closed form: every path fits in one replica of {_count(cf.tp, 'GPU')}, so the minimum replica sets the fleet."
     parts = "; ".join(f"{p}: {tails[p]}" for p in cf.binding_paths)
-    return f"The closed form is {cf.load} GPUs, the largest of the four paths — {parts}."
+    return f"The closed form is {_count(cf.load, 'GPU')}, the largest of the four paths — {parts}."
 
 
 def _budget_sentence(r: PlanResult) -> str:
@@ -183,14 +185,14 @@ def _budget_sentence(r: PlanResult) -> str:
     fewest, best = min(met, key=lambda nb: (nb[0], -nb[1]))
     if cf.budget_chosen_by == "plan":
         if q.replicas is None or fewest < q.replicas:
-            return (f"The step budget decides the queueing path: {best:,}-token steps would need {fewest} replicas where the "
+            return (f"The step budget decides the queueing path: {best:,}-token steps would need {_count(fewest, 'replica')} where the "
                     f"plan's {q.step_budget_tokens:,}-token steps need {q.replicas if q.replicas is not None else 'more than any fleet'} "
                     f"(replicas at each budget in tokens: {others}); the plan sets its budget, so it stands.")
         return ""
     if cf.budget_chosen_by == "queueing path":
         default = (f"{cf.default_budget_queueing_gpus // cf.tp}" if cf.default_budget_queueing_gpus is not None
                    else "more than any fleet")
-        return (f"The step budget decides the queueing path: {q.step_budget_tokens:,}-token steps need {q.replicas} replicas "
+        return (f"The step budget decides the queueing path: {q.step_budget_tokens:,}-token steps need {_count(q.replicas, 'replica')} "
                 f"where the default {cf.default_step_budget_tokens:,}-token steps need {default} (replicas at each budget "
                 f"in tokens: {others}); deploy policy.max_num_batched_tokens: {q.step_budget_tokens} — the simulation runs it.")
     return ""
@@ -205,7 +207,7 @@ def _queueing_shortfall(r: PlanResult) -> str:
     at_tp = f" at TP {cf_tp}" if cf_tp != f.tp else ""
     if q is None or (q.gpus is not None and q.gpus <= rb_load):
         return ""
-    return ((f"The queueing path needs {q.gpus} GPUs, more than the runbook's load{at_tp} of {rb_load}" if q.gpus is not None
+    return ((f"The queueing path needs {_count(q.gpus, 'GPU')}, more than the runbook's load{at_tp} of {rb_load}" if q.gpus is not None
              else "No fleet keeps the wait for a slot within the TTFT promise")
             + (f": at {rb_load} the replicas would run at ρ = {q.utilisation_at_load:.2f}"
                + (", so requests would queue for a slot without bound" if q.utilisation_at_load >= 1 else

@@ -6,7 +6,7 @@ Reads a :class:`~xlplan.result.PlanResult`; computes nothing.
 from __future__ import annotations
 
 from xlplan.fleet import MINIMUM_REPLICA
-from xlplan.note_format import _count, _secs, _seeds, _spares, _usd, _who_binds
+from xlplan.note_format import _count, _secs, _seeds, _spares, _usd, _verb, _who_binds
 from xlplan.result import PlanResult
 
 
@@ -36,7 +36,7 @@ def _method_rows(r: PlanResult) -> list[tuple[str, str]]:
     """The runbook's method's fleet, its calibrated range, and the closed form's. [text]"""
     f, cf = r.fleet, r.closed_form
     rows = [
-        ("Runbook's method", (f"{f.load} GPUs for the load (TP {f.tp}) + {_spares(f.redundancy_replicas, f.tp)} = "
+        ("Runbook's method", (f"{_count(f.load, 'GPU')} for the load (TP {f.tp}) + {_spares(f.redundancy_replicas, f.tp)} = "
                              f"{f.with_redundancy} with redundancy → {f.purchased} purchased "
                              f"({_count(f.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node})")),
     ]
@@ -48,7 +48,7 @@ def _method_rows(r: PlanResult) -> list[tuple[str, str]]:
                                          f"efficiencies (runbook's method; point figure {f.with_redundancy}); calibrated from "
                                          f"{r.calibration_source}")))
     if cf is not None:
-        rows.append(("Closed form", (f"{cf.load} GPUs for the load ({_who_binds(cf.binding, cf.binding_paths)}) + "
+        rows.append(("Closed form", (f"{_count(cf.load, 'GPU')} for the load ({_who_binds(cf.binding, cf.binding_paths)}) + "
                                     f"{_spares(f.redundancy_replicas, cf.tp)} = {cf.with_redundancy} with redundancy → "
                                     f"{cf.purchased} purchased")))
     return rows
@@ -60,8 +60,9 @@ def _verified_rows(r: PlanResult) -> list[tuple[str, str]]:
     if v is None:
         return []
     rows = [("Verified at peak (simulated)",
-             (f"{v.load} GPUs keep the promise (p95 TTFT {_secs(v.ttft_p95_s)}, inter-token {_secs(v.itl_p95_s)})"
-              if v.load is not None else f"no fleet up to {v.searched_up_to} GPUs keeps the promise")
+             (f"{_count(v.load, 'GPU')} {_verb(v.load, 'keeps', 'keep')} the promise (p95 TTFT {_secs(v.ttft_p95_s)}, "
+              f"inter-token {_secs(v.itl_p95_s)})"
+              if v.load is not None else f"no fleet up to {_count(v.searched_up_to, 'GPU')} keeps the promise")
              + f" — {v.minutes:g} min, {v.arrivals}, {_seeds(v)}, {v.chunk_tokens:,}-token steps")]
     if v.load is not None:
         rows.append(("With redundancy (simulated)", _redundancy_row(v)))
@@ -73,12 +74,12 @@ def _answer_rows(r: PlanResult) -> list[tuple[str, str]]:
     a, f, cf = r.answer, r.fleet, r.closed_form
     if a is None:
         return []
-    rows = [("Purchase", (f"{a.purchased} GPUs ({_count(a.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node}) for "
+    rows = [("Purchase", (f"{_count(a.purchased, 'GPU')} ({_count(a.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node}) for "
                          f"{a.with_redundancy} with redundancy — {_answer_source(r)}"))]
     if a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):
         rows.append(("Serving setting", f"policy.max_num_batched_tokens: {a.step_budget_tokens} (deploy it; "
                                         f"{cf.default_step_budget_tokens:,}-token steps need "
-                                        + (f"{cf.default_budget_queueing_gpus} GPUs" if cf.default_budget_queueing_gpus is not None
+                                        + (_count(cf.default_budget_queueing_gpus, "GPU") if cf.default_budget_queueing_gpus is not None
                                            else "more than any fleet") + " on the queueing path)"))
     return rows
 
@@ -98,11 +99,11 @@ def _paragraphs(r: PlanResult) -> list[str]:
 def _redundancy_row(v) -> str:
     """'7 GPUs keep the promise with one replica lost (p95 TTFT 337 ms)'. [text]"""
     if v.with_redundancy is None:
-        return f"no fleet up to {v.searched_up_to} GPUs keeps the promise with the redundancy lost"
+        return f"no fleet up to {_count(v.searched_up_to, 'GPU')} keeps the promise with the redundancy lost"
     if v.redundancy_lost_replicas == 0:
-        return f"{v.with_redundancy} GPUs: the plan keeps no redundancy"
-    lost = "one replica" if v.redundancy_lost_replicas == 1 else f"{v.redundancy_lost_replicas} replicas"
-    return (f"{v.with_redundancy} GPUs keep the promise with {lost} lost at the start of the peak (p95 TTFT "
+        return f"{_count(v.with_redundancy, 'GPU')}: the plan keeps no redundancy"
+    lost = "one replica" if v.redundancy_lost_replicas == 1 else _count(v.redundancy_lost_replicas, "replica")
+    return (f"{_count(v.with_redundancy, 'GPU')} {_verb(v.with_redundancy, 'keeps', 'keep')} the promise with {lost} lost at the start of the peak (p95 TTFT "
             f"{_secs(v.redundancy_ttft_p95_s)}, inter-token {_secs(v.redundancy_itl_p95_s)})")
 
 
@@ -127,7 +128,7 @@ def _disagreement(cf, v, tail: bool = True) -> str:
         why = ("the simulation schedules every step with its prefill chunks and each request's own lengths, where the "
                "closed form takes means: " + ("the long prompts and answers of the tail hold slots longer than the mean does"
                                               if tail else "a replica's batch, and so its step, varies about the mean"))
-    return (f"The closed form gives {cf.load} GPUs for the load and the simulation {v.load}: {why}. The Answer follows "
+    return (f"The closed form gives {_count(cf.load, 'GPU')} for the load and the simulation {v.load}: {why}. The Answer follows "
             "the simulation.")
 
 
@@ -147,17 +148,17 @@ def answer_sentence(r: PlanResult) -> str:
     """
     a = r.answer
     if a is None:  # a result written before the closed form existed: the runbook's figures
-        return (f"{r.fleet.load} GPUs for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}; "
+        return (f"{_count(r.fleet.load, 'GPU')} for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}; "
                 f"binding: {r.binding}; ~{_usd(r.cost.monthly_usd)}/month, {_usd(r.cost.usd_per_mtok, 3)}/M tokens.")
     lost = ""
     if a.source == "verified" and r.verified.redundancy_lost_replicas:
         n = r.verified.redundancy_lost_replicas
-        lost = " (one replica lost)" if n == 1 else f" ({n} replicas lost)"
+        lost = " (one replica lost)" if n == 1 else f" ({_count(n, 'replica')} lost)"
     cannot = ("; the TTFT promise cannot be kept by any fleet (the prompt's prefill alone takes longer), so this is the "
               "fleet for the other paths only" if r.closed_form is not None and not r.closed_form.feasible else "")
     binding = a.binding
     if binding == MINIMUM_REPLICA:
-        binding += (f" (one replica of {a.tp} GPU{'' if a.tp == 1 else 's'} carries the peak with room to spare: no path "
+        binding += (f" (one replica of {_count(a.tp, 'GPU')} carries the peak with room to spare: no path "
                     "needs more, so the fleet is the smallest the model runs on)")
-    return (f"{a.load} GPU{'' if a.load == 1 else 's'} for the load, {a.with_redundancy} with redundancy{lost}, buy {a.purchased}; binding: "
+    return (f"{_count(a.load, 'GPU')} for the load, {a.with_redundancy} with redundancy{lost}, buy {a.purchased}; binding: "
             f"{binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")

@@ -1,10 +1,13 @@
 """How the capacity note writes a figure: thousands, dollars, token volumes, seconds, counts, spare replicas.
 
 Private helpers of :mod:`xlplan.note` and its sentence and arithmetic modules; each turns a figure of the result into
-the words the note prints, and computes nothing.
+the words the note prints, and computes nothing. The counts (:func:`_count`, :func:`_verb`) and the catalog's display
+(:func:`_hourly_price`, :func:`readable_source`) serve every text the CLI prints, so one rule reads the same everywhere.
 """
 
 from __future__ import annotations
+
+import re
 
 
 def _n(x: float, digits: int = 0) -> str:
@@ -28,9 +31,53 @@ def _pct(d) -> str:
     return f"p50 {_n(d.p50)} · p95 {_n(d.p95)} · p99 {p99} (fitted mean {_n(d.mean)})"
 
 
-def _count(n: int, noun: str) -> str:
-    """'1 node', '3 nodes'. [text]"""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+def _count(n: float, noun: str, many: str | None = None, fmt: str = ",") -> str:
+    """'1 node', '3 nodes', '1 GPU', '2 GPUs', '1 day': singular exactly where the number prints as 1 (``fmt`` is how
+    it prints; ``many`` is the plural where adding 's' is not it). [text]"""
+    shown = f"{n:{fmt}}"
+    return f"{shown} {noun if shown == '1' else many or noun + 's'}"
+
+
+def _verb(n: float, one: str, many: str) -> str:
+    """The verb that agrees with a count: ``one`` ('keeps') for one, ``many`` ('keep') otherwise. [text]"""
+    return one if n == 1 else many
+
+
+def _hourly_price(usd: float | None) -> str:
+    """2.99 -> '$2.99/h'; None -> 'price missing' (a missing price is never printed as $0.00). [text]"""
+    return "price missing" if usd is None else f"${usd:,.2f}/h"
+
+
+_OPAQUE_IDS = re.compile(r"(?:\bcode-index |\balso )?\bids? \d{6,}(?:,? (?:and )?\d{6,})*")
+"""A run of code-search index ids, 'code-index ids 67391834167, 18095515282': numbers no reader can look up. [regex]"""
+
+
+def readable_source(text: str) -> str:
+    """A catalog entry's provenance as a person can follow it: the code-search index ids it cites dropped.
+
+    The catalog keeps the ids (they are how its compilers found a file again); a reader has no index to look them up
+    in, so the printed text drops them, with the brackets and separators left empty, and keeps every URL, repository,
+    path, commit and quotation.
+
+    Parameters
+    ----------
+    text : str
+        A catalog ``source`` string, e.g. "... 71 in public code tables, code-index id 61509561483; GA102 ...".
+
+    Returns
+    -------
+    str
+        The same text without the ids: "... 71 in public code tables; GA102 ...". [text]
+    """
+    t = _OPAQUE_IDS.sub("\0", text)
+    for pattern, repl in ((r"\0: ", ""),                              # "(id 123: 48 layers" -> "(48 layers"
+                          (r"\s*\(\s*\0(?:\s*[;,]\s*\0)*\s*\)", ""),    # brackets holding ids alone
+                          (r"\(\s*\0\s*[;,]\s*", "("),                  # "(id 1; note ..." -> "(note ..."
+                          (r"\s*[;,]\s*\0(?:\s*[;,]\s*\0)*(?=\s*\))", ""),  # "(ECC on; ids 1, 2)" -> "(ECC on)"
+                          (r"\s*(?:,|\band\b)\s*\0(?=\s*;)", ""),        # "tables, id 1; GA102" -> "tables; GA102"
+                          (r"\s*\0", "")):
+        t = re.sub(pattern, repl, t)
+    return re.sub(r"\(code[- ]index\)", "(public code)", t)
 
 
 def _spares(replicas: int, tp: int) -> str:
@@ -43,7 +90,7 @@ def _unsharded(tp: int, shards: int | None) -> str:
     """' × 8 ÷ 1 shard' where a replica's GPUs each hold more than their share of every cache (MLA, few KV heads). [text]"""
     if shards is None or shards == tp:
         return ""
-    return f" × {tp} GPUs per replica ÷ {_count(shards, 'cache shard')}"
+    return f" × {_count(tp, 'GPU')} per replica ÷ {_count(shards, 'cache shard')}"
 
 
 def _secs(x: float | None) -> str:

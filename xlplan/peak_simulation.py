@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from xlplan.note_format import _count
+
 
 class RunRefused(ValueError):
     """A run the plan or the options cannot give, said in one line.
@@ -273,5 +275,5 @@ def _workload(s, max_context, minutes, seed, burst, log, resample):
                                        f"expected at most {sim.MAX_REQUESTS:,} (fewer minutes)"))
     span_min = max(float(wl.arrival_s[-1]) / 60.0, 1.0 / 60.0) if len(wl.arrival_s) else 0.0
     if len(wl.arrival_s) < 2:
-        raise RunRefused(req.name, f"{len(wl.arrival_s)} request(s) to replay; expected a log with at least 2")
-    return wl, min(minutes, span_min), f"the busiest {min(minutes, span_min):.3g} minutes of {req.name}, replayed"
+        raise RunRefused(req.name, f"{_count(len(wl.arrival_s), 'request')} to replay; expected a log with at least 2")
+    return wl, min(minutes, span_min), f"the busiest {_count(min(minutes, span_min), 'minute', fmt='.3g')} of {req.name}, replayed"

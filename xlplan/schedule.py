@@ -21,6 +21,7 @@ import datetime as dt
 import math
 
 from xlplan import plausibility, steps
+from xlplan.note_format import _count
 from xlplan.result import ScheduleMonth, ScheduleOut
 from xlplan.scenario import Scenario
 from xlplan.traffic import monthly_from_weekly  # noqa: F401  (re-exported: a traffic-growth conversion, named here too)
@@ -285,7 +286,7 @@ def _margin(decided: list, verify: str, percentile: float, max_context: int | No
     if verify == "every":
         n = sum(d.answer.source == "verified" for _, _, d in decided)
         return 0, (f"each month verified in simulation at its peak, as `xlplan plan` verifies its Answer ({n} of "
-                   f"{len(decided)} months; the rest past what the default simulation takes on: the closed form)")
+                   f"{_count(len(decided), 'month')}; the rest past what the default simulation takes on: the closed form)")
     largest = max(range(len(decided)), key=lambda i: decided[i][1].peak_rps)
     measured, words = [], []
     for i in sorted({0, largest}):
@@ -299,7 +300,7 @@ def _margin(decided: list, verify: str, percentile: float, max_context: int | No
         else:
             words.append(f"{first_day:%Y-%m} not simulated ({v.skipped or 'no fleet verified'})")
     margin = max([0] + measured)
-    return margin, (f"the closed form each month plus a margin of {margin} replica{'' if margin == 1 else 's'}, the most the closed form fell short "
+    return margin, (f"the closed form each month plus a margin of {_count(margin, 'replica')}, the most the closed form fell short "
                     f"by where simulated ({'; '.join(words)}); `--verify every` simulates every month")
 
 

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 from xlplan import steps
+from xlplan.note_format import _count, _verb
 from xlplan.scenario import Scenario
 from xlplan.sim_run import SimResult, simulate
 from xlplan.sim_schedule import chunk_tokens
@@ -82,7 +83,7 @@ def _secs(x: float) -> str:
 
 def _gpus(n: int) -> str:
     """1 -> '1 GPU', 4 -> '4 GPUs'. [text]"""
-    return f"{n} GPU" + ("" if n == 1 else "s")
+    return _count(n, "GPU")
 
 
 def verify(s: Scenario, sol: steps.Solution, percentile: float = 95.0, minutes: float | None = None, seed: int = DEFAULT_SEED,
@@ -228,19 +229,19 @@ def _load_sentence(s: Scenario, vr: _Verification, tp: int, rb: int, rb_red: int
     whose = "the runbook's" if s.engine == "runbook" else "the runbook method's"  # its fleet, on the engine's conventions
     head = f"Simulated at peak ({how}, {minutes:g} min, seed {seed}): {whose} {_gpus(rb)}"
     if at_load.meets_promise:
-        sentence = (f"{head} keep the promise (p{percentile:g} TTFT {_secs(at_load.ttft_at_percentile_s)}, "
+        sentence = (f"{head} {_verb(rb, 'keeps', 'keep')} the promise (p{percentile:g} TTFT {_secs(at_load.ttft_at_percentile_s)}, "
                     f"inter-token {_itl(at_load)}); it holds from {_gpus(v * tp)}{on}, so the "
                     f"redundancy stays spare at peak.")
     elif v is None:
-        sentence = (f"{head} miss {_missed(s, at_load)}, and no fleet up to {_gpus(cap * tp)} keeps it: "
+        sentence = (f"{head} {_verb(rb, 'misses', 'miss')} {_missed(s, at_load)}, and no fleet up to {_gpus(cap * tp)} keeps it: "
                     "adding replicas does not shorten one replica's steps; change the promise, the hardware or the model.")
     elif v * tp <= rb_red:
         spare = "the redundancy GPU is" if red * tp == 1 else "the redundancy is"
-        sentence = (f"{head} miss {_missed(s, at_load)}; it holds from {v * tp}{on}, so {spare} needed at peak"
+        sentence = (f"{head} {_verb(rb, 'misses', 'miss')} {_missed(s, at_load)}; it holds from {v * tp}{on}, so {spare} needed at peak"
                     + (" (no spare is left for a failure)." if v * tp == rb_red else "."))
     else:
         short = v * tp - rb_red
-        sentence = (f"{head} miss {_missed(s, at_load)}; it holds from {v * tp}{on}, {_gpus(short)} more than the "
+        sentence = (f"{head} {_verb(rb, 'misses', 'miss')} {_missed(s, at_load)}; it holds from {v * tp}{on}, {_gpus(short)} more than the "
                     f"{rb_red} with redundancy" + (f" (the {int(purchased)} purchased cover it)." if purchased >= (v + red) * tp
                                                     else f"; with redundancy the fleet needs at least {(v + red) * tp}."))
     chunk = chunk_tokens(s)
@@ -253,9 +254,9 @@ def _load_sentence(s: Scenario, vr: _Verification, tp: int, rb: int, rb_red: int
 def _failure_sentence(s: Scenario, failed: SimResult, left_gpus: int, rb_red: int, percentile: float) -> str:
     """Whether the runbook's fleet with redundancy keeps the promise with one replica lost at the start of the
     peak. [text]"""
-    down = (f"With one replica lost at the start of the peak ({left_gpus} of {rb_red} GPUs left, "
-            f"{failed.requeued:,} requests re-queued to prefill again)" if failed.lost_replicas else
-            f"With no replica to spare ({rb_red} GPUs)")
+    down = (f"With one replica lost at the start of the peak ({left_gpus} of {_gpus(rb_red)} left, "
+            f"{_count(failed.requeued, 'request')} re-queued to prefill again)" if failed.lost_replicas else
+            f"With no replica to spare ({_gpus(rb_red)})")
     if failed.meets_promise:
         return (f"{down} the promise holds (p{percentile:g} TTFT {_secs(failed.ttft_at_percentile_s)}, "
                 f"inter-token {_itl(failed)}).")
@@ -265,7 +266,7 @@ def _failure_sentence(s: Scenario, failed: SimResult, left_gpus: int, rb_red: in
 def _redundancy_sentence(vr: _Verification, tp: int, on: str, percentile: float) -> str:
     """How many GPUs keep the promise with the plan's redundancy lost at the start of the peak. [text]"""
     v, red, n_red, lossy = vr.found.verified_replicas, vr.red, vr.with_redundancy, vr.lossy
-    lost_words = "one replica" if red == 1 else f"{red} replicas"
+    lost_words = "one replica" if red == 1 else _count(red, "replica")
     if v is None:
         return ""
     if red == 0:
@@ -273,6 +274,6 @@ def _redundancy_sentence(vr: _Verification, tp: int, on: str, percentile: float)
     if n_red is None:
         return (f"No fleet up to {_gpus(vr.found.cap_replicas * tp)} keeps the promise with {lost_words} lost at the "
                 "start of the peak.")
-    return (f"{n_red * tp} keep the promise{on} with {lost_words} lost at the start of the peak (p{percentile:g} TTFT "
-            f"{_secs(lossy.ttft_at_percentile_s)}, inter-token {_itl(lossy)}; {lossy.requeued:,} requests "
+    return (f"{n_red * tp} {_verb(n_red * tp, 'keeps', 'keep')} the promise{on} with {lost_words} lost at the start of the peak (p{percentile:g} TTFT "
+            f"{_secs(lossy.ttft_at_percentile_s)}, inter-token {_itl(lossy)}; {_count(lossy.requeued, 'request')} "
             "re-queued to prefill again), measured over the window after the loss.")

@@ -14,6 +14,7 @@ from xlplan.cli.app import PLAN_ARG, app
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError, percent_hint
 from xlplan.io.outputs import json_text
+from xlplan.note_format import _count
 
 
 def _usd(x: float | None, digits: int = 0) -> str:
@@ -68,7 +69,7 @@ def compare_cmd(
     console.print(table)
     shown = sum(1 for i, o in enumerate(options, start=1) if i <= top or o.is_plan)
     if shown < len(options):
-        console.print(f"{len(options) - shown} more option(s): --top {len(options)} or --json shows them all.")
+        console.print(f"{_count(len(options) - shown, 'more option')}: --top {len(options)} or --json shows them all.")
     verified = sum(o.source == "verified" for o in options)
     console.print(f"Fleets: {verified} verified in simulation at peak on every seed, as `xlplan plan` verifies its Answer "
                   f"(the {verify_top} cheapest and the plan's own); the rest are the closed form (the largest of the "
@@ -195,7 +196,7 @@ def _print_schedule(name: str, out, words: str, lead: int, late: list, today: dt
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{name}: the fleet month by month ({words}; lead time {lead} days)")
+    table = Table(title=f"{name}: the fleet month by month ({words}; lead time {_count(lead, 'day')})")
     for col in ("month", "peak req/s", "load", "+redundancy", "bought", "new", "order by", "$/month", "cumulative $", "binds",
                 "API $/month", "fleet from"):
         table.add_column(col, justify="left" if col in ("month", "order by", "binds", "fleet from") else "right")

@@ -95,6 +95,7 @@ def capacity_cmd(
 ) -> None:
     """The inverse question: the highest peak rate a given number of GPUs serves keeping the promise (simulated)."""
     from xlplan.capacity import closed_form_capacity, too_large_to_simulate, verified_capacity
+    from xlplan.note_format import _count, _verb
     from xlplan.scenario import resolve
 
     p = _load(plan_file)
@@ -122,14 +123,12 @@ def capacity_cmd(
     closed_line = (f"the closed form says {four.max_peak_rps:,.2f} requests/s (TP {four.tp}); {four.limited_by} {stops} it "
                    f"first (without the queueing path {cap.max_peak_rps:,.2f}; by path [requests/s]: {per}).")
     if ver is None:
-        typer.echo(f"{gpus} GPU{'' if gpus == 1 else 's'}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {why})")
+        typer.echo(f"{_count(gpus, 'GPU')}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {why})")
         return
     seeds = ", ".join(map(str, ver.seeds[:-1])) + f" and {ver.seeds[-1]}"
-    fleet = f"{gpus} GPU" if gpus == 1 else f"{gpus} GPUs"
-    reps = "1 replica" if ver.replicas == 1 else f"{ver.replicas} replicas"
-    typer.echo(f"{fleet} (TP {ver.tp}, {reps}) keep the promise up to {ver.max_peak_rps:,.2f} "
-               f"requests/s at peak in simulation (on each of seeds {seeds}, {ver.minutes:.3g} min of arrivals; they miss "
-               f"it at {ver.fails_at_rps:,.2f}); plan: {p.forecast.peak_rps:g}. Not simulated, {closed_line}")
+    typer.echo(f"{_count(gpus, 'GPU')} (TP {ver.tp}, {_count(ver.replicas, 'replica')}) {_verb(gpus, 'keeps', 'keep')} the "
+               f"promise up to {ver.max_peak_rps:,.2f} requests/s at peak in simulation (on each of seeds {seeds}, "
+               f"{ver.minutes:.3g} min of arrivals; {_verb(gpus, 'it misses', 'they miss')} it at {ver.fails_at_rps:,.2f}); plan: {p.forecast.peak_rps:g}. Not simulated, {closed_line}")
 
 
 @app.command("catalog")
@@ -139,6 +138,7 @@ def catalog_cmd(
 ) -> None:
     """List the catalog of GPUs or models, with sources."""
     from xlplan import architecture, memory
+    from xlplan.note_format import _hourly_price, readable_source
 
     if kind not in ("gpus", "models"):
         raise InputError("catalog", [f"kind: got {kind!r}; expected 'gpus' or 'models'"])
@@ -150,8 +150,8 @@ def catalog_cmd(
         for k, g in items.items():
             fp8 = f"{g.fp8_tflops:g}" if g.fp8_tflops else "—"
             typer.echo(f"{k:10s} {g.name:28s} {g.memory_gib:7.2f} GiB  bf16 {g.bf16_tflops:7g}  fp8 {fp8:>6} TFLOP/s  "
-                       f"{g.hbm_tbps:5g} TB/s  ${g.usd_per_gpu_hour or 0:.2f}/h")
-            typer.echo(f"{'':10s} source: {g.source}")
+                       f"{g.hbm_tbps:5g} TB/s  {_hourly_price(g.usd_per_gpu_hour)}")
+            typer.echo(f"{'':10s} source: {readable_source(g.source)}")
         return
     items = {k: catalog.get_model(k) for k in catalog.model_names()}
     if as_json:
@@ -160,7 +160,7 @@ def catalog_cmd(
     for k, m in items.items():
         typer.echo(f"{k:22s} {architecture.total_params(m) / 1e9:8.2f} B total  {architecture.active_params(m) / 1e9:7.2f} B active  "
                    f"KV {memory.kv_bytes_per_token(m, 'bf16'):>9,.0f} B/token (bf16)")
-        typer.echo(f"{'':22s} source: {m.source}")
+        typer.echo(f"{'':22s} source: {readable_source(m.source)}")
 
 
 @app.command("schema")

@@ -12,6 +12,7 @@ from xlplan.cli.app import PLAN_ARG, app
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PNG, Output, check_outputs, write_outputs
+from xlplan.note_format import _count, _verb
 from xlplan.peak_simulation import finite_json as _finite  # noqa: F401  (the JSON's helpers, under their old names)
 from xlplan.peak_simulation import run_json as result_json  # noqa: F401
 
@@ -41,14 +42,14 @@ def _lines(r, ttft_target_s: float, itl_target_s: float) -> list[str]:
     q = f"p{r.percentile:g}"
     ok = "keeps" if r.meets_promise else "misses"
     return [
-        (f"{r.gpus} GPU{'' if r.gpus == 1 else 's'} = {r.replicas} replica{'' if r.replicas == 1 else 's'} of TP {r.tp}: {r.requests:,} requests measured over {r.simulated_s / 60:g} min "
+        (f"{_count(r.gpus, 'GPU')} = {_count(r.replicas, 'replica')} of TP {r.tp}: {_count(r.requests, 'request')} measured over {r.simulated_s / 60:g} min "
         f"(arrived {r.arrival_rate_rps:,.2f} req/s)"),
         f"  TTFT        p50 {_ms(r.ttft_s.p50)}  p95 {_ms(r.ttft_s.p95)}  p99 {_ms(r.ttft_s.p99)}   (target {_ms(ttft_target_s)})",
         f"  inter-token p50 {_ms(r.itl_s.p50)}  p95 {_ms(r.itl_s.p95)}  p99 {_ms(r.itl_s.p99)}   (target {_ms(itl_target_s)})",
         f"  TPOT        p50 {_ms(r.tpot_s.p50)}  p95 {_ms(r.tpot_s.p95)}  p99 {_ms(r.tpot_s.p99)}",
         (f"  in flight {r.mean_in_flight:,.1f} on average; time in system {r.mean_time_in_system_s:,.2f} s; KV cache "
         f"{r.kv_utilisation.mean:.0%} mean, {r.kv_utilisation.p95:.0%} p95, {r.kv_utilisation.max:.0%} max; "
-        f"{r.preemptions:,} preemption{'' if r.preemptions == 1 else 's'}"),
+        f"{_count(r.preemptions, 'preemption')}"),
         f"  {ok} the promise at {q}" + ("" if r.stable else " (p95 TTFT still moving between the run's halves: "
                                                                "overloaded, or run longer with --minutes)"),
     ]
@@ -117,7 +118,18 @@ def _log_reader(log: Path, columns: str | None):
         from xlplan.io.logs import parse_columns, read_logs
 
         req = read_logs([log], parse_columns(columns))
-        return LoggedRequests(str(log), req.t_s, req.prompt, req.output)
+        if not req.arrivals_without_lengths:
+            return LoggedRequests(str(log), req.t_s, req.prompt, req.output)
+        # arrivals whose lengths could not be read still arrive: each takes the lengths of a readable row drawn at
+        # random (seeded), so the replay keeps the log's rate as `traffic` measures it
+        import numpy as np
+
+        extra = req.arrival_t_s[req.t_s.size:]
+        pick = np.random.default_rng(0).integers(0, req.t_s.size, extra.size)
+        order = np.argsort(np.concatenate([req.t_s, extra]), kind="stable")
+        return LoggedRequests(f"{log} ({extra.size:,} arrivals with unread lengths given a readable row's)",
+                              np.concatenate([req.t_s, extra])[order], np.concatenate([req.prompt, req.prompt[pick]])[order],
+                              np.concatenate([req.output, req.output[pick]])[order])
 
     return read
 
@@ -131,9 +143,9 @@ def _text(out) -> list[str]:
         return lines
     v = found.verified_replicas
     if v is None:
-        return lines + [f"No fleet up to {found.cap_replicas * tp} GPUs keeps the promise."]
+        return lines + [f"No fleet up to {_count(found.cap_replicas * tp, 'GPU')} keeps the promise."]
     on = (f" on seeds {', '.join(map(str, out.search_seeds))} (all must hold, as plan verifies)" if out.search_seeds else "")
-    lines.append(f"Verified load: {v * tp} GPUs ({v} replica{'' if v == 1 else 's'} of TP {tp}) keep the promise{on}; the "
+    lines.append(f"Verified load: {_count(v * tp, 'GPU')} ({_count(v, 'replica')} of TP {tp}) {_verb(v * tp, 'keeps', 'keep')} the promise{on}; the "
                  f"closed form's load is {out.load_replicas * tp}, the runbook's method's {out.runbook_load_gpus}.")
     for n in (v - 1, v):
         if n and n in found.runs and n != out.run.replicas:
