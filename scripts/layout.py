@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 START, END = "<!-- layout:start -->", "<!-- layout:end -->"
 
-TOP = ("xlplan", "udfs", "tests", "benchmarks", "scripts", "workbook", "docs", ".ci")
+TOP = ("xlplan", "udfs", "tests", "benchmarks", "scripts", "workbook", "docs", "examples", ".ci")
 """The top-level folders described, in this order."""
 
 SKIPPED = ("__pycache__", ".venv", ".git", ".hypothesis", ".pytest_cache", ".ruff_cache", "build", "dist")
@@ -39,6 +39,12 @@ FIXED = {
     "scripts": "Maintenance scripts: regenerate README sections and fitted data, print health figures.",
     "workbook": "The committed template workbook.",
     "docs": "Published artefacts: the plan file's JSON Schema and the README's pictures.",
+    "examples": "Sample files of every format `traffic`, `calibrate` and `confirm` read, and the script that writes them "
+                "(the README's Sample files section runs each).",
+    "examples/bench": "Benchmark results: `vllm bench serve --save-result`, a GuideLLM report, a genai-perf export.",
+    "examples/logs": "Request logs: OpenAI usage JSON Lines (and .gz), LiteLLM spend logs, CSV, Parquet.",
+    "examples/scrapes": "Prometheus scrapes of one vLLM replica's /metrics, 15 s apart.",
+    "examples/reference-plan.yaml": "The reference plan as `xlplan example` writes it, for `--plan`.",
     ".ci": "Continuous integration.",
     # files that are not Python modules
     "xlplan/catalog/gpus.yaml": "GPUs: memory as the driver reports it, dense TFLOP/s by format, HBM bandwidth, "

@@ -95,6 +95,18 @@ def test_without_timestamps_the_files_modification_times_order_them(tmp_path):
     assert e.generation_tok_s == pytest.approx(100.0) and "modification times" in e.notes[0]
 
 
+def test_files_written_together_keep_the_order_given(tmp_path):
+    # a fresh checkout (or a copy) writes the scrapes within a second of each other in whatever order it likes: such
+    # modification times say nothing of when each was scraped, so the order given (a shell glob's: by name) stands.
+    # Reordered by them, 1,500-token steps 15 s apart would read as a restart and a rate of 100 tokens/s lost.
+    rows = [{"c0": 0.5, "g0": 1500 * i} for i in range(3)]
+    paths = write(tmp_path, rows)
+    for i, p in enumerate(paths):
+        os.utime(p, (1_767_225_600 + 0.3 * (2 - i), 1_767_225_600 + 0.3 * (2 - i)))  # newest first, 0.3 s apart
+    e = read_scrapes(paths, 15.0)
+    assert e.generation_tok_s == pytest.approx(100.0) and not e.notes
+
+
 def test_a_counter_that_falls_is_noted_as_a_restart(tmp_path):
     rows = [{"c0": 0.5, "g0": g} for g in (3000, 4500, 0, 1500)]
     paths = write(tmp_path, rows)

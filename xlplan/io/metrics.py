@@ -211,10 +211,18 @@ def _timed(scrapes: list[Scrape]) -> bool:
     return all(s.at_s is not None for s in scrapes)
 
 
+MTIME_APART_S = 1.0
+"""Files whose modification times are all at least this far apart were saved as they were scraped, and are ordered by
+them; closer (a checkout, a copy: written within a second) they say nothing of the order, and the order given stands. [s]"""
+
+
 def _in_time_order(scrapes: list[Scrape]) -> tuple[list[Scrape], list[str]]:
-    """The scrapes by their samples' timestamps (or the files' modification times), and a note when that reorders them."""
+    """The scrapes by their samples' timestamps (or the files' modification times where those are :data:`MTIME_APART_S`
+    apart), and a note when that reorders them."""
     timed = _timed(scrapes)
     ordered = sorted(scrapes, key=(lambda s: s.at_s) if timed else (lambda s: s.mtime_s))
+    if not timed and any(b.mtime_s - a.mtime_s < MTIME_APART_S for a, b in zip(ordered, ordered[1:])):
+        return scrapes, []
     if ordered == scrapes:
         return ordered, []
     how = "their samples' timestamps" if timed else "the files' modification times"
