@@ -148,6 +148,13 @@ def check_clause(line: str, clause: str) -> tuple[int, list[Finding]]:
                 elif v is not None and len(expr) >= 1:
                     if not (n[3] and n[1] >= v[0] - 1e-9):
                         bad.append(Finding(line, clause, f"→ {n[4]} is below {v[0]:.6g}"))
+                    elif re.search(rf"→\s*{re.escape(n[4])}\s+replicas?\b", clause) and has_op:
+                        # whole replicas: a reader redoing the sum from the printed figures rounds it up to n exactly
+                        # ("3 ÷ 0.60 → 6 replicas" reads as 5 → 5, whatever 0.60 stood for)
+                        p = _eval([("n", e[1] + (e[2] - e[1]) / 2, e[1] + (e[2] - e[1]) / 2, *e[3:]) if e[0] == "n" else e
+                                   for e in expr])
+                        if p is not None and not ((n[1] + n[2]) / 2 - 1 < p[0] - 1e-9):
+                            bad.append(Finding(line, clause, f"→ {n[4]} replicas, but the printed operands give {p[0]:.6g}"))
                     checked += 1
                 expr = []
                 i += 2

@@ -21,6 +21,10 @@ def test_the_checker_accepts_the_runbooks_lines():
     assert checked == 1 and bad == []
 
 
+def test_whole_replicas_from_printed_operands_add_up():
+    assert check_note("  Row  0.597 req/s per replica, 3 ÷ 0.597 → 6 replicas at least")[1] == []
+
+
 @pytest.mark.parametrize("line, why", [
     # 600 × 0.281 = 168.6, not 186.5: a transposed figure
     ("600.0 × 0.281 GiB = 186.5 GiB", "does not meet"),
@@ -34,6 +38,9 @@ def test_the_checker_accepts_the_runbooks_lines():
     ("300.0 tokens × 14.64 ms = 43.92 s in system", "does not meet"),
     # a wait over the promise printed as within it: 1.2 ≤ 1 − 0.09 is false
     ("wait 1.20 s ≤ 1 s − 0.09 s prefill", "is false"),
+    # whole replicas from the printed figures: 3 ÷ 0.60 = 5 exactly, so 5 replicas, not 6 (a new user's long-context
+    # plan printed this where the rate was 0.5967: printed as 0.597, 3 ÷ 0.597 = 5.03 → 6 adds up)
+    ("0.60 req/s per replica, 3 ÷ 0.60 → 6 replicas at least", "the printed operands give 5"),
 ])
 def test_the_checker_catches_a_line_that_does_not_add_up(line, why):
     checked, bad = check_note("  Row  " + line)

@@ -6,7 +6,7 @@ Reads a :class:`~xlplan.result.PlanResult`; computes nothing. Each line shows it
 
 from __future__ import annotations
 
-from xlplan.note_format import _count, _n, _unsharded, _verb, _who_binds
+from xlplan.note_format import _count, _n, _operand, _unsharded, _verb, _who_binds
 from xlplan.result import PlanResult
 
 QUEUEING_WORDS = ("requests wait for a slot; more replicas or a shorter step (a smaller step budget, fp8 weights) help; "
@@ -39,6 +39,8 @@ def constraints_section(r: PlanResult) -> tuple[list[tuple[str, str]], list[str]
 def _rows(r: PlanResult) -> list[tuple[str, str]]:
     """The section's rows: each path's arithmetic. [text]"""
     i, mem, lat = r.inputs, r.memory, r.latency
+    exact = f"{lat.gpus_exact:.2f}"  # the latency path's GPUs, printed below as concurrency ÷ this batch × TP
+    batch = _operand(lat.max_decode_batch, lambda b: b > 0 and f"{r.concurrency / b * r.fleet.tp:.2f}" == exact, 0, 3)
     rows = [
         ("Time in system", (f"{_n(i.output_tokens.mean, 1)} tokens mean output × {i.itl_s * 1000:g} ms inter-token target = "
                            f"{r.time_in_system_s:.1f} s")),
@@ -47,7 +49,7 @@ def _rows(r: PlanResult) -> list[tuple[str, str]]:
                         f"{_unsharded(r.fleet.tp, mem.kv_shards)} = {mem.gpus_exact:.2f} → {_count(mem.gpus, 'GPU')}")),
         ("KV budget per GPU", _kv_budget_line(r.model, mem)),
         ("Compute path", _compute_line(r)),
-        ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {lat.max_decode_batch:,.0f} per replica) → {_count(lat.gpus, 'GPU')}; p95 prefill {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
+        ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {batch} per replica) → {_count(lat.gpus, 'GPU')}; p95 prefill {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
     ]
     if r.queueing is not None:
         rows.append(("Queueing path", _queueing_line(r)))
@@ -86,15 +88,20 @@ def _queueing_line(r: PlanResult) -> str:
         return f"no batch meets the inter-token target with its prefill share ({q.step_budget_tokens:,}-token steps)"
     rate = (f"{q.slots_per_replica:,.2f} sequences ÷ ({_n(i.output_tokens.mean, 1)} tokens × {q.step_s * 1000:.2f} ms) = "
             f"{q.slot_rps_per_replica:.2f} req/s per replica ({q.step_budget_tokens:,}-token steps)")
-    load = f"{i.peak_rps:g} req/s ÷ {q.service_rps_per_replica:.2f} = {q.offered_erlangs:.2f} replicas busy"
+    busy = f"{q.offered_erlangs:.2f}"
+    per_replica = _operand(q.service_rps_per_replica, lambda b: b > 0 and f"{i.peak_rps / b:.2f}" == busy)
+    load = f"{i.peak_rps:g} req/s ÷ {per_replica} = {busy} replicas busy"
     if q.replicas is None:
         return (f"{rate}; {load}; the p{i.percentile:g} prompt's prefill alone ({q.prefill_at_percentile_s:.2f} s) leaves no "
                 f"wait within the {i.ttft_s:g} s TTFT target")
     tail = ""
     if q.prefill_tail_rps_per_replica is not None:
+        n = q.tail_replicas
+        tail_rate = _operand(q.prefill_tail_rps_per_replica,
+                             lambda b: b > 0 and n is not None and n - 1 < i.peak_rps / b <= n)  # the ceiling, redone
         tail = (f"; a step carrying a prompt chunk takes {q.prefill_step_s * 1000:.0f} ms, over the {i.itl_s * 1000:g} ms "
-                f"target, and at most {100 - i.percentile:g}% of steps may: {q.prefill_tail_rps_per_replica:.2f} req/s per "
-                f"replica, {i.peak_rps:g} ÷ {q.prefill_tail_rps_per_replica:.2f} → {_count(q.tail_replicas, 'replica')} at least")
+                f"target, and at most {100 - i.percentile:g}% of steps may: {tail_rate} req/s per "
+                f"replica, {i.peak_rps:g} ÷ {tail_rate} → {_count(n, 'replica')} at least")
     per = q.gpus // q.replicas if q.replicas else 0
     return (f"{rate}; {load}{tail} → {_count(q.replicas, 'replica')} {_verb(q.replicas, 'keeps', 'keep')} the "
             f"p{i.percentile:g} wait for a slot at {q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − "

@@ -15,6 +15,20 @@ def _n(x: float, digits: int = 0) -> str:
     return f"{x:,.{digits}f}"
 
 
+def _operand(x: float, holds, digits: int = 2, most: int = 6) -> str:
+    """``x`` with the fewest decimals (from ``digits``, at most ``most``) for which ``holds(printed value)`` is true: an
+    operand printed so that the line's arithmetic, redone from what is printed, gives the printed result. [text]
+
+    >>> _operand(0.5967, lambda b: -(-3 // b) == 6 and 3 / b > 5)  # 3 ÷ 0.60 = 5 would not round up to 6
+    '0.597'
+    """
+    for d in range(digits, most + 1):
+        shown = f"{x:,.{d}f}"
+        if holds(float(shown.replace(",", ""))):
+            return shown
+    return f"{x:,.{most}f}"
+
+
 def _usd(x: float | None, digits: int = 0) -> str:
     """1234.5 -> '$1,234'; None -> '—'. [text]"""
     return "—" if x is None else f"${x:,.{digits}f}"
