@@ -86,7 +86,10 @@ def _answer_rows(r: PlanResult) -> list[tuple[str, str]]:
 
 def _paragraphs(r: PlanResult) -> list[str]:
     """Why this TP degree; the simulation's sentences; why it and the closed form differ, where they do. [text]"""
-    out = [r.fleet.tp_reason + "."]
+    out = [f"The runbook's method: {r.fleet.tp_reason}."]
+    if r.answer is not None and r.answer.tp != r.fleet.tp:
+        out[0] += (f" The Answer runs TP {r.answer.tp}, the degree at which the closed form (all four paths, queueing "
+                   "included) buys the fewest GPUs.")
     v, cf = r.verified, r.closed_form
     if v is not None:
         out += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
