@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from xlplan import closed_form, cost, simulate, steps
+from xlplan import closed_form, cost, fleet, simulate, steps
 from xlplan.note_format import _count
 from xlplan.result import AnswerOut, UtilisationCost
 from xlplan.scenario import Scenario
@@ -177,10 +177,32 @@ def answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
     tr = sol.traffic
     b = steps.bill(s, tr, dataclasses.replace(sol.paths, with_redundancy=float(red), purchased=float(purchased)))
     by_util = usd_per_mtok_by_utilisation(s, tr, b.monthly_usd)
-    return AnswerOut(source=source, tp=tp, load=load, with_redundancy=int(red), purchased=purchased, binding=cf.binding,
+    return AnswerOut(source=source, tp=tp, load=load, with_redundancy=int(red), purchased=purchased,
+                     binding=answer_binding(cf, load),
                      step_budget_tokens=cf.step_budget_tokens, billed_gpus=int(b.billed_gpus), monthly_usd=b.monthly_usd,
                      usd_per_mtok=b.usd_per_mtok, api_monthly_usd=b.api_monthly_usd,
                      breakeven_tokens_per_month=b.breakeven_tokens_per_month, usd_per_mtok_by_utilisation=by_util)
+
+
+def answer_binding(cf: closed_form.ClosedForm, load: int) -> str:
+    """The Answer's binding label: the closed form's where its load is the Answer's; where the simulation verified
+    fewer GPUs, the paths that need exactly that many (the minimum replica where it is one replica), since the path
+    the closed form named was overruled; where none does, or the simulation needed more, the closed form's. [text]
+
+    >>> from types import SimpleNamespace as NS
+    >>> cf = NS(load=4, tp=2, binding="queueing", memory_gpus=2, compute_gpus=2, latency_gpus=2, queueing_gpus=4)
+    >>> answer_binding(cf, 2)   # mixtral on H100s: 87 GiB of weights need two GPUs; the queue's 4 were not needed
+    'minimum replica'
+    >>> answer_binding(NS(**{**vars(cf), "tp": 1}), 2)
+    'memory and compute and latency'
+    """
+    if load >= cf.load:
+        return cf.binding
+    if load <= cf.tp:
+        return fleet.MINIMUM_REPLICA
+    counts = {"memory": cf.memory_gpus, "compute": cf.compute_gpus, "latency": cf.latency_gpus, "queueing": cf.queueing_gpus}
+    at = [p for p in closed_form.PATHS if counts.get(p) == load]
+    return " and ".join(at) if at else cf.binding
 
 
 def answer_warnings(cf: closed_form.ClosedForm, verified) -> list[str]:
