@@ -135,6 +135,45 @@ def test_capacity_is_the_inverse_of_the_verified_answer(capsys):
     assert f"keep the promise up to {v.max_peak_rps:,.2f} requests/s" in line and "without the queueing path 40.54" in line
 
 
+def _heavy_tail(**changes):
+    """A new user's plan: mistral-7b on L40S in units of 4, outputs p50 150 / p99 4,000 tokens (its Answer runs TP 2)."""
+    from xlplan.plan import Plan
+
+    data = {"forecast": {"peak_rps": 15, "prompt_tokens": {"p50": 800, "p95": 1500, "p99": 2000},
+                         "output_tokens": {"p50": 150, "p95": 1200, "p99": 4000}, "average_utilisation": 0.4},
+            "promise": {"ttft_s": 1.0, "itl_s": 0.04, "percentile": 95},
+            "model": {"name": "mistral-7b", "weights_dtype": "bf16", "kv_dtype": "bf16"},
+            "hardware": {"gpu": "l40s", "gpus_per_node": 4, "usd_per_gpu_hour": 1.2}}
+    return resolve(Plan.model_validate({**data, **changes}))
+
+
+@pytest.mark.slow
+def test_a_gpu_more_never_serves_less():
+    # 7 GPUs at the plan's TP 2 are 3 replicas and an idle GPU: they serve exactly what 6 do. Simulated as 7 replicas
+    # of TP 1 instead (the degree the runbook's linear paths prefer), they kept the promise only to 4.92 req/s, against
+    # 13.83 for 6 GPUs.
+    from xlplan.capacity import verified_capacity
+
+    s = _heavy_tail()
+    six, seven = verified_capacity(s, 6), verified_capacity(s, 7)
+    assert (seven.tp, seven.replicas) == (six.tp, six.replicas) == (2, 3)
+    assert seven.max_peak_rps == six.max_peak_rps
+
+
+def test_too_few_gpus_for_one_replica_names_the_weights():
+    # mixtral-8x7b's 87 GiB of bf16 weights do not fit one 80 GB H100 (79.65 GiB as the driver reports it), so its
+    # smallest replica is TP 2: one GPU holds none, and the message says why and asks for 2, not "at least 1 GPUs"
+    from xlplan.plan import Plan
+    from xlplan.steps import PlanningError
+
+    s = resolve(Plan.model_validate({**reference_plan().model_dump(exclude_none=True), "model": {"name": "mixtral-8x7b"}}))
+    with pytest.raises(PlanningError) as e:
+        capacity(s, 1)
+    msg = str(e.value)
+    assert "the smallest degree the model runs at is TP 2" in msg and "expected at least 2 GPUs" in msg
+    assert "86.99 GiB of weights" in msg
+
+
 def test_hf_config_reads_like_catalog(tmp_path):
     # a Llama-3.1-8B config.json (fields as in models.csv) gives the catalog's 8,030,261,248 parameters
     cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 4096,

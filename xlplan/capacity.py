@@ -67,9 +67,13 @@ def capacity(s: Scenario, gpus: int) -> Capacity:
         candidates = tuple(steps.paths(unit, tr, tp) for tp in s.tp_options)
         if all(c.load == _vec.INF for c in candidates):
             raise steps.PlanningError(steps.infeasible_reason(unit, candidates))
-        raise steps.PlanningError(f"{_count(gpus, 'GPU')} {_verb(gpus, 'holds', 'hold')} no whole replica at any TP degree "
-                                  f"the plan allows ({', '.join(map(str, s.tp_options))}); expected at least "
-                                  f"{_count(min(s.tp_options), 'GPU')}")
+        smallest = min(c.tp for c in candidates if c.load != _vec.INF)  # the degrees the model runs at
+        below = [c for c in candidates if c.tp < smallest]
+        why = (f"the smallest degree the model runs at is TP {smallest} (at TP {below[-1].tp} each GPU holds "
+               f"{below[-1].weights_gib_per_gpu:.2f} GiB of weights, leaving {max(below[-1].kv_budget_gib_per_gpu, 0.0):.2f} "
+               "GiB for the KV cache)" if below else f"the plan allows TP {', '.join(map(str, s.tp_options))}")
+        raise steps.PlanningError(f"{_count(gpus, 'GPU')} {_verb(gpus, 'holds', 'hold')} no whole replica: {why}; "
+                                  f"expected at least {_count(smallest, 'GPU')}")
     return best
 
 
@@ -231,8 +235,8 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
         Relative width of the final bracket. [1]
     budget_set_by_plan : bool
         The plan file sets ``policy.max_num_batched_tokens``; else the step budget is the one ``plan`` deploys at the
-        plan's peak (:func:`xlplan.planner.deployed`), and the TP degree its closed form's where ``gpus`` holds whole
-        replicas of it.
+        plan's peak (:func:`xlplan.planner.deployed`), and the TP degree its closed form's where ``gpus`` holds at
+        least one replica of it (GPUs over whole replicas idle: 7 GPUs at TP 2 serve as 6, never less).
 
     Returns
     -------
@@ -282,13 +286,13 @@ def _require_bracket(gpus: int, tp: int, guess: float, lo: float | None, hi: flo
 def _as_plan_simulates(s: Scenario, gpus: int, tp: int, percentile: float, max_context: int | None,
                        budget_set_by_plan: bool) -> tuple[Scenario, int]:
     """(plan, TP) simulated as `plan` simulates its own fleet: the step budget it deploys, its closed form's degree
-    where ``gpus`` holds whole replicas of it; else the plan as it is and ``tp``. [—]"""
+    where ``gpus`` holds one replica of it or more; else the plan as it is and ``tp``. [—]"""
     from xlplan import planner
 
     try:
         own = planner.decide(s, percentile, max_context, budget_set_by_plan).closed_form
         s = planner.deployed(s, own)
-        tp = own.tp if gpus % own.tp == 0 else tp
+        tp = own.tp if gpus >= own.tp else tp  # whole replicas of it, a GPU over them left idle
     except steps.PlanningError:
         pass  # the plan's own peak cannot be met on this hardware: the closed form's inverse's degree, as it is
     return s, tp
