@@ -149,3 +149,21 @@ def test_a_tensor_parallel_degree_that_does_not_divide_the_node_is_named_at_its_
     assert rc == 2 and line.count("\n") == 0
     assert "policy.tp: got 3; expected a divisor of hardware.gpus_per_node = 8 (1, 2, 4 or 8" in line
     assert "(top level)" not in line and "forecast" not in line
+
+
+def test_an_empty_plan_file_and_a_workbook_given_as_a_plan_say_what_they_are(tmp_path, capsys):
+    # a new user's two slips: an empty file read as "got NoneType", and a workbook read as text ("byte 0xc7 is not
+    # UTF-8") with no word of `xlplan read`
+    from xlplan.cli import main
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("", encoding="utf-8")
+    assert main(["plan", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "got an empty file; expected a mapping with forecast, promise, model, hardware" in err and "NoneType" not in err
+    book = tmp_path / "plan.xlsx"
+    assert main(["workbook", "-o", str(book)]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(book)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a workbook, not a plan file" in err and f"xlplan read {book} -o plan.yaml" in err

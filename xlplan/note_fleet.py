@@ -63,7 +63,7 @@ def _verified_rows(r: PlanResult) -> list[tuple[str, str]]:
              (f"{_count(v.load, 'GPU')} {_verb(v.load, 'keeps', 'keep')} the promise (p95 TTFT {_secs(v.ttft_p95_s)}, "
               f"inter-token {_secs(v.itl_p95_s)})"
               if v.load is not None else f"no fleet up to {_count(v.searched_up_to, 'GPU')} keeps the promise")
-             + f" — {v.minutes:g} min, {v.arrivals}, {_seeds(v)}, {v.chunk_tokens:,}-token steps")]
+             + f" — {v.minutes:.3g} min, {v.arrivals}, {_seeds(v)}, {v.chunk_tokens:,}-token steps")]
     if v.load is not None:
         rows.append(("With redundancy (simulated)", _redundancy_row(v)))
     return rows

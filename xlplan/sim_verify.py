@@ -227,7 +227,7 @@ def _load_sentence(s: Scenario, vr: _Verification, tp: int, rb: int, rb_red: int
     """Whether the runbook's load keeps the promise, and from how many GPUs it holds. [text]"""
     at_load, v, red, cap = vr.at_load, vr.found.verified_replicas, vr.red, vr.found.cap_replicas
     whose = "the runbook's" if s.engine == "runbook" else "the runbook method's"  # its fleet, on the engine's conventions
-    head = f"Simulated at peak ({how}, {minutes:g} min, seed {seed}): {whose} {_gpus(rb)}"
+    head = f"Simulated at peak ({how}, {minutes:.3g} min, seed {seed}): {whose} {_gpus(rb)}"
     if at_load.meets_promise:
         sentence = (f"{head} {_verb(rb, 'keeps', 'keep')} the promise (p{percentile:g} TTFT {_secs(at_load.ttft_at_percentile_s)}, "
                     f"inter-token {_itl(at_load)}); it holds from {_gpus(v * tp)}{on}, so the "

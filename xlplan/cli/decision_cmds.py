@@ -71,9 +71,15 @@ def compare_cmd(
     if shown < len(options):
         console.print(f"{_count(len(options) - shown, 'more option')}: --top {len(options)} or --json shows them all.")
     verified = sum(o.source == "verified" for o in options)
+    priced = [o for o in options if o.feasible and o.usd_per_mtok is not None][:verify_top]
+    extra = max(verified - len(priced) - (0 if any(o.is_plan for o in priced) else 1), 0)
+    which = (f"the {verify_top} cheapest and the plan's own" if verify_top > 0 else "the plan's own only")
+    if extra:
+        which += (f", and {_count(extra, 'option')} the closed form ranked among the cheapest until "
+                  f"{'its' if extra == 1 else 'their'} simulation moved {'it' if extra == 1 else 'them'} down")
     console.print(f"Fleets: {verified} verified in simulation at peak on every seed, as `xlplan plan` verifies its Answer "
-                  f"(the {verify_top} cheapest and the plan's own); the rest are the closed form (the largest of the "
-                  "memory, compute, latency and queueing paths), not simulated.")
+                  f"({which}); the rest are the closed form (the largest of the memory, compute, latency and queueing "
+                  "paths), not simulated.")
     console.print(line)
 
 

@@ -42,7 +42,7 @@ def _lines(r, ttft_target_s: float, itl_target_s: float) -> list[str]:
     q = f"p{r.percentile:g}"
     ok = "keeps" if r.meets_promise else "misses"
     return [
-        (f"{_count(r.gpus, 'GPU')} = {_count(r.replicas, 'replica')} of TP {r.tp}: {_count(r.requests, 'request')} measured over {r.simulated_s / 60:g} min "
+        (f"{_count(r.gpus, 'GPU')} = {_count(r.replicas, 'replica')} of TP {r.tp}: {_count(r.requests, 'request')} measured over {r.simulated_s / 60:.3g} min "
         f"(arrived {r.arrival_rate_rps:,.2f} req/s)"),
         f"  TTFT        p50 {_ms(r.ttft_s.p50)}  p95 {_ms(r.ttft_s.p95)}  p99 {_ms(r.ttft_s.p99)}   (target {_ms(ttft_target_s)})",
         f"  inter-token p50 {_ms(r.itl_s.p50)}  p95 {_ms(r.itl_s.p95)}  p99 {_ms(r.itl_s.p99)}   (target {_ms(itl_target_s)})",

@@ -85,7 +85,7 @@ def verified_block(book: Book, sh, rows: Rows, e: Engine) -> None:
     and p95 TTFT and inter-token gap against GPUs, charted with the promise."""
     v = e.result.verified
     seeds = f"seeds {', '.join(map(str, v.seeds))}, all must hold" if len(v.seeds) > 1 else f"seed {v.seed}"
-    rows.section(f"Verified at peak — simulated ({v.minutes:g} min, {v.arrivals}, {seeds}, {v.chunk_tokens:,}-token "
+    rows.section(f"Verified at peak — simulated ({v.minutes:.3g} min, {v.arrivals}, {seeds}, {v.chunk_tokens:,}-token "
                  "steps; values from `xlplan plan --verify`, re-simulated by `xlplan check`)")
     rows.header("Quantity", "Value", "Unit", "How")
     none = f"none up to {v.searched_up_to}"
