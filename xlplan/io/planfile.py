@@ -42,8 +42,8 @@ def plan_from_mapping(data: Any, source: str = "plan", base_dir: Path | None = N
     """Validate a parsed plan; a ``model.config`` path is read relative to ``base_dir``."""
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a {type(data).__name__}"
-        raise InputError(source, [f"(top level): got {got}; expected a mapping with forecast, promise, model, hardware "
-                                  "(`xlplan example` writes one)"])
+        raise InputError(source, [(f"(top level): got {got}; expected a mapping with forecast, promise, model, hardware "
+                                  "(`xlplan example` writes one)")])
     model = data.get("model")
     if isinstance(model, dict) and model.get("config") not in (None, ""):
         config = model["config"]
@@ -76,8 +76,8 @@ def read_plan(path: str | Path, accept_implausible: tuple[str, ...] = ()) -> Pla
     ``accept_implausible`` adds fields to the plan's own ``accept_implausible`` (``xlplan --accept-implausible``)."""
     path = Path(path)
     if path.suffix.lower() in (".xlsx", ".xlsm") and path.is_file():
-        raise InputError(str(path), [f"a workbook, not a plan file; expected a plan file (YAML or JSON): read its inputs into "
-                                     f"one with `xlplan read {path} -o plan.yaml`"])
+        raise InputError(str(path), [(f"a workbook, not a plan file; expected a plan file (YAML or JSON): read its inputs into "
+                                     f"one with `xlplan read {path} -o plan.yaml`")])
     data = _parse(files.read_text(path, PLAN_FILE, files.TEXT_MAX_BYTES), str(path))
     structured.check_numbers(data, str(path), _schema())
     if accept_implausible and isinstance(data, dict):
