@@ -68,7 +68,24 @@ def whatif_row(p: Plan, s: Scenario, w: whatif.WhatIf | None) -> WhatIfRow:
         objectives=_objectives(sc, cands), tokens_per_month=steps.tokens_per_month(sc, tr))
 
 
-def decisions(p: Plan, today: dt.date | None = None) -> Decisions:
+def _with_answer(options: list, answer) -> list:
+    """The options, the plan's own carrying the Answer's fleet and bill where the Answer was verified in simulation
+    (the others stay the closed form, labelled so), ranked again. [GPUOption]"""
+    if answer is None or answer.source != "verified":
+        return options
+    out = []
+    for o in options:
+        if o.is_plan and o.feasible and o.tp == answer.tp:
+            o = o.model_copy(update={
+                "load": answer.load, "with_redundancy": answer.with_redundancy, "purchased": answer.purchased,
+                "binding": answer.binding, "source": "verified", "closed_form_load": o.load, "billed_gpus": answer.billed_gpus,
+                "monthly_usd": answer.monthly_usd if o.monthly_usd is not None else None,
+                "usd_per_mtok": answer.usd_per_mtok if o.usd_per_mtok is not None else None})
+        out.append(o)
+    return compare.rank(out)
+
+
+def decisions(p: Plan, today: dt.date | None = None, answer=None) -> Decisions:
     """The Options (every catalog GPU and format) and, when the plan has a growth section with a lead time, the Schedule.
 
     Parameters
@@ -77,14 +94,17 @@ def decisions(p: Plan, today: dt.date | None = None) -> Decisions:
         The validated plan.
     today : date, optional
         The schedule starts the month after it when ``growth.start`` is not given (default: the clock's date).
+    answer : AnswerOut, optional
+        The plan's Answer: where verified, the plan's own option carries it (its fleet and bill, as the Summary's).
 
     Returns
     -------
     Decisions
-        The options ranked by the closed form (labelled so: ``xlplan compare`` verifies the cheapest), the
+        The options ranked by the closed form (labelled so: ``xlplan compare`` verifies the cheapest), the plan's own
+        at its Answer where that was verified, the
         recommendation, and the closed-form schedule, or a note saying why there is none.
     """
-    options = compare.compare(p, verify_top=0)
+    options = _with_answer(compare.compare(p, verify_top=0), answer)
     rec = compare.recommendation(options)
     g = p.growth
     if g is None or (g.monthly is None and g.peaks_rps is None) or g.lead_time_days is None:
@@ -142,4 +162,4 @@ def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = Non
         prefill_mfu=steps.prefill_mfu(s), decode_mfu=steps.decode_mfu(s),
         decode_context_tokens=steps.decode_context_tokens(sol.traffic),
         whatifs=tuple(whatif_row(p, s, w) for w in whatifs), as_planned=whatif_row(p, s, None),
-        decisions=decisions(p, today))
+        decisions=decisions(p, today, result.answer))

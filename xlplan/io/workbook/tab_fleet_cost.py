@@ -51,7 +51,7 @@ def fleet_tab(book: Book, e: Engine) -> None:
     rows.title("4 · The fleet — load, redundancy, purchasing unit: three numbers, not one",
                "Take the larger path, add redundancy, round to something buyable.")
     put_banner(sh, e)
-    rows.section("The three numbers")
+    rows.section("The three numbers — the runbook's method, as formulas (the Answer, verified in simulation, is on the Summary and below)")
     rows.header("Quantity", "Value", "Unit", "How")
     write_lines(rows, _fleet_lines(e))
     rows.section("How each replica runs at peak")
@@ -268,13 +268,13 @@ def cost_tab(book: Book, e: Engine) -> None:
     rows.title("5 · The cost — the monthly bill, $/M tokens at the average utilisation, the honest API comparison",
                "Peak sizes the fleet; average utilisation sizes the bill.")
     put_banner(sh, e)
-    rows.section("The bill")
+    rows.section("The bill — the runbook's method: its fleet's (the Answer's bill is on the Summary)")
     rows.header("Quantity", "Value", "Unit", "How")
     write_lines(rows, _bill_lines(e))
     rows.section("Rent or buy — what owning the purchased fleet costs, against renting it (figures used when 1 Inputs says buy)")
     rows.header("Quantity", "Value", "Unit", "How")
     write_lines(rows, _ownership_lines(e))
-    rows.section("The same traffic on a managed API")
+    rows.section("The same traffic on a managed API — against the runbook's bill above")
     rows.header("Quantity", "Value", "Unit", "How")
     write_lines(rows, _api_lines(e))
     _utilisation_table(sh, e)
@@ -285,7 +285,7 @@ def _utilisation_table(sh, e: Engine) -> None:
     as a flat line where API prices are given, and their chart."""
     api = e.sol.bill.api_usd_per_mtok_blended
     sh.row += 1
-    sh.put("A", sh.row, Cell("$/M tokens by average utilisation: the fleet is fixed, so the cost per token falls as use rises",
+    sh.put("A", sh.row, Cell("$/M tokens by average utilisation (the runbook's fleet): the fleet is fixed, so the cost per token falls as use rises",
                              kind="section"))
     sh.row += 1
     hdr = sh.row
