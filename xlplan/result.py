@@ -335,6 +335,19 @@ class AnswerOut(_Out):
     usd_per_mtok_by_utilisation: list[UtilisationCost] = Field(default_factory=list, description="$/M tokens of this fleet at 10%…100% utilisation.")
 
 
+FIGURES_BASIS = {
+    "answer": "The Answer line and its bill: the fleet verified in simulation at peak (else the closed form), at the "
+              "Answer's TP degree (answer.tp). These are the figures to order from.",
+    "time_in_system_s, concurrency, memory, compute, latency, binding, binding_paths, tp_options, fleet, cost, "
+    "sensitivities, breakpoints": "The runbook's method, at its own TP degree (fleet.tp), as its worked example computes "
+                                  "them: beside the Answer, not instead of it (no queueing path, no simulation).",
+    "queueing, closed_form, closed_form_sensitivities, closed_form_breakpoints": "The closed form: the largest of the "
+        "memory, compute, latency and queueing paths at the step budget deployed, before simulation.",
+    "verified": "The simulation at peak: the runs behind the Answer.",
+}
+"""What each part of a plan's JSON follows (``plan --json``'s ``basis``)."""
+
+
 class PlanResult(_Out):
     """Everything the capacity note says."""
 
@@ -361,3 +374,4 @@ class PlanResult(_Out):
     answer: AnswerOut | None = Field(default=None, description="The Answer line and its bill: the verified fleet, else the closed form (None in results written before it existed).")
     closed_form_sensitivities: list[Sensitivity] = Field(default_factory=list, description="Section 6 on the closed form: the standard what-ifs, each re-planned as the largest of the four paths at the deployed step budget.")
     closed_form_breakpoints: list[Breakpoint] = Field(default_factory=list, description="Section 6 on the closed form: where its purchase grows one unit, where its binding path changes.")
+    basis: dict[str, str] = Field(default_factory=lambda: dict(FIGURES_BASIS), description="Which method each top-level field follows, so a reader of the JSON knows which figures to order from. [text]")
