@@ -189,6 +189,18 @@ def answer_binding(cf: closed_form.ClosedForm, load: int) -> str:
     fewer GPUs, the paths that need exactly that many (the minimum replica where it is one replica), since the path
     the closed form named was overruled; where none does, or the simulation needed more, the closed form's. [text]
 
+    Parameters
+    ----------
+    cf : closed_form.ClosedForm
+        The closed form at the Answer's degree: its load, degree and each path's GPUs.
+    load : int
+        The Answer's load. [GPUs]
+
+    Returns
+    -------
+    str
+        The label: a path's name, tied paths joined by ' and ', or 'minimum replica'.
+
     >>> from types import SimpleNamespace as NS
     >>> cf = NS(load=4, tp=2, binding="queueing", memory_gpus=2, compute_gpus=2, latency_gpus=2, queueing_gpus=4)
     >>> answer_binding(cf, 2)   # mixtral on H100s: 87 GiB of weights need two GPUs; the queue's 4 were not needed
