@@ -24,30 +24,25 @@ def validate_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    from xlplan.io.measurements import CATEGORIES, CORPUS, medians, read_measurements
-    from xlplan.io.measurements import as_json as checks_json
-    from xlplan.io.validation_report import build, current, headline, row_counts, summary_lines
+    from xlplan.io.measurements import CATEGORIES, CORPUS, medians, read_measurement_table
+    from xlplan.io.validation_report import build, current, row_counts, summary_lines
     from xlplan.predict import Efficiencies
 
     eff = Efficiencies()
-    rows = read_measurements(measurements or CORPUS)
+    table = read_measurement_table(measurements or CORPUS)
+    rows = table.rows
     report = build(rows)
     checks = report.in_sample
+    problems = [f"left out: {x}" for x in table.left_out] + [f"skipped: {x}" for x in table.skipped_cells]
+    for line in problems:
+        typer.echo(f"warning: {measurements or CORPUS}: {line}", err=True)
     if as_json:
-        now = current(report, report.left_out)
-        out = {"headline_leave_one_source_out": headline(now),
-               "median_absolute_error_left_out": medians(now),
-               "median_absolute_error_in_sample": medians(current(report, checks)),
-               "leave_one_source_out_with_older_releases": headline(report.left_out),
-               "older_releases_not_fitted": sorted(report.superseded),
-               "calibration_within_deployment": [asdict(p) for p in report.calibration]}
-        out |= checks_json(checks, eff) | {"left_out_checks": [asdict(c) for c in report.left_out]}
-        typer.echo(json.dumps(out, indent=2))
+        typer.echo(json.dumps(_validate_json(report, checks, table, eff), indent=2))
         return
     if markdown:
-        from xlplan.io.validation_report import markdown as table
+        from xlplan.io.validation_report import markdown as readme_table
 
-        typer.echo(table(report), nl=False)
+        typer.echo(readme_table(report), nl=False)
         return
     console = Console(width=170)
     console.print("Efficiencies: the engine's defaults for each row's GPU vendor and engine (xlplan/data/efficiencies.yaml, "
@@ -74,6 +69,24 @@ def validate_cmd(
                   f"validated but not fitted nor in the headline), {skipped_n} skipped with the reason")
     for line in summary_lines(report):
         console.print(line)
+
+
+def _validate_json(report, checks, table, eff) -> dict:
+    """validate --json: the headline, the medians both ways, every check, and the rows left out and cells skipped."""
+    from xlplan.io.measurements import as_json as checks_json
+    from xlplan.io.measurements import medians
+    from xlplan.io.validation_report import current, headline
+
+    now = current(report, report.left_out)
+    out = {"headline_leave_one_source_out": headline(now),
+           "median_absolute_error_left_out": medians(now),
+           "median_absolute_error_in_sample": medians(current(report, checks)),
+           "leave_one_source_out_with_older_releases": headline(report.left_out),
+           "older_releases_not_fitted": sorted(report.superseded),
+           "calibration_within_deployment": [asdict(p) for p in report.calibration],
+           "rows_left_out": table.left_out, "cells_skipped": table.skipped_cells}
+    out |= checks_json(checks, eff) | {"left_out_checks": [asdict(c) for c in report.left_out]}
+    return out
 
 
 @app.command("calibrate")

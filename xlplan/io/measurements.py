@@ -20,9 +20,6 @@ Metrics and how each is scored:
 
 from __future__ import annotations
 
-import csv
-import io
-import math
 import re
 import statistics
 from dataclasses import asdict, dataclass, replace
@@ -31,13 +28,16 @@ from urllib.parse import urlparse
 
 from xlplan import catalog, engines, predict
 from xlplan.io import names
-from xlplan.io.errors import InputError
+from xlplan.io.measurement_table import (  # noqa: F401  (re-exported: the readers' names callers use)
+    MEASURED,
+    REQUIRED,
+    MeasurementTable,
+    _num,
+    read_measurement_table,
+    read_measurements,
+)
 from xlplan.units import GIB
 
-REQUIRED = ("id", "category", "model", "precision", "gpu", "gpu_count", "parallelism", "engine", "settings", "isl", "osl",
-            "concurrency_or_rate", "weights_GiB_per_gpu", "kv_cache_GiB_per_gpu", "kv_cache_tokens", "output_tok_s",
-            "tpot_or_itl_mean_ms", "source")
-MEASURED = ("kv_cache_GiB_per_gpu", "kv_cache_tokens", "output_tok_s", "tpot_or_itl_mean_ms", "ttft_mean_ms")
 CATEGORIES = {
     "kv_capacity": "KV-cache capacity at start-up",
     "offline_max_throughput": "offline maximum throughput",
@@ -72,16 +72,6 @@ class Check:
     relative_error: float | None  # predicted ÷ measured − 1; capacity against max(|measured|, 5 GiB) [fraction]
     skipped: str = ""
     note: str = ""
-
-
-def _num(v) -> float | None:
-    if v is None:
-        return None
-    try:
-        x = float(str(v).replace(",", "").strip())
-    except ValueError:
-        return None
-    return None if math.isnan(x) or math.isinf(x) else x
 
 
 def source_group(url: str) -> str:
@@ -274,43 +264,6 @@ def _predict(row: dict, category: str, c: predict.Conditions, eff: predict.Effic
     if _num(row.get("ttft_mean_ms")) is not None:
         out.append(_check(row, "TTFT ms", TTFT, on.ttft_s * 1e3, _num(row["ttft_mean_ms"]), note))
     return out or [_skip(row, "no throughput or latency measured")]
-
-
-def read_measurements(path: str | Path) -> list[dict]:
-    """Rows of a measurements CSV; a missing column, a duplicate id or a file of another format is an InputError."""
-    from xlplan.io import files
-
-    src = str(path)
-    text = files.read_text(path, "a measurements CSV", files.TABLE_MAX_BYTES)
-    files.refuse_other_table_formats(src, text, len(REQUIRED), "the corpus' columns (xlplan/data/measurements.csv: id, category, model, …)")
-    try:
-        reader = csv.DictReader(io.StringIO(text))
-        fields = reader.fieldnames or []
-        rows = list(reader)
-    except csv.Error as e:
-        raise InputError(src, [f"not a CSV ({e}); expected the columns of the corpus, xlplan/data/measurements.csv"]) from None
-    missing = [c for c in REQUIRED if c not in fields]
-    if not missing and not rows:
-        raise InputError(src, ["no rows: the header is there but no measurement follows it; expected at least one row"])
-    if missing:
-        raise InputError(src, [(f"missing column(s) {', '.join(missing)}; expected the columns of the corpus, xlplan/data/measurements.csv "
-                               f"({', '.join(REQUIRED)}, …)")])
-    problems, seen = [], {}
-    for line, row in enumerate(rows, start=2):
-        rid = str(row.get("id") or "").strip()
-        if not rid:
-            problems.append(f"line {line}: id: empty; expected a row id")
-        elif rid in seen:
-            problems.append(f"line {line}: id: {rid!r} also on line {seen[rid]}; expected each row once")
-        else:
-            seen[rid] = line
-        for col in MEASURED:
-            v = (row.get(col) or "").strip()
-            if v and _num(v) is None:
-                problems.append(f"line {line} ({rid}): {col}: got {v!r}; expected a number")
-    if problems:
-        raise InputError(src, problems)
-    return rows
 
 
 def validate(rows: list[dict], eff: predict.Efficiencies = predict.Efficiencies(), table: dict | None = None) -> list[Check]:
