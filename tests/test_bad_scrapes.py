@@ -144,3 +144,29 @@ def test_the_same_file_twice_and_a_bad_interval(tmp_path, capsys):
     q, r = write(tmp_path, [{"c0": 0.5, "g0": 0}] * 2, names=["q.txt", "r.txt"])
     assert main(["confirm", str(q), str(r), "--interval", "inf"]) == 2
     assert "--interval: got inf" in capsys.readouterr().err
+
+
+def test_a_malformed_line_of_a_metric_not_read_is_left_out_and_said(tmp_path):
+    # the readers' one policy: a bad line that cannot change the answer (a Python GC counter) is left out and named;
+    # one inside a metric confirm reads, or more than 1% of the sample lines, refuses the file
+    from pathlib import Path
+
+    src = sorted((Path(__file__).resolve().parents[1] / "examples" / "scrapes").glob("vllm-*.prom"))
+    paths = []
+    for i, p in enumerate(src):
+        text = p.read_text(encoding="utf-8")
+        if i == 1:
+            text = text.replace('python_gc_objects_collected_total{generation="1"}',
+                                'python_gc_objects_collected_total{generation="1"', 1)
+        q = tmp_path / p.name
+        q.write_text(text, encoding="utf-8")
+        paths.append(q)
+    good = read_scrapes(src, 15.0)
+    e = read_scrapes(paths, 15.0)
+    assert e.generation_tok_s == good.generation_tok_s
+    assert any(n.startswith(f"{paths[1]} line 4: not Prometheus text format") and "left out" in n for n in e.notes)
+    # the same slip inside the cache gauge refuses, naming the line and why it matters
+    text = src[1].read_text(encoding="utf-8").replace('vllm:kv_cache_usage_perc{', 'vllm:kv_cache_usage_perc{{', 1)
+    paths[1].write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match="a metric the plan is confirmed from"):
+        read_scrapes(paths, 15.0)

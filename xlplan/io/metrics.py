@@ -66,6 +66,7 @@ class Scrape:
     values: dict[str, float]  # metric name -> combined value [metric's unit]
     at_s: float | None  # the samples' latest timestamp, where they carry one [s, Unix time]
     mtime_s: float  # the file's modification time [s, Unix time]
+    skipped: tuple[str, ...] = ()  # malformed lines of metrics not read, left out (line and why) [text]
 
 
 def _range_problem(role: str, v: float) -> str | None:
@@ -85,19 +86,39 @@ def _series(name: str, labels: dict[str, str]) -> str:
     return name + ("{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}" if labels else "")
 
 
-def _families(text: str, src: str):
+BAD_SHARE_MAX = 0.01
+"""A scrape with more than this share of its sample lines malformed is refused, as a log with so many bad rows. [fraction]"""
+_PARSE_ERRORS = (ValueError, IndexError, KeyError, TypeError, AttributeError)  # what the parser raises on malformed text
+
+
+def _families(text: str, src: str, skipped: list[str] | None = None):
+    """The scrape's metric families. A malformed sample line of a metric the planner does not read is left out and
+    noted in ``skipped`` (the readers' one policy); one of a metric it reads, or more than :data:`BAD_SHARE_MAX` of
+    the sample lines, is an InputError naming the line."""
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
         return list(text_string_to_metric_families(text))
-    except (ValueError, IndexError, KeyError, TypeError, AttributeError) as e:  # what the parser raises on malformed text
+    except _PARSE_ERRORS as e:
+        kept, bad, samples = [], [], 0
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip() and not line.startswith("#"):
+                samples += 1
                 try:
                     list(text_string_to_metric_families(line + "\n"))
-                except (ValueError, IndexError, KeyError, TypeError, AttributeError):
-                    raise InputError(src, [f"line {number}: not Prometheus text format ({e}): {line[:120]!r}"]) from None
-        raise InputError(src, [f"not Prometheus text format ({e})"]) from None
+                except _PARSE_ERRORS:
+                    name = line.strip().split("{", 1)[0].split(" ", 1)[0]
+                    where = f"line {number}: not Prometheus text format ({e}): {line[:120]!r}"
+                    if name in _WANTED or skipped is None:
+                        raise InputError(src, [where + (f" — {name} is a metric the plan is confirmed from" if name in _WANTED else "")]) from None
+                    bad.append(where)
+                    continue
+            kept.append(line)
+        if not bad or len(bad) > BAD_SHARE_MAX * samples:
+            raise InputError(src, [f"{len(bad):,} of {samples:,} sample lines malformed; expected Prometheus text format"
+                                   if bad else f"not Prometheus text format ({e})"] + bad[:5]) from None
+        skipped.extend(f"{where}: left out (a metric confirm does not read)" for where in bad)
+        return list(text_string_to_metric_families("\n".join(kept) + "\n"))
 
 
 def _combine(role: str, samples: dict[tuple, float]) -> float:
@@ -126,7 +147,8 @@ def parse_scrape(text: str, src: str, mtime_s: float = 0.0) -> Scrape:
     seen: dict[str, dict[tuple, float]] = {}
     stamps: list[float] = []
     problems: list[str] = []
-    for family in _families(text, src):
+    skipped: list[str] = []
+    for family in _families(text, src, skipped):
         for sample in family.samples:
             if sample.name not in _WANTED:
                 continue
@@ -153,7 +175,7 @@ def parse_scrape(text: str, src: str, mtime_s: float = 0.0) -> Scrape:
         found = ", ".join(sorted({f.name for f in _families(text, src)})[:8]) or "no metrics"
         raise InputError(src, [(f"no vLLM or SGLang cache metric (found: {found}); expected one of "
                                f"{', '.join(METRICS['cache'])} — is this the inference server's /metrics?")])
-    return Scrape(src, values, max(stamps) if stamps else None, mtime_s)
+    return Scrape(src, values, max(stamps) if stamps else None, mtime_s, tuple(skipped))
 
 
 def _pick(scrape: Scrape, role: str) -> float | None:
@@ -189,7 +211,8 @@ def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Evidence:
         raise InputError(", ".join(map(str, paths)), ["one scrape; expected at least two, taken over time at peak (rates need two)"])
     ordered, order_notes = _in_time_order(scrapes)
     seconds = _span_s(ordered, paths, interval_s)
-    return _evidence(ordered, seconds, order_notes + _restart_notes(ordered))
+    skipped = [f"{s.path} {line}" for s in ordered for line in s.skipped]
+    return _evidence(ordered, seconds, order_notes + _restart_notes(ordered) + skipped)
 
 
 def _each_scrape(paths: list[str | Path]) -> list[Scrape]:
