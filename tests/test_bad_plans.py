@@ -167,3 +167,19 @@ def test_an_empty_plan_file_and_a_workbook_given_as_a_plan_say_what_they_are(tmp
     assert main(["plan", str(book)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "a workbook, not a plan file" in err and f"xlplan read {book} -o plan.yaml" in err
+
+
+def test_a_conversation_too_big_for_memory_is_named_before_the_step_time(tmp_path, capsys):
+    # llama-3.1-8b (131,072-token context) on one L4: 22.49 GiB as reported x 0.90 - 14.96 GiB of weights - overhead
+    # leaves a few GiB of KV cache; a conversation of ~60,000 tokens at 128 KiB a token needs ~7.4 GiB. The cause is
+    # memory for even one conversation (the second cause, after the context length), not the inter-token
+    # target it used to name ("one decode step takes 0.0626 s" against a 0.1 s target)
+    from xlplan.cli import main
+
+    path = tmp_path / "kvbig.yaml"
+    path.write_text("forecast:\n  peak_rps: 1\n  prompt_tokens: {p50: 60000, p95: 120000, p99: 128000}\n"
+                    "  output_tokens: {p50: 300, p95: 600}\npromise: {ttft_s: 60, itl_s: 0.1}\nmodel: {name: llama-3.1-8b}\n"
+                    "hardware: {gpu: l4, usd_per_gpu_hour: 0.8, gpus_per_node: 1}\n", encoding="utf-8")
+    assert main(["plan", str(path), "--no-verify"]) == 2
+    err = capsys.readouterr().err
+    assert "memory for even one conversation" in err and "inter-token target" not in err and err.count("\n") == 1

@@ -255,6 +255,14 @@ def infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
             f"{widest.kv_budget_gib_per_gpu:.2f} GiB for the KV cache; expected a positive budget — use a larger GPU or node, "
             "quantised weights, or a smaller model"
         )
+    if widest.conversations_per_replica < 1.0:  # memory for even one conversation, before any step time
+        per_conv = widest.kv_budget_gib_per_gpu * widest.kv_shards / widest.conversations_per_replica
+        return (
+            f"memory for even one conversation: at TP {widest.tp} (the widest inside a node of {s.gpus_per_node}) a "
+            f"replica's GPUs hold {widest.kv_budget_gib_per_gpu * widest.kv_shards:.2f} GiB of KV cache between them and "
+            f"one conversation of the forecast's lengths needs {per_conv:.2f} GiB; expected room for at least one — use a "
+            "GPU with more memory or a larger node, an fp8 KV cache, or shorter prompts"
+        )
     one = serving.step_time_s(replica(s, widest.tp), serving.decode_step(1.0, 0.0))
     return (
         f"the inter-token target {s.itl_s:g} s cannot be met: even at TP {widest.tp} one decode step takes "
