@@ -216,7 +216,8 @@ def test_p95_below_p50_is_an_error_everywhere_both_are_taken():
 
 
 def test_overflow_never_returns_inf_or_nan():
-    result, message = call("littles_law", [1e300, 1e300])
+    # 10⁶ req/s (the plausible range's top) × 10³⁰³ s overflows a float: the answer is refused, never inf
+    result, message = call("littles_law", [1e6, 1e303])
     assert message is not None and "overflow" in message
     result, message = call("littles_law", [float("inf"), 1])
     assert message is not None and "finite" in message
@@ -231,3 +232,25 @@ def test_a_budget_at_or_below_zero_says_the_weights_do_not_fit():
 def test_a_dtype_typo_lists_the_allowed_values():
     result, message = call("weights_gib", ["llama-3.1-8b", "fp6"])
     assert message is not None and "weights_dtype" in message and "bf16" in message and "mxfp4" in message
+
+
+@pytest.mark.parametrize(("function", "args", "plan_field", "value", "slip"), [
+    # promise.itl_s is 0.001 to 1 s per token: 1.5 is past it (xlplan.plausibility's range, its words); 0.5 is in it
+    ("max_decode_batch", ["llama-3.1-8b", "h100-sxm", 0.5, 2150, 1, "bf16", "bf16", 0.4, 0.6, "bf16", 0, 0.003], None, None, None),
+    ("time_in_system", [300, 300, 1.5], "promise.itl_s", 1.5, "1.5 ms is 0.0015"),
+    ("compute_gpus", [1500, "h100-sxm", 0.95], "policy.mfu", 0.95, None),
+    ("monthly_cost", [5, 2190], "hardware.usd_per_gpu_hour", 2190, "$2,190 a month is $3.00 an hour"),
+])
+def test_an_implausible_argument_answers_as_the_plan_file_does(function, args, plan_field, value, slip):
+    # an argument that is a plan field by another name is held to that field's plausible range, and the cell's error
+    # is the plan file's line with the argument's name: the same field, value, range, reason and likely slip
+    from xlplan import plausibility
+
+    result, message = call(function, args)
+    if plan_field is None:  # 0.5 s per token is plausible (a slow stream): an answer, no error
+        assert message is None and result
+        return
+    expected = plausibility.finding(plan_field, value)
+    assert message.endswith(expected[len(plan_field):]) and message.split(": ")[0] == function.upper()
+    if slip:
+        assert slip in message

@@ -178,6 +178,7 @@ def edited(ref_plan, tmp_path_factory):
         "as_built": {},
         "p95_8000": {"PromptP95": 8000},  # p99 stays 2,000: prompt lengths out of order
         "peak_55": {"PeakRate": 55},
+        "itl_50": {"ITLInput": 50},  # 50 ms typed as 50 s: a unit slip the plausibility check catches
         "whatif_filled": {("6 Sensitivities", f"B{blank_row}"): 3, ("6 Sensitivities", f"H{blank_row}"): 0.6},
     }
     paths = {}
@@ -213,6 +214,40 @@ def test_banner_on_every_tab_when_a_check_fails(edited):
         assert text.endswith(" — these figures are not a plan")
         assert good[title]["A3"].value in (None, "")
         assert bad[title]["A3"].font.color.rgb.endswith("C00000") and bad[title]["A3"].font.bold
+
+
+def test_an_implausible_input_fails_its_check_in_both_engines(edited):
+    # xlplan.plausibility: promise.itl_s is 0.001 to 1 s per token. 50 typed where 0.05 was meant fails the Checks
+    # row InputsPlausible and the banner names it, in LibreOffice and in the Excel-grammar engine alike; the
+    # workbook as built passes it in both
+    from excelgrammar import evaluate, value
+
+    files, _ = edited
+    lo_bad = openpyxl.load_workbook(files["itl_50"][1], data_only=True)
+    lo_good = openpyxl.load_workbook(files["as_built"][1], data_only=True)
+    assert _cell(lo_bad, "CheckInputsPlausible").value is False and _cell(lo_good, "CheckInputsPlausible").value is True
+    assert "an input outside its plausible range" in lo_bad["1 Inputs"]["A3"].value
+    where = _cell(lo_bad, "CheckInputsPlausible")
+    grammar_bad, grammar_good = evaluate(files["itl_50"][0]), evaluate(files["as_built"][0])
+    assert value(grammar_bad, where.parent.title, where.coordinate) is False
+    assert value(grammar_good, where.parent.title, where.coordinate) is True
+
+
+def test_every_ranged_input_cell_carries_its_plausible_range(ref_plan):
+    # the data validation Excel shows on entry is the range the plan file is held to (xlplan.plausibility.RANGES),
+    # e.g. the inter-token target between 0.001 and 1 s per token
+    from xlplan import plausibility
+    from xlplan.io.workbook.inputs import all_inputs
+
+    book = build(ref_plan)
+    sheet = book.get("1 Inputs")
+    by_name = {cell.name: cell for cell in sheet.cells.values() if getattr(cell, "name", None)}
+    ranged = [spec for spec in all_inputs() if ".".join(spec.path) in plausibility.RANGE_OF]
+    assert len(ranged) >= 25
+    for spec in ranged:
+        r, v = plausibility.RANGE_OF[".".join(spec.path)], by_name[spec.name].validation
+        assert (v.type, v.operator, float(v.formula1), float(v.formula2)) == ("decimal", "between", r.low, r.high), spec.name
+    assert by_name["ITLInput"].validation.formula2 == "1" and by_name["ITLInput"].validation.formula1 == "0.001"
 
 
 @pytest.mark.slow

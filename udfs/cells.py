@@ -11,6 +11,9 @@ import math
 
 from xlwings import XlwingsError
 
+from xlplan import plausibility
+from xlplan.io.errors import unit_hint
+
 EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!", "#SPILL!", "#CALC!",
                           "#GETTING_DATA", "#FIELD!", "#BLOCKED!", "#CONNECT!", "#BUSY!", "#UNKNOWN!"})
 """Excel's error values as xlwings hands them over with ``err_to_str`` (classic and Office.js alike)."""
@@ -54,8 +57,28 @@ def blank(value) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
+ARG_FIELDS = {
+    "arrival_rate_rps": "forecast.peak_rps", "itl_s": "promise.itl_s",
+    **{f"{w}_{q}": f"forecast.{w}_tokens.{q}" for w in ("prompt", "output") for q in ("p50", "p95", "p99")},
+    "mfu": "policy.mfu", "prefill_mfu": "policy.prefill_mfu", "decode_mfu": "policy.decode_mfu",
+    "bandwidth_efficiency": "policy.bandwidth_efficiency", "memory_utilisation": "policy.memory_utilisation",
+    "overhead_gib": "policy.overhead_gib", "step_overhead_s": "policy.step_overhead_s",
+    "usd_per_gpu_hour": "hardware.usd_per_gpu_hour",
+}
+"""Arguments that are a plan field by another name: held to that field's plausible range (xlplan.plausibility), so a
+cell answers a unit slip with the line the plan file gets ('itl_s: got 50; … 50 ms is 0.05')."""
+
+
+def _plausible(param: str, value: float) -> None:
+    field = ARG_FIELDS.get(param)
+    found = plausibility.finding(field, value) if field else None
+    if found:
+        raise UDFError(param + found[len(field):])
+
+
 def number(param: str, value, unit: str, *, above=None, at_least=None, at_most=None, optional=False):
-    """A number from a cell: floats and ints, numbers stored as text, date serials; bounds and finiteness checked."""
+    """A number from a cell: floats and ints, numbers stored as text, date serials; bounds and finiteness checked, and
+    an argument that is a plan field by another name (:data:`ARG_FIELDS`) held to that field's plausible range."""
     held_error(param, value)
     if blank(value):
         if optional:
@@ -80,8 +103,9 @@ def number(param: str, value, unit: str, *, above=None, at_least=None, at_most=N
     if at_least is not None and not value >= at_least:
         raise bad(param, value, f"a number of at least {at_least:g} [{unit}]")
     if at_most is not None and not value <= at_most:
-        hint = " (0.40, not 40)" if unit == "fraction" else ""
+        hint = " (0.40, not 40)" if unit == "fraction" else unit_hint(ARG_FIELDS.get(param, ""), value)
         raise bad(param, value, f"a number of at most {at_most:g} [{unit}]{hint}")
+    _plausible(param, value)  # after the hard bounds, as the plan file's schema comes before its plausible ranges
     return value
 
 

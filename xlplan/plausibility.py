@@ -132,6 +132,43 @@ RESULT_BOUNDS: tuple[Range, ...] = (
 """Bounds on the answer: a fleet or a bill past them comes from an input no one meant."""
 
 FIELDS = frozenset(r.field for r in RANGES + RESULT_BOUNDS)
+RANGE_OF = {r.field: r for r in RANGES}
+"""Each input's range, by its dotted field."""
+
+
+def excel_number(x: float) -> str:
+    """A bound as Excel and LibreOffice read it in a formula: 0.0001, 1000000 (never 1e-04). [text]
+
+    >>> excel_number(1e-4), excel_number(1e6), excel_number(0.8)
+    ('0.0001', '1000000', '0.8')
+    """
+    return f"{x:.15f}".rstrip("0").rstrip(".") if x < 1 else f"{x:.15g}"
+
+
+def finding(field: str, v: float) -> str | None:
+    """The one line for a value outside ``field``'s plausible range (field, value, what was expected, the likely
+    slip), or None where it is inside or the field has no range. [text]
+
+    Parameters
+    ----------
+    field : str
+        Dotted plan field, e.g. 'promise.itl_s'. [text]
+    v : float
+        The value. [field's unit]
+
+    Returns
+    -------
+    str or None
+        The finding, as the plan file's refusal states it (without how to accept it). [text]
+
+    Examples
+    --------
+    >>> finding("promise.itl_s", 50)[:52]
+    'promise.itl_s: got 50; expected seconds per token, 0'
+    """
+    r = RANGE_OF.get(field)
+    bad = _judge(r, v) if r is not None else None
+    return bad.finding if bad is not None else None
 
 
 @dataclass(frozen=True)
@@ -187,6 +224,11 @@ def _outside(plan) -> list[tuple[Range, Implausible]]:
         if v is not None and (bad := _judge(r, float(v))) is not None:
             found.append((r, bad))
     return found
+
+
+def outside_fields(plan) -> set[str]:
+    """The dotted fields whose stated values lie outside their ranges, accepted in the plan or not. [text]"""
+    return {r.field for r, _ in _outside(plan)}
 
 
 def _accepted(plan) -> set[str]:

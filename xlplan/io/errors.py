@@ -108,6 +108,12 @@ def _unit_hint(path: str, value: Any) -> str:
     return ""
 
 
+def unit_hint(path: str, value: Any) -> str:
+    """The hint a plan file's refusal of ``path`` at ``value`` carries ('(seconds, not milliseconds: 50 ms is 0.05)'),
+    for the Excel functions whose arguments are that field by another name; '' where none applies. [text]"""
+    return _unit_hint(path, value)
+
+
 def _field_names() -> set[str]:
     """Every field name of a plan file, at any depth. [names]"""
     from pydantic import BaseModel

@@ -40,7 +40,25 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
     ("SomeTPFits", "The weights fit and the promise can be met at some degree", "=COUNT(TPLoad)>0"),
     ("FleetOrdered", "Load ≤ with redundancy ≤ purchased", "=AND(FleetLoad<=FleetWithRedundancy,FleetWithRedundancy<=FleetPurchased)"),
     ("TTFTCheck", "TTFT target met by a p95 prompt", "=TTFTMet"),
+    ("InputsPlausible", "Every input inside its plausible range (the plan file's: 50 ms is 0.05)", ""),  # plausible_formula()
 )
+
+
+def plausible_inputs() -> list[tuple[str, object]]:
+    """(defined name, plausibility range) of every 1 Inputs cell whose plan field has one. [—]"""
+    from xlplan import plausibility
+    from xlplan.io.workbook.inputs import all_inputs
+
+    return [(spec.name, plausibility.RANGE_OF[".".join(spec.path)]) for spec in all_inputs()
+            if ".".join(spec.path) in plausibility.RANGE_OF]
+
+
+def plausible_formula() -> str:
+    """The check that every ranged input is blank or inside its range, as both spreadsheet engines evaluate it. [formula]"""
+    from xlplan.plausibility import excel_number
+
+    return "=AND(" + ",".join(f"OR(NOT(ISNUMBER({n})),AND({n}>={excel_number(r.low)},{n}<={excel_number(r.high)}))"
+                              for n, r in plausible_inputs()) + ")"
 
 
 FAILURES: dict[str, str] = {
@@ -54,6 +72,7 @@ FAILURES: dict[str, str] = {
     "SomeTPFits": "no tensor-parallel degree fits the weights and keeps the promise",
     "FleetOrdered": "load, redundancy and purchase out of order",
     "TTFTCheck": "a p95 prompt misses the TTFT target",
+    "InputsPlausible": "an input outside its plausible range (a unit slip? the plan file refuses it unless accepted)",
 }
 """What the banner on every tab says for each failed check."""
 
@@ -87,8 +106,12 @@ def price_date(note: str) -> str:
 
 def check_values(e: Engine) -> dict[str, bool]:
     """What each check evaluates to for a plan the engine accepted: the input checks hold by validation."""
+    from xlplan import plausibility
+
     s, pa = e.s, e.sol.paths
+    names = {r.field for _, r in plausible_inputs()}
     return {
+        "InputsPlausible": not (names & plausibility.outside_fields(e.plan)),
         "PromptOrdered": True, "OutputOrdered": True, "FractionsInRange": True, "OneSpeed": True, "ModelFound": True,
         "GPUFound": True, "TPDividesNode": True, "SomeTPFits": True,
         "FleetOrdered": pa.load <= pa.with_redundancy <= pa.purchased,
@@ -105,6 +128,7 @@ def checks_sheet(book: Book, e: Engine) -> None:
     values = check_values(e)
     first = sh.row
     for name, label, formula in CHECKS:
+        formula = formula or plausible_formula()
         r = sh.row
         sh.put("A", r, Cell(label, kind="label"))
         coord = sh.put("B", r, Cell(formula, formula=True, cached=values[name], kind="check", name=f"Check{name}"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from xlplan import plausibility
 from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import (
@@ -17,6 +18,12 @@ from xlplan.io.workbook.support import check_values, price_date, put_banner
 def _validation(spec: InputSpec) -> Validation:
     blank = not spec.required
     unit = f" [{spec.unit}]"
+    r = plausibility.RANGE_OF.get(".".join(spec.path))
+    if r is not None:  # the plausible range the plan file is held to, with its reason (and the fraction's slip)
+        low, high = plausibility.excel_number(r.low), plausibility.excel_number(r.high)
+        slip = " 0.40, not 40." if spec.kind in ("fraction", "fraction0") else ""
+        return Validation("decimal", "between", low, high, blank, spec.label[:32], spec.note[:255],
+                          f"Enter {r.expected}, {low} to {high} ({r.reason}).{slip}"[:255])
     if spec.kind == "fraction":
         return Validation("decimal", "between", "0", "1", blank, spec.label[:32],
                           spec.note[:255], "Enter a fraction between 0 and 1: 0.40, not 40.")
