@@ -137,7 +137,17 @@ RANGE_OF = {r.field: r for r in RANGES}
 
 
 def excel_number(x: float) -> str:
-    """A bound as Excel and LibreOffice read it in a formula: 0.0001, 1000000 (never 1e-04). [text]
+    """A bound as Excel and LibreOffice read it in a formula or a validation: 0.0001, 1000000 (never 1e-04). [text]
+
+    Parameters
+    ----------
+    x : float
+        A non-negative bound. [field's unit]
+
+    Returns
+    -------
+    str
+        Its digits, no exponent. [text]
 
     >>> excel_number(1e-4), excel_number(1e6), excel_number(0.8)
     ('0.0001', '1000000', '0.8')
@@ -227,7 +237,18 @@ def _outside(plan) -> list[tuple[Range, Implausible]]:
 
 
 def outside_fields(plan) -> set[str]:
-    """The dotted fields whose stated values lie outside their ranges, accepted in the plan or not. [text]"""
+    """The dotted fields whose stated values lie outside their ranges, accepted in the plan or not. [text]
+
+    Parameters
+    ----------
+    plan : Plan
+        The validated plan.
+
+    Returns
+    -------
+    set of str
+        Dotted field names. [text]
+    """
     return {r.field for r, _ in _outside(plan)}
 
 

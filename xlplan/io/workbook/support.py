@@ -54,11 +54,10 @@ def plausible_inputs() -> list[tuple[str, object]]:
 
 
 def plausible_formula() -> str:
-    """The check that every ranged input is blank or inside its range, as both spreadsheet engines evaluate it. [formula]"""
-    from xlplan.plausibility import excel_number
-
-    return "=AND(" + ",".join(f"OR(NOT(ISNUMBER({n})),AND({n}>={excel_number(r.low)},{n}<={excel_number(r.high)}))"
-                              for n, r in plausible_inputs()) + ")"
+    """The check that every ranged input is blank or inside its range (the Constants sheet's PlausibleLow<Input> and
+    PlausibleHigh<Input>), as both spreadsheet engines evaluate it. [formula]"""
+    return "=AND(" + ",".join(f"OR(NOT(ISNUMBER({n})),AND({n}>=PlausibleLow{n},{n}<=PlausibleHigh{n}))"
+                              for n, _ in plausible_inputs()) + ")"
 
 
 FAILURES: dict[str, str] = {
@@ -213,9 +212,10 @@ def _drop_down_lists(book: Book, sh: Sheet, r: int) -> int:
     return r
 
 
-def _efficiency_table(book: Book, sh: Sheet, r: int) -> None:
+def _efficiency_table(book: Book, sh: Sheet, r: int) -> int:
     """The default efficiencies by vendor and engine (xlplan/data/efficiencies.yaml, fitted to the public corpus; the
-    runbook's figures for its engine), one row per vendor|engine, fallbacks already applied, from row ``r``."""
+    runbook's figures for its engine), one row per vendor|engine, fallbacks already applied, from row ``r``; returns
+    the row after the last."""
     heads = ("Vendor|engine", "Prefill MFU", "Decode MFU", "Bandwidth efficiency", "Step overhead [s]", "Expert efficiency")
     for i, h in enumerate(heads):
         sh.put(i + 1, r, Cell(h, kind="header"))
@@ -230,6 +230,7 @@ def _efficiency_table(book: Book, sh: Sheet, r: int) -> None:
     for name, col in (("EffKeys", "A"), ("EffPrefill", "B"), ("EffDecode", "C"), ("EffBandwidth", "D"), ("EffOverhead", "E"),
                       ("EffExpert", "F")):
         book.define_range(name, sh, f"{col}{first}", f"{col}{r}")
+    return r + 1
 
 
 def constants_sheet(book: Book) -> None:
@@ -244,7 +245,22 @@ def constants_sheet(book: Book) -> None:
     r = _constant_rows(book, sh, 5) + 1
     r = _dtype_tables(book, sh, r)
     r = _drop_down_lists(book, sh, r)
-    _efficiency_table(book, sh, r)
+    r = _efficiency_table(book, sh, r)
+    _plausible_table(book, sh, r + 2)
+
+
+def _plausible_table(book: Book, sh: Sheet, r: int) -> None:
+    """Each ranged input's plausible range (xlplan/plausibility.py), named PlausibleLow<Input> and PlausibleHigh<Input>
+    for the Checks row that holds the inputs to them, from row ``r``."""
+    for i, h in enumerate(("Input", "Plausible from", "Plausible to", "Unit", "Why")):
+        sh.put(i + 1, r, Cell(h, kind="header"))
+    for name, rng in plausible_inputs():
+        r += 1
+        sh.put("A", r, Cell(name, kind="label"))
+        book.define(f"PlausibleLow{name}", sh, sh.put("B", r, Cell(rng.low, kind="const", fmt="General")))
+        book.define(f"PlausibleHigh{name}", sh, sh.put("C", r, Cell(rng.high, kind="const", fmt="General")))
+        sh.put("D", r, Cell(rng.expected, kind="unit"))
+        sh.put("E", r, Cell(rng.reason, kind="note"))
 
 
 def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
