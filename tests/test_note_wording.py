@@ -183,3 +183,46 @@ def test_the_catalog_prints_followable_sources_and_its_json_keeps_the_data(capsy
     # the data itself is unchanged: --json gives the catalog's source as written, ids included
     assert main(["catalog", "gpus", "--json"]) == 0
     assert "code-index id 61509561483" in capsys.readouterr().out
+
+
+def _user_plan(**changes):
+    from xlplan.plan import Plan
+
+    base = {"forecast": {"peak_rps": 3, "prompt_tokens": {"p50": 800, "p95": 2000, "p99": 3000},
+                         "output_tokens": {"p50": 150, "p95": 1500, "p99": 4000}, "average_utilisation": 0.3},
+            "promise": {"ttft_s": 2.0, "itl_s": 0.08, "percentile": 95},
+            "model": {"name": "llama-3.1-8b", "weights_dtype": "fp8", "kv_dtype": "bf16"},
+            "hardware": {"gpu": "rtx-5090", "gpus_per_node": 8, "usd_per_gpu_hour": 0.69}}
+    return Plan.model_validate({**base, **changes})
+
+
+@pytest.mark.slow
+def test_a_simulation_that_needs_more_than_every_path_names_the_queue_not_the_minimum_replica():
+    # A new user's plan (llama-3.1-8b fp8 on an RTX 5090, heavy-tailed outputs): every closed-form path fits one GPU, so
+    # the closed form binds 'minimum replica'; the simulation needs 2 (the runbook's 1 keeps the promise on seed 1 but
+    # not on every seed). The Answer said "2 GPUs for the load ... binding: minimum replica (one replica of 1 GPU
+    # carries the peak ...)", and the note "so the redundancy stays spare at peak" while the 2 it needs are the
+    # runbook's 1 + 1 spare: both contradict the load they sit beside.
+    from xlplan.note import render_text
+    from xlplan.planner import plan as run_plan
+
+    r = run_plan(_user_plan(), verify="auto")
+    assert r.closed_form.load == 1 and r.answer.load == 2
+    assert r.answer.binding == "queueing (simulated)"
+    text = render_text(r)
+    assert "binding: queueing (simulated) (every closed-form path fits 1 GPU" in text
+    assert "stays spare" not in text and "but not on every seed" in text and "the redundancy GPU is needed at peak" in text
+
+
+@pytest.mark.slow
+def test_no_redundancy_is_said_as_none_kept():
+    # redundancy 0 and a tiny peak: the runbook's 1 GPU holds; there is no spare to say "stays spare" of
+    from xlplan.note import render_text
+    from xlplan.planner import plan as run_plan
+
+    r = run_plan(_user_plan(forecast={"peak_rps": 0.2, "prompt_tokens": {"p50": 500, "p95": 1000, "p99": 1500},
+                                      "output_tokens": {"p50": 100, "p95": 200, "p99": 300}},
+                            model={"name": "llama-3.1-8b"}, hardware={"gpu": "h100-sxm", "usd_per_gpu_hour": 2.99},
+                            promise={"ttft_s": 1.0, "itl_s": 0.05}, policy={"redundancy": 0}), verify="auto")
+    text = render_text(r)
+    assert "the plan keeps no redundancy" in text and "stays spare" not in text

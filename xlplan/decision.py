@@ -187,7 +187,8 @@ def answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
 def answer_binding(cf: closed_form.ClosedForm, load: int) -> str:
     """The Answer's binding label: the closed form's where its load is the Answer's; where the simulation verified
     fewer GPUs, the paths that need exactly that many (the minimum replica where it is one replica), since the path
-    the closed form named was overruled; where none does, or the simulation needed more, the closed form's. [text]
+    the closed form named was overruled; where none does, the closed form's; where the simulation needed more than
+    every path, 'queueing (simulated)'. [text]
 
     Parameters
     ----------
@@ -207,9 +208,13 @@ def answer_binding(cf: closed_form.ClosedForm, load: int) -> str:
     'minimum replica'
     >>> answer_binding(NS(**{**vars(cf), "tp": 1}), 2)
     'memory and compute and latency'
+    >>> answer_binding(NS(**{**vars(cf), "load": 1, "tp": 1, "binding": "minimum replica"}), 2)  # the tail needs 2
+    'queueing (simulated)'
     """
-    if load >= cf.load:
+    if load == cf.load:
         return cf.binding
+    if load > cf.load:  # the simulation needs more than any path: requests queue longer than the means say
+        return fleet.SIMULATED_QUEUEING
     if load <= cf.tp:
         return fleet.MINIMUM_REPLICA
     counts = {"memory": cf.memory_gpus, "compute": cf.compute_gpus, "latency": cf.latency_gpus, "queueing": cf.queueing_gpus}

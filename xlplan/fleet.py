@@ -113,6 +113,9 @@ def fleet_sizes(load_replicas, tp, redundancy_replicas, gpus_per_node):
 
 MINIMUM_REPLICA = "minimum replica"
 """The binding label when every path fits in less than one replica: the fleet is the smallest unit, not a path."""
+SIMULATED_QUEUEING = "queueing (simulated)"
+"""The Answer's binding where the simulation needs more GPUs than every closed-form path: the queue at peak, with each
+request's own lengths and steps, is longer than the closed form's means give."""
 
 
 def binding_constraint(memory_gpus: float, compute_gpus: float, latency_gpus: float,

@@ -5,7 +5,7 @@ Reads a :class:`~xlplan.result.PlanResult`; computes nothing.
 
 from __future__ import annotations
 
-from xlplan.fleet import MINIMUM_REPLICA
+from xlplan.fleet import MINIMUM_REPLICA, SIMULATED_QUEUEING
 from xlplan.note_format import _count, _secs, _seeds, _spares, _usd, _verb, _who_binds
 from xlplan.result import PlanResult
 
@@ -163,5 +163,8 @@ def answer_sentence(r: PlanResult) -> str:
     if binding == MINIMUM_REPLICA:
         binding += (f" (one replica of {_count(a.tp, 'GPU')} carries the peak with room to spare: no path "
                     "needs more, so the fleet is the smallest the model runs on)")
+    elif binding == SIMULATED_QUEUEING and r.closed_form is not None:
+        binding += (f" (every closed-form path fits {_count(r.closed_form.load, 'GPU')}; in simulation requests, with "
+                    "their own lengths, queue for a slot past the TTFT target until the fleet grows)")
     return (f"{_count(a.load, 'GPU')} for the load, {a.with_redundancy} with redundancy{lost}, buy {a.purchased}; binding: "
             f"{binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")

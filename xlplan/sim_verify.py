@@ -228,27 +228,37 @@ def _load_sentence(s: Scenario, vr: _Verification, tp: int, rb: int, rb_red: int
     at_load, v, red, cap = vr.at_load, vr.found.verified_replicas, vr.red, vr.found.cap_replicas
     whose = "the runbook's" if s.engine == "runbook" else "the runbook method's"  # its fleet, on the engine's conventions
     head = f"Simulated at peak ({how}, {minutes:.3g} min, seed {seed}): {whose} {_gpus(rb)}"
-    if at_load.meets_promise:
+    if at_load.meets_promise and v is not None and v * tp <= rb:
+        spare = ", so the redundancy stays spare at peak." if red else "; the plan keeps no redundancy."
         sentence = (f"{head} {_verb(rb, 'keeps', 'keep')} the promise (p{percentile:g} TTFT {_secs(at_load.ttft_at_percentile_s)}, "
-                    f"inter-token {_itl(at_load)}); it holds from {_gpus(v * tp)}{on}, so the "
-                    f"redundancy stays spare at peak.")
+                    f"inter-token {_itl(at_load)}); it holds from {_gpus(v * tp)}{on}{spare}")
+    elif at_load.meets_promise and v is not None:  # on this seed, not on every one
+        sentence = (f"{head} {_verb(rb, 'keeps', 'keep')} the promise on this seed (p{percentile:g} TTFT "
+                    f"{_secs(at_load.ttft_at_percentile_s)}) but not on every seed; it holds from {v * tp}{on}"
+                    + _redundancy_tail(v * tp, rb_red, red, tp, v, purchased))
     elif v is None:
         sentence = (f"{head} {_verb(rb, 'misses', 'miss')} {_missed(s, at_load)}, and no fleet up to {_gpus(cap * tp)} keeps it: "
                     "adding replicas does not shorten one replica's steps; change the promise, the hardware or the model.")
-    elif v * tp <= rb_red:
-        spare = "the redundancy GPU is" if red * tp == 1 else "the redundancy is"
-        sentence = (f"{head} {_verb(rb, 'misses', 'miss')} {_missed(s, at_load)}; it holds from {v * tp}{on}, so {spare} needed at peak"
-                    + (" (no spare is left for a failure)." if v * tp == rb_red else "."))
     else:
-        short = v * tp - rb_red
-        sentence = (f"{head} {_verb(rb, 'misses', 'miss')} {_missed(s, at_load)}; it holds from {v * tp}{on}, {_gpus(short)} more than the "
-                    f"{rb_red} with redundancy" + (f" (the {int(purchased)} purchased cover it)." if purchased >= (v + red) * tp
-                                                    else f"; with redundancy the fleet needs at least {(v + red) * tp}."))
+        sentence = (f"{head} {_verb(rb, 'misses', 'miss')} {_missed(s, at_load)}; it holds from {v * tp}{on}"
+                    + _redundancy_tail(v * tp, rb_red, red, tp, v, purchased))
     chunk = chunk_tokens(s)
     if at_load.itl_defined and not at_load.itl_at_percentile_s <= s.itl_s and chunk > SMALLEST_STEP_BUDGET:
         sentence += (f" Long prefill steps stall decoding: a smaller policy.max_num_batched_tokens (now {chunk:,}) spreads "
                      "each prompt over more, shorter steps.")
     return sentence
+
+
+def _redundancy_tail(held: int, rb_red: int, red: int, tp: int, v: int, purchased: float) -> str:
+    """What the fleet that holds (``held`` GPUs, above the runbook's load) leaves of the runbook's redundancy. [text]"""
+    if red == 0:
+        return ", more than the runbook's load, and the plan keeps no redundancy to absorb it."
+    if held <= rb_red:
+        spare = "the redundancy GPU is" if red * tp == 1 else "the redundancy is"
+        return f", so {spare} needed at peak" + (" (no spare is left for a failure)." if held == rb_red else ".")
+    return (f", {_gpus(held - rb_red)} more than the {rb_red} with redundancy"
+            + (f" (the {int(purchased)} purchased cover it)." if purchased >= (v + red) * tp
+               else f"; with redundancy the fleet needs at least {(v + red) * tp}."))
 
 
 def _failure_sentence(s: Scenario, failed: SimResult, left_gpus: int, rb_red: int, percentile: float) -> str:
