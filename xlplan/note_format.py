@@ -30,8 +30,18 @@ def _operand(x: float, holds, digits: int = 2, most: int = 6) -> str:
 
 
 def _usd(x: float | None, digits: int = 0) -> str:
-    """1234.5 -> '$1,234'; None -> '—'. [text]"""
-    return "—" if x is None else f"${x:,.{digits}f}"
+    """1234.4 -> '$1,234'; None -> '—'. Halves round up, as a spreadsheet's currency format shows them: 3 × $1.95 ×
+    730 h = $4,270.50 reads $4,271 on the note as on the workbook's Summary (Python's own format gives $4,270). [text]
+
+    >>> _usd(4270.5), _usd(4270.49), _usd(0.1575, 3), _usd(None)
+    ('$4,271', '$4,270', '$0.158', '—')
+    """
+    if x is None:
+        return "—"
+    from decimal import ROUND_HALF_UP, Decimal
+
+    q = Decimal(repr(x)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"${q:,.{digits}f}"
 
 
 def _tokens(x: float) -> str:
