@@ -251,6 +251,11 @@ def short(expr: str, value: float, decimals: int = 2) -> Prose:
                  text)
 
 
+def plural(expr: str, value: float, noun: str) -> Prose:
+    """The noun for a count: 'GPU' where the count rounds to 1, else 'GPUs' (the note's rule). [text]"""
+    return Prose(f'IF(ROUND({expr},0)=1,"{noun}","{noun}s")', noun if _round(value, 0) == 1 else f"{noun}s")
+
+
 def pct(expr: str, value: float) -> Prose:
     """A fraction as a whole percentage (0.4 -> 40%). [text]"""
     return Prose(f'TEXT(ROUND({expr},2),"0%")', f"{_round(value, 2) * 100:.0f}%")

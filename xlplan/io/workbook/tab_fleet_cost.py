@@ -15,6 +15,7 @@ from xlplan.io.workbook.common import (
     num,
 )
 from xlplan.io.workbook.support import put_banner
+from xlplan.note_format import _count, _verb
 from xlplan.units import MILLION, SECONDS_PER_HOUR
 
 
@@ -24,7 +25,7 @@ def _fleet_lines(e: Engine) -> list[Line]:
     return [
         Line("LoadReplicas", "Replicas the peak needs", "=MAX(MemoryGPUs,ComputeGPUs,LatencyGPUs)/TP", pa.load_replicas, "replicas",
              FMT["int"], F.join("the largest path in replicas: ", F.fixed("MAX(MemoryGPUs,ComputeGPUs,LatencyGPUs)", pa.load),
-                                " GPUs ÷ TP ", F.fixed("TP", pa.tp))),
+                                " ", F.plural("MAX(MemoryGPUs,ComputeGPUs,LatencyGPUs)", pa.load, "GPU"), " ÷ TP ", F.fixed("TP", pa.tp))),
         Line("FleetLoad", "Load", "=LoadReplicas*TP", pa.load, "GPUs", FMT["gpus"],
              F.join("the largest path: memory ", F.fixed("MemoryGPUs", pa.memory_gpus), ", compute ", F.fixed("ComputeGPUs", pa.compute_gpus),
                     ", latency ", F.fixed("LatencyGPUs", pa.latency_gpus), " GPUs"),
@@ -60,7 +61,8 @@ def fleet_tab(book: Book, e: Engine) -> None:
     batch = tr.concurrency / pa.load_replicas
     write_lines(rows, [Line("BatchPerReplica", "Sequences per load replica", "=Concurrency/LoadReplicas", batch, "sequences",
                             FMT["num"], F.join(F.short("Concurrency", tr.concurrency, 1), " in flight ÷ ",
-                                               F.fixed("LoadReplicas", pa.load_replicas), " replicas"))])
+                                               F.fixed("LoadReplicas", pa.load_replicas), " ",
+                                               F.plural("LoadReplicas", pa.load_replicas, "replica")))])
     b = "BatchPerReplica"
     rows.calc("DecodeStepAtLoad", "Engine step at that batch",
               "=" + F.step_time("TP", "EPUsed", "KVShards", b, f"{b}*DecodeContext",
@@ -93,15 +95,19 @@ def verified_block(book: Book, sh, rows: Rows, e: Engine) -> None:
         ("VerifiedLoad", "Verified load", v.load if v.load is not None else none, "GPUs", FMT["gpus"],
          "the fewest whole replicas whose simulated p95 TTFT and inter-token gap keep the promise"),
         ("VerifiedWithRedundancy", "Verified, with redundancy", v.with_redundancy if v.with_redundancy is not None else none,
-         "GPUs", FMT["gpus"], f"the fewest that keep the promise with {v.redundancy_lost_replicas} replica(s) lost at the start of the peak"),
+         "GPUs", FMT["gpus"], (f"the fewest that keep the promise with {_count(v.redundancy_lost_replicas, 'replica')} lost at "
+                               "the start of the peak" if v.redundancy_lost_replicas else "the plan keeps no redundancy: the load")),
         ("VerifiedRunbookLoadMeets", "The runbook's load keeps the promise", v.meets_promise_at_load, "TRUE | FALSE", None,
-         f"the runbook's {v.runbook_load} GPUs, simulated"),
+         f"the runbook's {_count(v.runbook_load, 'GPU')}, simulated"),
         ("VerifiedTTFTP95", "p95 TTFT at the verified load", num(v.ttft_p95_s) if v.ttft_p95_s is not None else NA, "s",
          FMT["s"], "against the TTFT target"),
         ("VerifiedITLP95", "p95 inter-token gap at the verified load", num(v.itl_p95_s) if v.itl_p95_s is not None else NA,
          "s", FMT["s"], "pooled over every token gap, against the inter-token target"),
         ("VerifiedFailureMeets", "One replica lost at peak keeps the promise", v.failure_meets_promise, "TRUE | FALSE", None,
-         f"{v.failure_gpus} of the runbook's {v.runbook_with_redundancy} GPUs with redundancy left, its requests re-queued"),
+         f"{v.failure_gpus} of the runbook's {_count(v.runbook_with_redundancy, 'GPU')} with redundancy left, its requests re-queued"
+         if v.failure_gpus < v.runbook_with_redundancy else
+         f"not simulated: the runbook's {_count(v.runbook_with_redundancy, 'GPU')} "
+         f"{_verb(v.runbook_with_redundancy, 'keeps', 'keep')} no spare replica to lose"),
     )
     for name, label, value, unit, fmt, how in items:
         r = sh.row
@@ -150,7 +156,8 @@ def _bill_lines(e: Engine) -> list[Line]:
              s.fixed_usd_per_month, "USD/month", FMT["usd"], "buy: hands on site, spares, support; rent: none"),
         Line("MonthlyCostUSD", "Monthly cost", "=BilledGPUs*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth", b.monthly_usd,
              "USD/month", FMT["usd"],
-             F.join(F.fixed("BilledGPUs", b.billed_gpus), " GPUs x ", F.usd("GPUUSDPerHour", s.usd_per_gpu_hour, 2), "/h x ",
+             F.join(F.fixed("BilledGPUs", b.billed_gpus), " ", F.plural("BilledGPUs", b.billed_gpus, "GPU"), " x ",
+                    F.usd("GPUUSDPerHour", s.usd_per_gpu_hour, 2), "/h x ",
                     F.short("HoursPerMonth", s.hours_per_month), " h",
                     F.when("FixedUSDPerMonth>0", s.fixed_usd_per_month > 0,
                            F.join(" + ", F.usd("FixedUSDPerMonth", s.fixed_usd_per_month)), ""), " = ",

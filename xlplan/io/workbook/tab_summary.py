@@ -11,12 +11,13 @@ from __future__ import annotations
 from xlplan import fleet
 from xlplan.io.workbook.cells import Book, Cell, Line
 from xlplan.io.workbook.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
+from xlplan.note_format import _count
 
 BINDING_WORDS = (
     ("memory", "memory: the KV cache of the requests in flight fills the GPUs before their compute does"),
     ("compute", "compute: prefill and decode FLOPs at peak need the most GPUs"),
     ("latency", "latency: the inter-token promise caps how many requests a replica may batch"),
-    ("both", "two paths at once: memory, compute and latency paths tie, so relieving one alone does not shrink the fleet"),
+    ("both", "two paths at once: they need the same GPUs, so relieving one alone does not shrink the fleet"),
     ("all", "all three paths at once: memory, compute and latency need the same GPUs"),
     (fleet.MINIMUM_REPLICA, "the minimum replica: every path fits in one replica, so the fleet is the smallest unit"),
 )
@@ -74,7 +75,7 @@ def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]
     if a is None:
         return []
     v = r.verified
-    lost = (f"with {v.redundancy_lost_replicas} replica(s) lost at the start of the peak, simulated"
+    lost = (f"with {_count(v.redundancy_lost_replicas, 'replica')} lost at the start of the peak, simulated"
             if a.source == "verified" and v is not None and v.redundancy_lost_replicas else "the load plus the spare replicas")
     source = ("verified: simulated at peak, the promise held on seeds " + ", ".join(map(str, v.seeds))
               if a.source == "verified" else
@@ -84,6 +85,9 @@ def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]
         ("AnswerLoad", "GPUs for the load", a.load, "GPUs", FMT["gpus"], "the fewest that keep the promise at peak"),
         ("AnswerWithRedundancy", "GPUs with redundancy", a.with_redundancy, "GPUs", FMT["gpus"], lost),
         ("AnswerPurchased", "GPUs to buy", a.purchased, "GPUs", FMT["gpus"], "whole purchasing units"),
+        ("AnswerBinding", "Binding constraint", a.binding, "path", None,
+         ("what sets the load: the closed form's path, 'minimum replica', or 'queueing (simulated)' where the "
+         "simulation needs more than every path")),
         ("AnswerStepBudget", "Step budget to deploy", a.step_budget_tokens, "tokens", FMT["gpus"],
          "policy.max_num_batched_tokens: the serving setting the fleet is sized at"),
         ("AnswerMonthlyUSD", "Cost per month", a.monthly_usd, "USD/month", FMT["usd"], "this fleet at the price on 1 Inputs"),
