@@ -109,6 +109,13 @@ def _eval(expr: list[tuple]) -> tuple[float, float] | None:
     return v if pos == len(expr) else None
 
 
+def _point(expr: list[tuple]) -> float | None:
+    """The expression's value from its operands as printed (each interval's middle). [—]"""
+    mid = [("n", (e[1] + e[2]) / 2, (e[1] + e[2]) / 2, *e[3:]) if e[0] == "n" else e for e in expr]
+    v = _eval(mid)
+    return None if v is None else v[0]
+
+
 def _meets(v: tuple[float, float], r: tuple) -> bool:
     lo, hi = r[1], r[2]
     if r[3]:  # an integer result is rounded
@@ -135,6 +142,7 @@ def check_clause(line: str, clause: str) -> tuple[int, list[Finding]]:
                         bad.append(Finding(line, clause, "operands before '=' do not form an expression"))
                     elif not _meets(v, r):
                         bad.append(Finding(line, clause, f"{v[0]:.6g}..{v[1]:.6g} does not meet the printed {r[4]}"))
+
                     checked += 1
                 elif len([e for e in expr if e[0] == "n"]) > 1:
                     bad.append(Finding(line, clause, "several numbers and no operator before '='"))
@@ -151,10 +159,9 @@ def check_clause(line: str, clause: str) -> tuple[int, list[Finding]]:
                     elif re.search(rf"→\s*{re.escape(n[4])}\s+replicas?\b", clause) and has_op:
                         # whole replicas: a reader redoing the sum from the printed figures rounds it up to n exactly
                         # ("3 ÷ 0.60 → 6 replicas" reads as 5 → 5, whatever 0.60 stood for)
-                        p = _eval([("n", e[1] + (e[2] - e[1]) / 2, e[1] + (e[2] - e[1]) / 2, *e[3:]) if e[0] == "n" else e
-                                   for e in expr])
-                        if p is not None and not ((n[1] + n[2]) / 2 - 1 < p[0] - 1e-9):
-                            bad.append(Finding(line, clause, f"→ {n[4]} replicas, but the printed operands give {p[0]:.6g}"))
+                        p = _point(expr)
+                        if p is not None and not ((n[1] + n[2]) / 2 - 1 < p - 1e-9):
+                            bad.append(Finding(line, clause, f"→ {n[4]} replicas, but the printed operands give {p:.6g}"))
                     checked += 1
                 expr = []
                 i += 2
