@@ -96,7 +96,7 @@ def _inputs_rows(r: PlanResult) -> list[tuple[str, str]]:
         ("Output tokens", f"{_pct(i.output_tokens)}  [owner: {i.owners['forecast']}]"),
         ("Average utilisation", f"{i.average_utilisation:.0%} of peak  [owner: {i.owners['forecast']}]"),
         ("Prefix reuse (measured)", f"{i.prefix_reuse:.0%}"),
-        ("Promise", f"TTFT < {i.ttft_s:g} s, inter-token < {i.itl_s * 1000:g} ms ({1 / i.itl_s:g} tokens/s) at p{i.percentile:g}  [owner: {i.owners['promise']}]"),
+        ("Promise", f"TTFT < {i.ttft_s:g} s, inter-token < {i.itl_s * 1000:.4g} ms ({1 / i.itl_s:.4g} tokens/s) at p{i.percentile:g}  [owner: {i.owners['promise']}]"),
         ("Prices", f"${k.usd_per_gpu_hour:.4g}/GPU-hour{' (owned)' if k.ownership else ''}; "
                    + (f"API {_usd(k.api_usd_per_mtok_blended, 3)}/M blended" if k.api_usd_per_mtok_blended is not None
                       else "API price missing") + f"  [owner: {i.owners['pricing']}]"),

@@ -73,7 +73,7 @@ def compare_cmd(
     verified = sum(o.source == "verified" for o in options)
     priced = [o for o in options if o.feasible and o.usd_per_mtok is not None][:verify_top]
     extra = max(verified - len(priced) - (0 if any(o.is_plan for o in priced) else 1), 0)
-    which = (f"the {verify_top} cheapest and the plan's own" if verify_top > 0 else "the plan's own only")
+    which = (f"the {verify_top} cheapest and the plan's own" if verify_top > 0 else "none: --verify-top 0")
     if extra:
         which += (f", and {_count(extra, 'option')} the closed form ranked among the cheapest until "
                   f"{'its' if extra == 1 else 'their'} simulation moved {'it' if extra == 1 else 'them'} down")

@@ -126,7 +126,9 @@ def capacity_cmd(
         typer.echo(f"{_count(gpus, 'GPU')}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {why})")
         return
     seeds = ", ".join(map(str, ver.seeds[:-1])) + f" and {ver.seeds[-1]}"
-    typer.echo(f"{_count(gpus, 'GPU')} (TP {ver.tp}, {_count(ver.replicas, 'replica')}) {_verb(gpus, 'keeps', 'keep')} the "
+    idle = gpus - ver.replicas * ver.tp
+    typer.echo(f"{_count(gpus, 'GPU')} (TP {ver.tp}, {_count(ver.replicas, 'replica')}"
+               f"{f', {idle} idle' if idle else ''}) {_verb(gpus, 'keeps', 'keep')} the "
                f"promise up to {ver.max_peak_rps:,.2f} requests/s at peak in simulation (on each of seeds {seeds}, "
                f"{ver.minutes:.3g} min of arrivals; {_verb(gpus, 'it misses', 'they miss')} it at {ver.fails_at_rps:,.2f}); plan: {p.forecast.peak_rps:g}. Not simulated, {closed_line}")
 
