@@ -298,3 +298,17 @@ def test_parquet_column_types(tmp_path, column):
     pd.DataFrame({"created": column, "prompt_tokens": 100, "completion_tokens": 10}).to_parquet(path)
     r = read_logs([path])
     assert r.t_s.min() == T0 and r.t_s.size + r.bad.total == 300
+
+
+def test_a_header_that_is_not_utf8_is_named_not_replaced_by_the_first_row(tmp_path):
+    # issue 22: a non-UTF-8 byte in the header line made the first data row the header ("columns: 1767225600, 1000,
+    # 100"); the header is named as unreadable, on the fast path and on the line-by-line one
+    from xlplan.io.log_csv import csv_rows_slow
+    from xlplan.io.log_values import BadRows
+
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"times\xfftamp,prompt_tokens,completion_tokens\n" + "".join(rows(300)).encode())
+    with pytest.raises(InputError, match="line 1: the header is unreadable"):
+        read_logs([path])
+    with pytest.raises(InputError, match="line 1: the header is unreadable"):
+        list(csv_rows_slow(path, str(path), {}, BadRows(), None))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlplan.io import files
+from xlplan.io.errors import InputError
 from xlplan.io.log_formats import CHUNK_ROWS, LOG_FILE, LONG_ROW_LINES, Rows, SlowPath, decoded_lines, resolve_columns
 from xlplan.io.log_values import BadRows, Chunk
 from xlplan.io.tables import csv_records
@@ -48,6 +49,10 @@ def csv_rows_slow(path: Path, src: str, mapping: dict[str, str], bad: BadRows, p
                 bad.untimed_at(src, range(start, rec.last + 1))
                 continue
             if header is None:
+                before = [n for n in bad.untimed.get(src, ()) if n < start]
+                if before:  # an unreadable line came first: it was the header, not this row
+                    raise InputError(src, [f"line {before[0]}: the header is unreadable (not UTF-8 text); expected a "
+                                           "first line of column names in UTF-8 text: re-save the log as UTF-8"])
                 header = [c.strip() for c in row]
                 rows = Rows(src, "line", resolve_columns(header, mapping, src))
                 index = {c: i for i, c in reversed(list(enumerate(header)))}
@@ -69,7 +74,10 @@ def _csv_header(path: Path, src: str) -> tuple[list[str] | None, int]:
     """(the header's fields, the line it is on), or (None, 0) for a file with no row."""
     lines = files.iter_lines(path, LOG_FILE)
     for line in lines:
-        if line.text is None or not line.text.strip():
+        if line.text is None:  # an unreadable first line is the header: taking the next row for it misnames every column
+            raise InputError(src, [f"line {line.number}: the header is unreadable ({line.problem}); expected a first line of "
+                                   "column names in UTF-8 text: re-save the log as UTF-8"])
+        if not line.text.strip():
             continue
         try:
             row = next(csv.reader([line.text]))
