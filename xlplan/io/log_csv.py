@@ -51,8 +51,8 @@ def csv_rows_slow(path: Path, src: str, mapping: dict[str, str], bad: BadRows, p
             if header is None:
                 before = [n for n in bad.untimed.get(src, ()) if n < start]
                 if before:  # an unreadable line came first: it was the header, not this row
-                    raise InputError(src, [f"line {before[0]}: the header is unreadable (not UTF-8 text); expected a "
-                                           "first line of column names in UTF-8 text: re-save the log as UTF-8"])
+                    raise InputError(src, [(f"line {before[0]}: the header is unreadable (not UTF-8 text); expected a "
+                                           "first line of column names in UTF-8 text: re-save the log as UTF-8")])
                 header = [c.strip() for c in row]
                 rows = Rows(src, "line", resolve_columns(header, mapping, src))
                 index = {c: i for i, c in reversed(list(enumerate(header)))}
@@ -75,8 +75,8 @@ def _csv_header(path: Path, src: str) -> tuple[list[str] | None, int]:
     lines = files.iter_lines(path, LOG_FILE)
     for line in lines:
         if line.text is None:  # an unreadable first line is the header: taking the next row for it misnames every column
-            raise InputError(src, [f"line {line.number}: the header is unreadable ({line.problem}); expected a first line of "
-                                   "column names in UTF-8 text: re-save the log as UTF-8"])
+            raise InputError(src, [(f"line {line.number}: the header is unreadable ({line.problem}); expected a first line of "
+                                   "column names in UTF-8 text: re-save the log as UTF-8")])
         if not line.text.strip():
             continue
         try:
