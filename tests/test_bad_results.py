@@ -91,3 +91,19 @@ def test_csv_table_rows_with_their_lines(tmp_path):
         read_csv_table(path, "a measurements CSV", required=("id", "category"))
     with pytest.raises(InputError, match="column\\(s\\) 'a' named twice"):
         read_csv_table(write(tmp_path, "a,a\n1,2\n", "twice.csv"), "a CSV")
+
+
+@pytest.mark.parametrize("field", ["mean_itl_ms", "mean_ttft_ms"])
+def test_a_latency_written_in_seconds_is_named_with_its_slip(tmp_path, capsys, field):
+    # a new user's slip: 12 ms written as 0.012 in a vLLM result. No engine's token gap or first token is under half a
+    # millisecond, so the reader names the field, the value and the slip (0.012 s is 12 ms) before any fit; the fit
+    # had refused it as "prefill MFU 1.00 (above 0.8)", naming no field
+    from pathlib import Path
+
+    d = json.loads((Path(__file__).resolve().parents[1] / "examples" / "bench" / "vllm-c64.json").read_text())
+    d[field] = 0.012
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(d))
+    assert main(["calibrate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{field}: got 0.012; expected milliseconds" in err and "0.012 s is 12 ms" in err

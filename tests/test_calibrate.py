@@ -213,14 +213,16 @@ def test_workbook_shows_the_calibrated_range_on_3_constraints(tmp_path, capsys):
 def test_an_inter_token_latency_written_in_seconds_is_refused_with_the_unit_named(tmp_path, capsys):
     # mean_itl_ms is in milliseconds; a run that wrote 0.012 (seconds) where 12 was meant claims an 8B step in 12 µs,
     # a thousand times under what reading the weights once takes at any plausible bandwidth (~16 GB ÷ 3.35 TB/s ≈ 5 ms),
-    # so no efficiency in bounds reproduces it: the fit is refused, naming the file and the likely slip
+    # and no engine's token gap is under half a millisecond: the reader refuses it before any fit, naming the file, the
+    # field and the likely slip
     paths = write_vllm(tmp_path)
     d = json.loads(paths[1].read_text())
     d.update(mean_itl_ms=d["mean_itl_ms"] / 1e3, median_itl_ms=d["median_itl_ms"] / 1e3, mean_tpot_ms=d["mean_tpot_ms"] / 1e3)
     paths[1].write_text(json.dumps(d))
     assert main(["calibrate", *map(str, paths)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "vllm-c8.json" in err[0] and "written in seconds? the field is in milliseconds" in err[0]
+    assert len(err) == 1 and "vllm-c8.json" in err[0] and "mean_itl_ms: got 0.0102373; expected milliseconds" in err[0]
+    assert "was it seconds?" in err[0]
     assert err[0].count("vllm-c8.json") == 1  # named once, not in the prefix and again in the message
 
 

@@ -453,3 +453,14 @@ def test_api_price_is_matched_to_the_size_class():
     assert api.usd_per_mtok_input == statistics.median(float(r["usd_per_1M_input"]) for r in rows)
     assert api.usd_per_mtok_output == statistics.median(float(r["usd_per_1M_output"]) for r in rows)
     assert "dense 5-12B" in api.provider and f"{len(rows)} listed offers" in api.provider
+
+
+def test_a_forecast_row_in_requests_a_day_is_refused_by_line(tmp_path, capsys):
+    # the plan file's range for a peak (at most 10⁶ req/s) holds in a forecast table too: 3,456,000 was a day's
+    # requests (3,456,000 / 86,400 = 40 a second); the schedule ran one month and dropped the rest with exit 0
+    path = tmp_path / "forecast.csv"
+    path.write_text("month,peak_rps\n2027-01,40\n2027-02,3456000\n2027-03,48\n", encoding="utf-8")
+    assert main(["schedule", "--forecast", str(path), "--verify", "none", "--lead-time-days", "90"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: line 3, column 'peak_rps': got 3,456,000" in err
+    assert "3,456,000 a day is 40 a second" in err

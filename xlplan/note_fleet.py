@@ -166,5 +166,5 @@ def answer_sentence(r: PlanResult) -> str:
     elif binding == SIMULATED_QUEUEING and r.closed_form is not None:
         binding += (f" (every closed-form path fits {_count(r.closed_form.load, 'GPU')}; in simulation requests, with "
                     "their own lengths, queue for a slot past the TTFT target until the fleet grows)")
-    return (f"{_count(a.load, 'GPU')} for the load, {a.with_redundancy} with redundancy{lost}, buy {a.purchased}; binding: "
+    return (f"{_count(a.load, 'GPU')} for the load, {a.with_redundancy:,} with redundancy{lost}, buy {a.purchased:,}; binding: "
             f"{binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")

@@ -23,8 +23,9 @@ def template_cmd(
     check: bool = typer.Option(False, "--check", help="Do not write: exit 1 if the file differs from a fresh build (CI drift check)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing -o file."),
 ) -> None:
-    """Regenerate the template workbook (the reference plan, its Answer verified in simulation) from code; it is never
-    edited by hand."""
+    """Regenerate the template workbook (the reference plan, its Answer verified in simulation) from code.
+
+    The template is never edited by hand: `--check` says whether the committed file is what the code builds."""
     from xlplan.book import figures
     from xlplan.io import files
     from xlplan.io.workbook.export import workbook_for

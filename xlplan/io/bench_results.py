@@ -65,11 +65,20 @@ class _Fields:
         if not math.isfinite(v) or not 0 < v <= MAX_FIGURE:
             self.problems.append(f"{name}: got {v!r}; expected a positive number of at most {MAX_FIGURE:g} [{unit}]")
             return None
+        if unit == "ms" and v < MIN_MS:  # no engine's token gap or first token is under half a millisecond
+            self.problems.append(f"{name}: got {v:g}; expected milliseconds, at least {MIN_MS:g} — was it seconds? "
+                                 f"{v:g} s is {v * 1000:g} ms")
+            return None
         return float(v)
 
     def raise_any(self) -> None:
         if self.problems:
             raise InputError(self.src, self.problems)
+
+
+MIN_MS = 0.5
+"""Smallest latency a result states in milliseconds: a token gap or a first token under half a millisecond is a figure
+written in seconds (0.012 for 12 ms). [ms]"""
 
 
 def _vllm(d: dict, src: str) -> list[Run]:

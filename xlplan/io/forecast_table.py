@@ -13,6 +13,7 @@ import math
 import re
 from pathlib import Path
 
+from xlplan import plausibility
 from xlplan.io import files
 from xlplan.io.errors import InputError
 from xlplan.io.tables import CsvRow, csv_records
@@ -107,6 +108,9 @@ def _months_and_peaks(recs: list[CsvRow], im: int, ip: int, width: int, delimite
         problems += _month_problems(n, month_text, month, months)
         peak, peak_problems = _peak(n, peak_text, delimiter)
         problems += peak_problems
+        implausible = plausibility.finding("forecast.peak_rps", peak) if peak is not None and not peak_problems else None
+        if implausible:  # the plan file's range and slip ('3,456,000 a day is 40 a second'), at this line
+            problems.append(f"line {n}, column 'peak_rps': {implausible.split(': ', 1)[1]}")
         if month is not None:
             months.append(month)
             peaks.append(peak if peak is not None else math.nan)
