@@ -3,8 +3,9 @@ imported, and the markers of the slow tests.
 
 A test that launches LibreOffice (it, or a fixture it requests, calls ``require_libreoffice``) is marked
 ``libreoffice`` here, and every ``libreoffice`` or ``install`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set. The slow
-tests are handed out first and the workers steal from each other's queues (``--dist worksteal`` in pyproject.toml),
-so the cores share the long ones instead of one core finishing them alone at the end.
+tests are dealt alternately to the two halves of the collection that ``--dist worksteal`` (pyproject.toml) hands the two
+workers, heaviest first, each half then filled with quick tests: both cores start on long tests and end on quick ones,
+which a worker that runs out steals from the other's queue (4 min 55 s -> 4 min 38 s for the same 538 s of work).
 """
 
 import inspect
@@ -86,6 +87,37 @@ def pytest_collection_modifyitems(config, items):
         return item.get_closest_marker("slow") is None and name not in together, heavy
 
     items.sort(key=order)
+    _both_halves_start_heavy(config, items)
+
+
+def _both_halves_start_heavy(config, items) -> None:
+    """Under ``--dist worksteal`` on two workers, xdist hands the first half of the collection to one worker and the
+    second half to the other, and a worker that runs out steals from the *end* of the other's queue. With every slow
+    test at the front, one worker got them all and the other stole them only at the end, thirty seconds at a time.
+    Here the slow tests (heaviest first, a KEEP_TOGETHER file as one block) are dealt alternately to the two halves,
+    each half then filled with quick ones: both workers start heavy and end on quick tests that steal finely."""
+    workers = getattr(config, "workerinput", {}).get("workercount")  # collection runs in each worker, which knows it
+    if workers != 2:  # (any other order is as valid; this one only balances two workers)
+        return
+    slow, fast, blocks = [], [], {}
+    for item in items:
+        name = item.path.name if hasattr(item, "path") else ""
+        if name in KEEP_TOGETHER and item.get_closest_marker("slow"):
+            if name not in blocks:
+                blocks[name] = []
+                slow.append(blocks[name])
+            blocks[name].append(item)
+        elif item.get_closest_marker("slow"):
+            slow.append([item])
+        else:
+            fast.append(item)
+    halves: list[list] = [[], []]
+    for unit in slow:  # each unit to the half with fewer slow tests so far: heaviest first, alternately
+        min(halves, key=len).extend(unit)
+    cut = len(items) // 2 - len(halves[0])  # xdist's first worker takes len // 2 of the collection
+    if cut < 0 or cut > len(fast):
+        return
+    items[:] = halves[0] + fast[:cut] + halves[1] + fast[cut:]
 
 
 def _source(fn) -> str:
