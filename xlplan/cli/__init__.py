@@ -27,12 +27,14 @@ def _command(argv: list[str] | None) -> str | None:
 
 
 def report(e: InputError) -> None:
-    """Print an InputError: one line for one problem, else a count and a line for each."""
+    """Print an InputError: one line for one problem (its details indented under it), else a count and a line for each."""
     if len(e.problems) == 1:
         typer.echo(f"error: {e.source}: {e.problems[0]}", err=True)
+        for line in getattr(e, "details", ()):
+            typer.echo(f"  {line}", err=True)
         return
     typer.echo(f"error: {e.source}: {len(e.problems)} problem(s)", err=True)
-    for p in e.problems:
+    for p in [*e.problems, *getattr(e, "details", ())]:
         typer.echo(f"  {p}", err=True)
 
 

@@ -63,10 +63,10 @@ def traffic_cmd(
     try:
         s = summarise(req.arrival_t_s, req.prompt, req.output, req.cached, win, req.offset_s)
     except UnsuitableLog as e:
-        raise InputError(", ".join(req.files), [str(e)] + req.bad.lines()) from None
+        raise InputError(", ".join(req.files), [str(e)], req.bad.lines()) from None
     inside = untimed_inside(req, s.peak_window_start_s, s.peak_window_start_s + s.window_s)
     if inside is not None:
-        raise InputError(", ".join(req.files), [inside] + req.bad.lines())
+        raise InputError(", ".join(req.files), [inside], req.bad.lines())
     console = Console(width=160)
     _print_traffic(console, req, s)
     fragment = plan_fragment(req, s)

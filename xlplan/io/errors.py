@@ -10,11 +10,12 @@ from pydantic import ValidationError
 
 
 class InputError(ValueError):
-    """Bad input from a user's file: one message per problem, each naming where it is."""
+    """Bad input from a user's file: one message per problem, each naming where it is; ``details`` are what backs a
+    problem up (the rows counted, a few of them by line), printed under it and not counted as problems."""
 
-    def __init__(self, source: str, problems: list[str]):
-        self.source, self.problems = source, problems
-        super().__init__(f"{source}: " + "; ".join(problems))
+    def __init__(self, source: str, problems: list[str], details: list[str] | tuple[str, ...] = ()):
+        self.source, self.problems, self.details = source, problems, list(details)
+        super().__init__(f"{source}: " + "; ".join([*problems, *self.details]))
 
 
 _EXPECTED = {

@@ -287,10 +287,10 @@ def _requests(out: _Collected, srcs: list[str], bad: BadRows, used: dict[str, di
     keep = _drop_duplicate_ids(out, srcs, {i: used.get(s, {}).get("id", "id") for i, s in enumerate(srcs)}, bad)
     names = ", ".join(srcs)
     if bad.total and strict:
-        raise InputError(names, [f"{bad.total:,} bad row(s) (--strict)"] + bad.lines())
+        raise InputError(names, [f"{bad.total:,} bad row(s) (--strict)"], bad.lines())
     t_all = np.concatenate(out.t)[keep] if out.t else np.array([])
     if t_all.size == 0:
-        raise InputError(names, ["no usable requests"] + bad.lines())
+        raise InputError(names, ["no usable requests"], bad.lines())
     unusable = bad.total - bad.counts.get(DUPLICATE, 0)  # a copy of a log given twice is not a sign of a wrong format
     rows = unusable + t_all.size
     if unusable > BAD_SHARE_MAX * rows:
@@ -298,7 +298,7 @@ def _requests(out: _Collected, srcs: list[str], bad: BadRows, used: dict[str, di
                 else "fix or remove them, or give the part of the log they are not in")
         raise InputError(names, [(f"{unusable:,} of {rows:,} rows are bad ({unusable / rows:.1%}), more than "
                                  f"{BAD_SHARE_MAX:.0%}: enough to change the forecast; expected a log whose rows hold "
-                                 f"requests ({hint})")] + bad.lines())
+                                 f"requests ({hint})")], bad.lines())
     cached = np.concatenate(out.cached)[keep] if out.cached and not out.any_without_cached else None
     parts = [(np.concatenate(out.t)[keep], np.concatenate(out.file)[keep], np.concatenate(out.number)[keep])] + out.lengthless
     return Requests(
