@@ -215,6 +215,10 @@ def test_more_than_one_percent_bad_is_refused_up_to_one_percent_reported(tmp_pat
         out = capsys.readouterr()
         if code:
             assert f"{n_bad} of 1,000 rows are bad (1.1%), more than 1%" in out.err
+            # one error line, the counted rows and examples indented under it as details, not 'N problem(s)'
+            lines = out.err.splitlines()
+            assert lines[0].startswith("error: ") and "problem(s)" not in out.err
+            assert all(ln.startswith("  ") for ln in lines[1:]) and "11 row(s) left out: unparseable timestamp" in out.err
         else:
             assert "10 row(s) left out: unparseable timestamp" in out.out
 
