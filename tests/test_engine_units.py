@@ -6,7 +6,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from planhelp import replan
+from planhelp import heavy_tail_plan, replan
 
 from xlplan import concurrency, distributions, fleet
 from xlplan.capacity import capacity
@@ -135,18 +135,6 @@ def test_capacity_is_the_inverse_of_the_verified_answer(capsys):
     assert f"keep the promise up to {v.max_peak_rps:,.2f} requests/s" in line and "without the queueing path 40.54" in line
 
 
-def _heavy_tail(**changes):
-    """A new user's plan: mistral-7b on L40S in units of 4, outputs p50 150 / p99 4,000 tokens (its Answer runs TP 2)."""
-    from xlplan.plan import Plan
-
-    data = {"forecast": {"peak_rps": 15, "prompt_tokens": {"p50": 800, "p95": 1500, "p99": 2000},
-                         "output_tokens": {"p50": 150, "p95": 1200, "p99": 4000}, "average_utilisation": 0.4},
-            "promise": {"ttft_s": 1.0, "itl_s": 0.04, "percentile": 95},
-            "model": {"name": "mistral-7b", "weights_dtype": "bf16", "kv_dtype": "bf16"},
-            "hardware": {"gpu": "l40s", "gpus_per_node": 4, "usd_per_gpu_hour": 1.2}}
-    return resolve(Plan.model_validate({**data, **changes}))
-
-
 @pytest.mark.slow
 def test_a_gpu_more_never_serves_less():
     # 7 GPUs at the plan's TP 2 are 3 replicas and an idle GPU: they serve exactly what 6 do. Simulated as 7 replicas
@@ -154,7 +142,7 @@ def test_a_gpu_more_never_serves_less():
     # 13.83 for 6 GPUs.
     from xlplan.capacity import verified_capacity
 
-    s = _heavy_tail()
+    s = resolve(heavy_tail_plan())
     six, seven = verified_capacity(s, 6), verified_capacity(s, 7)
     assert (seven.tp, seven.replicas) == (six.tp, six.replicas) == (2, 3)
     assert seven.max_peak_rps == six.max_peak_rps

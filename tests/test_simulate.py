@@ -543,16 +543,9 @@ def test_a_lower_rate_never_needs_more_gpus_on_a_heavy_tail():
     # verified load was 10 GPUs and at 18.0 req/s 8, because 8 GPUs at 17.92 had p95 TTFT 0.571 s and 0.682 s over the
     # run's halves (+0.111 s, just over 10% of the 1 s target) and were called unsteady. Carried on for twice the run,
     # that rise gives 0.682 + 2 x 0.111 = 0.904 s <= 1 s: steady, so the fleet at the lower rate is no larger.
-    from xlplan.plan import Plan
+    from planhelp import heavy_tail_plan
+
     from xlplan.planner import plan as run_plan
 
-    def at(rate):
-        return Plan.model_validate({
-            "forecast": {"peak_rps": rate, "prompt_tokens": {"p50": 800, "p95": 1500, "p99": 2000},
-                         "output_tokens": {"p50": 150, "p95": 1200, "p99": 4000}, "average_utilisation": 0.4},
-            "promise": {"ttft_s": 1.0, "itl_s": 0.04, "percentile": 95},
-            "model": {"name": "mistral-7b", "weights_dtype": "bf16", "kv_dtype": "bf16"},
-            "hardware": {"gpu": "l40s", "gpus_per_node": 4, "usd_per_gpu_hour": 1.2}})
-
-    low, high = run_plan(at(17.92), verify="auto"), run_plan(at(18.0), verify="auto")
+    low, high = run_plan(heavy_tail_plan(17.92), verify="auto"), run_plan(heavy_tail_plan(18.0), verify="auto")
     assert low.answer.load <= high.answer.load == 8
