@@ -108,16 +108,18 @@ def _families(text: str, src: str, skipped: list[str] | None = None):
                     list(text_string_to_metric_families(line + "\n"))
                 except _PARSE_ERRORS:
                     name = line.strip().split("{", 1)[0].split(" ", 1)[0]
-                    where = f"line {number}: not Prometheus text format ({e}): {line[:120]!r}"
+                    where = (f"line {number}: not Prometheus text format: {line[:120]!r}; expected 'name{{labels}} value'"
+                             + (f" — {name} is a metric the plan is confirmed from" if name in _WANTED else ""))
                     if name in _WANTED or skipped is None:
-                        raise InputError(src, [where + (f" — {name} is a metric the plan is confirmed from" if name in _WANTED else "")]) from None
-                    bad.append(where)
+                        raise InputError(src, [where]) from None
+                    bad.append((number, name, where))
                     continue
             kept.append(line)
         if not bad or len(bad) > BAD_SHARE_MAX * samples:
             raise InputError(src, [f"{len(bad):,} of {samples:,} sample lines malformed; expected Prometheus text format"
-                                   if bad else f"not Prometheus text format ({e})"] + bad[:5]) from None
-        skipped.extend(f"{where}: left out (a metric confirm does not read)" for where in bad)
+                                   if bad else f"not Prometheus text format ({e})"], [w for _, _, w in bad[:5]]) from None
+        skipped.extend(f"line {number} left out: a malformed {name} sample, a metric confirm does not read"
+                       for number, name, _ in bad)
         return list(text_string_to_metric_families("\n".join(kept) + "\n"))
 
 
