@@ -49,7 +49,7 @@ def _rows(r: PlanResult) -> list[tuple[str, str]]:
                         f"{_unsharded(r.fleet.tp, mem.kv_shards)} = {mem.gpus_exact:.2f} → {_count(mem.gpus, 'GPU')}")),
         ("KV budget per GPU", _kv_budget_line(r.model, mem)),
         ("Compute path", _compute_line(r)),
-        ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {batch} per replica) → {_count(lat.gpus, 'GPU')}; p95 prefill {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
+        ("Latency check", f"decode step {lat.decode_step_s * 1000:.1f} ms at this batch (max batch {batch} per replica) → {_count(lat.gpus, 'GPU')}; p95 prefill alone {lat.ttft_p95_s:.2f} s {'meets' if lat.ttft_ok else 'MISSES'} the TTFT target"),
     ]
     if r.queueing is not None:
         rows.append(("Queueing path", _queueing_line(r)))
@@ -105,7 +105,8 @@ def _queueing_line(r: PlanResult) -> str:
     per = q.gpus // q.replicas if q.replicas else 0
     return (f"{rate}; {load}{tail} → {_count(q.replicas, 'replica')} {_verb(q.replicas, 'keeps', 'keep')} the "
             f"p{i.percentile:g} wait for a slot at {q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − "
-            f"{q.prefill_at_percentile_s:.2f} s prefill (Erlang C); {q.replicas} × {_count(per, 'GPU')} per replica = "
+            f"{q.prefill_at_percentile_s:.2f} s prefill in {q.step_budget_tokens:,}-token steps (Erlang C); "
+            f"{q.replicas} × {_count(per, 'GPU')} per replica = "
             f"{_count(q.gpus, 'GPU')}")
 
 
