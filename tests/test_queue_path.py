@@ -58,10 +58,12 @@ def _printed(line: str) -> list[float]:
 
 def test_the_note_line_adds_up_from_its_printed_operands(ref):
     # "66.78 sequences ÷ (300.0 tokens × 30.15 ms) = 7.38 req/s per replica (512-token steps); 40 req/s ÷ 7.38 = 5.42
-    #  replicas busy → 6 replicas keep the p95 wait for a slot at 0.63 s ≤ 1 s − 0.09 s prefill (Erlang C); 6 × 1 GPUs
-    #  per replica = 6 GPUs"
+    #  replicas busy → 6 replicas keep the p95 wait for a slot at 0.63 s ≤ 1 s − 0.09 s prefill (at 512-token steps)
+    #  (Erlang C); 6 × 1 GPU per replica = 6 GPUs"
     line = next(ln for ln in render_text(ref).splitlines() if ln.strip().startswith("Queueing path"))
-    b, out, step_ms, mu, _, rate, mu2, busy, reps, _, wait, ttft, pre, reps2, per, gpus = _printed(line.split("Queueing path", 1)[1])
+    (b, out, step_ms, mu, _, rate, mu2, busy, reps, _, wait, ttft, pre, steps_, reps2, per,
+     gpus) = _printed(line.split("Queueing path", 1)[1])
+    assert steps_ == 512  # the prefill is the p95 prompt's at the deployed step budget
     assert mu == pytest.approx(b / (out * step_ms / 1000), abs=0.006)  # printed to 2 decimals
     assert mu2 == mu and busy == pytest.approx(rate / mu, abs=0.006)
     assert wait <= ttft - pre + 0.01 and reps2 == reps and per == ref.fleet.tp and gpus == reps * per

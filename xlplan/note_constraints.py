@@ -105,7 +105,7 @@ def _queueing_line(r: PlanResult) -> str:
     per = q.gpus // q.replicas if q.replicas else 0
     return (f"{rate}; {load}{tail} → {_count(q.replicas, 'replica')} {_verb(q.replicas, 'keeps', 'keep')} the "
             f"p{i.percentile:g} wait for a slot at {q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − "
-            f"{q.prefill_at_percentile_s:.2f} s prefill in {q.step_budget_tokens:,}-token steps (Erlang C); "
+            f"{q.prefill_at_percentile_s:.2f} s prefill (at {q.step_budget_tokens:,}-token steps) (Erlang C); "
             f"{q.replicas} × {_count(per, 'GPU')} per replica = "
             f"{_count(q.gpus, 'GPU')}")
 
