@@ -84,8 +84,10 @@ _PATTERNS = {
 _OWN_PATH = re.compile(r"^[A-Za-z_][\w.\[\]]*: ")
 
 
-def _unit_hint(path: str, value: Any) -> str:
-    """A hint where a figure reads as written in another unit: watts for kW, a percentage for a fraction. [text]"""
+def unit_hint(path: str, value: Any) -> str:
+    """A hint where a figure reads as written in another unit: watts for kW, a percentage for a fraction, ms for s
+    ('(seconds, not milliseconds: 50 ms is 0.05)'); the plan file's refusals carry it, and the Excel functions whose
+    arguments are that field by another name. '' where none applies. [text]"""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return ""
     if path == "costs.kw_per_gpu" and 20 < value <= 20_000:
@@ -107,12 +109,6 @@ def _unit_hint(path: str, value: Any) -> str:
     if path == "promise.ttft_s" and 600 < value <= 600_000:
         return f" (seconds, not milliseconds: {value:g} ms is {value / 1000:g})"
     return ""
-
-
-def unit_hint(path: str, value: Any) -> str:
-    """The hint a plan file's refusal of ``path`` at ``value`` carries ('(seconds, not milliseconds: 50 ms is 0.05)'),
-    for the Excel functions whose arguments are that field by another name; '' where none applies. [text]"""
-    return _unit_hint(path, value)
 
 
 def _field_names() -> set[str]:
@@ -188,6 +184,6 @@ def describe_validation_error(e: ValidationError) -> list[str]:
         elif kind == "extra_forbidden":
             msg = _EXPECTED["extra_forbidden"] + _did_you_mean(err["loc"][-1] if err["loc"] else "")
 
-        msg = _rehint(msg, err.get("input")) + _unit_hint(path, err.get("input"))
+        msg = _rehint(msg, err.get("input")) + unit_hint(path, err.get("input"))
         out.append(f"{path}: got {_value(err.get('input'))}; {msg}")
     return out

@@ -24,7 +24,7 @@ from xlplan.io.workbook.common import (
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
 from xlplan.scenario import TP_DEGREES
 
-CHECKS: tuple[tuple[str, str, str], ...] = (
+CHECKS: tuple[tuple[str, str, str | None], ...] = (
     ("PromptOrdered", "Prompt lengths ordered: p50 ≤ p95 ≤ p99",
      "=AND(PromptP50<=PromptP95,OR(NOT(ISNUMBER(PromptP99)),PromptP95<=PromptP99))"),
     ("OutputOrdered", "Output lengths ordered: p50 ≤ p95 ≤ p99",
@@ -40,7 +40,7 @@ CHECKS: tuple[tuple[str, str, str], ...] = (
     ("SomeTPFits", "The weights fit and the promise can be met at some degree", "=COUNT(TPLoad)>0"),
     ("FleetOrdered", "Load ≤ with redundancy ≤ purchased", "=AND(FleetLoad<=FleetWithRedundancy,FleetWithRedundancy<=FleetPurchased)"),
     ("TTFTCheck", "TTFT target met by a p95 prompt", "=TTFTMet"),
-    ("InputsPlausible", "Every input inside its plausible range (the plan file's: 50 ms is 0.05)", ""),  # plausible_formula()
+    ("InputsPlausible", "Every input inside its plausible range (the plan file's: 50 ms is 0.05)", None),  # plausible_formula()
 )
 
 
@@ -127,7 +127,7 @@ def checks_sheet(book: Book, e: Engine) -> None:
     values = check_values(e)
     first = sh.row
     for name, label, formula in CHECKS:
-        formula = formula or plausible_formula()
+        formula = plausible_formula() if formula is None else formula  # built from 1 Inputs' ranged cells
         r = sh.row
         sh.put("A", r, Cell(label, kind="label"))
         coord = sh.put("B", r, Cell(formula, formula=True, cached=values[name], kind="check", name=f"Check{name}"))
