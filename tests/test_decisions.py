@@ -124,9 +124,12 @@ def test_ten_percent_a_month_for_a_year():
     for m, x in enumerate(out.months):
         assert x.peak_rps == pytest.approx(40.0 * 1.1**m, rel=1e-12)
         assert x.month == f"{2027 + m // 12}-{m % 12 + 1:02d}"
-    bought = [x.purchased for x in out.months]
-    assert bought == sorted(bought) and bought[0] == 8
-    assert sum(x.new_gpus for x in out.months) == bought[-1]
+    # rented per GPU (the reference's costs.mode), each month holds its own fleet with redundancy; growing traffic
+    # only adds to it, so the GPUs added month by month sum to the last month's fleet
+    held = [x.purchased for x in out.months]
+    assert held == [x.with_redundancy for x in out.months] and held == sorted(held)
+    assert sum(x.new_gpus for x in out.months) == held[-1]
+    assert all(x.order == f"rent {x.with_redundancy} GPUs" for x in out.months)
     for x in out.months:
         first_day = dt.date.fromisoformat(x.month + "-01")
         if x.new_gpus:
@@ -301,7 +304,7 @@ def test_buying_reproduces_a_hand_computed_monthly_cost(tmp_path):
     o = r.cost.ownership
     assert o.rent_monthly_usd == pytest.approx(10950.0)
     assert o.payback_months == pytest.approx(300000 / (10950 - 3491.20), rel=1e-12)
-    assert r.cost.billing == "purchased"
+    assert r.cost.billing == "owned"
 
 
 def test_buy_defaults_come_from_dated_sources():

@@ -56,8 +56,12 @@ def test_every_surface_gives_the_engines_answer(matrix_results, name, tmp_path, 
     p, r = matrix_results[name]
     a = r.answer
     path, js, md, book = _surfaces(p, tmp_path, capsys)
-    # the Answer line's words: load, with redundancy, purchase and bill, identical in the note and the Markdown
-    words = (f"{a.load} GPUs for the load, {a.with_redundancy} with redundancy", f"buy {a.purchased}", _money(a.monthly_usd))
+    # the Answer line's words: load, with redundancy, the order (what the bill pays for) and the bill, identical in
+    # the note and the Markdown; the bill is the GPUs the order names at the plan's price and hours
+    words = (f"{a.load} GPUs for the load, {a.with_redundancy} with redundancy", f": {a.order};", _money(a.monthly_usd))
+    assert a.monthly_usd == pytest.approx(a.billed_gpus * r.cost.usd_per_gpu_hour * r.cost.hours_per_month
+                                          + (r.cost.monthly_usd - r.cost.billed_gpus * r.cost.usd_per_gpu_hour
+                                             * r.cost.hours_per_month))  # the owned fleet's fixed costs, where bought
     for text in (render_text(r), md):
         answer_line = next(ln for ln in text.splitlines() if "Answer:" in ln)
         assert all(w in answer_line for w in words), (name, answer_line)
@@ -69,17 +73,19 @@ def test_every_surface_gives_the_engines_answer(matrix_results, name, tmp_path, 
     assert (_named(book, "AnswerLoad"), _named(book, "AnswerWithRedundancy"), _named(book, "AnswerPurchased")) == (
         a.load, a.with_redundancy, a.purchased)
     assert _named(book, "AnswerMonthlyUSD") == pytest.approx(a.monthly_usd, abs=0.005)
+    assert (_named(book, "AnswerOrder"), _named(book, "AnswerBilledGPUs")) == (a.order, a.billed_gpus)
     # compare: the plan's own row is the Answer (verified as plan verifies it)
     own = next(o for o in compare.compare(p, [p.hardware.gpu], verify_top=1) if o.is_plan)
     assert (own.source, own.load, own.with_redundancy, own.purchased) == (a.source if a.source == "verified" else own.source,
                                                                           a.load, a.with_redundancy, a.purchased)
+    assert own.order == a.order
     assert own.monthly_usd == pytest.approx(a.monthly_usd)
     # schedule, every month verified: a one-month schedule at the plan's peak is the Answer
     s = resolve(p)
     month = schedule.schedule(s, [p.forecast.peak_rps], "2027-01", 90, verify="every", percentile=p.promise.percentile,
                               max_context=p.model.resolve().max_context_tokens,
                               budget_set_by_plan=p.policy.max_num_batched_tokens is not None).months[0]
-    assert (month.load, month.with_redundancy) == (a.load, a.with_redundancy)
+    assert (month.load, month.with_redundancy, month.order) == (a.load, a.with_redundancy, a.order)
     assert month.monthly_usd == pytest.approx(a.monthly_usd)
     if a.source != "verified":
         # the long-context plan's closed form is past what the default simulation takes on (plan says so): simulate

@@ -233,7 +233,9 @@ def test_the_answer_is_the_verified_fleet_and_the_note_keeps_the_runbook_first(r
     assert a.source == "verified" and (a.load, a.with_redundancy, a.purchased) == (v.load, v.with_redundancy, 8) == (6, 7, 8)
     assert a.monthly_usd == 7 * 3 * 730 and v.redundancy_lost_replicas == 1
     text = render_text(r)
-    assert text.splitlines()[3].startswith("Answer: 6 GPUs for the load, 7 with redundancy (one replica lost), buy 8")
+    # renting per GPU (the default), the order is the 7 GPUs the bill counts: 7 x $3 x 730 h = $15,330
+    assert text.splitlines()[3].startswith("Answer: 6 GPUs for the load, 7 with redundancy (one replica lost): rent 7 GPUs;")
+    assert "~$15,330/month" in text.splitlines()[3]
     # the note, in order: the runbook's method with its figures, the queueing path, the verified answer and its
     # redundancy with one replica lost, the purchase
     marks = ["Memory path                 600.0 × 0.281 GiB = 168.5 GiB", "Queueing path", "Runbook's method",

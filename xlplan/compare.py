@@ -65,7 +65,7 @@ def _variant(p: Plan, gpu_key: str, weights: str, kv: str) -> tuple[Plan, str | 
             lacking = [f for f in ("capex_usd_per_node", "kw_per_gpu") if f not in own]
             if lacking:
                 missing = f"no catalog {' or '.join(lacking)} for {gpu.name}"
-                data["costs"] = {"mode": "rent"}
+                data["costs"] = {"mode": "rent_per_gpu"}
                 data["hardware"]["usd_per_gpu_hour"] = 1.0  # solved for the fleet only; the cost is reported missing
         elif gpu.usd_per_gpu_hour is None:
             missing = f"no catalog price for {gpu.name}"
@@ -120,7 +120,7 @@ def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, 
     note = (_price_note(q, gpu) if priced else missing) if gpu_key else "the plan's own GPU and price"
     return GPUOption(
         **base, feasible=True, tp=a.tp, load=a.load, with_redundancy=a.with_redundancy,
-        purchased=a.purchased, gpus_per_node=s.gpus_per_node, binding=cf.binding, source=source,
+        purchased=a.purchased, gpus_per_node=s.gpus_per_node, order=a.order, binding=cf.binding, source=source,
         closed_form_load=cf.load, runbook_load=int(d.sol.paths.load),
         billed_gpus=a.purchased if owned else a.billed_gpus, billed_purchased_always=owned,
         fixed_usd_per_month=s.fixed_usd_per_month if priced else 0.0,
@@ -251,7 +251,7 @@ def recommendation(options: list[GPUOption]) -> str:
     best = priced[0]
     if not mine.feasible:
         return (f"The plan's {_label(mine)} cannot be met ({mine.reason}); the cheapest option per token is {_label(best)} "
-                f"at ${best.usd_per_mtok:.3f}/M tokens ({_count(best.purchased, 'GPU')} to buy; {_binds(best.binding)}).")
+                f"at ${best.usd_per_mtok:.3f}/M tokens ({best.order or _count(best.purchased, 'GPU') + ' to buy'}; {_binds(best.binding)}).")
     if best is mine or (mine.usd_per_mtok is not None and best.usd_per_mtok >= mine.usd_per_mtok):
         nxt = next((o for o in priced if o is not mine), None)
         tail = f"; next is {_label(nxt)} at {nxt.usd_per_mtok / mine.usd_per_mtok - 1:+.0%} per token" if nxt and mine.usd_per_mtok else ""
@@ -262,6 +262,6 @@ def recommendation(options: list[GPUOption]) -> str:
     saving = 1.0 - best.usd_per_mtok / mine.usd_per_mtok
     quant = " (quantised weights: check quality before you buy)" if best.weights_dtype != mine.weights_dtype else ""
     return (f"{_label(best)} is {saving:.0%} cheaper per token than the plan's {_label(mine)} "
-            f"(${best.usd_per_mtok:.3f} against ${mine.usd_per_mtok:.3f}/M tokens, {_count(best.purchased, 'GPU')} to buy, "
+            f"(${best.usd_per_mtok:.3f} against ${mine.usd_per_mtok:.3f}/M tokens, {best.order or _count(best.purchased, 'GPU') + ' to buy'}, "
             f"{'verified in simulation' if best.source == 'verified' else best.source}); "
             f"{_binds(best.binding)}{quant}.")

@@ -179,7 +179,8 @@ def answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
     by_util = usd_per_mtok_by_utilisation(s, tr, b.monthly_usd)
     return AnswerOut(source=source, tp=tp, load=load, with_redundancy=int(red), purchased=purchased,
                      binding=answer_binding(cf, load),
-                     step_budget_tokens=cf.step_budget_tokens, billed_gpus=int(b.billed_gpus), monthly_usd=b.monthly_usd,
+                     step_budget_tokens=cf.step_budget_tokens, billed_gpus=int(b.billed_gpus), paid_as=s.paid_as,
+                     order=fleet.order_words(s.paid_as, int(red), purchased, s.gpus_per_node), monthly_usd=b.monthly_usd,
                      usd_per_mtok=b.usd_per_mtok, api_monthly_usd=b.api_monthly_usd,
                      breakeven_tokens_per_month=b.breakeven_tokens_per_month, usd_per_mtok_by_utilisation=by_util)
 

@@ -151,3 +151,46 @@ def binding_constraint(memory_gpus: float, compute_gpus: float, latency_gpus: fl
     paths = tuple(p for p in PATHS if counts[p] == top)
     label = paths[0] if len(paths) == 1 else ("both" if len(paths) == 2 else "all")
     return label, paths
+
+
+BILLING_WORDS = {"rent_per_gpu": "rented", "rent_per_node": "rented by the node", "buy": "owned"}
+"""How a bill's GPUs are paid for, by ``costs.mode``, as the note's bill line names them. [text]"""
+
+
+def order_words(paid_as: str, with_redundancy: int, purchased: int, gpus_per_node: int) -> str:
+    """What to order, as the Answer line says it: the GPUs rented, or the nodes rented or bought. [text]
+
+    Parameters
+    ----------
+    paid_as : {'rent_per_gpu', 'rent_per_node', 'buy'}
+        How the fleet is paid for (``costs.mode``).
+    with_redundancy : int
+        The fleet with redundancy: what renting per GPU rents. [GPUs]
+    purchased : int
+        ``with_redundancy`` in whole purchasing units: what renting per node rents and buying buys. [GPUs]
+    gpus_per_node : int
+        The purchasing unit. [GPUs]
+
+    Returns
+    -------
+    str
+        'rent 7 GPUs', 'rent 1 node of 8', 'buy 2 nodes of 8 (16 GPUs)'; a unit of one GPU is counted in GPUs. [text]
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "4 for the load, +1 for N+1 … buy a node of 8": the purchasing unit is what is
+    bought; rented per GPU, the fleet with redundancy is what is paid for.
+
+    Examples
+    --------
+    >>> order_words("rent_per_gpu", 7, 8, 8), order_words("rent_per_node", 7, 8, 8), order_words("buy", 9, 16, 8)
+    ('rent 7 GPUs', 'rent 1 node of 8', 'buy 2 nodes of 8 (16 GPUs)')
+    """
+    verb = "buy" if paid_as == "buy" else "rent"
+    if paid_as == "rent_per_gpu" or gpus_per_node == 1:
+        n = with_redundancy if paid_as == "rent_per_gpu" else purchased
+        return f"{verb} {n:,} GPU{'' if n == 1 else 's'}"
+    nodes = purchased // gpus_per_node
+    if nodes == 1:
+        return f"{verb} 1 node of {gpus_per_node}"
+    return f"{verb} {nodes:,} nodes of {gpus_per_node} ({purchased:,} GPUs)"

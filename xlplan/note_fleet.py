@@ -146,7 +146,7 @@ def answer_sentence(r: PlanResult) -> str:
     Returns
     -------
     str
-        E.g. '6 GPUs for the load, 7 with redundancy (one replica lost), buy 8; binding: queueing; ~$15,330/month,
+        E.g. '6 GPUs for the load, 7 with redundancy (one replica lost): rent 7 GPUs; binding: queueing; ~$15,330/month,
         $0.159/M tokens — verified in simulation on seeds 1, 2, 3 (all must hold).' [text]
     """
     a = r.answer
@@ -166,5 +166,6 @@ def answer_sentence(r: PlanResult) -> str:
     elif binding == SIMULATED_QUEUEING and r.closed_form is not None:
         binding += (f" (every closed-form path fits {_count(r.closed_form.load, 'GPU')}; in simulation requests, with "
                     "their own lengths, queue for a slot past the TTFT target until the fleet grows)")
-    return (f"{_count(a.load, 'GPU')} for the load, {a.with_redundancy:,} with redundancy{lost}, buy {a.purchased:,}; binding: "
+    order = a.order or f"buy {a.purchased:,}"  # a result written before the order was named
+    return (f"{_count(a.load, 'GPU')} for the load, {a.with_redundancy:,} with redundancy{lost}: {order}; binding: "
             f"{binding}; ~{_usd(a.monthly_usd)}/month, {_usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")

@@ -11,13 +11,13 @@ named here.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
 from xlplan import catalog
 from xlplan.engines import Engine  # noqa: F401  (the field types of the sections, re-exported with them)
-from xlplan.plan_fields import Fraction, FractionBelowOne, _Section
+from xlplan.plan_fields import Fraction, FractionBelowOne, PaymentMode, _Section, migrate_older_plan
 from xlplan.plan_hardware import GPUOverride, Hardware, ModelChoice
 from xlplan.plan_policy import Calibration, Policy
 from xlplan.specs import ComputeDtype, KVDtype, WeightDtype  # noqa: F401  (as Engine)
@@ -104,10 +104,15 @@ class APIPrices(_Section):
 
 
 class Costs(_Section):
-    """Rent or buy: what the monthly bill counts. Buying needs the figures below; each left out falls back on a dated,
+    """How the fleet is paid for (rented per GPU, rented per node, or bought): what the monthly bill counts. Buying needs the figures below; each left out falls back on a dated,
     sourced default (``xlplan/catalog/ownership.yaml``) where a credible one exists, and is otherwise required."""
 
-    mode: Literal["rent", "buy"] = Field(default="rent", description="'rent' (an hourly price) or 'buy' (capex, power and hosting). [text]")
+    mode: PaymentMode = Field(
+        default="rent_per_gpu",
+        description="How the fleet is paid for: 'rent_per_gpu' (an hourly price for each GPU of the fleet with redundancy), "
+                    "'rent_per_node' (an hourly price for whole nodes or instances, the common cloud unit) or 'buy' (the "
+                    "nodes bought: capex, power and hosting). Older files' 'rent' reads as 'rent_per_gpu', and their "
+                    "hardware.billing: purchased as 'rent_per_node'. [text]")
     capex_usd_per_node: float | None = Field(default=None, ge=1000, le=1e9,
                                              description="Buy: price of one purchasing unit, GPUs, host and network; left out, the catalog's dated quote for the GPU where one exists. [USD]")
     depreciation_years: float | None = Field(default=None, gt=0, le=15,
@@ -122,13 +127,29 @@ class Costs(_Section):
                                                      description="Buy: running the hardware: hands on site, spares, support contracts; required (no credible public figure). [USD/month]")
     source: str = Field(default="", description="Where and when the buy figures come from. [text]")
 
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _older_rent(cls, v: Any) -> Any:
+        """'rent', the value before renting per node existed, is renting per GPU."""
+        return "rent_per_gpu" if v == "rent" else v
+
+    def rents(self) -> bool:
+        """Whether the fleet is rented (per GPU or per node), not bought. [bool]
+
+        Returns
+        -------
+        bool
+            True for 'rent_per_gpu' and 'rent_per_node'.
+        """
+        return self.mode != "buy"
+
     @model_validator(mode="after")
     def _rent_has_no_buy_figures(self) -> Costs:
-        if self.mode == "rent":
+        if self.rents():
             given = [f for f in ("capex_usd_per_node", "depreciation_years", "kw_per_gpu", "pue", "usd_per_kwh",
                                  "hosting_usd_per_kw_month", "hardware_ops_usd_per_month") if getattr(self, f) is not None]
             if given:
-                raise ValueError(f"mode is 'rent' but {', '.join(given)} {'is' if len(given) == 1 else 'are'} given; "
+                raise ValueError(f"mode is '{self.mode}' but {', '.join(given)} {'is' if len(given) == 1 else 'are'} given; "
                                  "expected mode: buy to use them, or leave them out")
         return self
 
@@ -217,6 +238,12 @@ class Plan(_Section):
         default_factory=list, description="Fields whose value is outside its plausible range (xlplan.plausibility) "
         "and meant: planned as given, and the note says so, e.g. [forecast.peak_rps]. [text]")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _older_files(cls, data: Any) -> Any:
+        """An older file read in today's schema (:func:`xlplan.plan_fields.migrate_older_plan`)."""
+        return migrate_older_plan(data)
+
     @field_validator("accept_implausible", mode="before")
     @classmethod
     def _one_field_as_a_list(cls, v):
@@ -260,7 +287,7 @@ class Plan(_Section):
         dtype = self.policy.compute_dtype
         if dtype is not None and gpu.peak_tflops(dtype) is None:
             raise ValueError(f"policy.compute_dtype: {gpu.name} has no {dtype} peak in the catalog; expected bf16 or a dtype it supports")
-        if self.costs.mode == "rent" and self.hardware.usd_per_gpu_hour is None and gpu.usd_per_gpu_hour is None:
+        if self.costs.rents() and self.hardware.usd_per_gpu_hour is None and gpu.usd_per_gpu_hour is None:
             raise ValueError(f"hardware.usd_per_gpu_hour: missing, and {gpu.name} has no catalog price; expected a price in USD/GPU-hour")
         if self.costs.mode == "buy":
             own = catalog.ownership_for(gpu.name) if isinstance(self.hardware.gpu, str) else {}

@@ -6,7 +6,7 @@ Part of the plan file's schema; import the models from :mod:`xlplan.plan`, their
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -75,10 +75,6 @@ class Hardware(_Section):
     gpus_per_node: int = Field(default=8, ge=1, description="The purchasing unit; tensor-parallel groups stay inside it. [GPUs]")
     usd_per_gpu_hour: float | None = Field(default=None, gt=0, description="Price paid; left out, the catalog's representative price. [USD/GPU-hour]")
     hours_per_month: float = Field(default=730.0, gt=0, le=744, description="Billed hours in a month (8,760 / 12 = 730). [h/month]")
-    billing: Literal["rented", "purchased"] = Field(
-        default="rented",
-        description="What the bill counts: 'rented' (the fleet with redundancy, the runbook's 5 GPUs) or 'purchased' (whole purchasing units). [text]",
-    )
     ops_usd_per_month: float = Field(default=0.0, ge=0, description="Engineering and on-call cost of self-hosting, used in the break-even. [USD/month]")
 
     @field_validator("gpu")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from xlplan import _vec, architecture, closed_form, cost, engines, memory, ownership, plausibility, simulate, steps, whatif
+from xlplan import _vec, architecture, closed_form, cost, engines, fleet, memory, ownership, plausibility, simulate, steps, whatif
 from xlplan.decision import (  # noqa: F401  (re-exported: callers name them as planner.*)
     AUTO_VERIFY_MAX_REPLICAS,
     AUTO_VERIFY_MAX_REQUESTS,
@@ -339,7 +339,7 @@ def _cost_out(p: Plan, s: Scenario, sol: Solution) -> CostOut:
     """Step 7, the bill of the runbook's fleet, the API comparison and $/M tokens by utilisation. [CostOut]"""
     tr, pa, bl = sol.traffic, sol.paths, sol.bill
     return CostOut(
-        billing="purchased" if p.costs.mode == "buy" else p.hardware.billing,
+        billing=fleet.BILLING_WORDS[p.costs.mode],
         api_provider=p.api_used().provider,
         ownership=_ownership(p, s, pa),
         billed_gpus=int(bl.billed_gpus),

@@ -177,7 +177,7 @@ class UtilisationCost(_Out):
 class CostOut(_Out):
     """Step 7: the bill and the honest comparison."""
 
-    billing: str = Field(description="'rented' (fleet with redundancy) or 'purchased' (whole units). [text]")
+    billing: str = Field(description="How the bill's GPUs are paid for: 'rented' (per GPU, the fleet with redundancy), 'rented by the node' (whole units) or 'owned' (bought, whole units). [text]")
     billed_gpus: int = Field(description="GPUs on the bill. [GPUs]")
     usd_per_gpu_hour: float = Field(description="Price. [USD/GPU-hour]")
     hours_per_month: float = Field(description="Billed hours. [h/month]")
@@ -327,8 +327,10 @@ class AnswerOut(_Out):
     purchased: int = Field(description="Rounded up to whole purchasing units. [GPUs]")
     binding: str = Field(description="The closed form's binding path. [text]")
     step_budget_tokens: int = Field(description="The step budget to deploy (policy.max_num_batched_tokens). [tokens]")
-    billed_gpus: int = Field(description="GPUs on the bill: with redundancy (rented) or purchased. [GPUs]")
-    monthly_usd: float = Field(description="Monthly cost of that fleet. [USD/month]")
+    billed_gpus: int = Field(description="GPUs on the bill: with redundancy (rented per GPU) or purchased (rented per node, or bought). [GPUs]")
+    paid_as: str = Field(default="rent_per_gpu", description="How the fleet is paid for (costs.mode): 'rent_per_gpu', 'rent_per_node' or 'buy'. [text]")
+    order: str = Field(default="", description="What to order, as the Answer line says it: 'rent 7 GPUs', 'rent 1 node of 8', 'buy 1 node of 8'. [text]")
+    monthly_usd: float = Field(description="Monthly cost of that fleet: billed GPUs × price × hours (+ the owned fleet's fixed costs). [USD/month]")
     usd_per_mtok: float = Field(description="Cost per million tokens at the average utilisation. [USD/Mtok]")
     api_monthly_usd: float | None = Field(default=None, description="The same traffic on the API. [USD/month]")
     breakeven_tokens_per_month: float | None = Field(default=None, description="Volume above which self-hosting this fleet wins. [tokens/month]")

@@ -81,7 +81,8 @@ class Scenario:
     usd_per_gpu_hour: float  # rent: the price; buy: the owned cost (xlplan.ownership) [USD/GPU-hour]
     fixed_usd_per_month: float  # buy: hardware operations; rent: 0 [USD/month]
     hours_per_month: float  # [h/month]
-    bill_purchased: bool
+    bill_purchased: bool  # the bill counts whole purchasing units (rented per node, or bought) [bool]
+    paid_as: str  # costs.mode: 'rent_per_gpu', 'rent_per_node' or 'buy' [text]
     ops_usd_per_month: float  # [USD/month]
     # policy
     mfu: float  # [fraction]
@@ -254,7 +255,8 @@ def _cost_numbers(plan: Plan) -> dict:
         usd_per_gpu_hour=usd_per_gpu_hour,
         fixed_usd_per_month=fixed_usd_per_month,
         hours_per_month=plan.hardware.hours_per_month,
-        bill_purchased=bool(own) or plan.hardware.billing == "purchased",
+        bill_purchased=bool(own) or plan.costs.mode == "rent_per_node",
+        paid_as=plan.costs.mode,
         ops_usd_per_month=plan.hardware.ops_usd_per_month,
     )
 

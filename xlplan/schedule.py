@@ -5,8 +5,9 @@ Notes
 Month ``m`` (0 for the first) has peak ``peak_rps × (1 + g)^m`` at a monthly growth ``g``, or the stated peak of a
 table. Each month is re-planned in full at its peak (the seven steps; the TP degree may change). GPUs bought stay
 bought: the purchased fleet is the running maximum of what each month needs, and the GPUs a month adds must be in
-service on its first day, so their order goes out ``lead_time_days`` before it. A rented fleet's bill follows each
-month's fleet with redundancy; a purchased or owned fleet's bill counts every GPU bought so far.
+service on its first day, so their order goes out ``lead_time_days`` before it. A fleet rented per GPU holds and pays
+for each month's fleet with redundancy, one rented by the node that month's whole nodes (:func:`held_gpus`: a rented
+fleet shrinks in a dip); a bought fleet every GPU bought so far.
 
 References
 ----------
@@ -20,7 +21,7 @@ import dataclasses
 import datetime as dt
 import math
 
-from xlplan import plausibility, steps
+from xlplan import fleet, plausibility, steps
 from xlplan.note_format import _count
 from xlplan.result import ScheduleMonth, ScheduleOut
 from xlplan.scenario import Scenario
@@ -255,21 +256,57 @@ def _month_fleet(d, margin: int) -> tuple[str, int, int]:
             cf.with_redundancy + extra)
 
 
+def held_gpus(paid_as: str, with_redundancy: int, needed_purchased: int, bought_before: int) -> int:
+    """GPUs a month holds and pays for: what it rents that month, or every GPU bought so far. [GPUs]
+
+    Parameters
+    ----------
+    paid_as : {'rent_per_gpu', 'rent_per_node', 'buy'}
+        How the fleet is paid for (``costs.mode``).
+    with_redundancy : int
+        The month's fleet with redundancy. [GPUs]
+    needed_purchased : int
+        That fleet in whole purchasing units. [GPUs]
+    bought_before : int
+        GPUs bought in the months before (buying only). [GPUs]
+
+    Returns
+    -------
+    int
+        Rented per GPU, ``with_redundancy``; rented by the node, ``needed_purchased`` (a rented node is given back in a
+        dip); bought, the larger of ``needed_purchased`` and ``bought_before`` (GPUs bought stay bought). [GPUs]
+
+    Examples
+    --------
+    A dip month needing 4 with redundancy, a node of 8, 16 bought before:
+
+    >>> held_gpus("rent_per_gpu", 4, 8, 16), held_gpus("rent_per_node", 4, 8, 16), held_gpus("buy", 4, 8, 16)
+    (4, 8, 16)
+    """
+    if paid_as == "rent_per_gpu":
+        return with_redundancy
+    if paid_as == "rent_per_node":
+        return needed_purchased
+    return max(needed_purchased, bought_before)
+
+
 def _months(decided: list, margin: int, lead_time_days: int) -> list[ScheduleMonth]:
     """Each decided month's fleet, the GPUs bought so far and the order for those it adds, and its bill. [ScheduleMonth]"""
     months: list[ScheduleMonth] = []
-    owned, cumulative = 0, 0.0
+    owned, previous, cumulative = 0, 0, 0.0
     for first_day, sm, d in decided:
         cf = d.closed_form
         source, load, red = _month_fleet(d, margin)
         needed = int(math.ceil(red / sm.gpus_per_node) * sm.gpus_per_node)
-        new = max(needed - owned, 0)
-        owned = max(owned, needed)
-        b = steps.bill(sm, d.sol.traffic, dataclasses.replace(d.sol.paths, with_redundancy=float(red), purchased=float(owned)))
+        held = held_gpus(sm.paid_as, red, needed, owned)
+        new = max(held - owned, 0) if sm.paid_as == "buy" else max(held - previous, 0)
+        owned, previous = max(owned, needed), held
+        b = steps.bill(sm, d.sol.traffic, dataclasses.replace(d.sol.paths, with_redundancy=float(red), purchased=float(held)))
         cumulative += b.monthly_usd
         months.append(ScheduleMonth(
             month=f"{first_day:%Y-%m}", peak_rps=sm.peak_rps, tp=cf.tp, load=load, with_redundancy=red,
-            needed_purchased=needed, purchased=owned, new_gpus=new, order_by=order_by(first_day, lead_time_days).isoformat() if new else None,
+            needed_purchased=needed, purchased=held, new_gpus=new,
+            order=fleet.order_words(sm.paid_as, red, held, sm.gpus_per_node), order_by=order_by(first_day, lead_time_days).isoformat() if new else None,
             billed_gpus=int(b.billed_gpus), monthly_usd=b.monthly_usd, cumulative_usd=cumulative, binding=cf.binding,
             api_monthly_usd=b.api_monthly_usd, source=source, closed_form_load=cf.load,
         ))

@@ -52,8 +52,8 @@ def compare_cmd(
         typer.echo(json_text({"recommendation": line, "options": [o.model_dump(mode="json") for o in options]}))
         return
     table = Table(title=f"{p.name}: every GPU and format, ranked by $/M tokens ({p.costs.mode})")
-    for col in ("#", "GPU", "weights", "cache", "TP", "load", "+redundancy", "buy", "fleet from", "binds", "$/month", "$/M tokens", "note"):
-        table.add_column(col, justify="right" if col in ("#", "TP", "load", "+redundancy", "buy", "$/month", "$/M tokens") else "left")
+    for col in ("#", "GPU", "weights", "cache", "TP", "load", "+redundancy", "order", "fleet from", "binds", "$/month", "$/M tokens", "note"):
+        table.add_column(col, justify="right" if col in ("#", "TP", "load", "+redundancy", "$/month", "$/M tokens") else "left")
     for i, o in enumerate(options, start=1):
         if i > top and not o.is_plan:
             continue
@@ -62,7 +62,7 @@ def compare_cmd(
             table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, "", "", "", "", "", "", "", "", f"cannot: {o.reason[:70]}")
             continue
         table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, str(o.tp), str(o.load), str(o.with_redundancy),
-                      str(o.purchased), "simulation" if o.source == "verified" else o.source, o.binding or "",
+                      o.order or str(o.purchased), "simulation" if o.source == "verified" else o.source, o.binding or "",
                       _usd(o.monthly_usd), _usd(o.usd_per_mtok, 3),
                       o.reason if o.usd_per_mtok is None else "")
     console = Console(width=200)
@@ -129,7 +129,8 @@ def schedule_cmd(
     if as_json:
         typer.echo(json_text(out.model_dump(mode="json")))
         return
-    _print_schedule(p.name, out, words, lead, [m for m in out.months if m.month in out.late_orders], today)
+    _print_schedule(p.name, out, words, lead, [m for m in out.months if m.month in out.late_orders], today,
+                    "bought" if p.costs.mode == "buy" else "rented")
 
 
 def _check_schedule_options(growth: str | None, forecast: Path | None, months: int | None, lead_time_days: int | None,
@@ -197,13 +198,13 @@ def _lead_time_days(p, lead_time_days: int | None) -> int:
     return lead
 
 
-def _print_schedule(name: str, out, words: str, lead: int, late: list, today: dt.date) -> None:
+def _print_schedule(name: str, out, words: str, lead: int, late: list, today: dt.date, held: str = "bought") -> None:
     """The month-by-month table, then how the fleets were sized, the API break-even, the binding, late orders and stops."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"{name}: the fleet month by month ({words}; lead time {_count(lead, 'day')})")
-    for col in ("month", "peak req/s", "load", "+redundancy", "bought", "new", "order by", "$/month", "cumulative $", "binds",
+    for col in ("month", "peak req/s", "load", "+redundancy", held, "new", "order by", "$/month", "cumulative $", "binds",
                 "API $/month", "fleet from"):
         table.add_column(col, justify="left" if col in ("month", "order by", "binds", "fleet from") else "right")
     for m in out.months:

@@ -10,6 +10,7 @@ naming ``forecast.peak_rps``.
 from __future__ import annotations
 
 import json
+import sys
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -22,6 +23,7 @@ from xlplan.io import files, structured
 from xlplan.io.errors import InputError, describe_validation_error
 from xlplan.io.hf_config import read_hf_config
 from xlplan.plan import Plan
+from xlplan.plan_fields import older_plan_notes
 
 REFERENCE_PLAN = "reference.yaml"
 PLAN_FILE = "a plan file (YAML or JSON): try `xlplan example`"
@@ -84,7 +86,10 @@ def read_plan(path: str | Path, accept_implausible: tuple[str, ...] = ()) -> Pla
         mine = data.get("accept_implausible") or []
         mine = list(mine) if isinstance(mine, list) else [mine]
         data = {**data, "accept_implausible": mine + [f for f in accept_implausible if f not in mine]}
-    return plan_from_mapping(data, str(path), path.parent)
+    plan = plan_from_mapping(data, str(path), path.parent)
+    for line in older_plan_notes(data):  # the file itself is left as written
+        print(f"{path}: {line}; the file is unchanged", file=sys.stderr)
+    return plan
 
 
 def reference_plan_text() -> str:

@@ -1,0 +1,112 @@
+"""How the fleet is paid for, in one setting (costs.mode): what the Answer orders, and what its bill counts.
+
+Truths: the runbook's bill is "GPUs × $/GPU-hour × 730 h" (document 14, step 7: 5 × $3 × 730 = $10,950); rented per
+GPU, the GPUs billed are the fleet with redundancy; rented by the node or bought, whole purchasing units (the runbook's
+"a node of 8"). The verified fleet of the reference plan (6 for the load, 7 with one replica lost) is the planner's,
+read from its result; each test derives the bill from it by that arithmetic.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from planhelp import replan
+
+from xlplan import fleet, schedule
+from xlplan.cli import main
+from xlplan.io.planfile import read_plan, reference_plan
+from xlplan.note import render_text
+from xlplan.plan import Plan
+from xlplan.planner import plan as run_plan
+from xlplan.scenario import resolve
+
+
+def test_renting_per_gpu_orders_and_bills_the_fleet_with_redundancy(ref):
+    # the reference plan rents per GPU (the default): the Answer rents its fleet with redundancy, and the bill is
+    # that count x $3 x 730 h
+    a = ref.answer
+    assert ref.inputs is not None and a.paid_as == "rent_per_gpu"
+    assert a.billed_gpus == a.with_redundancy and a.order == f"rent {a.with_redundancy} GPUs"
+    assert a.monthly_usd == pytest.approx(a.with_redundancy * 3.0 * 730)
+    line = render_text(ref).splitlines()[3]
+    assert f": rent {a.with_redundancy} GPUs;" in line and f"~${a.with_redundancy * 3 * 730:,}/month" in line
+    assert " buy " not in line  # nothing is bought
+
+
+@pytest.mark.slow
+def test_renting_per_node_bills_whole_nodes():
+    # the same fleet rented by the node (instances of 8): ceil(7 / 8) = 1 node, 8 GPUs x $3 x 730 h = $17,520
+    r = run_plan(replan(reference_plan(), costs={"mode": "rent_per_node"}))
+    a = r.answer
+    nodes = -(-a.with_redundancy // 8)
+    assert a.billed_gpus == nodes * 8 == a.purchased
+    assert a.order == ("rent 1 node of 8" if nodes == 1 else f"rent {nodes} nodes of 8 ({nodes * 8} GPUs)")
+    assert a.monthly_usd == pytest.approx(nodes * 8 * 3.0 * 730)
+    assert f": {a.order};" in render_text(r).splitlines()[3]
+
+
+def test_order_words_by_unit():
+    # a unit of one GPU is counted in GPUs whether rented or bought; several nodes name the GPUs they hold
+    assert fleet.order_words("rent_per_node", 3, 3, 1) == "rent 3 GPUs"
+    assert fleet.order_words("buy", 1, 1, 1) == "buy 1 GPU"
+    assert fleet.order_words("rent_per_node", 9, 16, 8) == "rent 2 nodes of 8 (16 GPUs)"
+    assert fleet.order_words("rent_per_gpu", 1, 8, 8) == "rent 1 GPU"
+
+
+@pytest.mark.parametrize("old, mode", [
+    ({"hardware": {"billing": "purchased"}}, "rent_per_node"),
+    ({"hardware": {"billing": "rented"}}, "rent_per_gpu"),
+    ({"costs": {"mode": "rent"}}, "rent_per_gpu"),
+    ({"hardware": {"billing": "purchased"}, "costs": {"mode": "rent"}}, "rent_per_node"),
+    ({"hardware": {"billing": "rented"}, "costs": {"mode": "buy", "usd_per_kwh": 0.09, "hardware_ops_usd_per_month": 0}}, "buy"),
+])
+def test_older_plan_files_read_with_a_migration(tmp_path, capsys, old, mode):
+    # hardware.billing and costs.mode: rent were the two settings before one said how the fleet is paid for
+    data = reference_plan().model_dump(exclude_none=True, mode="json")
+    data.pop("costs", None)
+    for section, fields in old.items():
+        data[section] = {**data.get(section, {}), **fields}
+    f = tmp_path / "old.yaml"
+    f.write_text(yaml.safe_dump(data))
+    before = f.read_bytes()
+    p = read_plan(f)
+    assert p.costs.mode == mode and "billing" not in p.hardware.model_dump()
+    err = capsys.readouterr().err
+    if "billing" in old.get("hardware", {}):
+        assert f"hardware.billing: {old['hardware']['billing']} is read as costs.mode: {mode}" in err
+    assert f.read_bytes() == before  # the user's file is left as written
+
+
+def test_an_unknown_payment_mode_is_named_with_the_choices(tmp_path, capsys):
+    data = reference_plan().model_dump(exclude_none=True, mode="json")
+    data["costs"] = {"mode": "lease"}
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump(data))
+    assert main(["plan", str(f), "--no-verify"]) == 2
+    err = capsys.readouterr().err
+    assert "costs.mode" in err and "rent_per_gpu" in err and "rent_per_node" in err and "buy" in err
+
+
+def test_a_dip_month_bills_what_each_way_of_paying_holds():
+    # peaks 40, 10, 40 req/s with nodes of 8: renting per GPU holds each month's fleet with redundancy, renting by the
+    # node that month's whole nodes, buying every GPU bought so far (the first month's node stays bought in the dip)
+    held = {}
+    for mode in ("rent_per_gpu", "rent_per_node"):
+        s = resolve(replan(reference_plan(), costs={"mode": mode}))
+        out = schedule.schedule(s, [40.0, 10.0, 40.0], "2027-01", 30, verify="none")
+        held[mode] = out.months
+    gpu, node = held["rent_per_gpu"], held["rent_per_node"]
+    assert [m.purchased for m in gpu] == [m.with_redundancy for m in gpu]
+    assert [m.purchased for m in node] == [-(-m.with_redundancy // 8) * 8 for m in node]
+    for months in (gpu, node):
+        assert [m.monthly_usd for m in months] == pytest.approx([m.purchased * 3.0 * 730 for m in months])
+        # the dip's GPUs come back in the third month: new GPUs are those beyond the month before's
+        assert months[2].new_gpus == months[2].purchased - months[1].purchased
+    assert schedule.held_gpus("buy", 2, 8, 16) == 16
+
+
+def test_plan_schema_lists_the_three_ways_to_pay():
+    schema = Plan.model_json_schema()
+    costs = schema["$defs"]["Costs"]["properties"]["mode"]
+    assert set(costs["enum"]) == {"rent_per_gpu", "rent_per_node", "buy"} and costs["default"] == "rent_per_gpu"
+    assert "billing" not in schema["$defs"]["Hardware"]["properties"]
