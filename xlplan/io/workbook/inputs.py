@@ -81,15 +81,12 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
         InputSpec("GPUKey", ("hardware", "gpu"), "GPU", "catalog key", "choice", "model",
                   "Pick from the list (the GPUs sheet, with sources).", choices="GPUKeys"),
         InputSpec("GPUsPerNode", ("hardware", "gpus_per_node"), "Purchasing unit", "GPUs", "whole", "model",
-                  "GPUs in the unit you buy or rent (a node of 8); tensor-parallel groups stay inside it.", fmt="0"),
+                  "GPUs in the unit you buy or rent by (a node or instance of 8); tensor-parallel groups stay inside it.", fmt="0"),
         InputSpec("GPUUSDPerHourInput", ("hardware", "usd_per_gpu_hour"), "GPU price paid", "USD/GPU-hour", "number", "pricing",
                   "Your negotiated price; leave blank to use the catalog's representative price (see GPUs sheet).",
                   required=False, fmt='"$"#,##0.00'),
         InputSpec("HoursPerMonth", ("hardware", "hours_per_month"), "Billed hours per month", "h/month", "number", "pricing",
                   "8,760 h / 12 = 730 for an always-on fleet.", fmt="#,##0"),
-        InputSpec("Billing", ("hardware", "billing"), "What the bill counts", "rented | purchased", "choice", "pricing",
-                  "'rented': the fleet with redundancy (load plus spare replicas); 'purchased': whole purchasing units.",
-                  choices="BillingModes"),
         InputSpec("OpsUSDPerMonth", ("hardware", "ops_usd_per_month"), "Engineering and on-call", "USD/month", "number0", "pricing",
                   "Cost of running it yourself, counted in the break-even against the API; 0 if not counted.", fmt='"$"#,##0'),
     )),
@@ -174,9 +171,10 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
                   "The release you will deploy, e.g. 0.11.0; one older than the fitted defaults describe (vLLM before 0.8, "
                   "SGLang before 0.5) is a warning to calibrate; blank: not stated.", required=False),
     )),
-    ("Rent or buy — what the bill counts", (
-        InputSpec("CostMode", ("costs", "mode"), "Rent or buy", "rent | buy", "choice", "pricing",
-                  "rent: GPU-hours at the price above. buy: the purchased fleet's capex, power and hosting below.",
+    ("How the fleet is paid for — what the bill counts", (
+        InputSpec("CostMode", ("costs", "mode"), "Paid as", "rent_per_gpu | rent_per_node | buy", "choice", "pricing",
+                  "rent_per_gpu: GPU-hours of the fleet with redundancy at the price above. rent_per_node: whole nodes "
+                  "(instances) at that price. buy: the nodes bought, at their capex, power and hosting below.",
                   choices="CostModes"),
         InputSpec("CapexUSDPerNodeInput", ("costs", "capex_usd_per_node"), "Buy: price of one purchasing unit", "USD",
                   "number", "pricing", "GPUs, host and network of one node; blank: the catalog's dated quote where one exists.",

@@ -223,6 +223,14 @@ def _plan_fields(wb, src: str, data: dict[str, Any], problems: list[str]) -> Non
             data["growth"] = growth
 
 
+LEGACY_INPUTS = (
+    InputSpec("Billing", ("hardware", "billing"), "What the bill counts", "rented | purchased", "choice", "pricing",
+              "Workbooks built before costs.mode named renting per node: read, and folded into costs.mode as an older "
+              "plan file's is (xlplan.plan_fields.migrate_older_plan).", required=False),
+)
+"""Inputs of older workbooks, read where their defined name exists."""
+
+
 def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...], str], problems: list[str]) -> None:
     """Each section's owner and source, then every input cell parsed (``cells``: where each field was read)."""
     for key, _ in OWNER_SECTIONS:
@@ -230,7 +238,9 @@ def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...
             t, c = _where(wb, f"{prefix}{key.capitalize()}", src)
             v = wb[t][c].value
             _set(data, (section, key), "" if v is None else str(v))
-    for spec in all_inputs():
+    for spec in [*all_inputs(), *LEGACY_INPUTS]:
+        if spec in LEGACY_INPUTS and spec.name not in wb.defined_names:
+            continue  # a workbook of today: the setting is another input's
         t, c = _where(wb, spec.name, src)
         where = _at(t, c)
         cells[spec.path] = where

@@ -22,6 +22,7 @@ from xlplan.io.workbook.common import (
     gpu_derived,
 )
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
+from xlplan.plan_fields import PAYMENT_MODES
 from xlplan.scenario import TP_DEGREES
 
 CHECKS: tuple[tuple[str, str, str | None], ...] = (
@@ -192,8 +193,7 @@ def _drop_down_lists(book: Book, sh: Sheet, r: int) -> int:
     """The choices each drop-down on 1 Inputs offers, from row ``r``; returns the row after the last."""
     simple = (
         ("ComputeDtypes", "Compute dtypes", ["bf16", "fp8", "fp4"]),
-        ("BillingModes", "Billing", ["rented", "purchased"]),
-        ("CostModes", "Rent or buy", ["rent", "buy"]),
+        ("CostModes", "Paid as", list(PAYMENT_MODES)),
         ("MemoryConventions", "KV sizing convention", ["paged", "worst_case"]),
         ("EngineNames", "Serving engine", list(engines.ENGINES)),
         ("AttentionFLOPsKinds", "Prefill attention FLOPs", ["causal", "full"]),

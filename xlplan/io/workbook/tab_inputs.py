@@ -199,9 +199,9 @@ def _after_input(rows: Rows, e: Engine, spec: InputSpec) -> None:
         _efficiencies_used(rows, e)
     if spec.name == "GPUUSDPerHourInput":
         _prices_used(rows, e)
-    if spec.name == "Billing":
-        rows.calc("BillPurchased", "The bill counts purchased GPUs", '=OR(Billing="purchased",CostMode="buy")',
-                  e.s.bill_purchased, "TRUE | FALSE", None, "purchased units, or owned hardware (buy)")
+    if spec.name == "CostMode":
+        rows.calc("BillPurchased", "The bill counts whole purchasing units", '=CostMode<>"rent_per_gpu"',
+                  e.s.bill_purchased, "TRUE | FALSE", None, "rented by the node, or bought; rented per GPU, the fleet with redundancy")
 
 
 def inputs_tab(book: Book, e: Engine) -> None:

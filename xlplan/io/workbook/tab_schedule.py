@@ -1,7 +1,8 @@
 """The Schedule sheet: the fleet month by month as the peak grows (`xlplan schedule`), each order dated by formula.
 
 Each month's fleet is a full re-plan at that month's peak: engine values (shaded, with a STALE flag by formula).
-Everything else is a formula: the peak from the growth, GPUs bought as the running maximum, new GPUs, the order-by
+Everything else is a formula: the peak from the growth, the GPUs held (bought: the running maximum; rented: the month's
+own), new GPUs, the order-by
 date (the month's first day minus the lead time), GPUs billed, the month's cost, the running total, and the API's
 cost for the same month's traffic.
 """
@@ -14,7 +15,7 @@ from xlplan.io.workbook.cells import Book, Cell
 from xlplan.io.workbook.common import DECISION_TABS, FMT, NA, Engine, Rows
 from xlplan.io.workbook.tab_options import Decisions, stale_flag
 
-SCHEDULE_COLUMNS = ("Month", "Year", "Month no.", "Index", "Peak", "TP", "Load", "With redundancy", "Needed", "Bought", "New",
+SCHEDULE_COLUMNS = ("Month", "Year", "Month no.", "Index", "Peak", "TP", "Load", "With redundancy", "Needed", "Held", "New",
                     "Order by", "GPUs billed", "Monthly", "Cumulative", "Binds", "API monthly")
 UNITS = ("YYYY-MM", "", "", "months", "req/s", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "date", "GPUs", "USD/month",
          "USD", "", "USD/month")
@@ -79,8 +80,12 @@ def _month_cells(k: int, m, x: int, rate: float | None, has_api: bool) -> dict[s
         "H": Cell(m.with_redundancy, kind="static", fmt=FMT["gpus"]),
         # "Needed": whole purchasing units at this month's peak alone (before the running maximum of what is bought)
         "I": Cell(m.needed_purchased, kind="static", fmt=FMT["gpus"]),
-        "J": _calc(f"=I{x}" if k == 0 else f"=MAX(J{prev},I{x})", m.purchased, FMT["gpus"]),
-        "K": _calc(f"=J{x}" if k == 0 else f"=J{x}-J{prev}", m.new_gpus, FMT["gpus"]),
+        # "Held": bought, every GPU bought so far (the running maximum); rented by the node, this month's units;
+        # rented per GPU, this month's fleet with redundancy (xlplan.schedule.held_gpus)
+        "J": _calc(f'=IF(CostMode="rent_per_gpu",H{x},I{x})' if k == 0 else
+                   f'=IF(CostMode="buy",MAX(J{prev},I{x}),IF(CostMode="rent_per_node",I{x},H{x}))', m.purchased, FMT["gpus"]),
+        # "New": beyond what the month before held (a rented fleet given back in a dip is rented again)
+        "K": _calc(f"=J{x}" if k == 0 else f"=MAX(J{x}-J{prev},0)", m.new_gpus, FMT["gpus"]),
         "L": _calc(f'=IF(K{x}>0,TEXT(DATE(B{x},C{x},1)-ScheduleLeadTimeDays,"yyyy-mm-dd"),"")', m.order_by or ""),
         "M": _calc(f'=IF(BillPurchased,J{x},H{x})', m.billed_gpus, FMT["gpus"]),
         "N": _calc(f"=M{x}*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth", m.monthly_usd, FMT["usd"]),
@@ -113,9 +118,10 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
     rows = Rows(book, sh)
     rows.title("Schedule — when each order must go out as traffic grows",
                "Each month is the closed form at its peak (the largest of the memory, compute, latency and queueing paths), "
-               "not simulated: `xlplan schedule` adds the shortfall it simulates; GPUs bought stay bought; an order goes out "
+               "not simulated: `xlplan schedule` adds the shortfall it simulates; GPUs bought stay bought, rented ones follow the "
+               "month (Paid as, 1 Inputs); an order goes out "
                "its lead time before the month it is needed.")
-    stale_flag(book, sh, e, "ScheduleStale")
+    stale_flag(book, sh, e, "ScheduleStale", "ScheduleMonths")
     _growth_section(book, sh, e)
     sc = d.schedule
     if sc is None:
