@@ -8,46 +8,21 @@ price x GPUs on the bill x hours, and $/M tokens over the plan's own tokens per 
 from __future__ import annotations
 
 from xlplan.figures import Decisions
+from xlplan.io.workbook import staleness
 from xlplan.io.workbook.cells import Book, Cell, Sheet
 from xlplan.io.workbook.common import DECISION_TABS, FMT, Engine, Rows
 
-STALE_INPUTS = ("PeakRate", "PromptP50", "PromptP95", "OutputP50", "OutputP95", "AvgUtilisation", "PrefixReuse", "TTFTTarget",
-                "ITLTarget", "ModelKey", "WeightsDtype", "KVDtype", "GPUKey", "Redundancy", "MemoryUtilisation", "HoursPerMonth",
-                "Billing")
-"""The inputs an engine-searched sheet depends on: a change to any of them makes its values stale."""
-
-STALE = "STALE: the inputs on 1 Inputs have changed since these values were computed; rebuild with `xlplan workbook`"
-FRESH = "current: computed for the inputs on 1 Inputs"
+STALE = staleness.STALE
+FRESH = staleness.CURRENT
 
 
-def stale_flag(book: Book, sh: Sheet, e: Engine, name: str) -> None:
-    """A row with a formula that says STALE when any of :data:`STALE_INPUTS` differs from its value at build time.
-
-    The build-time values sit in a row of shaded cells to the right (the comparison needs them in the workbook).
-    """
-    from openpyxl.utils import get_column_letter as L
-
-    from xlplan.io.workbook.inputs import all_inputs, input_value
+def stale_flag(book: Book, sh: Sheet, e: Engine, name: str, value: str) -> None:
+    """A row with the flag of an engine-searched sheet's values: STALE when any input they depend on (the explicit map,
+    :data:`xlplan.io.workbook.staleness.VALUE_INPUTS`) differs from its value at build time (the Summary's snapshot)."""
+    from xlplan.io.workbook.tab_summary import built_values
 
     r = sh.row
-    specs = {s.name: s for s in all_inputs()}
-    terms = []
-    first = 8  # H: the build-time values start here
-    sh.put(first - 1, r, Cell("computed for →", kind="note"))
-    for i, n in enumerate(STALE_INPUTS):
-        col = L(first + i)
-        if n in specs:
-            v = input_value(e.plan, specs[n])
-        elif n == "ITLTarget":
-            v = e.s.itl_s
-        else:
-            continue
-        if v is None:
-            continue
-        sh.put(col, r, Cell(v, kind="static"))
-        terms.append(f"{n}={col}{r}")
-    formula = f'=IF(AND({",".join(terms)}),"{FRESH}","{STALE}")'
-    coord = sh.put("A", r, Cell(formula, formula=True, cached=FRESH, kind="flag"))
+    coord = sh.put("A", r, Cell(staleness.flag_formula(value, built_values(e)), formula=True, cached=FRESH, kind="flag"))
     book.define(name, sh, coord)
     sh.row += 1
 
@@ -68,7 +43,7 @@ def options_tab(book: Book, e: Engine, d: Decisions) -> None:
                "Each row is the closed form on another GPU and format (the largest of the memory, compute, latency and queueing "
                "paths, as the Answer's is before simulation), not simulated: `xlplan compare` verifies the cheapest five in "
                "simulation. The plan's own row is marked. Quantised weights change the model's outputs: evaluate before you buy.")
-    stale_flag(book, sh, e, "OptionsStale")
+    stale_flag(book, sh, e, "OptionsStale", "OptionsTable")
     sh.put("A", sh.row, Cell(d.recommendation, kind="static", wrap=True))
     sh.merges.append(f"A{sh.row}:O{sh.row}")
     sh.row += 2

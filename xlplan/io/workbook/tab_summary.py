@@ -9,6 +9,7 @@ the workbook was built with it; whether every check passes; the plan's name and 
 from __future__ import annotations
 
 from xlplan import fleet
+from xlplan.io.workbook import staleness
 from xlplan.io.workbook.cells import Book, Cell, Line
 from xlplan.io.workbook.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
 from xlplan.note_format import _count
@@ -41,31 +42,43 @@ ANSWER_CURRENT = "current"
 ANSWER_STALE = "STALE: an input changed since the Answer was computed; rebuild with xlplan workbook"
 
 
-def _same(name: str, value, ref: str) -> str:
-    """A condition true while input ``name`` still holds ``ref``, the cell with its value at build time. [formula]"""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f'{name}&""={ref}&""'
-    return f"IFERROR(ABS({name}-{ref})<=RoundingTolerance*ABS({ref}),FALSE)"
-
-
-def snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int) -> None:
-    """Below the Summary: every input's value when the Answer was computed (shaded engine values), and the flag in
-    ``flag_row`` that says 'current' while 1 Inputs still holds them all, else STALE."""
+def built_values(e: Engine) -> dict[str, object]:
+    """Each input's value when the workbook was built (defined name → value; None where blank). [mixed]"""
     from xlplan.io.workbook.inputs import all_inputs, input_value
 
-    rows.section("Inputs the Answer was computed from (engine values; the flag above compares 1 Inputs with them)")
+    return {spec.name: input_value(e.plan, spec) for spec in all_inputs()}
+
+
+def snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | None) -> None:
+    """Below the Summary: every input's value when the workbook was built (shaded engine values, each named
+    ``Built<Input>`` for the flags of :mod:`xlplan.io.workbook.staleness`), and the flag in ``flag_row`` that says
+    'current' while 1 Inputs still holds them all, else STALE."""
+    from xlplan.io.workbook.inputs import all_inputs
+
+    rows.section("Inputs the engine values were computed from (the flags compare 1 Inputs with them)")
     conditions = []
+    built = built_values(e)
     for spec in all_inputs():
-        value = input_value(e.plan, spec)
+        value = built[spec.name]
         r = sh.row
         sh.put("A", r, Cell(spec.label, kind="label"))
         sh.put("B", r, Cell("" if value is None else value, kind="static", fmt=spec.fmt))
         sh.put("C", r, Cell(spec.unit, kind="unit"))
-        conditions.append(_same(spec.name, value, f"$B${r}"))
+        book.define(staleness.built_name(spec.name), sh, f"B{r}")
+        conditions.append(staleness.same(spec.name, value, f"$B${r}"))
         sh.row += 1
-    sh.put("B", flag_row, Cell(f'=IF(AND({",".join(conditions)}),"{ANSWER_CURRENT}","{ANSWER_STALE}")', formula=True,
-                               cached=ANSWER_CURRENT, kind="flag"))
-    book.define("AnswerCurrent", sh, f"B{flag_row}")
+    if flag_row is not None:
+        sh.put("B", flag_row, Cell(f'=IF(AND({",".join(conditions)}),"{ANSWER_CURRENT}","{ANSWER_STALE}")', formula=True,
+                                   cached=ANSWER_CURRENT, kind="flag"))
+        book.define("AnswerCurrent", sh, f"B{flag_row}")
+
+
+def value_flag(book: Book, sh, e: Engine, value: str, coord: str) -> None:
+    """The flag of one engine value at ``coord``: 'current' while every input it depends on is unchanged, else STALE
+    (:func:`xlplan.io.workbook.staleness.flag_formula`), named ``<value>Stale``."""
+    sh.put(coord[0], int(coord[1:]), Cell(staleness.flag_formula(value, built_values(e)), formula=True,
+                                          cached=staleness.CURRENT, kind="flag"))
+    book.define(f"{value}Stale", sh, coord)
 
 
 def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]]:
@@ -84,13 +97,19 @@ def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]
         ("AnswerSource", "Answer from", source, "", None, "engine value, computed when the workbook was built"),
         ("AnswerLoad", "GPUs for the load", a.load, "GPUs", FMT["gpus"], "the fewest that keep the promise at peak"),
         ("AnswerWithRedundancy", "GPUs with redundancy", a.with_redundancy, "GPUs", FMT["gpus"], lost),
-        ("AnswerPurchased", "GPUs to buy", a.purchased, "GPUs", FMT["gpus"], "whole purchasing units"),
+        ("AnswerOrder", "What to order", a.order or f"{a.purchased} GPUs", "", None,
+         ("how the fleet is paid for (Paid as, 1 Inputs): rented per GPU, the fleet with redundancy; rented by the "
+          "node or bought, whole purchasing units")),
+        ("AnswerPurchased", "In whole purchasing units", a.purchased, "GPUs", FMT["gpus"],
+         "the fleet with redundancy rounded up to whole nodes: what renting by the node or buying pays for"),
+        ("AnswerBilledGPUs", "GPUs on the bill", a.billed_gpus, "GPUs", FMT["gpus"], "the GPUs the order pays for"),
         ("AnswerBinding", "Binding constraint", a.binding, "path", None,
          ("what sets the load: the closed form's path, 'minimum replica', or 'queueing (simulated)' where the "
          "simulation needs more than every path")),
         ("AnswerStepBudget", "Step budget to deploy", a.step_budget_tokens, "tokens", FMT["gpus"],
          "policy.max_num_batched_tokens: the serving setting the fleet is sized at"),
-        ("AnswerMonthlyUSD", "Cost per month", a.monthly_usd, "USD/month", FMT["usd"], "this fleet at the price on 1 Inputs"),
+        ("AnswerMonthlyUSD", "Cost per month", a.monthly_usd, "USD/month", FMT["usd"],
+         "the GPUs on the bill × the hourly cost on 1 Inputs × the hours (+ an owned fleet's fixed costs)"),
         ("AnswerUSDPerMTok", "Cost per million tokens", a.usd_per_mtok, "USD/Mtok", FMT["usd_mtok"], "at the average utilisation"),
     ]
 
@@ -114,10 +133,14 @@ def summary_rows(e: Engine) -> list[Line]:
         Line("SummaryLoad", "GPUs for the load", "=FleetLoad", f.load, "GPUs", FMT["gpus"], "the largest of the memory and compute paths and the latency check"),
         Line("SummaryWithRedundancy", "GPUs with redundancy", "=FleetWithRedundancy", f.with_redundancy, "GPUs", FMT["gpus"],
             "plus the spare replicas that keep the promise through a failure"),
-        Line("SummaryPurchased", "GPUs to buy", "=FleetPurchased", f.purchased, "GPUs", FMT["gpus"], "whole purchasing units"),
+        Line("SummaryPurchased", "In whole purchasing units", "=FleetPurchased", f.purchased, "GPUs", FMT["gpus"],
+             "the runbook's node: what renting by the node or buying pays for"),
+        Line("SummaryBilledGPUs", "GPUs on the bill", "=BilledGPUs", c.billed_gpus, "GPUs", FMT["gpus"],
+             "what the cost below pays for: the fleet with redundancy rented per GPU, else whole purchasing units"),
         Line("SummaryBinding", "What binds", binding_formula(), binding_words(r.binding), "", None,
             "3 Constraints shows each path; 6 Sensitivities what would move it"),
-        Line("SummaryMonthlyUSD", "Cost per month", "=MonthlyCostUSD", c.monthly_usd, "USD/month", FMT["usd"], "fixed: the fleet is paid for whether busy or idle"),
+        Line("SummaryMonthlyUSD", "Cost per month", "=MonthlyCostUSD", c.monthly_usd, "USD/month", FMT["usd"],
+             "the GPUs on the bill, fixed: paid for whether busy or idle"),
         Line("SummaryYearlyUSD", "Cost per year", "=MonthlyCostUSD*MonthsPerYear", c.monthly_usd * 12.0, "USD/year", FMT["usd"], ""),
         Line("SummaryUSDPerMTok", "Cost per million tokens", "=CostPerMTokUSD", c.usd_per_mtok, "USD/Mtok", FMT["usd_mtok"],
             "at the average utilisation on 1 Inputs"),
@@ -146,10 +169,10 @@ def _plan_rows(book: Book, sh, e: Engine) -> None:
     sh.row = r0 + 2
 
 
-def _answer_section(book: Book, sh, rows: Rows, answer: list) -> int:
+def _answer_section(book: Book, sh, rows: Rows, e: Engine, answer: list) -> int:
     """The Answer as engine values (shaded), then the label of its still-current flag; returns the flag's row."""
     rows.section("The answer — the fleet to order (engine values, shaded: rebuild after changing an input)")
-    rows.header("Quantity", "Value", "Unit", "How")
+    rows.header("Quantity", "Value", "Unit", "How", "Still current?")
     for name, label, value, unit, fmt, how in answer:
         r = sh.row
         sh.put("A", r, Cell(label, kind="label"))
@@ -157,6 +180,7 @@ def _answer_section(book: Book, sh, rows: Rows, answer: list) -> int:
         book.define(name, sh, coord)
         sh.put("C", r, Cell(unit, kind="unit"))
         sh.put("D", r, Cell(how, kind="note"))
+        value_flag(book, sh, e, name, f"E{r}")
         sh.row += 1
     flag_row = sh.row
     sh.put("A", flag_row, Cell("Still current?", kind="label"))
@@ -166,7 +190,7 @@ def _answer_section(book: Book, sh, rows: Rows, answer: list) -> int:
     return flag_row
 
 
-def _verified_section(sh, rows: Rows, e: Engine) -> None:
+def _verified_section(book: Book, sh, rows: Rows, e: Engine) -> None:
     """The fleet simulated at peak, where the workbook was built with it; else how to build it so."""
     v = e.result.verified
     rows.section("Verified at peak (simulated)")
@@ -179,48 +203,49 @@ def _verified_section(sh, rows: Rows, e: Engine) -> None:
               "GPUs", FMT["gpus"], "the fewest GPUs whose simulated p95 TTFT and inter-token gap keep the promise (4 Fleet)")
     rows.calc(None, "Verified, with redundancy", "=VerifiedWithRedundancy",
               v.with_redundancy if v.with_redundancy is not None else f"none up to {v.searched_up_to}", "GPUs", FMT["gpus"], "")
-    _sentence(sh, v.sentence)
+    _sentence(book, sh, e, v.sentence, "SummaryVerifiedSentence")
 
 
-def _decision_sections(sh, rows: Rows, decisions) -> None:
+def _decision_sections(book: Book, sh, rows: Rows, e: Engine, decisions) -> None:
     """Which hardware (the Options' recommendation) and when to order (the Schedule's first order), where built."""
     if decisions is not None and decisions.recommendation:
         rows.section("Which hardware (Options)")
-        _sentence(sh, decisions.recommendation)
+        _sentence(book, sh, e, decisions.recommendation, "SummaryWhichHardware")
     if decisions is not None and decisions.schedule is not None:
         sched = decisions.schedule
         nxt = next((m for m in sched.months if m.new_gpus), None)
         rows.section("When to order (Schedule)")
         if nxt is not None:
-            _sentence(sh, f"First order: {nxt.new_gpus} GPUs by {nxt.order_by}, in service from {nxt.month}; "
-                          f"{sched.breakeven_words}.")
+            _sentence(book, sh, e, f"First order: {nxt.new_gpus} GPUs by {nxt.order_by}, in service from {nxt.month}; "
+                                   f"{sched.breakeven_words}.", "SummaryWhenToOrder")
 
 
 def summary_tab(book: Book, e: Engine, decisions=None) -> None:
     """Lay out the Summary sheet (first in the workbook). The date is the plan's, else the day of the build."""
     sh = book.sheet(SUMMARY_TAB, "The answer: GPUs, what binds, the cost, the API comparison, and whether every check passes.",
-                    widths={"A": 30, "B": 44, "C": 14, "D": 60}, print_title_rows="1:2", landscape=True)
+                    widths={"A": 30, "B": 44, "C": 14, "D": 60, "E": 16}, print_title_rows="1:2", landscape=True)
     rows = Rows(book, sh)
     rows.title("Summary — the answer", "Every figure is a formula over the tabs that follow; change an input on 1 Inputs and it follows.")
     _plan_rows(book, sh, e)
     answer = answer_rows(e)
-    flag_row = _answer_section(book, sh, rows, answer) if answer else None
+    flag_row = _answer_section(book, sh, rows, e, answer) if answer else None
     rows.section("The runbook's method — every figure a formula over the tabs" if answer else "The answer")
     rows.header("Quantity", "Value", "Unit", "How")
     for row in summary_rows(e):
         coord = rows.calc(row.name, row.label, row.formula, row.cached, row.unit, row.fmt, row.how)
         if isinstance(row.cached, str):
             sh.cells[coord].wrap = True
-    _verified_section(sh, rows, e)
-    _decision_sections(sh, rows, decisions)
-    sh.print_area = f"A1:D{sh.row}"  # the page a reader prints; the inputs' snapshot below is for the flag
-    if answer:
-        snapshot_and_flag(book, sh, rows, e, flag_row)
+    _verified_section(book, sh, rows, e)
+    _decision_sections(book, sh, rows, e, decisions)
+    sh.print_area = f"A1:E{sh.row}"  # the page a reader prints; the inputs' snapshot below is for the flags
+    snapshot_and_flag(book, sh, rows, e, flag_row)
 
 
-def _sentence(sh, text: str) -> None:
-    """An engine sentence across the sheet's width, wrapped (shaded: a value computed when the workbook was built)."""
+def _sentence(book: Book, sh, e: Engine, text: str, value: str) -> None:
+    """An engine sentence across the sheet's width, wrapped (shaded: a value computed when the workbook was built),
+    with its stale flag beside it in E."""
     r = sh.row
     sh.put("A", r, Cell(text, kind="static", wrap=True))
     sh.merges.append(f"A{r}:D{r}")
+    value_flag(book, sh, e, value, f"E{r}")
     sh.row += 1

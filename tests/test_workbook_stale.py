@@ -1,0 +1,176 @@
+"""Nothing stale without a flag: every engine value on the Summary, Options and Schedule says STALE once an input it
+depends on is edited, in LibreOffice and in the Excel-grammar engine; and `xlplan check` reads an ordinary edit as
+one finding.
+
+What depends on what is what each figure is computed from: a fleet from the traffic at peak, the promise, the model,
+the GPU and the policy (and how it is paid for, which chooses the TP degree that bills the fewest); a bill from that
+and the price and hours; a cost per token from that and the average volume; an API comparison from that and the
+API's prices and the cost of running it yourself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import openpyxl
+import pytest
+from planhelp import replan
+from workbookhelp import build, evaluate_many, recalculate, require_libreoffice
+
+from xlplan.cli import main
+from xlplan.io.planfile import reference_plan
+from xlplan.io.workbook.inputs import all_inputs
+from xlplan.io.workbook.staleness import CURRENT, VALUE_INPUTS, group_of, inputs_of
+from xlplan.io.workbook.writer import workbook_bytes
+
+FLAG_NAME = {"OptionsTable": "OptionsStale", "ScheduleMonths": "ScheduleStale"}
+"""The flag of each value, where it is not the value's name + 'Stale' (the decision tabs' one flag each)."""
+
+
+def _plan():
+    """The reference plan with a growth section, so the workbook has its Options and Schedule."""
+    return replan(reference_plan(), growth={"monthly": 0.1, "months": 3, "lead_time_days": 30, "start": "2027-01"})
+
+
+def _flag(value: str) -> str:
+    return FLAG_NAME.get(value, f"{value}Stale")
+
+
+# what some figures are computed from, written out by hand (the law each map entry must keep)
+DEPENDS = {
+    ("PeakRate", "AnswerLoad"): True, ("GPUKey", "AnswerLoad"): True, ("GPUUSDPerHourInput", "AnswerLoad"): False,
+    ("GPUUSDPerHourInput", "AnswerMonthlyUSD"): True, ("HoursPerMonth", "AnswerMonthlyUSD"): True,
+    ("AvgUtilisation", "AnswerMonthlyUSD"): False, ("AvgUtilisation", "AnswerUSDPerMTok"): True,
+    ("CostMode", "AnswerOrder"): True, ("CapexUSDPerNodeInput", "AnswerMonthlyUSD"): True,
+    ("APIInputUSDPerMTok", "OptionsTable"): False, ("APIInputUSDPerMTok", "ScheduleMonths"): True,
+    ("GPUUSDPerHourInput", "OptionsTable"): True, ("GPUUSDPerHourInput", "SummaryWhichHardware"): True,
+    ("OpsUSDPerMonth", "ScheduleMonths"): True, ("OpsUSDPerMonth", "AnswerMonthlyUSD"): False,
+    ("APISource", "ScheduleMonths"): False,  # the name of a source moves no figure
+}
+
+
+def test_the_map_keeps_what_each_figure_is_computed_from():
+    for (name, value), depends in DEPENDS.items():
+        assert (name in inputs_of(value)) is depends, (name, value)
+    for spec in all_inputs():  # every input has a group (a new input must be given one)
+        group_of(spec.path)
+
+
+@pytest.fixture(scope="module")
+def book():
+    return build(_plan(), verify="auto")  # verified: the Summary's simulation sentence is an engine value too
+
+
+def test_every_engine_value_carries_a_flag_over_exactly_its_inputs(book):
+    # inputs x values: each flag's formula names an input iff the map says the value depends on it, and compares it
+    # with its value at build time (the Summary's snapshot)
+    names = {spec.name for spec in all_inputs()}
+    for value in VALUE_INPUTS:
+        title, coord = book.names[_flag(value)].split("!")
+        cell = book.get(title.strip("'")).cells[coord.replace("$", "")]
+        assert cell.formula and cell.cached == CURRENT
+        for name in names:
+            named = f"{name}&" in cell.value or f"({name}-" in cell.value
+            assert named is (name in inputs_of(value)), (value, name)
+            assert (f"Built{name}" in cell.value) is (name in inputs_of(value)), (value, name)
+    # every engine value of the Answer block sits beside its flag
+    summary = book.get("Summary")
+    for name in [n for n in VALUE_INPUTS if n.startswith("Answer")]:
+        row = book.names[name].split("!")[1].replace("$", "")[1:]
+        assert book.names[_flag(name)].endswith(f"$E${row}") or book.names[_flag(name)].endswith(f"E{row}"), name
+    assert summary is not None
+
+
+EDITS = {
+    "as_built": {},
+    "price": {"GPUUSDPerHourInput": 4.0},
+    "api": {"APIInputUSDPerMTok": 0.5},
+    "peak": {"PeakRate": 44.0},
+}
+
+
+@pytest.fixture(scope="module")
+def edited(book, tmp_path_factory):
+    """The workbook edited each way (saved by openpyxl), recalculated by LibreOffice and by the Excel-grammar engine:
+    {edit: (LibreOffice's values, the Excel-grammar engine's)}."""
+    require_libreoffice()
+    folder = tmp_path_factory.mktemp("stale")
+    paths = []
+    for stem, changes in EDITS.items():
+        path = folder / f"{stem}.xlsx"
+        path.write_bytes(workbook_bytes(book))
+        wb = openpyxl.load_workbook(path)
+        for name, v in changes.items():
+            (title, ref), = wb.defined_names[name].destinations
+            wb[title][ref.replace("$", "")].value = v
+        wb.save(path)
+        paths.append(path)
+    lo = recalculate(paths, folder / "recalculated")
+    grammar = evaluate_many(paths)
+    return {stem: (openpyxl.load_workbook(out, data_only=True), g, path, out)
+            for stem, out, g, path in zip(EDITS, lo, grammar, paths)}
+
+
+def _value(wb, name):
+    (title, ref), = wb.defined_names[name].destinations
+    return title, ref.replace("$", ""), wb[title][ref.replace("$", "")].value
+
+
+@pytest.mark.slow
+def test_an_edit_flips_the_flag_of_every_value_that_depends_on_it_in_both_engines(edited):
+    from excelgrammar import value as grammar_value
+
+    for stem, changes in EDITS.items():
+        lo, grammar, _, _ = edited[stem]
+        for value in VALUE_INPUTS:
+            stale = any(name in inputs_of(value) for name in changes)
+            title, coord, got = _value(lo, _flag(value))
+            assert (got != CURRENT and str(got).startswith("STALE")) is stale, (stem, value, got)
+            assert grammar_value(grammar, title, coord) == got, (stem, value)
+    # a price edit leaves the fleet current and the bill, the Options and the Which-hardware sentence stale
+    lo = edited["price"][0]
+    assert _value(lo, "AnswerLoadStale")[2] == CURRENT
+    assert all(_value(lo, n)[2] != CURRENT for n in ("AnswerMonthlyUSDStale", "OptionsStale", "SummaryWhichHardwareStale"))
+
+
+@pytest.mark.slow
+def test_check_reads_a_price_edit_as_one_finding(edited, capsys):
+    # the price edit, recalculated: nothing is wrong with the file, the engine values are for the old price; one
+    # finding names the edit, exit 0, and 1 with --strict (what CI runs)
+    out = edited["price"][3]
+    assert main(["check", str(out), "--json"]) == 0
+    findings = json.loads(capsys.readouterr().out)
+    assert [f["kind"] for f in findings] == ["inputs-changed"]
+    assert "GPUUSDPerHourInput 3 -> 4" in findings[0]["found"]
+    assert main(["check", str(out), "--strict", "--json"]) == 1
+    capsys.readouterr()
+    assert main(["check", str(edited["as_built"][3])]) == 0  # as built: no finding at all
+    assert "no findings" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_an_overwritten_formula_is_listed_first_and_uncomputed_values_are_one_line(edited, tmp_path, capsys):
+    # the file saved by openpyxl after the price edit holds no computed value; a formula typed over is the one real
+    # problem: it comes first, and the missing values are one finding, not one per cell
+    path = tmp_path / "typed.xlsx"
+    wb = openpyxl.load_workbook(edited["price"][2])
+    (title, ref), = wb.defined_names["MonthlyCostUSD"].destinations
+    wb[title][ref.replace("$", "")].value = 12345
+    wb.save(path)
+    assert main(["check", str(path), "--json"]) == 1
+    kinds = [f["kind"] for f in json.loads(capsys.readouterr().out)]
+    assert kinds[0] == "formula-overwritten" and kinds.count("no-cached-value") == 1 and len(kinds) <= 4, kinds
+
+
+def test_a_deleted_name_is_a_problem(tmp_path, capsys, book):
+    path = tmp_path / "noname.xlsx"
+    path.write_bytes(workbook_bytes(book))
+    wb = openpyxl.load_workbook(path)
+    del wb.defined_names["BreakevenTokensPerMonth"]
+    wb.save(path)
+    assert main(["check", str(path), "--json"]) == 1
+    found = json.loads(capsys.readouterr().out)
+    assert found[0]["kind"] in ("name-missing", "formula-changed") and any(
+        f["kind"] == "name-missing" and f["where"] == "BreakevenTokensPerMonth" for f in found)
+    assert Path(path).exists()
