@@ -12,6 +12,7 @@ from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import WORKBOOK, YAML, Output, check_outputs, write_outputs
 from xlplan.io.planfile import reference_plan
+from xlplan.note_format import _count
 
 TEMPLATE_PATH = Path("workbook") / "capacity-plan.xlsx"
 
@@ -100,12 +101,16 @@ def read_cmd(
 def check_cmd(
     workbook: Path = typer.Argument(..., help="A capacity-note workbook someone has edited (.xlsx)."),
     as_json: bool = typer.Option(False, "--json", help="Print the findings as JSON."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 on any finding, changed inputs and uncomputed values too (what CI runs)."),
 ) -> None:
-    """Audit a workbook: formulas against the template's, values against the engine's, the checks block. Exit 1 on findings."""
+    """Audit a workbook: formulas against the template's, values against the engine's, the checks block. Exit 1 on a
+    problem with the file (an overwritten formula, a failing check, a deleted name); inputs edited since the engine
+    last ran are one finding, exit 0 (1 with --strict)."""
     from xlplan.book import figures, whatif_row
-    from xlplan.io.workbook.check import check_workbook
+    from xlplan.io.workbook.check import REAL_PROBLEMS, check_workbook
 
     findings = check_workbook(workbook, figures, lambda p, s, whatifs: [whatif_row(p, s, w) for w in whatifs])
+    problems = [f for f in findings if f.kind in REAL_PROBLEMS]
     if as_json:
         typer.echo(json.dumps([f.as_dict() for f in findings], indent=2))
     elif not findings:
@@ -114,11 +119,15 @@ def check_cmd(
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=f"{workbook}: {len(findings)} finding(s)", show_lines=False)
+        title = (f"{workbook}: {_count(len(problems), 'problem')} with the file" if problems else
+                 f"{workbook}: no problem with the file")
+        if len(findings) > len(problems):
+            title += f"; {_count(len(findings) - len(problems), 'state')} an edit leaves (exit 1 with --strict)"
+        table = Table(title=title, show_lines=False)
         for col in ("Where", "Finding", "Found", "Expected"):
             table.add_column(col, overflow="fold")
         for f in findings:
             table.add_row(f.where, f.kind, f.found, f.expected)
         Console(width=200).print(table)
-    if findings:
+    if problems or (strict and findings):
         raise typer.Exit(1)

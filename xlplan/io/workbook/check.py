@@ -155,21 +155,26 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
             findings.append(Finding(quote_sheet(sheet.title), "sheet-missing", "(no such sheet)", "the template's sheet"))
             continue
         findings += _sheet_findings(sheet, wf[sheet.title], wv[sheet.title], user_rows)
-    return _one_line_when_nothing_is_computed(findings, fresh, wv) + _failed_checks(wv)
+    findings = _one_line_when_nothing_is_computed(findings, fresh, wf, wv)
+    findings = _one_line_when_inputs_changed(findings, _changed_inputs(wv))
+    findings += _missing_names(fresh, wf) + _failed_checks(wv)
+    return sorted(findings, key=lambda f: (f.kind not in REAL_PROBLEMS, KINDS.index(f.kind) if f.kind in KINDS else 0))
 
 
-def _one_line_when_nothing_is_computed(findings: list[Finding], fresh, wv) -> list[Finding]:
-    """A file saved by a tool that drops computed values (openpyxl, pandas) has none in any formula cell: one finding
-    says so, instead of one per cell; the other findings (an overwritten formula, say) stay."""
+def _one_line_when_nothing_is_computed(findings: list[Finding], fresh, wf, wv) -> list[Finding]:
+    """A file saved by a tool that drops computed values (openpyxl, pandas) has none in any formula cell it still holds:
+    one finding says so, instead of one per cell; the other findings (an overwritten formula, say) stay."""
     missing = [f for f in findings if f.kind == "no-cached-value"]
     computed = any(wv[sheet.title][coord].value is not None for sheet in fresh.sheets if sheet.title in wv.sheetnames
-                   for coord, cell in sheet.cells.items() if cell.formula)
+                   for coord, cell in sheet.cells.items()
+                   if cell.formula and str(wf[sheet.title][coord].value or "").startswith("="))
     if not missing or computed:
         return findings
     return [f for f in findings if f.kind != "no-cached-value"] + [Finding(
         "(every formula cell)", "no-cached-value", f"none of {len(missing):,} formula cells holds a computed value",
         "computed values: the file was saved by a tool that drops them (openpyxl, pandas); open and save it in Excel "
-        "or LibreOffice, then check again")]
+        "or LibreOffice, then check again (or rebuild it computed: `xlplan read FILE -o plan.yaml`, then "
+        "`xlplan workbook plan.yaml -o NEW.xlsx --recalc`)")]
 
 
 def _formula_finding(where: str, cell, have, value, searched: bool) -> Finding | None:
@@ -229,6 +234,59 @@ def _sheet_findings(sheet, f_ws, v_ws, user_rows: set[int]) -> list[Finding]:
         if found is not None:
             out.append(found)
     return out
+
+
+REAL_PROBLEMS = ("formula-overwritten", "formula-changed", "sheet-missing", "name-missing", "check-failed", "add-in-disagrees",
+                 "stale-value", "stale-breakpoint")
+"""Findings that are problems with the file itself: listed first, and `check` exits 1 on any. The others
+(``inputs-changed``, ``no-cached-value``) are states an ordinary edit leaves: `check --strict` exits 1 on them too."""
+
+KINDS = (*REAL_PROBLEMS, "inputs-changed", "no-cached-value")
+"""Every kind of finding, in the order `check` lists them."""
+
+
+def _changed_inputs(wv) -> list[tuple[str, Any, Any]] | None:
+    """(input, value at build time, value now) of each input on 1 Inputs that differs from the Summary's snapshot
+    (``Built<Input>``); None for a workbook built before the snapshot was named."""
+    from xlplan.io.workbook.inputs import all_inputs
+    from xlplan.io.workbook.staleness import built_name
+
+    out = []
+    for spec in all_inputs():
+        was_dn, now_dn = wv.defined_names.get(built_name(spec.name)), wv.defined_names.get(spec.name)
+        if was_dn is None or now_dn is None:
+            return None
+        (t0, c0), (t1, c1) = name_cells(wv, was_dn)[0], name_cells(wv, now_dn)[0]
+        was, now = wv[t0][c0].value, wv[t1][c1].value
+        if not _same_input(was, now):
+            out.append((spec.name, was, now))
+    return out
+
+
+def _same_input(was: Any, now: Any) -> bool:
+    """An input unchanged, as the stale flags compare it: numbers within the rounding tolerance, else as text."""
+    if isinstance(was, (int, float)) and isinstance(now, (int, float)) and not isinstance(was, bool) and not isinstance(now, bool):
+        return abs(now - was) <= RELATIVE_TOLERANCE * abs(was)
+    return ("" if was is None else str(was)) == ("" if now is None else str(now))
+
+
+def _one_line_when_inputs_changed(findings: list[Finding], changed) -> list[Finding]:
+    """Where inputs differ from the values the engine last ran on, the engine values computed for the old ones (and
+    the formulas that read them) are one finding naming the inputs, not one per cell."""
+    if not changed:
+        return findings
+    stale = [f for f in findings if f.kind in ("stale-value", "stale-breakpoint")]
+    edits = "; ".join(f"{name} {_show(was)} -> {_show(now)}" for name, was, now in changed)
+    return [f for f in findings if f not in stale] + [Finding(
+        "1 Inputs", "inputs-changed", edits,
+        (f"inputs changed since the engine last ran ({len(stale):,} engine values, each flagged STALE, were computed "
+         f"for the old ones); regenerate: {REBUILD}"))]
+
+
+def _missing_names(fresh, wf) -> list[Finding]:
+    """Each defined name of the template the file no longer has (deleted: formulas that use it show #NAME?)."""
+    return [Finding(name, "name-missing", "(no such name)", f"defined name {name!r} as the template defines it")
+            for name in sorted(fresh.names) if wf.defined_names.get(name) is None]
 
 
 def _failed_checks(wv) -> list[Finding]:
