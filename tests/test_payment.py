@@ -110,3 +110,23 @@ def test_plan_schema_lists_the_three_ways_to_pay():
     costs = schema["$defs"]["Costs"]["properties"]["mode"]
     assert set(costs["enum"]) == {"rent_per_gpu", "rent_per_node", "buy"} and costs["default"] == "rent_per_gpu"
     assert "billing" not in schema["$defs"]["Hardware"]["properties"]
+
+
+def test_an_older_workbooks_billing_cell_is_read_as_the_payment_setting(tmp_path, ref_plan):
+    # a workbook built before Paid as held 'Billing' (rented | purchased) and 'CostMode' (rent | buy): purchased and
+    # rent read as renting by the node, as an older plan file's do
+    import openpyxl
+    from openpyxl.workbook.defined_name import DefinedName
+    from workbookhelp import workbook_for_plan
+
+    from xlplan.io.workbook.reader import read_workbook
+
+    path = tmp_path / "old.xlsx"
+    path.write_bytes(workbook_for_plan(ref_plan))
+    wb = openpyxl.load_workbook(path)
+    (title, ref), = wb.defined_names["CostMode"].destinations
+    wb[title][ref.replace("$", "")].value = "rent"
+    wb[title]["Z1"].value = "purchased"
+    wb.defined_names["Billing"] = DefinedName("Billing", attr_text=f"'{title}'!$Z$1")
+    wb.save(path)
+    assert read_workbook(path).costs.mode == "rent_per_node"

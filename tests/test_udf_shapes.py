@@ -40,6 +40,7 @@ GOOD: dict[str, list] = {
     "queueing_replicas": [40, 7.38, 0.91, 95, 0, 1.0],
     "binding_constraint": [4, 4, 3],
     "fleet": [4, 4, 3, 1, 1, 8],
+    "billed_gpus": [7, 8, "rent_per_node"],
     "monthly_cost": [5, 3, 730],
     "tokens_per_month": [40, 2000, 2000, 300, 300, 0.4, 2000, 300, 730],
     "cost_per_mtok": [10950, 9.67e10],

@@ -181,3 +181,10 @@ def lengths(prompt_p50, prompt_p95, prompt_p99, output_p50, output_p95, output_p
         ordered(*trio, what)
         out.append(trio)
     return out
+
+
+def no_room(weights_gib: float, overhead_gib: float, budget_gib: float) -> UDFError:
+    """The one line a KV budget that is not positive answers with: the weights do not fit. [UDFError]"""
+    return UDFError(f"weights_gib_per_gpu + overhead_gib: {weights_gib:g} + {overhead_gib:g} GiB leave {budget_gib:.2f} GiB for the "
+                    "KV cache: the weights do not fit; expected a positive budget (a larger GPU, more GPUs per replica, "
+                    "or quantised weights)")

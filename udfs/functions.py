@@ -13,12 +13,13 @@ from __future__ import annotations
 import typing
 
 from udfs.cells import EXCEL_ERRORS as EXCEL_ERRORS  # the names this module always had
-from udfs.cells import UDFError, bad, choice, dtype, finite, fraction, lengths, name_or_num, number, ordered, text, whole
+from udfs.cells import UDFError, bad, choice, dtype, finite, fraction, lengths, name_or_num, no_room, number, ordered, text, whole
 from udfs.registry import ERROR_IN_A_CELL as ERROR_IN_A_CELL
 from udfs.registry import udf
 from udfs.tables import plan_from_table, scalar_or_grid, spec_from_config_table
 from xlplan import cellwise, concurrency, engines
 from xlplan.plan import Forecast, Hardware, Policy
+from xlplan.plan_fields import PAYMENT_MODES
 from xlplan.specs import ComputeDtype, KVDtype, WeightDtype
 
 _POLICY = Policy.model_fields
@@ -121,7 +122,7 @@ def kv_budget_gib(gpu, weights_gib_per_gpu, memory_utilisation=MEMORY_UTILISATIO
     visible = number("visible_gib", visible_gib, "GiB", above=0.0, optional=True)
     budget = cellwise.kv_budget_gib(g, weights, util, overhead, rule, activation, whole("tp", tp, "GPUs"), visible)
     if budget <= 0:
-        raise _no_room(weights, overhead, budget)
+        raise no_room(weights, overhead, budget)
     return budget
 
 
@@ -136,12 +137,6 @@ def memory_gpus(concurrency, kv_gib_per_conversation, kv_budget_gib, tp=1, kv_sh
     return cellwise.memory_gpus(number("concurrency", concurrency, "requests", at_least=0.0),
                                 number("kv_gib_per_conversation", kv_gib_per_conversation, "GiB", above=0.0), budget,
                                 whole("tp", tp, "GPUs"), whole("kv_shards", kv_shards, "GPUs"))
-
-
-def _no_room(weights_gib: float, overhead_gib: float, budget_gib: float) -> UDFError:
-    return UDFError(f"weights_gib_per_gpu + overhead_gib: {weights_gib:g} + {overhead_gib:g} GiB leave {budget_gib:.2f} GiB for the "
-                    "KV cache: the weights do not fit; expected a positive budget (a larger GPU, more GPUs per replica, "
-                    "or quantised weights)")
 
 
 # ---------------------------------------------------------------------------------------------- step 5
@@ -271,6 +266,14 @@ def fleet(memory_gpus, compute_gpus, latency_gpus=0.0, tp=1, redundancy=REDUNDAN
 
 
 # ---------------------------------------------------------------------------------------------- step 7
+
+
+@udf(with_redundancy="The fleet with redundancy. [GPUs]", gpus_per_node="The purchasing unit. [GPUs]",
+     paid_as="How the fleet is paid for: rent_per_gpu, rent_per_node or buy (the plan's costs.mode). [text]")
+def billed_gpus(with_redundancy, gpus_per_node=GPUS_PER_NODE, paid_as="rent_per_gpu"):
+    """GPUs on the bill: rented per GPU, the fleet with redundancy; by the node or bought, whole nodes (7, 8, 8). [GPUs]"""
+    return cellwise.billed_gpus(whole("with_redundancy", with_redundancy, "GPUs", at_least=0),
+                                whole("gpus_per_node", gpus_per_node, "GPUs"), choice("paid_as", paid_as, PAYMENT_MODES))
 
 
 @udf(gpus="GPUs on the bill. [GPUs]", usd_per_gpu_hour="Price paid. [USD/GPU-hour]",

@@ -33,6 +33,7 @@ from xlplan.cellwise_cost import (  # noqa: F401  re-exported: the Excel functio
     usd_per_mtok,
 )
 from xlplan.cellwise_fleet import (  # noqa: F401  re-exported: the Excel functions call xlplan.cellwise.<name>
+    billed_gpus,
     binding,
     fleet_sizes,
     max_rate_rps,

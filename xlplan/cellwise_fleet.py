@@ -14,6 +14,26 @@ from xlplan import capacity, fleet
 from xlplan.plan import Plan
 
 
+def billed_gpus(with_redundancy: int, gpus_per_node: int, paid_as: str = "rent_per_gpu") -> int:
+    """GPUs on the bill as the fleet is paid for (rented per GPU: 7; by the node or bought: 8 for a node of 8). [GPUs]
+
+    Parameters
+    ----------
+    with_redundancy : int
+        The fleet with redundancy. [GPUs]
+    gpus_per_node : int
+        The purchasing unit. [GPUs]
+    paid_as : {'rent_per_gpu', 'rent_per_node', 'buy'}
+        How the fleet is paid for (the plan's ``costs.mode``).
+
+    Returns
+    -------
+    int
+        :func:`xlplan.fleet.billed_gpus_paid_as`. [GPUs]
+    """
+    return int(fleet.billed_gpus_paid_as(paid_as, with_redundancy, gpus_per_node))
+
+
 def binding(memory_gpus_: float, compute_gpus_: float, latency_gpus_: float = 0.0, tp: int | None = None) -> str:
     """Which path binds: 'memory', 'compute', 'latency', 'both', 'all' or 'minimum replica'. [text]
 

@@ -194,3 +194,36 @@ def order_words(paid_as: str, with_redundancy: int, purchased: int, gpus_per_nod
     if nodes == 1:
         return f"{verb} 1 node of {gpus_per_node}"
     return f"{verb} {nodes:,} nodes of {gpus_per_node} ({purchased:,} GPUs)"
+
+
+def billed_gpus_paid_as(paid_as: str, with_redundancy, gpus_per_node):
+    """GPUs on the bill as the fleet is paid for: rented per GPU, the fleet with redundancy; rented by the node or
+    bought, whole purchasing units. [GPUs]
+
+    Parameters
+    ----------
+    paid_as : {'rent_per_gpu', 'rent_per_node', 'buy'}
+        How the fleet is paid for (``costs.mode``).
+    with_redundancy : float or array
+        The fleet with redundancy. [GPUs]
+    gpus_per_node : int
+        The purchasing unit. [GPUs]
+
+    Returns
+    -------
+    float or array
+        ``with_redundancy``, or it rounded up to whole purchasing units. [GPUs]
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "5 GPUs at $3/hr × 730 hours": the runbook rents its fleet with redundancy by the
+    GPU, and buys "a node of 8".
+
+    Examples
+    --------
+    >>> billed_gpus_paid_as("rent_per_gpu", 7, 8), billed_gpus_paid_as("rent_per_node", 7, 8), billed_gpus_paid_as("buy", 9, 8)
+    (7, 8, 16)
+    """
+    if paid_as == "rent_per_gpu":
+        return with_redundancy
+    return _vec.ceil(with_redundancy / gpus_per_node - ROUNDING_TOLERANCE) * gpus_per_node

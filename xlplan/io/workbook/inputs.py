@@ -214,6 +214,14 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
 OWNER_SECTIONS = (("forecast", "Forecast"), ("promise", "Promise"), ("model", "Model and hardware"), ("pricing", "Pricing"))
 
 
+LEGACY_INPUTS = (
+    InputSpec("Billing", ("hardware", "billing"), "What the bill counts", "rented | purchased", "choice", "pricing",
+              "Workbooks built before costs.mode named renting per node: read, and folded into costs.mode as an older "
+              "plan file's is (xlplan.plan_fields.migrate_older_plan).", required=False),
+)
+"""Inputs of older workbooks, which `xlplan read` reads where their defined name exists."""
+
+
 def all_inputs() -> list[InputSpec]:
     """Every input spec, in sheet order."""
     return [i for _, block in INPUT_SPECS for i in block]

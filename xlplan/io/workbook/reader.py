@@ -22,7 +22,7 @@ from xlplan.io import files
 from xlplan.io.errors import InputError, describe_validation_error
 from xlplan.io.structured import number_problem
 from xlplan.io.workbook.cells import quote_sheet
-from xlplan.io.workbook.inputs import INPUTS_SHEET, OWNER_SECTIONS, InputSpec, all_inputs
+from xlplan.io.workbook.inputs import INPUTS_SHEET, LEGACY_INPUTS, OWNER_SECTIONS, InputSpec, all_inputs
 from xlplan.io.workbook.layout import CATALOG_FIRST_ROW, GPU_COLUMNS, MODEL_COLUMNS, MODEL_EXTRA, SIX_TABS
 from xlplan.plan import Plan
 
@@ -221,14 +221,6 @@ def _plan_fields(wb, src: str, data: dict[str, Any], problems: list[str]) -> Non
                             "`xlplan workbook` writes it")
         else:
             data["growth"] = growth
-
-
-LEGACY_INPUTS = (
-    InputSpec("Billing", ("hardware", "billing"), "What the bill counts", "rented | purchased", "choice", "pricing",
-              "Workbooks built before costs.mode named renting per node: read, and folded into costs.mode as an older "
-              "plan file's is (xlplan.plan_fields.migrate_older_plan).", required=False),
-)
-"""Inputs of older workbooks, read where their defined name exists."""
 
 
 def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...], str], problems: list[str]) -> None:

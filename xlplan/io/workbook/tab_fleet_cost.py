@@ -150,8 +150,9 @@ def _bill_lines(e: Engine) -> list[Line]:
     mtok = b.tokens_per_month / MILLION
     return [
         Line("BilledGPUs", "GPUs on the bill", '=IF(BillPurchased,FleetPurchased,FleetWithRedundancy)', b.billed_gpus, "GPUs",
-             FMT["gpus"], F.when('BillPurchased', s.bill_purchased, "purchased or owned: whole purchasing units",
-                                 "rented: the fleet with redundancy")),
+             FMT["gpus"], F.when('BillPurchased', s.bill_purchased, "rented by the node or bought: whole purchasing units",
+                                 "rented per GPU: the fleet with redundancy"),
+             udf="BILLED_GPUS(FleetWithRedundancy,GPUsPerNode,CostMode)"),
         Line("FixedUSDPerMonth", "Hardware operations (owned fleet)", '=(CostMode="buy")*N(HardwareOpsUSDPerMonthInput)',
              s.fixed_usd_per_month, "USD/month", FMT["usd"], "buy: hands on site, spares, support; rent: none"),
         Line("MonthlyCostUSD", "Monthly cost", "=BilledGPUs*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth", b.monthly_usd,
