@@ -1,0 +1,75 @@
+"""The workbook's charts (issue 23): every series reads as many categories as values, all of them figures."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import openpyxl
+import pytest
+from openpyxl.utils import range_boundaries
+from workbookhelp import plan_figures
+
+from xlplan.io.planfile import reference_plan
+from xlplan.io.workbook import layout
+from xlplan.io.workbook.writer import workbook_bytes
+from xlplan.plan import Plan
+from xlplan.traffic import summarise
+
+T0 = 1_767_225_600  # 2026-01-01 00:00:00 UTC
+
+
+@pytest.fixture(scope="module")
+def every_chart_xlsx() -> bytes:
+    """A workbook with every chart the writer draws: the reference plan verified in simulation (tab 4's chart), with a
+    growth section (the Schedule's chart) and a day's request log (the traffic sheets' charts)."""
+    grown = reference_plan().model_dump(exclude_none=True)
+    grown["growth"] = {"monthly": 0.10, "months": 12, "lead_time_days": 90, "start": "2027-01"}
+    rng = np.random.default_rng(0)
+    t_s = T0 + np.sort(rng.uniform(0, 86_400, 2000))
+    prompt, output = rng.integers(100, 4000, 2000).astype(float), rng.integers(10, 500, 2000).astype(float)
+    traffic = (summarise(t_s, prompt, output), t_s, prompt, output, "a day drawn for the test")
+    return workbook_bytes(layout.build(plan_figures(Plan.model_validate(grown), verify=True), traffic=traffic))
+
+
+def _ref(source) -> str:
+    """The formula of a series' data source ('Sheet'!$A$1:$A$9), numbers or text."""
+    return (source.numRef or source.strRef).f
+
+
+def _cells(wb, ref: str) -> list:
+    """The cells of a range reference, in order."""
+    title, rng = ref.rsplit("!", 1)
+    min_col, min_row, max_col, max_row = range_boundaries(rng.replace("$", ""))
+    ws = wb[title.strip("'").replace("''", "'")]
+    return [c for row in ws.iter_rows(min_row=min_row, max_row=max_row, min_col=min_col, max_col=max_col) for c in row]
+
+
+def _title(chart) -> str:
+    """A chart's title as text."""
+    return "".join(r.t for p in chart.title.tx.rich.p for r in (p.r or []))
+
+
+def _is_figure(value) -> bool:
+    """A number or a formula: what a plotted cell holds (a header or a units row holds text)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (isinstance(value, str) and value.startswith("="))
+
+
+def test_every_series_reads_as_many_categories_as_values_all_figures(every_chart_xlsx):
+    # a series whose values start on its units row (the Schedule's did: G12:G24 against D13:D24) plots each month's
+    # figure at the month before it and the unit's text as a zero; here every cell of both ranges is a figure
+    wb = openpyxl.load_workbook(io.BytesIO(every_chart_xlsx))
+    series_by_sheet: dict[str, int] = {}
+    for sheet in [*wb.worksheets, *wb.chartsheets]:
+        for chart in sheet._charts:
+            for series in chart.series:
+                xs = _cells(wb, _ref(series.xVal or series.cat))
+                ys = _cells(wb, _ref(series.yVal or series.val))
+                where = f"{sheet.title}: {_title(chart)}: {_ref(series.yVal or series.val)}"
+                assert len(xs) == len(ys) > 0, where
+                assert all(_is_figure(c.value) for c in xs + ys), where
+                title = _cells(wb, series.tx.strRef.f)[0].value  # the series' name: its header, text
+                assert isinstance(title, str) and not title.startswith("="), where
+                series_by_sheet[sheet.title] = series_by_sheet.get(sheet.title, 0) + 1
+    assert set(series_by_sheet) == {"3 Constraints", "4 Fleet", "5 Cost", "Schedule", "Traffic data", "Traffic chart"}
+    assert series_by_sheet["Schedule"] == 3  # GPUs the load needs, with redundancy, bought
