@@ -1,14 +1,17 @@
-"""The workbook's charts (issue 23): every series reads as many categories as values, all of them figures."""
+"""The workbook's charts (issue 23): every series reads as many categories as values, all of them figures; the tornado
+on 6 Sensitivities ranks each what-if's monthly cost against the plan's."""
 
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 import openpyxl
 import pytest
 from openpyxl.utils import range_boundaries
-from workbookhelp import plan_figures
+from pytest import approx
+from workbookhelp import build, engine_json, plan_figures, recalculate, require_libreoffice, workbook_for_plan
 
 from xlplan.io.planfile import reference_plan
 from xlplan.io.workbook import layout
@@ -71,5 +74,48 @@ def test_every_series_reads_as_many_categories_as_values_all_figures(every_chart
                 title = _cells(wb, series.tx.strRef.f)[0].value  # the series' name: its header, text
                 assert isinstance(title, str) and not title.startswith("="), where
                 series_by_sheet[sheet.title] = series_by_sheet.get(sheet.title, 0) + 1
-    assert set(series_by_sheet) == {"3 Constraints", "4 Fleet", "5 Cost", "Schedule", "Traffic data", "Traffic chart"}
+    assert set(series_by_sheet) == {"3 Constraints", "4 Fleet", "5 Cost", "6 Sensitivities", "Schedule", "Traffic data",
+                                    "Traffic chart"}
     assert series_by_sheet["Schedule"] == 3  # GPUs the load needs, with redundancy, bought
+
+
+def _tornado(wb):
+    """The 6 Sensitivities sheet's one horizontal bar chart."""
+    bars = [c for c in wb["6 Sensitivities"]._charts if c.tagname == "barChart"]
+    assert len(bars) == 1 and bars[0].type == "bar"
+    return bars[0]
+
+
+def test_tornado_reads_the_what_if_table_largest_first(ref_plan):
+    wb = openpyxl.load_workbook(io.BytesIO(workbook_for_plan(ref_plan)))
+    chart = _tornado(wb)
+    assert chart.x_axis.scaling.orientation == "maxMin"  # the first category (the largest change) at the top
+    assert "monthly cost" in _title(chart).lower() and "minus the plan's" in _title(chart)
+
+
+@pytest.mark.slow
+def test_tornado_bars_are_each_what_ifs_monthly_cost_minus_the_plans(ref_plan, tmp_path):
+    require_libreoffice()
+    src = tmp_path / "reference.xlsx"
+    src.write_bytes(workbook_bytes(build(ref_plan), caches=False))  # LibreOffice computes every figure itself
+    out, = recalculate([src], tmp_path / "recalculated")
+    js = engine_json(ref_plan, tmp_path, "reference")
+    series, = _tornado(openpyxl.load_workbook(src)).series
+    wv = openpyxl.load_workbook(out, data_only=True)
+    labels = [c.value for c in _cells(wv, _ref(series.cat))]
+    values = [c.value for c in _cells(wv, _ref(series.val))]
+    (_, ref), = wv.defined_names["WhatIfInputs"].destinations
+    first = range_boundaries(ref.replace("$", ""))[1]
+    ws = wv["6 Sensitivities"]
+    plan_usd = js["cost"]["monthly_usd"]
+    # each standard what-if's label (column A of its row) and its monthly cost minus the plan's, from `plan --json`
+    rows = [(ws[f"A{first + k}"].value, s["monthly_usd"] - plan_usd if s["feasible"] else None)
+            for k, s in enumerate(js["sensitivities"])]
+    # a tornado: the largest change first, an infeasible row last; changes equal to the cent tie (one GPU-month
+    # more or less is 2,190.00 USD whatever the last bits) and keep the table's order (sorted is stable)
+    expected = sorted(rows, key=lambda row: -round(abs(row[1]), 2) if row[1] is not None else math.inf)
+    assert len(labels) == len(rows) == 10
+    assert labels == [label for label, _ in expected]
+    assert [v is None for v in values] == [v is None for _, v in expected]
+    assert [v for v in values if v is not None] == approx([v for _, v in expected if v is not None], rel=1e-9)
+    assert any(v != 0 for v in values)  # the reference's what-ifs move its cost (peak x2: 19,710 - 10,950 USD)

@@ -35,8 +35,9 @@ def _values_and_title(ws, spec: dict):
     return values, SeriesLabel(strRef=StrRef(f"{quote_sheetname(ws.title)}!{spec['col']}{h}"))
 
 
-def _bar_chart(ws, specs: list[dict], xref):
-    """A column chart: each series a column of values over the x range's categories."""
+def _bar_chart(ws, specs: list[dict], xref, horizontal: bool = False):
+    """A column chart: each series a column of values over the x range's categories; ``horizontal``: bars, the first
+    category at the top and the labels at the left edge, clear of bars below zero (a tornado)."""
     from openpyxl.chart import BarChart, Series
 
     chart = BarChart()
@@ -46,6 +47,11 @@ def _bar_chart(ws, specs: list[dict], xref):
         series.tx = title
         chart.series.append(series)
     chart.set_categories(xref)
+    if horizontal:
+        chart.type = "bar"
+        chart.gapWidth = 50
+        chart.x_axis.scaling.orientation = "maxMin"
+        chart.x_axis.tickLblPos = "low"
     return chart
 
 
@@ -90,7 +96,7 @@ def _axes(chart, ch: dict) -> None:
 
 
 def chart(ws, ch: dict):
-    """A scatter (lines with markers) or a column chart from a spec.
+    """A scatter (lines with markers) or a column chart (``horizontal``: a bar chart) from a spec.
 
     ``series`` are ``(column, title row, last row)`` over the chart's ``x`` range, or dicts with ``col``, ``rows``
     (title row, last row), and optionally ``values_from`` (the first value row, where a units row lies between), their
@@ -103,7 +109,7 @@ def chart(ws, ch: dict):
     xref = Reference(ws, min_col=column_index(xcol), min_row=x0, max_row=x1)
     specs = _series_specs(ch)
     if ch.get("kind") == "bar":
-        out = _bar_chart(ws, specs, xref)
+        out = _bar_chart(ws, specs, xref, ch.get("horizontal", False))
     else:
         out = ScatterChart()
         for i, spec in enumerate(specs):
