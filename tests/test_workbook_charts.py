@@ -1,5 +1,6 @@
-"""The workbook's charts (issue 23): every series reads as many categories as values, all of them figures; the tornado
-on 6 Sensitivities ranks each what-if's monthly cost against the plan's."""
+"""The workbook's charts and print setup (issue 23): every series reads as many categories as values, all of them
+figures; the tornado on 6 Sensitivities ranks each what-if's monthly cost against the plan's; the catalog sheets print
+one page wide."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pytest import approx
 from workbookhelp import build, engine_json, plan_figures, recalculate, require_libreoffice, workbook_for_plan
 
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook import layout
+from xlplan.io.workbook import SUPPORT_TABS, layout
 from xlplan.io.workbook.writer import workbook_bytes
 from xlplan.plan import Plan
 from xlplan.traffic import summarise
@@ -119,3 +120,16 @@ def test_tornado_bars_are_each_what_ifs_monthly_cost_minus_the_plans(ref_plan, t
     assert [v is None for v in values] == [v is None for _, v in expected]
     assert [v for v in values if v is not None] == approx([v for _, v in expected if v is not None], rel=1e-9)
     assert any(v != 0 for v in values)  # the reference's what-ifs move its cost (peak x2: 19,710 - 10,950 USD)
+
+
+def test_catalog_sheets_print_one_page_wide(ref_plan):
+    # the GPUs (19 columns, two of them 60 and 90 characters wide) and Models (36 columns) catalogs printed to 15
+    # pages at a fixed 70% scale, several across each; now every supporting sheet is one page wide, as long as it
+    # takes, and the two catalogs landscape
+    wb = openpyxl.load_workbook(io.BytesIO(workbook_for_plan(ref_plan)))
+    for title in SUPPORT_TABS:
+        ws = wb[title]
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, title
+        assert (ws.page_setup.fitToWidth, ws.page_setup.fitToHeight) == (1, 0), title
+    for title in ("GPUs", "Models"):
+        assert wb[title].page_setup.orientation == "landscape"
