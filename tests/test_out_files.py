@@ -79,9 +79,25 @@ def test_traffic_refuses_to_overwrite_its_pictures(tmp_path, capsys):
 
 def test_workbook_refuses_an_existing_pdf_before_writing_the_workbook(tmp_path, capsys):
     (tmp_path / "x.pdf").write_bytes(b"%PDF mine")
-    rc, err = cli(capsys, "workbook", "-o", tmp_path / "x.xlsx", "--pdf")
+    rc, err = cli(capsys, "workbook", "-o", tmp_path / "x.xlsx", "--pdf", tmp_path / "x.pdf")
     assert rc == 2 and "x.pdf" in err and "already exists" in err
     assert listing(tmp_path) == ["x.pdf"]
+
+
+def test_workbook_refuses_a_pdf_that_is_a_folder(tmp_path, capsys):
+    (tmp_path / "note.pdf").mkdir()
+    rc, err = cli(capsys, "workbook", "-o", tmp_path / "x.xlsx", "--pdf", tmp_path / "note.pdf")
+    assert rc == 2 and "note.pdf: --pdf: a folder; expected a file name" in err
+    assert len(err.strip().splitlines()) == 1 and listing(tmp_path) == ["note.pdf"]
+
+
+def test_workbook_pdf_refused_in_one_line_without_libreoffice(tmp_path, capsys, monkeypatch):
+    from xlplan.io import libreoffice
+
+    monkeypatch.setattr(libreoffice, "soffice", lambda: None)  # as on a machine without LibreOffice
+    rc, err = cli(capsys, "workbook", "-o", tmp_path / "x.xlsx", "--pdf", tmp_path / "x.pdf")
+    assert rc == 2 and err.startswith("error: --pdf: needs LibreOffice") and len(err.strip().splitlines()) == 1
+    assert listing(tmp_path) == []  # not even the workbook, which needed no LibreOffice
 
 
 @pytest.mark.parametrize("args, expected", [

@@ -258,18 +258,19 @@ def test_recalc_option_takes_caches_from_libreoffice(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_pdf_of_the_six_tabs(tmp_path):
+def test_pdf_of_the_summary_and_the_six_tabs(tmp_path):
     require_libreoffice()
     import re
 
     from xlplan.cli import main
 
-    out = tmp_path / "plan.xlsx"
-    assert main(["workbook", "-o", str(out), "--pdf"]) == 0
-    pdf = (tmp_path / "plan.pdf").read_bytes()
+    out, printed = tmp_path / "plan.xlsx", tmp_path / "note" / "capacity.pdf"
+    printed.parent.mkdir()
+    assert main(["workbook", "-o", str(out), "--pdf", str(printed)]) == 0
+    pdf = printed.read_bytes()
     assert pdf.startswith(b"%PDF")
-    pages = len(re.findall(rb"/Type\s*/Page\b", pdf))
-    # six tabs, each one page wide (1 Inputs runs to three pages long, 2 Model, 3 Constraints and 5 Cost to two);
-    # the supporting sheets (catalog of 22 models x 34 columns among them) are left out
-    assert 6 <= pages <= 12
-    assert main(["workbook", "-o", str(out), "--pdf"]) == 2  # both files exist now: nothing overwritten without --force
+    pages = len(re.findall(rb"/Type\s*/Page\b", pdf))  # each page object, not the /Pages tree
+    # the Summary and the six tabs, each one page wide and at least a page long, none over two (1 Inputs and 2 Model
+    # run to two); Options, Schedule and the supporting sheets (the catalogs: 3 pages) are left out
+    assert 7 <= pages <= 7 * 2
+    assert main(["workbook", "-o", str(out), "--pdf", str(printed)]) == 2  # both exist now: no overwrite without --force

@@ -54,7 +54,7 @@ def workbook_cmd(
     plan_file: Path | None = PLAN_ARG,
     output: Path = typer.Option(..., "-o", "--output", help="The workbook to write (.xlsx)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
-    pdf: bool = typer.Option(False, "--pdf", help="Also write OUTPUT.pdf of the six tabs (needs LibreOffice)."),
+    pdf: Path | None = typer.Option(None, "--pdf", help="Also print the Summary and the six tabs to this PDF (needs LibreOffice)."),
     recalc: bool = typer.Option(False, "--recalc", help="Take the cached values from a forced LibreOffice recalculation instead of the engine."),
     formulas: str = typer.Option("native", "--formulas", help="'native' Excel formulas (any Excel, LibreOffice), or 'udf': key cells call the xlplan Excel functions (needs the add-in)."),
     namespace: str = typer.Option("", "--namespace", help="Prefix for calls to the xlplan functions as your add-in registers them: XLWINGS for xlwings Server's default (=XLWINGS.MEMORY_GPUS()); none for classic xlwings and Lite."),
@@ -74,7 +74,7 @@ def workbook_cmd(
     p = _load(plan_file)
     export(lambda: figures(p, verify="auto" if verify else False), output, force=force, pdf=pdf, recalc=recalc,
            formulas=formulas, namespace=namespace, inputs=(plan_file,) if plan_file is not None else ())
-    typer.echo(f"wrote {output}" + (f" and {output.with_suffix('.pdf')}" if pdf else ""))
+    typer.echo(f"wrote {output}" + (f" and {pdf}" if pdf is not None else ""))
 
 
 @app.command("read")

@@ -38,10 +38,20 @@ def soffice() -> str | None:
     return None
 
 
+INSTALL = "expected `soffice` on PATH (apt-get install -y libreoffice-calc-nogui)"
+
+
+def require(option: str) -> None:
+    """Refuse an option that needs LibreOffice where it is not installed, in one line naming the option (before
+    anything is computed or written)."""
+    if soffice() is None:
+        raise InputError(option, [f"needs LibreOffice, which is not installed; {INSTALL}"])
+
+
 def _convert(files: list[Path], outdir: Path, target: str) -> list[Path]:
     binary = soffice()
     if binary is None:
-        raise InputError("LibreOffice", ["not found; expected `soffice` on PATH (apt-get install -y libreoffice-calc-nogui)"])
+        raise InputError("LibreOffice", [f"not found; {INSTALL}"])
     with tempfile.TemporaryDirectory(prefix="xlplan-lo-") as profile:
         user = Path(profile) / "user"
         user.mkdir()

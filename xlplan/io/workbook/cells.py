@@ -59,8 +59,6 @@ class Sheet:
     charts: list[dict] = field(default_factory=list)
     freeze: str | None = None  # top-left cell of the scrolling area (rows above and columns left of it stay put)
     merges: list[str] = field(default_factory=list)  # ranges shown as one cell, e.g. 'C8:E8'
-    fit_width: bool = True  # printed one page wide; False for wide reference tables (printed at a readable scale)
-    print_title_cols: str | None = None  # columns repeated on every printed page, e.g. 'A:B'
     row: int = 1  # cursor for builders
 
     def put(self, col: int | str, row: int, cell: Cell) -> str:

@@ -22,15 +22,36 @@ def _series_specs(ch: dict) -> list[dict]:
     return [s if isinstance(s, dict) else {"col": s[0], "rows": (s[1], s[2])} for s in ch["series"]]
 
 
-def _bar_chart(ws, specs: list[dict], xref):
-    """A column chart: each series a column of values over the x range's categories."""
-    from openpyxl.chart import BarChart, Reference
+def _values_and_title(ws, spec: dict):
+    """A series' value range and its title (the title row's cell): the rows after the title row, or from
+    ``values_from`` where rows lie between the title and the values (a units row)."""
+    from openpyxl.chart import Reference
+    from openpyxl.chart.series import SeriesLabel, StrRef
+    from openpyxl.utils import quote_sheetname
+
+    h, end = spec["rows"]
+    first = spec.get("values_from", h + 1)
+    values = Reference(ws, min_col=column_index(spec["col"]), min_row=first, max_row=end)
+    return values, SeriesLabel(strRef=StrRef(f"{quote_sheetname(ws.title)}!{spec['col']}{h}"))
+
+
+def _bar_chart(ws, specs: list[dict], xref, horizontal: bool = False):
+    """A column chart: each series a column of values over the x range's categories; ``horizontal``: bars, the first
+    category at the top and the labels at the left edge, clear of bars below zero (a tornado)."""
+    from openpyxl.chart import BarChart, Series
 
     chart = BarChart()
     for spec in specs:
-        h, end = spec["rows"]
-        chart.add_data(Reference(ws, min_col=column_index(spec["col"]), min_row=h, max_row=end), titles_from_data=True)
+        values, title = _values_and_title(ws, spec)
+        series = Series(values)
+        series.tx = title
+        chart.series.append(series)
     chart.set_categories(xref)
+    if horizontal:
+        chart.type = "bar"
+        chart.gapWidth = 50
+        chart.x_axis.scaling.orientation = "maxMin"
+        chart.x_axis.tickLblPos = "low"
     return chart
 
 
@@ -38,10 +59,11 @@ def _scatter_series(ws, ch: dict, spec: dict, i: int, xref):
     """One scatter series: its values over its own x range (else the chart's), colour, dash and marker."""
     from openpyxl.chart import Reference, Series
 
-    h, end = spec["rows"]
     own_x = spec.get("x")
     xs = Reference(ws, min_col=column_index(own_x[0]), min_row=own_x[1], max_row=own_x[2]) if own_x else xref
-    series = Series(Reference(ws, min_col=column_index(spec["col"]), min_row=h, max_row=end), xs, title_from_data=True)
+    values, title = _values_and_title(ws, spec)
+    series = Series(values, xs)
+    series.tx = title
     colour = spec.get("colour", SERIES_COLOURS[i % len(SERIES_COLOURS)])
     series.graphicalProperties.line.solidFill = colour
     series.graphicalProperties.line.width = 22000  # EMU: about 1.75 pt
@@ -74,12 +96,12 @@ def _axes(chart, ch: dict) -> None:
 
 
 def chart(ws, ch: dict):
-    """A scatter (lines with markers) or a column chart from a spec.
+    """A scatter (lines with markers) or a column chart (``horizontal``: a bar chart) from a spec.
 
     ``series`` are ``(column, title row, last row)`` over the chart's ``x`` range, or dicts with ``col``, ``rows``
-    (title row, last row), and optionally their own ``x`` range, a ``colour``, ``dash`` ('dash', 'sysDot'...) and
-    ``marker``. Axis number formats (``x_format``, ``y_format``), bounds (``x_min``, ``x_max``, ``y_min``) and the
-    legend (``legend``: a position, or None; by default one only where there is more than one series) are optional.
+    (title row, last row), and optionally ``values_from`` (the first value row, where a units row lies between), their
+    own ``x`` range, a ``colour``, ``dash`` ('dash', 'sysDot'...) and ``marker``. Axis number formats (``x_format``,
+    ``y_format``), bounds (``x_min``, ``x_max``, ``y_min``) and the legend (``legend``: a position, or None; by default one only where there is more than one series) are optional.
     """
     from openpyxl.chart import Reference, ScatterChart
 
@@ -87,7 +109,7 @@ def chart(ws, ch: dict):
     xref = Reference(ws, min_col=column_index(xcol), min_row=x0, max_row=x1)
     specs = _series_specs(ch)
     if ch.get("kind") == "bar":
-        out = _bar_chart(ws, specs, xref)
+        out = _bar_chart(ws, specs, xref, ch.get("horizontal", False))
     else:
         out = ScatterChart()
         for i, spec in enumerate(specs):

@@ -10,7 +10,7 @@ from xlplan.figures import Figures
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PDF, WORKBOOK, Output, check_outputs, write_outputs
 from xlplan.io.workbook.cells import Book
-from xlplan.io.workbook.common import DECISION_TABS, SUMMARY_TAB
+from xlplan.io.workbook.common import SUMMARY_TAB
 from xlplan.io.workbook.layout import SIX_TABS, build
 from xlplan.io.workbook.writer import workbook_bytes
 
@@ -41,13 +41,14 @@ def recalculated_caches(book: Book) -> Book:
     return book
 
 
-PRINTED = frozenset({SUMMARY_TAB, *SIX_TABS, *DECISION_TABS})
-"""The sheets a workbook's PDF holds: the Summary, the six tabs and the decisions (not the reference sheets)."""
+PRINTED = frozenset({SUMMARY_TAB, *SIX_TABS})
+"""The sheets a workbook's PDF holds: the Summary and the six tabs, the capacity note itself (not the decisions, the
+supporting sheets or the traffic sheets)."""
 
 
 def pdf_of_six_tabs(xlsx: bytes, name: str = "workbook", sheets: frozenset[str] = PRINTED) -> bytes:
-    """The Summary, the six tabs, Options and Schedule printed to PDF by headless LibreOffice, charts included
-    (the other sheets hidden in the package itself: LibreOffice leaves hidden sheets out of a PDF). [bytes]"""
+    """The Summary and the six tabs printed to PDF by headless LibreOffice, charts included (the other sheets hidden in
+    the package itself: LibreOffice leaves hidden sheets out of a PDF). [bytes]"""
     from xlplan.io.libreoffice import to_pdf
     from xlplan.io.workbook.writer import with_sheets_shown
 
@@ -57,19 +58,18 @@ def pdf_of_six_tabs(xlsx: bytes, name: str = "workbook", sheets: frozenset[str] 
         return to_pdf(src, Path(tmp) / "out").read_bytes()
 
 
-def workbook_outputs(output: str | Path, pdf: bool = False, option: str = "-o") -> list[Output]:
-    """The files writing a workbook makes: the .xlsx, and with ``pdf`` the PDF beside it (``OUT.pdf``)."""
-    output = Path(output)
-    outs = [Output(output, option, WORKBOOK)]
-    if pdf:
-        outs.append(Output(output.with_suffix(".pdf"), f"{option} (its PDF)", PDF))
+def workbook_outputs(output: str | Path, pdf: str | Path | None = None, option: str = "-o") -> list[Output]:
+    """The files writing a workbook makes: the .xlsx, and the PDF where ``pdf`` names one (``--pdf``)."""
+    outs = [Output(Path(output), option, WORKBOOK)]
+    if pdf is not None:
+        outs.append(Output(Path(pdf), "--pdf", PDF))
     return outs
 
 
-def workbook_files(fig: Figures, output: str | Path, pdf: bool = False, recalc: bool = False, formulas: str = "native",
-                   traffic=None, namespace: str = "") -> list[tuple[Path, bytes]]:
-    """(path, bytes) of the workbook of a plan's figures (:func:`xlplan.book.figures`) and, with ``pdf``, its PDF;
-    nothing is written."""
+def workbook_files(fig: Figures, output: str | Path, pdf: str | Path | None = None, recalc: bool = False,
+                   formulas: str = "native", traffic=None, namespace: str = "") -> list[tuple[Path, bytes]]:
+    """(path, bytes) of the workbook of a plan's figures (:func:`xlplan.book.figures`) and, where ``pdf`` names one,
+    the PDF of its Summary and six tabs; nothing is written."""
     output = Path(output)
     if recalc and formulas != "native":
         raise InputError("--recalc", ["LibreOffice cannot run the xlplan Excel functions; expected --formulas native with --recalc"])
@@ -78,14 +78,18 @@ def workbook_files(fig: Figures, output: str | Path, pdf: bool = False, recalc: 
         book = recalculated_caches(book)
     data = workbook_bytes(book)
     out = [(output, data)]
-    if pdf:
-        out.append((output.with_suffix(".pdf"), pdf_of_six_tabs(data, output.stem)))
+    if pdf is not None:
+        out.append((Path(pdf), pdf_of_six_tabs(data, output.stem)))
     return out
 
 
-def export(figures_of: Callable[[], Figures], output: str | Path, force: bool = False, pdf: bool = False,
+def export(figures_of: Callable[[], Figures], output: str | Path, force: bool = False, pdf: str | Path | None = None,
            recalc: bool = False, formulas: str = "native", traffic=None, namespace: str = "", inputs: tuple = ()) -> None:
-    """Write the workbook of a plan (and its PDF); every output is checked first (before ``figures_of`` computes the
-    figures), and nothing is written when any step fails."""
+    """Write the workbook of a plan (and its PDF); every output, and LibreOffice where a PDF needs it, is checked first
+    (before ``figures_of`` computes the figures), and nothing is written when any step fails."""
+    from xlplan.io.libreoffice import require
+
     check_outputs(workbook_outputs(output, pdf), force, inputs)
+    if pdf is not None:
+        require("--pdf")
     write_outputs(workbook_files(figures_of(), output, pdf, recalc, formulas, traffic, namespace))

@@ -222,6 +222,11 @@ def _round(x: float, decimals: int) -> Decimal:
     return Decimal(f"{x:.15g}").quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
 
 
+def rounded(x: float, decimals: int) -> float:
+    """The value of ROUND(x, decimals) in LibreOffice and Excel (:func:`_round`). [x's unit]"""
+    return float(_round(x, decimals))
+
+
 def lit(text: str) -> Prose:
     """Literal text."""
     return Prose('"' + text.replace('"', '""') + '"', text)

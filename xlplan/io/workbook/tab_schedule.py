@@ -137,6 +137,8 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
     sh.row = end + 1
     first, last = hdr + 2, end
     sh.charts.append({"kind": "scatter", "title": "GPUs bought and GPUs the load needs, month by month", "x_title": "Month index",
-                      "y_title": "GPUs", "x": ("D", first, last), "series": [("G", hdr, last), ("H", hdr, last), ("J", hdr, last)],
+                      "y_title": "GPUs", "x": ("D", first, last),
+                      # titles from the header row, values from the first month (below the units row)
+                      "series": [{"col": c, "rows": (hdr, last), "values_from": first} for c in "GHJ"],
                       "anchor": f"A{end + 2}", "width": 22, "height": 8})
     sh.row = end + 20

@@ -1,4 +1,5 @@
-"""Tab 6 · What would change it: the engine's breakpoints, and each what-if as a row of formulas."""
+"""Tab 6 · What would change it: the engine's breakpoints, each what-if as a row of formulas, and the tornado of
+their monthly costs (:mod:`xlplan.io.workbook.tornado`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from xlplan.io.workbook.common import (
 )
 from xlplan.io.workbook.formulas import Prose
 from xlplan.io.workbook.support import put_banner
+from xlplan.io.workbook.tornado import tornado, tornado_cells
 from xlplan.scenario import TP_DEGREES
 from xlplan.whatif_table import STANDARD_WHAT_IFS, WhatIf
 
@@ -97,7 +99,8 @@ def whatif_rows(book: Book) -> tuple[int, int]:
 
 def relay_whatifs(book: Book, e: Engine, rows: list[WhatIfRow]) -> None:
     """Lay the what-if rows out again for the what-ifs a workbook holds, with the engine's re-plan of each
-    (:func:`xlplan.book.whatif_row`) as the values (`xlplan check` compares a user's own rows this way)."""
+    (:func:`xlplan.book.whatif_row`) as the values, the tornado's too (`xlplan check` compares a user's own rows this
+    way)."""
     first, last = whatif_rows(book)
     if len(rows) != last - first + 1:
         raise ValueError(f"{len(rows)} what-ifs for {last - first + 1} rows")
@@ -105,6 +108,7 @@ def relay_whatifs(book: Book, e: Engine, rows: list[WhatIfRow]) -> None:
     sh = book.get(SIX_TABS[5])
     for k, row in enumerate(rows):
         _sens_row(sh, first + k, first - 2, e, row, cols, per_tp)
+    tornado_cells(sh, e, first, len(rows) - BLANK_WHATIF_ROWS, last)
 
 
 def _breakpoints(sh: Sheet, rows: Rows, e: Engine) -> None:
@@ -166,8 +170,9 @@ def sensitivities_tab(book: Book, e: Engine) -> None:
         _sens_row(sh, first + k, tp_row, e, row, cols, per_tp)
     last = first + len(built) - 1
     book.define_range(WHATIF_INPUTS, sh, f"B{first}", f"H{last}")
-    sh.print_area = f"A1:O{last}"
-    sh.row = last + 1
+    end = tornado(sh, e, first, len(built) - BLANK_WHATIF_ROWS, last)
+    sh.print_area = f"A1:O{end}"
+    sh.row = end + 1
 
 
 def _label(r: int, e: Engine, w: WhatIf | None) -> Prose:

@@ -150,16 +150,11 @@ def _page_setup(ws, sheet, book: Book) -> None:
     ws.protection.formatRows = False
     ws.page_setup.orientation = "landscape" if sheet.landscape else "portrait"
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
-    if sheet.fit_width:  # one page wide, as many long as it takes
-        ws.page_setup.fitToWidth = 1
-        ws.page_setup.fitToHeight = 0
-        ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
-    else:  # a wide reference table: pages across at a readable scale, its key columns repeated on each
-        ws.page_setup.scale = REFERENCE_PRINT_SCALE
+    ws.page_setup.fitToWidth = 1  # every sheet one page wide, as many long as it takes
+    ws.page_setup.fitToHeight = 0
+    ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
     if sheet.print_title_rows:
         ws.print_title_rows = sheet.print_title_rows
-    if sheet.print_title_cols:
-        ws.print_title_cols = sheet.print_title_cols
     if sheet.print_area:
         ws.print_area = sheet.print_area
     if book.print_header:
@@ -195,10 +190,6 @@ def render(book: Book):
         sheet = wb.create_chartsheet(cs["sheet"])
         sheet.add_chart(_chart(wb[cs["data_sheet"]], cs))
     return wb
-
-
-REFERENCE_PRINT_SCALE = 70
-"""Print scale of the wide reference sheets (GPUs, Models), which run to several pages across. [percent]"""
 
 
 def _header_text(text: str) -> str:
