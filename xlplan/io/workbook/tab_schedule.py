@@ -136,7 +136,7 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
     sh.print_area = f"A1:Q{end + 18}"  # the chart below the table too
     sh.row = end + 1
     first, last = hdr + 2, end
-    sh.charts.append({"kind": "scatter", "title": "GPUs bought and GPUs the load needs, month by month", "x_title": "Month index",
+    sh.charts.append({"kind": "scatter", "title": "GPUs held and GPUs the load needs, month by month", "x_title": "Month index",
                       "y_title": "GPUs", "x": ("D", first, last),
                       # titles from the header row, values from the first month (below the units row)
                       "series": [{"col": c, "rows": (hdr, last), "values_from": first} for c in "GHJ"],
