@@ -312,8 +312,11 @@ def with_namespace(text: str, namespace: str) -> str:
     if not namespace:
         return text
     return _CALL.sub(lambda m: f"{namespace.upper()}.{m.group(1)}(", text)
-ADDIN_MISSING = "add-in not loaded"
-"""What an add-in cross-check shows where the xlplan Excel functions are not loaded (LibreOffice, plain Excel)."""
+ADDIN_MISSING = "not checked (no add-in)"
+"""What an add-in cross-check shows where the xlplan Excel functions are not loaded (LibreOffice, plain Excel): a state,
+not an error, shown in grey (the writer's ``crosscheck`` style)."""
+ADDIN_MISSING_BEFORE = ("add-in not loaded",)
+"""What workbooks built before :data:`ADDIN_MISSING` showed there instead; `xlplan check` reads them as it."""
 ADDIN_AGREES = "agrees"
 CROSSCHECK_COL = "E"
 
