@@ -75,6 +75,17 @@ def test_options_are_ranked_and_unpriced_ones_are_missing_not_zero():
     assert all(o.usd_per_mtok is None or not o.feasible for o in options[first_unpriced:])
 
 
+def test_compare_shows_a_missing_price_as_price_missing_never_zero(capsys):
+    # The GH200 has no rental price in the catalog: its $/month, $/M tokens (and in JSON its fixed cost, which has no
+    # bill to be added to) are missing, said in words in the table, null in JSON; none is $0, which would read as free
+    assert main(["compare", "--gpus", "h100-sxm,gh200-96gb", "--verify-top", "0"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "│ NVIDIA GH200" in line]
+    assert len(rows) == 4 and all(line.count("price missing") == 2 and "$0" not in line for line in rows)
+    assert main(["compare", "--gpus", "h100-sxm,gh200-96gb", "--verify-top", "0", "--json"]) == 0
+    gh = [o for o in json.loads(capsys.readouterr().out)["options"] if o["gpu"] == "gh200-96gb"]
+    assert gh and all(o[k] is None for o in gh for k in ("usd_per_gpu_hour", "monthly_usd", "usd_per_mtok", "fixed_usd_per_month"))
+
+
 def test_formats_follow_the_tensor_cores():
     # An A100 has no FP8 tensor cores: bf16 only. An H100 adds fp8; a B200 adds fp4 (NVFP4) weights.
     from xlplan import catalog

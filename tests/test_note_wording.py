@@ -153,6 +153,16 @@ def test_a_missing_gpu_price_is_printed_as_missing_never_as_zero(capsys):
     assert rows["h100-sxm"].endswith(f"${h100:.2f}/h")
 
 
+def test_a_bought_fleet_without_a_rental_price_says_it_is_missing(ref_plan):
+    # H20s bought at a stated node price: the catalog has no rental price for the H20, so renting instead has no bill
+    # and buying no payback; the note says the price is missing rather than quoting $0 rent or "never pays back"
+    bought = replan(ref_plan, hardware={"gpu": "h20", "gpus_per_node": 8, "usd_per_gpu_hour": None},
+                    costs={"mode": "buy", "capex_usd_per_node": 200000, "kw_per_gpu": 1.0, "usd_per_kwh": 0.09,
+                           "hardware_ops_usd_per_month": 0})
+    row = next(line for line in render_text(plan(bought)).splitlines() if "Against renting" in line)
+    assert "rental price missing for this GPU" in row and "$" not in row and "never" not in row
+
+
 @pytest.mark.parametrize(("raw", "shown"), [
     # an id beside words: the words stay, the separator before the id goes with it
     ("71 in public code tables, code-index id 61509561483; GA102 whitepaper not read",

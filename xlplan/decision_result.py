@@ -33,7 +33,7 @@ class GPUOption(_Out):
     usd_per_gpu_hour: float | None = Field(default=None, description="Price used (rent) or cost of ownership (buy); None: missing. [USD/GPU-hour]")
     billed_gpus: int | None = Field(default=None, description="GPUs on the bill: with redundancy (rented) or purchased. [GPUs]")
     billed_purchased_always: bool = Field(default=False, description="Owned (buy): every purchased GPU is on the bill whatever the billing input. [bool]")
-    fixed_usd_per_month: float = Field(default=0.0, description="Hardware operations of an owned fleet; 0 when rented. [USD/month]")
+    fixed_usd_per_month: float | None = Field(default=0.0, description="Hardware operations of an owned fleet; 0 when rented; None: no price, so no bill to add it to. [USD/month]")
     monthly_usd: float | None = Field(default=None, description="Monthly cost; None: no price. [USD/month]")
     usd_per_mtok: float | None = Field(default=None, description="Cost per million tokens; None: no price. [USD/Mtok]")
     price_note: str = Field(default="", description="Where the price comes from, dated. [text]")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from xlplan.note_constraints import QUEUEING_WORDS, constraints_section  # noqa: F401  (QUEUEING_WORDS: re-exported)
 from xlplan.note_fleet import answer_sentence, fleet_section
-from xlplan.note_format import _count, _n, _pct, _tokens, _usd, _who_binds
+from xlplan.note_format import PRICE_MISSING, _count, _n, _pct, _tokens, _usd, _who_binds
 from xlplan.result import PlanResult, Sensitivity
 
 SECTIONS = (
@@ -165,7 +165,7 @@ def _against_renting_row(r: PlanResult) -> tuple[str, str]:
     """Owning against renting the fleet with redundancy: the rent, and when buying pays back. [text]"""
     o = r.cost.ownership
     if o.rent_monthly_usd is None:
-        return ("Against renting", "no rental price known for this GPU")
+        return ("Against renting", f"rental {PRICE_MISSING} for this GPU: no payback to give")
     pay = (f"buying pays back in {o.payback_months:,.1f} months" if o.payback_months is not None
            else "renting costs less than running owned hardware: buying never pays back")
     return ("Against renting", (f"renting the {_count(r.fleet.with_redundancy, 'GPU')} with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "

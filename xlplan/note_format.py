@@ -67,9 +67,14 @@ def _verb(n: float, one: str, many: str) -> str:
     return one if n == 1 else many
 
 
+PRICE_MISSING = "price missing"
+"""What every surface shows for a price nobody knows (the catalog, compare, the Options sheet, the note): text, never
+$0.00, which would read as free. [text]"""
+
+
 def _hourly_price(usd: float | None) -> str:
     """2.99 -> '$2.99/h'; None -> 'price missing' (a missing price is never printed as $0.00). [text]"""
-    return "price missing" if usd is None else f"${usd:,.2f}/h"
+    return PRICE_MISSING if usd is None else f"${usd:,.2f}/h"
 
 
 _OPAQUE_IDS = re.compile(r"(?:\bcode-index |\balso )?\bids? \d{6,}(?:,? (?:and )?\d{6,})*")

@@ -14,11 +14,11 @@ from xlplan.cli.app import PLAN_ARG, app
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError, percent_hint
 from xlplan.io.outputs import json_text
-from xlplan.note_format import _count
+from xlplan.note_format import PRICE_MISSING, _count
 
 
 def _usd(x: float | None, digits: int = 0) -> str:
-    return "missing" if x is None else f"${x:,.{digits}f}"
+    return PRICE_MISSING if x is None else f"${x:,.{digits}f}"
 
 
 @app.command("compare")

@@ -22,6 +22,7 @@ from xlplan.io.workbook.common import (
     gpu_derived,
 )
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
+from xlplan.note_format import PRICE_MISSING
 from xlplan.scenario import TP_DEGREES
 
 CHECKS: tuple[tuple[str, str, str | None], ...] = (
@@ -35,6 +36,7 @@ CHECKS: tuple[tuple[str, str, str | None], ...] = (
     ("OneSpeed", "Exactly one of inter-token target and streaming speed", "=ISNUMBER(ITLInput)<>ISNUMBER(TokensPerSecondInput)"),
     ("ModelFound", "Model found on the Models sheet", "=ISNUMBER(ModelRow)"),
     ("GPUFound", "GPU found on the GPUs sheet", "=ISNUMBER(GPURow)"),
+    ("GPUPriced", "The GPU has a price: the price paid, the catalog's, or owned", "=ISNUMBER(GPUUSDPerHour)"),
     ("TPDividesNode", "Tensor-parallel degree divides the purchasing unit",
      "=IF(ISNUMBER(TPInput),AND(TPInput<=GPUsPerNode,MOD(GPUsPerNode,TPInput)=0),TRUE)"),
     ("SomeTPFits", "The weights fit and the promise can be met at some degree", "=COUNT(TPLoad)>0"),
@@ -67,6 +69,7 @@ FAILURES: dict[str, str] = {
     "OneSpeed": "give the inter-token target or the streaming speed, not both or neither",
     "ModelFound": "the model is not on the Models sheet",
     "GPUFound": "the GPU is not on the GPUs sheet",
+    "GPUPriced": "the GPU's price is missing: give the price paid on 1 Inputs",
     "TPDividesNode": "the tensor-parallel degree does not divide the purchasing unit",
     "SomeTPFits": "no tensor-parallel degree fits the weights and keeps the promise",
     "FleetOrdered": "load, redundancy and purchase out of order",
@@ -103,6 +106,12 @@ def price_date(note: str) -> str:
     return m.group(0) if m else ""
 
 
+def price_note_shown(gpu) -> str:
+    """A GPU's price note as the GPUs sheet shows it: 'price missing' for a GPU without a price, never a blank a reader
+    takes for none needed. [text]"""
+    return gpu.price_note or (PRICE_MISSING if gpu.usd_per_gpu_hour is None else "")
+
+
 def check_values(e: Engine) -> dict[str, bool]:
     """What each check evaluates to for a plan the engine accepted: the input checks hold by validation."""
     from xlplan import plausibility
@@ -112,7 +121,7 @@ def check_values(e: Engine) -> dict[str, bool]:
     return {
         "InputsPlausible": not (names & plausibility.outside_fields(e.plan)),
         "PromptOrdered": True, "OutputOrdered": True, "FractionsInRange": True, "OneSpeed": True, "ModelFound": True,
-        "GPUFound": True, "TPDividesNode": True, "SomeTPFits": True,
+        "GPUFound": True, "GPUPriced": True, "TPDividesNode": True, "SomeTPFits": True,
         "FleetOrdered": pa.load <= pa.with_redundancy <= pa.purchased,
         "TTFTCheck": pa.ttft_p95_s <= s.ttft_s,
     }
@@ -278,7 +287,7 @@ def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
                   [(key, e.gpu if key == gpu_row_key(e.plan) and key not in catalog.gpu_names() else catalog.get_gpu(key))
                    for key in catalog_gpu_keys(e.plan)],
                   lambda spec: [getattr(spec, f) for f, _, _ in GPU_COLUMNS] + gpu_derived(spec)
-                  + [spec.price_note, spec.source, price_date(spec.price_note)])
+                  + [price_note_shown(spec), spec.source, price_date(spec.price_note)])
     keys = catalog_gpu_keys(e.plan)
     last = CATALOG_FIRST_ROW + len(keys) - 1
     book.define_range("GPUPriceNotes", gs, f"{note_col}{CATALOG_FIRST_ROW}", f"{note_col}{last}")

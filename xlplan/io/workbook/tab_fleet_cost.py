@@ -15,7 +15,7 @@ from xlplan.io.workbook.common import (
     num,
 )
 from xlplan.io.workbook.support import put_banner
-from xlplan.note_format import _count, _verb
+from xlplan.note_format import PRICE_MISSING, _count, _verb
 from xlplan.units import MILLION, SECONDS_PER_HOUR
 
 
@@ -179,6 +179,18 @@ def _bill_lines(e: Engine) -> list[Line]:
     ]
 
 
+def _or_missing(usd: float | None) -> float | str:
+    """A figure priced from the rental price, or the words for a price nobody knows (never $0). [USD] or [text]"""
+    return PRICE_MISSING if usd is None else usd
+
+
+def _payback(o) -> float | str:
+    """Months until buying pays back; 'price missing' without a rental price, 'never' when renting costs less. [months]"""
+    if o.rent_monthly_usd is None:
+        return PRICE_MISSING
+    return o.payback_months if o.payback_months is not None else "never"
+
+
 def _ownership_lines(e: Engine) -> list[Line]:
     """Buy: capex, power and hosting used (the plan's, else a dated default), the owned cost per GPU-hour, and the
     payback against renting the fleet with redundancy. Each shows n/a while 1 Inputs says rent."""
@@ -218,12 +230,13 @@ def _ownership_lines(e: Engine) -> list[Line]:
              v(o.energy_usd_per_month if buy else 0), "USD/month", FMT["usd"], "every purchased GPU at load, every hour, times PUE"),
         Line("HostingUSDPerMonth", "Colocation", f'=IF(ISNUMBER(KWPerGPUUsed),FleetPurchased*KWPerGPUUsed*HostingUSDPerKWMonthUsed,"{NA}")',
              v(o.hosting_usd_per_month if buy else 0), "USD/month", FMT["usd"], ""),
-        Line("RentMonthlyUSD", "Renting the fleet with redundancy instead", f'=IF(CostMode<>"buy","{NA}",FleetWithRedundancy*RentUSDPerGPUHour*HoursPerMonth)',
-             v((o.rent_monthly_usd or 0.0) if buy else 0), "USD/month", FMT["usd"], "at the rental price on 1 Inputs"),
+        Line("RentMonthlyUSD", "Renting the fleet with redundancy instead",
+             f'=IF(CostMode<>"buy","{NA}",IF(ISNUMBER(RentUSDPerGPUHour),FleetWithRedundancy*RentUSDPerGPUHour*HoursPerMonth,"{PRICE_MISSING}"))',
+             v(_or_missing(o.rent_monthly_usd) if buy else 0), "USD/month", FMT["usd"], "at the rental price on 1 Inputs"),
         Line("PaybackMonths", "Buying pays back after",
-             f'=IF(NOT(ISNUMBER(CapexUSD)),"{NA}",IF(RentMonthlyUSD>{running},CapexUSD/(RentMonthlyUSD-{running}),"never"))',
-             v(o.payback_months if (buy and o.payback_months is not None) else "never"), "months", FMT["num"],
-             "capex ÷ (rent − electricity − colocation − hardware operations)"),
+             f'=IF(NOT(ISNUMBER(CapexUSD)),"{NA}",IF(NOT(ISNUMBER(RentMonthlyUSD)),"{PRICE_MISSING}",'
+             f'IF(RentMonthlyUSD>{running},CapexUSD/(RentMonthlyUSD-{running}),"never")))',
+             v(_payback(o) if buy else 0), "months", FMT["num"], "capex ÷ (rent − electricity − colocation − hardware operations)"),
     ]
 
 

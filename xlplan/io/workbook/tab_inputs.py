@@ -12,7 +12,8 @@ from xlplan.io.workbook.common import (
     Rows,
 )
 from xlplan.io.workbook.inputs import INPUT_SPECS, OWNER_SECTIONS, InputSpec, input_value
-from xlplan.io.workbook.support import check_values, price_date, put_banner
+from xlplan.io.workbook.support import check_values, price_date, price_note_shown, put_banner
+from xlplan.note_format import PRICE_MISSING
 
 
 def _validation(spec: InputSpec) -> Validation:
@@ -97,10 +98,12 @@ def _catalog_price(sh: Sheet, e: Engine) -> None:
     cat = e.gpu.usd_per_gpu_hour or 0.0
     r = sh.row
     sh.put("A", r, Cell("Catalog price for this GPU", kind="label"))
-    sh.put("B", r, Cell("=GPUCatalogUSDPerHour", formula=True, cached=cat, kind="calc", fmt=FMT["usd2"]))
+    sh.put("B", r, Cell(f'=IF(GPUCatalogUSDPerHour>0,GPUCatalogUSDPerHour,"{PRICE_MISSING}")', formula=True,
+                        cached=cat or PRICE_MISSING, kind="calc", fmt=FMT["usd2"]))
     sh.put("C", r, Cell("USD/GPU-hour", kind="unit"))
     sh.put("D", r, Cell("GPUs sheet", kind="note"))
-    sh.put("E", r, Cell('=INDEX(GPUPriceNotes,GPURow)&""', formula=True, cached=e.gpu.price_note, kind="calc", wrap=True))
+    sh.put("E", r, Cell('=INDEX(GPUPriceNotes,GPURow)&""', formula=True, cached=price_note_shown(e.gpu), kind="calc",
+                        wrap=True))
     sh.put("F", r, Cell('=INDEX(GPUPriceDates,GPURow)&""', formula=True, cached=price_date(e.gpu.price_note), kind="calc"))
     sh.put("G", r, Cell("The catalog's representative price for the GPU chosen above, with its dated source.", kind="note"))
     sh.row += 1
@@ -109,7 +112,7 @@ def _catalog_price(sh: Sheet, e: Engine) -> None:
     listed = F.when("GPUCatalogUSDPerHour>0", cat > 0,
                     F.join(F.usd("GPUCatalogUSDPerHour", cat, 2), F.when('INDEX(GPUPriceDates,GPURow)<>""', bool(price_date(e.gpu.price_note)),
                                                                      F.join(" (", F.ref("INDEX(GPUPriceDates,GPURow)", price_date(e.gpu.price_note)), ")"))),
-                    "not listed")
+                    PRICE_MISSING)
     flag = F.when("AND(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput<>GPUCatalogUSDPerHour)", override,
                   F.join("OVERRIDE: ", F.usd("GPUUSDPerHourInput", paid or 0.0, 2), "/GPU-hour paid; the catalog's price for ",
                          F.ref("GPUName", e.gpu.name), " is ", listed, " — check the price paid is for this GPU"))
@@ -181,10 +184,10 @@ def _input_row(book: Book, sh: Sheet, e: Engine, spec: InputSpec) -> None:
 def _prices_used(rows: Rows, e: Engine) -> None:
     """The catalog price beside the price paid, then the rental price and the GPU-hour cost the plan uses."""
     _catalog_price(rows.sheet, e)
-    rent = e.plan.hardware.usd_per_gpu_hour or e.gpu.usd_per_gpu_hour or 0.0
+    rent = e.plan.hardware.usd_per_gpu_hour or e.gpu.usd_per_gpu_hour or PRICE_MISSING
     rows.calc("RentUSDPerGPUHour", "Rental price used",
-              '=IF(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput,GPUCatalogUSDPerHour)',
-              rent, "USD/GPU-hour", FMT["usd2"], "The price paid, or the catalog's price.")
+              f'=IF(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput,IF(GPUCatalogUSDPerHour>0,GPUCatalogUSDPerHour,"{PRICE_MISSING}"))',
+              rent, "USD/GPU-hour", FMT["usd2"], "The price paid, or the catalog's price (text where neither is known).")
     rows.calc("GPUUSDPerHour", "GPU cost per hour used", '=IF(CostMode="buy",OwnedUSDPerGPUHour,RentUSDPerGPUHour)',
               e.s.usd_per_gpu_hour, "USD/GPU-hour", FMT["usd2"],
               "rent: the rental price; buy: what an owned GPU costs an hour (5 Cost, rent or buy)")

@@ -1,0 +1,95 @@
+"""The workbook's money, as a reader sees it in either spreadsheet engine: a missing price in words, never $0.00.
+
+Each plan's workbook is built without cached values and recalculated once in LibreOffice and once in the Excel-grammar
+engine (`formulas`); every formula cell must agree with the engine's value (tests/workbookhelp.py), and the figures
+named here are read from both.
+"""
+
+from __future__ import annotations
+
+import pytest
+from planhelp import replan
+from workbookhelp import build, compare_book, engine_json, evaluate_many, name_ref, recalculate, require_libreoffice
+
+from xlplan.io.planfile import reference_plan
+from xlplan.io.workbook.writer import workbook_bytes
+from xlplan.plan import Plan
+
+H20_BUY = {"gpu": "h20", "gpus_per_node": 8, "usd_per_gpu_hour": None}
+"""The H20: the catalog has no rental price for it, nor a node price (ownership.yaml), so a buy plan states its own."""
+
+
+def _h20_bought() -> Plan:
+    """The reference traffic on H20s bought at a stated node price: its rental price, and so renting instead and the
+    payback, are unknown."""
+    return replan(reference_plan(), hardware=H20_BUY,
+                  costs={"mode": "buy", "capex_usd_per_node": 200000, "kw_per_gpu": 1.0, "usd_per_kwh": 0.09,
+                         "hardware_ops_usd_per_month": 0})
+
+
+PLANS = {"h20_bought": _h20_bought}
+
+
+@pytest.fixture(scope="module")
+def money(tmp_path_factory):
+    """(books, {engine: {stem: read(title, coord)}}, problems): each plan's workbook evaluated by both engines, and
+    every disagreement of a formula cell or named output with the engine."""
+    require_libreoffice()
+    from excelgrammar import value
+
+    folder = tmp_path_factory.mktemp("money")
+    books, files, problems = {}, [], []
+    for stem, make in PLANS.items():
+        books[stem] = build(make())
+        f = folder / f"{stem}.xlsx"
+        f.write_bytes(workbook_bytes(books[stem], caches=False))
+        files.append(f)
+    lo = recalculate(files, folder / "lo")
+    import openpyxl
+
+    readers = {"LibreOffice": {}, "Excel-grammar": {}}
+    for stem, out, values in zip(books, lo, evaluate_many(files)):
+        wb = openpyxl.load_workbook(out, data_only=True)
+        readers["LibreOffice"][stem] = lambda t, c, wb=wb: wb[t][c].value
+        readers["Excel-grammar"][stem] = lambda t, c, v=values: value(v, t, c)
+        js = engine_json(PLANS[stem](), folder, stem)
+        for engine, per in readers.items():
+            problems += [f"{engine}: {p}" for p in compare_book(stem, books[stem], per[stem], js)]
+    return books, readers, problems
+
+
+def _row_labelled(book, title: str, label: str) -> int:
+    """The row whose column A holds ``label`` on sheet ``title``."""
+    sheet = book.get(title)
+    return next(int(c[1:]) for c, cell in sheet.cells.items() if c[0] == "A" and c[1:].isdigit() and cell.value == label)
+
+
+@pytest.mark.slow
+def test_the_money_workbooks_agree_with_the_engine_in_both_engines(money):
+    assert money[2] == []
+
+
+@pytest.mark.slow
+def test_a_missing_price_reads_price_missing_in_both_engines_never_zero(money):
+    # The H20 has no catalog rental price: the catalog price beside the price paid, the rental price used, renting the
+    # fleet instead and the payback against it all say "price missing" (a $0.00 would read as free, and a payback
+    # against free rent as "never"); the bought fleet's own cost per GPU-hour is known and stays a number. On the
+    # Options sheet, every option without a price (the GH200s: no rental price; in a buy plan every GPU without a
+    # catalog node price) shows its price, fixed cost, month and $/M tokens as missing, never as $0.
+    books, readers, _ = money
+    book = books["h20_bought"]
+    for engine, per in readers.items():
+        read = per["h20_bought"]
+        for name in ("RentUSDPerGPUHour", "RentMonthlyUSD", "PaybackMonths"):
+            assert read(*name_ref(book, name)) == "price missing", (engine, name)
+        assert isinstance(read(*name_ref(book, "GPUUSDPerHour")), float)
+        row = _row_labelled(book, "1 Inputs", "Catalog price for this GPU")
+        assert read("1 Inputs", f"B{row}") == "price missing" and read("1 Inputs", f"E{row}") == "price missing"
+        options = book.get("Options")
+        rows = sorted({int(c[1:]) for c in options.cells if c.startswith("B") and "GH200" in str(options.cells[c].value)})
+        assert rows
+        for r in rows:
+            assert [read("Options", f"{col}{r}") for col in "JLMN"] == ["price missing"] * 4, (engine, r)
+        ranked = {int(c[1:]) for c, cell in options.cells.items() if c[0] == "A" and isinstance(cell.value, int)}
+        priced = {r for r in ranked if f"J{r}" in options.cells}  # the feasible options' rows
+        assert not [(c, r) for r in priced for c in "JMN" if read("Options", f"{c}{r}") == 0], engine
