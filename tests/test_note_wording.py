@@ -120,21 +120,22 @@ def test_the_api_comparison_is_a_factor_above_one_in_the_direction_of_its_words(
     assert ref.cost.api_monthly_usd == pytest.approx(30_484.8) and ref.answer.monthly_usd == pytest.approx(15_330)
     assert "self-hosting is 2.0× cheaper than the API at this volume" in _api_sentence(ref)
     # at $0.005 per million either way (the plausible floor) the API bills 42.05 M × 2,300 tokens × $0.005/M = $483.55:
-    # the API is the cheaper, by 15,330 / 483.55 = 31.7×, said as self-hosting being 31.7× dearer, never "0.0× cheaper"
+    # the API is the cheaper, by 15,330 / 483.55 = 31.7×, said as the API being 31.7× cheaper, never "0.0× cheaper"
+    # (nor "31.7× dearer", whose subject is the one not chosen)
     cheap = plan(replan(ref_plan, api={"usd_per_mtok_input": 0.005, "usd_per_mtok_output": 0.005}))
     assert cheap.cost.api_monthly_usd == pytest.approx(483.552)
     sentence = _api_sentence(cheap)
-    assert "self-hosting is 31.7× dearer than the API at this volume" in sentence
+    assert "the API is 31.7× cheaper than self-hosting at this volume" in sentence and "dearer" not in sentence
     for text in (_api_sentence(ref), sentence):
         assert all(float(x.replace(",", "")) >= 1 for x in re.findall(r"([\d,.]+)×", text)), text
 
 
 def test_a_factor_that_rounds_to_one_is_said_as_about_the_same():
-    # $1,000 against $1,020 is 1.02 either way: "1.0× dearer" would state a difference as none; past 5% it is a factor
+    # $1,000 against $1,020 is 1.02 either way: "1.0× cheaper" would state a difference as none; past 5% it is a factor
     assert "costs about what the API does" in _api_ratio_sentence(1000.0, 1020.0)
     assert "costs about what the API does" in _api_ratio_sentence(1020.0, 1000.0)
     assert "self-hosting is 1.1× cheaper than the API" in _api_ratio_sentence(1100.0, 1000.0)
-    assert "self-hosting is 2.0× dearer than the API" in _api_ratio_sentence(500.0, 1000.0)
+    assert "the API is 2.0× cheaper than self-hosting" in _api_ratio_sentence(500.0, 1000.0)
     assert "×" not in _api_ratio_sentence(0.0, 1000.0)  # an API that costs nothing: no factor to give
 
 

@@ -1,4 +1,5 @@
-"""The workbook's money, as a reader sees it in either spreadsheet engine: a missing price in words, never $0.00.
+"""The workbook's money, as a reader sees it in either spreadsheet engine (issue 23): self-hosting against the API as a
+factor of at least 1 in the direction of its words, a missing price in words, never $0.00.
 
 Each plan's workbook is built without cached values and recalculated once in LibreOffice and once in the Excel-grammar
 engine (`formulas`); every formula cell must agree with the engine's value (tests/workbookhelp.py), and the figures
@@ -6,6 +7,8 @@ named here are read from both.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from planhelp import replan
@@ -27,7 +30,12 @@ def _h20_bought() -> Plan:
                          "hardware_ops_usd_per_month": 0})
 
 
-PLANS = {"h20_bought": _h20_bought}
+def _cheap_api() -> Plan:
+    """The reference at $0.005 per million tokens either way: the API is the cheaper."""
+    return replan(reference_plan(), api={"usd_per_mtok_input": 0.005, "usd_per_mtok_output": 0.005})
+
+
+PLANS = {"reference": reference_plan, "cheap_api": _cheap_api, "h20_bought": _h20_bought}
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +101,30 @@ def test_a_missing_price_reads_price_missing_in_both_engines_never_zero(money):
         ranked = {int(c[1:]) for c, cell in options.cells.items() if c[0] == "A" and isinstance(cell.value, int)}
         priced = {r for r in ranked if f"J{r}" in options.cells}  # the feasible options' rows
         assert not [(c, r) for r in priced for c in "JMN" if read("Options", f"{c}{r}") == 0], engine
+
+
+@pytest.mark.slow
+def test_self_hosting_against_the_api_is_a_factor_above_one_in_the_direction_of_its_words(money):
+    # 5 Cost compares the runbook's bill (5 GPUs × $3/h × 730 h = $10,950) with the API's; the Summary repeats it, and
+    # beside the Answer gives the note's own sentence (the Answer's 7 GPUs × $3 × 730 = $15,330).
+    # reference: the API bills 42.05 M requests × (2,000 × $0.25 + 300 × $0.75)/M = $30,484.80: self-hosting is
+    #   30,484.80 / 10,950 = 2.78 -> "2.8×" cheaper (and 30,484.80 / 15,330 = 1.99 -> "2.0×" for the Answer)
+    # cheap API: 42.05 M × 2,300 tokens × $0.005/M = $483.55: the API is 10,950 / 483.55 = 22.64 -> "22.6×" cheaper
+    #   (15,330 / 483.55 = 31.70 -> "31.7×" for the Answer), never "self-hosting is 0.0× cheaper"
+    from xlplan.note import render_text
+    from xlplan.planner import plan
+
+    books, readers, _ = money
+    expected = {"reference": ("self-hosting is 2.8× cheaper than the API", "self-hosting is 2.0× cheaper than the API"),
+                "cheap_api": ("the API is 22.6× cheaper than self-hosting", "the API is 31.7× cheaper than self-hosting")}
+    for stem, (method, answer) in expected.items():
+        book = books[stem]
+        for engine, per in readers.items():
+            read = per[stem]
+            assert read(*name_ref(book, "APIComparison")) == method, engine
+            assert read(*name_ref(book, "SummaryAgainstAPI")) == method, engine
+        title, coord = name_ref(book, "AnswerAgainstAPI")
+        assert book.get(title).cells[coord].value == answer  # an engine value, as the note prints it
+        assert f"On infrastructure alone {answer} at this volume." in render_text(plan(PLANS[stem]()))
+        for text in (method, answer):
+            assert all(float(x) >= 1 for x in re.findall(r"([\d.]+)×", text))
