@@ -18,6 +18,9 @@ from xlplan.io.planfile import reference_plan
 from xlplan.io.workbook.writer import workbook_bytes
 from xlplan.plan import Plan
 
+H20_QUOTE = "integrator quote for 8x H20, 2026-11 (capex, power); site tariff 2026 (electricity)"
+"""Where the H20 plan's own buy figures come from (costs.source)."""
+
 H20_BUY = {"gpu": "h20", "gpus_per_node": 8, "usd_per_gpu_hour": None}
 """The H20: the catalog has no rental price for it, nor a node price (ownership.yaml), so a buy plan states its own."""
 
@@ -27,7 +30,7 @@ def _h20_bought() -> Plan:
     payback, are unknown."""
     return replan(reference_plan(), hardware=H20_BUY,
                   costs={"mode": "buy", "capex_usd_per_node": 200000, "kw_per_gpu": 1.0, "usd_per_kwh": 0.09,
-                         "hardware_ops_usd_per_month": 0})
+                         "hardware_ops_usd_per_month": 0, "source": H20_QUOTE})
 
 
 def _cheap_api() -> Plan:
@@ -128,3 +131,42 @@ def test_self_hosting_against_the_api_is_a_factor_above_one_in_the_direction_of_
         assert f"On infrastructure alone {answer} at this volume." in render_text(plan(PLANS[stem]()))
         for text in (method, answer):
             assert all(float(x) >= 1 for x in re.findall(r"([\d.]+)×", text))
+
+
+@pytest.mark.slow
+def test_each_buy_figure_and_api_price_is_credited_to_its_own_source(money):
+    # The Source column of 1 Inputs credits each input: a buy figure left blank to its dated default in
+    # catalog/ownership.yaml (PUE: Uptime Institute 2025; colocation: CBRE H2 2024; depreciation: AWS 2025; an H100's
+    # power: NVIDIA's DGX H100 guide), one with no credible default says so, one the plan gives to the plan's
+    # costs.source, an API price to the API's source; none to the pricing section's source, which is the runbook's
+    # GPU price ("runbook document 14 ($3/GPU-hour rented H100)")
+    from xlplan import catalog
+
+    books, readers, _ = money
+    own, h100 = catalog.ownership_defaults(), catalog.ownership_for("h100-sxm")
+    gpu_price = reference_plan().sources.pricing
+    expected = {
+        "reference": {
+            "Buy: PUE": (f"default: {own['pue']['source']}", str(own["pue"]["date"])),
+            "Buy: colocation": (f"default: {own['hosting_usd_per_kw_month']['source']}",
+                                str(own["hosting_usd_per_kw_month"]["date"])),
+            "Buy: depreciation life": (f"default: {own['depreciation_years']['source']}", str(own["depreciation_years"]["date"])),
+            "Buy: power per GPU at load": (f"catalog default for this GPU: {h100['kw_per_gpu']['source']}",
+                                           h100["kw_per_gpu"]["date"]),
+            "Buy: electricity price": ("no default: a buy plan states it", None),
+            "API input price": (reference_plan().api.source, None),
+            "GPU price paid": (gpu_price, None),
+        },
+        "h20_bought": {
+            "Buy: price of one purchasing unit": (f"the plan's figure: {H20_QUOTE}", ""),
+            "Buy: electricity price": (f"the plan's figure: {H20_QUOTE}", None),
+            "Buy: PUE": (f"default: {own['pue']['source']}", str(own["pue"]["date"])),
+        },
+    }
+    for stem, rows in expected.items():
+        for engine, per in readers.items():
+            for label, (source, date) in rows.items():
+                r = _row_labelled(books[stem], "1 Inputs", label)
+                assert per[stem]("1 Inputs", f"E{r}") == source, (engine, stem, label)
+                assert per[stem]("1 Inputs", f"F{r}") in ((None, "") if not date else (date,)), (engine, stem, label)
+                assert label == "GPU price paid" or source != gpu_price

@@ -242,6 +242,34 @@ def _efficiency_table(book: Book, sh: Sheet, r: int) -> int:
     return r + 1
 
 
+OWNERSHIP_DEFAULTS = (("DepreciationYears", "depreciation_years"), ("PUE", "pue"), ("HostingUSDPerKWMonth", "hosting_usd_per_kw_month"))
+"""The buy inputs with a default for every GPU (catalog/ownership.yaml): 1 Inputs name stem and ownership field."""
+
+
+def _default_sources(book: Book, sh: Sheet, r: int) -> int:
+    """The dated source of each buy default, named Default<Input>Source and Default<Input>Date, from row ``r``, for the
+    Source and Date columns of 1 Inputs (a source runs past the 255 characters a formula's text may hold); returns the
+    row after the last."""
+    for i, h in enumerate(("Buy default", "Source", "Date")):
+        sh.put(i + 1, r, Cell(h, kind="header"))
+    for stem, field in OWNERSHIP_DEFAULTS:
+        r += 1
+        d = catalog.ownership_defaults()[field]
+        sh.put("A", r, Cell(field, kind="label"))
+        book.define(f"Default{stem}Source", sh, sh.put("B", r, Cell(d["source"], kind="const", wrap=True)))
+        book.define(f"Default{stem}Date", sh, sh.put("C", r, Cell(str(d["date"]), kind="const")))
+    return r + 1
+
+
+def owned_sources(gpu) -> list[str]:
+    """[node price source, its date, power source, its date] the catalog gives a GPU ('' where it gives none). [text]"""
+    try:
+        own = catalog.ownership_for(gpu.name)
+    except catalog.UnknownNameError:  # a GPU given in the plan: no catalog figures
+        own = {}
+    return [str(own.get(f, {}).get(k, "")) for f in ("capex_usd_per_node", "kw_per_gpu") for k in ("source", "date")]
+
+
 def constants_sheet(book: Book) -> None:
     """Lay out the Constants sheet: every constant the formulas use, the dtype tables, the drop-down lists and the
     default efficiencies."""
@@ -255,6 +283,7 @@ def constants_sheet(book: Book) -> None:
     r = _dtype_tables(book, sh, r)
     r = _drop_down_lists(book, sh, r)
     r = _efficiency_table(book, sh, r)
+    r = _default_sources(book, sh, r + 1)
     _plausible_table(book, sh, r + 2)
 
 
@@ -277,21 +306,25 @@ def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
 
     note_col = get_column_letter(3 + len(GPU_COLUMNS) + len(GPU_DERIVED))
     date_col = get_column_letter(5 + len(GPU_COLUMNS) + len(GPU_DERIVED))  # after the source
+    owned = {i: get_column_letter(6 + len(GPU_COLUMNS) + len(GPU_DERIVED) + i) for i in range(4)}  # after the price date
     gs = book.sheet("GPUs", "Supporting sheet: the GPU catalog the drop-down on 1 Inputs picks from, with sources.",
                     widths={"A": 18, "B": 30, **{get_column_letter(3 + i): 13 for i in range(len(GPU_COLUMNS) + len(GPU_DERIVED))},
-                            note_col: 60, get_column_letter(4 + len(GPU_COLUMNS) + len(GPU_DERIVED)): 90, date_col: 12},
+                            note_col: 60, get_column_letter(4 + len(GPU_COLUMNS) + len(GPU_DERIVED)): 90, date_col: 12,
+                            owned[0]: 60, owned[2]: 60},
                     **REFERENCE_PRINT)
     heads = (["Key", "Name"] + [f"{f} [{u}]" for f, _, u in GPU_COLUMNS] + [f"{f} [{u}]" for f, _, u in GPU_DERIVED]
-             + ["Price note", "Source", "Price date"])
+             + ["Price note", "Source", "Price date", "Node price source", "Node price date", "Power source", "Power date"])
     _catalog_rows(book, gs, "GPUs — the catalog, with sources", heads, "GPUKeys", "GPUNames",
                   [(key, e.gpu if key == gpu_row_key(e.plan) and key not in catalog.gpu_names() else catalog.get_gpu(key))
                    for key in catalog_gpu_keys(e.plan)],
                   lambda spec: [getattr(spec, f) for f, _, _ in GPU_COLUMNS] + gpu_derived(spec)
-                  + [price_note_shown(spec), spec.source, price_date(spec.price_note)])
+                  + [price_note_shown(spec), spec.source, price_date(spec.price_note)] + owned_sources(spec))
     keys = catalog_gpu_keys(e.plan)
     last = CATALOG_FIRST_ROW + len(keys) - 1
     book.define_range("GPUPriceNotes", gs, f"{note_col}{CATALOG_FIRST_ROW}", f"{note_col}{last}")
     book.define_range("GPUPriceDates", gs, f"{date_col}{CATALOG_FIRST_ROW}", f"{date_col}{last}")
+    for i, name in enumerate(("GPUCapexSources", "GPUCapexDates", "GPUPowerSources", "GPUPowerDates")):
+        book.define_range(name, gs, f"{owned[i]}{CATALOG_FIRST_ROW}", f"{owned[i]}{last}")
 
     ms = book.sheet("Models", "Supporting sheet: model configs (Hugging Face config.json fields) the drop-down picks from, with sources.",
                     widths={"A": 26, "B": 30, **{get_column_letter(3 + i): 11 for i in range(len(MODEL_COLUMNS))}}, **REFERENCE_PRINT)
