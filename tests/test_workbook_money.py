@@ -38,7 +38,15 @@ def _cheap_api() -> Plan:
     return replan(reference_plan(), api={"usd_per_mtok_input": 0.005, "usd_per_mtok_output": 0.005})
 
 
-PLANS = {"reference": reference_plan, "cheap_api": _cheap_api, "h20_bought": _h20_bought}
+def _growing() -> Plan:
+    """The reference growing 10% a month for a year from 2027-04, the API at half the runbook's prices, $500 a month of
+    engineering: the API is cheaper at first (tests/test_decisions.py works its months by hand)."""
+    return replan(reference_plan(), api={"usd_per_mtok_input": 0.125, "usd_per_mtok_output": 0.375},
+                  hardware={"ops_usd_per_month": 500.0},
+                  growth={"monthly": 0.10, "months": 12, "lead_time_days": 90, "start": "2027-04"})
+
+
+PLANS = {"reference": reference_plan, "cheap_api": _cheap_api, "h20_bought": _h20_bought, "growing": _growing}
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +178,24 @@ def test_each_buy_figure_and_api_price_is_credited_to_its_own_source(money):
                 assert per[stem]("1 Inputs", f"E{r}") == source, (engine, stem, label)
                 assert per[stem]("1 Inputs", f"F{r}") in ((None, "") if not date else (date,)), (engine, stem, label)
                 assert label == "GPU price paid" or source != gpu_price
+
+
+@pytest.mark.slow
+def test_the_schedule_tab_gives_the_monthly_crossover_and_the_cumulative_break_even_by_formula(money):
+    # test_decisions.py::test_the_schedule_names_its_crossover_and_break_even_for_what_they_are works this plan's
+    # months by hand: self-hosting's month (ops included) drops below the API's from 2027-06 (the monthly crossover),
+    # its total since 2027-04 reaches the API's in 2027-11 (172,630 against 174,310: the cumulative break-even). Both
+    # are formulas over the month table's running totals, so each engine finds them itself; the sentence above the
+    # table names each for what it is.
+    books, readers, _ = money
+    book = books["growing"]
+    for engine, per in readers.items():
+        assert per["growing"](*name_ref(book, "ScheduleMonthlyCrossover")) == "2027-06", engine
+        assert per["growing"](*name_ref(book, "ScheduleCumulativeBreakeven")) == "2027-11", engine
+    title, coord = name_ref(book, "ScheduleCumulativeBreakeven")
+    assert book.get(title).cells[coord].formula and "MATCH(TRUE," in book.get(title).cells[coord].value
+    sentence = next(c.value for c in book.get("Schedule").cells.values() if str(c.value).startswith("API: "))
+    assert "monthly crossover: self-hosting becomes cheaper than the API from 2027-06" in sentence
+    assert "cumulative break-even (self-hosting's total since 2027-04 at or below the API's): 2027-11" in sentence
+    summary = " ".join(str(c.value) for c in book.get("Summary").cells.values())
+    assert "monthly crossover" in summary and "cumulative break-even" in summary

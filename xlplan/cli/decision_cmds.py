@@ -198,7 +198,8 @@ def _lead_time_days(p, lead_time_days: int | None) -> int:
 
 
 def _print_schedule(name: str, out, words: str, lead: int, late: list, today: dt.date) -> None:
-    """The month-by-month table, then how the fleets were sized, the API break-even, the binding, late orders and stops."""
+    """The month-by-month table, then how the fleets were sized, the API's monthly crossover and cumulative break-even, the
+    binding, late orders and stops."""
     from rich.console import Console
     from rich.table import Table
 
