@@ -46,7 +46,15 @@ def _growing() -> Plan:
                   growth={"monthly": 0.10, "months": 12, "lead_time_days": 90, "start": "2027-04"})
 
 
-PLANS = {"reference": reference_plan, "cheap_api": _cheap_api, "h20_bought": _h20_bought, "growing": _growing}
+def _switched_on() -> Plan:
+    """The reference with its three yes/no inputs set: TTFT in the time in system, attention FLOPs in decode, DP
+    attention."""
+    return replan(reference_plan(), policy={"include_ttft_in_time_in_system": True, "decode_attention_flops": True,
+                                            "attention_data_parallel": True})
+
+
+PLANS = {"reference": reference_plan, "cheap_api": _cheap_api, "h20_bought": _h20_bought, "growing": _growing,
+         "switched_on": _switched_on}
 
 
 @pytest.fixture(scope="module")
@@ -199,3 +207,32 @@ def test_the_schedule_tab_gives_the_monthly_crossover_and_the_cumulative_break_e
     assert "cumulative break-even (self-hosting's total since 2027-04 at or below the API's): 2027-11" in sentence
     summary = " ".join(str(c.value) for c in book.get("Summary").cells.values())
     assert "monthly crossover" in summary and "cumulative break-even" in summary
+
+
+@pytest.mark.slow
+def test_a_yes_no_input_is_an_excel_boolean_in_both_engines(money):
+    # One form for yes/no: Excel's TRUE and FALSE. Each input on 1 Inputs and its echo on the Summary is a boolean
+    # cell in both engines (never 1, never the text "TRUE" or "1": LibreOffice turns TRUE&"" into "1", Excel into
+    # "TRUE"), the drop-down offers the booleans under a header that says so, and every formula whose engine value
+    # is a boolean evaluates to one (the agreement above compares types: tests/workbookhelp.py).
+    from xlplan.io.workbook.inputs import all_inputs
+
+    books, readers, _ = money
+    flags = [s for s in all_inputs() if s.kind == "bool"]
+    assert {s.name for s in flags} == {"AttentionDataParallel", "IncludeTTFT", "DecodeAttention"}
+    for stem, value in (("reference", False), ("switched_on", True)):
+        book = books[stem]
+        for engine, per in readers.items():
+            for spec in flags:
+                title, coord = name_ref(book, spec.name)
+                echo = _row_labelled(book, "Summary", spec.label)
+                for where in ((title, coord), ("Summary", f"B{echo}")):
+                    got = per[stem](*where)
+                    assert type(got) is bool and got is value, (engine, stem, spec.name, where, got)
+                assert book.get(title).cells[f"C{coord[1:]}"].value == "TRUE | FALSE"
+            title, coord = name_ref(book, "AnswerCurrent")
+            assert per[stem](title, coord) == "current", engine  # the echo compared as booleans, not as text
+    constants = books["reference"].get("Constants")
+    header = next(c for c, cell in constants.cells.items() if cell.value == "TRUE / FALSE")
+    below = [constants.cells[f"A{int(header[1:]) + k}"].value for k in (1, 2)]
+    assert below == [True, False] and all(type(v) is bool for v in below)

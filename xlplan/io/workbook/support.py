@@ -207,7 +207,7 @@ def _drop_down_lists(book: Book, sh: Sheet, r: int) -> int:
         ("EngineNames", "Serving engine", list(engines.ENGINES)),
         ("AttentionFLOPsKinds", "Prefill attention FLOPs", ["causal", "full"]),
         ("LatencySteps", "Latency check's step", ["with_prefill", "decode_only"]),
-        ("Booleans", "Yes / no", [True, False]),
+        ("Booleans", "TRUE / FALSE", [True, False]),  # Excel booleans, the one form a yes/no input takes
         ("TPDegrees", "Tensor-parallel degrees considered", list(TP_DEGREES)),
     )
     for name, header, items in simple:

@@ -44,7 +44,9 @@ ANSWER_STALE = "STALE: an input changed since the Answer was computed; rebuild w
 
 def _same(name: str, value, ref: str) -> str:
     """A condition true while input ``name`` still holds ``ref``, the cell with its value at build time. [formula]"""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool):  # compared as booleans: as text LibreOffice writes TRUE as "1", Excel as "TRUE"
+        return f"{name}={ref}"
+    if not isinstance(value, (int, float)):
         return f'{name}&""={ref}&""'
     return f"IFERROR(ABS({name}-{ref})<=RoundingTolerance*ABS({ref}),FALSE)"
 
