@@ -1,5 +1,6 @@
-"""The workbook's money, as a reader sees it in either spreadsheet engine (issue 23): self-hosting against the API as a
-factor of at least 1 in the direction of its words, a missing price in words, never $0.00.
+"""The workbook's money as a reader sees it in either spreadsheet engine (issue 23): the API comparison as a factor of at
+least 1 named by the cheaper side, a missing price in words (never $0.00), each figure credited to its own source, the
+schedule's monthly crossover and cumulative break-even, and yes/no inputs as Excel booleans.
 
 Each plan's workbook is built without cached values and recalculated once in LibreOffice and once in the Excel-grammar
 engine (`formulas`); every formula cell must agree with the engine's value (tests/workbookhelp.py), and the figures
