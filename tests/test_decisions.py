@@ -75,6 +75,17 @@ def test_options_are_ranked_and_unpriced_ones_are_missing_not_zero():
     assert all(o.usd_per_mtok is None or not o.feasible for o in options[first_unpriced:])
 
 
+def test_compare_shows_a_missing_price_as_price_missing_never_zero(capsys):
+    # The GH200 has no rental price in the catalog: its $/month, $/M tokens (and in JSON its fixed cost, which has no
+    # bill to be added to) are missing, said in words in the table, null in JSON; none is $0, which would read as free
+    assert main(["compare", "--gpus", "h100-sxm,gh200-96gb", "--verify-top", "0"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "│ NVIDIA GH200" in line]
+    assert len(rows) == 4 and all(line.count("price missing") == 2 and "$0" not in line for line in rows)
+    assert main(["compare", "--gpus", "h100-sxm,gh200-96gb", "--verify-top", "0", "--json"]) == 0
+    gh = [o for o in json.loads(capsys.readouterr().out)["options"] if o["gpu"] == "gh200-96gb"]
+    assert gh and all(o[k] is None for o in gh for k in ("usd_per_gpu_hour", "monthly_usd", "usd_per_mtok", "fixed_usd_per_month"))
+
+
 def test_formats_follow_the_tensor_cores():
     # An A100 has no FP8 tensor cores: bf16 only. An H100 adds fp8; a B200 adds fp4 (NVFP4) weights.
     from xlplan import catalog
@@ -174,7 +185,44 @@ def test_schedule_cli_json(tmp_path, capsys):
         for key in ("month", "peak_rps", "load", "with_redundancy", "purchased", "new_gpus", "order_by", "monthly_usd", "cumulative_usd"):
             assert key in m
     assert out["months"][0]["order_by"] == "2026-11-02"  # 2027-01-01 minus 60 days
-    assert "breakeven_month" in out and "binding_change_month" in out
+    assert "monthly_crossover_month" in out and "cumulative_breakeven_month" in out and "binding_change_month" in out
+
+
+def test_monthly_crossover_and_cumulative_break_even_by_hand():
+    # Four months, self-hosting $100 each (fixed and engineering included), the API $40, $80, $120, $160:
+    #   month:                0     1     2     3
+    #   self-hosting cheaper: no    no    yes   yes   -> the monthly crossover is month 2 (100 < 120)
+    #   self-hosting so far:  100   200   300   400
+    #   the API so far:        40   120   240   400   -> cumulative break-even in month 3 (400 at or below 400)
+    self_hosted, api = [100.0, 100.0, 100.0, 100.0], [40.0, 80.0, 120.0, 160.0]
+    assert schedule.monthly_crossover(self_hosted, api) == 2
+    assert schedule.cumulative_breakeven(self_hosted, api) == 3
+    # the API at $150 in month 3: 390 against 400, never at or below within the schedule, though it crosses monthly
+    assert schedule.cumulative_breakeven(self_hosted, [40.0, 80.0, 120.0, 150.0]) is None
+    assert schedule.monthly_crossover(self_hosted, [40.0, 80.0, 120.0, 150.0]) == 2
+    # cheaper from the first month: no crossover, and break-even in month 0 ($100 at or below $150)
+    assert schedule.monthly_crossover(self_hosted, [150.0] * 4) is None
+    assert schedule.cumulative_breakeven(self_hosted, [150.0] * 4) == 0
+
+
+def test_the_schedule_names_its_crossover_and_break_even_for_what_they_are():
+    # The reference traffic growing 10% a month from 40 req/s, the API at half the runbook's prices ($0.125 and
+    # $0.375/M: 40 × 0.4 × 730 × 3,600 × (2,000 × 0.125 + 300 × 0.375)/10^6 = $15,242.40 in the first month), and
+    # $500 a month of engineering: the closed form's monthly bills (with redundancy × $3 × 730 h) plus $500 against
+    # the API's, from 2027-04: 15,830/15,242; 18,020/16,767; 18,020/18,443 -> self-hosting cheaper from 2027-06
+    # (the monthly crossover). Totals: 15,830/15,242; 33,850/32,009; 51,870/50,452; 72,080/70,740; 94,480/93,056;
+    # 119,070/117,604; 145,850/144,607; 172,630/174,310 -> at or below the API's first in 2027-11 (cumulative).
+    p = replan(reference_plan(), api={"usd_per_mtok_input": 0.125, "usd_per_mtok_output": 0.375},
+               hardware={"ops_usd_per_month": 500.0})
+    out = schedule.schedule(resolve(p), schedule.monthly_peaks(40.0, 0.10, 12), "2027-04", 90)
+    assert out.months[0].api_monthly_usd == pytest.approx(15_242.4)
+    assert [x.monthly_usd + 500 for x in out.months[:3]] == pytest.approx([15_830, 18_020, 18_020])
+    assert out.monthly_crossover_month == "2027-06" and out.cumulative_breakeven_month == "2027-11"
+    assert out.months[7].all_in_cumulative_usd == pytest.approx(172_630) and out.months[7].api_cumulative_usd < 174_311
+    assert ("monthly crossover: self-hosting becomes cheaper than the API from 2027-06" in out.breakeven_words
+            and "cumulative break-even (self-hosting's total since 2027-04 at or below the API's): 2027-11" in out.breakeven_words)
+    never = schedule.schedule(resolve(p), schedule.monthly_peaks(40.0, 0.10, 6), "2027-04", 90)
+    assert never.cumulative_breakeven_month is None and never.breakeven_words.endswith(": not within the schedule")
 
 
 def test_schedule_from_a_forecast_table(tmp_path, capsys):

@@ -120,21 +120,22 @@ def test_the_api_comparison_is_a_factor_above_one_in_the_direction_of_its_words(
     assert ref.cost.api_monthly_usd == pytest.approx(30_484.8) and ref.answer.monthly_usd == pytest.approx(15_330)
     assert "self-hosting is 2.0× cheaper than the API at this volume" in _api_sentence(ref)
     # at $0.005 per million either way (the plausible floor) the API bills 42.05 M × 2,300 tokens × $0.005/M = $483.55:
-    # the API is the cheaper, by 15,330 / 483.55 = 31.7×, said as self-hosting being 31.7× dearer, never "0.0× cheaper"
+    # the API is the cheaper, by 15,330 / 483.55 = 31.7×, said as the API being 31.7× cheaper, never "0.0× cheaper"
+    # (nor "31.7× dearer", whose subject is the one not chosen)
     cheap = plan(replan(ref_plan, api={"usd_per_mtok_input": 0.005, "usd_per_mtok_output": 0.005}))
     assert cheap.cost.api_monthly_usd == pytest.approx(483.552)
     sentence = _api_sentence(cheap)
-    assert "self-hosting is 31.7× dearer than the API at this volume" in sentence
+    assert "the API is 31.7× cheaper than self-hosting at this volume" in sentence and "dearer" not in sentence
     for text in (_api_sentence(ref), sentence):
         assert all(float(x.replace(",", "")) >= 1 for x in re.findall(r"([\d,.]+)×", text)), text
 
 
 def test_a_factor_that_rounds_to_one_is_said_as_about_the_same():
-    # $1,000 against $1,020 is 1.02 either way: "1.0× dearer" would state a difference as none; past 5% it is a factor
+    # $1,000 against $1,020 is 1.02 either way: "1.0× cheaper" would state a difference as none; past 5% it is a factor
     assert "costs about what the API does" in _api_ratio_sentence(1000.0, 1020.0)
     assert "costs about what the API does" in _api_ratio_sentence(1020.0, 1000.0)
     assert "self-hosting is 1.1× cheaper than the API" in _api_ratio_sentence(1100.0, 1000.0)
-    assert "self-hosting is 2.0× dearer than the API" in _api_ratio_sentence(500.0, 1000.0)
+    assert "the API is 2.0× cheaper than self-hosting" in _api_ratio_sentence(500.0, 1000.0)
     assert "×" not in _api_ratio_sentence(0.0, 1000.0)  # an API that costs nothing: no factor to give
 
 
@@ -151,6 +152,16 @@ def test_a_missing_gpu_price_is_printed_as_missing_never_as_zero(capsys):
     assert unpriced and all(rows[k].endswith("price missing") for k in unpriced)  # the H20, B300 and others: no listing
     h100 = catalog.get_gpu("h100-sxm").usd_per_gpu_hour
     assert rows["h100-sxm"].endswith(f"${h100:.2f}/h")
+
+
+def test_a_bought_fleet_without_a_rental_price_says_it_is_missing(ref_plan):
+    # H20s bought at a stated node price: the catalog has no rental price for the H20, so renting instead has no bill
+    # and buying no payback; the note says the price is missing rather than quoting $0 rent or "never pays back"
+    bought = replan(ref_plan, hardware={"gpu": "h20", "gpus_per_node": 8, "usd_per_gpu_hour": None},
+                    costs={"mode": "buy", "capex_usd_per_node": 200000, "kw_per_gpu": 1.0, "usd_per_kwh": 0.09,
+                           "hardware_ops_usd_per_month": 0})
+    row = next(line for line in render_text(plan(bought)).splitlines() if "Against renting" in line)
+    assert "rental price missing for this GPU" in row and "$" not in row and "never" not in row
 
 
 @pytest.mark.parametrize(("raw", "shown"), [

@@ -375,12 +375,12 @@ def test_one_token_outputs_write_strict_json_and_no_nan(ref_plan, tmp_path, caps
     assert not re.search(r"\bnan\b", note, re.IGNORECASE) and "inter-token undefined (one-token outputs)" in note
 
 
-def test_the_api_comparison_says_how_many_times_dearer(ref_plan):
+def test_the_api_comparison_says_how_many_times_cheaper_the_api_is(ref_plan):
     # 0.01 req/s keeps one GPU busy for almost nothing: the API costs a few dollars a month, self-hosting thousands.
-    # The sentence gives the factor the right way up (the bill ÷ the API's, above 1), never "0.0× dearer".
+    # The sentence gives the factor the right way up (the bill ÷ the API's, above 1), never "0.0× cheaper".
     r = run_plan(replan(ref_plan, forecast={"peak_rps": 0.01}), verify=False)
-    sentence = next(x for x in render_text(r).split("  ") if "self-hosting is" in x)
-    factor = float(re.search(r"self-hosting is ([\d,.]+)× dearer", sentence).group(1).replace(",", ""))
+    sentence = next(x for x in render_text(r).split("  ") if "cheaper than self-hosting" in x)
+    factor = float(re.search(r"the API is ([\d,.]+)× cheaper than self-hosting", sentence).group(1).replace(",", ""))
     assert factor == pytest.approx(r.answer.monthly_usd / r.answer.api_monthly_usd, rel=0.01) and factor > 1
 
 

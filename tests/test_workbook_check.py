@@ -146,3 +146,29 @@ def test_a_file_saved_without_computed_values_is_one_finding(ref_plan, tmp_path,
     assert [(f["where"], f["kind"]) for f in findings] == [("(every formula cell)", "no-cached-value")]
     assert "open and save it in Excel or LibreOffice" in findings[0]["expected"]
     assert main(["check", str(path), "--strict"]) == 1
+
+
+@pytest.mark.slow
+def test_a_cross_check_without_the_add_in_is_not_checked_in_grey_and_no_finding(ref_plan, tmp_path, capsys):
+    # Without the add-in a cross-check's IFERROR falls back to its text: a state ("not checked"), not an error
+    # ("not loaded" read as one), so it is grey (808080, as notes are muted) and `xlplan check` finds nothing in it;
+    # a workbook built before keeps its own words in the formula and its cached value, and is no finding either
+    from xlplan.io.workbook.common import ADDIN_MISSING, ADDIN_MISSING_BEFORE, CROSSCHECK_COL
+
+    path = tmp_path / "t.xlsx"
+    path.write_bytes(workbook_for_plan(ref_plan))
+    title, coord = _cell_of(path, "Concurrency")
+    cell = openpyxl.load_workbook(path)[title][f"{CROSSCHECK_COL}{coord[1:]}"]
+    assert ADDIN_MISSING == "not checked (no add-in)" and cell.value.endswith(f',"{ADDIN_MISSING}")')
+    assert cell.font.color.rgb.endswith("808080")
+    assert openpyxl.load_workbook(path, data_only=True)[title][cell.coordinate].value == ADDIN_MISSING
+    older = path.read_bytes()
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(older)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info.filename).replace(ADDIN_MISSING.encode(), ADDIN_MISSING_BEFORE[0].encode()))
+    old = tmp_path / "older.xlsx"
+    old.write_bytes(out.getvalue())
+    assert openpyxl.load_workbook(old, data_only=True)[title][cell.coordinate].value == "add-in not loaded"
+    assert _check(path, capsys) == (0, [])
+    assert _check(old, capsys) == (0, [])

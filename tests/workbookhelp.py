@@ -186,8 +186,8 @@ def agrees(found, expected, rel=1e-9) -> bool:
     where p50 = p95 = p99 is zero in both, to the float's rounding); text, booleans and the words for no value exactly."""
     if expected is None:
         return found in (None, "", "n/a", "none")
-    if isinstance(expected, bool) or isinstance(found, bool):
-        return found == expected
+    if isinstance(expected, bool) or isinstance(found, bool):  # a boolean stays one: not 1, not "TRUE" or "1" as text
+        return type(found) is type(expected) and found == expected
     if isinstance(expected, (int, float)) and isinstance(found, (int, float)):
         if math.isinf(expected):
             return False

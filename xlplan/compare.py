@@ -123,7 +123,7 @@ def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, 
         purchased=a.purchased, gpus_per_node=s.gpus_per_node, order=a.order, binding=cf.binding, source=source,
         closed_form_load=cf.load, runbook_load=int(d.sol.paths.load),
         billed_gpus=a.purchased if owned else a.billed_gpus, billed_purchased_always=owned,
-        fixed_usd_per_month=s.fixed_usd_per_month if priced else 0.0,
+        fixed_usd_per_month=s.fixed_usd_per_month if priced else None,
         usd_per_gpu_hour=s.usd_per_gpu_hour if priced else None, monthly_usd=a.monthly_usd if priced else None,
         usd_per_mtok=a.usd_per_mtok if priced else None, reason=missing or "", price_note=note,
     )

@@ -14,6 +14,8 @@ Runbook, document 14, step 7 · "5 GPUs at $3/hr × 730 hours ≈ $11,000 / mont
 
 from __future__ import annotations
 
+import math
+
 from xlplan import _vec
 from xlplan.units import HOURS_PER_MONTH, MILLION, SECONDS_PER_HOUR
 
@@ -163,6 +165,49 @@ def breakeven_tokens_per_month(fixed_monthly_usd, blended_api_usd_per_mtok):
     fleet can carry that volume.
     """
     return _vec.div_pos(fixed_monthly_usd * MILLION, blended_api_usd_per_mtok)
+
+
+API_PARITY_FACTOR = 1.05
+"""Self-hosting and the API within this factor of each other cost about the same: a ratio of 1.02 printed to one
+decimal reads as 1.0×, a difference stated as none. [1]"""
+
+
+def api_cost_ratio(api_monthly_usd: float, self_hosted_monthly_usd: float) -> tuple[float, str]:
+    """Self-hosting against the API as a factor of at least 1, and which side it favours. [1], [text]
+
+    Parameters
+    ----------
+    api_monthly_usd : float
+        The same traffic on the API. [USD/month]
+    self_hosted_monthly_usd : float
+        The self-hosted bill. [USD/month]
+
+    Returns
+    -------
+    factor : float
+        The dearer bill ÷ the cheaper one, at least 1; inf when the cheaper costs nothing. [1]
+    cheaper : str
+        'self-hosting' or 'api' (the cheaper side), or 'parity' within :data:`API_PARITY_FACTOR`. [text]
+
+    Notes
+    -----
+    A ratio is stated in the direction of its words: "the API is 2.3× cheaper", never "self-hosting is 0.4× cheaper"
+    (issue 23), so the factor is never below 1.
+
+    Examples
+    --------
+    >>> api_cost_ratio(30484.8, 15330.0)
+    (1.9885714285714284, 'self-hosting')
+    >>> api_cost_ratio(483.552, 15330.0)[1], api_cost_ratio(1000.0, 1020.0)[1]
+    ('api', 'parity')
+    """
+    if api_monthly_usd == self_hosted_monthly_usd:
+        return 1.0, "parity"
+    low, high = sorted((api_monthly_usd, self_hosted_monthly_usd))
+    factor = high / low if low > 0 else math.inf
+    if factor < API_PARITY_FACTOR:
+        return factor, "parity"
+    return factor, ("api" if api_monthly_usd < self_hosted_monthly_usd else "self-hosting")
 
 
 API_SIZE_CLASSES = ("dense up to 5B", "dense 5-12B", "dense 12-40B", "dense 40-120B", "dense over 120B",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from xlplan.note_constraints import QUEUEING_WORDS, constraints_section  # noqa: F401  (QUEUEING_WORDS: re-exported)
 from xlplan.note_fleet import answer_sentence, fleet_section
-from xlplan.note_format import _count, _n, _pct, _tokens, _usd, _who_binds
+from xlplan.note_format import PRICE_MISSING, _count, _n, _pct, _tokens, _usd, _who_binds, api_comparison_words
 from xlplan.result import PlanResult, Sensitivity
 
 SECTIONS = (
@@ -165,7 +165,7 @@ def _against_renting_row(r: PlanResult) -> tuple[str, str]:
     """Owning against renting the fleet with redundancy: the rent, and when buying pays back. [text]"""
     o = r.cost.ownership
     if o.rent_monthly_usd is None:
-        return ("Against renting", "no rental price known for this GPU")
+        return ("Against renting", f"rental {PRICE_MISSING} for this GPU: no payback to give")
     pay = (f"buying pays back in {o.payback_months:,.1f} months" if o.payback_months is not None
            else "renting costs less than running owned hardware: buying never pays back")
     return ("Against renting", (f"renting the {_count(r.fleet.with_redundancy, 'GPU')} with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
@@ -187,13 +187,8 @@ def _api_paragraphs(r: PlanResult) -> list[str]:
 
 def _api_ratio_sentence(api_usd: float, bill_usd: float) -> str:
     """Self-hosting against the API as a factor in the direction of the words, never below 1: 'self-hosting is 2.0×
-    cheaper than the API' or '... 3.4× dearer than the API'; within 5% either way, about the same. [text]"""
-    if api_usd <= 0:
-        return "On infrastructure alone self-hosting is dearer than the API, which costs nothing at this volume. "
-    factor, words = (api_usd / bill_usd, "cheaper") if api_usd >= bill_usd else (bill_usd / api_usd, "dearer")
-    if factor < 1.05:  # '1.0× cheaper' would read as no difference said as one
-        return "On infrastructure alone self-hosting costs about what the API does at this volume (within 5%). "
-    return f"On infrastructure alone self-hosting is {factor:,.1f}× {words} than the API at this volume. "
+    cheaper than the API' or 'the API is 3.4× cheaper than self-hosting'; within 5% either way, about the same. [text]"""
+    return f"On infrastructure alone {api_comparison_words(api_usd, bill_usd)} at this volume. "
 
 
 def _whatif_paragraphs(r: PlanResult) -> list[str]:

@@ -14,11 +14,11 @@ from xlplan.cli.app import PLAN_ARG, app
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError, percent_hint
 from xlplan.io.outputs import json_text
-from xlplan.note_format import _count
+from xlplan.note_format import PRICE_MISSING, _count
 
 
 def _usd(x: float | None, digits: int = 0) -> str:
-    return "missing" if x is None else f"${x:,.{digits}f}"
+    return PRICE_MISSING if x is None else f"${x:,.{digits}f}"
 
 
 @app.command("compare")
@@ -199,7 +199,8 @@ def _lead_time_days(p, lead_time_days: int | None) -> int:
 
 
 def _print_schedule(name: str, out, words: str, lead: int, late: list, today: dt.date, held: str = "bought") -> None:
-    """The month-by-month table, then how the fleets were sized, the API break-even, the binding, late orders and stops."""
+    """The month-by-month table, then how the fleets were sized, the API's monthly crossover and cumulative break-even, the
+    binding, late orders and stops."""
     from rich.console import Console
     from rich.table import Table
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlplan.io.workbook.cells import quote_sheet
-from xlplan.io.workbook.common import ADDIN_AGREES, ADDIN_MISSING, CROSSCHECK_COL, SIX_TABS, Engine
+from xlplan.io.workbook.common import ADDIN_AGREES, ADDIN_MISSING, ADDIN_MISSING_BEFORE, CROSSCHECK_COL, SIX_TABS, Engine
 from xlplan.io.workbook.layout import CHECKS, build
 from xlplan.io.workbook.reader import name_cells, open_workbook, read_whatifs, read_workbook
 from xlplan.io.workbook.tab_sensitivities import STALE, built_whatifs, relay_whatifs, whatif_rows
@@ -181,6 +181,9 @@ def _formula_finding(where: str, cell, have, value, searched: bool) -> Finding |
     """What is wrong with a formula cell, if anything: overwritten, changed, without a cached value, or stale (a
     cross-check that disagrees, a value beside the engine's searched ones, any other value)."""
     have_text = getattr(have, "text", have)  # ArrayFormula objects carry their text
+    if cell.kind == "crosscheck" and isinstance(have_text, str):  # an older workbook's words for the same state
+        for before in ADDIN_MISSING_BEFORE:
+            have_text = have_text.replace(f'"{before}"', f'"{ADDIN_MISSING}"')
     if not (isinstance(have_text, str) and have_text.startswith("=")):
         return Finding(where, "formula-overwritten", _show(have), cell.value)
     if _norm(have_text) != _norm(cell.value):
@@ -188,7 +191,7 @@ def _formula_finding(where: str, cell, have, value, searched: bool) -> Finding |
     if "BuildDate" in cell.value:  # older workbooks held their build day here: a rebuild on another day differs by design
         return None
     if cell.kind == "crosscheck":
-        if value not in (ADDIN_MISSING, ADDIN_AGREES, None):
+        if value not in (ADDIN_MISSING, *ADDIN_MISSING_BEFORE, ADDIN_AGREES, None):  # not checked is no finding
             return Finding(where, "add-in-disagrees", _show(value),
                            f"{ADDIN_AGREES!r}: the xlplan Excel function and the native formula beside it differ")
         return None

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from xlplan import catalog, distributions, engines, fleet, memory, queueing, specs, tp_choice
+from xlplan import catalog, cost, distributions, engines, fleet, memory, queueing, specs, tp_choice
 from xlplan.io.workbook.cells import Book, Cell, Sheet
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
 from xlplan.plan import Plan
@@ -167,6 +167,7 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("DefaultHostingUSDPerKWMonth", "Colocation per kW-month when a buy plan gives none",
      _OWN["hosting_usd_per_kw_month"]["value"], "USD/kW-month",
      "CBRE North America Data Center Trends H2 2024, 250-500 kW, primary markets."),
+    ("APIParityFactor", "Self-hosting and the API cost about the same within", cost.API_PARITY_FACTOR, "1", "Else 1.0× would read as none."),
     ("RoundingTolerance", "Rounding tolerance", fleet.ROUNDING_TOLERANCE, "fraction",
      "Slack before rounding up, so 4.000000000001 GPUs of float noise counts as 4."),
     ("ZScore95", "Standard normal quantile at 0.95", distributions.Z95, "1", "NORMSINV(0.95); fits the lognormal through p95."),
@@ -312,8 +313,11 @@ def with_namespace(text: str, namespace: str) -> str:
     if not namespace:
         return text
     return _CALL.sub(lambda m: f"{namespace.upper()}.{m.group(1)}(", text)
-ADDIN_MISSING = "add-in not loaded"
-"""What an add-in cross-check shows where the xlplan Excel functions are not loaded (LibreOffice, plain Excel)."""
+ADDIN_MISSING = "not checked (no add-in)"
+"""What an add-in cross-check shows where the xlplan Excel functions are not loaded (LibreOffice, plain Excel): a state,
+not an error, shown in grey (the writer's ``crosscheck`` style)."""
+ADDIN_MISSING_BEFORE = ("add-in not loaded",)
+"""What workbooks built before :data:`ADDIN_MISSING` showed there instead; `xlplan check` reads them as it."""
 ADDIN_AGREES = "agrees"
 CROSSCHECK_COL = "E"
 

@@ -125,7 +125,9 @@ def same(name: str, value, ref: str) -> str:
     str
         A formula fragment, TRUE while the input is unchanged.
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool):  # compared as booleans: as text LibreOffice writes TRUE as "1", Excel as "TRUE"
+        return f"{name}={ref}"
+    if not isinstance(value, (int, float)):
         return f'{name}&""={ref}&""'
     return f"IFERROR(ABS({name}-{ref})<=RoundingTolerance*ABS({ref}),FALSE)"
 

@@ -22,6 +22,7 @@ from xlplan.io.workbook.common import (
     gpu_derived,
 )
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
+from xlplan.note_format import PRICE_MISSING
 from xlplan.plan_fields import PAYMENT_MODES
 from xlplan.scenario import TP_DEGREES
 
@@ -36,6 +37,7 @@ CHECKS: tuple[tuple[str, str, str | None], ...] = (
     ("OneSpeed", "Exactly one of inter-token target and streaming speed", "=ISNUMBER(ITLInput)<>ISNUMBER(TokensPerSecondInput)"),
     ("ModelFound", "Model found on the Models sheet", "=ISNUMBER(ModelRow)"),
     ("GPUFound", "GPU found on the GPUs sheet", "=ISNUMBER(GPURow)"),
+    ("GPUPriced", "The GPU has a price: the price paid, the catalog's, or owned", "=ISNUMBER(GPUUSDPerHour)"),
     ("TPDividesNode", "Tensor-parallel degree divides the purchasing unit",
      "=IF(ISNUMBER(TPInput),AND(TPInput<=GPUsPerNode,MOD(GPUsPerNode,TPInput)=0),TRUE)"),
     ("SomeTPFits", "The weights fit and the promise can be met at some degree", "=COUNT(TPLoad)>0"),
@@ -68,6 +70,7 @@ FAILURES: dict[str, str] = {
     "OneSpeed": "give the inter-token target or the streaming speed, not both or neither",
     "ModelFound": "the model is not on the Models sheet",
     "GPUFound": "the GPU is not on the GPUs sheet",
+    "GPUPriced": "the GPU's price is missing: give the price paid on 1 Inputs",
     "TPDividesNode": "the tensor-parallel degree does not divide the purchasing unit",
     "SomeTPFits": "no tensor-parallel degree fits the weights and keeps the promise",
     "FleetOrdered": "load, redundancy and purchase out of order",
@@ -104,6 +107,12 @@ def price_date(note: str) -> str:
     return m.group(0) if m else ""
 
 
+def price_note_shown(gpu) -> str:
+    """A GPU's price note as the GPUs sheet shows it: 'price missing' for a GPU without a price, never a blank a reader
+    takes for none needed. [text]"""
+    return gpu.price_note or (PRICE_MISSING if gpu.usd_per_gpu_hour is None else "")
+
+
 def check_values(e: Engine) -> dict[str, bool]:
     """What each check evaluates to for a plan the engine accepted: the input checks hold by validation."""
     from xlplan import plausibility
@@ -113,7 +122,7 @@ def check_values(e: Engine) -> dict[str, bool]:
     return {
         "InputsPlausible": not (names & plausibility.outside_fields(e.plan)),
         "PromptOrdered": True, "OutputOrdered": True, "FractionsInRange": True, "OneSpeed": True, "ModelFound": True,
-        "GPUFound": True, "TPDividesNode": True, "SomeTPFits": True,
+        "GPUFound": True, "GPUPriced": True, "TPDividesNode": True, "SomeTPFits": True,
         "FleetOrdered": pa.load <= pa.with_redundancy <= pa.purchased,
         "TTFTCheck": pa.ttft_p95_s <= s.ttft_s,
     }
@@ -198,7 +207,7 @@ def _drop_down_lists(book: Book, sh: Sheet, r: int) -> int:
         ("EngineNames", "Serving engine", list(engines.ENGINES)),
         ("AttentionFLOPsKinds", "Prefill attention FLOPs", ["causal", "full"]),
         ("LatencySteps", "Latency check's step", ["with_prefill", "decode_only"]),
-        ("Booleans", "Yes / no", [True, False]),
+        ("Booleans", "TRUE / FALSE", [True, False]),  # Excel booleans, the one form a yes/no input takes
         ("TPDegrees", "Tensor-parallel degrees considered", list(TP_DEGREES)),
     )
     for name, header, items in simple:
@@ -233,6 +242,34 @@ def _efficiency_table(book: Book, sh: Sheet, r: int) -> int:
     return r + 1
 
 
+OWNERSHIP_DEFAULTS = (("DepreciationYears", "depreciation_years"), ("PUE", "pue"), ("HostingUSDPerKWMonth", "hosting_usd_per_kw_month"))
+"""The buy inputs with a default for every GPU (catalog/ownership.yaml): 1 Inputs name stem and ownership field."""
+
+
+def _default_sources(book: Book, sh: Sheet, r: int) -> int:
+    """The dated source of each buy default, named Default<Input>Source and Default<Input>Date, from row ``r``, for the
+    Source and Date columns of 1 Inputs (a source runs past the 255 characters a formula's text may hold); returns the
+    row after the last."""
+    for i, h in enumerate(("Buy default", "Source", "Date")):
+        sh.put(i + 1, r, Cell(h, kind="header"))
+    for stem, field in OWNERSHIP_DEFAULTS:
+        r += 1
+        d = catalog.ownership_defaults()[field]
+        sh.put("A", r, Cell(field, kind="label"))
+        book.define(f"Default{stem}Source", sh, sh.put("B", r, Cell(d["source"], kind="const", wrap=True)))
+        book.define(f"Default{stem}Date", sh, sh.put("C", r, Cell(str(d["date"]), kind="const")))
+    return r + 1
+
+
+def owned_sources(gpu) -> list[str]:
+    """[node price source, its date, power source, its date] the catalog gives a GPU ('' where it gives none). [text]"""
+    try:
+        own = catalog.ownership_for(gpu.name)
+    except catalog.UnknownNameError:  # a GPU given in the plan: no catalog figures
+        own = {}
+    return [str(own.get(f, {}).get(k, "")) for f in ("capex_usd_per_node", "kw_per_gpu") for k in ("source", "date")]
+
+
 def constants_sheet(book: Book) -> None:
     """Lay out the Constants sheet: every constant the formulas use, the dtype tables, the drop-down lists and the
     default efficiencies."""
@@ -246,6 +283,7 @@ def constants_sheet(book: Book) -> None:
     r = _dtype_tables(book, sh, r)
     r = _drop_down_lists(book, sh, r)
     r = _efficiency_table(book, sh, r)
+    r = _default_sources(book, sh, r + 1)
     _plausible_table(book, sh, r + 2)
 
 
@@ -268,21 +306,25 @@ def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
 
     note_col = get_column_letter(3 + len(GPU_COLUMNS) + len(GPU_DERIVED))
     date_col = get_column_letter(5 + len(GPU_COLUMNS) + len(GPU_DERIVED))  # after the source
+    owned = {i: get_column_letter(6 + len(GPU_COLUMNS) + len(GPU_DERIVED) + i) for i in range(4)}  # after the price date
     gs = book.sheet("GPUs", "Supporting sheet: the GPU catalog the drop-down on 1 Inputs picks from, with sources.",
                     widths={"A": 18, "B": 30, **{get_column_letter(3 + i): 13 for i in range(len(GPU_COLUMNS) + len(GPU_DERIVED))},
-                            note_col: 60, get_column_letter(4 + len(GPU_COLUMNS) + len(GPU_DERIVED)): 90, date_col: 12},
+                            note_col: 60, get_column_letter(4 + len(GPU_COLUMNS) + len(GPU_DERIVED)): 90, date_col: 12,
+                            owned[0]: 60, owned[2]: 60},
                     **REFERENCE_PRINT)
     heads = (["Key", "Name"] + [f"{f} [{u}]" for f, _, u in GPU_COLUMNS] + [f"{f} [{u}]" for f, _, u in GPU_DERIVED]
-             + ["Price note", "Source", "Price date"])
+             + ["Price note", "Source", "Price date", "Node price source", "Node price date", "Power source", "Power date"])
     _catalog_rows(book, gs, "GPUs — the catalog, with sources", heads, "GPUKeys", "GPUNames",
                   [(key, e.gpu if key == gpu_row_key(e.plan) and key not in catalog.gpu_names() else catalog.get_gpu(key))
                    for key in catalog_gpu_keys(e.plan)],
                   lambda spec: [getattr(spec, f) for f, _, _ in GPU_COLUMNS] + gpu_derived(spec)
-                  + [spec.price_note, spec.source, price_date(spec.price_note)])
+                  + [price_note_shown(spec), spec.source, price_date(spec.price_note)] + owned_sources(spec))
     keys = catalog_gpu_keys(e.plan)
     last = CATALOG_FIRST_ROW + len(keys) - 1
     book.define_range("GPUPriceNotes", gs, f"{note_col}{CATALOG_FIRST_ROW}", f"{note_col}{last}")
     book.define_range("GPUPriceDates", gs, f"{date_col}{CATALOG_FIRST_ROW}", f"{date_col}{last}")
+    for i, name in enumerate(("GPUCapexSources", "GPUCapexDates", "GPUPowerSources", "GPUPowerDates")):
+        book.define_range(name, gs, f"{owned[i]}{CATALOG_FIRST_ROW}", f"{owned[i]}{last}")
 
     ms = book.sheet("Models", "Supporting sheet: model configs (Hugging Face config.json fields) the drop-down picks from, with sources.",
                     widths={"A": 26, "B": 30, **{get_column_letter(3 + i): 11 for i in range(len(MODEL_COLUMNS))}}, **REFERENCE_PRINT)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xlplan import fleet
+from xlplan import cost, fleet
 from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Book, Cell, Line, Validation, write_lines
 from xlplan.io.workbook.common import (
@@ -15,7 +15,7 @@ from xlplan.io.workbook.common import (
     num,
 )
 from xlplan.io.workbook.support import put_banner
-from xlplan.note_format import _count, _verb
+from xlplan.note_format import PARITY_WORDS, PRICE_MISSING, _count, _verb
 from xlplan.units import MILLION, SECONDS_PER_HOUR
 
 
@@ -180,6 +180,18 @@ def _bill_lines(e: Engine) -> list[Line]:
     ]
 
 
+def _or_missing(usd: float | None) -> float | str:
+    """A figure priced from the rental price, or the words for a price nobody knows (never $0). [USD] or [text]"""
+    return PRICE_MISSING if usd is None else usd
+
+
+def _payback(o) -> float | str:
+    """Months until buying pays back; 'price missing' without a rental price, 'never' when renting costs less. [months]"""
+    if o.rent_monthly_usd is None:
+        return PRICE_MISSING
+    return o.payback_months if o.payback_months is not None else "never"
+
+
 def _ownership_lines(e: Engine) -> list[Line]:
     """Buy: capex, power and hosting used (the plan's, else a dated default), the owned cost per GPU-hour, and the
     payback against renting the fleet with redundancy. Each shows n/a while 1 Inputs says rent."""
@@ -219,13 +231,29 @@ def _ownership_lines(e: Engine) -> list[Line]:
              v(o.energy_usd_per_month if buy else 0), "USD/month", FMT["usd"], "every purchased GPU at load, every hour, times PUE"),
         Line("HostingUSDPerMonth", "Colocation", f'=IF(ISNUMBER(KWPerGPUUsed),FleetPurchased*KWPerGPUUsed*HostingUSDPerKWMonthUsed,"{NA}")',
              v(o.hosting_usd_per_month if buy else 0), "USD/month", FMT["usd"], ""),
-        Line("RentMonthlyUSD", "Renting the fleet with redundancy instead", f'=IF(CostMode<>"buy","{NA}",FleetWithRedundancy*RentUSDPerGPUHour*HoursPerMonth)',
-             v((o.rent_monthly_usd or 0.0) if buy else 0), "USD/month", FMT["usd"], "at the rental price on 1 Inputs"),
+        Line("RentMonthlyUSD", "Renting the fleet with redundancy instead",
+             f'=IF(CostMode<>"buy","{NA}",IF(ISNUMBER(RentUSDPerGPUHour),FleetWithRedundancy*RentUSDPerGPUHour*HoursPerMonth,"{PRICE_MISSING}"))',
+             v(_or_missing(o.rent_monthly_usd) if buy else 0), "USD/month", FMT["usd"], "at the rental price on 1 Inputs"),
         Line("PaybackMonths", "Buying pays back after",
-             f'=IF(NOT(ISNUMBER(CapexUSD)),"{NA}",IF(RentMonthlyUSD>{running},CapexUSD/(RentMonthlyUSD-{running}),"never"))',
-             v(o.payback_months if (buy and o.payback_months is not None) else "never"), "months", FMT["num"],
-             "capex ÷ (rent − electricity − colocation − hardware operations)"),
+             f'=IF(NOT(ISNUMBER(CapexUSD)),"{NA}",IF(NOT(ISNUMBER(RentMonthlyUSD)),"{PRICE_MISSING}",'
+             f'IF(RentMonthlyUSD>{running},CapexUSD/(RentMonthlyUSD-{running}),"never")))',
+             v(_payback(o) if buy else 0), "months", FMT["num"], "capex ÷ (rent − electricity − colocation − hardware operations)"),
     ]
+
+
+def api_comparison(api_usd: float | None, bill_usd: float, api: str = "APIMonthlyCostUSD",
+                   bill: str = "MonthlyCostUSD") -> F.Prose:
+    """:func:`xlplan.note_format.api_comparison_words` as a formula over two cells: the factor (the dearer bill ÷ the
+    cheaper, never below 1) in the direction of its words, about the same within APIParityFactor. [text]"""
+    a, m = api_usd if api_usd is not None else 1.0, bill_usd
+    factor, cheaper = cost.api_cost_ratio(a, m) if api_usd is not None else (1.0, "parity")
+    ratio = F.when(f"{api}>{bill}", cheaper == "self-hosting",
+                   F.join("self-hosting is ", F.fixed(f"{api}/{bill}", factor, 1), "× cheaper than the API"),
+                   F.join("the API is ", F.fixed(f"{bill}/{api}", factor, 1), "× cheaper than self-hosting"))
+    words = F.when(f"{api}<=0", a <= 0, "the API costs nothing",
+                   F.when(f"{bill}<=0", m <= 0, "self-hosting costs nothing",
+                          F.when(f"MAX({api}/{bill},{bill}/{api})<APIParityFactor", cheaper == "parity", PARITY_WORDS, ratio)))
+    return F.when(f"ISNUMBER({api})", api_usd is not None, words, NA)
 
 
 def _api_lines(e: Engine) -> list[Line]:
@@ -236,6 +264,7 @@ def _api_lines(e: Engine) -> list[Line]:
     ins, outs = (s.api_usd_per_mtok_input or 0.0), (s.api_usd_per_mtok_output or 0.0)
     no_api = "no API prices given on 1 Inputs"
     be = b.breakeven_tokens_per_month
+    comparison = api_comparison(b.api_monthly_usd, b.monthly_usd)
     return [
         Line("APIBlendedUSDPerMTok", "API price at this input/output mix",
              f'=IF(AND(ISNUMBER(APIInputUSDPerMTok),ISNUMBER(APIOutputUSDPerMTok)),(PromptMean*APIInputUSDPerMTok+OutputMean*APIOutputUSDPerMTok)/(PromptMean+OutputMean),"{NA}")',
@@ -261,6 +290,8 @@ def _api_lines(e: Engine) -> list[Line]:
         Line("APISavingUSD", "API cost less self-hosted", f'=IF(ISNUMBER(APIMonthlyCostUSD),APIMonthlyCostUSD-SelfHostedAllInUSD,"{NA}")',
              (b.api_monthly_usd - b.monthly_usd - s.ops_usd_per_month) if api else NA, "USD/month", FMT["usd"],
              "positive: self-hosting is cheaper at this volume"),
+        Line("APIComparison", "Self-hosting against the API", F.cell_formula(comparison), comparison.text, "", None,
+             "on infrastructure alone: the bill above against the API's, the dearer ÷ the cheaper, never below 1"),
         Line("BreakevenTokensPerMonth", "Break-even volume",
              f'=IF(ISNUMBER(APIBlendedUSDPerMTok),IF(APIBlendedUSDPerMTok>0,SelfHostedAllInUSD*TokensPerMillion/APIBlendedUSDPerMTok,"{NONE}"),"{NA}")',
              num(be) if api else NA, "tokens/month", FMT["tokens_month"],

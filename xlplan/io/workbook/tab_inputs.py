@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xlplan import plausibility
+from xlplan import catalog, plausibility
 from xlplan.io.workbook import formulas as F
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import (
@@ -12,7 +12,8 @@ from xlplan.io.workbook.common import (
     Rows,
 )
 from xlplan.io.workbook.inputs import INPUT_SPECS, OWNER_SECTIONS, InputSpec, input_value
-from xlplan.io.workbook.support import check_values, price_date, put_banner
+from xlplan.io.workbook.support import check_values, owned_sources, price_date, price_note_shown, put_banner
+from xlplan.note_format import PRICE_MISSING
 
 
 def _validation(spec: InputSpec) -> Validation:
@@ -97,10 +98,12 @@ def _catalog_price(sh: Sheet, e: Engine) -> None:
     cat = e.gpu.usd_per_gpu_hour or 0.0
     r = sh.row
     sh.put("A", r, Cell("Catalog price for this GPU", kind="label"))
-    sh.put("B", r, Cell("=GPUCatalogUSDPerHour", formula=True, cached=cat, kind="calc", fmt=FMT["usd2"]))
+    sh.put("B", r, Cell(f'=IF(GPUCatalogUSDPerHour>0,GPUCatalogUSDPerHour,"{PRICE_MISSING}")', formula=True,
+                        cached=cat or PRICE_MISSING, kind="calc", fmt=FMT["usd2"]))
     sh.put("C", r, Cell("USD/GPU-hour", kind="unit"))
     sh.put("D", r, Cell("GPUs sheet", kind="note"))
-    sh.put("E", r, Cell('=INDEX(GPUPriceNotes,GPURow)&""', formula=True, cached=e.gpu.price_note, kind="calc", wrap=True))
+    sh.put("E", r, Cell('=INDEX(GPUPriceNotes,GPURow)&""', formula=True, cached=price_note_shown(e.gpu), kind="calc",
+                        wrap=True))
     sh.put("F", r, Cell('=INDEX(GPUPriceDates,GPURow)&""', formula=True, cached=price_date(e.gpu.price_note), kind="calc"))
     sh.put("G", r, Cell("The catalog's representative price for the GPU chosen above, with its dated source.", kind="note"))
     sh.row += 1
@@ -109,7 +112,7 @@ def _catalog_price(sh: Sheet, e: Engine) -> None:
     listed = F.when("GPUCatalogUSDPerHour>0", cat > 0,
                     F.join(F.usd("GPUCatalogUSDPerHour", cat, 2), F.when('INDEX(GPUPriceDates,GPURow)<>""', bool(price_date(e.gpu.price_note)),
                                                                      F.join(" (", F.ref("INDEX(GPUPriceDates,GPURow)", price_date(e.gpu.price_note)), ")"))),
-                    "not listed")
+                    PRICE_MISSING)
     flag = F.when("AND(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput<>GPUCatalogUSDPerHour)", override,
                   F.join("OVERRIDE: ", F.usd("GPUUSDPerHourInput", paid or 0.0, 2), "/GPU-hour paid; the catalog's price for ",
                          F.ref("GPUName", e.gpu.name), " is ", listed, " — check the price paid is for this GPU"))
@@ -160,6 +163,39 @@ def _owners_section(book: Book, sh: Sheet, rows: Rows, e: Engine) -> None:
         sh.row += 1
 
 
+NO_DEFAULT = "no default: a buy plan states it"
+"""The Source of a blank buy input nothing credible fills (ownership.yaml gives no default for it). [text]"""
+
+
+def _source_of(e: Engine, spec: InputSpec, value) -> tuple[F.Prose, F.Prose | None]:
+    """(Source, Date) of an input, each the text a formula shows: its own where it has one (a buy figure: the plan's
+    costs.source where given, else its dated default; an API price: the API's source), else its owner section's
+    (the Date column then left blank). [text]"""
+    own = {"depreciation_years": "DepreciationYears", "pue": "PUE", "hosting_usd_per_kw_month": "HostingUSDPerKWMonth"}
+    field, given = spec.path[-1], value is not None
+    stated = e.plan.costs.source or ""
+    plan_text = F.join("the plan's figure: ", F.when('CostsSource<>""', bool(stated), F.ref("CostsSource", stated),
+                                                     "no costs.source given"))
+    if spec.path[0] == "costs" and field in own:
+        d = catalog.ownership_defaults()[field]
+        return (F.when(f"ISNUMBER({spec.name})", given, plan_text, F.join("default: ", F.ref(f"Default{own[field]}Source", d["source"]))),
+                F.when(f"ISNUMBER({spec.name})", given, "", F.ref(f"Default{own[field]}Date", str(d["date"]))))
+    if spec.path[0] == "costs" and field in ("capex_usd_per_node", "kw_per_gpu"):
+        src, date = owned_sources(e.gpu)[:2] if field == "capex_usd_per_node" else owned_sources(e.gpu)[2:]
+        col = "GPUCapex" if field == "capex_usd_per_node" else "GPUPower"
+        listed = F.when(f'INDEX({col}Sources,GPURow)<>""', bool(src),
+                        F.join("catalog default for this GPU: ", F.ref(f"INDEX({col}Sources,GPURow)", src)), NO_DEFAULT)
+        return (F.when(f"ISNUMBER({spec.name})", given, plan_text, listed),
+                F.when(f"ISNUMBER({spec.name})", given, "", F.ref(f"INDEX({col}Dates,GPURow)", date)))
+    if spec.path[0] == "costs" and field in ("usd_per_kwh", "hardware_ops_usd_per_month"):
+        return F.when(f"ISNUMBER({spec.name})", given, plan_text, NO_DEFAULT), None
+    if spec.path[0] == "api" and field != "source":
+        api_source = e.plan.api_used().source or ""
+        return (F.when('APISource<>""', bool(api_source), F.ref("APISource", api_source),
+                       F.ref("SourcePricing", e.plan.sources.pricing)), None)
+    return F.ref(f"Source{spec.owner.capitalize()}", getattr(e.plan.sources, spec.owner)), None
+
+
 def _input_row(book: Book, sh: Sheet, e: Engine, spec: InputSpec) -> None:
     """One input: its label, value (validated, with its note as a comment), unit, owner, source and note."""
     r = sh.row
@@ -170,10 +206,11 @@ def _input_row(book: Book, sh: Sheet, e: Engine, spec: InputSpec) -> None:
     book.define(spec.name, sh, coord)
     sh.put("C", r, Cell(spec.unit, kind="unit"))
     owner_name = f"Owner{spec.owner.capitalize()}"
-    source_name = f"Source{spec.owner.capitalize()}"
     sh.put("D", r, Cell(f'={owner_name}&""', formula=True, cached=getattr(e.plan.owners, spec.owner), kind="calc"))
-    sh.put("E", r, Cell(f'={source_name}&""', formula=True, cached=getattr(e.plan.sources, spec.owner), kind="calc",
-                        wrap=True))
+    source, date = _source_of(e, spec, value)
+    sh.put("E", r, Cell(F.cell_formula(source), formula=True, cached=source.text, kind="calc", wrap=True))
+    if date is not None:
+        sh.put("F", r, Cell(F.cell_formula(date), formula=True, cached=date.text, kind="calc"))
     sh.put("G", r, Cell(spec.note, kind="note"))
     sh.row += 1
 
@@ -181,10 +218,10 @@ def _input_row(book: Book, sh: Sheet, e: Engine, spec: InputSpec) -> None:
 def _prices_used(rows: Rows, e: Engine) -> None:
     """The catalog price beside the price paid, then the rental price and the GPU-hour cost the plan uses."""
     _catalog_price(rows.sheet, e)
-    rent = e.plan.hardware.usd_per_gpu_hour or e.gpu.usd_per_gpu_hour or 0.0
+    rent = e.plan.hardware.usd_per_gpu_hour or e.gpu.usd_per_gpu_hour or PRICE_MISSING
     rows.calc("RentUSDPerGPUHour", "Rental price used",
-              '=IF(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput,GPUCatalogUSDPerHour)',
-              rent, "USD/GPU-hour", FMT["usd2"], "The price paid, or the catalog's price.")
+              f'=IF(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput,IF(GPUCatalogUSDPerHour>0,GPUCatalogUSDPerHour,"{PRICE_MISSING}"))',
+              rent, "USD/GPU-hour", FMT["usd2"], "The price paid, or the catalog's price (text where neither is known).")
     rows.calc("GPUUSDPerHour", "GPU cost per hour used", '=IF(CostMode="buy",OwnedUSDPerGPUHour,RentUSDPerGPUHour)',
               e.s.usd_per_gpu_hour, "USD/GPU-hour", FMT["usd2"],
               "rent: the rental price; buy: what an owned GPU costs an hour (5 Cost, rent or buy)")

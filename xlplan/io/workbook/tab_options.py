@@ -11,6 +11,7 @@ from xlplan.figures import Decisions
 from xlplan.io.workbook import staleness
 from xlplan.io.workbook.cells import Book, Cell, Sheet
 from xlplan.io.workbook.common import DECISION_TABS, FMT, Engine, Rows
+from xlplan.note_format import PRICE_MISSING
 
 STALE = staleness.STALE
 FRESH = staleness.CURRENT
@@ -63,14 +64,15 @@ def options_tab(book: Book, e: Engine, d: Decisions) -> None:
             continue
         for col, v in (("E", o.tp), ("F", o.load), ("G", o.with_redundancy), ("H", o.purchased), ("I", o.binding)):
             sh.put(col, r, Cell(v, kind="static", fmt=FMT["gpus"] if col in "EFGH" else None, bold=o.is_plan))
-        sh.put("J", r, Cell(o.usd_per_gpu_hour if o.usd_per_gpu_hour is not None else "missing", kind="static", fmt=FMT["usd2"]))
+        sh.put("J", r, Cell(o.usd_per_gpu_hour if o.usd_per_gpu_hour is not None else PRICE_MISSING, kind="static", fmt=FMT["usd2"]))
         sh.put("K", r, Cell(f'=IF(BillPurchased,H{r},G{r})' if not o.billed_purchased_always else f"=H{r}",
                             formula=True, cached=o.billed_gpus, kind="calc", fmt=FMT["gpus"]))
-        sh.put("L", r, Cell(o.fixed_usd_per_month, kind="static", fmt=FMT["usd"]))
-        sh.put("M", r, Cell(f'=IF(ISNUMBER(J{r}),J{r}*K{r}*HoursPerMonth+L{r},"missing")', formula=True,
-                            cached=o.monthly_usd if o.monthly_usd is not None else "missing", kind="calc", fmt=FMT["usd"]))
-        sh.put("N", r, Cell(f'=IF(ISNUMBER(M{r}),M{r}*TokensPerMillion/TokensPerMonth,"missing")', formula=True,
-                            cached=o.usd_per_mtok if o.usd_per_mtok is not None else "missing", kind="calc", fmt=FMT["usd_mtok"]))
+        sh.put("L", r, Cell(o.fixed_usd_per_month if o.fixed_usd_per_month is not None else PRICE_MISSING, kind="static",
+                            fmt=FMT["usd"]))
+        sh.put("M", r, Cell(f'=IF(ISNUMBER(J{r}),J{r}*K{r}*HoursPerMonth+L{r},"{PRICE_MISSING}")', formula=True,
+                            cached=o.monthly_usd if o.monthly_usd is not None else PRICE_MISSING, kind="calc", fmt=FMT["usd"]))
+        sh.put("N", r, Cell(f'=IF(ISNUMBER(M{r}),M{r}*TokensPerMillion/TokensPerMonth,"{PRICE_MISSING}")', formula=True,
+                            cached=o.usd_per_mtok if o.usd_per_mtok is not None else PRICE_MISSING, kind="calc", fmt=FMT["usd_mtok"]))
         sh.put("O", r, Cell(o.price_note or o.reason, kind="static"))
     end = hdr + 1 + len(d.options)
     sh.freeze = f"C{hdr + 2}"

@@ -12,13 +12,17 @@ from __future__ import annotations
 import json
 
 from xlplan.io.workbook.cells import Book, Cell
-from xlplan.io.workbook.common import DECISION_TABS, FMT, NA, Engine, Rows
+from xlplan.io.workbook.common import DECISION_TABS, FMT, NA, NONE, Engine, Rows
 from xlplan.io.workbook.tab_options import Decisions, stale_flag
 
 SCHEDULE_COLUMNS = ("Month", "Year", "Month no.", "Index", "Peak", "TP", "Load", "With redundancy", "Needed", "Held", "New",
-                    "Order by", "GPUs billed", "Monthly", "Cumulative", "Binds", "API monthly")
+                    "Order by", "GPUs billed", "Monthly", "Cumulative", "Binds", "API monthly", "API cumulative",
+                    "Self-hosted with ops, cumulative", "Cheaper self-hosted this month", "Cumulative at or below the API")
 UNITS = ("YYYY-MM", "", "", "months", "req/s", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "date", "GPUs", "USD/month",
-         "USD", "", "USD/month")
+         "USD", "", "USD/month", "USD", "USD", "TRUE | FALSE", "TRUE | FALSE")
+LAST_COL = "U"
+NO_API = "no API price"
+NOT_WITHIN = "not within the schedule"
 
 
 def _growth_section(book: Book, sh, e: Engine) -> None:
@@ -54,7 +58,7 @@ def _schedule_facts(book: Book, sh, e: Engine, sc, r: int) -> None:
     sh.put("A", r + 3, Cell(f"API: {sc.breakeven_words}. " + (f"The binding constraint changes in {sc.binding_change_month}."
                                                               if sc.binding_change_month else "The binding constraint stays the same.")
                             + (f" Stops: {sc.stopped}" if sc.stopped else ""), kind="static", wrap=True))
-    sh.merges.append(f"A{r + 3}:Q{r + 3}")
+    sh.merges.append(f"A{r + 3}:{LAST_COL}{r + 3}")
 
 
 def _calc(formula: str, cached, fmt: str | None = None) -> Cell:
@@ -92,7 +96,40 @@ def _month_cells(k: int, m, x: int, rate: float | None, has_api: bool) -> dict[s
         "O": _calc(f"=N{x}" if k == 0 else f"=O{prev}+N{x}", m.cumulative_usd, FMT["usd"]),
         "P": Cell(m.binding, kind="static"),
         "Q": _calc(api, m.api_monthly_usd if has_api else NA, FMT["usd"]),
+        "R": _calc(f"=Q{x}" if k == 0 else f'=IF(ISNUMBER(Q{x}),R{prev}+Q{x},"{NA}")', _or_na(m.api_cumulative_usd), FMT["usd"]),
+        # (N + ops) added as one month's figure, as the engine adds it: the same float in both
+        "S": _calc(f"=N{x}+OpsUSDPerMonth" if k == 0 else f"=S{prev}+(N{x}+OpsUSDPerMonth)", m.all_in_cumulative_usd, FMT["usd"]),
+        "T": _calc(f'=IF(ISNUMBER(Q{x}),N{x}+OpsUSDPerMonth<Q{x},"{NA}")', _or_na(m.self_hosted_cheaper)),
+        "U": _calc(f'=IF(ISNUMBER(R{x}),S{x}<=R{x},"{NA}")', _or_na(m.cumulative_at_or_below_api)),
     }
+
+
+def _or_na(v):
+    """An engine figure, or 'n/a' where the schedule has no API price to give it. [mixed]"""
+    return NA if v is None else v
+
+
+def _api_months(book: Book, sh, sc, r: int, first: int, last: int) -> None:
+    """The monthly crossover and the cumulative break-even from row ``r``, each a formula over the month table's
+    flags (rows ``first`` to ``last``) and named for what it is."""
+    months = f"A{first}:A{last}"
+    priced = sc.months and sc.months[0].api_monthly_usd is not None
+    items = (
+        ("ScheduleMonthlyCrossover", "Monthly crossover",
+         f'=IF(ISNUMBER(Q{first}),IFERROR(INDEX({months},MATCH(NOT(T{first}),T{first}:T{last},0)),"{NONE}"),"{NO_API}")',
+         (sc.monthly_crossover_month or NONE) if priced else NO_API,
+         ("the first month whose monthly comparison with the API differs from the first month's; not a break-even: "
+         "the months before it are not counted")),
+        ("ScheduleCumulativeBreakeven", "Cumulative break-even",
+         f'=IF(ISNUMBER(Q{first}),IFERROR(INDEX({months},MATCH(TRUE,U{first}:U{last},0)),"{NOT_WITHIN}"),"{NO_API}")',
+         (sc.cumulative_breakeven_month or NOT_WITHIN) if priced else NO_API,
+         ("the first month at which self-hosting's total since the first month, engineering and on-call included, is at "
+         "or below the API's")),
+    )
+    for i, (name, label, formula, cached, how) in enumerate(items):
+        sh.put("A", r + i, Cell(label, kind="label"))
+        book.define(name, sh, sh.put("C", r + i, _calc(formula, cached)))
+        sh.put("E", r + i, Cell(how, kind="note"))
 
 
 def _month_table(sh, e: Engine, sc, hdr: int) -> int:
@@ -114,7 +151,7 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
     from openpyxl.utils import get_column_letter as L
 
     sh = book.sheet(DECISION_TABS[1], "When to order: the fleet month by month as the peak grows, with order dates.",
-                    widths={"A": 10, **{L(i): 11 for i in range(2, 18)}, "L": 12}, print_title_rows="1:2", landscape=True)
+                    widths={"A": 10, **{L(i): 11 for i in range(2, 22)}, "L": 12}, print_title_rows="1:2", landscape=True)
     rows = Rows(book, sh)
     rows.title("Schedule — when each order must go out as traffic grows",
                "Each month is the closed form at its peak (the largest of the memory, compute, latency and queueing paths), "
@@ -130,10 +167,11 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
         return
     r = sh.row
     _schedule_facts(book, sh, e, sc, r)
-    hdr = r + 5
+    hdr = r + 7
     end = _month_table(sh, e, sc, hdr)
+    _api_months(book, sh, sc, r + 4, hdr + 2, end)
     sh.freeze = f"B{hdr + 2}"
-    sh.print_area = f"A1:Q{end + 18}"  # the chart below the table too
+    sh.print_area = f"A1:{LAST_COL}{end + 18}"  # the chart below the table too
     sh.row = end + 1
     first, last = hdr + 2, end
     sh.charts.append({"kind": "scatter", "title": "GPUs held and GPUs the load needs, month by month", "x_title": "Month index",

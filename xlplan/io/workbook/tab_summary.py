@@ -12,7 +12,8 @@ from xlplan import fleet
 from xlplan.io.workbook import staleness
 from xlplan.io.workbook.cells import Book, Cell, Line
 from xlplan.io.workbook.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
-from xlplan.note_format import _count
+from xlplan.io.workbook.tab_fleet_cost import api_comparison
+from xlplan.note_format import _count, api_comparison_words
 
 BINDING_WORDS = (
     ("memory", "memory: the KV cache of the requests in flight fills the GPUs before their compute does"),
@@ -111,7 +112,9 @@ def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]
         ("AnswerMonthlyUSD", "Cost per month", a.monthly_usd, "USD/month", FMT["usd"],
          "the GPUs on the bill × the hourly cost on 1 Inputs × the hours (+ an owned fleet's fixed costs)"),
         ("AnswerUSDPerMTok", "Cost per million tokens", a.usd_per_mtok, "USD/Mtok", FMT["usd_mtok"], "at the average utilisation"),
-    ]
+    ] + ([("AnswerAgainstAPI", "Against the API", api_comparison_words(r.cost.api_monthly_usd, a.monthly_usd), "", None,
+           "on infrastructure alone, this bill against the same traffic on the API, as the note says it")]
+         if r.cost.api_monthly_usd is not None else [])
 
 
 CHECK_OK = "All checks pass"
@@ -149,6 +152,8 @@ def summary_rows(e: Engine) -> list[Line]:
         rows += [
             Line("SummaryAPIMonthlyUSD", "The same traffic on the API", "=APIMonthlyCostUSD", c.api_monthly_usd, "USD/month", FMT["usd"],
                 "at the API prices on 1 Inputs"),
+            Line("SummaryAgainstAPI", "Against the API", "=APIComparison", api_comparison(c.api_monthly_usd, c.monthly_usd).text,
+                "", None, "on infrastructure alone, this bill against the API's (5 Cost)"),
             Line("SummaryBreakeven", "Break-even volume", "=BreakevenTokensPerMonth", c.breakeven_tokens_per_month, "tokens/month",
                 FMT["tokens_month"], "above it this fleet is cheaper than the API, while it can carry the volume"),
         ]

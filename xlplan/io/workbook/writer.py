@@ -30,6 +30,7 @@ HEADER_FILL = "DDEBF7"
 SECTION_FILL = "F2F2F2"
 STATIC_FILL = "EDEDED"
 WARNING_FONT = "C00000"  # a failed check, a stale breakpoint, a price override: dark red, bold
+NOT_CHECKED_FONT = "808080"  # an add-in cross-check without the add-in: grey, a state rather than an error
 
 
 def _styles():
@@ -42,7 +43,7 @@ def _styles():
                       protection=Protection(locked=False)),
         "calc": dict(font=Font(color="000000"), border=box),
         "check": dict(font=Font(bold=True), border=box),
-        "crosscheck": dict(font=Font(italic=True, color="595959"), border=box),
+        "crosscheck": dict(font=Font(italic=True, color=NOT_CHECKED_FONT), border=box),
         "const": dict(font=Font(color=INPUT_FONT)),
         "static": dict(font=Font(italic=True), fill=PatternFill("solid", fgColor=STATIC_FILL), border=box),
         "title": dict(font=Font(bold=True, size=14)),
