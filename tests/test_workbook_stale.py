@@ -11,6 +11,7 @@ API's prices and the cost of running it yourself.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import openpyxl
@@ -71,7 +72,7 @@ def test_every_engine_value_carries_a_flag_over_exactly_its_inputs(book):
         cell = book.get(title.strip("'")).cells[coord.replace("$", "")]
         assert cell.formula and cell.cached == CURRENT
         for name in names:
-            named = f"{name}&" in cell.value or f"({name}-" in cell.value
+            named = re.search(rf"(?<![A-Za-z0-9_]){name}(?![A-Za-z0-9_])", cell.value) is not None
             assert named is (name in inputs_of(value)), (value, name)
             assert (f"Built{name}" in cell.value) is (name in inputs_of(value)), (value, name)
     # every engine value of the Answer block sits beside its flag

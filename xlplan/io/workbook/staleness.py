@@ -53,6 +53,7 @@ VALUE_INPUTS: dict[str, tuple[str, ...]] = {
     "AnswerPurchased": FLEET_VALUE, "AnswerBinding": FLEET_VALUE, "AnswerStepBudget": FLEET_VALUE,
     "AnswerOrder": BILLED, "AnswerBilledGPUs": BILLED,
     "AnswerMonthlyUSD": BILL, "AnswerUSDPerMTok": PER_TOKEN,
+    "AnswerAgainstAPI": (FLEET, PAYMENT, PRICE, VOLUME, API),  # the bill against the API's price of the same tokens
     # Summary · its sentences
     "SummaryVerifiedSentence": FLEET_VALUE,
     "SummaryWhichHardware": PER_TOKEN,  # the Options' ranking, by $/M tokens
