@@ -74,6 +74,8 @@ def test_every_surface_gives_the_engines_answer(matrix_results, name, tmp_path, 
         a.load, a.with_redundancy, a.purchased)
     assert _named(book, "AnswerMonthlyUSD") == pytest.approx(a.monthly_usd, abs=0.005)
     assert (_named(book, "AnswerOrder"), _named(book, "AnswerBilledGPUs")) == (a.order, a.billed_gpus)
+    if r.verified is not None:  # the simulation's sentence on the Summary carries its stale flag, current as built
+        assert _named(book, "SummaryVerifiedSentenceStale") == "current"
     # compare: the plan's own row is the Answer (verified as plan verifies it)
     own = next(o for o in compare.compare(p, [p.hardware.gpu], verify_top=1) if o.is_plan)
     assert (own.source, own.load, own.with_redundancy, own.purchased) == (a.source if a.source == "verified" else own.source,

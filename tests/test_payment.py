@@ -130,3 +130,11 @@ def test_an_older_workbooks_billing_cell_is_read_as_the_payment_setting(tmp_path
     wb.defined_names["Billing"] = DefinedName("Billing", attr_text=f"'{title}'!$Z$1")
     wb.save(path)
     assert read_workbook(path).costs.mode == "rent_per_node"
+
+
+def test_a_growth_table_reads_back_from_its_own_dump():
+    # peaks month by month give the schedule's length: 3 peaks are 3 months, so a plan written out with every field
+    # (months included) reads back; it was refused ('months: got 12; peaks_rps gives 3')
+    p = replan(reference_plan(), growth={"peaks_rps": [40.0, 10.0, 40.0], "lead_time_days": 30})
+    assert p.growth.months == 3
+    assert Plan.model_validate(p.model_dump()) == p

@@ -54,8 +54,16 @@ def _switched_on() -> Plan:
                                             "attention_data_parallel": True})
 
 
+def _dip(mode: str):
+    """The reference with a dip month (40, 10, 40 req/s) paid for as ``mode``: rented, the dip holds less; bought, the
+    GPUs bought stay (xlplan.schedule.held_gpus), by formula on the Schedule as in the engine."""
+    costs = {"mode": mode} if mode != "buy" else {"mode": "buy", "usd_per_kwh": 0.09, "hardware_ops_usd_per_month": 0}
+    return lambda: replan(reference_plan(), costs=costs,
+                          growth={"peaks_rps": [40.0, 10.0, 40.0], "lead_time_days": 30, "start": "2027-04"})
+
+
 PLANS = {"reference": reference_plan, "cheap_api": _cheap_api, "h20_bought": _h20_bought, "growing": _growing,
-         "switched_on": _switched_on}
+         "switched_on": _switched_on, "dip_by_node": _dip("rent_per_node"), "dip_bought": _dip("buy")}
 
 
 @pytest.fixture(scope="module")

@@ -222,7 +222,7 @@ def billed_gpus_paid_as(paid_as: str, with_redundancy, gpus_per_node):
     Examples
     --------
     >>> billed_gpus_paid_as("rent_per_gpu", 7, 8), billed_gpus_paid_as("rent_per_node", 7, 8), billed_gpus_paid_as("buy", 9, 8)
-    (7, 8, 16)
+    (7, 8.0, 16.0)
     """
     if paid_as == "rent_per_gpu":
         return with_redundancy

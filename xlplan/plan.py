@@ -187,6 +187,9 @@ class Growth(_Section):
         if self.peaks_rps is not None and "months" in self.model_fields_set and self.months != len(self.peaks_rps):
             raise ValueError(f"months: got {self.months}; peaks_rps gives {len(self.peaks_rps)} month(s) "
                              "(leave months out, or give a peak for each month)")
+        if self.peaks_rps is not None and "months" not in self.model_fields_set:
+            # the months a table gives, so the section written out (every field) reads back as it was
+            object.__setattr__(self, "months", len(self.peaks_rps))
         return self
 
 
