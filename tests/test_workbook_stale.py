@@ -22,7 +22,7 @@ from workbookhelp import build, evaluate_many, recalculate, require_libreoffice
 from xlplan.cli import main
 from xlplan.io.planfile import reference_plan
 from xlplan.io.workbook.inputs import all_inputs
-from xlplan.io.workbook.staleness import CURRENT, VALUE_INPUTS, group_of, inputs_of
+from xlplan.io.workbook.staleness import CURRENT, GROUPS, VALUE_INPUTS, group_name, group_of, inputs_of
 from xlplan.io.workbook.writer import workbook_bytes
 
 FLAG_NAME = {"OptionsTable": "OptionsStale", "ScheduleMonths": "ScheduleStale"}
@@ -64,18 +64,28 @@ def book():
 
 
 def test_every_engine_value_carries_a_flag_over_exactly_its_inputs(book):
-    # inputs x values: each flag's formula names an input iff the map says the value depends on it, and compares it
-    # with its value at build time (the Summary's snapshot)
+    # inputs x values: each flag reads the Summary's unchanged-group cells of its value's groups, and those cells
+    # compare exactly their inputs with their values at build time (the snapshot); so a value's flag reads an input
+    # iff the map says the value depends on it
+    def cell_of(name):
+        title, coord = book.names[name].split("!")
+        return book.get(title.strip("'")).cells[coord.replace("$", "")]
+
+    def mentions(formula, name):
+        return re.search(rf"(?<![A-Za-z0-9_]){name}(?![A-Za-z0-9_])", formula) is not None
+
     names = {spec.name for spec in all_inputs()}
+    reads = {g: {n for n in names if mentions(cell_of(group_name(g)).value, n)} for g in GROUPS}
+    for g in GROUPS:
+        assert all(mentions(cell_of(group_name(g)).value, f"Built{n}") for n in reads[g])
     assert {v for v in VALUE_INPUTS if _flag(v) not in book.names} == {"SummaryVerifiedSentence"}  # not simulated here
     for value in [v for v in VALUE_INPUTS if _flag(v) in book.names]:
-        title, coord = book.names[_flag(value)].split("!")
-        cell = book.get(title.strip("'")).cells[coord.replace("$", "")]
+        cell = cell_of(_flag(value))
         assert cell.formula and cell.cached == CURRENT
+        groups = [g for g in GROUPS if mentions(cell.value, group_name(g))]
+        read = set().union(*(reads[g] for g in groups))
         for name in names:
-            named = re.search(rf"(?<![A-Za-z0-9_]){name}(?![A-Za-z0-9_])", cell.value) is not None
-            assert named is (name in inputs_of(value)), (value, name)
-            assert (f"Built{name}" in cell.value) is (name in inputs_of(value)), (value, name)
+            assert (name in read) is (name in inputs_of(value)), (value, name)
     # every engine value of the Answer block sits beside its flag
     summary = book.get("Summary")
     for name in [n for n in VALUE_INPUTS if n.startswith("Answer")]:
@@ -87,7 +97,6 @@ def test_every_engine_value_carries_a_flag_over_exactly_its_inputs(book):
 EDITS = {
     "price": {"GPUUSDPerHourInput": 4.0},
     "api": {"APIInputUSDPerMTok": 0.5},
-    "peak": {"PeakRate": 44.0},
     "volume": {"AvgUtilisation": 0.5},
     "ops": {"OpsUSDPerMonth": 1000.0},
     "paid_as": {"CostMode": "rent_per_node"},

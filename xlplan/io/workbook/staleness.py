@@ -137,20 +137,62 @@ CURRENT = "current"
 STALE = "STALE: an input it depends on changed; rebuild with xlplan workbook"
 
 
-def flag_formula(value: str, built: dict[str, object]) -> str:
-    """The flag of ``value``: 'current' while every input it depends on holds its build-time value, else STALE. [formula]
+GROUPS = (FLEET, PAYMENT, PRICE, VOLUME, API, OPS)
+"""The input groups, in the order the Summary lists whether each is unchanged."""
+
+
+def group_name(group: str) -> str:
+    """The defined name of the Summary cell that is TRUE while every input of ``group`` holds its build-time value. [name]"""
+    return f"Unchanged{group.capitalize()}Inputs"
+
+
+def group_inputs(group: str) -> tuple[str, ...]:
+    """The defined names of the inputs on 1 Inputs in ``group``, in sheet order. [names]
+
+    Parameters
+    ----------
+    group : str
+        One of :data:`GROUPS`.
+
+    Returns
+    -------
+    tuple of str
+        Each input whose plan-file path is in the group (:func:`group_of`).
+    """
+    from xlplan.io.workbook.inputs import all_inputs
+
+    return tuple(s.name for s in all_inputs() if group_of(s.path) == group)
+
+
+def group_formula(group: str, built: dict[str, object]) -> str:
+    """TRUE while every input of ``group`` holds its build-time value (the Summary's ``Built<Input>`` names). [formula]
+
+    Parameters
+    ----------
+    group : str
+        One of :data:`GROUPS`.
+    built : dict
+        Input name → its value at build time, to choose each comparison.
+
+    Returns
+    -------
+    str
+        ``=AND(...)`` of :func:`same` over the group's inputs.
+    """
+    return f"=AND({','.join(same(n, built.get(n), built_name(n)) for n in group_inputs(group))})"
+
+
+def flag_formula(value: str) -> str:
+    """The flag of ``value``: 'current' while every group of inputs it depends on is unchanged, else STALE. [formula]
 
     Parameters
     ----------
     value : str
         A key of :data:`VALUE_INPUTS`.
-    built : dict
-        Input name → its value at build time (what the snapshot holds), to choose the comparison.
 
     Returns
     -------
     str
-        ``=IF(AND(...),"current","STALE: …")`` over the Summary's ``Built<Input>`` names.
+        ``=IF(AND(Unchanged…Inputs, …),"current","STALE: …")``: one cell per group, computed once on the Summary.
     """
-    terms = [same(n, built.get(n), built_name(n)) for n in inputs_of(value)]
-    return f'=IF(AND({",".join(terms)}),"{CURRENT}","{STALE}")'
+    return f'=IF(AND({",".join(group_name(g) for g in VALUE_INPUTS[value])}),"{CURRENT}","{STALE}")'

@@ -20,10 +20,8 @@ FRESH = staleness.CURRENT
 def stale_flag(book: Book, sh: Sheet, e: Engine, name: str, value: str) -> None:
     """A row with the flag of an engine-searched sheet's values: STALE when any input they depend on (the explicit map,
     :data:`xlplan.io.workbook.staleness.VALUE_INPUTS`) differs from its value at build time (the Summary's snapshot)."""
-    from xlplan.io.workbook.tab_summary import built_values
-
     r = sh.row
-    coord = sh.put("A", r, Cell(staleness.flag_formula(value, built_values(e)), formula=True, cached=FRESH, kind="flag"))
+    coord = sh.put("A", r, Cell(staleness.flag_formula(value), formula=True, cached=FRESH, kind="flag"))
     book.define(name, sh, coord)
     sh.row += 1
 

@@ -68,6 +68,10 @@ def snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | Non
         book.define(staleness.built_name(spec.name), sh, f"B{r}")
         conditions.append(staleness.same(spec.name, value, f"$B${r}"))
         sh.row += 1
+    built = built_values(e)
+    for group in staleness.GROUPS:  # each group of inputs unchanged, once: the flags read these
+        rows.calc(staleness.group_name(group), f"Unchanged since built: {group} inputs", staleness.group_formula(group, built),
+                  True, "TRUE | FALSE", None, ", ".join(staleness.group_inputs(group)))
     if flag_row is not None:
         sh.put("B", flag_row, Cell(f'=IF(AND({",".join(conditions)}),"{ANSWER_CURRENT}","{ANSWER_STALE}")', formula=True,
                                    cached=ANSWER_CURRENT, kind="flag"))
@@ -77,8 +81,8 @@ def snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | Non
 def value_flag(book: Book, sh, e: Engine, value: str, coord: str) -> None:
     """The flag of one engine value at ``coord``: 'current' while every input it depends on is unchanged, else STALE
     (:func:`xlplan.io.workbook.staleness.flag_formula`), named ``<value>Stale``."""
-    sh.put(coord[0], int(coord[1:]), Cell(staleness.flag_formula(value, built_values(e)), formula=True,
-                                          cached=staleness.CURRENT, kind="flag"))
+    sh.put(coord[0], int(coord[1:]), Cell(staleness.flag_formula(value), formula=True, cached=staleness.CURRENT,
+                                          kind="flag"))
     book.define(f"{value}Stale", sh, coord)
 
 
