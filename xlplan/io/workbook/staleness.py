@@ -98,9 +98,13 @@ def inputs_of(value: str) -> tuple[str, ...]:
     tuple of str
         Each input whose group is among the value's.
     """
+    return _names_in(set(VALUE_INPUTS[value]))
+
+
+def _names_in(groups: set[str]) -> tuple[str, ...]:
+    """The inputs on 1 Inputs whose group is one of ``groups``, in sheet order. [names]"""
     from xlplan.io.workbook.inputs import all_inputs
 
-    groups = set(VALUE_INPUTS[value])
     return tuple(s.name for s in all_inputs() if group_of(s.path) in groups)
 
 
@@ -159,9 +163,7 @@ def group_inputs(group: str) -> tuple[str, ...]:
     tuple of str
         Each input whose plan-file path is in the group (:func:`group_of`).
     """
-    from xlplan.io.workbook.inputs import all_inputs
-
-    return tuple(s.name for s in all_inputs() if group_of(s.path) == group)
+    return _names_in({group})
 
 
 def group_formula(group: str, built: dict[str, object]) -> str:
