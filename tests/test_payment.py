@@ -72,9 +72,26 @@ def test_older_plan_files_read_with_a_migration(tmp_path, capsys, old, mode):
     p = read_plan(f)
     assert p.costs.mode == mode and "billing" not in p.hardware.model_dump()
     err = capsys.readouterr().err
-    if "billing" in old.get("hardware", {}):
-        assert f"hardware.billing: {old['hardware']['billing']} is read as costs.mode: {mode}" in err
+    billing = old.get("hardware", {}).get("billing")
+    if billing and mode != "buy":
+        assert f"hardware.billing: {billing} is read as costs.mode: {mode}" in err
+    elif billing:  # buying billed every GPU bought whatever the billing said
+        assert f"hardware.billing: {billing} is left out: costs.mode: buy bills every GPU bought" in err
+    else:
+        assert "costs.mode: rent is read as rent_per_gpu" in err
     assert f.read_bytes() == before  # the user's file is left as written
+
+
+@pytest.mark.parametrize("billing, mode", [("purchased", "rent_per_gpu"), ("rented", "rent_per_node")])
+def test_an_older_setting_that_contradicts_todays_is_refused_by_name(tmp_path, capsys, billing, mode):
+    # the file says two things: which one is meant is the user's to say (it silently billed the older one)
+    data = reference_plan().model_dump(exclude_none=True, mode="json")
+    data["hardware"]["billing"], data["costs"] = billing, {"mode": mode}
+    f = tmp_path / "both.yaml"
+    f.write_text(yaml.safe_dump(data))
+    assert main(["plan", str(f), "--no-verify"]) == 2
+    err = capsys.readouterr().err
+    assert f"hardware.billing: got '{billing}' beside costs.mode: {mode}" in err and "remove hardware.billing" in err
 
 
 def test_an_unknown_payment_mode_is_named_with_the_choices(tmp_path, capsys):

@@ -54,11 +54,16 @@ def older_plan_notes(data: Any) -> list[str]:
     list of str
         E.g. "hardware.billing: purchased is read as costs.mode: rent_per_node". Empty for a current file.
     """
-    if not isinstance(data, dict) or not isinstance(data.get("hardware"), dict) or "billing" not in data["hardware"]:
+    if not isinstance(data, dict):
         return []
-    billing = data["hardware"]["billing"]
     costs = data.get("costs") if isinstance(data.get("costs"), dict) else {}
+    hardware = data.get("hardware") if isinstance(data.get("hardware"), dict) else {}
+    billing = hardware.get("billing")
+    if billing not in ("rented", "purchased"):  # none, or a value the schema refuses at its own path
+        return ["costs.mode: rent is read as rent_per_gpu (renting per GPU, as before)"] if costs.get("mode") == "rent" else []
     mode = migrated_mode(billing, costs.get("mode"))
+    if mode == "buy":
+        return [f"hardware.billing: {billing} is left out: costs.mode: buy bills every GPU bought, as it did"]
     return [f"hardware.billing: {billing} is read as costs.mode: {mode} (one setting says how the fleet is paid for)"]
 
 
@@ -75,18 +80,21 @@ def migrated_mode(billing: Any, mode: Any) -> Any:
     Returns
     -------
     Any
-        'buy' where bought; renting, 'rent_per_node' where the bill counted whole units, else 'rent_per_gpu'; any
-        other value passed on for the schema to refuse by name.
+        'buy' where bought; renting, 'rent_per_node' where the bill counted whole units, else 'rent_per_gpu'.
+
+    Raises
+    ------
+    ValueError
+        Where the file states today's setting too and the two disagree (``billing: purchased`` beside ``mode:
+        rent_per_gpu``): which one is meant is the user's to say.
     """
     if mode == "buy":
         return "buy"
-    if mode not in (None, "rent", "rent_per_gpu", "rent_per_node"):
-        return mode
-    if billing == "purchased":
-        return "rent_per_node"
-    if billing == "rented":
-        return "rent_per_gpu" if mode in (None, "rent") else mode
-    return billing
+    old = "rent_per_node" if billing == "purchased" else "rent_per_gpu"
+    if mode in ("rent_per_gpu", "rent_per_node") and mode != old:
+        raise ValueError(f"hardware.billing: got {billing!r} beside costs.mode: {mode}, which says otherwise; expected "
+                         "costs.mode alone (hardware.billing is the older way to say it): remove hardware.billing")
+    return old
 
 
 def migrate_older_plan(data: Any) -> Any:
@@ -103,9 +111,10 @@ def migrate_older_plan(data: Any) -> Any:
         The same mapping with ``hardware.billing`` removed and ``costs.mode`` set from it (:func:`migrated_mode`);
         anything else unchanged.
     """
-    if not older_plan_notes(data):
-        return data
-    hardware = {k: v for k, v in data["hardware"].items() if k != "billing"}
+    hardware = data.get("hardware") if isinstance(data, dict) else None
+    if not isinstance(hardware, dict) or hardware.get("billing") not in ("rented", "purchased"):
+        return data  # a value other than the two is refused by the schema at hardware.billing
+    hardware = {k: v for k, v in hardware.items() if k != "billing"}
     costs = data.get("costs") or {}
     if isinstance(costs, dict):  # anything else is refused by the schema at its own path
         costs = {**costs, "mode": migrated_mode(data["hardware"]["billing"], costs.get("mode"))}
