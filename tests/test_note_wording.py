@@ -91,12 +91,12 @@ def test_every_cli_text_says_one_gpu_and_keeps_the_plural_for_more(tmp_path, cap
     assert texts["capacity"].startswith("1 GPU (TP 1, 1 replica) keeps the promise up to ")
     assert texts["simulate"].startswith("1 GPU = 1 replica of TP 1: ")
     assert "Verified load: 1 GPU (1 replica of TP 1) keeps the promise" in texts["simulate"]
-    # with one spare replica and nodes of 8 the same load is bought as a node: 1 + 1 = 2 GPUs, 8 purchased
+    # with one spare replica and nodes of 8, renting per GPU: 1 + 1 = 2 GPUs rented (8 would be a whole node)
     two = tmp_path / "two.yaml"
     two.write_text(yaml.safe_dump(_tiny().model_dump(mode="json", exclude_none=True)))
     assert main(["plan", str(two)]) == 0
     note = capsys.readouterr().out
-    assert "2 GPUs keep the promise with one replica lost" in note and "8 GPUs (1 node of 8) for 2 with redundancy" in note
+    assert "2 GPUs keep the promise with one replica lost" in note and "rent 2 GPUs, the fleet with redundancy" in note
     assert "2 GPUs (rented) × $3/h × 730 h = $4,380" in note and ONE_AS_MANY.search(note) is None
 
 

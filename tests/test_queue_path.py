@@ -237,10 +237,10 @@ def test_the_answer_is_the_verified_fleet_and_the_note_keeps_the_runbook_first(r
     assert text.splitlines()[3].startswith("Answer: 6 GPUs for the load, 7 with redundancy (one replica lost): rent 7 GPUs;")
     assert "~$15,330/month" in text.splitlines()[3]
     # the note, in order: the runbook's method with its figures, the queueing path, the verified answer and its
-    # redundancy with one replica lost, the purchase
+    # redundancy with one replica lost, the order (rented per GPU: the 7 with redundancy)
     marks = ["Memory path                 600.0 × 0.281 GiB = 168.5 GiB", "Queueing path", "Runbook's method",
              "Verified at peak (simulated)  6 GPUs", "With redundancy (simulated)   7 GPUs keep the promise with one replica lost",
-             "Purchase                      8 GPUs"]
+             "Order                         rent 7 GPUs, the fleet with redundancy"]
     at = [text.index(m) for m in marks]
     assert at == sorted(at)
     assert "~$11k" in text and "$15,330 / month" in text

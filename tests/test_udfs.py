@@ -107,7 +107,7 @@ def test_reference_plan_through_the_udfs_equals_the_cli(cli):
     # the runbook's method, labelled, then the closed form's purchase (the note's own rows, not re-derived)
     assert ["Runbook's method", ("4 GPUs for the load (TP 1) + 1 spare replica = 5 with redundancy → 8 purchased "
             "(1 node of 8)")] in note
-    assert any(r[0] == "Purchase" and r[1].startswith("8 GPUs (1 node of 8) for 7 with redundancy") for r in note)
+    assert any(r[0] == "Order" and r[1].startswith("rent 7 GPUs, the fleet with redundancy") for r in note)
     # the queueing path: Erlang C on the engine's service rate and wait target gives the engine's replicas (6)
     q = cli["queueing"]
     assert U.queueing_replicas(inp["peak_rps"], q["service_rps_per_replica"], q["wait_target_s"], inp["percentile"],

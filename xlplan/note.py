@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from xlplan.note_constraints import QUEUEING_WORDS, constraints_section  # noqa: F401  (QUEUEING_WORDS: re-exported)
 from xlplan.note_fleet import answer_sentence, fleet_section
-from xlplan.note_format import PRICE_MISSING, _count, _n, _pct, _tokens, _usd, _who_binds, api_comparison_words
+from xlplan.note_format import PRICE_MISSING, _count, _n, _operand, _pct, _tokens, _usd, _who_binds, api_comparison_words
 from xlplan.result import PlanResult, Sensitivity
 
 SECTIONS = (
@@ -42,7 +42,8 @@ def sensitivity_sentence(s: Sensitivity, base_fleet: int) -> str:
         move = f"the fleet stays at {s.fleet}"
     else:
         move = f"the fleet goes to {s.fleet}"
-    return f"If {s.change}, {_who_binds(s.binding, s.binding_paths)} and {move} ({s.purchased} purchased; {_usd(s.usd_per_mtok, 3)}/M tokens)."
+    return (f"If {s.change}, {_who_binds(s.binding, s.binding_paths)} and {move} ({s.purchased:,} in whole nodes; "
+            f"{_usd(s.monthly_usd)}/month, {_usd(s.usd_per_mtok, 3)}/M tokens).")
 
 
 def _breakpoint_sentence(b, unit_fmt) -> list[str]:
@@ -121,6 +122,16 @@ def _bill(r: PlanResult) -> tuple[int, float]:
     return (a.billed_gpus, a.monthly_usd) if a is not None else (k.billed_gpus, k.monthly_usd)
 
 
+def _hourly(price: float, gpus: int, hours: float, fixed: float, total: float) -> str:
+    """The price a bill line prints: as short as it is, with more decimals where the line redone from its printed
+    operands would not come to its printed total (27,096 GPUs × $1.26874 × 730 h is $47 off). [text]"""
+    def holds(p: float) -> bool:
+        return abs(gpus * p * hours + fixed - total) < 0.5
+
+    short = f"{price:g}"
+    return short if holds(float(short)) else _operand(price, holds, digits=2, most=10)
+
+
 def _cost_rows(r: PlanResult) -> list[tuple[str, str]]:
     """Section 5: the bill, the tokens it buys, the API beside it; for an owned fleet, what owning costs. [text]"""
     i, k, a = r.inputs, r.cost, r.answer
@@ -129,7 +140,7 @@ def _cost_rows(r: PlanResult) -> list[tuple[str, str]]:
     fixed = bill_usd - bill_gpus * k.usd_per_gpu_hour * k.hours_per_month
     extra = f" + {_usd(fixed)} fixed" if abs(fixed) >= 0.5 else ""
     rows = [
-        ("Monthly bill", f"{_count(bill_gpus, 'GPU')} ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × {k.hours_per_month:g} h{extra} = "
+        ("Monthly bill", f"{_count(bill_gpus, 'GPU')} ({k.billing}) × ${_hourly(k.usd_per_gpu_hour, bill_gpus, k.hours_per_month, fixed, bill_usd)}/h × {k.hours_per_month:g} h{extra} = "
                          f"{_usd(bill_usd)} / month, fixed" + (" (the Answer's fleet)" if a is not None else "")),
         ("Tokens per month", f"{_tokens(k.tokens_per_month)} at {i.average_utilisation:.0%} average utilisation"),
         ("Cost per million tokens", f"{_usd(paid.usd_per_mtok, 3)} (all kinds)"),
@@ -140,35 +151,37 @@ def _cost_rows(r: PlanResult) -> list[tuple[str, str]]:
         ("By utilisation", ", ".join(f"{u.utilisation:.0%} {_usd(u.usd_per_mtok, 3)}" for u in paid.usd_per_mtok_by_utilisation)),
     ]
     if a is not None:
-        rows.insert(1, ("Runbook's method", (f"{_count(k.billed_gpus, 'GPU')} ({k.billing}) × ${k.usd_per_gpu_hour:g}/h × "
-                                            f"{k.hours_per_month:g} h = {_usd(k.monthly_usd)} / month "
+        runbook_fixed = k.monthly_usd - k.billed_gpus * k.usd_per_gpu_hour * k.hours_per_month
+        price = _hourly(k.usd_per_gpu_hour, k.billed_gpus, k.hours_per_month, runbook_fixed, k.monthly_usd)
+        rows.insert(1, ("Runbook's method", (f"{_count(k.billed_gpus, 'GPU')} ({k.billing}) × ${price}/h × "
+                                            f"{k.hours_per_month:g} h" + (f" + {_usd(runbook_fixed)} fixed" if abs(runbook_fixed) >= 0.5 else "")
+                                            + f" = {_usd(k.monthly_usd)} / month "
                                             f"(~${k.monthly_usd / 1000:,.0f}k; {_usd(k.usd_per_mtok, 3)}/M tokens)")))
-    if k.ownership is not None:  # the runbook's bill is then ownership's: it takes the runbook's row (or the first)
-        own_at = 0 if a is None else 2
-        rows[own_at:own_at + (1 if a is None else 0)] = [_ownership_row(r)]
-        rows.insert(1, _against_renting_row(r))
+    owned = a if a is not None and a.ownership is not None else (k if k.ownership is not None else None)
+    if owned is not None:  # what owning the fleet costs and its payback, after the bill of the fleet ordered
+        rows[1:1] = [_ownership_row(r, owned), _against_renting_row(owned)]
     return rows
 
 
-def _ownership_row(r: PlanResult) -> tuple[str, str]:
-    """The owned fleet's month: depreciation, power, hosting and hardware operations, added up. [text]"""
-    k = r.cost
-    o = k.ownership
-    return ("Monthly cost of ownership" + ("" if r.answer is None else " (the runbook's fleet)"),
-            (f"{_count(k.billed_gpus, 'GPU')} owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
+def _ownership_row(r: PlanResult, owned) -> tuple[str, str]:
+    """The owned fleet's month (the Answer's, else the runbook's): depreciation, power, hosting and hardware operations,
+    added up. [text]"""
+    o = owned.ownership
+    return ("Monthly cost of ownership",
+            (f"{_count(owned.billed_gpus, 'GPU')} owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
              f"{_count(o.depreciation_years, 'year', fmt='g')}) + power {_usd(o.energy_usd_per_month)} ({o.kw_per_gpu:g} kW x PUE {o.pue:g} x "
              f"${o.usd_per_kwh:g}/kWh) + hosting {_usd(o.hosting_usd_per_month)} + hardware ops "
-             f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(k.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)"))
+             f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(owned.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)"))
 
 
-def _against_renting_row(r: PlanResult) -> tuple[str, str]:
-    """Owning against renting the fleet with redundancy: the rent, and when buying pays back. [text]"""
-    o = r.cost.ownership
+def _against_renting_row(owned) -> tuple[str, str]:
+    """Owning against renting the same fleet with redundancy: the rent, and when buying pays back. [text]"""
+    o = owned.ownership
     if o.rent_monthly_usd is None:
         return ("Against renting", f"rental {PRICE_MISSING} for this GPU: no payback to give")
     pay = (f"buying pays back in {o.payback_months:,.1f} months" if o.payback_months is not None
            else "renting costs less than running owned hardware: buying never pays back")
-    return ("Against renting", (f"renting the {_count(r.fleet.with_redundancy, 'GPU')} with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
+    return ("Against renting", (f"renting the {_count(owned.with_redundancy, 'GPU')} with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
                                f"{_usd(o.rent_monthly_usd)} / month; {pay}"))
 
 

@@ -37,7 +37,7 @@ def _method_rows(r: PlanResult) -> list[tuple[str, str]]:
     f, cf = r.fleet, r.closed_form
     rows = [
         ("Runbook's method", (f"{_count(f.load, 'GPU')} for the load (TP {f.tp}) + {_spares(f.redundancy_replicas, f.tp)} = "
-                             f"{f.with_redundancy} with redundancy → {f.purchased} purchased "
+                             f"{f.with_redundancy:,} with redundancy → {f.purchased:,} purchased "
                              f"({_count(f.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node})")),
     ]
     if f.calibrated_low is not None and f.calibrated_high is not None:
@@ -49,8 +49,8 @@ def _method_rows(r: PlanResult) -> list[tuple[str, str]]:
                                          f"{r.calibration_source}")))
     if cf is not None:
         rows.append(("Closed form", (f"{_count(cf.load, 'GPU')} for the load ({_who_binds(cf.binding, cf.binding_paths)}) + "
-                                    f"{_spares(f.redundancy_replicas, cf.tp)} = {cf.with_redundancy} with redundancy → "
-                                    f"{cf.purchased} purchased")))
+                                    f"{_spares(f.redundancy_replicas, cf.tp)} = {cf.with_redundancy:,} with redundancy → "
+                                    f"{cf.purchased:,} purchased")))
     return rows
 
 
@@ -74,8 +74,13 @@ def _answer_rows(r: PlanResult) -> list[tuple[str, str]]:
     a, f, cf = r.answer, r.fleet, r.closed_form
     if a is None:
         return []
-    rows = [("Purchase", (f"{_count(a.purchased, 'GPU')} ({_count(a.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node}) for "
-                         f"{a.with_redundancy} with redundancy — {_answer_source(r)}"))]
+    if not a.order:  # a result written before the order was named
+        rows = [("Purchase", (f"{_count(a.purchased, 'GPU')} ({_count(a.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node}) for "
+                             f"{a.with_redundancy:,} with redundancy — {_answer_source(r)}"))]
+    elif a.paid_as == "rent_per_gpu":
+        rows = [("Order", f"{a.order}, the fleet with redundancy — {_answer_source(r)}")]
+    else:
+        rows = [("Order", f"{a.order} for {a.with_redundancy:,} with redundancy — {_answer_source(r)}")]
     if a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):
         rows.append(("Serving setting", f"policy.max_num_batched_tokens: {a.step_budget_tokens} (deploy it; "
                                         f"{cf.default_step_budget_tokens:,}-token steps need "

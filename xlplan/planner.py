@@ -8,6 +8,7 @@ result. No I/O.
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 from xlplan import _vec, architecture, closed_form, cost, engines, fleet, memory, ownership, plausibility, simulate, steps, whatif
 from xlplan.decision import (  # noqa: F401  (re-exported: callers name them as planner.*)
@@ -130,6 +131,14 @@ def calibrated_ends(p: Plan, s: Scenario) -> tuple[FleetAt | None, FleetAt | Non
     return out[0], out[1]
 
 
+def _with_ownership(p: Plan, s, a):
+    """The Answer with what owning its fleet costs, and its payback against renting that fleet, where bought. [AnswerOut]"""
+    if a is None or p.costs.rents():
+        return a
+    fleet_ = SimpleNamespace(purchased=a.purchased, with_redundancy=a.with_redundancy)
+    return a.model_copy(update={"ownership": _ownership(p, s, fleet_)})
+
+
 def _ownership(p: Plan, s, pa) -> OwnershipOut | None:
     """Buy: the parts of owning the purchased fleet, and its payback against renting the fleet with redundancy."""
     own = p.ownership()
@@ -210,7 +219,7 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
         verified=d.verified,
         queueing=_queueing(p, s, cf),
         closed_form=_closed_form_out(s, cf),
-        answer=d.answer,
+        answer=_with_ownership(p, s, d.answer),
         closed_form_sensitivities=whatif.closed_sensitivities(p, s, cf.step_budget_tokens, set_by_plan),
         closed_form_breakpoints=whatif.closed_breakpoints(s, cf, set_by_plan),
     )

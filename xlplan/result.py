@@ -335,6 +335,7 @@ class AnswerOut(_Out):
     api_monthly_usd: float | None = Field(default=None, description="The same traffic on the API. [USD/month]")
     breakeven_tokens_per_month: float | None = Field(default=None, description="Volume above which self-hosting this fleet wins. [tokens/month]")
     usd_per_mtok_by_utilisation: list[UtilisationCost] = Field(default_factory=list, description="$/M tokens of this fleet at 10%…100% utilisation.")
+    ownership: OwnershipOut | None = Field(default=None, description="Bought: what owning this fleet costs, and its payback against renting this fleet with redundancy.")
 
 
 FIGURES_BASIS = {
