@@ -13,7 +13,7 @@ option to evaluate, not a free saving.
 
 from __future__ import annotations
 
-from xlplan import catalog, plausibility, steps
+from xlplan import catalog, fleet, plausibility, steps
 from xlplan.note_format import _count
 from xlplan.plan import Plan
 from xlplan.result import GPUOption
@@ -120,7 +120,8 @@ def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, 
     note = (_price_note(q, gpu) if priced else missing) if gpu_key else "the plan's own GPU and price"
     return GPUOption(
         **base, feasible=True, tp=a.tp, load=a.load, with_redundancy=a.with_redundancy,
-        purchased=a.purchased, gpus_per_node=s.gpus_per_node, order=a.order, binding=cf.binding, source=source,
+        purchased=a.purchased, gpus_per_node=s.gpus_per_node, binding=cf.binding, source=source,
+        order=fleet.order_words("buy", a.with_redundancy, a.purchased, s.gpus_per_node) if owned else a.order,
         closed_form_load=cf.load, runbook_load=int(d.sol.paths.load),
         billed_gpus=a.purchased if owned else a.billed_gpus, billed_purchased_always=owned,
         fixed_usd_per_month=s.fixed_usd_per_month if priced else None,

@@ -303,6 +303,8 @@ def _breakeven_words(months: list[ScheduleMonth], first: bool | None, crossed: s
         monthly = f"{now} in every month of the schedule (no monthly crossover)"
     else:
         then = "self-hosting becomes cheaper than the API" if not first else "the API becomes cheaper than self-hosting"
-        monthly = f"{now} at first; monthly crossover: {then} from {crossed}"
+        after = [m.self_hosted_cheaper for m in months if m.month >= crossed and m.self_hosted_cheaper is not None]
+        when = f"from {crossed}" if all(x != first for x in after) else f"first in {crossed}, not in every month after"
+        monthly = f"{now} at first; monthly crossover: {then} {when}"
     return (f"{monthly}; cumulative break-even (self-hosting's total since {months[0].month} at or below the API's): "
             + (even if even is not None else "not within the schedule"))
