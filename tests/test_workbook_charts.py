@@ -91,6 +91,7 @@ def test_tornado_reads_the_what_if_table_largest_first(ref_plan):
     wb = openpyxl.load_workbook(io.BytesIO(workbook_for_plan(ref_plan)))
     chart = _tornado(wb)
     assert chart.x_axis.scaling.orientation == "maxMin"  # the first category (the largest change) at the top
+    assert chart.x_axis.tickLblSkip == 1  # every bar labelled (a new user saw every other one)
     assert "monthly cost" in _title(chart).lower() and "minus the plan's" in _title(chart)
 
 

@@ -101,6 +101,7 @@ EDITS = {
     "ops": {"OpsUSDPerMonth": 1000.0},
     "paid_as": {"CostMode": "rent_per_node"},
     "a_yes_no": {"IncludeTTFT": True},
+    "lease": {"CostMode": "lease"},  # not one of Paid as' choices: stale, and a check fails
 }
 
 
@@ -185,3 +186,15 @@ def test_a_deleted_name_is_a_problem(tmp_path, capsys, book):
     assert found[0]["kind"] in ("name-missing", "formula-changed") and any(
         f["kind"] == "name-missing" and f["where"] == "BreakevenTokensPerMonth" for f in found)
     assert Path(path).exists()
+
+
+@pytest.mark.slow
+def test_a_value_not_among_a_drop_downs_choices_fails_a_check_in_both_engines(edited):
+    # Paid as typed 'lease' (Excel's drop-down refuses it; a paste or another tool does not): the Checks row fails,
+    # with the banner, in LibreOffice and the Excel-grammar engine; an edit among the choices passes it
+    from excelgrammar import value as grammar_value
+
+    for stem, passes in (("lease", False), ("paid_as", True), ("price", True)):
+        lo, grammar, _, _ = edited[stem]
+        title, coord, got = _value(lo, "CheckChoicesKnown")
+        assert got is passes and grammar_value(grammar, title, coord) is passes, stem

@@ -95,6 +95,8 @@ RANGES: tuple[Range, ...] = (
     Range("hardware.usd_per_gpu_hour", 0.05, 100.0, "US dollars per GPU-hour",
           "published GPU-hour prices run from about $0.10 (old cards) to $15 (new systems)", _per_month),
     Range("hardware.ops_usd_per_month", 0.0, 1e7, "US dollars a month", "a team of operators, not a fleet"),
+    Range("hardware.gpus_per_node", 1.0, 72.0, "GPUs per node or instance (the purchasing unit)",
+          "a server holds 8, an NVL72 rack 72: a larger unit is a fleet, not a node"),
     *(Range(f"policy.{f}", 0.01, 0.8, "a fraction of peak FLOP/s",
             "no published inference stack sustains more than 80% of peak", _percent)
       for f in ("mfu", "prefill_mfu", "decode_mfu")),

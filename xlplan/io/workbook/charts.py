@@ -52,6 +52,7 @@ def _bar_chart(ws, specs: list[dict], xref, horizontal: bool = False):
         chart.gapWidth = 50
         chart.x_axis.scaling.orientation = "maxMin"
         chart.x_axis.tickLblPos = "low"
+        chart.x_axis.tickLblSkip = 1  # every bar named: a spreadsheet otherwise drops every other label to fit
     return chart
 
 

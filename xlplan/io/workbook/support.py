@@ -37,6 +37,8 @@ CHECKS: tuple[tuple[str, str, str | None], ...] = (
     ("OneSpeed", "Exactly one of inter-token target and streaming speed", "=ISNUMBER(ITLInput)<>ISNUMBER(TokensPerSecondInput)"),
     ("ModelFound", "Model found on the Models sheet", "=ISNUMBER(ModelRow)"),
     ("GPUFound", "GPU found on the GPUs sheet", "=ISNUMBER(GPURow)"),
+    ("ChoicesKnown", "Each drop-down input holds one of its choices (Paid as: rent_per_gpu, rent_per_node or buy)",
+     None),  # choices_formula()
     ("GPUPriced", "The GPU has a price: the price paid, the catalog's, or owned", "=ISNUMBER(GPUUSDPerHour)"),
     ("TPDividesNode", "Tensor-parallel degree divides the purchasing unit",
      "=IF(ISNUMBER(TPInput),AND(TPInput<=GPUsPerNode,MOD(GPUsPerNode,TPInput)=0),TRUE)"),
@@ -45,6 +47,17 @@ CHECKS: tuple[tuple[str, str, str | None], ...] = (
     ("TTFTCheck", "TTFT target met by a p95 prompt", "=TTFTMet"),
     ("InputsPlausible", "Every input inside its plausible range (the plan file's: 50 ms is 0.05)", None),  # plausible_formula()
 )
+
+
+def choices_formula() -> str:
+    """The check that every drop-down input on 1 Inputs other than the model and the GPU (their own checks) holds one
+    of its list's values, a blank where it may be left blank. [formula]"""
+    from xlplan.io.workbook.inputs import all_inputs
+
+    terms = [f'OR({i.name}="",ISNUMBER(MATCH({i.name},{i.choices},0)))' if not i.required else
+             f"ISNUMBER(MATCH({i.name},{i.choices},0))"
+             for i in all_inputs() if i.kind == "choice" and i.choices and i.name not in ("ModelKey", "GPUKey")]
+    return "=AND(" + ",".join(terms) + ")"
 
 
 def plausible_inputs() -> list[tuple[str, object]]:
@@ -70,6 +83,7 @@ FAILURES: dict[str, str] = {
     "OneSpeed": "give the inter-token target or the streaming speed, not both or neither",
     "ModelFound": "the model is not on the Models sheet",
     "GPUFound": "the GPU is not on the GPUs sheet",
+    "ChoicesKnown": "a drop-down input holds a value not among its choices",
     "GPUPriced": "the GPU's price is missing: give the price paid on 1 Inputs",
     "TPDividesNode": "the tensor-parallel degree does not divide the purchasing unit",
     "SomeTPFits": "no tensor-parallel degree fits the weights and keeps the promise",
@@ -122,7 +136,7 @@ def check_values(e: Engine) -> dict[str, bool]:
     return {
         "InputsPlausible": not (names & plausibility.outside_fields(e.plan)),
         "PromptOrdered": True, "OutputOrdered": True, "FractionsInRange": True, "OneSpeed": True, "ModelFound": True,
-        "GPUFound": True, "GPUPriced": True, "TPDividesNode": True, "SomeTPFits": True,
+        "GPUFound": True, "ChoicesKnown": True, "GPUPriced": True, "TPDividesNode": True, "SomeTPFits": True,
         "FleetOrdered": pa.load <= pa.with_redundancy <= pa.purchased,
         "TTFTCheck": pa.ttft_p95_s <= s.ttft_s,
     }
@@ -137,7 +151,8 @@ def checks_sheet(book: Book, e: Engine) -> None:
     values = check_values(e)
     first = sh.row
     for name, label, formula in CHECKS:
-        formula = plausible_formula() if formula is None else formula  # built from 1 Inputs' ranged cells
+        if formula is None:  # built from 1 Inputs' cells: the ranged ones, the drop-downs
+            formula = choices_formula() if name == "ChoicesKnown" else plausible_formula()
         r = sh.row
         sh.put("A", r, Cell(label, kind="label"))
         coord = sh.put("B", r, Cell(formula, formula=True, cached=values[name], kind="check", name=f"Check{name}"))
