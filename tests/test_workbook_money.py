@@ -212,7 +212,7 @@ def test_the_schedule_tab_gives_the_monthly_crossover_and_the_cumulative_break_e
     title, coord = name_ref(book, "ScheduleCumulativeBreakeven")
     assert book.get(title).cells[coord].formula and "MATCH(TRUE," in book.get(title).cells[coord].value
     sentence = next(c.value for c in book.get("Schedule").cells.values() if str(c.value).startswith("API: "))
-    assert "monthly crossover: self-hosting becomes cheaper than the API from 2027-06" in sentence
+    assert "monthly crossover: self-hosting becomes cheaper than the API first in 2027-06" in sentence  # test_decisions: not every month after
     assert "cumulative break-even (self-hosting's total since 2027-04 at or below the API's): 2027-11" in sentence
     summary = " ".join(str(c.value) for c in book.get("Summary").cells.values())
     assert "monthly crossover" in summary and "cumulative break-even" in summary

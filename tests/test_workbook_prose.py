@@ -101,7 +101,7 @@ def test_the_reference_workbook_quotes_its_own_figures(ref_plan):
     # the prose is built by formula from the plan's own figures: the runbook's example reads as the runbook does
     texts = {t for _, _, t in _texts(build(ref_plan))}
     assert "40 req/s x 15.0 s = 600 in flight" in texts  # Little's Law: 40 x 15 = 600
-    assert "5 GPUs x $3.00/h x 730 h = $10,950" in texts  # the bill: 5 x $3 x 730 = $10,950
+    assert "5 GPUs x $3/h x 730 h = $10,950" in texts  # the bill: 5 x $3 x 730 = $10,950
     assert "N+k: (4 + 1 spare) replicas x TP 1 = 5" in texts
     assert "600 in flight x 0.281 GiB = 168.5 GiB" in texts
     assert any(t.startswith("peak rate x1.5 (60 req/s)") for t in texts)  # the what-if label, by formula

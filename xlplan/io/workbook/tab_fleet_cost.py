@@ -158,7 +158,7 @@ def _bill_lines(e: Engine) -> list[Line]:
         Line("MonthlyCostUSD", "Monthly cost", "=BilledGPUs*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth", b.monthly_usd,
              "USD/month", FMT["usd"],
              F.join(F.fixed("BilledGPUs", b.billed_gpus), " ", F.plural("BilledGPUs", b.billed_gpus, "GPU"), " x ",
-                    F.usd("GPUUSDPerHour", s.usd_per_gpu_hour, 2), "/h x ",
+                    "$", F.short("GPUUSDPerHour", s.usd_per_gpu_hour, 5), "/h x ",  # the price as the note prints it: $3, $1.26874
                     F.short("HoursPerMonth", s.hours_per_month), " h",
                     F.when("FixedUSDPerMonth>0", s.fixed_usd_per_month > 0,
                            F.join(" + ", F.usd("FixedUSDPerMonth", s.fixed_usd_per_month)), ""), " = ",
