@@ -236,7 +236,7 @@ def test_worst_case_convention_uses_p99():
 
 
 def test_purchased_billing():
-    p = plan(replan(reference_plan(), hardware={"billing": "purchased"}))
+    p = plan(replan(reference_plan(), costs={"mode": "rent_per_node"}))  # whole nodes: 8 x $3 x 730 h
     assert p.cost.billed_gpus == 8 and p.cost.monthly_usd == pytest.approx(8 * 3 * 730)
 
 

@@ -52,7 +52,7 @@ def test_runbook_what_ifs_recalculate(ref_plan, tmp_path):
         "itl_0_1": replan(ref_plan, promise={"itl_s": 0.1}),
         # fp8 weights and cache, bought by the node
         "fp8": replan(ref_plan, model={"name": "llama-3.1-8b", "weights_dtype": "fp8", "kv_dtype": "fp8"},
-                      hardware={"billing": "purchased"}),
+                      costs={"mode": "rent_per_node"}),
         # worst-case KV sizing, TTFT counted, attention in decode, p99 left out
         "conventions": replan(ref_plan, forecast={"prompt_tokens": {"p50": 1500, "p95": 6000}},
                               policy={"memory_convention": "worst_case", "include_ttft_in_time_in_system": True,
