@@ -62,7 +62,14 @@ def _dip(mode: str):
                           growth={"peaks_rps": [40.0, 10.0, 40.0], "lead_time_days": 30, "start": "2027-04"})
 
 
-PLANS = {"reference": reference_plan, "cheap_api": _cheap_api, "h20_bought": _h20_bought, "growing": _growing,
+def _slow_payback() -> Plan:
+    """Bought at $1,000,000 a node: the capex takes 73.5 months to recover against renting the same 8 GPUs, past the
+    5-year life (tests/test_payment.py works it by hand): the workbook says never, as the note does."""
+    return replan(reference_plan(), costs={"mode": "buy", "capex_usd_per_node": 1_000_000, "usd_per_kwh": 0.09,
+                                           "hardware_ops_usd_per_month": 1000})
+
+
+PLANS = {"slow_payback": _slow_payback, "reference": reference_plan, "cheap_api": _cheap_api, "h20_bought": _h20_bought, "growing": _growing,
          "switched_on": _switched_on, "dip_by_node": _dip("rent_per_node"), "dip_bought": _dip("buy")}
 
 
@@ -245,3 +252,13 @@ def test_a_yes_no_input_is_an_excel_boolean_in_both_engines(money):
     header = next(c for c, cell in constants.cells.items() if cell.value == "TRUE / FALSE")
     below = [constants.cells[f"A{int(header[1:]) + k}"].value for k in (1, 2)]
     assert below == [True, False] and all(type(v) is bool for v in below)
+
+
+@pytest.mark.slow
+def test_a_payback_past_the_life_reads_never_in_both_engines(money):
+    # tests/test_payment.py: 73.5 months to recover the capex against renting the same 8 GPUs, past the 60-month life
+    books, readers, _ = money
+    title, coord = books["slow_payback"].names["PaybackMonths"].split("!")
+    title, coord = title.strip("'"), coord.replace("$", "")
+    for engine in readers.values():
+        assert engine["slow_payback"](title, coord) == "never within its life"

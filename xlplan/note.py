@@ -175,13 +175,19 @@ def _ownership_row(r: PlanResult, owned) -> tuple[str, str]:
 
 
 def _against_renting_row(owned) -> tuple[str, str]:
-    """Owning against renting the same fleet with redundancy: the rent, and when buying pays back. [text]"""
+    """Owning against renting the same units: the rent, and when buying pays back (never, past its life). [text]"""
     o = owned.ownership
     if o.rent_monthly_usd is None:
         return ("Against renting", f"rental {PRICE_MISSING} for this GPU: no payback to give")
-    pay = (f"buying pays back in {o.payback_months:,.1f} months" if o.payback_months is not None
-           else "renting costs less than running owned hardware: buying never pays back")
-    return ("Against renting", (f"renting the {_count(owned.with_redundancy, 'GPU')} with redundancy at ${o.rent_usd_per_gpu_hour:g}/h: "
+    life = o.depreciation_years * 12.0
+    if o.payback_months is None:
+        pay = "renting costs less than running owned hardware: buying never pays back"
+    elif o.payback_months > life:
+        pay = (f"buying never pays back within its {o.depreciation_years:g}-year life (the capex takes "
+               f"{o.payback_months:,.1f} months to recover, past {life:,.0f})")
+    else:
+        pay = f"buying pays back in {o.payback_months:,.1f} months"
+    return ("Against renting", (f"renting the same {_count(owned.billed_gpus, 'GPU')} at ${o.rent_usd_per_gpu_hour:g}/h: "
                                f"{_usd(o.rent_monthly_usd)} / month; {pay}"))
 
 

@@ -140,7 +140,7 @@ def _with_ownership(p: Plan, s, a):
 
 
 def _ownership(p: Plan, s, pa) -> OwnershipOut | None:
-    """Buy: the parts of owning the purchased fleet, and its payback against renting the fleet with redundancy."""
+    """Buy: the parts of owning the purchased fleet, and its payback against renting the same units."""
     own = p.ownership()
     if not own:
         return None
@@ -151,7 +151,7 @@ def _ownership(p: Plan, s, pa) -> OwnershipOut | None:
         purchased, v["capex_usd_per_node"], node, v["depreciation_years"], v["kw_per_gpu"], v["pue"], v["usd_per_kwh"],
         v["hosting_usd_per_kw_month"], hours)
     rent_rate = p.hardware.usd_per_gpu_hour or p.hardware.resolve().usd_per_gpu_hour
-    rent = cost.monthly_cost_usd(float(pa.with_redundancy), rent_rate, hours) if rent_rate else None
+    rent = cost.monthly_cost_usd(purchased, rent_rate, hours) if rent_rate else None  # the same units, rented
     running = energy + hosting + v["hardware_ops_usd_per_month"]
     return OwnershipOut(
         capex_usd_per_node=v["capex_usd_per_node"], capex_usd=capex, depreciation_years=v["depreciation_years"],

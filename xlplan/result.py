@@ -210,7 +210,7 @@ class OwnershipOut(_Out):
     owned_usd_per_gpu_hour: float = Field(description="Depreciation, energy and hosting per GPU-hour. [USD/GPU-hour]")
     rent_usd_per_gpu_hour: float | None = Field(description="The rental price it is compared with (the plan's, else the catalog's); None: none known. [USD/GPU-hour]")
     rent_monthly_usd: float | None = Field(description="Renting the fleet with redundancy at that price. [USD/month]")
-    payback_months: float | None = Field(description="Capex ÷ (rent − running costs); None when owning costs more to run than renting. [months]")
+    payback_months: float | None = Field(description="Capex ÷ (rent of the same units − running costs); None when owning costs more to run than renting. [months]")
     sources: dict[str, str] = Field(description="Where each figure comes from: the plan, or a dated catalog default. [text]")
 
 
@@ -335,7 +335,7 @@ class AnswerOut(_Out):
     api_monthly_usd: float | None = Field(default=None, description="The same traffic on the API. [USD/month]")
     breakeven_tokens_per_month: float | None = Field(default=None, description="Volume above which self-hosting this fleet wins. [tokens/month]")
     usd_per_mtok_by_utilisation: list[UtilisationCost] = Field(default_factory=list, description="$/M tokens of this fleet at 10%…100% utilisation.")
-    ownership: OwnershipOut | None = Field(default=None, description="Bought: what owning this fleet costs, and its payback against renting this fleet with redundancy.")
+    ownership: OwnershipOut | None = Field(default=None, description="Bought: what owning this fleet costs, and its payback against renting the same units.")
 
 
 FIGURES_BASIS = {

@@ -185,11 +185,17 @@ def _or_missing(usd: float | None) -> float | str:
     return PRICE_MISSING if usd is None else usd
 
 
+NEVER_IN_LIFE = "never within its life"
+"""What the payback shows where recovering the capex takes longer than the depreciation life."""
+
+
 def _payback(o) -> float | str:
     """Months until buying pays back; 'price missing' without a rental price, 'never' when renting costs less. [months]"""
     if o.rent_monthly_usd is None:
         return PRICE_MISSING
-    return o.payback_months if o.payback_months is not None else "never"
+    if o.payback_months is None:
+        return "never"
+    return NEVER_IN_LIFE if o.payback_months > o.depreciation_years * 12.0 else o.payback_months
 
 
 def _ownership_lines(e: Engine) -> list[Line]:
@@ -231,13 +237,14 @@ def _ownership_lines(e: Engine) -> list[Line]:
              v(o.energy_usd_per_month if buy else 0), "USD/month", FMT["usd"], "every purchased GPU at load, every hour, times PUE"),
         Line("HostingUSDPerMonth", "Colocation", f'=IF(ISNUMBER(KWPerGPUUsed),FleetPurchased*KWPerGPUUsed*HostingUSDPerKWMonthUsed,"{NA}")',
              v(o.hosting_usd_per_month if buy else 0), "USD/month", FMT["usd"], ""),
-        Line("RentMonthlyUSD", "Renting the fleet with redundancy instead",
-             f'=IF(CostMode<>"buy","{NA}",IF(ISNUMBER(RentUSDPerGPUHour),FleetWithRedundancy*RentUSDPerGPUHour*HoursPerMonth,"{PRICE_MISSING}"))',
+        Line("RentMonthlyUSD", "Renting the same units instead",
+             f'=IF(CostMode<>"buy","{NA}",IF(ISNUMBER(RentUSDPerGPUHour),FleetPurchased*RentUSDPerGPUHour*HoursPerMonth,"{PRICE_MISSING}"))',
              v(_or_missing(o.rent_monthly_usd) if buy else 0), "USD/month", FMT["usd"], "at the rental price on 1 Inputs"),
         Line("PaybackMonths", "Buying pays back after",
              f'=IF(NOT(ISNUMBER(CapexUSD)),"{NA}",IF(NOT(ISNUMBER(RentMonthlyUSD)),"{PRICE_MISSING}",'
-             f'IF(RentMonthlyUSD>{running},CapexUSD/(RentMonthlyUSD-{running}),"never")))',
-             v(_payback(o) if buy else 0), "months", FMT["num"], "capex ÷ (rent − electricity − colocation − hardware operations)"),
+             f'IF(RentMonthlyUSD>{running},IF(CapexUSD/(RentMonthlyUSD-{running})>MonthsPerYear*DepreciationYearsUsed,'
+             f'"{NEVER_IN_LIFE}",CapexUSD/(RentMonthlyUSD-{running})),"never")))',
+             v(_payback(o) if buy else 0), "months", FMT["num"], "capex ÷ (rent − electricity − colocation − hardware operations); never past the depreciation life"),
     ]
 
 
