@@ -262,3 +262,25 @@ def test_a_payback_past_the_life_reads_never_in_both_engines(money):
     title, coord = title.strip("'"), coord.replace("$", "")
     for engine in readers.values():
         assert engine["slow_payback"](title, coord) == "never within its life"
+
+
+def test_bought_the_summary_gives_the_capex_and_the_payback_of_the_nodes_ordered(money):
+    # the slow-payback plan buys 1 node at $1,000,000 (tests/test_payment.py): capex 1 x 1,000,000, and its payback
+    # past the 60-month life reads never; the H20 bought has no rental price: its payback reads 'price missing'; a
+    # rented plan has neither row
+    books, _, _ = money
+
+    def named(stem, name):
+        book = books[stem]
+        if name not in book.names:
+            return None
+        title, coord = book.names[name].split("!")
+        return book.get(title.strip("'")).cells[coord.replace("$", "")].value
+
+    assert named("slow_payback", "AnswerCapexUSD") == pytest.approx(1_000_000)
+    assert named("slow_payback", "AnswerPaybackMonths") == "never within its life"
+    assert named("h20_bought", "AnswerPaybackMonths") == "price missing"
+    assert named("reference", "AnswerCapexUSD") is None and named("reference", "AnswerPaybackMonths") is None
+    # each with its stale flag over the bill's inputs (the node price among them)
+    for name in ("AnswerCapexUSDStale", "AnswerPaybackMonthsStale"):
+        assert "UnchangedPriceInputs" in named("slow_payback", name)

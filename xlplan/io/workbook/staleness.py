@@ -54,6 +54,7 @@ VALUE_INPUTS: dict[str, tuple[str, ...]] = {
     "AnswerOrder": BILLED, "AnswerBilledGPUs": BILLED,
     "AnswerMonthlyUSD": BILL, "AnswerUSDPerMTok": PER_TOKEN,
     "AnswerAgainstAPI": (FLEET, PAYMENT, PRICE, VOLUME, API),  # the bill against the API's price of the same tokens
+    "AnswerCapexUSD": BILL, "AnswerPaybackMonths": BILL,  # bought: the nodes' price, and the rent of the same units
     # Summary · its sentences
     "SummaryVerifiedSentence": FLEET_VALUE,
     "SummaryWhichHardware": PER_TOKEN,  # the Options' ranking, by $/M tokens

@@ -13,7 +13,7 @@ from xlplan.io.workbook import staleness
 from xlplan.io.workbook.cells import Book, Cell, Line
 from xlplan.io.workbook.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
 from xlplan.io.workbook.tab_fleet_cost import api_comparison
-from xlplan.note_format import _count, api_comparison_words
+from xlplan.note_format import PRICE_MISSING, _count, api_comparison_words
 
 BINDING_WORDS = (
     ("memory", "memory: the KV cache of the requests in flight fills the GPUs before their compute does"),
@@ -116,9 +116,29 @@ def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]
         ("AnswerMonthlyUSD", "Cost per month", a.monthly_usd, "USD/month", FMT["usd"],
          "the GPUs on the bill × the hourly cost on 1 Inputs × the hours (+ an owned fleet's fixed costs)"),
         ("AnswerUSDPerMTok", "Cost per million tokens", a.usd_per_mtok, "USD/Mtok", FMT["usd_mtok"], "at the average utilisation"),
-    ] + ([("AnswerAgainstAPI", "Against the API", api_comparison_words(r.cost.api_monthly_usd, a.monthly_usd), "", None,
-           "on infrastructure alone, this bill against the same traffic on the API, as the note says it")]
-         if r.cost.api_monthly_usd is not None else [])
+    ] + _owned_rows(a) + ([("AnswerAgainstAPI", "Against the API", api_comparison_words(r.cost.api_monthly_usd, a.monthly_usd),
+                            "", None, "on infrastructure alone, this bill against the same traffic on the API, as the note says it")]
+                          if r.cost.api_monthly_usd is not None else [])
+
+
+def _owned_rows(a) -> list[tuple[str, str, object, str, str | None, str]]:
+    """Bought: the capex of the nodes ordered, and when buying them pays back against renting the same units. [—]"""
+    o = a.ownership
+    if o is None:
+        return []
+    life = o.depreciation_years * 12.0
+    if o.rent_monthly_usd is None:
+        payback: object = PRICE_MISSING
+    elif o.payback_months is None:
+        payback = "never"
+    else:
+        payback = "never within its life" if o.payback_months > life else o.payback_months
+    return [
+        ("AnswerCapexUSD", "Capex of the nodes ordered", o.capex_usd, "USD", FMT["usd"],
+         f"{o.capex_usd / o.capex_usd_per_node:,.0f} × the node price used (5 Cost), paid once"),
+        ("AnswerPaybackMonths", "Buying pays back after", payback, "months", FMT["num"],
+         f"against renting the same units at the rental price; never past the {o.depreciation_years:g}-year life"),
+    ]
 
 
 CHECK_OK = "All checks pass"
