@@ -182,7 +182,7 @@ def _against_renting_row(owned) -> tuple[str, str]:
     life = o.depreciation_years * 12.0
     if o.payback_months is None:
         pay = "renting costs less than running owned hardware: buying never pays back"
-    elif o.payback_months > life:
+    elif o.payback_within_life is False:
         pay = (f"buying never pays back within its {o.depreciation_years:g}-year life (the capex takes "
                f"{o.payback_months:,.1f} months to recover, past {life:,.0f})")
     else:

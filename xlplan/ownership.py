@@ -189,3 +189,28 @@ def payback_months(capex_usd, rent_usd_per_month, running_usd_per_month):
     if saving <= 0:
         return None
     return capex_usd / saving
+
+
+def pays_back_within_life(payback_months_, depreciation_years) -> bool | None:
+    """Whether buying pays back before the hardware's depreciation life ends; None where it never does. [bool]
+
+    Parameters
+    ----------
+    payback_months_ : float or None
+        :func:`payback_months`. [months]
+    depreciation_years : float
+        The straight-line life. [years]
+
+    Returns
+    -------
+    bool or None
+        ``payback ≤ 12 × life``; None when renting is cheaper to run than owning.
+
+    Examples
+    --------
+    >>> pays_back_within_life(19.8, 5), pays_back_within_life(73.5, 5), pays_back_within_life(None, 5)
+    (True, False, None)
+    """
+    if payback_months_ is None:
+        return None
+    return payback_months_ <= 12.0 * depreciation_years

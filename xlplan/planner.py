@@ -159,7 +159,8 @@ def _ownership(p: Plan, s, pa) -> OwnershipOut | None:
         hardware_ops_usd_per_month=v["hardware_ops_usd_per_month"], depreciation_usd_per_month=depreciation,
         energy_usd_per_month=energy, hosting_usd_per_month=hosting, owned_usd_per_gpu_hour=s.usd_per_gpu_hour,
         rent_usd_per_gpu_hour=rent_rate, rent_monthly_usd=rent,
-        payback_months=ownership.payback_months(capex, rent, running) if rent is not None else None,
+        payback_months=(payback := ownership.payback_months(capex, rent, running) if rent is not None else None),
+        payback_within_life=ownership.pays_back_within_life(payback, v["depreciation_years"]),
         sources={k: d["source"] for k, d in own.items()},
     )
 

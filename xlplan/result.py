@@ -211,6 +211,7 @@ class OwnershipOut(_Out):
     rent_usd_per_gpu_hour: float | None = Field(description="The rental price it is compared with (the plan's, else the catalog's); None: none known. [USD/GPU-hour]")
     rent_monthly_usd: float | None = Field(description="Renting the fleet with redundancy at that price. [USD/month]")
     payback_months: float | None = Field(description="Capex ÷ (rent of the same units − running costs); None when owning costs more to run than renting. [months]")
+    payback_within_life: bool | None = Field(default=None, description="Whether that payback comes within the depreciation life; False: buying never pays back within it. [bool]")
     sources: dict[str, str] = Field(description="Where each figure comes from: the plan, or a dated catalog default. [text]")
 
 

@@ -174,14 +174,13 @@ def _months(decided: list, margin: int, lead_time_days: int, ops_usd_per_month: 
     """Each decided month's fleet, the GPUs it holds and the order for those it adds, its bill, and the running
     totals of self-hosting (ops included) and of the API. [ScheduleMonth]"""
     months: list[ScheduleMonth] = []
-    owned, previous, cumulative, all_in, api = 0, 0, 0.0, 0.0, 0.0
+    previous, cumulative, all_in, api = 0, 0.0, 0.0, 0.0  # previous: what the month before held (bought: all bought)
     for first_day, sm, d in decided:
         cf = d.closed_form
         source, load, red = _month_fleet(d, margin)
         needed = int(math.ceil(red / sm.gpus_per_node) * sm.gpus_per_node)
-        held = held_gpus(sm.paid_as, red, needed, owned)
-        new = max(held - owned, 0) if sm.paid_as == "buy" else max(held - previous, 0)
-        owned, previous = max(owned, needed), held
+        held = held_gpus(sm.paid_as, red, needed, previous)
+        new, previous = max(held - previous, 0), held
         b = steps.bill(sm, d.sol.traffic, dataclasses.replace(d.sol.paths, with_redundancy=float(red), purchased=float(held)))
         cumulative += b.monthly_usd
         mine, priced = b.monthly_usd + ops_usd_per_month, b.api_monthly_usd is not None

@@ -189,13 +189,14 @@ NEVER_IN_LIFE = "never within its life"
 """What the payback shows where recovering the capex takes longer than the depreciation life."""
 
 
-def _payback(o) -> float | str:
-    """Months until buying pays back; 'price missing' without a rental price, 'never' when renting costs less. [months]"""
+def payback_shown(o) -> float | str:
+    """Months until buying pays back, as the workbook shows it: 'price missing' without a rental price, 'never' when renting
+    costs less, 'never within its life' past the depreciation life (the engine's payback_within_life). [months]"""
     if o.rent_monthly_usd is None:
         return PRICE_MISSING
     if o.payback_months is None:
         return "never"
-    return NEVER_IN_LIFE if o.payback_months > o.depreciation_years * 12.0 else o.payback_months
+    return NEVER_IN_LIFE if o.payback_within_life is False else o.payback_months
 
 
 def _ownership_lines(e: Engine) -> list[Line]:
@@ -244,7 +245,7 @@ def _ownership_lines(e: Engine) -> list[Line]:
              f'=IF(NOT(ISNUMBER(CapexUSD)),"{NA}",IF(NOT(ISNUMBER(RentMonthlyUSD)),"{PRICE_MISSING}",'
              f'IF(RentMonthlyUSD>{running},IF(CapexUSD/(RentMonthlyUSD-{running})>MonthsPerYear*DepreciationYearsUsed,'
              f'"{NEVER_IN_LIFE}",CapexUSD/(RentMonthlyUSD-{running})),"never")))',
-             v(_payback(o) if buy else 0), "months", FMT["num"], "capex ÷ (rent − electricity − colocation − hardware operations); never past the depreciation life"),
+             v(payback_shown(o) if buy else 0), "months", FMT["num"], "capex ÷ (rent − electricity − colocation − hardware operations); never past the depreciation life"),
     ]
 
 

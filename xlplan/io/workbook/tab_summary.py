@@ -12,8 +12,8 @@ from xlplan import fleet
 from xlplan.io.workbook import staleness
 from xlplan.io.workbook.cells import Book, Cell, Line
 from xlplan.io.workbook.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
-from xlplan.io.workbook.tab_fleet_cost import api_comparison
-from xlplan.note_format import PRICE_MISSING, _count, api_comparison_words
+from xlplan.io.workbook.tab_fleet_cost import api_comparison, payback_shown
+from xlplan.note_format import _count, api_comparison_words
 
 BINDING_WORDS = (
     ("memory", "memory: the KV cache of the requests in flight fills the GPUs before their compute does"),
@@ -126,13 +126,7 @@ def _owned_rows(a) -> list[tuple[str, str, object, str, str | None, str]]:
     o = a.ownership
     if o is None:
         return []
-    life = o.depreciation_years * 12.0
-    if o.rent_monthly_usd is None:
-        payback: object = PRICE_MISSING
-    elif o.payback_months is None:
-        payback = "never"
-    else:
-        payback = "never within its life" if o.payback_months > life else o.payback_months
+    payback = payback_shown(o)
     return [
         ("AnswerCapexUSD", "Capex of the nodes ordered", o.capex_usd, "USD", FMT["usd"],
          f"{o.capex_usd / o.capex_usd_per_node:,.0f} × the node price used (5 Cost), paid once"),
