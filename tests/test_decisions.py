@@ -337,7 +337,8 @@ def _buy(**costs):
 
 
 def test_buying_reproduces_a_hand_computed_monthly_cost(tmp_path):
-    # 8 H100s bought (one node). Per month:
+    # 8 H100s bought (one node), no network, residual or cost of capital stated (each 0), so the capital charge is
+    # straight-line depreciation and power is drawn at the stated maximum (no typical draw beside it). Per month:
     #   depreciation 300,000 per node / (5 x 12) = 5,000.00
     #   electricity  8 x 1.2 kW x PUE 1.5 x $0.10 x 730 h = 1,051.20
     #   hosting      8 x 1.2 kW x $150 per kW-month = 1,440.00
@@ -346,7 +347,8 @@ def test_buying_reproduces_a_hand_computed_monthly_cost(tmp_path):
     from xlplan.plan import Plan
 
     p = Plan.model_validate(_buy(capex_usd_per_node=300000, depreciation_years=5, kw_per_gpu=1.2, pue=1.5, usd_per_kwh=0.10,
-                                 hosting_usd_per_kw_month=150, hardware_ops_usd_per_month=1000))
+                                 hosting_usd_per_kw_month=150, hardware_ops_usd_per_month=1000, network_usd_per_node=0,
+                                 residual_fraction=0, cost_of_capital=0))
     r = run_plan(p)
     assert r.fleet.purchased == 8
     assert r.cost.billed_gpus == 8
@@ -360,8 +362,10 @@ def test_buying_reproduces_a_hand_computed_monthly_cost(tmp_path):
 
 
 def test_buy_defaults_come_from_dated_sources():
-    # Left out, capex and power fall back on the catalog's H100 figures (DGX H100 ~$270,000, 10.2 kW / 8 GPUs),
-    # depreciation 5 years (AWS 2025), PUE 1.54 (Uptime 2025), hosting $184.06/kW-month (CBRE H2 2024).
+    # Left out, capex and power fall back on the catalog's H100 figures (DGX H100 ~$270,000, 10.2 kW / 8 GPUs maximum,
+    # 7.5 kW / 8 typical), depreciation 5 years (AWS 2025), PUE 1.54 (Uptime 2025), hosting $184.06/kW-month (CBRE H2
+    # 2024), a network share of $15,060 a node (2024-08), a residual of 0.78^5 of the capex (resale curve, 2026) and an
+    # assumed 8% cost of capital.
     from xlplan.plan import Plan
 
     p = Plan.model_validate(_buy(usd_per_kwh=0.09, hardware_ops_usd_per_month=0))
@@ -370,7 +374,9 @@ def test_buy_defaults_come_from_dated_sources():
     assert own["kw_per_gpu"]["value"] == 1.275
     assert own["depreciation_years"]["value"] == 5 and own["pue"]["value"] == 1.54
     assert own["hosting_usd_per_kw_month"]["value"] == 184.06
-    expected = 270000 / 60 + 8 * 1.275 * 1.54 * 0.09 * 730 + 8 * 1.275 * 184.06
+    capex, i, n = 270000 + 15060, 0.08 / 12, 60
+    capital = (capex - capex * 0.78 ** 5 / (1 + i) ** n) * i / (1 - (1 + i) ** -n)  # the annuity of capex less the residual's PV
+    expected = capital + 8 * 0.9375 * 1.54 * 0.09 * 730 + 8 * 1.275 * 184.06  # power at typical draw, colocation at maximum
     assert run_plan(p).cost.monthly_usd == pytest.approx(expected, rel=1e-12)
 
 

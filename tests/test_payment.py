@@ -158,15 +158,16 @@ def test_a_growth_table_reads_back_from_its_own_dump():
 
 
 def test_a_payback_past_the_life_reads_never_pays_back():
-    # a node at $1,000,000, 5-year life: renting the same 8 GPUs at $3/h is 8 x 3 x 730 = $17,520 a month; running
-    # them 8 x 1.275 kW x 1.54 x $0.09 x 730 = $1,031.94 of power + 8 x 1.275 x $184.06 = $1,877.41 of colocation
-    # + $1,000 of operations = $3,909.35; the capex takes 1,000,000 / (17,520 - 3,909.35) = 73.47 months, past 60
+    # a server at $1,000,000 and the catalog's network share of $15,060 (2024-08), 5-year life: renting the same 8 GPUs
+    # at $3/h is 8 x 3 x 730 = $17,520 a month; running them 8 x 0.9375 kW typical x 1.54 x $0.09 x 730 = $758.84 of
+    # power + 8 x 1.275 kW contracted x $184.06 = $1,877.41 of colocation + $1,000 of operations = $3,636.25; the capex
+    # takes 1,015,060 / (17,520 - 3,636.25) = 73.11 months, past 60
     p = replan(reference_plan(), costs={"mode": "buy", "capex_usd_per_node": 1_000_000, "usd_per_kwh": 0.09,
                                         "hardware_ops_usd_per_month": 1000})
     r = run_plan(p)
     o = r.answer.ownership
     assert o.rent_monthly_usd == pytest.approx(17520.0)
-    assert o.payback_months == pytest.approx(1_000_000 / (17520 - (8 * 1.275 * 1.54 * 0.09 * 730 + 8 * 1.275 * 184.06 + 1000)))
+    assert o.payback_months == pytest.approx(1_015_060 / (17520 - (8 * 0.9375 * 1.54 * 0.09 * 730 + 8 * 1.275 * 184.06 + 1000)))
     text = render_text(r)
     assert "renting the same 8 GPUs at $3/h: $17,520 / month; buying never pays back within its 5-year life" in text
     assert "buying pays back in" not in text

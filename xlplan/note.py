@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from xlplan.note_constraints import QUEUEING_WORDS, constraints_section  # noqa: F401  (QUEUEING_WORDS: re-exported)
 from xlplan.note_fleet import answer_sentence, fleet_section
-from xlplan.note_format import PRICE_MISSING, _count, _n, _operand, _pct, _tokens, _usd, _who_binds, api_comparison_words
+from xlplan.note_format import _count, _n, _operand, _pct, _tokens, _usd, _who_binds, api_comparison_words
+from xlplan.note_owning import ownership_rows, price_age_row
 from xlplan.result import PlanResult, Sensitivity
 
 SECTIONS = (
@@ -159,36 +160,10 @@ def _cost_rows(r: PlanResult) -> list[tuple[str, str]]:
                                             f"(~${k.monthly_usd / 1000:,.0f}k; {_usd(k.usd_per_mtok, 3)}/M tokens)")))
     owned = a if a is not None and a.ownership is not None else (k if k.ownership is not None else None)
     if owned is not None:  # what owning the fleet costs and its payback, after the bill of the fleet ordered
-        rows[1:1] = [_ownership_row(r, owned), _against_renting_row(owned)]
-    return rows
-
-
-def _ownership_row(r: PlanResult, owned) -> tuple[str, str]:
-    """The owned fleet's month (the Answer's, else the runbook's): depreciation, power, hosting and hardware operations,
-    added up. [text]"""
-    o = owned.ownership
-    return ("Monthly cost of ownership",
-            (f"{_count(owned.billed_gpus, 'GPU')} owned: depreciation {_usd(o.depreciation_usd_per_month)} ({_usd(o.capex_usd)} over "
-             f"{_count(o.depreciation_years, 'year', fmt='g')}) + power {_usd(o.energy_usd_per_month)} ({o.kw_per_gpu:g} kW x PUE {o.pue:g} x "
-             f"${o.usd_per_kwh:g}/kWh) + hosting {_usd(o.hosting_usd_per_month)} + hardware ops "
-             f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(owned.monthly_usd)} / month ({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)"))
-
-
-def _against_renting_row(owned) -> tuple[str, str]:
-    """Owning against renting the same units: the rent, and when buying pays back (never, past its life). [text]"""
-    o = owned.ownership
-    if o.rent_monthly_usd is None:
-        return ("Against renting", f"rental {PRICE_MISSING} for this GPU: no payback to give")
-    life = o.depreciation_years * 12.0
-    if o.payback_months is None:
-        pay = "renting costs less than running owned hardware: buying never pays back"
-    elif o.payback_within_life is False:
-        pay = (f"buying never pays back within its {o.depreciation_years:g}-year life (the capex takes "
-               f"{o.payback_months:,.1f} months to recover, past {life:,.0f})")
-    else:
-        pay = f"buying pays back in {o.payback_months:,.1f} months"
-    return ("Against renting", (f"renting the same {_count(owned.billed_gpus, 'GPU')} at ${o.rent_usd_per_gpu_hour:g}/h: "
-                               f"{_usd(o.rent_monthly_usd)} / month; {pay}"))
+        nodes = round(owned.ownership.capex_usd / owned.ownership.capex_usd_per_node)
+        rows[1:1] = ownership_rows(owned.billed_gpus, nodes, owned.ownership)
+    aged = price_age_row(k.price_ages)
+    return rows + ([aged] if aged else [])
 
 
 def _api_paragraphs(r: PlanResult) -> list[str]:

@@ -11,7 +11,7 @@ named here.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -103,6 +103,12 @@ class APIPrices(_Section):
     source: str = Field(default="", description="Where and when the prices were read. [text]")
 
 
+OWNERSHIP_FIELDS = ("capex_usd_per_node", "network_usd_per_node", "storage_usd_per_node", "installation_usd_per_node",
+                    "depreciation_years", "residual_fraction", "cost_of_capital", "kw_per_gpu", "kw_per_gpu_typical", "pue",
+                    "usd_per_kwh", "hosting_usd_per_kw_month", "licence_usd_per_gpu_year", "hardware_ops_usd_per_month")
+"""The buy figures of ``costs``, each the plan's or a dated default (:meth:`Plan.ownership`). [text]"""
+
+
 class Costs(_Section):
     """How the fleet is paid for (rented per GPU, rented per node, or bought): what the monthly bill counts. Buying needs the figures below; each left out falls back on a dated,
     sourced default (``xlplan/catalog/ownership.yaml``) where a credible one exists, and is otherwise required."""
@@ -114,17 +120,35 @@ class Costs(_Section):
                     "nodes bought: capex, power and hosting). Older files' 'rent' reads as 'rent_per_gpu', and their "
                     "hardware.billing: purchased as 'rent_per_node'. [text]")
     capex_usd_per_node: float | None = Field(default=None, ge=1000, le=1e9,
-                                             description="Buy: price of one purchasing unit, GPUs, host and network; left out, the catalog's dated quote for the GPU where one exists. [USD]")
+                                             description="Buy: price of one server node, its GPUs, host and NICs (the network fabric, storage and installation are their own fields); left out, the catalog's dated quote for the GPU where one exists. [USD]")
     depreciation_years: float | None = Field(default=None, gt=0, le=15,
-                                             description="Buy: straight-line life, no residual; left out, 5 (AWS servers since 2025). [years]")
+                                             description="Buy: depreciation life, over which the capex less its residual is recovered; left out, 5 (AWS servers since 2025). [years]")
     kw_per_gpu: float | None = Field(default=None, gt=0, le=20,
-                                     description="Buy: power per GPU at load, its share of the host included; left out, the catalog's (the vendor system's maximum ÷ its GPUs) where known. [kW]")
+                                     description="Buy: maximum power per GPU, its share of the host included: what colocation contracts (and the electricity bill counts with power_draw: maximum); left out, the catalog's (the vendor system's maximum ÷ its GPUs) where known. [kW]")
     pue: float | None = Field(default=None, ge=1, le=3, description="Buy: facility power ÷ IT power; left out, 1.54 (Uptime Institute 2025). [—]")
     usd_per_kwh: float | None = Field(default=None, gt=0, le=2, description="Buy: electricity price; required (prices differ 3x between US states). [USD/kWh]")
     hosting_usd_per_kw_month: float | None = Field(default=None, ge=0, le=5000,
                                                    description="Buy: colocation per kW of IT load; left out, 184.06 (CBRE, North America H2 2024). [USD/kW-month]")
     hardware_ops_usd_per_month: float | None = Field(default=None, ge=0, le=1e9,
                                                      description="Buy: running the hardware: hands on site, spares, support contracts; required (no credible public figure). [USD/month]")
+    network_usd_per_node: float | None = Field(default=None, ge=0, le=1e8,
+                                               description="Buy: each node's share of the network fabric (switches, optics, cables); left out, 15,060 (a one-layer 400 Gb/s InfiniBand fabric, 2024-08); 0 where the server price includes it. [USD]")
+    storage_usd_per_node: float | None = Field(default=None, ge=0, le=1e8,
+                                               description="Buy: storage beyond the server's own drives, per node; left out, 0 (the server's NVMe holds the weights). [USD]")
+    installation_usd_per_node: float | None = Field(default=None, ge=0, le=1e8,
+                                                    description="Buy: racking, cabling, shipping, commissioning and any sales tax, per node; left out, 0 and flagged as not stated. [USD]")
+    residual_fraction: float | None = Field(default=None, ge=0, lt=1,
+                                            description="Buy: resale value at the end of the life as a fraction of the capex (0.25, not 25); left out, 0.78 to the power of the life in years (secondary-market H100 resale, 2026). [fraction]")
+    cost_of_capital: float | None = Field(default=None, ge=0, le=0.5,
+                                          description="Buy: cost of capital a year, nominal, compounded monthly (0.08 is 8%, not 8); the annuity that recovers the capex and the NPV's discount rate; left out, an assumed 0.08. [1/year]")
+    power_draw: Literal["typical", "maximum"] = Field(default="typical",
+                                                      description="Buy: the power the electricity bill counts: 'typical' (the stated typical draw under load) or 'maximum' (the vendor system's maximum, every hour); colocation is always priced at the maximum, the contracted kW. [text]")
+    kw_per_gpu_typical: float | None = Field(default=None, gt=0, le=20,
+                                             description="Buy: typical power per GPU under serving load, host share included; left out, the catalog's where known, else the maximum (kw_per_gpu). [kW]")
+    licence_usd_per_gpu_year: float | None = Field(default=None, ge=0, le=1e6,
+                                                   description="Buy: software licence per GPU and year (NVIDIA AI Enterprise lists 4,500); left out, 0 (open-source serving engines need none). [USD/GPU-year]")
+    price_max_age_months: int = Field(default=12, ge=1, le=120,
+                                      description="A price older than this many months, at the plan's date (else today), is flagged with its date. [months]")
     source: str = Field(default="", description="Where and when the buy figures come from. [text]")
 
     @field_validator("mode", mode="before")
@@ -146,8 +170,7 @@ class Costs(_Section):
     @model_validator(mode="after")
     def _rent_has_no_buy_figures(self) -> Costs:
         if self.rents():
-            given = [f for f in ("capex_usd_per_node", "depreciation_years", "kw_per_gpu", "pue", "usd_per_kwh",
-                                 "hosting_usd_per_kw_month", "hardware_ops_usd_per_month") if getattr(self, f) is not None]
+            given = [f for f in OWNERSHIP_FIELDS if getattr(self, f) is not None]
             if given:
                 raise ValueError(f"mode is '{self.mode}' but {', '.join(given)} {'is' if len(given) == 1 else 'are'} given; "
                                  "expected mode: buy to use them, or leave them out")
@@ -303,6 +326,10 @@ class Plan(_Section):
                 missing.append("usd_per_kwh (e.g. EIA 2023: Virginia commercial 0.0895, Texas industrial 0.066)")
             if self.costs.hardware_ops_usd_per_month is None:
                 missing.append("hardware_ops_usd_per_month (0 if none)")
+            typical, most = self.costs.kw_per_gpu_typical, self.costs.kw_per_gpu or (own.get("kw_per_gpu") or {}).get("value")
+            if typical is not None and most is not None and typical > most:
+                raise ValueError(f"costs.kw_per_gpu_typical: got {typical:g} kW, above the maximum {most:g} kW per GPU; expected a "
+                                 "typical draw at or below the maximum (the two swapped?)")
             if missing:  # one line each, at its own path (errors.describe_validation_error keeps "path: ..." lines)
                 raise ValueError("\n".join(f"costs.{m.split(' ', 1)[0]}: missing; costs.mode is 'buy', so it is required"
                                            + (f" {m.split(' ', 1)[1]}" if " " in m else "") for m in missing))
@@ -334,37 +361,43 @@ class Plan(_Section):
                          source="xlplan/data/api_prices.csv: provider pages and price datasets, 2025-2026, each row dated")
 
     def ownership(self) -> dict:
-        """Buy mode: the figures used, each ``{value, source}`` (the plan's, else the catalog default). ``{}`` in rent mode.
+        """Buy mode: the figures used, each ``{value, source, date}`` (the plan's, else the catalog default). ``{}`` in rent mode.
 
         Returns
         -------
         dict
-            ``capex_usd_per_node`` [USD], ``depreciation_years`` [years], ``kw_per_gpu`` [kW], ``pue`` [1],
-            ``usd_per_kwh`` [USD/kWh], ``hosting_usd_per_kw_month`` [USD/kW-month] and ``hardware_ops_usd_per_month``
-            [USD/month], each ``{"value": ..., "source": ...}``; a catalog node price is scaled to this plan's GPUs per node.
+            Each of :data:`OWNERSHIP_FIELDS` as ``{"value": ..., "source": ..., "date": ...}`` in its unit (USD, years,
+            fraction, 1/year, kW, 1, USD/kWh, USD/kW-month, USD/GPU-year, USD/month); a catalog node price is scaled to
+            this plan's GPUs per node; the residual left out is 0.78 to the power of the life; the typical draw left out
+            is the catalog's, else the maximum.
 
         References
         ----------
         ``xlplan/catalog/ownership.yaml``: dated, sourced defaults (AWS 5-year server depreciation, Uptime Institute
-        PUE, CBRE colocation per kW) and per-GPU node prices and power.
+        PUE, CBRE colocation per kW, a network fabric's share, secondary-market resale) and per-GPU node prices and power.
         """
         if self.costs.mode != "buy":
             return {}
-        gpu = self.hardware.resolve()
-        own = catalog.ownership_for(gpu.name) if isinstance(self.hardware.gpu, str) else {}
+        own = catalog.ownership_for(self.hardware.resolve().name) if isinstance(self.hardware.gpu, str) else {}
         defaults = catalog.ownership_defaults()
         out = {}
-        for field in ("capex_usd_per_node", "depreciation_years", "kw_per_gpu", "pue", "usd_per_kwh", "hosting_usd_per_kw_month",
-                      "hardware_ops_usd_per_month"):
+        for field in OWNERSHIP_FIELDS:
             v = getattr(self.costs, field)
             if v is not None:
-                out[field] = {"value": float(v), "source": self.costs.source or "plan"}
-                continue
-            d = own.get(field) or defaults.get(field)
-            value = float(d["value"])
-            if field == "capex_usd_per_node" and d.get("gpus") and d["gpus"] != self.hardware.gpus_per_node:
-                value = value / d["gpus"] * self.hardware.gpus_per_node  # the quote's price per GPU, times this unit's GPUs
-            out[field] = {"value": value, "source": f"{d['source']} ({d['date']})"}
+                out[field] = {"value": float(v), "source": self.costs.source or "plan", "date": self.date or "stated by the plan"}
+            elif field == "residual_fraction":
+                decay = defaults["residual_decay_per_year"]
+                life = out["depreciation_years"]["value"]
+                out[field] = {"value": float(decay["value"]) ** life, "source": f"{decay['value']}^{life:g} years: {decay['source']}",
+                              "date": str(decay["date"])}
+            elif field == "kw_per_gpu_typical" and (field not in own or self.costs.kw_per_gpu is not None):
+                out[field] = {**out["kw_per_gpu"], "source": "no typical draw known: the maximum, " + out["kw_per_gpu"]["source"]}
+            else:
+                d = own.get(field) or defaults.get(field)
+                value = float(d["value"])
+                if field == "capex_usd_per_node" and d.get("gpus") and d["gpus"] != self.hardware.gpus_per_node:
+                    value = value / d["gpus"] * self.hardware.gpus_per_node  # the quote's price per GPU, times this unit's GPUs
+                out[field] = {"value": value, "source": f"{d['source']} ({d['date']})", "date": str(d["date"])}
         return out
 
     @model_validator(mode="after")

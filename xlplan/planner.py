@@ -8,9 +8,20 @@ result. No I/O.
 from __future__ import annotations
 
 import dataclasses
-from types import SimpleNamespace
 
-from xlplan import _vec, architecture, closed_form, cost, engines, fleet, memory, ownership, plausibility, simulate, steps, whatif
+from xlplan import (
+    _vec,
+    architecture,
+    closed_form,
+    engines,
+    fleet,
+    memory,
+    ownership_plan,
+    plausibility,
+    simulate,
+    steps,
+    whatif,
+)
 from xlplan.decision import (  # noqa: F401  (re-exported: callers name them as planner.*)
     AUTO_VERIFY_MAX_REPLICAS,
     AUTO_VERIFY_MAX_REQUESTS,
@@ -35,7 +46,6 @@ from xlplan.result import (
     LengthOut,
     MemoryOut,
     ModelOut,
-    OwnershipOut,
     PlanResult,
     QueueingOut,
     TPOption,
@@ -131,41 +141,14 @@ def calibrated_ends(p: Plan, s: Scenario) -> tuple[FleetAt | None, FleetAt | Non
     return out[0], out[1]
 
 
-def _with_ownership(p: Plan, s, a):
-    """The Answer with what owning its fleet costs, and its payback against renting that fleet, where bought. [AnswerOut]"""
+def _with_ownership(p: Plan, a, api_usd_per_month: float | None, as_of: str | None):
+    """The Answer with what owning its fleet costs, and its payback against renting the same units, where bought. [AnswerOut]"""
     if a is None or p.costs.rents():
         return a
-    fleet_ = SimpleNamespace(purchased=a.purchased, with_redundancy=a.with_redundancy)
-    return a.model_copy(update={"ownership": _ownership(p, s, fleet_)})
+    return a.model_copy(update={"ownership": ownership_plan.ownership_out(p, float(a.purchased), api_usd_per_month, as_of)})
 
 
-def _ownership(p: Plan, s, pa) -> OwnershipOut | None:
-    """Buy: the parts of owning the purchased fleet, and its payback against renting the same units."""
-    own = p.ownership()
-    if not own:
-        return None
-    v = {k: d["value"] for k, d in own.items()}
-    purchased, node = float(pa.purchased), p.hardware.gpus_per_node
-    hours = p.hardware.hours_per_month
-    capex, depreciation, energy, hosting = ownership.monthly_parts_usd(
-        purchased, v["capex_usd_per_node"], node, v["depreciation_years"], v["kw_per_gpu"], v["pue"], v["usd_per_kwh"],
-        v["hosting_usd_per_kw_month"], hours)
-    rent_rate = p.hardware.usd_per_gpu_hour or p.hardware.resolve().usd_per_gpu_hour
-    rent = cost.monthly_cost_usd(purchased, rent_rate, hours) if rent_rate else None  # the same units, rented
-    running = energy + hosting + v["hardware_ops_usd_per_month"]
-    return OwnershipOut(
-        capex_usd_per_node=v["capex_usd_per_node"], capex_usd=capex, depreciation_years=v["depreciation_years"],
-        kw_per_gpu=v["kw_per_gpu"], pue=v["pue"], usd_per_kwh=v["usd_per_kwh"], hosting_usd_per_kw_month=v["hosting_usd_per_kw_month"],
-        hardware_ops_usd_per_month=v["hardware_ops_usd_per_month"], depreciation_usd_per_month=depreciation,
-        energy_usd_per_month=energy, hosting_usd_per_month=hosting, owned_usd_per_gpu_hour=s.usd_per_gpu_hour,
-        rent_usd_per_gpu_hour=rent_rate, rent_monthly_usd=rent,
-        payback_months=(payback := ownership.payback_months(capex, rent, running) if rent is not None else None),
-        payback_within_life=ownership.pays_back_within_life(payback, v["depreciation_years"]),
-        sources={k: d["source"] for k, d in own.items()},
-    )
-
-
-def plan(p: Plan, verify: bool | str = False) -> PlanResult:
+def plan(p: Plan, verify: bool | str = False, as_of: str | None = None) -> PlanResult:
     """Run the seven steps, the what-ifs and the breakpoints for a validated plan.
 
     With ``verify``, also simulate the fleet at peak (:func:`xlplan.simulate.verify`, the default run: Poisson
@@ -179,6 +162,8 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
         Also simulate the fleet at peak and carry the result as ``verified``; 'auto' (the CLI's default): where the
         simulation is affordable (:data:`xlplan.decision.AUTO_VERIFY_MAX_REPLICAS`,
         :data:`xlplan.decision.AUTO_VERIFY_MAX_REQUESTS`), else a warning says it was not run.
+    as_of : str or None
+        The day the prices' ages are judged, ``YYYY-MM-DD``; left out, the plan's date (none: not judged). [date]
 
     Returns
     -------
@@ -213,14 +198,14 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
         binding_paths=list(sol.binding_paths),
         tp_options=_tp_options_out(sol),
         fleet=_fleet_out(p, s, sol),
-        cost=_cost_out(p, s, sol),
+        cost=_cost_out(p, s, sol, as_of or p.date),
         sensitivities=whatif.sensitivities(p, s),
         breakpoints=whatif.breakpoints(s, sol),
         warnings=_warnings(p, s, sol) + meant + answer_warnings(cf, d.verified) + ([d.skipped] if d.skipped else []),
         verified=d.verified,
         queueing=_queueing(p, s, cf),
         closed_form=_closed_form_out(s, cf),
-        answer=_with_ownership(p, s, d.answer),
+        answer=_with_ownership(p, d.answer, sol.bill.api_monthly_usd, as_of or p.date),
         closed_form_sensitivities=whatif.closed_sensitivities(p, s, cf.step_budget_tokens, set_by_plan),
         closed_form_breakpoints=whatif.closed_breakpoints(s, cf, set_by_plan),
     )
@@ -345,13 +330,14 @@ def _fleet_out(p: Plan, s: Scenario, sol: Solution) -> FleetOut:
     )
 
 
-def _cost_out(p: Plan, s: Scenario, sol: Solution) -> CostOut:
+def _cost_out(p: Plan, s: Scenario, sol: Solution, as_of: str | None) -> CostOut:
     """Step 7, the bill of the runbook's fleet, the API comparison and $/M tokens by utilisation. [CostOut]"""
     tr, pa, bl = sol.traffic, sol.paths, sol.bill
     return CostOut(
         billing=fleet.BILLING_WORDS[p.costs.mode],
         api_provider=p.api_used().provider,
-        ownership=_ownership(p, s, pa),
+        ownership=ownership_plan.ownership_out(p, float(pa.purchased), bl.api_monthly_usd, as_of),
+        price_ages=ownership_plan.price_ages(p, as_of),
         billed_gpus=int(bl.billed_gpus),
         usd_per_gpu_hour=s.usd_per_gpu_hour,
         hours_per_month=s.hours_per_month,

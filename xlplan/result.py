@@ -10,10 +10,11 @@ from pydantic import Field
 
 from xlplan.decision_result import GPUOption, ScheduleMonth, ScheduleOut
 from xlplan.result_base import _Out
+from xlplan.result_ownership import OwnershipOut, PriceAge
 
 # The result models are one public interface wherever their code lives: each is named xlplan.result.<Model>, as reprs,
 # pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it.
-for _model in (GPUOption, ScheduleMonth, ScheduleOut):
+for _model in (GPUOption, ScheduleMonth, ScheduleOut, OwnershipOut, PriceAge):
     _model.__module__ = __name__
 del _model
 
@@ -191,28 +192,7 @@ class CostOut(_Out):
     usd_per_mtok_by_utilisation: list[UtilisationCost] = Field(description="$/M tokens at 10%…100% utilisation.")
     api_provider: str = Field(default="", description="Whose API prices the comparison uses (the plan's, or a size-class match, named). [text]")
     ownership: OwnershipOut | None = Field(default=None, description="Buy: what owning costs, and when it pays back against renting.")
-
-
-class OwnershipOut(_Out):
-    """Rent or buy: the cost of owning the purchased fleet, against renting it (costs.mode: buy)."""
-
-    capex_usd_per_node: float = Field(description="Price of one purchasing unit. [USD]")
-    capex_usd: float = Field(description="The purchased fleet's price. [USD]")
-    depreciation_years: float = Field(description="Straight-line life. [years]")
-    kw_per_gpu: float = Field(description="Power per GPU at load, host share included. [kW]")
-    pue: float = Field(description="Facility power ÷ IT power. [—]")
-    usd_per_kwh: float = Field(description="Electricity price. [USD/kWh]")
-    hosting_usd_per_kw_month: float = Field(description="Colocation per kW of IT load. [USD/kW-month]")
-    hardware_ops_usd_per_month: float = Field(description="Running the hardware. [USD/month]")
-    depreciation_usd_per_month: float = Field(description="Capex ÷ (12 × years). [USD/month]")
-    energy_usd_per_month: float = Field(description="Electricity at load, every hour, times PUE. [USD/month]")
-    hosting_usd_per_month: float = Field(description="Colocation. [USD/month]")
-    owned_usd_per_gpu_hour: float = Field(description="Depreciation, energy and hosting per GPU-hour. [USD/GPU-hour]")
-    rent_usd_per_gpu_hour: float | None = Field(description="The rental price it is compared with (the plan's, else the catalog's); None: none known. [USD/GPU-hour]")
-    rent_monthly_usd: float | None = Field(description="Renting the fleet with redundancy at that price. [USD/month]")
-    payback_months: float | None = Field(description="Capex ÷ (rent of the same units − running costs); None when owning costs more to run than renting. [months]")
-    payback_within_life: bool | None = Field(default=None, description="Whether that payback comes within the depreciation life; False: buying never pays back within it. [bool]")
-    sources: dict[str, str] = Field(description="Where each figure comes from: the plan, or a dated catalog default. [text]")
+    price_ages: list[PriceAge] = Field(default_factory=list, description="Each dated price the bill uses, its age and whether it is older than the plan allows.")
 
 
 class Sensitivity(_Out):

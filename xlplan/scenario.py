@@ -241,12 +241,9 @@ def _cost_numbers(plan: Plan) -> dict:
     cost. [USD/GPU-hour], [USD/month], [h/month]"""
     own = plan.ownership()
     if own:  # buy: the bill counts every purchased GPU at its owned hourly cost, plus the hardware's running cost
-        from xlplan import ownership
+        from xlplan import ownership_plan
 
-        usd_per_gpu_hour = ownership.owned_usd_per_gpu_hour(
-            own["capex_usd_per_node"]["value"], plan.hardware.gpus_per_node, own["depreciation_years"]["value"],
-            own["kw_per_gpu"]["value"], own["pue"]["value"], own["usd_per_kwh"]["value"],
-            own["hosting_usd_per_kw_month"]["value"], plan.hardware.hours_per_month)
+        usd_per_gpu_hour = ownership_plan.owned_usd_per_gpu_hour(plan)
         fixed_usd_per_month = own["hardware_ops_usd_per_month"]["value"]
     else:
         usd_per_gpu_hour, fixed_usd_per_month = plan.hardware.price(), 0.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def plan_cmd(
     if picture is not None:
         require("matplotlib", command="plan --verify --markdown")
     p = _load(plan_file)
-    result = plan(p, verify="auto" if verify is None else verify)
+    result = plan(p, verify="auto" if verify is None else verify, as_of=p.date or dt.date.today().isoformat())
     contents = [(markdown, render_markdown(result))] if markdown is not None else []
     if picture is not None:
         v = result.verified
