@@ -183,14 +183,18 @@ def test_each_buy_figure_and_api_price_is_credited_to_its_own_source(money):
             "Buy: colocation": (f"default: {own['hosting_usd_per_kw_month']['source']}",
                                 str(own["hosting_usd_per_kw_month"]["date"])),
             "Buy: depreciation life": (f"default: {own['depreciation_years']['source']}", str(own["depreciation_years"]["date"])),
-            "Buy: power per GPU at load": (f"catalog default for this GPU: {h100['kw_per_gpu']['source']}",
+            "Buy: maximum power per GPU": (f"catalog default for this GPU: {h100['kw_per_gpu']['source']}",
                                            h100["kw_per_gpu"]["date"]),
             "Buy: electricity price": ("no default: a buy plan states it", None),
+            "Buy: network share per node": (f"default: {own['network_usd_per_node']['source']}", str(own["network_usd_per_node"]["date"])),
+            "Buy: residual value": (f"default: {own['residual_decay_per_year']['source']}", str(own["residual_decay_per_year"]["date"])),
+            "Buy: cost of capital": (f"default: {own['cost_of_capital']['source']}", str(own["cost_of_capital"]["date"])),
+            "Buy: software licence": (f"default: {own['licence_usd_per_gpu_year']['source']}", str(own["licence_usd_per_gpu_year"]["date"])),
             "API input price": (reference_plan().api.source, None),
             "GPU price paid": (gpu_price, None),
         },
         "h20_bought": {
-            "Buy: price of one purchasing unit": (f"the plan's figure: {H20_QUOTE}", ""),
+            "Buy: server price per node": (f"the plan's figure: {H20_QUOTE}", ""),
             "Buy: electricity price": (f"the plan's figure: {H20_QUOTE}", None),
             "Buy: PUE": (f"default: {own['pue']['source']}", str(own["pue"]["date"])),
         },
@@ -261,11 +265,12 @@ def test_a_payback_past_the_life_reads_never_in_both_engines(money):
     title, coord = books["slow_payback"].names["PaybackMonths"].split("!")
     title, coord = title.strip("'"), coord.replace("$", "")
     for engine in readers.values():
-        assert engine["slow_payback"](title, coord) == "never within its life"
+        assert engine["slow_payback"](title, coord) == "never pays back in its life"
 
 
 def test_bought_the_summary_gives_the_capex_and_the_payback_of_the_nodes_ordered(money):
-    # the slow-payback plan buys 1 node at $1,000,000 (tests/test_payment.py): capex 1 x 1,000,000, and its payback
+    # the slow-payback plan buys 1 node: a $1,000,000 server and the catalog's network share of $15,060 (2024-08,
+    # tests/test_payment.py): capex 1 x 1,015,060, and its payback
     # past the 60-month life reads never; the H20 bought has no rental price: its payback reads 'price missing'; a
     # rented plan has neither row
     books, _, _ = money
@@ -277,8 +282,8 @@ def test_bought_the_summary_gives_the_capex_and_the_payback_of_the_nodes_ordered
         title, coord = book.names[name].split("!")
         return book.get(title.strip("'")).cells[coord.replace("$", "")].value
 
-    assert named("slow_payback", "AnswerCapexUSD") == pytest.approx(1_000_000)
-    assert named("slow_payback", "AnswerPaybackMonths") == "never within its life"
+    assert named("slow_payback", "AnswerCapexUSD") == pytest.approx(1_015_060)
+    assert named("slow_payback", "AnswerPaybackMonths") == "never pays back in its life"
     assert named("h20_bought", "AnswerPaybackMonths") == "price missing"
     assert named("reference", "AnswerCapexUSD") is None and named("reference", "AnswerPaybackMonths") is None
     # each with its stale flag over the bill's inputs (the node price among them)

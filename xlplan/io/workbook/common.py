@@ -131,6 +131,7 @@ GPU_DERIVED: tuple[tuple[str, str, str], ...] = (
     ("vllm_max_num_batched_tokens", "GPUDefaultMaxNumBatchedTokens", "tokens"),
     ("owned_capex_usd_per_gpu", "GPUOwnedCapexUSDPerGPU", "USD/GPU"),
     ("owned_kw_per_gpu", "GPUOwnedKWPerGPU", "kW"),
+    ("owned_kw_per_gpu_typical", "GPUOwnedKWPerGPUTypical", "kW"),
 )
 """GPUs-sheet columns after the catalog figures: what the engine derives from the GPU (its vendor, vLLM's default budgets)."""
 
@@ -143,12 +144,9 @@ def gpu_derived(spec: GPUSpec) -> list:
     except catalog.UnknownNameError:
         own = {}
     capex = own["capex_usd_per_node"]["value"] / own["capex_usd_per_node"]["gpus"] if "capex_usd_per_node" in own else 0.0
-    kw = float(own["kw_per_gpu"]["value"]) if "kw_per_gpu" in own else 0.0
-    return [engines.vendor(spec.name), seqs, tokens, float(capex), kw]
+    kw, typical = (float(own[f]["value"]) if f in own else 0.0 for f in ("kw_per_gpu", "kw_per_gpu_typical"))
+    return [engines.vendor(spec.name), seqs, tokens, float(capex), kw, typical]
 
-
-_OWN = catalog.ownership_defaults()
-"""The catalog's dated ownership defaults (ownership.yaml), which the Constants sheet writes. [mixed]"""
 
 CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("GiB", "Bytes per GiB", float(GIB), "bytes/GiB", "2^30: CUDA, vLLM and nvidia-smi's MiB figures are binary."),
@@ -161,12 +159,6 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("PercentP95", "The 95th percentile", 95.0, "percent", "The promise's percentile that reads the stated p95."),
     ("PercentP99", "The 99th percentile", 99.0, "percent", "The promise's percentile that reads the stated p99."),
     ("PercentPerFraction", "Percent per unit fraction", 100.0, "percent", "A percentile of 95 is the fraction 0.95."),
-    ("DefaultDepreciationYears", "Depreciation life when a buy plan gives none", _OWN["depreciation_years"]["value"], "years",
-     "AWS shortened server lives from 6 to 5 years in 2025 (catalog/ownership.yaml)."),
-    ("DefaultPUE", "PUE when a buy plan gives none", _OWN["pue"]["value"], "1", "Uptime Institute Global Data Center Survey 2025 average."),
-    ("DefaultHostingUSDPerKWMonth", "Colocation per kW-month when a buy plan gives none",
-     _OWN["hosting_usd_per_kw_month"]["value"], "USD/kW-month",
-     "CBRE North America Data Center Trends H2 2024, 250-500 kW, primary markets."),
     ("APIParityFactor", "Self-hosting and the API cost about the same within", cost.API_PARITY_FACTOR, "1", "Else 1.0× would read as none."),
     ("RoundingTolerance", "Rounding tolerance", fleet.ROUNDING_TOLERANCE, "fraction",
      "Slack before rounding up, so 4.000000000001 GPUs of float noise counts as 4."),

@@ -22,6 +22,7 @@ from xlplan.io.workbook.common import (
     gpu_derived,
 )
 from xlplan.io.workbook.inputs import gpu_row_key, model_row_key
+from xlplan.io.workbook.tab_owning import OWNING_DEFAULTS, owning_constants
 from xlplan.note_format import PRICE_MISSING
 from xlplan.plan_fields import PAYMENT_MODES
 from xlplan.scenario import TP_DEGREES
@@ -182,7 +183,7 @@ def checks_sheet(book: Book, e: Engine) -> None:
 
 def _constant_rows(book: Book, sh: Sheet, r: int) -> int:
     """Every constant the formulas use, named, from row ``r``; returns the row after the last."""
-    for name, label, value, unit, why in CONSTANTS:
+    for name, label, value, unit, why in (*CONSTANTS, *owning_constants()):
         sh.put("A", r, Cell(name, kind="label"))
         sh.put("B", r, Cell(label, kind="label"))
         coord = sh.put("C", r, Cell(value, kind="const", fmt="General"))
@@ -218,6 +219,7 @@ def _drop_down_lists(book: Book, sh: Sheet, r: int) -> int:
     simple = (
         ("ComputeDtypes", "Compute dtypes", ["bf16", "fp8", "fp4"]),
         ("CostModes", "Paid as", list(PAYMENT_MODES)),
+        ("PowerDraws", "Power counted", ["typical", "maximum"]),
         ("MemoryConventions", "KV sizing convention", ["paged", "worst_case"]),
         ("EngineNames", "Serving engine", list(engines.ENGINES)),
         ("AttentionFLOPsKinds", "Prefill attention FLOPs", ["causal", "full"]),
@@ -257,17 +259,13 @@ def _efficiency_table(book: Book, sh: Sheet, r: int) -> int:
     return r + 1
 
 
-OWNERSHIP_DEFAULTS = (("DepreciationYears", "depreciation_years"), ("PUE", "pue"), ("HostingUSDPerKWMonth", "hosting_usd_per_kw_month"))
-"""The buy inputs with a default for every GPU (catalog/ownership.yaml): 1 Inputs name stem and ownership field."""
-
-
 def _default_sources(book: Book, sh: Sheet, r: int) -> int:
     """The dated source of each buy default, named Default<Input>Source and Default<Input>Date, from row ``r``, for the
     Source and Date columns of 1 Inputs (a source runs past the 255 characters a formula's text may hold); returns the
     row after the last."""
     for i, h in enumerate(("Buy default", "Source", "Date")):
         sh.put(i + 1, r, Cell(h, kind="header"))
-    for stem, field in OWNERSHIP_DEFAULTS:
+    for stem, field, _, _ in OWNING_DEFAULTS:
         r += 1
         d = catalog.ownership_defaults()[field]
         sh.put("A", r, Cell(field, kind="label"))

@@ -15,6 +15,7 @@ from xlplan.io.workbook.common import (
     num,
 )
 from xlplan.io.workbook.support import put_banner
+from xlplan.io.workbook.tab_owning import ownership_lines
 from xlplan.note_format import PARITY_WORDS, PRICE_MISSING, _count, _verb
 from xlplan.units import MILLION, SECONDS_PER_HOUR
 
@@ -185,70 +186,6 @@ def _or_missing(usd: float | None) -> float | str:
     return PRICE_MISSING if usd is None else usd
 
 
-NEVER_IN_LIFE = "never within its life"
-"""What the payback shows where recovering the capex takes longer than the depreciation life."""
-
-
-def payback_shown(o) -> float | str:
-    """Months until buying pays back, as the workbook shows it: 'price missing' without a rental price, 'never' when renting
-    costs less, 'never within its life' past the depreciation life (the engine's payback_within_life). [months]"""
-    if o.rent_monthly_usd is None:
-        return PRICE_MISSING
-    if o.payback_months is None:
-        return "never"
-    return NEVER_IN_LIFE if o.payback_within_life is False else o.payback_months
-
-
-def _ownership_lines(e: Engine) -> list[Line]:
-    """Buy: capex, power and hosting used (the plan's, else a dated default), the owned cost per GPU-hour, and the
-    payback against renting the fleet with redundancy. Each shows n/a while 1 Inputs says rent."""
-    o = e.result.cost.ownership
-    buy = o is not None
-
-    def v(x):
-        return x if buy else NA
-
-    def used(name: str, default: str) -> str:
-        return f'=IF(CostMode<>"buy","{NA}",IF(ISNUMBER({name}Input),{name}Input,{default}))'
-
-    running = "(EnergyUSDPerMonth+HostingUSDPerMonth+FixedUSDPerMonth)"
-    return [
-        Line("CapexUSDPerNodeUsed", "Price of one purchasing unit used",
-             used("CapexUSDPerNode", f'IF(GPUOwnedCapexUSDPerGPU>0,GPUOwnedCapexUSDPerGPU*GPUsPerNode,"{NA}")'),
-             v(o.capex_usd_per_node if buy else 0), "USD", FMT["usd"], "the plan's, else the catalog's dated quote (GPUs sheet)"),
-        Line("DepreciationYearsUsed", "Depreciation life used", used("DepreciationYears", "DefaultDepreciationYears"),
-             v(o.depreciation_years if buy else 0), "years", FMT["num"], "straight line, no residual value"),
-        Line("KWPerGPUUsed", "Power per GPU used", used("KWPerGPU", f'IF(GPUOwnedKWPerGPU>0,GPUOwnedKWPerGPU,"{NA}")'),
-             v(o.kw_per_gpu if buy else 0), "kW", "0.000", "at load, host share included"),
-        Line("PUEUsed", "PUE used", used("PUE", "DefaultPUE"), v(o.pue if buy else 0), "1", FMT["num"], ""),
-        Line("HostingUSDPerKWMonthUsed", "Colocation used", used("HostingUSDPerKWMonth", "DefaultHostingUSDPerKWMonth"),
-             v(o.hosting_usd_per_kw_month if buy else 0), "USD/kW-month", FMT["usd2"], "per kW of IT load"),
-        Line("OwnedUSDPerGPUHour", "Owned cost per GPU-hour",
-             f'=IF(AND(ISNUMBER(CapexUSDPerNodeUsed),ISNUMBER(KWPerGPUUsed),ISNUMBER(USDPerKWhInput)),'
-             f'CapexUSDPerNodeUsed/GPUsPerNode/(MonthsPerYear*DepreciationYearsUsed)/HoursPerMonth'
-             f'+KWPerGPUUsed*PUEUsed*USDPerKWhInput+KWPerGPUUsed*HostingUSDPerKWMonthUsed/HoursPerMonth,"{NA}")',
-             v(o.owned_usd_per_gpu_hour if buy else 0), "USD/GPU-hour", FMT["usd2"],
-             "depreciation + electricity x PUE + colocation, every hour (power at load: conservative)"),
-        Line("CapexUSD", "Price of the purchased fleet", f'=IF(ISNUMBER(CapexUSDPerNodeUsed),FleetPurchased/GPUsPerNode*CapexUSDPerNodeUsed,"{NA}")',
-             v(o.capex_usd if buy else 0), "USD", FMT["usd"], "whole purchasing units"),
-        Line("DepreciationUSDPerMonth", "Depreciation", f'=IF(ISNUMBER(CapexUSD),CapexUSD/(MonthsPerYear*DepreciationYearsUsed),"{NA}")',
-             v(o.depreciation_usd_per_month if buy else 0), "USD/month", FMT["usd"], ""),
-        Line("EnergyUSDPerMonth", "Electricity",
-             f'=IF(AND(ISNUMBER(KWPerGPUUsed),ISNUMBER(USDPerKWhInput)),FleetPurchased*KWPerGPUUsed*PUEUsed*USDPerKWhInput*HoursPerMonth,"{NA}")',
-             v(o.energy_usd_per_month if buy else 0), "USD/month", FMT["usd"], "every purchased GPU at load, every hour, times PUE"),
-        Line("HostingUSDPerMonth", "Colocation", f'=IF(ISNUMBER(KWPerGPUUsed),FleetPurchased*KWPerGPUUsed*HostingUSDPerKWMonthUsed,"{NA}")',
-             v(o.hosting_usd_per_month if buy else 0), "USD/month", FMT["usd"], ""),
-        Line("RentMonthlyUSD", "Renting the same units instead",
-             f'=IF(CostMode<>"buy","{NA}",IF(ISNUMBER(RentUSDPerGPUHour),FleetPurchased*RentUSDPerGPUHour*HoursPerMonth,"{PRICE_MISSING}"))',
-             v(_or_missing(o.rent_monthly_usd) if buy else 0), "USD/month", FMT["usd"], "at the rental price on 1 Inputs"),
-        Line("PaybackMonths", "Buying pays back after",
-             f'=IF(NOT(ISNUMBER(CapexUSD)),"{NA}",IF(NOT(ISNUMBER(RentMonthlyUSD)),"{PRICE_MISSING}",'
-             f'IF(RentMonthlyUSD>{running},IF(CapexUSD/(RentMonthlyUSD-{running})>MonthsPerYear*DepreciationYearsUsed,'
-             f'"{NEVER_IN_LIFE}",CapexUSD/(RentMonthlyUSD-{running})),"never")))',
-             v(payback_shown(o) if buy else 0), "months", FMT["num"], "capex ÷ (rent − electricity − colocation − hardware operations); never past the depreciation life"),
-    ]
-
-
 def api_comparison(api_usd: float | None, bill_usd: float, api: str = "APIMonthlyCostUSD",
                    bill: str = "MonthlyCostUSD") -> F.Prose:
     """:func:`xlplan.note_format.api_comparison_words` as a formula over two cells: the factor (the dearer bill ÷ the
@@ -320,7 +257,7 @@ def cost_tab(book: Book, e: Engine) -> None:
     write_lines(rows, _bill_lines(e))
     rows.section("Rent or buy — what owning the purchased fleet costs, against renting it (figures used when 1 Inputs says buy)")
     rows.header("Quantity", "Value", "Unit", "How")
-    write_lines(rows, _ownership_lines(e))
+    write_lines(rows, ownership_lines(e))
     rows.section("The same traffic on a managed API — against the runbook's bill above")
     rows.header("Quantity", "Value", "Unit", "How")
     write_lines(rows, _api_lines(e))

@@ -13,6 +13,7 @@ from xlplan.io.workbook.common import (
 )
 from xlplan.io.workbook.inputs import INPUT_SPECS, OWNER_SECTIONS, InputSpec, input_value
 from xlplan.io.workbook.support import check_values, owned_sources, price_date, price_note_shown, put_banner
+from xlplan.io.workbook.tab_owning import OWNING_DEFAULTS
 from xlplan.note_format import PRICE_MISSING
 
 
@@ -171,13 +172,13 @@ def _source_of(e: Engine, spec: InputSpec, value) -> tuple[F.Prose, F.Prose | No
     """(Source, Date) of an input, each the text a formula shows: its own where it has one (a buy figure: the plan's
     costs.source where given, else its dated default; an API price: the API's source), else its owner section's
     (the Date column then left blank). [text]"""
-    own = {"depreciation_years": "DepreciationYears", "pue": "PUE", "hosting_usd_per_kw_month": "HostingUSDPerKWMonth"}
+    own = {("residual_fraction" if f == "residual_decay_per_year" else f): stem for stem, f, _, _ in OWNING_DEFAULTS}
     field, given = spec.path[-1], value is not None
     stated = e.plan.costs.source or ""
     plan_text = F.join("the plan's figure: ", F.when('CostsSource<>""', bool(stated), F.ref("CostsSource", stated),
                                                      "no costs.source given"))
     if spec.path[0] == "costs" and field in own:
-        d = catalog.ownership_defaults()[field]
+        d = catalog.ownership_defaults()["residual_decay_per_year" if field == "residual_fraction" else field]
         return (F.when(f"ISNUMBER({spec.name})", given, plan_text, F.join("default: ", F.ref(f"Default{own[field]}Source", d["source"]))),
                 F.when(f"ISNUMBER({spec.name})", given, "", F.ref(f"Default{own[field]}Date", str(d["date"]))))
     if spec.path[0] == "costs" and field in ("capex_usd_per_node", "kw_per_gpu"):

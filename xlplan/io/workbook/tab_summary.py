@@ -12,7 +12,8 @@ from xlplan import fleet
 from xlplan.io.workbook import staleness
 from xlplan.io.workbook.cells import Book, Cell, Line
 from xlplan.io.workbook.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
-from xlplan.io.workbook.tab_fleet_cost import api_comparison, payback_shown
+from xlplan.io.workbook.tab_fleet_cost import api_comparison
+from xlplan.io.workbook.tab_owning import payback_shown
 from xlplan.note_format import _count, api_comparison_words
 
 BINDING_WORDS = (
@@ -132,6 +133,9 @@ def _owned_rows(a) -> list[tuple[str, str, object, str, str | None, str]]:
          f"{o.capex_usd / o.capex_usd_per_node:,.0f} × the node price used (5 Cost), paid once"),
         ("AnswerPaybackMonths", "Buying pays back after", payback, "months", FMT["num"],
          f"against renting the same units at the rental price; never past the {o.depreciation_years:g}-year life"),
+        ("AnswerNPVUSD", "Owning over the life, present cost", o.own_npv_usd, "USD", FMT["usd"],
+         (f"capex + running costs and engineering for {o.life_months:g} months − the residual, discounted at "
+          f"{o.cost_of_capital:.1%} a year; renting the same units: {'price missing' if o.rent_npv_usd is None else f'${o.rent_npv_usd:,.0f}'}")),
     ]
 
 
