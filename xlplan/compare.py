@@ -14,6 +14,7 @@ option to evaluate, not a free saving.
 from __future__ import annotations
 
 from xlplan import catalog, fleet, plausibility, steps
+from xlplan.eligibility import annotated, eligibility
 from xlplan.note_format import _count
 from xlplan.plan import Plan
 from xlplan.result import GPUOption
@@ -99,7 +100,6 @@ def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, 
         out where the catalog has no price; or ``feasible=False`` with the planner's reason.
     """
     from xlplan import planner
-    from xlplan.hardware_choice import annotated, eligibility
 
     gpu = catalog.get_gpu(gpu_key) if gpu_key else p.hardware.resolve()
     base = dict(gpu=gpu_key or gpu.name, gpu_name=gpu.name, weights_dtype=weights, kv_dtype=kv, is_plan=is_plan,
@@ -130,6 +130,28 @@ def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, 
         usd_per_gpu_hour=s.usd_per_gpu_hour if priced else None, monthly_usd=a.monthly_usd if priced else None,
         usd_per_mtok=a.usd_per_mtok if priced else None, reason=missing or "", price_note=note,
     ), p, gpu)
+
+
+def tried_formats(gpu, weights: str) -> list[tuple[str, str]]:
+    """(weights, cache) pairs to rank a GPU at: the plan's weights format, each cache format the GPU supports. [text]
+
+    Parameters
+    ----------
+    gpu : GPUSpec
+        The GPU; its FP8 and FP4 peak rates say which tensor cores it has.
+    weights : str
+        The plan's weights format.
+
+    Returns
+    -------
+    list of tuple of str
+        The pairs of :func:`xlplan.compare.formats` with these weights; a format compare never varies (int4, fp16, ...)
+        on every cache format the GPU supports, as the plan itself runs it; none where its tensor cores lack the format.
+    """
+    pairs = formats(gpu)
+    if weights in WEIGHT_FORMATS:
+        return [(w, k) for w, k in pairs if w == weights]
+    return [(weights, k) for k in dict.fromkeys(k for _, k in pairs)]
 
 
 VERIFY_TOP = 5
@@ -184,8 +206,6 @@ def compare(p: Plan, gpus: list[str] | None = None, verify_top: int = VERIFY_TOP
     catalog.UnknownNameError
         For a GPU name the catalog does not have.
     """
-    from xlplan.hardware_choice import tried_formats
-
     keys = [catalog.gpu_key(g) for g in gpus] if gpus else list(catalog.gpu_names())
     keys = list(dict.fromkeys(keys))
     own_key = catalog.gpu_key(p.hardware.gpu) if isinstance(p.hardware.gpu, str) else ""

@@ -17,113 +17,12 @@ NVIDIA, License For Customer Use of NVIDIA GeForce Software, section 2.1.3 "No D
 
 from __future__ import annotations
 
-from xlplan import catalog
+from xlplan import catalog, compare
+from xlplan.compare import _binds, _label
 from xlplan.decision_result import GPUOption, HardwareChoice
+from xlplan.eligibility import PAYING
 from xlplan.note_format import _count
 from xlplan.plan import Plan
-
-WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "mxfp4": 4, "nvfp4": 4, "fp4": 4}
-"""Bits per weight (or cache value) of each format: fewer than the plan's is a quantisation. [bits]"""
-
-PAYING = {"rent_per_gpu": "rented per GPU", "rent_per_node": "rented by the node", "buy": "bought (owned cost)"}
-"""The plan's way of paying, in words. [text]"""
-
-
-def eligibility(gpu, plan_weights: str, weights: str) -> dict:
-    """An option's datacenter eligibility and format change, as GPUOption fields. [text]
-
-    Parameters
-    ----------
-    gpu : GPUSpec
-        The GPU; its ``datacenter`` flag and ``datacenter_source``.
-    plan_weights : str
-        The plan's weights format, e.g. 'bf16'.
-    weights : str
-        The option's weights format.
-
-    Returns
-    -------
-    dict
-        ``eligible`` [bool or None], ``eligibility_source`` [text], ``format_change`` [text: '' at the plan's format]
-        and ``ranked`` [bool: eligible, or not stated, at the plan's weights format].
-    """
-    change = "" if weights == plan_weights else f"{weights} weights (a format change)"
-    return dict(eligible=gpu.datacenter, eligibility_source=gpu.datacenter_source or "not stated: a GPU given in the plan",
-                format_change=change, ranked=gpu.datacenter is not False and not change)
-
-
-def tried_formats(gpu, weights: str) -> list[tuple[str, str]]:
-    """(weights, cache) pairs to rank a GPU at: the plan's weights format, each cache format the GPU supports. [text]
-
-    Parameters
-    ----------
-    gpu : GPUSpec
-        The GPU; its FP8 and FP4 peak rates say which tensor cores it has.
-    weights : str
-        The plan's weights format.
-
-    Returns
-    -------
-    list of tuple of str
-        The pairs of :func:`xlplan.compare.formats` with these weights; a format compare never varies (int4, fp16, ...)
-        on every cache format the GPU supports, as the plan itself runs it; none where its tensor cores lack the format.
-    """
-    from xlplan.compare import WEIGHT_FORMATS, formats
-
-    pairs = formats(gpu)
-    if weights in WEIGHT_FORMATS:
-        return [(w, k) for w, k in pairs if w == weights]
-    return [(weights, k) for k in dict.fromkeys(k for _, k in pairs)]
-
-
-def _price_date(o: GPUOption, p: Plan, gpu) -> str:
-    """The date of the price an option's cost uses: the catalog's note or node quote, 'undated', or '' (missing, or the plan's own)."""
-    own_figure = p.costs.capex_usd_per_node if p.costs.mode == "buy" else p.hardware.usd_per_gpu_hour
-    if o.usd_per_mtok is None or (o.is_plan and own_figure is not None):
-        return ""
-    if p.costs.mode == "buy":
-        quote = catalog.ownership_for(o.gpu).get("capex_usd_per_node", {}) if o.gpu in catalog.gpu_names() else {}
-        return str(quote.get("date", "undated"))
-    return catalog.price_date(gpu.price_note) or "undated"
-
-
-def _caveats(o: GPUOption, p: Plan) -> list[str]:
-    """What an option's cost does not settle: its licence, its price's source and date, its formats' quality. [text]"""
-    out = [{True: f"licence: may be deployed in a datacenter ({o.eligibility_source.split(';')[0]})",
-            False: "licence: not for datacenter use (GeForce licence, 'No Datacenter Deployment')",
-            None: "licence: not stated for a GPU given in the plan"}[o.eligible]]
-    if o.feasible and o.usd_per_mtok is None:
-        out.append(f"price missing for a fleet {PAYING[p.costs.mode]}: {o.reason}; ranked after every priced option")
-    elif o.feasible:
-        out.append(f"price ({PAYING[p.costs.mode]}): {o.price_note}" + (f"; dated {o.price_date}" if o.price_date else ""))
-    if WEIGHT_BITS.get(o.weights_dtype, 16) < WEIGHT_BITS.get(p.model.weights_dtype, 16):
-        out.append(f"quality: {o.weights_dtype} weights are quantised from the plan's {p.model.weights_dtype}; they change the "
-                   "model's outputs, so evaluate quality before counting the saving")
-    if WEIGHT_BITS.get(o.kv_dtype, 16) < WEIGHT_BITS.get(p.model.kv_dtype, 16):
-        out.append(f"cache: an {o.kv_dtype} KV cache where the plan has {p.model.kv_dtype} (a serving setting) can shift outputs "
-                   "slightly; check quality")
-    return out
-
-
-def annotated(o: GPUOption, p: Plan, gpu) -> GPUOption:
-    """The option with its price date and caveats filled in. [GPUOption]
-
-    Parameters
-    ----------
-    o : GPUOption
-        A solved option.
-    p : Plan
-        The plan it was solved from: its way of paying and its own formats.
-    gpu : GPUSpec
-        The option's GPU (its price note).
-
-    Returns
-    -------
-    GPUOption
-        The same option with ``price_date`` and ``caveats``.
-    """
-    o = o.model_copy(update={"price_date": _price_date(o, p, gpu)})
-    return o.model_copy(update={"caveats": _caveats(o, p)})
 
 
 def format_options(p: Plan, verify: bool = True) -> list[GPUOption]:
@@ -141,8 +40,6 @@ def format_options(p: Plan, verify: bool = True) -> list[GPUOption]:
     list of GPUOption
         Each marked with its ``format_change``, ranked by :func:`xlplan.compare.rank`.
     """
-    from xlplan import compare
-
     if not isinstance(p.hardware.gpu, str):
         return []
     key = catalog.gpu_key(p.hardware.gpu)
@@ -173,8 +70,6 @@ def choose(p: Plan, gpus: list[str] | None = None, verify_top: int = 5, include_
     HardwareChoice
         The options (ranked ones first), the format options and the recommendation's lines.
     """
-    from xlplan import compare
-
     options = compare.compare(p, gpus, verify_top, include_all)
     options = [o for o in options if o.ranked or o.is_plan] + [o for o in options if not (o.ranked or o.is_plan)]
     mine = next(o for o in options if o.is_plan)
@@ -196,8 +91,6 @@ def _saving(o: GPUOption, mine: GPUOption) -> str:
 
 def _gpu_line(options: list[GPUOption], mine: GPUOption, weights: str) -> str:
     """The first line: the cheapest datacenter GPU at the plan's weights format. [text]"""
-    from xlplan.compare import _binds, _label
-
     ranked = [o for o in options if o.ranked and o.feasible]
     priced = [o for o in ranked if o.usd_per_mtok is not None]
     head = f"Cheapest datacenter GPU at the plan's {weights} weights"
@@ -218,8 +111,6 @@ def _gpu_line(options: list[GPUOption], mine: GPUOption, weights: str) -> str:
 
 def _format_line(fmt: list[GPUOption], mine: GPUOption) -> str:
     """The format line: changing the weights format on the plan's GPU, apart from any change of GPU. [text]"""
-    from xlplan.compare import _label
-
     priced = [o for o in fmt if o.feasible and o.usd_per_mtok is not None]
     if not fmt:
         return f"Changing the weights format on the plan's {mine.gpu_name}: no other format its tensor cores run natively."
