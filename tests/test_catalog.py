@@ -25,6 +25,30 @@ def test_required_entries_present_with_sources():
         assert "config:" in catalog.get_model(k).source
 
 
+def test_every_gpu_states_datacenter_eligibility_with_a_source():
+    # `compare` ranks only the parts that may be deployed in a datacenter, so every entry must say which it is and why
+    # (a missing flag would read as "not stated" and slip into the ranking unexamined)
+    import yaml
+
+    raw = yaml.safe_load((Path(catalog.__file__).parent / "gpus.yaml").read_text(encoding="utf-8"))
+    for key, row in raw.items():
+        assert isinstance(row.get("datacenter"), bool), key
+        assert row.get("datacenter_source", "").strip(), key
+    # GeForce cards: the GeForce driver licence's "No Datacenter Deployment" clause (section 2.1.3) forbids it
+    for key in catalog.gpu_names():
+        g = catalog.get_gpu(key)
+        if "GeForce" in g.name:
+            assert g.datacenter is False and "No Datacenter Deployment" in g.datacenter_source, key
+    assert "rtx-5090" not in catalog.datacenter_gpu_names() and "h100-sxm" in catalog.datacenter_gpu_names()
+
+
+def test_price_date_reads_the_date_a_price_note_names():
+    # the notes' own words: an ISO date, a month and year, or none ("undated")
+    assert catalog.price_date("Lambda on-demand, 2026-05-18 (RunPod 2.69 on 2026-07-23)") == "2026-05-18"
+    assert catalog.price_date("AWS g5.xlarge on-demand us-east-1, June 2026 (blog)") == "June 2026"
+    assert catalog.price_date("RunPod, undated (LOW reliability)") == ""
+
+
 @pytest.mark.parametrize("key", [k for k in catalog.model_names() if catalog.get_model(k).published_params_b])
 def test_param_count_within_2pct_of_published(key):
     # only entries with a published decimal count (gemma-3-4b and phi-4 publish a name, "4B" and "14B", not a count)

@@ -77,8 +77,9 @@ def test_options_are_ranked_and_unpriced_ones_are_missing_not_zero():
 
 def test_compare_shows_a_missing_price_as_price_missing_never_zero(capsys):
     # The GH200 has no rental price in the catalog: its $/month, $/M tokens (and in JSON its fixed cost, which has no
-    # bill to be added to) are missing, said in words in the table, null in JSON; none is $0, which would read as free
-    assert main(["compare", "--gpus", "h100-sxm,gh200-96gb", "--verify-top", "0"]) == 0
+    # bill to be added to) are missing, said in words in the table, null in JSON; none is $0, which would read as free.
+    # --all: its four formats (bf16 and fp8 weights, each cache), the fp8-weights rows marked as a format change
+    assert main(["compare", "--gpus", "h100-sxm,gh200-96gb", "--verify-top", "0", "--all"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if "│ NVIDIA GH200" in line]
     assert len(rows) == 4 and all(line.count("price missing") == 2 and "$0" not in line for line in rows)
     assert main(["compare", "--gpus", "h100-sxm,gh200-96gb", "--verify-top", "0", "--json"]) == 0

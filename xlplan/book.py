@@ -104,7 +104,7 @@ def decisions(p: Plan, today: dt.date | None = None, answer=None) -> Decisions:
         at its Answer where that was verified, the
         recommendation, and the closed-form schedule, or a note saying why there is none.
     """
-    options = _with_answer(compare.compare(p, verify_top=0), answer)
+    options = _with_answer(compare.compare(p, verify_top=0, include_all=True), answer)  # every GPU and format, as before
     rec = compare.recommendation(options)
     g = p.growth
     if g is None or (g.monthly is None and g.peaks_rps is None) or g.lead_time_days is None:

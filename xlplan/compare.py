@@ -14,6 +14,7 @@ option to evaluate, not a free saving.
 from __future__ import annotations
 
 from xlplan import catalog, fleet, plausibility, steps
+from xlplan.eligibility import annotated, eligibility
 from xlplan.note_format import _count
 from xlplan.plan import Plan
 from xlplan.result import GPUOption
@@ -101,24 +102,25 @@ def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, 
     from xlplan import planner
 
     gpu = catalog.get_gpu(gpu_key) if gpu_key else p.hardware.resolve()
-    base = dict(gpu=gpu_key or gpu.name, gpu_name=gpu.name, weights_dtype=weights, kv_dtype=kv, is_plan=is_plan)
+    base = dict(gpu=gpu_key or gpu.name, gpu_name=gpu.name, weights_dtype=weights, kv_dtype=kv, is_plan=is_plan,
+                payment_mode=p.costs.mode, **eligibility(gpu, p.model.weights_dtype, weights))
     try:
         q, missing = (p, None) if is_plan else _variant(p, gpu_key, weights, kv)
         s = resolve(q)
         d = planner.decide(s, q.promise.percentile, q.model.resolve().max_context_tokens,
                            q.policy.max_num_batched_tokens is not None, "auto" if verify else False)
     except steps.PlanningError as e:
-        return GPUOption(**base, feasible=False, reason=str(e), price_note=getattr(gpu, "price_note", "") or "")
+        return annotated(GPUOption(**base, feasible=False, reason=str(e), price_note=getattr(gpu, "price_note", "") or ""), p, gpu)
     a, cf = d.answer, d.closed_form
     past = plausibility.results(a.purchased, a.monthly_usd if missing is None else 0.0, p.accept_implausible)
     if past:  # as `plan` refuses it: an option past the bounds on a fleet or a bill is no one's purchase
-        return GPUOption(**base, feasible=False, reason="; ".join(b.finding for b in past),
-                         price_note=getattr(gpu, "price_note", "") or "")
+        return annotated(GPUOption(**base, feasible=False, reason="; ".join(b.finding for b in past),
+                                   price_note=getattr(gpu, "price_note", "") or ""), p, gpu)
     source = a.source if verify and d.skipped is None else ("closed form, not simulated" if verify else "closed form")
     priced = missing is None
     owned = p.costs.mode == "buy"  # an owned fleet bills every purchased GPU, priced or not
     note = (_price_note(q, gpu) if priced else missing) if gpu_key else "the plan's own GPU and price"
-    return GPUOption(
+    return annotated(GPUOption(
         **base, feasible=True, tp=a.tp, load=a.load, with_redundancy=a.with_redundancy,
         purchased=a.purchased, gpus_per_node=s.gpus_per_node, binding=cf.binding, source=source,
         order=fleet.order_words("buy", a.with_redundancy, a.purchased, s.gpus_per_node) if owned else a.order,
@@ -127,7 +129,29 @@ def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, 
         fixed_usd_per_month=s.fixed_usd_per_month if priced else None,
         usd_per_gpu_hour=s.usd_per_gpu_hour if priced else None, monthly_usd=a.monthly_usd if priced else None,
         usd_per_mtok=a.usd_per_mtok if priced else None, reason=missing or "", price_note=note,
-    )
+    ), p, gpu)
+
+
+def tried_formats(gpu, weights: str) -> list[tuple[str, str]]:
+    """(weights, cache) pairs to rank a GPU at: the plan's weights format, each cache format the GPU supports. [text]
+
+    Parameters
+    ----------
+    gpu : GPUSpec
+        The GPU; its FP8 and FP4 peak rates say which tensor cores it has.
+    weights : str
+        The plan's weights format.
+
+    Returns
+    -------
+    list of tuple of str
+        The pairs of :func:`xlplan.compare.formats` with these weights; a format compare never varies (int4, fp16, ...)
+        on every cache format the GPU supports, as the plan itself runs it; none where its tensor cores lack the format.
+    """
+    pairs = formats(gpu)
+    if weights in WEIGHT_FORMATS:
+        return [(w, k) for w, k in pairs if w == weights]
+    return [(weights, k) for k in dict.fromkeys(k for _, k in pairs)]
 
 
 VERIFY_TOP = 5
@@ -146,29 +170,36 @@ def _price_note(q: Plan, gpu) -> str:
     return f"${gpu.usd_per_gpu_hour:.2f}/h: {gpu.price_note}"
 
 
-def compare(p: Plan, gpus: list[str] | None = None, verify_top: int = VERIFY_TOP) -> list[GPUOption]:
-    """The plan on every catalog GPU (or those named), in every format each supports, ranked by $/M tokens.
+def compare(p: Plan, gpus: list[str] | None = None, verify_top: int = VERIFY_TOP,
+            include_all: bool = False) -> list[GPUOption]:
+    """The plan on the catalog's datacenter GPUs (or those named) at the plan's weights format, ranked by $/M tokens.
 
     Every option is solved as ``xlplan plan`` solves it (:func:`option`): the closed form (the largest of the four
-    paths at the deployed step budget); then the ``verify_top`` cheapest, and the plan's own, are simulated at peak
-    and take the verified fleet, and the list is ranked again until its first ``verify_top`` priced options are all
-    verified (or past what the default simulation takes on, which each option's ``source`` says). The plan's own
-    option (its GPU, formats, price and purchasing unit, exactly as planned) is marked ``is_plan`` and always
-    present. Options without a cost rank after those with one, infeasible ones last.
+    paths at the deployed step budget); then the ``verify_top`` cheapest ranked options, the plan's own and the
+    cheapest other weights format on the plan's GPU are simulated at peak and take the verified fleet, and the list
+    is ranked again until its first ``verify_top`` priced ranked options are all verified (or past what the default
+    simulation takes on, which each option's ``source`` says). The plan's own option (its GPU, formats, price and
+    purchasing unit, exactly as planned) is marked ``is_plan`` and always present. Options without a cost for the
+    plan's way of paying (``costs.mode``) rank after those with one, infeasible ones last.
 
     Parameters
     ----------
     p : Plan
         The plan to re-solve.
     gpus : list of str, optional
-        GPU names, ids or aliases to try; None tries every catalog GPU.
+        GPU names, ids or aliases to try, each at the plan's weights format, eligible or not (an ineligible one is
+        marked, not ranked); None tries every catalog GPU that may be deployed in a datacenter.
     verify_top : int
         How many of the cheapest options to verify in simulation; 0 ranks the closed form alone. [options]
+    include_all : bool
+        Also every ineligible GPU and every other weights format each GPU supports, each marked (``ranked`` False),
+        all ranked by :func:`rank` together.
 
     Returns
     -------
     list of GPUOption
-        Every option, ranked by :func:`rank`.
+        Every option, ranked by :func:`rank`: with ``include_all`` False, the datacenter parts at the plan's weights
+        format (any cache format the GPU supports) and the plan's own.
 
     Raises
     ------
@@ -180,15 +211,18 @@ def compare(p: Plan, gpus: list[str] | None = None, verify_top: int = VERIFY_TOP
     own_key = catalog.gpu_key(p.hardware.gpu) if isinstance(p.hardware.gpu, str) else ""
     calls = {0: (p, own_key, p.model.weights_dtype, p.model.kv_dtype, True)}
     for key in keys:
-        for w, k in formats(catalog.get_gpu(key)):
-            if not (key == own_key and (w, k) == (p.model.weights_dtype, p.model.kv_dtype)):
-                calls[len(calls)] = (p, key, w, k, False)
+        gpu = catalog.get_gpu(key)
+        if include_all or gpus or gpu.datacenter:
+            for w, k in (formats(gpu) if include_all else tried_formats(gpu, p.model.weights_dtype)):
+                if not (key == own_key and (w, k) == (p.model.weights_dtype, p.model.kv_dtype)):
+                    calls[len(calls)] = (p, key, w, k, False)
     solved = {i: option(*c) for i, c in calls.items()}
     tried: set[int] = set()
     while verify_top > 0:
-        ranked = rank(list(solved.values()))
         index = {id(o): i for i, o in solved.items()}
-        top = [index[id(o)] for o in ranked if o.feasible and o.usd_per_mtok is not None][:verify_top] + [0]
+        ranked = [index[id(o)] for o in rank(list(solved.values())) if o.feasible and o.usd_per_mtok is not None]
+        fmt = [i for i in ranked if solved[i].format_change and solved[i].gpu == solved[0].gpu][:1]
+        top = [i for i in ranked if solved[i].ranked][:verify_top] + [0] + fmt
         todo = [i for i in top if i not in tried and solved[i].feasible]
         if not todo:
             break

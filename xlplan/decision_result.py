@@ -38,6 +38,24 @@ class GPUOption(_Out):
     monthly_usd: float | None = Field(default=None, description="Monthly cost; None: no price. [USD/month]")
     usd_per_mtok: float | None = Field(default=None, description="Cost per million tokens; None: no price. [USD/Mtok]")
     price_note: str = Field(default="", description="Where the price comes from, dated. [text]")
+    eligible: bool | None = Field(default=None, description="May be deployed in a datacenter (the catalog's datacenter flag): False for GeForce cards, whose driver licence forbids it; None where not stated (the plan's own GPU given inline). [bool]")
+    eligibility_source: str = Field(default="", description="What the eligibility rests on: the licence or product class, with its source and date. [text]")
+    format_change: str = Field(default="", description="How its weights format differs from the plan's, e.g. 'fp8 weights (a format change)'; empty at the plan's own weights format. [text]")
+    ranked: bool = Field(default=True, description="In the default ranking: eligible for a datacenter and at the plan's weights format; False: shown only with --all, marked, or as the format line. [bool]")
+    payment_mode: str = Field(default="", description="How its cost is counted, the plan's costs.mode: 'rent_per_gpu', 'rent_per_node' or 'buy'. [text]")
+    price_date: str = Field(default="", description="Date of the rental price or node quote used; 'undated' where its source gives none; empty where the price is missing or is the plan's own. [text]")
+    caveats: list[str] = Field(default_factory=list, description="What its cost does not settle: the licence, the price's source and date, quantised weights' quality. [text]")
+
+
+class HardwareChoice(_Out):
+    """Which hardware (`xlplan compare`): the ranked options, the plan's GPU in other weight formats, and the
+    recommendation, each change (of GPU, of weights format) on a line of its own with its caveats."""
+
+    options: list[GPUOption] = Field(description="The ranking: datacenter parts at the plan's weights format, priced ones first; with --all the rest after them, marked.")
+    format_options: list[GPUOption] = Field(default_factory=list, description="The plan's own GPU in the other weight formats it supports (the format line), cheapest first.")
+    recommendation: list[str] = Field(description="The recommendation, one line each: the cheapest datacenter GPU at the plan's weights format; changing the weights format on the plan's GPU; missing prices; caveats. [text]")
+    payment_mode: str = Field(description="How the costs are counted, the plan's costs.mode. [text]")
+    include_all: bool = Field(default=False, description="Whether ineligible parts and other weight formats were ranked too (--all). [bool]")
 
 
 class ScheduleMonth(_Out):

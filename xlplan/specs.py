@@ -65,6 +65,10 @@ class GPUSpec(_Spec):
     price_note: str = Field(default="", description="Provider, offer and date of the price. [text]")
     purchase_usd_per_gpu: float | None = Field(default=None, gt=0, description="A dated purchase price per GPU, where a credible quote exists. [USD/GPU]")
     purchase_note: str = Field(default="", description="Seller, quote and date of the purchase price. [text]")
+    datacenter: bool | None = Field(
+        default=None, description="Whether it may be deployed in a datacenter: False for GeForce cards, whose driver licence forbids "
+        "it; None where not stated (a GPU given in the plan). [bool]")
+    datacenter_source: str = Field(default="", description="What the datacenter eligibility rests on: the licence or product class, with its source and date. [text]")
     source: str = Field(default="user-supplied", description="Where the spec, memory and price figures come from. [text]")
 
     def link_gbps(self) -> float:

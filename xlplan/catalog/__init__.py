@@ -8,6 +8,7 @@ Hugging Face id or an alias, case-insensitively; an unknown name raises
 from __future__ import annotations
 
 import difflib
+import re
 from functools import cache
 from importlib import resources
 
@@ -105,6 +106,35 @@ def gpu_names() -> list[str]:
         The keys of ``gpus.yaml``, in file order.
     """
     return list(_gpus())
+
+
+def datacenter_gpu_names() -> list[str]:
+    """Catalog keys of the GPUs that may be deployed in a datacenter (``datacenter: true`` in ``gpus.yaml``).
+
+    Returns
+    -------
+    list of str
+        The keys, in file order; GeForce cards are left out (their driver licence forbids datacenter deployment).
+    """
+    return [k for k, g in _gpus().items() if g.datacenter]
+
+
+def price_date(note: str) -> str:
+    """The date a catalog price note gives (2026-07-23, June 2026), or '' where it names none. [text]
+
+    Parameters
+    ----------
+    note : str
+        A ``price_note`` of ``gpus.yaml``: provider, offer and date, e.g. "Lambda on-demand, 2026-05-18 (...)".
+
+    Returns
+    -------
+    str
+        The first ISO date (YYYY-MM-DD) it names, else the first 'Month YYYY', else ''. [text]
+    """
+    m = re.search(r"\b\d{4}-\d{2}-\d{2}\b", note) or re.search(
+        r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{4}\b", note)
+    return m.group(0) if m else ""
 
 
 def model_names() -> list[str]:

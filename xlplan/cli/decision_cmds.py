@@ -29,12 +29,11 @@ def compare_cmd(
     top: int = typer.Option(15, "--top", min=1, help="Rows of the ranked table to print (the plan's own row is always shown)."),
     verify_top: int = typer.Option(5, "--verify-top", min=0, max=200,
                                    help="Simulate this many of the cheapest options at peak, as `plan` verifies its Answer (0: the closed form alone)."),
+    show_all: bool = typer.Option(False, "--all", help=("Also show GPUs not for datacenter use (GeForce) and other weight "
+                                                        "formats, each marked, after the ranked ones.")),
 ) -> None:
-    """Which hardware: the plan on every catalog GPU, in each format it supports, ranked by $/M tokens."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from xlplan.compare import compare, recommendation
+    """Which hardware: the plan on every datacenter GPU at its weights format, ranked by $/M tokens as the plan pays."""
+    from xlplan.hardware_choice import choose
 
     names = [g.strip() for g in gpus.split(",") if g.strip()] if gpus is not None else None
     if names is not None and not names:
@@ -46,41 +45,59 @@ def compare_cmd(
                 catalog.gpu_key(n)
             except catalog.UnknownNameError as e:
                 raise InputError("--gpus", [str(e)]) from None
-    options = compare(p, names, verify_top)
-    line = recommendation(options)
+    choice = choose(p, names, verify_top, show_all)
     if as_json:
-        typer.echo(json_text({"recommendation": line, "options": [o.model_dump(mode="json") for o in options]}))
+        typer.echo(json_text({"recommendation": "\n".join(choice.recommendation),
+                              "options": [o.model_dump(mode="json") for o in choice.options],
+                              "recommendation_lines": choice.recommendation, "payment_mode": choice.payment_mode,
+                              "format_options": [o.model_dump(mode="json") for o in choice.format_options]}))
         return
-    table = Table(title=f"{p.name}: every GPU and format, ranked by $/M tokens ({p.costs.mode})")
+    _print_options(p, choice, top, verify_top)
+
+
+def _mark(o) -> str:
+    """Why a row is outside the ranking (--all): not for datacenter use, another weights format. [text]"""
+    why = ([] if o.eligible is not False else ["not for datacenter use (GeForce licence)"]) + ([o.format_change] if o.format_change else [])
+    return "; ".join(why)
+
+
+def _print_options(p, choice, top: int, verify_top: int) -> None:
+    """The ranked table, then how the fleets were found and the recommendation's lines."""
+    from rich.console import Console
+    from rich.table import Table
+
+    options = choice.options
+    scope = "every GPU and format" if choice.include_all else f"datacenter GPUs at {p.model.weights_dtype} weights"
+    table = Table(title=f"{p.name}: {scope}, ranked by $/M tokens ({p.costs.mode})")
     for col in ("#", "GPU", "weights", "cache", "TP", "load", "+redundancy", "order", "fleet from", "binds", "$/month", "$/M tokens", "note"):
         table.add_column(col, justify="right" if col in ("#", "TP", "load", "+redundancy", "$/month", "$/M tokens") else "left")
     for i, o in enumerate(options, start=1):
         if i > top and not o.is_plan:
             continue
         mark = " (plan)" if o.is_plan else ""
+        note = "; ".join(x for x in (_mark(o), o.reason if o.usd_per_mtok is None else "") if x)
         if not o.feasible:
-            table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, "", "", "", "", "", "", "", "", f"cannot: {o.reason[:70]}")
+            table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, "", "", "", "", "", "", "", "",
+                          "; ".join(x for x in (_mark(o), f"cannot: {o.reason[:70]}") if x))
             continue
         table.add_row(str(i), o.gpu_name + mark, o.weights_dtype, o.kv_dtype, str(o.tp), str(o.load), str(o.with_redundancy),
                       o.order or str(o.purchased), "simulation" if o.source == "verified" else o.source, o.binding or "",
-                      _usd(o.monthly_usd), _usd(o.usd_per_mtok, 3),
-                      o.reason if o.usd_per_mtok is None else "")
+                      _usd(o.monthly_usd), _usd(o.usd_per_mtok, 3), note)
     console = Console(width=200)
     console.print(table)
     shown = sum(1 for i, o in enumerate(options, start=1) if i <= top or o.is_plan)
     if shown < len(options):
         console.print(f"{_count(len(options) - shown, 'more option')}: --top {len(options)} or --json shows them all.")
+    if not choice.include_all:
+        console.print("GPUs not for datacenter use (GeForce) and other weight formats are left out of the ranking: --all shows them, marked.")
     verified = sum(o.source == "verified" for o in options)
-    priced = [o for o in options if o.feasible and o.usd_per_mtok is not None][:verify_top]
-    extra = max(verified - len(priced) - (0 if any(o.is_plan for o in priced) else 1), 0)
-    which = (f"the {verify_top} cheapest and the plan's own" if verify_top > 0 else "none: --verify-top 0")
-    if extra:
-        which += (f", and {_count(extra, 'option')} the closed form ranked among the cheapest until "
-                  f"{'its' if extra == 1 else 'their'} simulation moved {'it' if extra == 1 else 'them'} down")
+    which = (f"the {verify_top} cheapest ranked, the plan's own and its cheapest other weights format" if verify_top > 0
+             else "none: --verify-top 0")
     console.print(f"Fleets: {verified} verified in simulation at peak on every seed, as `xlplan plan` verifies its Answer "
                   f"({which}); the rest are the closed form (the largest of the memory, compute, latency and queueing "
                   "paths), not simulated.")
-    console.print(line)
+    for line in choice.recommendation:
+        console.print(line)
 
 
 _MONTH = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from xlplan import __version__, catalog, engines, memory
+from xlplan.catalog import price_date
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import (
     CATALOG_FIRST_ROW,
@@ -113,13 +112,6 @@ def put_banner(sh: Sheet, e: Engine) -> None:
     """The check banner near the top of a tab: empty while every check passes, a red warning when one fails."""
     col = BANNER_CELL.rstrip("0123456789")
     sh.put(col, int(BANNER_CELL[len(col):]), Cell("=CheckBanner", formula=True, cached=banner_text(e), kind="banner"))
-
-
-def price_date(note: str) -> str:
-    """The date a catalog price note gives (2026-07-23, June 2026), or '' where it names none. [text]"""
-    m = re.search(r"\b\d{4}-\d{2}-\d{2}\b", note) or re.search(
-        r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{4}\b", note)
-    return m.group(0) if m else ""
 
 
 def price_note_shown(gpu) -> str:
