@@ -291,3 +291,69 @@ def api_usd_per_request(mean_prompt_tokens: float, mean_output_tokens: float, us
     0.0007
     """
     return (mean_prompt_tokens * usd_per_mtok_input + mean_output_tokens * usd_per_mtok_output) / MILLION
+
+
+def mix_out(plan, answer, mean_prompt_tokens: float, mean_output_tokens: float):
+    """The plan's contract mix for its Answer's fleet, a month of it; None without a contracts section. [ContractMixOut]
+
+    Parameters
+    ----------
+    plan : Plan
+        The validated plan (its contracts, daily curve, prices and hours a month).
+    answer : AnswerOut
+        The Answer: the fleet that keeps the promise, and (bought) what owning it costs.
+    mean_prompt_tokens : float
+        Mean prompt length, for the API's price of a request. [tokens]
+    mean_output_tokens : float
+        Mean output length. [tokens]
+
+    Returns
+    -------
+    ContractMixOut or None
+        Every figure of the mix; None when the plan has no ``contracts`` or no Answer.
+    """
+    from xlplan.plan_contracts import contract_prices
+    from xlplan.result_contracts import ContractMixOut
+
+    c = plan.contracts
+    if c is None or answer is None:
+        return None
+    owned = answer.ownership.owned_usd_per_gpu_hour if answer.ownership is not None else None
+    prices = contract_prices(plan, owned)
+    base_p, od_p = prices["base"]["value"], prices["on_demand"]["value"]
+    spot = prices["spot"] if c.no_promise_share > 0 else None
+    share = c.no_promise_share if spot is not None else 0.0
+    api = plan.api_used()
+    per_request = (api_usd_per_request(mean_prompt_tokens, mean_output_tokens, api.usd_per_mtok_input, api.usd_per_mtok_output)
+                   if c.api_overflow else None)
+    redundancy = answer.with_redundancy - answer.load
+    mix = size_mix(answer.load, redundancy, answer.tp, plan.forecast.daily_curve, base_p, od_p, plan.forecast.peak_rps,
+                   per_request, share)
+    spot_p = spot["value"] if spot is not None else None
+    esr, coverage, utilisation = savings_figures(mix, base_p, od_p, spot_p or 0.0)
+    hours = plan.hardware.hours_per_month
+    days = hours / HOURS_PER_DAY
+    od_month, api_month, spot_month = mix.on_demand_gpu_hours * days, mix.api_requests * days, mix.spot_gpu_hours * days
+    parts = (mix.base_gpus * hours * base_p, od_month * od_p, api_month * (per_request or 0.0), spot_month * (spot_p or 0.0))
+    return ContractMixOut(
+        term=c.term, daily_curve=list(plan.forecast.daily_curve), tp=answer.tp, load_gpus=answer.load, redundancy_gpus=redundancy,
+        hourly_gpus=list(mix.needed), base_floor_gpus=mix.base_floor_gpus, base_gpus=mix.base_gpus, base_usd_per_gpu_hour=base_p,
+        base_source=prices["base"]["source"], on_demand_usd_per_gpu_hour=od_p, on_demand_source=prices["on_demand"]["source"],
+        break_even=base_p / od_p, hours_per_month=hours, base_monthly_usd=parts[0], on_demand_gpu_hours_per_month=od_month,
+        on_demand_monthly_usd=parts[1], api_overflow=c.api_overflow, api_ceiling_replicas=mix.ceiling_replicas,
+        api_usd_per_request=per_request, api_requests_per_month=api_month, api_monthly_usd=parts[2],
+        no_promise_share=c.no_promise_share, spot_usd_per_gpu_hour=spot_p,
+        spot_source=(spot["source"] if spot is not None else _no_spot(c.no_promise_share)),
+        spot_gpu_hours_per_month=spot_month, spot_monthly_usd=parts[3], monthly_usd=sum(parts),
+        always_on_demand_monthly_usd=answer.with_redundancy * hours * od_p,
+        gpu_hours_used_per_month=(mix.base_gpu_hours_in_use + mix.on_demand_gpu_hours + mix.spot_gpu_hours) * days,
+        base_gpu_hours_in_use_per_month=mix.base_gpu_hours_in_use * days, committed_gpu_hours_per_month=mix.base_gpus * hours,
+        effective_savings_rate=esr, commitment_coverage=coverage, commitment_utilisation=utilisation,
+    )
+
+
+def _no_spot(share: float) -> str:
+    """Why spot is not offered. [text]"""
+    if share <= 0:
+        return "not offered — every request carries the latency promise"
+    return "not offered — no published spot price for this GPU; the no-promise share stays on the promise fleet"
