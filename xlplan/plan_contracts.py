@@ -25,8 +25,7 @@ def _daily_curve(v: list[float]) -> list[float]:
                 else "")
         raise ValueError(f"expected {HOURS_PER_DAY} hourly fractions of the peak hour, hour 0 first; got {n} value(s){slip}")
     if any(x > 1 for x in v) and all(0 < x <= 100 for x in v) and max(v) == 100:
-        raise ValueError("expected fractions of the peak hour in (0, 1], the largest 1 (write 0.40, not 40: percents "
-                         "divided by 100)")
+        raise ValueError("expected fractions of the peak hour, the largest 1: write 0.40, not 40 (percents divided by 100)")
     bad = [(h, x) for h, x in enumerate(v) if not 0 < x <= 1]
     if bad:
         h, x = bad[0]
