@@ -6,6 +6,7 @@ Reads a :class:`~xlplan.result.PlanResult`; computes nothing. Sections 3 and 4 a
 
 from __future__ import annotations
 
+from xlplan.note_contracts import contract_rows
 from xlplan.note_constraints import QUEUEING_WORDS, constraints_section  # noqa: F401  (QUEUEING_WORDS: re-exported)
 from xlplan.note_fleet import answer_sentence, fleet_section
 from xlplan.note_format import PRICE_MISSING, _count, _n, _operand, _pct, _tokens, _usd, _who_binds, api_comparison_words
@@ -160,7 +161,7 @@ def _cost_rows(r: PlanResult) -> list[tuple[str, str]]:
     owned = a if a is not None and a.ownership is not None else (k if k.ownership is not None else None)
     if owned is not None:  # what owning the fleet costs and its payback, after the bill of the fleet ordered
         rows[1:1] = [_ownership_row(r, owned), _against_renting_row(owned)]
-    return rows
+    return rows + contract_rows(r)
 
 
 def _ownership_row(r: PlanResult, owned) -> tuple[str, str]:
