@@ -126,3 +126,29 @@ def test_contracts_without_a_curve_or_a_price_name_the_field(tmp_path, capsys):
         rc = main(["plan", str(path)])
         err = capsys.readouterr().err
         assert rc == 2 and says in err, err
+
+
+def test_traffic_measures_a_known_daily_curve():
+    # A synthetic log over 7 whole days from a midnight: hour h carries 3,600 × shape[h] requests evenly spread
+    # (1 req/s at the peak), so each hour of the day's mean rate ÷ the busiest's is the shape itself.
+    from xlplan.traffic import summarise
+
+    shape = [0.25] * 6 + [0.5] * 3 + [1.0] * 9 + [0.5] * 3 + [0.25] * 3
+    t = []
+    for day in range(7):
+        for h, c in enumerate(shape):
+            n = int(3600 * c)
+            t += [1_767_225_600 + day * 86400 + h * 3600 + (i + 0.5) * 3600 / n for i in range(n)]
+    s = summarise(t, [100] * len(t), [10] * len(t))
+    # the last hour is covered up to its last request, 3600/900 ÷ 2 = 2 s short of its end: 2 s of 7 × 3,600 s
+    assert s.daily_curve == pytest.approx(shape, abs=0.002)
+
+
+def test_traffic_says_a_curve_needs_a_day():
+    from xlplan.io.traffic_report import _curve_words, forecast_section
+    from xlplan.traffic import summarise
+
+    t = [1_767_225_600 + 60.0 * i for i in range(1000)]  # 1,000 minutes: under a day
+    s = summarise(t, [100] * 1000, [10] * 1000)
+    assert s.daily_curve is None and "cannot be measured" in _curve_words(None)
+    assert "daily_curve" not in forecast_section(s)
