@@ -6,8 +6,8 @@ Reads a :class:`~xlplan.result.PlanResult`; computes nothing. Sections 3 and 4 a
 
 from __future__ import annotations
 
-from xlplan.note_contracts import contract_rows
 from xlplan.note_constraints import QUEUEING_WORDS, constraints_section  # noqa: F401  (QUEUEING_WORDS: re-exported)
+from xlplan.note_contracts import contract_rows
 from xlplan.note_fleet import answer_sentence, fleet_section
 from xlplan.note_format import PRICE_MISSING, _count, _n, _operand, _pct, _tokens, _usd, _who_binds, api_comparison_words
 from xlplan.result import PlanResult, Sensitivity

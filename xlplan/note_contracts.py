@@ -28,12 +28,12 @@ def contract_rows(r: PlanResult) -> list[tuple[str, str]]:
     if m is None:
         return []
     rows = [
-        ("Mix: reserved base", f"{_count(m.base_gpus, 'GPU')} × ${m.base_usd_per_gpu_hour:g}/h × {m.hours_per_month:g} h = "
+        ("Mix: reserved base", (f"{_count(m.base_gpus, 'GPU')} × ${m.base_usd_per_gpu_hour:g}/h × {m.hours_per_month:g} h = "
                                f"{_usd(m.base_monthly_usd)} / month ({TERM_WORDS[m.term]}: the quietest hour's "
                                f"{_count(m.base_floor_gpus, 'GPU')}, and each GPU busy at least the break-even, "
-                               f"{m.break_even:.1%} of the hours; {m.base_source})"),
-        ("Mix: on demand", f"{m.on_demand_gpu_hours_per_month:,.1f} GPU-hours × ${m.on_demand_usd_per_gpu_hour:g}/h = "
-                           f"{_usd(m.on_demand_monthly_usd)} / month (the hours above the base)"),
+                               f"{m.break_even:.1%} of the hours; {m.base_source})")),
+        ("Mix: on demand", (f"{m.on_demand_gpu_hours_per_month:,.1f} GPU-hours × ${m.on_demand_usd_per_gpu_hour:g}/h = "
+                           f"{_usd(m.on_demand_monthly_usd)} / month (the hours above the base)")),
         ("Mix: API overflow", _api_line(m)),
         ("Mix: spot", (f"{m.spot_gpu_hours_per_month:,.1f} GPU-hours × ${m.spot_usd_per_gpu_hour:g}/h = {_usd(m.spot_monthly_usd)} "
                        f"/ month for the {m.no_promise_share:.0%} of traffic with no promise ({m.spot_source})")

@@ -17,9 +17,9 @@ from pydantic import Field, field_validator, model_validator
 
 from xlplan import catalog
 from xlplan.engines import Engine  # noqa: F401  (the field types of the sections, re-exported with them)
+from xlplan.plan_contracts import Contracts, DailyCurve, contracts_priced
 from xlplan.plan_fields import Fraction, FractionBelowOne, PaymentMode, _Section, migrate_older_plan
 from xlplan.plan_hardware import GPUOverride, Hardware, ModelChoice
-from xlplan.plan_contracts import Contracts, DailyCurve, contracts_priced
 from xlplan.plan_policy import Calibration, Policy
 from xlplan.specs import ComputeDtype, KVDtype, WeightDtype  # noqa: F401  (as Engine)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 from types import SimpleNamespace
 
-from xlplan import _vec, architecture, closed_form, contracts, cost, engines, fleet, memory, ownership, plausibility, simulate, steps, whatif
+from xlplan import _vec, architecture, closed_form, cost, engines, fleet, memory, ownership, plausibility, simulate, steps, whatif
+from xlplan.contracts import mix_out as contract_mix
 from xlplan.decision import (  # noqa: F401  (re-exported: callers name them as planner.*)
     AUTO_VERIFY_MAX_REPLICAS,
     AUTO_VERIFY_MAX_REQUESTS,
@@ -198,8 +199,7 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
     """
     s, set_by_plan = resolve(p), p.policy.max_num_batched_tokens is not None
     d = decide(s, p.promise.percentile, p.model.resolve().max_context_tokens, set_by_plan, verify)
-    sol, cf, meant = d.sol, d.closed_form, _within_bounds(p, d.answer)
-    a, tr = _with_ownership(p, s, d.answer), sol.traffic
+    sol, cf, meant, a = d.sol, d.closed_form, _within_bounds(p, d.answer), _with_ownership(p, s, d.answer)
     return PlanResult(
         name=p.name,
         calibration_source=p.policy.calibration.source if p.policy.calibration else None,
@@ -222,7 +222,7 @@ def plan(p: Plan, verify: bool | str = False) -> PlanResult:
         queueing=_queueing(p, s, cf),
         closed_form=_closed_form_out(s, cf),
         answer=a,
-        contracts=contracts.mix_out(p, a, tr.prompt_mean, tr.output_mean),
+        contracts=contract_mix(p, a, sol.traffic.prompt_mean, sol.traffic.output_mean),
         closed_form_sensitivities=whatif.closed_sensitivities(p, s, cf.step_budget_tokens, set_by_plan),
         closed_form_breakpoints=whatif.closed_breakpoints(s, cf, set_by_plan),
     )

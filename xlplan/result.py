@@ -12,6 +12,8 @@ from xlplan.decision_result import GPUOption, ScheduleMonth, ScheduleOut
 from xlplan.result_base import _Out
 from xlplan.result_contracts import ContractMixOut
 
+ContractMixOut.__module__ = __name__  # one public result model, named xlplan.result.ContractMixOut as the others are
+
 # The result models are one public interface wherever their code lives: each is named xlplan.result.<Model>, as reprs,
 # pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it.
 for _model in (GPUOption, ScheduleMonth, ScheduleOut):

@@ -142,7 +142,7 @@ def daily_curve(t_s, offset_s: float = 0.0) -> tuple[float, ...] | None:
     tuple of float or None
         24 fractions, hour 0 first, the busiest 1: each hour's requests ÷ the seconds of that hour of the day the log
         covers (from the first request to the last), over the busiest hour's; None when the log spans less than a day
-        (some hour of the day would be seen only in part, or not at all).
+        (some hour of the day would be seen only in part, or not at all). [fraction]
 
     Examples
     --------
