@@ -47,6 +47,8 @@ FIXED = {
     "examples/reference-plan.yaml": "The reference plan as `xlplan example` writes it, for `--plan`.",
     ".ci": "Continuous integration.",
     # files that are not Python modules
+    "xlplan/catalog/contracts.yaml": "Reserved, capacity-block and spot GPU prices beside the on-demand one, each with "
+                                     "its provider, date and URL; none where none is published.",
     "xlplan/catalog/gpus.yaml": "GPUs: memory as the driver reports it, dense TFLOP/s by format, HBM bandwidth, "
                                 "node size, prices, each with its source.",
     "xlplan/catalog/models.yaml": "Models: the config.json fields the planner needs, aliases and the published "

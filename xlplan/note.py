@@ -7,6 +7,7 @@ Reads a :class:`~xlplan.result.PlanResult`; computes nothing. Sections 3 and 4 a
 from __future__ import annotations
 
 from xlplan.note_constraints import QUEUEING_WORDS, constraints_section  # noqa: F401  (QUEUEING_WORDS: re-exported)
+from xlplan.note_contracts import contract_rows
 from xlplan.note_fleet import answer_sentence, fleet_section
 from xlplan.note_format import _count, _n, _operand, _pct, _tokens, _usd, _who_binds, api_comparison_words
 from xlplan.note_owning import ownership_rows, price_age_row
@@ -163,7 +164,7 @@ def _cost_rows(r: PlanResult) -> list[tuple[str, str]]:
         nodes = round(owned.ownership.capex_usd / owned.ownership.capex_usd_per_node)
         rows[1:1] = ownership_rows(owned.billed_gpus, nodes, owned.ownership)
     aged = price_age_row(k.price_ages)
-    return rows + ([aged] if aged else [])
+    return rows + ([aged] if aged else []) + contract_rows(r)
 
 
 def _api_paragraphs(r: PlanResult) -> list[str]:

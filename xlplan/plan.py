@@ -17,6 +17,7 @@ from pydantic import Field, field_validator, model_validator
 
 from xlplan import catalog
 from xlplan.engines import Engine  # noqa: F401  (the field types of the sections, re-exported with them)
+from xlplan.plan_contracts import Contracts, DailyCurve, contracts_priced
 from xlplan.plan_fields import Fraction, FractionBelowOne, PaymentMode, _Section, migrate_older_plan
 from xlplan.plan_hardware import GPUOverride, Hardware, ModelChoice
 from xlplan.plan_policy import Calibration, Policy
@@ -25,7 +26,7 @@ from xlplan.specs import ComputeDtype, KVDtype, WeightDtype  # noqa: F401  (as E
 # The plan file's models are one public interface wherever their code lives: each is named xlplan.plan.<Model>, as
 # reprs, pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it. The field
 # types their annotations name are imported above, so type hints resolve here too.
-for _model in (ModelChoice, GPUOverride, Hardware, Calibration, Policy):
+for _model in (ModelChoice, GPUOverride, Hardware, Calibration, Policy, Contracts):
     _model.__module__ = __name__
 del _model
 
@@ -64,6 +65,8 @@ class Forecast(_Section):
         description="Squared coefficient of variation of the gaps between arrivals at peak: 1 for Poisson arrivals, above 1 "
                     "bursty (4: the gaps vary twice as much as Poisson's). The queueing path and the simulation use it. [1]",
     )
+    daily_curve: DailyCurve | None = Field(default=None, description="Each hour's load as a fraction of the peak hour, hour 0 "
+                                           "first: 24 values in (0, 1], the largest 1 (0.40, not 40); sizes contracts. [fraction]")
 
 
 class Promise(_Section):
@@ -258,6 +261,7 @@ class Plan(_Section):
     api: APIPrices | None = Field(default=None, description="Managed-API prices for the comparison; left out, the median listed price of models of this size class (api_prices.csv).")
     costs: Costs = Field(default_factory=Costs, description="Rent or buy, and what owning costs.")
     growth: Growth | None = Field(default=None, description="How the peak grows month by month (`xlplan schedule`); left out, no schedule.")
+    contracts: Contracts | None = Field(default=None, description="A reserved or owned base with on-demand, API and spot for the day's peaks; left out, none.")
     owners: Owners = Field(default_factory=Owners, description="Who owns each input.")
     sources: Sources = Field(default_factory=Sources, description="Where and when each input was obtained.")
     accept_implausible: list[str] = Field(
@@ -399,6 +403,8 @@ class Plan(_Section):
                     value = value / d["gpus"] * self.hardware.gpus_per_node  # the quote's price per GPU, times this unit's GPUs
                 out[field] = {"value": value, "source": f"{d['source']} ({d['date']})", "date": str(d["date"])}
         return out
+
+    _contracts_priced = model_validator(mode="after")(contracts_priced)  # xlplan.plan_contracts: the curve and every price
 
     @model_validator(mode="after")
     def _tp_fits_node(self) -> Plan:

@@ -22,6 +22,7 @@ from xlplan import (
     steps,
     whatif,
 )
+from xlplan.contracts import mix_out as contract_mix
 from xlplan.decision import (  # noqa: F401  (re-exported: callers name them as planner.*)
     AUTO_VERIFY_MAX_REPLICAS,
     AUTO_VERIFY_MAX_REQUESTS,
@@ -184,6 +185,7 @@ def plan(p: Plan, verify: bool | str = False, as_of: str | None = None) -> PlanR
     s, set_by_plan = resolve(p), p.policy.max_num_batched_tokens is not None
     d = decide(s, p.promise.percentile, p.model.resolve().max_context_tokens, set_by_plan, verify)
     sol, cf, meant = d.sol, d.closed_form, _within_bounds(p, d.answer)
+    a = _with_ownership(p, d.answer, sol.bill.api_monthly_usd, as_of or p.date)
     return PlanResult(
         name=p.name,
         calibration_source=p.policy.calibration.source if p.policy.calibration else None,
@@ -205,7 +207,8 @@ def plan(p: Plan, verify: bool | str = False, as_of: str | None = None) -> PlanR
         verified=d.verified,
         queueing=_queueing(p, s, cf),
         closed_form=_closed_form_out(s, cf),
-        answer=_with_ownership(p, d.answer, sol.bill.api_monthly_usd, as_of or p.date),
+        answer=a,
+        contracts=contract_mix(p, a, sol.traffic.prompt_mean, sol.traffic.output_mean),
         closed_form_sensitivities=whatif.closed_sensitivities(p, s, cf.step_budget_tokens, set_by_plan),
         closed_form_breakpoints=whatif.closed_breakpoints(s, cf, set_by_plan),
     )

@@ -10,7 +10,10 @@ from pydantic import Field
 
 from xlplan.decision_result import GPUOption, HardwareChoice, ScheduleMonth, ScheduleOut
 from xlplan.result_base import _Out
+from xlplan.result_contracts import ContractMixOut
 from xlplan.result_ownership import OwnershipOut, PriceAge
+
+ContractMixOut.__module__ = __name__  # one public result model, named xlplan.result.ContractMixOut as the others are
 
 # The result models are one public interface wherever their code lives: each is named xlplan.result.<Model>, as reprs,
 # pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it.
@@ -358,4 +361,5 @@ class PlanResult(_Out):
     answer: AnswerOut | None = Field(default=None, description="The Answer line and its bill: the verified fleet, else the closed form (None in results written before it existed).")
     closed_form_sensitivities: list[Sensitivity] = Field(default_factory=list, description="Section 6 on the closed form: the standard what-ifs, each re-planned as the largest of the four paths at the deployed step budget.")
     closed_form_breakpoints: list[Breakpoint] = Field(default_factory=list, description="Section 6 on the closed form: where its purchase grows one unit, where its binding path changes.")
+    contracts: ContractMixOut | None = Field(default=None, description="The contracts section's mix for the Answer's fleet over the daily curve; None when the plan has none.")
     basis: dict[str, str] = Field(default_factory=lambda: dict(FIGURES_BASIS), description="Which method each top-level field follows, so a reader of the JSON knows which figures to order from. [text]")

@@ -33,6 +33,7 @@ from xlplan.traffic_growth import (  # noqa: F401
     SECONDS_PER_WEEK,
     WEEKDAYS,
     busiest_hour_of_week,
+    daily_curve,
     weekly_growth,
     weekly_peaks,
     weeks_until,
@@ -84,6 +85,7 @@ class TrafficSummary:
     busiest_hour_rph: float  # mean requests in that hour of the week [requests/hour]
     weekly_peaks_rps: tuple[float, ...] = ()  # peak rate of each complete week [requests/s]
     weekly_growth: float | None = None  # week-on-week growth of the peak [fraction/week]
+    daily_curve: tuple[float, ...] | None = None  # each hour of the day's mean rate ÷ the busiest's; None: under a day [fraction]
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -240,5 +242,5 @@ def summarise(t_s, prompt, output, cached=None, window_s: float = 60.0, offset_s
         requests=int(t.size), first_s=first, last_s=last, window_s=window_s, peak_rps=peak, peak_window_start_s=peak_start,
         p99_window_rps=p99_rate, mean_rps=mean, average_utilisation=min(mean / peak, 1.0), prompt=p, output=o,
         prefix_reuse=None if cached is None else prefix_reuse(cached, prompt), busiest_hour=hour, busiest_hour_rph=rph,
-        weekly_peaks_rps=tuple(peaks), weekly_growth=weekly_growth(peaks), warnings=warnings,
+        weekly_peaks_rps=tuple(peaks), weekly_growth=weekly_growth(peaks), daily_curve=daily_curve(t, offset_s), warnings=warnings,
     )

@@ -125,3 +125,44 @@ def weeks_until(capacity_rps: float, peak_rps: float, growth: float | None) -> f
     if growth is None or growth <= 0:
         return None
     return math.log(capacity_rps / peak_rps) / math.log1p(growth)
+
+
+def daily_curve(t_s, offset_s: float = 0.0) -> tuple[float, ...] | None:
+    """Each hour of the day's mean request rate ÷ the busiest hour of the day's, in the log's time zone. [fraction]
+
+    Parameters
+    ----------
+    t_s : array
+        Arrival time of each request, Unix time. [s]
+    offset_s : float
+        The log's time zone as an offset from UTC, added to the timestamps. [s]
+
+    Returns
+    -------
+    tuple of float or None
+        24 fractions, hour 0 first, the busiest 1: each hour's requests ÷ the seconds of that hour of the day the log
+        covers (from the first request to the last), over the busiest hour's; None when the log spans less than a day
+        (some hour of the day would be seen only in part, or not at all). [fraction]
+
+    Examples
+    --------
+    >>> daily_curve([0.0, 10.0]) is None
+    True
+    """
+    import numpy as np
+
+    t = np.asarray(t_s, dtype=float) + offset_s
+    first, last = float(np.min(t)), float(np.max(t))
+    if last - first < 86400.0:
+        return None
+    counts = np.bincount((np.floor(t / 3600.0).astype(np.int64) % 24), minlength=24).astype(float)
+    # the seconds of each hour of the day inside [first, last]: whole days, then the part-day left over
+    days, rest = divmod(last - first, 86400.0)
+    covered = np.full(24, days * 3600.0)
+    start = first % 86400.0
+    for h in range(24):  # the leftover span [start, start + rest) laid over the day, wrapping at midnight
+        lo, hi = h * 3600.0, (h + 1) * 3600.0
+        for shift in (0.0, 86400.0):
+            covered[h] += max(0.0, min(hi + shift, start + rest) - max(lo + shift, start))
+    rate = counts / covered
+    return tuple(float(x) for x in rate / rate.max())

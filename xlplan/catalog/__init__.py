@@ -241,6 +241,24 @@ def ownership_for(name: str) -> dict:
     return dict(_load("ownership.yaml")["gpus"].get(gpu_key(name), {}))
 
 
+def contract_offers(name: str) -> dict:
+    """A GPU's published reserved, committed and interruptible prices (``contracts.yaml``); ``{}`` when none.
+
+    Parameters
+    ----------
+    name : str
+        The GPU's key, display name or alias.
+
+    Returns
+    -------
+    dict
+        Offer kind ('reserved_1y', 'reserved_3y', 'reserved', 'capacity_block', 'spot') to ``{usd_per_gpu_hour,
+        provider, date, url, reliability, note}`` (and the provider's ``on_demand_usd_per_gpu_hour`` where published);
+        a kind with no published figure is absent.
+    """
+    return {k: dict(v) for k, v in (_load("contracts.yaml").get(gpu_key(name)) or {}).items()}
+
+
 @cache
 def api_price_rows() -> tuple[dict, ...]:
     """The managed-API price list (``api_prices.csv`` beside the planner's data), one dict per offer, with its

@@ -38,6 +38,9 @@ def forecast_section(s: TrafficSummary) -> dict:
     }
     if s.prefix_reuse is not None:
         out["prefix_reuse"] = min(s.prefix_reuse, 0.99)
+    curve = [round(x, 4) for x in s.daily_curve] if s.daily_curve is not None else None
+    if curve is not None and min(curve) > 0:  # an hour without requests has no fraction a plan takes (each above 0)
+        out["daily_curve"] = curve
     return out
 
 
@@ -68,11 +71,22 @@ def summary_lines(req: Requests, s: TrafficSummary) -> list[tuple[str, str]]:
         ("Prefix reuse", "not in the log (no cached-token counts)" if s.prefix_reuse is None else f"{s.prefix_reuse:.1%} of prompt tokens served from the cache"),
         ("Busiest hour of the week", f"{s.busiest_hour} ({s.busiest_hour_rph:,.0f} requests in that hour on average)"),
     ]
+    rows.append(("Daily curve", _curve_words(s.daily_curve)))
     if s.weekly_growth is not None:
         rows.append(("Week-on-week growth of the peak", f"{s.weekly_growth:+.1%} a week over {len(s.weekly_peaks_rps)} weeks"))
     elif s.last_s - s.first_s < 28 * 86400:
         rows.append(("Growth", "needs at least four weeks of log"))
     return rows
+
+
+def _curve_words(curve) -> str:
+    """The daily curve as the summary prints it, or why it is not measured or not written. [text]"""
+    if curve is None:
+        return "cannot be measured: the log spans less than a day"
+    text = " ".join(f"{x:.2f}" for x in curve) + " (hour 0 first; each hour's mean rate ÷ the busiest hour's)"
+    if min(round(x, 4) for x in curve) <= 0:
+        text += "; not written to the forecast: an hour had no requests (each value must be above 0)"
+    return text
 
 
 PLOT_POINTS = 4000
