@@ -23,6 +23,7 @@ from xlplan.cli import main
 from xlplan.io.planfile import reference_plan
 from xlplan.io.workbook.inputs import all_inputs
 from xlplan.io.workbook.staleness import CURRENT, GROUPS, VALUE_INPUTS, group_name, group_of, inputs_of
+from xlplan.io.workbook.summary_mix import MIX_ROWS
 from xlplan.io.workbook.writer import workbook_bytes
 
 FLAG_NAME = {"OptionsTable": "OptionsStale", "ScheduleMonths": "ScheduleStale"}
@@ -78,9 +79,10 @@ def test_every_engine_value_carries_a_flag_over_exactly_its_inputs(book):
     reads = {g: {n for n in names if mentions(cell_of(group_name(g)).value, n)} for g in GROUPS}
     for g in GROUPS:
         assert all(mentions(cell_of(group_name(g)).value, f"Built{n}") for n in reads[g])
-    # not simulated here, and rented (the owned rows are test_workbook_money's)
+    # not simulated here, rented (the owned rows are test_workbook_money's) and without a contracts section (the mix's
+    # rows are tests/test_owning.py's)
     assert {v for v in VALUE_INPUTS if _flag(v) not in book.names} == {"SummaryVerifiedSentence", "AnswerCapexUSD",
-                                                                        "AnswerPaybackMonths"}
+                                                                        "AnswerPaybackMonths", "AnswerNPVUSD", *MIX_ROWS}
     for value in [v for v in VALUE_INPUTS if _flag(v) in book.names]:
         cell = cell_of(_flag(value))
         assert cell.formula and cell.cached == CURRENT

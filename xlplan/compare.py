@@ -52,6 +52,7 @@ def _variant(p: Plan, gpu_key: str, weights: str, kv: str) -> tuple[Plan, str | 
     own_gpu = isinstance(p.hardware.gpu, str) and catalog.gpu_key(p.hardware.gpu) == gpu_key
     data["model"]["weights_dtype"], data["model"]["kv_dtype"] = weights, kv
     data["policy"].pop("tp", None)
+    data.pop("contracts", None)  # the contract mix is the plan's own GPU's: another GPU has other reserved prices
     data["policy"].pop("compute_dtype", None)
     missing = None
     if not own_gpu:

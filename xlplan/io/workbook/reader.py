@@ -11,68 +11,21 @@ from __future__ import annotations
 
 import json
 import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from xlplan import catalog
-from xlplan.io import files
 from xlplan.io.errors import InputError, describe_validation_error
 from xlplan.io.structured import number_problem
 from xlplan.io.workbook.cells import quote_sheet
 from xlplan.io.workbook.inputs import INPUTS_SHEET, LEGACY_INPUTS, OWNER_SECTIONS, InputSpec, all_inputs
 from xlplan.io.workbook.layout import CATALOG_FIRST_ROW, GPU_COLUMNS, MODEL_COLUMNS, MODEL_EXTRA, SIX_TABS
+from xlplan.io.workbook.opening import WORKBOOK_FILE, open_workbook  # noqa: F401  (re-exported: one reader)
 from xlplan.plan import Plan
 
-OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-WORKBOOK_FILE = "an .xlsx workbook (try `xlplan template`)"
 _CELL = re.compile(r"^(?:[A-Z]|[A-Z][A-Z]|[A-W][A-Z][A-Z]|X[A-E][A-Z]|XF[A-D])(?:[1-9][0-9]{0,6})$")
-
-
-def open_workbook(path: str | Path, data_only: bool = False):
-    """Open an .xlsx with openpyxl, turning every way a file can be wrong into a clear InputError."""
-    import openpyxl
-    from openpyxl.xml import DEFUSEDXML
-
-    path = files.check_input(path, WORKBOOK_FILE, files.WORKBOOK_MAX_BYTES)
-    src = str(path)
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if head == OLE_MAGIC:
-        raise InputError(src, [_ole_problem(path)])
-    if not zipfile.is_zipfile(path):
-        raise InputError(src, [("not a valid .xlsx (not a zip package: corrupt, truncated or another format); "
-                               "expected a workbook saved by Excel or LibreOffice as .xlsx")])
-    files.check_zip_package(path, WORKBOOK_FILE)
-    if not DEFUSEDXML:  # pragma: no cover - defusedxml is a dependency of the excel extra
-        raise InputError(src, ["defusedxml is not installed; expected it, so that untrusted workbooks are parsed safely"])
-    try:
-        return openpyxl.load_workbook(path, data_only=data_only)
-    except Exception as e:  # openpyxl raises many kinds on a damaged package
-        cause: BaseException | None = e
-        while cause is not None:
-            if type(cause).__module__.startswith("defusedxml"):
-                raise InputError(src, [(f"refused: its XML declares entities or a DTD ({type(cause).__name__}), as an XML bomb "
-                                       "does; expected plain spreadsheet XML as Excel and LibreOffice write it")]) from None
-            cause = cause.__cause__ or cause.__context__
-        reason = str(e).strip() or type(e).__name__
-        raise InputError(src, [(f"not a readable .xlsx ({type(e).__name__}: {reason[:200]}); "
-                               "expected a workbook saved by Excel or LibreOffice as .xlsx")]) from None
-
-
-def _ole_problem(path: Path) -> str:
-    try:
-        import olefile
-
-        with olefile.OleFileIO(str(path)) as ole:
-            if ole.exists("EncryptionInfo"):
-                return ("password-protected (encrypted) workbook; expected an unprotected .xlsx: open it, "
-                        "remove the password (File > Info > Protect Workbook) and save")
-    except Exception:  # not even a valid OLE file
-        return "a damaged legacy Office file; expected an .xlsx workbook"
-    return "a legacy Excel 97-2003 .xls; expected .xlsx: open it and save as Excel Workbook (.xlsx)"
 
 
 def _destinations(dn) -> list[tuple[str, str]]:
@@ -209,18 +162,30 @@ def _plan_fields(wb, src: str, data: dict[str, Any], problems: list[str]) -> Non
             day = day.date()
         if day not in (None, ""):
             data["date"] = day.isoformat() if hasattr(day, "isoformat") else str(day).strip()
-    if "GrowthSection" in wb.defined_names:
-        title, coord = _where(wb, "GrowthSection", src)
-        text = wb[title][coord].value
-        try:
-            growth = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
-            growth = None
-        if not isinstance(growth, dict):
-            problems.append(f"{_at(title, coord)}: got {text!r}; expected the plan's growth section as JSON, as "
-                            "`xlplan workbook` writes it")
-        else:
-            data["growth"] = growth
+    growth = _json_cell(wb, "GrowthSection", src, problems, "the plan's growth section")
+    if growth is not None:
+        data["growth"] = growth
+    given = _json_cell(wb, "ContractsSection", src, problems, "the plan's contracts and daily curve")  # the Summary's
+    if given is not None:
+        data.update({"contracts": given["contracts"]} if "contracts" in given else {})
+        data.setdefault("forecast", {}).update({"daily_curve": given["daily_curve"]} if "daily_curve" in given else {})
+
+
+def _json_cell(wb, name: str, src: str, problems: list[str], what: str) -> dict | None:
+    """A plan section the workbook keeps as JSON in the cell ``name``, as `xlplan workbook` wrote it; None where the
+    workbook has no such cell, or (with a problem) where the cell holds no JSON object. [dict]"""
+    if name not in wb.defined_names:
+        return None
+    title, coord = _where(wb, name, src)
+    text = wb[title][coord].value
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        problems.append(f"{_at(title, coord)}: got {text!r}; expected {what} as JSON, as `xlplan workbook` writes it")
+        return None
+    return value
 
 
 def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...], str], problems: list[str]) -> None:

@@ -55,7 +55,10 @@ VALUE_INPUTS: dict[str, tuple[str, ...]] = {
     "AnswerMonthlyUSD": BILL, "AnswerUSDPerMTok": PER_TOKEN,
     "AnswerAgainstAPI": (FLEET, PAYMENT, PRICE, VOLUME, API),  # the bill against the API's price of the same tokens
     "AnswerCapexUSD": BILL, "AnswerPaybackMonths": BILL,  # bought: the nodes' price, and the rent of the same units
-    "AnswerNPVUSD": (FLEET, PAYMENT, PRICE, OPS),  # owning over the life, with the engineering self-hosting needs
+    "AnswerNPVUSD": (FLEET, PAYMENT, PRICE, OPS),
+    # the contract mix: the fleet's hours priced on demand and reserved, the top of the peak on the API
+    "AnswerMix": (FLEET, PRICE, API), "AnswerMixMonthlyUSD": (FLEET, PRICE, API), "AnswerMixSavingsRate": (FLEET, PRICE),
+    "AnswerMixCoverage": (FLEET, PRICE), "AnswerMixUtilisation": (FLEET, PRICE), "AnswerMixBreakEven": (PRICE,),  # owning over the life, with the engineering self-hosting needs
     # Summary · its sentences
     "SummaryVerifiedSentence": FLEET_VALUE,
     "SummaryWhichHardware": PER_TOKEN,  # the Options' ranking, by $/M tokens

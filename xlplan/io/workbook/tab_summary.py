@@ -12,6 +12,7 @@ from xlplan import fleet
 from xlplan.io.workbook import staleness
 from xlplan.io.workbook.cells import Book, Cell, Line
 from xlplan.io.workbook.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
+from xlplan.io.workbook.summary_mix import contracts_section, mix_rows
 from xlplan.io.workbook.tab_fleet_cost import api_comparison
 from xlplan.io.workbook.tab_owning import payback_shown
 from xlplan.note_format import _count, api_comparison_words
@@ -117,7 +118,7 @@ def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]
         ("AnswerMonthlyUSD", "Cost per month", a.monthly_usd, "USD/month", FMT["usd"],
          "the GPUs on the bill × the hourly cost on 1 Inputs × the hours (+ an owned fleet's fixed costs)"),
         ("AnswerUSDPerMTok", "Cost per million tokens", a.usd_per_mtok, "USD/Mtok", FMT["usd_mtok"], "at the average utilisation"),
-    ] + _owned_rows(a) + ([("AnswerAgainstAPI", "Against the API", api_comparison_words(r.cost.api_monthly_usd, a.monthly_usd),
+    ] + _owned_rows(a) + mix_rows(r) + ([("AnswerAgainstAPI", "Against the API", api_comparison_words(r.cost.api_monthly_usd, a.monthly_usd),
                             "", None, "on infrastructure alone, this bill against the same traffic on the API, as the note says it")]
                           if r.cost.api_monthly_usd is not None else [])
 
@@ -264,6 +265,7 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
             sh.cells[coord].wrap = True
     _verified_section(book, sh, rows, e)
     _decision_sections(book, sh, rows, e, decisions)
+    contracts_section(book, sh, e)
     sh.print_area = f"A1:E{sh.row}"  # the page a reader prints; the inputs' snapshot below is for the flags
     snapshot_and_flag(book, sh, rows, e, flag_row)
 
