@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from xlplan.decision_result import GPUOption, ScheduleMonth, ScheduleOut
+from xlplan.decision_result import CashTotal, GPUOption, ScheduleMonth, ScheduleOut
 from xlplan.result_base import _Out
 
 # The result models are one public interface wherever their code lives: each is named xlplan.result.<Model>, as reprs,
 # pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it.
-for _model in (GPUOption, ScheduleMonth, ScheduleOut):
+for _model in (CashTotal, GPUOption, ScheduleMonth, ScheduleOut):
     _model.__module__ = __name__
 del _model
 
