@@ -16,7 +16,7 @@ from xlplan.io.planfile import reference_plan
 from xlplan.io.workbook.writer import workbook_bytes
 from xlplan.planner import plan as run_plan
 from xlplan.scenario import resolve
-from xlplan.schedule_cash import fiscal_period, unit_ownership
+from xlplan.schedule_cash import cash_terms, fiscal_period
 
 NODE_USD = 300_000.0
 """The plan's stated price of a node of 8 (costs.capex_usd_per_node). [USD]"""
@@ -46,8 +46,7 @@ def _bought(paid_at: str):
 def _schedule(p):
     s = resolve(p)
     g = p.growth
-    return schedule.schedule(s, g.peaks_rps, g.start, g.lead_time_days, verify="none", ownership=unit_ownership(p, s),
-                             capex_paid_at=g.capex_paid_at, fiscal_year_start_month=g.fiscal_year_start_month)
+    return schedule.schedule(s, g.peaks_rps, g.start, g.lead_time_days, verify="none", cash=cash_terms(p, s))
 
 
 @pytest.fixture(scope="module")
@@ -228,3 +227,11 @@ def test_cash_formulas_hold_no_number_but_0_and_1():
         text = re.sub(r"\$?[A-Z]{1,3}\$?[0-9]+", "", text)
         text = re.sub(r"[A-Za-z_][A-Za-z0-9_.]*", "", text)
         assert set(re.findall(r"\d+(?:\.\d+)?", text)) <= {"0", "1"}, f"{coord}: {cell.value}"
+
+
+def test_a_bought_fleet_without_its_ownership_is_left_uncounted_never_counted_as_rent():
+    # bought, the bill holds depreciation: taking it as cash is the mistake this issue mends, so with no unit price to
+    # date the capex the cash stays None rather than the bill
+    p = _bought("order")
+    out = schedule.schedule(resolve(p), PEAKS[:4], "2026-05", 45, verify="none")
+    assert [m.cash_usd for m in out.months] == [None] * 4 and out.cash_totals == []

@@ -119,7 +119,7 @@ def decisions(p: Plan, today: dt.date | None = None, answer=None) -> Decisions:
     out = schedule.schedule(s, peaks, g.start or schedule.first_month(today), g.lead_time_days, words, "none",
                             p.promise.percentile, p.model.resolve().max_context_tokens,
                             p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible),
-                            schedule_cash.unit_ownership(p, s), g.capex_paid_at, g.fiscal_year_start_month)
+                            schedule_cash.cash_terms(p, s))
     return Decisions(options, rec, out)  # the closed form, labelled: `xlplan schedule --verify none` gives the same
 
 

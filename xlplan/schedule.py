@@ -22,7 +22,7 @@ import math
 
 from xlplan import fleet, plausibility, steps
 from xlplan.note_format import _count
-from xlplan.result import OwnershipOut, ScheduleMonth, ScheduleOut
+from xlplan.result import ScheduleMonth, ScheduleOut
 from xlplan.scenario import Scenario
 from xlplan.schedule_calendar import (  # noqa: F401  re-exported: the schedule's one namespace
     first_month,
@@ -31,7 +31,7 @@ from xlplan.schedule_calendar import (  # noqa: F401  re-exported: the schedule'
     order_by,
     plan_growth,
 )
-from xlplan.schedule_cash import cash_totals, dated_cash
+from xlplan.schedule_cash import CashTerms, with_cash
 from xlplan.traffic import monthly_from_weekly  # noqa: F401  (re-exported: a traffic-growth conversion, named here too)
 
 MAX_PEAK_RPS = 1e6
@@ -47,8 +47,7 @@ closed form fell short by there to every month; 'every' simulates every month; '
 def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: int, growth_words: str = "",
              verify: str = "none", percentile: float = 95.0, max_context: int | None = None,
              budget_set_by_plan: bool = False, today: str | None = None, accepted: tuple[str, ...] = (),
-             ownership: OwnershipOut | None = None, capex_paid_at: str = "delivery",
-             fiscal_year_start_month: int = 1) -> ScheduleOut:
+             cash: CashTerms | None = None) -> ScheduleOut:
     """The fleet, its orders and its bill month by month, each month's fleet as ``xlplan plan`` answers it.
 
     Parameters
@@ -77,20 +76,14 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
     accepted : tuple of str
         The plan's ``accept_implausible``: a month past a bound of :data:`xlplan.plausibility.RESULT_BOUNDS` not
         among them ends the schedule, as ``plan`` refuses such an answer. [text]
-    ownership : OwnershipOut, optional
-        A bought plan's ownership of one purchasing unit (:func:`xlplan.schedule_cash.unit_ownership`): its price and
-        running costs date each month's cash. Bought without it, the cash figures are None.
-    capex_paid_at : {'order', 'delivery'}
-        When bought GPUs are paid for (``growth.capex_paid_at``). [text]
-    fiscal_year_start_month : int
-        The fiscal year's first month, 1-12 (``growth.fiscal_year_start_month``). [month]
+    cash : CashTerms, optional
+        What dates each month's cash (:func:`xlplan.schedule_cash.cash_terms`); left out, rented months' cash only.
 
     Returns
     -------
     ScheduleOut
         Every month with the source of its fleet, the method and margin used, the month of the monthly crossover
-        with the API, of the cumulative break-even and of the binding constraint's change (None if not), each month's
-        cash dated (:func:`xlplan.schedule_cash.dated_cash`) with totals by fiscal quarter and year. A month whose
+        with the API, of the cumulative break-even and of the binding constraint's change (None if not). A month whose
         peak cannot be met on this hardware ends the schedule, with its reason.
 
     References
@@ -103,19 +96,13 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
     margin, method = _margin(decided, verify, percentile, max_context, budget_set_by_plan)
     months = _months(decided, margin, lead_time_days, s.ops_usd_per_month)
     first, crossover, cumulative = _api_months(months, s.ops_usd_per_month)
-    before = 0.0
-    if s.paid_as != "buy" or ownership is not None:
-        months, before = dated_cash(months, start, lead_time_days, s.gpus_per_node, ownership if s.paid_as == "buy" else None,
-                                    capex_paid_at, fiscal_year_start_month)
+    months, dated = with_cash(months, start, lead_time_days, s.paid_as, s.gpus_per_node, cash)
     return ScheduleOut(months=months, start=start, lead_time_days=lead_time_days, growth=growth_words,
                        monthly_crossover_month=crossover, cumulative_breakeven_month=cumulative,
                        breakeven_words=_breakeven_words(months, first, crossover, cumulative),
                        binding_change_month=next((x.month for x in months if x.binding != months[0].binding), None) if months else None,
                        stopped=stopped, method=method, margin_replicas=margin,
-                       late_orders=[m.month for m in months if today and m.order_by and m.order_by < today],
-                       capex_paid_at=capex_paid_at, fiscal_year_start_month=fiscal_year_start_month,
-                       capex_before_schedule_usd=before,
-                       cash_totals=cash_totals(months) if months and months[0].cash_usd is not None else [])
+                       late_orders=[m.month for m in months if today and m.order_by and m.order_by < today], **dated)
 
 
 def _decide_months(s: Scenario, peaks_rps: list[float], start: str, verify: str, percentile: float,

@@ -21,6 +21,7 @@ leaves a lead time before the bill shows it. Straight-line depreciation is an ac
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from xlplan.result import CashTotal, OwnershipOut, ScheduleMonth
@@ -28,6 +29,72 @@ from xlplan.schedule_calendar import month_start, order_by
 
 CAPEX_PAID_AT = ("order", "delivery")
 """When bought GPUs are paid for: the month the order goes out, or the month they are delivered into service. [text]"""
+
+
+@dataclass(frozen=True)
+class CashTerms:
+    """What dates a schedule's cash: the ownership of one purchasing unit (None: rented), when capex is paid, and the
+    fiscal year's first month."""
+
+    unit: OwnershipOut | None  # :func:`unit_ownership`
+    paid_at: str = "delivery"  # :data:`CAPEX_PAID_AT` [text]
+    fiscal_year_start_month: int = 1  # 1-12 [month]
+
+
+def cash_terms(p, s) -> CashTerms:
+    """A plan's cash terms: its unit's ownership when bought, and its growth section's timing and fiscal year.
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    s : Scenario
+        The plan as numbers (:func:`xlplan.scenario.resolve`).
+
+    Returns
+    -------
+    CashTerms
+        ``growth.capex_paid_at`` (default 'delivery') and ``growth.fiscal_year_start_month`` (default 1).
+    """
+    g = p.growth
+    return CashTerms(unit_ownership(p, s), g.capex_paid_at if g else "delivery", g.fiscal_year_start_month if g else 1)
+
+
+def with_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, paid_as: str, gpus_per_node: int,
+              terms: CashTerms | None) -> tuple[list[ScheduleMonth], dict]:
+    """The months with their cash dated, and the schedule's cash fields; a bought fleet without its ownership is left
+    uncounted (its cash figures None), never counted as rent.
+
+    Parameters
+    ----------
+    months : list of ScheduleMonth
+        The schedule's months.
+    start : str
+        The first month, ``YYYY-MM``. [month]
+    lead_time_days : int
+        Days from order to service. [days]
+    paid_as : {'rent_per_gpu', 'rent_per_node', 'buy'}
+        ``costs.mode``.
+    gpus_per_node : int
+        The purchasing unit. [GPUs]
+    terms : CashTerms or None
+        :func:`cash_terms`; None: rented terms (a bought fleet then goes uncounted).
+
+    Returns
+    -------
+    months : list of ScheduleMonth
+        With their cash (:func:`dated_cash`).
+    fields : dict
+        ``capex_paid_at``, ``fiscal_year_start_month``, ``capex_before_schedule_usd`` [USD] and ``cash_totals``
+        (:func:`cash_totals`), for :class:`xlplan.result.ScheduleOut`.
+    """
+    terms = terms or CashTerms(None)
+    fields = {"capex_paid_at": terms.paid_at, "fiscal_year_start_month": terms.fiscal_year_start_month}
+    if paid_as == "buy" and terms.unit is None:
+        return months, fields
+    months, before = dated_cash(months, start, lead_time_days, gpus_per_node, terms.unit if paid_as == "buy" else None,
+                                terms.paid_at, terms.fiscal_year_start_month)
+    return months, {**fields, "capex_before_schedule_usd": before, "cash_totals": cash_totals(months)}
 
 
 def running_usd_per_month(unit: OwnershipOut, nodes: float) -> float:

@@ -115,7 +115,7 @@ def schedule_cmd(
     """When to order: the fleet month by month as the peak grows, each order dated its lead time ahead."""
     from xlplan.scenario import resolve
     from xlplan.schedule import first_month, schedule
-    from xlplan.schedule_cash import unit_ownership
+    from xlplan.schedule_cash import cash_terms
 
     _check_schedule_options(growth, forecast, months, lead_time_days, start, verify)
     p = _load(plan_file)
@@ -127,7 +127,7 @@ def schedule_cmd(
     start = start or (g.start if g and g.start else first_month(today))
     out = schedule(s, peaks, start, lead, words, verify, p.promise.percentile, p.model.resolve().max_context_tokens,
                    p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible),
-                   unit_ownership(p, s), g.capex_paid_at if g else "delivery", g.fiscal_year_start_month if g else 1)
+                   cash_terms(p, s))
     if as_json:
         typer.echo(json_text(out.model_dump(mode="json")))
         return
