@@ -11,7 +11,7 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 
-from xlplan import compare, compute, distributions, schedule, steps, whatif
+from xlplan import compare, compute, distributions, schedule, schedule_cash, steps, whatif
 from xlplan.figures import Decisions, Figures, WhatIfRow
 from xlplan.plan import Plan
 from xlplan.planner import plan as run_plan
@@ -115,9 +115,11 @@ def decisions(p: Plan, today: dt.date | None = None, answer=None) -> Decisions:
                                              "--lead-time-days D --workbook OUT.xlsx`.")
     today = today or dt.date.today()
     peaks, words = schedule.plan_growth(p.forecast.peak_rps, g)
-    out = schedule.schedule(resolve(p), peaks, g.start or schedule.first_month(today), g.lead_time_days, words, "none",
+    s = resolve(p)
+    out = schedule.schedule(s, peaks, g.start or schedule.first_month(today), g.lead_time_days, words, "none",
                             p.promise.percentile, p.model.resolve().max_context_tokens,
-                            p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible))
+                            p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible),
+                            schedule_cash.cash_terms(p, s))
     return Decisions(options, rec, out)  # the closed form, labelled: `xlplan schedule --verify none` gives the same
 
 

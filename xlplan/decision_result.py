@@ -82,6 +82,26 @@ class ScheduleMonth(_Out):
     cumulative_at_or_below_api: bool | None = Field(default=None, description="Self-hosting's total so far is at or below the API's; None without API prices. [bool]")
     source: str = Field(default="runbook's method", description="Where the month's fleet comes from: 'verified' (simulated at its peak), 'closed form' or 'closed form + N replica margin' (the margin measured in simulation); results written before it existed: the runbook's method. [text]")
     closed_form_load: int | None = Field(default=None, description="The closed form's load that month. [GPUs]")
+    capex_paid_month: str | None = Field(default=None, description="Bought: the month this month's new GPUs are paid in, YYYY-MM (the order's month, or this one on delivery; before the first month: paid before the schedule); None: nothing new, or rented. [month]")
+    capex_paid_usd: float | None = Field(default=None, description="Bought: the price of the whole nodes paid for this month (ordered in it, or delivered in it, as growth.capex_paid_at says); 0 when rented. [USD]")
+    opex_usd_per_month: float | None = Field(default=None, description="The month's running costs: bought, power, colocation and hardware operations of every GPU held (no depreciation); rented, the month's rent. [USD/month]")
+    cash_usd: float | None = Field(default=None, description="Cash out this month: the capex paid in it plus its running costs; depreciation is not cash. [USD]")
+    depreciation_usd_per_month: float | None = Field(default=None, description="Bought: the month's straight-line depreciation of every GPU held, kept apart from cash; 0 when rented. None on every cash figure: not counted (a bought fleet scheduled without its ownership figures, or a result written before them). [USD/month]")
+    cumulative_cash_usd: float | None = Field(default=None, description="Cash out from the first order to this month: capex paid before the schedule included. [USD]")
+    fiscal_year: str = Field(default="", description="The fiscal year, named by the calendar year it ends in: FY2027 for 2026-07 to 2027-06 with growth.fiscal_year_start_month 7. [text]")
+    fiscal_quarter: str = Field(default="", description="The fiscal quarter: 'FY2027 Q1'. [text]")
+
+
+class CashTotal(_Out):
+    """Cash, capex, running costs and depreciation over one fiscal quarter or year of a schedule."""
+
+    period: str = Field(description="'FY2027 Q1' or 'FY2027'. [text]")
+    kind: str = Field(description="'quarter' or 'fiscal year'. [text]")
+    months: int = Field(description="Schedule months in it (fewer than 3 or 12 where the schedule starts or ends inside it). [months]")
+    capex_usd: float = Field(description="Capex paid in its months. [USD]")
+    opex_usd: float = Field(description="Running costs of its months. [USD]")
+    cash_usd: float = Field(description="Cash out in its months: capex plus running costs. [USD]")
+    depreciation_usd: float = Field(description="Depreciation booked in its months, not cash. [USD]")
 
 
 class ScheduleOut(_Out):
@@ -98,4 +118,8 @@ class ScheduleOut(_Out):
     stopped: str = Field(default="", description="Why the schedule ends early, if it does. [text]")
     method: str = Field(default="", description="How each month's fleet was found: verified every month, or the closed form plus a margin measured in simulation, and where. [text]")
     margin_replicas: int = Field(default=0, description="Replicas added to each closed-form month: the most the closed form fell short of the simulation where measured. [replicas]")
+    capex_paid_at: str = Field(default="delivery", description="When bought GPUs are paid for: 'order' (the month the order goes out) or 'delivery' (the month they go into service). [text]")
+    fiscal_year_start_month: int = Field(default=1, description="First month of the fiscal year (1: the calendar year). [month]")
+    capex_before_schedule_usd: float = Field(default=0.0, description="Capex paid before the first month: orders that go out before it, paid at order. In no month's cash nor any period's total. [USD]")
+    cash_totals: list[CashTotal] = Field(default_factory=list, description="Totals by fiscal quarter, then by fiscal year, over the schedule's months.")
     late_orders: list[str] = Field(default_factory=list, description="Months whose order date had passed on the day the schedule was made: order now, they arrive late. [month]")

@@ -194,6 +194,14 @@ class Growth(_Section):
     start: str | None = Field(default=None, pattern=r"^\d{4}-(0[1-9]|1[0-2])$",
                               description="First month of the schedule, YYYY-MM; left out, the month after today. [month]")
     source: str = Field(default="", description="Where the growth comes from (a log's measured growth, a product forecast). [text]")
+    capex_paid_at: Literal["order", "delivery"] = Field(
+        default="delivery", description="Bought GPUs: when their price leaves the bank, in the month the order goes out (its lead "
+                                        "time before the month that needs them) or in the month they are delivered and go "
+                                        "into service (the usual invoice on delivery). [text]")
+    fiscal_year_start_month: int = Field(default=1, ge=1, le=12,
+                                         description="First month of the fiscal year, 1-12 (1: the calendar year); a fiscal "
+                                                     "year is named by the calendar year it ends in (FY2027 from 2026-07 with "
+                                                     "7). [month]")
 
     @field_validator("monthly", mode="before")
     @classmethod

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from xlplan.decision_result import GPUOption, HardwareChoice, ScheduleMonth, ScheduleOut
+from xlplan.decision_result import CashTotal, GPUOption, HardwareChoice, ScheduleMonth, ScheduleOut
 from xlplan.result_base import _Out
 from xlplan.result_contracts import ContractMixOut
 from xlplan.result_ownership import OwnershipOut, PriceAge
@@ -17,7 +17,7 @@ ContractMixOut.__module__ = __name__  # one public result model, named xlplan.re
 
 # The result models are one public interface wherever their code lives: each is named xlplan.result.<Model>, as reprs,
 # pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it.
-for _model in (GPUOption, HardwareChoice, ScheduleMonth, ScheduleOut, OwnershipOut, PriceAge):
+for _model in (CashTotal, GPUOption, HardwareChoice, ScheduleMonth, ScheduleOut, OwnershipOut, PriceAge):
     _model.__module__ = __name__
 del _model
 

@@ -31,6 +31,7 @@ from xlplan.schedule_calendar import (  # noqa: F401  re-exported: the schedule'
     order_by,
     plan_growth,
 )
+from xlplan.schedule_cash import CashTerms, with_cash
 from xlplan.traffic import monthly_from_weekly  # noqa: F401  (re-exported: a traffic-growth conversion, named here too)
 
 MAX_PEAK_RPS = 1e6
@@ -45,7 +46,8 @@ closed form fell short by there to every month; 'every' simulates every month; '
 
 def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: int, growth_words: str = "",
              verify: str = "none", percentile: float = 95.0, max_context: int | None = None,
-             budget_set_by_plan: bool = False, today: str | None = None, accepted: tuple[str, ...] = ()) -> ScheduleOut:
+             budget_set_by_plan: bool = False, today: str | None = None, accepted: tuple[str, ...] = (),
+             cash: CashTerms | None = None) -> ScheduleOut:
     """The fleet, its orders and its bill month by month, each month's fleet as ``xlplan plan`` answers it.
 
     Parameters
@@ -74,6 +76,8 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
     accepted : tuple of str
         The plan's ``accept_implausible``: a month past a bound of :data:`xlplan.plausibility.RESULT_BOUNDS` not
         among them ends the schedule, as ``plan`` refuses such an answer. [text]
+    cash : CashTerms, optional
+        What dates each month's cash (:func:`xlplan.schedule_cash.cash_terms`); left out, rented months' cash only.
 
     Returns
     -------
@@ -92,12 +96,13 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
     margin, method = _margin(decided, verify, percentile, max_context, budget_set_by_plan)
     months = _months(decided, margin, lead_time_days, s.ops_usd_per_month)
     first, crossover, cumulative = _api_months(months, s.ops_usd_per_month)
+    months, dated = with_cash(months, start, lead_time_days, s.paid_as, s.gpus_per_node, cash)
     return ScheduleOut(months=months, start=start, lead_time_days=lead_time_days, growth=growth_words,
                        monthly_crossover_month=crossover, cumulative_breakeven_month=cumulative,
                        breakeven_words=_breakeven_words(months, first, crossover, cumulative),
                        binding_change_month=next((x.month for x in months if x.binding != months[0].binding), None) if months else None,
                        stopped=stopped, method=method, margin_replicas=margin,
-                       late_orders=[m.month for m in months if today and m.order_by and m.order_by < today])
+                       late_orders=[m.month for m in months if today and m.order_by and m.order_by < today], **dated)
 
 
 def _decide_months(s: Scenario, peaks_rps: list[float], start: str, verify: str, percentile: float,

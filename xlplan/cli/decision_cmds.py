@@ -132,6 +132,7 @@ def schedule_cmd(
     """When to order: the fleet month by month as the peak grows, each order dated its lead time ahead."""
     from xlplan.scenario import resolve
     from xlplan.schedule import first_month, schedule
+    from xlplan.schedule_cash import cash_terms
 
     _check_schedule_options(growth, forecast, months, lead_time_days, start, verify)
     p = _load(plan_file)
@@ -142,7 +143,8 @@ def schedule_cmd(
     today = dt.date.today()
     start = start or (g.start if g and g.start else first_month(today))
     out = schedule(s, peaks, start, lead, words, verify, p.promise.percentile, p.model.resolve().max_context_tokens,
-                   p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible))
+                   p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible),
+                   cash_terms(p, s))
     if as_json:
         typer.echo(json_text(out.model_dump(mode="json")))
         return
@@ -232,6 +234,8 @@ def _print_schedule(name: str, out, words: str, lead: int, late: list, today: dt
                       "simulation" if m.source == "verified" else m.source)
     console = Console(width=200)
     console.print(table)
+    if out.cash_totals:
+        console.print(_cash_table(out))
     console.print(f"Fleets: {out.method}.")
     console.print(f"API: {out.breakeven_words}.")
     console.print(f"Binding: {'changes to ' + next(m.binding for m in out.months if m.month == out.binding_change_month) + ' in ' + out.binding_change_month if out.binding_change_month else 'the same in every month'}.")
@@ -239,3 +243,18 @@ def _print_schedule(name: str, out, words: str, lead: int, late: list, today: dt
         console.print(f"[bold red]Late:[/] the order for {', '.join(m.month for m in late)} should already have gone out (order-by date before today, {today}).")
     if out.stopped:
         console.print(f"[bold red]Stops:[/] {out.stopped}")
+
+
+def _cash_table(out):
+    """Cash by fiscal quarter and year: capex paid, running costs, their sum, and depreciation beside it (not cash)."""
+    from rich.table import Table
+
+    fy = "the calendar year" if out.fiscal_year_start_month == 1 else f"fiscal years from month {out.fiscal_year_start_month}"
+    table = Table(title=f"Cash out (capex paid at {out.capex_paid_at}; {fy}; depreciation is not cash)")
+    for col in ("period", "months", "capex $", "running $", "cash $", "depreciation $"):
+        table.add_column(col, justify="left" if col == "period" else "right")
+    if out.capex_before_schedule_usd:
+        table.add_row("before the schedule", "", _usd(out.capex_before_schedule_usd), "", _usd(out.capex_before_schedule_usd), "")
+    for t in out.cash_totals:
+        table.add_row(t.period, str(t.months), _usd(t.capex_usd), _usd(t.opex_usd), _usd(t.cash_usd), _usd(t.depreciation_usd))
+    return table

@@ -155,6 +155,7 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("TokensPerBillion", "Tokens per billion tokens", 1e9, "tokens/billion", "Monthly volumes are quoted in billions."),
     ("SecondsPerHour", "Seconds per hour", SECONDS_PER_HOUR, "s/h", ""),
     ("MonthsPerYear", "Months per year", 12.0, "months/year", "The annual view: 12 months of the monthly bill."),
+    ("MonthsPerQuarter", "Months per quarter", 3.0, "months/quarter", "A fiscal quarter: three months of the Schedule's cash."),
     ("PercentP50", "The median, as a percentile", 50.0, "percent", "The promise's percentile that reads the stated p50."),
     ("PercentP95", "The 95th percentile", 95.0, "percent", "The promise's percentile that reads the stated p95."),
     ("PercentP99", "The 99th percentile", 99.0, "percent", "The promise's percentile that reads the stated p99."),

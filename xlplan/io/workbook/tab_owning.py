@@ -113,6 +113,11 @@ def _factors(o, v) -> list[Line]:
     ]
 
 
+def _gpus(e: Engine) -> int:
+    """GPUs per purchasing unit. [GPUs]"""
+    return e.s.gpus_per_node
+
+
 def ownership_lines(e: Engine) -> list[Line]:
     """Buy: the figures used (the plan's, else a dated default), the owned cost per GPU-hour, each month's costs, the
     payback against renting the same units, and the life's totals and NPVs. Each shows n/a while 1 Inputs says rent."""
@@ -153,6 +158,10 @@ def ownership_lines(e: Engine) -> list[Line]:
              v(o and o.hosting_usd_per_month), "USD/month", FMT["usd"], "at the contracted (maximum) kW"),
         Line("LicenceUSDPerMonth", "Software licences", f'=IF(CostMode<>"buy","{NA}",FleetPurchased*LicenceUSDPerGPUYearUsed/MonthsPerYear)',
              v(o and o.licence_usd_per_month), "USD/month", FMT["usd"], ""),
+        Line("RunningUSDPerGPUMonth", "Running cost per GPU", f'=IF({ok},KWDrawnPerGPU*PUEUsed*USDPerKWhInput*HoursPerMonth'
+             f'+KWPerGPUUsed*HostingUSDPerKWMonthUsed+LicenceUSDPerGPUYearUsed/MonthsPerYear,"{NA}")',
+             v(o and (o.energy_usd_per_month + o.hosting_usd_per_month + o.licence_usd_per_month) / (o.capex_usd / o.capex_usd_per_node * _gpus(e))),
+             "USD/GPU-month", FMT["usd2"], "electricity + colocation + licences of one GPU: the Schedule's running costs"),
         Line("RunningUSDPerMonth", "Running costs (cash each month)",
              f'=IF(AND(ISNUMBER(EnergyUSDPerMonth),ISNUMBER(HostingUSDPerMonth)),EnergyUSDPerMonth+HostingUSDPerMonth+LicenceUSDPerMonth+FixedUSDPerMonth,"{NA}")',
              v(o and o.running_usd_per_month), "USD/month", FMT["usd"], "electricity + colocation + licences + hardware operations"),

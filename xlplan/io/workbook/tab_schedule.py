@@ -14,13 +14,14 @@ import json
 from xlplan.io.workbook.cells import Book, Cell
 from xlplan.io.workbook.common import DECISION_TABS, FMT, NA, NONE, Engine, Rows
 from xlplan.io.workbook.tab_options import Decisions, stale_flag
+from xlplan.io.workbook.tab_schedule_cash import cash_cells, cash_chart, cash_facts, cash_headers, cash_totals_block
 
 SCHEDULE_COLUMNS = ("Month", "Year", "Month no.", "Index", "Peak", "TP", "Load", "With redundancy", "Needed", "Held", "New",
                     "Order by", "GPUs billed", "Monthly", "Cumulative", "Binds", "API monthly", "API cumulative",
                     "Self-hosted with ops, cumulative", "Cheaper self-hosted this month", "Cumulative at or below the API")
 UNITS = ("YYYY-MM", "", "", "months", "req/s", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "date", "GPUs", "USD/month",
          "USD", "", "USD/month", "USD", "USD", "TRUE | FALSE", "TRUE | FALSE")
-LAST_COL = "U"
+LAST_COL = "AC"
 NO_API = "no API price"
 NOT_WITHIN = "not within the schedule"
 
@@ -139,11 +140,17 @@ def _month_table(sh, e: Engine, sc, hdr: int) -> int:
         sh.put(i + 1, hdr + 1, Cell(UNITS[i], kind="unit"))
     rate = _growth_rate(e)
     has_api = any(m.api_monthly_usd is not None for m in sc.months)
+    first, last = hdr + 2, hdr + 1 + len(sc.months)
+    cash = sc.months[0].cash_usd is not None
+    if cash:
+        cash_headers(sh, hdr)
     for k, m in enumerate(sc.months):
         x = hdr + 2 + k
         for col, cell in _month_cells(k, m, x, rate, has_api).items():
             sh.put(col, x, cell)
-    return hdr + 1 + len(sc.months)
+        for col, cell in (cash_cells(k, m, x, first, last, sc.start) if cash else {}).items():
+            sh.put(col, x, cell)
+    return last
 
 
 def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
@@ -151,7 +158,7 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
     from openpyxl.utils import get_column_letter as L
 
     sh = book.sheet(DECISION_TABS[1], "When to order: the fleet month by month as the peak grows, with order dates.",
-                    widths={"A": 10, **{L(i): 11 for i in range(2, 22)}, "L": 12}, print_title_rows="1:2", landscape=True)
+                    widths={"A": 10, **{L(i): 11 for i in range(2, 30)}, "L": 12}, print_title_rows="1:2", landscape=True)
     rows = Rows(book, sh)
     rows.title("Schedule — when each order must go out as traffic grows",
                "Each month is the closed form at its peak (the largest of the memory, compute, latency and queueing paths), "
@@ -167,11 +174,11 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
         return
     r = sh.row
     _schedule_facts(book, sh, e, sc, r)
+    cash_facts(book, sh, sc, r)
     hdr = r + 7
     end = _month_table(sh, e, sc, hdr)
     _api_months(book, sh, sc, r + 4, hdr + 2, end)
     sh.freeze = f"B{hdr + 2}"
-    sh.print_area = f"A1:{LAST_COL}{end + 18}"  # the chart below the table too
     sh.row = end + 1
     first, last = hdr + 2, end
     sh.charts.append({"kind": "scatter", "title": "GPUs held and GPUs the load needs, month by month", "x_title": "Month index",
@@ -180,3 +187,8 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
                       "series": [{"col": c, "rows": (hdr, last), "values_from": first} for c in "GHJ"],
                       "anchor": f"A{end + 2}", "width": 22, "height": 8})
     sh.row = end + 20
+    if sc.months and sc.months[0].cash_usd is not None:
+        sh.row = cash_totals_block(book, sh, sc, sh.row, first, last) + 1
+        cash_chart(sh, hdr, first, last, sh.row)
+        sh.row += 18
+    sh.print_area = f"A1:{LAST_COL}{sh.row}"  # the charts and the totals below the table too
