@@ -48,7 +48,7 @@ def ownership_rows(gpus: int, nodes: int, o) -> list[tuple[str, str]]:
                        f"{o.cost_of_capital:.1%} a year over {o.life_months:g} months; residual {o.residual_fraction:.1%} of capex)")),
         ("  Power", (f"{_count(gpus, 'GPU')} × {drawn:g} kW ({o.power_draw} draw) × PUE {o.pue:g} × ${o.usd_per_kwh:g}/kWh × "
                      f"{o.hours_per_month:g} h = {_usd(o.energy_usd_per_month)} / month")),
-        ("  Colocation", (f"{_count(gpus, 'GPU')} × {o.kw_per_gpu:g} kW (maximum: contracted) × ${o.hosting_usd_per_kw_month:g}/kW-month "
+        ("  Colocation", (f"{_count(gpus, 'GPU')} × {o.kw_per_gpu:g} kW (the contracted maximum) × ${o.hosting_usd_per_kw_month:g}/kW-month "
                           f"= {_usd(o.hosting_usd_per_month)} / month")),
         ("Depreciation", (f"({_usd(o.capex_usd)} − {_usd(o.residual_usd)}) ÷ {o.life_months:g} months = "
                           f"{_usd(o.depreciation_usd_per_month)} / month in the accounts (not cash, not in the bill)")),
