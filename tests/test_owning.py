@@ -36,9 +36,9 @@ COSTS = {"mode": "buy", "installation_usd_per_node": 5000, "usd_per_kwh": 0.0895
 GPUS, HOURS, MONTHS = 8, 730.0, 60
 CAPEX = 270_000 + 15_060 + 0 + 5_000  # server + network + storage + installation = 290,060 for the one node
 RESIDUAL = CAPEX * 0.78 ** 5  # 83,715.5: what the node sells for after five years
-I = 0.08 / 12  # the monthly rate
-DF = (1 + I) ** -MONTHS  # 0.6712: a dollar at the end of the life, today
-AF = (1 - DF) / I  # 49.318: a dollar each month of the life, today
+RATE = 0.08 / 12  # the monthly rate
+DF = (1 + RATE) ** -MONTHS  # 0.6712: a dollar at the end of the life, today
+AF = (1 - DF) / RATE  # 49.318: a dollar each month of the life, today
 CAPITAL = (CAPEX - RESIDUAL * DF) / AF  # the annuity that repays the capex less the residual's present value
 DEPRECIATION = (CAPEX - RESIDUAL) / MONTHS  # the accounts' straight line to the residual (not cash)
 POWER = GPUS * 0.9375 * 1.54 * 0.0895 * HOURS  # typical draw x PUE x price x hours = 754.4
