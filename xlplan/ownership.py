@@ -153,18 +153,12 @@ def monthly_parts_usd(purchased_gpus, capex_usd_per_node, gpus_per_node, life_ye
         Resale value at the end of the life, a fraction of the capex. [fraction]
     annual_rate : float
         Cost of capital. [1/year]
-    kw_drawn_per_gpu : float
-        Power drawn per GPU, host share included (typical, or maximum). [kW]
-    kw_contracted_per_gpu : float
-        Power contracted with the colocation provider per GPU: the maximum draw. [kW]
-    pue : float
-        Facility power ÷ IT power. [1]
-    usd_per_kwh : float
-        Electricity price. [USD/kWh]
-    hosting_usd_per_kw_month : float
-        Colocation price per contracted kW. [USD/kW-month]
-    licence_usd_per_gpu_year : float
-        Software licence per GPU. [USD/GPU-year]
+    kw_drawn_per_gpu, kw_contracted_per_gpu : float
+        Power drawn per GPU, host share included (typical, or maximum); contracted for colocation (the maximum). [kW]
+    pue, usd_per_kwh : float
+        Facility power ÷ IT power [1]; the electricity price [USD/kWh].
+    hosting_usd_per_kw_month, licence_usd_per_gpu_year : float
+        Colocation per contracted kW [USD/kW-month]; software licence per GPU [USD/GPU-year].
     hours_per_month : float
         Hours in the month. [h/month]
 

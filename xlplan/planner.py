@@ -150,10 +150,8 @@ def _with_ownership(p: Plan, a, api_usd_per_month: float | None, as_of: str | No
 
 
 def plan(p: Plan, verify: bool | str = False, as_of: str | None = None) -> PlanResult:
-    """Run the seven steps, the what-ifs and the breakpoints for a validated plan.
-
-    With ``verify``, also simulate the fleet at peak (:func:`xlplan.simulate.verify`, the default run: Poisson
-    arrivals, seed 1, max(10 minutes, 20,000 requests)) and carry the result as ``verified``.
+    """Run the seven steps, the what-ifs and the breakpoints for a validated plan (with ``verify``, also simulate the
+    fleet at peak, :func:`xlplan.simulate.verify`'s default run, and carry the result as ``verified``).
 
     Parameters
     ----------
@@ -164,19 +162,17 @@ def plan(p: Plan, verify: bool | str = False, as_of: str | None = None) -> PlanR
         simulation is affordable (:data:`xlplan.decision.AUTO_VERIFY_MAX_REPLICAS`,
         :data:`xlplan.decision.AUTO_VERIFY_MAX_REQUESTS`), else a warning says it was not run.
     as_of : str or None
-        The day the prices' ages are judged, ``YYYY-MM-DD``; left out, the plan's date (none: not judged). [date]
+        The day prices' ages are judged, ``YYYY-MM-DD``; left out, the plan's date (none: not judged). [date]
 
     Returns
     -------
     PlanResult
-        Every figure of the capacity note: inputs, model, the three paths, the fleet, the cost, the what-ifs,
-        breakpoints and warnings (and ``verified`` when asked).
+        Every figure of the capacity note, each intermediate with it.
 
     Raises
     ------
     PlanningError
-        When the plan cannot be met (no TP degree in a node holds the weights, no batch meets the inter-token
-        target), or its answer is past a bound it does not accept (:data:`xlplan.plausibility.RESULT_BOUNDS`).
+        When the plan cannot be met, or its answer is past a bound it does not accept (plausibility.RESULT_BOUNDS).
 
     References
     ----------
@@ -185,7 +181,7 @@ def plan(p: Plan, verify: bool | str = False, as_of: str | None = None) -> PlanR
     s, set_by_plan = resolve(p), p.policy.max_num_batched_tokens is not None
     d = decide(s, p.promise.percentile, p.model.resolve().max_context_tokens, set_by_plan, verify)
     sol, cf, meant = d.sol, d.closed_form, _within_bounds(p, d.answer)
-    a = _with_ownership(p, d.answer, sol.bill.api_monthly_usd, as_of or p.date)
+    a = _with_ownership(p, d.answer, sol.bill.api_monthly_usd, as_of := as_of or p.date)
     return PlanResult(
         name=p.name,
         calibration_source=p.policy.calibration.source if p.policy.calibration else None,
@@ -200,7 +196,7 @@ def plan(p: Plan, verify: bool | str = False, as_of: str | None = None) -> PlanR
         binding_paths=list(sol.binding_paths),
         tp_options=_tp_options_out(sol),
         fleet=_fleet_out(p, s, sol),
-        cost=_cost_out(p, s, sol, as_of or p.date),
+        cost=_cost_out(p, s, sol, as_of),
         sensitivities=whatif.sensitivities(p, s),
         breakpoints=whatif.breakpoints(s, sol),
         warnings=_warnings(p, s, sol) + meant + answer_warnings(cf, d.verified) + ([d.skipped] if d.skipped else []),
