@@ -93,3 +93,19 @@ def test_no_ineligible_gpu_or_other_format_is_ranked_on_options(book):
     cost = [options.cells[f"N{r}"].cached for r in ranked if f"N{r}" in options.cells]
     priced = [c for c in cost if c != "price missing"]
     assert priced == sorted(priced) and 0 not in priced and cost == priced + ["price missing"] * (len(cost) - len(priced))
+
+
+@pytest.mark.slow  # the whole catalog solved twice
+def test_the_workbooks_ranking_is_compares_for_a_format_compare_never_varies():
+    # The workbook ranks from `compare --all`; its ranked rows must be the default ranking's for any weights format,
+    # also one compare never tries on other GPUs (fp16: the reference model's weights as another checkpoint stores them)
+    from xlplan.hardware_choice import choose
+    from xlplan.plan import Plan
+
+    data = reference_plan().model_dump(exclude_none=True)
+    data["model"]["weights_dtype"] = "fp16"
+    p = Plan.model_validate(data)
+    every, default = choose(p, verify_top=0, include_all=True), choose(p, verify_top=0)
+    key = [(o.gpu, o.weights_dtype, o.kv_dtype) for o in default.options if o.ranked]
+    assert len(key) > 1 and [(o.gpu, o.weights_dtype, o.kv_dtype) for o in every.options if o.ranked] == key
+    assert every.recommendation == default.recommendation

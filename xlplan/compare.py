@@ -153,6 +153,13 @@ def tried_formats(gpu, weights: str) -> list[tuple[str, str]]:
     return [(weights, k) for k in dict.fromkeys(k for _, k in pairs)]
 
 
+def _pairs(gpu, weights: str, include_all: bool) -> list[tuple[str, str]]:
+    """The (weights, cache) pairs to solve a GPU at: the ranked ones (:func:`tried_formats`, whatever the plan's
+    format), then with ``include_all`` every other pair its tensor cores support. [text]"""
+    pairs = tried_formats(gpu, weights)
+    return list(dict.fromkeys(pairs + formats(gpu))) if include_all else pairs
+
+
 VERIFY_TOP = 5
 """`compare` verifies at least this many of its cheapest options in simulation (and the plan's own). [options]"""
 
@@ -212,8 +219,7 @@ def compare(p: Plan, gpus: list[str] | None = None, verify_top: int = VERIFY_TOP
     for key in keys:
         gpu = catalog.get_gpu(key)
         if include_all or gpus or gpu.datacenter:
-            pairs = tried_formats(gpu, p.model.weights_dtype)  # the ranked ones, whatever the plan's format
-            for w, k in (list(dict.fromkeys(pairs + formats(gpu))) if include_all else pairs):
+            for w, k in _pairs(gpu, p.model.weights_dtype, include_all):
                 if not (key == own_key and (w, k) == (p.model.weights_dtype, p.model.kv_dtype)):
                     calls[len(calls)] = (p, key, w, k, False)
     solved = {i: option(*c) for i, c in calls.items()}
