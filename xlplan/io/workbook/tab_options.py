@@ -1,4 +1,4 @@
-"""The Options sheet: `xlplan compare --all` laid out: datacenter GPUs at the plan's weights format ranked by $/M tokens as the plan pays, then the rest, marked and not ranked.
+"""The Options sheet, `xlplan compare --all` as a table: datacenter GPUs at the plan's weights format ranked by $/M tokens as the plan pays, then the rest, marked and not ranked.
 
 Each option's fleet is a full re-plan on another GPU: engine values, shaded like the breakpoints, computed when the
 workbook was built (a STALE flag by formula says when the inputs have moved since). Its cost follows by formula:
