@@ -11,7 +11,7 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 
-from xlplan import compare, compute, distributions, schedule, schedule_cash, steps, whatif
+from xlplan import compare, compute, distributions, hardware_choice, schedule, schedule_cash, steps, whatif
 from xlplan.figures import Decisions, Figures, WhatIfRow
 from xlplan.plan import Plan
 from xlplan.planner import plan as run_plan
@@ -70,7 +70,7 @@ def whatif_row(p: Plan, s: Scenario, w: whatif.WhatIf | None) -> WhatIfRow:
 
 def _with_answer(options: list, answer) -> list:
     """The options, the plan's own carrying the Answer's fleet and bill where the Answer was verified in simulation
-    (the others stay the closed form, labelled so), ranked again. [GPUOption]"""
+    (the others stay the closed form, labelled so), ranked again, the ranked ones first. [GPUOption]"""
     if answer is None or answer.source != "verified":
         return options
     out = []
@@ -82,11 +82,11 @@ def _with_answer(options: list, answer) -> list:
                 "monthly_usd": answer.monthly_usd if o.monthly_usd is not None else None,
                 "usd_per_mtok": answer.usd_per_mtok if o.usd_per_mtok is not None else None})
         out.append(o)
-    return compare.rank(out)
+    return hardware_choice.grouped(compare.rank(out))
 
 
 def decisions(p: Plan, today: dt.date | None = None, answer=None) -> Decisions:
-    """The Options (every catalog GPU and format) and, when the plan has a growth section with a lead time, the Schedule.
+    """The Options (``xlplan compare --all``) and, when the plan has a growth section with a lead time, the Schedule.
 
     Parameters
     ----------
@@ -100,12 +100,15 @@ def decisions(p: Plan, today: dt.date | None = None, answer=None) -> Decisions:
     Returns
     -------
     Decisions
-        The options ranked by the closed form (labelled so: ``xlplan compare`` verifies the cheapest), the plan's own
-        at its Answer where that was verified, the
-        recommendation, and the closed-form schedule, or a note saying why there is none.
+        The options ranked by the closed form (labelled so: ``xlplan compare`` verifies the cheapest) as
+        :func:`xlplan.hardware_choice.choose` ranks them: datacenter GPUs at the plan's weights format first, then the
+        rest, marked; the plan's own at its Answer where that was verified; the recommendation's lines (``xlplan compare
+        --verify-top 0``'s, the plan's own at its Answer); and the closed-form schedule, or a note saying why there is
+        none.
     """
-    options = _with_answer(compare.compare(p, verify_top=0, include_all=True), answer)  # every GPU and format, as before
-    rec = compare.recommendation(options)
+    choice = hardware_choice.choose(p, verify_top=0, include_all=True)
+    options = _with_answer(choice.options, answer)
+    rec = hardware_choice.recommendation_lines(options, choice.format_options, p.model.weights_dtype)
     g = p.growth
     if g is None or (g.monthly is None and g.peaks_rps is None) or g.lead_time_days is None:
         why = ("no growth section in the plan" if g is None else

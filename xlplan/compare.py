@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from xlplan import catalog, fleet, plausibility, steps
 from xlplan.eligibility import annotated, eligibility
-from xlplan.note_format import _count
 from xlplan.plan import Plan
 from xlplan.result import GPUOption
 from xlplan.scenario import resolve
@@ -155,6 +154,13 @@ def tried_formats(gpu, weights: str) -> list[tuple[str, str]]:
     return [(weights, k) for k in dict.fromkeys(k for _, k in pairs)]
 
 
+def _pairs(gpu, weights: str, include_all: bool) -> list[tuple[str, str]]:
+    """The (weights, cache) pairs to solve a GPU at: the ranked ones (:func:`tried_formats`, whatever the plan's
+    format), then with ``include_all`` every other pair its tensor cores support. [text]"""
+    pairs = tried_formats(gpu, weights)
+    return list(dict.fromkeys(pairs + formats(gpu))) if include_all else pairs
+
+
 VERIFY_TOP = 5
 """`compare` verifies at least this many of its cheapest options in simulation (and the plan's own). [options]"""
 
@@ -214,7 +220,7 @@ def compare(p: Plan, gpus: list[str] | None = None, verify_top: int = VERIFY_TOP
     for key in keys:
         gpu = catalog.get_gpu(key)
         if include_all or gpus or gpu.datacenter:
-            for w, k in (formats(gpu) if include_all else tried_formats(gpu, p.model.weights_dtype)):
+            for w, k in _pairs(gpu, p.model.weights_dtype, include_all):
                 if not (key == own_key and (w, k) == (p.model.weights_dtype, p.model.kv_dtype)):
                     calls[len(calls)] = (p, key, w, k, False)
     solved = {i: option(*c) for i, c in calls.items()}
@@ -266,38 +272,3 @@ def _binds(label: str) -> str:
     verb = "bind" if " and " in label else "binds"
     return {"both": "two paths tie there", "all": "all three paths tie there"}.get(label, f"{label} {verb} there")
 
-
-def recommendation(options: list[GPUOption]) -> str:
-    """One line: the cheapest option per token against the plan's own, and what binds there. [text]
-
-    Parameters
-    ----------
-    options : list of GPUOption
-        Ranked options (:func:`compare`), the plan's own among them.
-
-    Returns
-    -------
-    str
-        The recommendation, with the saving per token against the plan's own option where both are priced.
-    """
-    mine = next(o for o in options if o.is_plan)
-    priced = [o for o in options if o.feasible and o.usd_per_mtok is not None]
-    if not priced:
-        return "No option has a price: give hardware.usd_per_gpu_hour, or compare GPUs the catalog prices."
-    best = priced[0]
-    if not mine.feasible:
-        return (f"The plan's {_label(mine)} cannot be met ({mine.reason}); the cheapest option per token is {_label(best)} "
-                f"at ${best.usd_per_mtok:.3f}/M tokens ({best.order or _count(best.purchased, 'GPU') + ' to buy'}; {_binds(best.binding)}).")
-    if best is mine or (mine.usd_per_mtok is not None and best.usd_per_mtok >= mine.usd_per_mtok):
-        nxt = next((o for o in priced if o is not mine), None)
-        tail = f"; next is {_label(nxt)} at {nxt.usd_per_mtok / mine.usd_per_mtok - 1:+.0%} per token" if nxt and mine.usd_per_mtok else ""
-        return f"The plan's {_label(mine)} is the cheapest per token of {_count(len(priced), 'priced option')}{tail}."
-    if mine.usd_per_mtok is None:
-        return (f"The plan's {_label(mine)} has no price to compare; the cheapest option per token is {_label(best)} "
-                f"at ${best.usd_per_mtok:.3f}/M tokens; {_binds(best.binding)}.")
-    saving = 1.0 - best.usd_per_mtok / mine.usd_per_mtok
-    quant = " (quantised weights: check quality before you buy)" if best.weights_dtype != mine.weights_dtype else ""
-    return (f"{_label(best)} is {saving:.0%} cheaper per token than the plan's {_label(mine)} "
-            f"(${best.usd_per_mtok:.3f} against ${mine.usd_per_mtok:.3f}/M tokens, {best.order or _count(best.purchased, 'GPU') + ' to buy'}, "
-            f"{'verified in simulation' if best.source == 'verified' else best.source}); "
-            f"{_binds(best.binding)}{quant}.")

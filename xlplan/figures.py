@@ -44,10 +44,12 @@ class WhatIfRow:
 
 @dataclass(frozen=True)
 class Decisions:
-    """What the Options and Schedule sheets show: every catalog GPU and format re-planned, and the dated schedule."""
+    """What the Options and Schedule sheets show: every catalog GPU and format re-planned (the datacenter ones at the
+    plan's weights format first, ranked; the rest after them, marked), the recommendation's lines, and the dated
+    schedule."""
 
     options: list[GPUOption]
-    recommendation: str
+    recommendation: list[str]  # `xlplan compare`'s lines: the GPU line, the format line, missing prices, caveats
     schedule: ScheduleOut | None = None
     schedule_note: str = ""  # why there is no schedule, when there is none
 

@@ -70,13 +70,29 @@ def choose(p: Plan, gpus: list[str] | None = None, verify_top: int = 5, include_
     HardwareChoice
         The options (ranked ones first), the format options and the recommendation's lines.
     """
-    options = compare.compare(p, gpus, verify_top, include_all)
-    options = [o for o in options if o.ranked or o.is_plan] + [o for o in options if not (o.ranked or o.is_plan)]
+    options = grouped(compare.compare(p, gpus, verify_top, include_all))
     mine = next(o for o in options if o.is_plan)
     fmt = ([o for o in options if o.format_change and o.gpu == mine.gpu] if include_all
            else format_options(p, verify_top > 0))
     return HardwareChoice(options=options, format_options=fmt, payment_mode=p.costs.mode, include_all=include_all,
                           recommendation=recommendation_lines(options, fmt, p.model.weights_dtype))
+
+
+def grouped(options: list[GPUOption]) -> list[GPUOption]:
+    """The ranked options (and the plan's own) first, the rest after them, each group in its given order. [GPUOption]
+
+    Parameters
+    ----------
+    options : list of GPUOption
+        Options ranked by :func:`xlplan.compare.rank`.
+
+    Returns
+    -------
+    list of GPUOption
+        Those with ``ranked`` (or ``is_plan``) first, then those outside the default ranking (ineligible, or another
+        weights format), so that a rank counts the first group alone.
+    """
+    return [o for o in options if o.ranked or o.is_plan] + [o for o in options if not (o.ranked or o.is_plan)]
 
 
 def _saving(o: GPUOption, mine: GPUOption) -> str:

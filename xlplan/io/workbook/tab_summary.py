@@ -235,10 +235,17 @@ def _verified_section(book: Book, sh, rows: Rows, e: Engine) -> None:
 
 
 def _decision_sections(book: Book, sh, rows: Rows, e: Engine, decisions) -> None:
-    """Which hardware (the Options' recommendation) and when to order (the Schedule's first order), where built."""
+    """Which hardware (the Options' recommendation, ``xlplan compare``'s lines) and when to order (the Schedule's first
+    order), where built."""
     if decisions is not None and decisions.recommendation:
         rows.section("Which hardware (Options)")
-        _sentence(book, sh, e, decisions.recommendation, "SummaryWhichHardware")
+        first, *rest = decisions.recommendation  # the GPU line; then the format line, missing prices, caveats
+        _sentence(book, sh, e, first, "SummaryWhichHardware")
+        for line in rest:  # each its own row, under the same flag (one value: the Options' ranking)
+            sh.put("A", sh.row, Cell(line, kind="static", wrap=True))
+            sh.merges.append(f"A{sh.row}:D{sh.row}")
+            sh.put("E", sh.row, Cell("=SummaryWhichHardwareStale", formula=True, cached=staleness.CURRENT, kind="flag"))
+            sh.row += 1
     if decisions is not None and decisions.schedule is not None:
         sched = decisions.schedule
         nxt = next((m for m in sched.months if m.new_gpus), None)
