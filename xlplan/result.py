@@ -331,6 +331,8 @@ FIGURES_BASIS = {
     "queueing, closed_form, closed_form_sensitivities, closed_form_breakpoints": "The closed form: the largest of the "
         "memory, compute, latency and queueing paths at the step budget deployed, before simulation.",
     "verified": "The simulation at peak: the runs behind the Answer.",
+    "contracts": "The Answer's fleet paid for as the contracts section's mix over the daily curve: a reserved (or owned) "
+                 "base, on-demand hours, API overflow and spot.",
 }
 """What each part of a plan's JSON follows (``plan --json``'s ``basis``)."""
 

@@ -117,6 +117,7 @@ def running_usd_per_month(unit: OwnershipOut, nodes: float) -> float:
     --------
     Two 8-GPU nodes at 1,116.90 power and 1,836 colocation each, 1,000 hardware operations:
 
+    >>> from types import SimpleNamespace
     >>> u = SimpleNamespace(energy_usd_per_month=1116.9, hosting_usd_per_month=1836.0, licence_usd_per_month=0.0,
     ...                     hardware_ops_usd_per_month=1000.0)
     >>> round(running_usd_per_month(u, 2), 2)
