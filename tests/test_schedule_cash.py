@@ -98,6 +98,19 @@ def test_depreciation_is_kept_apart_from_cash(dated):
     assert months[-1].cumulative_cash_usd == pytest.approx(NODE_USD + sum(cash), rel=1e-12)
 
 
+def test_capex_paid_before_the_schedule_counts_in_the_period_it_is_dated_in(dated):
+    # Paid at order, the first node's $300,000 goes out 2026-03-17: before the schedule's first month (2026-05), but in
+    # FY2026 (July 2025 to June 2026), its Q3 (January-March). FY2026 then holds it and May and June's running costs
+    # (2 x 3,476); the second node's order (2026-06-17) is in FY2026 Q4 with them
+    by = {t.period: t for t in dated["order"].cash_totals}
+    assert [t.period for t in dated["order"].cash_totals][:2] == ["FY2026 Q3", "FY2026 Q4"]
+    assert (by["FY2026 Q3"].months, by["FY2026 Q3"].capex_usd, by["FY2026 Q3"].cash_usd) == (0, NODE_USD, NODE_USD)
+    assert by["FY2026 Q4"].cash_usd == pytest.approx(NODE_USD + 2 * 3476.0, rel=1e-12)
+    assert by["FY2026"].cash_usd == pytest.approx(2 * NODE_USD + 2 * 3476.0, rel=1e-12)
+    # every dollar of capex is in some fiscal year: two nodes
+    assert sum(t.capex_usd for t in dated["order"].cash_totals if t.kind == "fiscal year") == pytest.approx(2 * NODE_USD)
+
+
 def test_quarters_and_fiscal_years_from_july(dated):
     # Fiscal years from July, named by the calendar year they end in: 2026-05 and 2026-06 close FY2026 (its Q4,
     # April-June); FY2027 runs 2026-07 to 2027-06, all twelve of the schedule's remaining months.

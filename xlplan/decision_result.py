@@ -98,7 +98,7 @@ class CashTotal(_Out):
     period: str = Field(description="'FY2027 Q1' or 'FY2027'. [text]")
     kind: str = Field(description="'quarter' or 'fiscal year'. [text]")
     months: int = Field(description="Schedule months in it (fewer than 3 or 12 where the schedule starts or ends inside it). [months]")
-    capex_usd: float = Field(description="Capex paid in its months. [USD]")
+    capex_usd: float = Field(description="Capex paid in it, a payment before the schedule's first month included. [USD]")
     opex_usd: float = Field(description="Running costs of its months. [USD]")
     cash_usd: float = Field(description="Cash out in its months: capex plus running costs. [USD]")
     depreciation_usd: float = Field(description="Depreciation booked in its months, not cash. [USD]")

@@ -95,12 +95,16 @@ def grouped(options: list[GPUOption]) -> list[GPUOption]:
     return [o for o in options if o.ranked or o.is_plan] + [o for o in options if not (o.ranked or o.is_plan)]
 
 
+SAME_COST = 0.005
+"""Two costs per token within half a percent are the same (as the recommendation prints them). [fraction]"""
+
+
 def _saving(o: GPUOption, mine: GPUOption) -> str:
     """'N% cheaper per token than the plan's' (or dearer), or '' where either has no price. [text]"""
     if o.usd_per_mtok is None or not mine.usd_per_mtok or o is mine:
         return ""
     d = 1.0 - o.usd_per_mtok / mine.usd_per_mtok
-    if abs(d) < 0.005:
+    if abs(d) < SAME_COST:
         return f"the same cost per token as the plan's ${mine.usd_per_mtok:.3f}"
     return f"{abs(d):.0%} {'cheaper' if d >= 0 else 'dearer'} per token than the plan's ${mine.usd_per_mtok:.3f}"
 
@@ -135,6 +139,9 @@ def _format_line(fmt: list[GPUOption], mine: GPUOption) -> str:
         return f"Changing the weights format on the plan's {mine.gpu_name}: no priced option ({why})."
     o = priced[0]
     saving = _saving(o, mine)
+    if mine.usd_per_mtok and o.usd_per_mtok >= mine.usd_per_mtok * (1.0 - SAME_COST):  # no saving to weigh against quality
+        return (f"Changing the weights format on the plan's {mine.gpu_name} saves nothing: {_label(o)} at "
+                f"${o.usd_per_mtok:.3f}/M tokens, {saving}; keep {mine.weights_dtype} weights.")
     return (f"Changing the weights format to {o.weights_dtype} on the plan's {mine.gpu_name}: {_label(o)} at "
             f"${o.usd_per_mtok:.3f}/M tokens ({o.order or _count(o.purchased, 'GPU')}"
             f"{', verified in simulation' if o.source == 'verified' else ', ' + o.source}){'; ' + saving if saving else ''}; "

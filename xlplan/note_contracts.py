@@ -38,8 +38,8 @@ def contract_rows(r: PlanResult) -> list[tuple[str, str]]:
         ("Mix: spot", (f"{m.spot_gpu_hours_per_month:,.1f} GPU-hours × ${m.spot_usd_per_gpu_hour:g}/h = {_usd(m.spot_monthly_usd)} "
                        f"/ month for the {m.no_promise_share:.0%} of traffic with no promise ({m.spot_source})")
          if m.spot_usd_per_gpu_hour is not None else f"spot: {m.spot_source}"),
-        ("Mix: month", (f"{_usd(m.base_monthly_usd)} + {_usd(m.on_demand_monthly_usd)} + {_usd(m.api_monthly_usd)} + "
-                        f"{_usd(m.spot_monthly_usd)} = {_usd(m.monthly_usd)} / month, against "
+        ("Mix: month", (f"{_usd(m.base_monthly_usd, 2)} + {_usd(m.on_demand_monthly_usd, 2)} + {_usd(m.api_monthly_usd, 2)} + "
+                        f"{_usd(m.spot_monthly_usd, 2)} = {_usd(m.monthly_usd, 2)} / month, against "
                         f"{_usd(m.always_on_demand_monthly_usd)} for the {_count(m.load_gpus + m.redundancy_gpus, 'GPU')} "
                         "on demand all day")),
         ("Mix: rate figures", (f"effective savings rate {m.effective_savings_rate:.1%} (against the GPU-hours used at the "

@@ -87,8 +87,8 @@ def contracts_priced(plan: Any) -> Any:
     Raises
     ------
     ValueError
-        ``forecast.daily_curve`` left out; no base price for the term (no catalog rate, no quote); an owned base
-        without costs.mode: buy or a quote.
+        ``forecast.daily_curve`` left out; no base price for the term (no catalog rate, no quote), or a quote at or
+        above on-demand; an owned base without costs.mode: buy or a quote.
     """
     c = plan.contracts
     if c is None:
@@ -100,7 +100,12 @@ def contracts_priced(plan: Any) -> Any:
     if plan.hardware.usd_per_gpu_hour is None and gpu.usd_per_gpu_hour is None:
         raise ValueError(f"hardware.usd_per_gpu_hour: missing, and {gpu.name} has no catalog price; contracts needs the "
                          "on-demand price the busy hours pay; expected a price in USD/GPU-hour")
+    on_demand = plan.hardware.usd_per_gpu_hour or gpu.usd_per_gpu_hour
     if c.reserved_usd_per_gpu_hour is not None:
+        if c.reserved_usd_per_gpu_hour >= on_demand:
+            raise ValueError(f"contracts.reserved_usd_per_gpu_hour: got {c.reserved_usd_per_gpu_hour:g}, at or above the "
+                             f"on-demand price {on_demand:g}; expected a committed price below on-demand (a reservation "
+                             "that costs as much saves nothing: a GPU would have to be busy more than every hour)")
         return plan
     if c.term == "owned":
         if plan.costs.mode != "buy":

@@ -79,6 +79,11 @@ def _length(p50, p95, p99, mean, m2) -> LengthOut:
     return LengthOut(p50=p50, p95=p95, p99=p99, mean=mean, second_moment=m2)
 
 
+CURVE_SLACK = 0.10
+"""How far the daily curve's mean may sit from the average utilisation before the note says they disagree (the curve
+is of the busiest hour's mean rate, the utilisation of the peak rate, so some gap is expected). [fraction]"""
+
+
 def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
     out = plausibility.accepted_lines(plan)
     p = sol.paths
@@ -94,6 +99,11 @@ def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
     old = engines.superseded_release(plan.policy.engine, plan.policy.engine_version or "")
     if old and plan.policy.calibration is None:
         out.append(f"engine release {old}: calibrate on your own benchmark (xlplan calibrate) before you order")
+    curve = plan.forecast.daily_curve
+    if curve and abs(sum(curve) / len(curve) - s.average_utilisation) > CURVE_SLACK:
+        out.append(f"forecast.daily_curve averages {sum(curve) / len(curve):.0%} of the peak hour, forecast.average_utilisation "
+                   f"says {s.average_utilisation:.0%}: the bill's tokens and the API comparison follow the second, the "
+                   "contract mix the first; make them agree (xlplan traffic measures both from one log)")
     if sol.traffic.concurrency and p.conversations_per_replica < 8:
         out.append(
             f"each replica's cache holds only {p.conversations_per_replica:.1f} conversations: the weights leave almost "

@@ -7,7 +7,7 @@ A bought fleet pays, in month ``m``: the price of the whole nodes paid for in it
 in it: the order goes out ``lead_time_days`` before the first day of the month that needs them) plus its running
 costs (:func:`running_usd_per_month`). Depreciation, the capex spread over the life, is booked beside it and never
 summed into cash. A rented fleet pays its rent: no capex, no depreciation. An order that goes out before the first
-month, paid at order, is paid before the schedule: it stands on its own line, in no month and no period.
+month, paid at order, is paid before the schedule: in no month of it, but in the fiscal quarter and year it is dated in.
 
 A fiscal year starting in month ``s`` is named by the calendar year it ends in (FY2027 runs from 2026-07 to 2027-06
 when ``s`` = 7; with ``s`` = 1 it is the calendar year), and its quarters are FY2027 Q1 to Q4.
@@ -91,9 +91,10 @@ def with_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, paid
     fields = {"capex_paid_at": terms.paid_at, "fiscal_year_start_month": terms.fiscal_year_start_month}
     if paid_as == "buy" and terms.unit is None:
         return months, fields
-    months, before = dated_cash(months, start, lead_time_days, gpus_per_node, terms.unit if paid_as == "buy" else None,
+    months, before, early = dated_cash(months, start, lead_time_days, gpus_per_node, terms.unit if paid_as == "buy" else None,
                                 terms.paid_at, terms.fiscal_year_start_month)
-    return months, {**fields, "capex_before_schedule_usd": before, "cash_totals": cash_totals(months)}
+    return months, {**fields, "capex_before_schedule_usd": before,
+                    "cash_totals": cash_totals(months, early, terms.fiscal_year_start_month)}
 
 
 def running_usd_per_month(unit: OwnershipOut, nodes: float) -> float:
@@ -238,21 +239,23 @@ def dated_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, gpu
         ``cumulative_cash_usd``, ``fiscal_year`` and ``fiscal_quarter``.
     before_usd : float
         Capex paid before the first month. [USD]
+    before_paid : list of tuple
+        (month ``YYYY-MM``, USD) of each payment before the first month, for its fiscal period. [USD]
     """
     paid_gpus = [0] * len(months)  # GPUs paid for in each month, by when they are paid, not when needed
     paid_in: list[str | None] = [None] * len(months)
-    before_gpus = 0
+    price = unit.capex_usd_per_node if unit is not None else 0.0
+    before_paid = []
     for k, m in enumerate(months):
         if unit is None or not m.new_gpus:
             continue
         i = paid_month_index(k, start, lead_time_days, paid_at)
         paid_in[k] = f"{month_start(start, i):%Y-%m}"
         if i < 0:
-            before_gpus += m.new_gpus
+            before_paid.append((paid_in[k], m.new_gpus / gpus_per_node * price))
         else:
             paid_gpus[i] += m.new_gpus
-    price = unit.capex_usd_per_node if unit is not None else 0.0
-    before = before_gpus / gpus_per_node * price
+    before = sum(usd for _, usd in before_paid)
     out, cumulative = [], before
     for k, m in enumerate(months):
         nodes = m.purchased / gpus_per_node
@@ -264,31 +267,37 @@ def dated_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, gpu
             "capex_paid_month": paid_in[k], "capex_paid_usd": capex, "opex_usd_per_month": opex, "cash_usd": capex + opex,
             "depreciation_usd_per_month": nodes * unit.depreciation_usd_per_month if unit is not None else 0.0,
             "cumulative_cash_usd": cumulative, "fiscal_year": fy, "fiscal_quarter": quarter}))
-    return out, before
+    return out, before, before_paid
 
 
-def cash_totals(months: list[ScheduleMonth]) -> list[CashTotal]:
+def cash_totals(months: list[ScheduleMonth], before_paid: list[tuple[str, float]] = (), fiscal_year_start_month: int = 1
+                ) -> list[CashTotal]:
     """Capex, running costs, cash and depreciation summed by fiscal quarter, then by fiscal year, in calendar order.
 
     Parameters
     ----------
     months : list of ScheduleMonth
         Months with their cash (:func:`dated_cash`).
+    before_paid : list of tuple
+        (month, USD) of the capex paid before the first month (:func:`dated_cash`), counted in its own period. [USD]
+    fiscal_year_start_month : int
+        The fiscal year's first month, 1-12. [month]
 
     Returns
     -------
     list of CashTotal
-        One per quarter the schedule touches, then one per fiscal year; a period the schedule starts or ends inside
-        counts only its months within the schedule (``months`` says how many). [USD]
+        One per quarter the schedule or a payment before it touches, then one per fiscal year; a period the schedule
+        starts or ends inside counts its months within the schedule (``months`` says how many) and every capex
+        payment dated in it. [USD]
     """
+    early = [(fiscal_period(month, fiscal_year_start_month), usd) for month, usd in before_paid]
     out = []
-    for kind, key in (("quarter", "fiscal_quarter"), ("fiscal year", "fiscal_year")):
-        periods = list(dict.fromkeys(getattr(m, key) for m in months))
+    for kind, key, part in (("quarter", "fiscal_quarter", 1), ("fiscal year", "fiscal_year", 0)):
+        periods = list(dict.fromkeys([fp[part] for fp, _ in early] + [getattr(m, key) for m in months]))
         for period in periods:
             inside = [m for m in months if getattr(m, key) == period]
-            out.append(CashTotal(period=period, kind=kind, months=len(inside),
-                                 capex_usd=sum(m.capex_paid_usd for m in inside),
-                                 opex_usd=sum(m.opex_usd_per_month for m in inside),
-                                 cash_usd=sum(m.cash_usd for m in inside),
-                                 depreciation_usd=sum(m.depreciation_usd_per_month for m in inside)))
+            capex = sum(m.capex_paid_usd for m in inside) + sum(usd for fp, usd in early if fp[part] == period)
+            opex = sum(m.opex_usd_per_month for m in inside)
+            out.append(CashTotal(period=period, kind=kind, months=len(inside), capex_usd=capex, opex_usd=opex,
+                                 cash_usd=capex + opex, depreciation_usd=sum(m.depreciation_usd_per_month for m in inside)))
     return out

@@ -71,9 +71,13 @@ def _print_options(p, choice, top: int, verify_top: int) -> None:
     table = Table(title=f"{p.name}: {scope}, ranked by $/M tokens ({p.costs.mode})")
     for col in ("#", "GPU", "weights", "cache", "TP", "load", "+redundancy", "order", "fleet from", "binds", "$/month", "$/M tokens", "note"):
         table.add_column(col, justify="right" if col in ("#", "TP", "load", "+redundancy", "$/month", "$/M tokens") else "left")
-    for i, o in enumerate(options, start=1):
-        if i > top and not o.is_plan:
+    rank, shown = 0, 0
+    for o in options:  # the ranked rows numbered (the first --top of them shown); with --all the marked ones after, unnumbered
+        rank += bool(o.ranked)
+        if (rank > top or not o.ranked) and not o.is_plan and not (choice.include_all and not o.ranked):
             continue
+        shown += 1
+        i = rank if o.ranked else "—"
         mark = " (plan)" if o.is_plan else ""
         note = "; ".join(x for x in (_mark(o), o.reason if o.usd_per_mtok is None else "") if x)
         if not o.feasible:
@@ -85,7 +89,6 @@ def _print_options(p, choice, top: int, verify_top: int) -> None:
                       _usd(o.monthly_usd), _usd(o.usd_per_mtok, 3), note)
     console = Console(width=200)
     console.print(table)
-    shown = sum(1 for i, o in enumerate(options, start=1) if i <= top or o.is_plan)
     if shown < len(options):
         console.print(f"{_count(len(options) - shown, 'more option')}: --top {len(options)} or --json shows them all.")
     if not choice.include_all:
@@ -254,7 +257,7 @@ def _cash_table(out):
     for col in ("period", "months", "capex $", "running $", "cash $", "depreciation $"):
         table.add_column(col, justify="left" if col == "period" else "right")
     if out.capex_before_schedule_usd:
-        table.add_row("before the schedule", "", _usd(out.capex_before_schedule_usd), "", _usd(out.capex_before_schedule_usd), "")
+        table.add_row("of which before the schedule (counted in its period)", "", _usd(out.capex_before_schedule_usd), "", "", "")
     for t in out.cash_totals:
         table.add_row(t.period, str(t.months), _usd(t.capex_usd), _usd(t.opex_usd), _usd(t.cash_usd), _usd(t.depreciation_usd))
     return table

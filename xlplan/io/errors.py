@@ -105,7 +105,11 @@ def unit_hint(path: str, value: Any) -> str:
     if path == "policy.step_overhead_s" and 1 <= value <= 1000:
         return f" (seconds, not milliseconds: {value:g} ms is {value / 1000:g})"
     if path == "costs.depreciation_years" and 15 < value <= 180:
-        return f" (years, not months: {value:g} months is {value / 12:g} years)"
+        return f" (years, not months: {value:g} months is {value / 12:.3g} years)"
+    if path in ("costs.cost_of_capital", "costs.residual_fraction", "contracts.no_promise_share") and 1 <= value <= 100:
+        return percent_hint(value)
+    if path == "costs.kw_per_gpu_typical" and 20 < value <= 20_000:
+        return f" (kilowatts, not watts: write {value / 1000:g}, not {value:g})"
     if path == "promise.ttft_s" and 600 < value <= 600_000:
         return f" (seconds, not milliseconds: {value:g} ms is {value / 1000:g})"
     return ""

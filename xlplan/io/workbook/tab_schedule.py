@@ -21,7 +21,7 @@ SCHEDULE_COLUMNS = ("Month", "Year", "Month no.", "Index", "Peak", "TP", "Load",
                     "Self-hosted with ops, cumulative", "Cheaper self-hosted this month", "Cumulative at or below the API")
 UNITS = ("YYYY-MM", "", "", "months", "req/s", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "GPUs", "date", "GPUs", "USD/month",
          "USD", "", "USD/month", "USD", "USD", "TRUE | FALSE", "TRUE | FALSE")
-LAST_COL = "AC"
+LAST_COL = "AE"
 NO_API = "no API price"
 NOT_WITHIN = "not within the schedule"
 
@@ -148,7 +148,7 @@ def _month_table(sh, e: Engine, sc, hdr: int) -> int:
         x = hdr + 2 + k
         for col, cell in _month_cells(k, m, x, rate, has_api).items():
             sh.put(col, x, cell)
-        for col, cell in (cash_cells(k, m, x, first, last, sc.start) if cash else {}).items():
+        for col, cell in (cash_cells(k, m, x, first, last, sc.start, sc.fiscal_year_start_month) if cash else {}).items():
             sh.put(col, x, cell)
     return last
 

@@ -11,18 +11,19 @@ from __future__ import annotations
 from xlplan.io.workbook.cells import Book, Cell
 from xlplan.io.workbook.common import FMT
 from xlplan.schedule_calendar import month_start
+from xlplan.schedule_cash import fiscal_period
 
 CASH_COLUMNS = ("Capex paid in", "Capex paid", "Running costs", "Cash out", "Depreciation", "Cumulative cash",
-                "Fiscal year", "Fiscal quarter")
+                "Fiscal year", "Fiscal quarter", "New GPUs paid in quarter", "New GPUs paid in year")
 """The cash columns' headers, from column V on. [text]"""
 
-CASH_UNITS = ("month index", "USD", "USD/month", "USD", "USD/month", "USD", "", "")
+CASH_UNITS = ("month index", "USD", "USD/month", "USD", "USD/month", "USD", "", "", "", "")
 """Their units. [text]"""
 
 FIRST_CASH_COL = 22
 """Column V: the first cash column, after the month table's U. [1]"""
 
-BEFORE = "Before the schedule"
+BEFORE = "Of which paid before the schedule"
 """The totals block's line for capex paid before the first month. [text]"""
 
 TOTALS_HEADER = ("Period", "", "Months", "Capex paid", "Running costs", "Cash out", "Depreciation")
@@ -59,12 +60,17 @@ def cash_headers(sh, hdr: int) -> None:
         sh.put(FIRST_CASH_COL + i, hdr + 1, Cell(unit, kind="unit"))
 
 
-def cash_cells(k: int, m, x: int, first: int, last: int, start: str) -> dict[str, Cell]:
+def cash_cells(k: int, m, x: int, first: int, last: int, start: str, fy_start: int = 1) -> dict[str, Cell]:
     """Column -> cell of month ``m`` (the ``k``-th, on row ``x``; the months on rows ``first`` to ``last``)."""
     day = f"DATE(B{x},C{x},1)-ScheduleLeadTimeDays"  # the order date: the month's first day less the lead time
     paid_in = (f'=IF(AND(CostMode="buy",K{x}>0,ScheduleCapexPaidAt="order"),'
                f"D{x}+(YEAR({day})-B{x})*MonthsPerYear+MONTH({day})-C{x},D{x})")
     node = "/GPUsPerNode*UnitCapexUSD"
+    paid = f"DATE(B${first},C${first}+V{x},1)"  # the first day of the month paid in
+
+    def fiscal(month: str | None) -> tuple[str, str]:
+        return ("", "") if month is None else fiscal_period(month, fy_start)
+
     return {
         # the month (index) in which this month's new GPUs are paid for; capex below sums the GPUs paid in each month
         "V": _calc(paid_in, _index(start, m.capex_paid_month, k), "0"),
@@ -79,20 +85,25 @@ def cash_cells(k: int, m, x: int, first: int, last: int, start: str) -> dict[str
         "AB": _calc(f'="FY"&TEXT(B{x}+IF(AND(ScheduleFYStartMonth>1,C{x}>=ScheduleFYStartMonth),1,0),"0")', m.fiscal_year),
         "AC": _calc(f'=AB{x}&" Q"&TEXT(INT(MOD(C{x}-ScheduleFYStartMonth,MonthsPerYear)/MonthsPerQuarter)+1,"0")',
                     m.fiscal_quarter),
+        # the fiscal year and quarter in which this month's new GPUs are paid for (before the schedule too), for the totals
+        "AE": _calc(f'=IF(AND(CostMode="buy",K{x}>0),"FY"&TEXT(YEAR({paid})+IF(AND(ScheduleFYStartMonth>1,MONTH({paid})>='
+                    f'ScheduleFYStartMonth),1,0),"0"),"")', fiscal(m.capex_paid_month)[0]),
+        "AD": _calc(f'=IF(AE{x}="","",AE{x}&" Q"&TEXT(INT(MOD(MONTH({paid})-ScheduleFYStartMonth,MonthsPerYear)/MonthsPerQuarter)+1,"0"))',
+                    fiscal(m.capex_paid_month)[1]),
     }
 
 
 def cash_totals_block(book: Book, sh, sc, r: int, first: int, last: int) -> int:
     """The capex paid before the schedule, then each fiscal quarter's and year's totals by SUMIFS over the month
     table's cash columns, from row ``r``; returns the row after it."""
-    sh.put("A", r, Cell("Cash by fiscal quarter and year (depreciation beside it, not in cash; capex paid before the "
-                        "first month on its own line, in no period)", kind="label", bold=True))
+    sh.put("A", r, Cell("Cash by fiscal quarter and year (depreciation beside it, not in cash; capex in the period it is "
+                        "paid in, before the first month too)", kind="label", bold=True))
     for i, label in enumerate(TOTALS_HEADER):
         if label:
             sh.put(i + 1, r + 1, Cell(label, kind="header"))
     x = r + 2
     sh.put("A", x, Cell(BEFORE, kind="static"))
-    before = (f'=IF(CostMode="buy",SUMIFS(K{first}:K{last},V{first}:V{last},"<0")/GPUsPerNode*CapexUSDPerNodeUsed,0)')
+    before = (f'=IF(CostMode="buy",SUMIFS(K{first}:K{last},V{first}:V{last},"<0")/GPUsPerNode*UnitCapexUSD,0)')
     book.define("ScheduleCapexBeforeUSD", sh, sh.put("D", x, _calc(before, sc.capex_before_schedule_usd, FMT["usd"])))
     sh.put("F", x, _calc(f"=D{x}", sc.capex_before_schedule_usd, FMT["usd"]))
     for t in sc.cash_totals:
@@ -101,9 +112,12 @@ def cash_totals_block(book: Book, sh, sc, r: int, first: int, last: int) -> int:
         within = f"{key}${first}:{key}${last},$A{x}"
         sh.put("A", x, Cell(t.period, kind="static", bold=t.kind != "quarter"))
         sh.put("C", x, _calc(f"=COUNTIFS({within})", t.months, "0"))
-        for col, src, cached in (("D", "W", t.capex_usd), ("E", "X", t.opex_usd), ("F", "Y", t.cash_usd),
-                                 ("G", "Z", t.depreciation_usd)):
+        paid_key = "AD" if t.kind == "quarter" else "AE"  # capex by the period it is paid in, before the schedule too
+        sh.put("D", x, _calc(f'=IF(CostMode="buy",SUMIFS(K${first}:K${last},{paid_key}${first}:{paid_key}${last},$A{x})'
+                             f'/GPUsPerNode*UnitCapexUSD,0)', t.capex_usd, FMT["usd"]))
+        for col, src, cached in (("E", "X", t.opex_usd), ("G", "Z", t.depreciation_usd)):
             sh.put(col, x, _calc(f"=SUMIFS({src}${first}:{src}${last},{within})", cached, FMT["usd"]))
+        sh.put("F", x, _calc(f"=D{x}+E{x}", t.cash_usd, FMT["usd"]))
     return x + 1
 
 
