@@ -45,7 +45,7 @@ def ownership_rows(gpus: int, nodes: int, o) -> list[tuple[str, str]]:
           f"({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)")),
         ("  Capital", (f"({_usd(o.capex_usd)} − {_usd(o.residual_usd)} residual × {df:.4f}) ÷ {af:.3f} = "
                        f"{_usd(o.capital_usd_per_month)} / month (capex less the residual's present value, an annuity at "
-                       f"{o.cost_of_capital:.1%} a year over {o.life_months:g} months; residual {o.residual_fraction:.1%} of capex)")),
+                       f"{o.cost_of_capital:.1%} a year, nominal, compounded monthly, over {o.life_months:g} months; residual {o.residual_fraction:.1%} of capex)")),
         ("  Power", (f"{_count(gpus, 'GPU')} × {drawn:g} kW ({o.power_draw} draw) × PUE {o.pue:g} × ${o.usd_per_kwh:g}/kWh × "
                      f"{o.hours_per_month:g} h = {_usd(o.energy_usd_per_month)} / month")),
         ("  Colocation", (f"{_count(gpus, 'GPU')} × {o.kw_per_gpu:g} kW (the contracted maximum) × ${o.hosting_usd_per_kw_month:g}/kW-month "

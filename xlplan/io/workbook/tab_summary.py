@@ -99,7 +99,7 @@ def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]
             if a.source == "verified" and v is not None and v.redundancy_lost_replicas else "the load plus the spare replicas")
     source = ("verified: simulated at peak, the promise held on seeds " + ", ".join(map(str, v.seeds))
               if a.source == "verified" else
-              "the closed form, not simulated (`xlplan workbook PLAN -o OUT.xlsx` simulates it)")
+              "the closed form, not simulated (`xlplan plan PLAN --verify --workbook OUT.xlsx` simulates it)")
     return [
         ("AnswerSource", "Answer from", source, "", None, "engine value, computed when the workbook was built"),
         ("AnswerLoad", "GPUs for the load", a.load, "GPUs", FMT["gpus"], "the fewest that keep the promise at peak"),
@@ -223,7 +223,7 @@ def _verified_section(book: Book, sh, rows: Rows, e: Engine) -> None:
     v = e.result.verified
     rows.section("Verified at peak (simulated)")
     if v is None:
-        sh.put("A", sh.row, Cell("not simulated: build with `xlplan plan --verify --workbook` to check the fleet under random arrivals",
+        sh.put("A", sh.row, Cell("not simulated: build with `xlplan plan PLAN --verify --workbook OUT.xlsx` to check the fleet under random arrivals",
                                  kind="note"))
         sh.row += 1
         return
