@@ -97,6 +97,13 @@ def plans(draw) -> Plan:
     }
     if api:
         data["api"] = api
+    bought = draw(st.one_of(st.none(), st.fixed_dictionaries({  # one plan in two, about, bought: 5 Cost's owning formulas
+        "mode": st.just("buy"), "capex_usd_per_node": st.floats(50_000, 600_000), "kw_per_gpu": st.floats(0.5, 1.8),
+        "usd_per_kwh": st.floats(0.05, 0.3), "hardware_ops_usd_per_month": st.sampled_from([0.0, 2000.0]),
+        "cost_of_capital": st.floats(0.0, 0.15), "power_draw": st.sampled_from(["typical", "maximum"]),
+        "licence_usd_per_gpu_year": st.sampled_from([0.0, 4500.0])})))
+    if bought:
+        data["costs"] = bought
     data["forecast"]["prompt_tokens"] = {k: v for k, v in data["forecast"]["prompt_tokens"].items() if v is not None}
     data["policy"] = {k: v for k, v in data["policy"].items() if v is not None}
     return Plan.model_validate(data)

@@ -31,8 +31,7 @@ def ownership_rows(gpus: int, nodes: int, o) -> list[tuple[str, str]]:
         (label, text) rows: capex, monthly cost of ownership and its capital, power and colocation lines, depreciation,
         against renting, over the life.
     """
-    af = (1 - (1 + o.cost_of_capital / 12) ** -o.life_months) / (o.cost_of_capital / 12) if o.cost_of_capital else o.life_months
-    df = (1 + o.cost_of_capital / 12) ** -o.life_months
+    af, df = o.annuity_factor, o.discount_factor
     drawn = o.kw_per_gpu_typical if o.power_draw == "typical" else o.kw_per_gpu
     rows = [
         ("Capex", (f"server {_usd(o.server_usd_per_node)} + network {_usd(o.network_usd_per_node)} + storage "

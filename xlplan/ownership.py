@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+from xlplan.fleet import ROUNDING_TOLERANCE
 from xlplan.units import HOURS_PER_MONTH  # the one definition: 8,760 hours a year over 12
 
 MONTHS_PER_YEAR = 12.0
@@ -79,7 +80,8 @@ def discount_factor(annual_rate: float, months: float) -> float:
 
 
 def annuity_factor(annual_rate: float, months: float) -> float:
-    """Present value of 1 a month paid at each month's end for ``months``: ``(1 − (1 + i)^−n) ÷ i``; ``n`` at 0%. [months]
+    """Present value of 1 a month paid at each month's end for ``months``: ``(1 − (1 + i)^−n) ÷ i``; ``n`` at 0% (and where
+    ``i × n`` is below :data:`xlplan.fleet.ROUNDING_TOLERANCE`). [months]
 
     Parameters
     ----------
@@ -99,7 +101,7 @@ def annuity_factor(annual_rate: float, months: float) -> float:
     (49.318, 60.0)
     """
     i = monthly_rate(annual_rate)
-    if i == 0:
+    if i * months < ROUNDING_TOLERANCE:  # a rate this small is none: 1 − (1 + i)^−n cancels to nothing in floats
         return float(months)
     return (1.0 - (1.0 + i) ** -months) / i
 

@@ -120,6 +120,8 @@ def ownership_out(p: Plan, purchased_gpus: float, api_usd_per_month: float | Non
         rent_usd_per_gpu_hour=rent_rate, rent_monthly_usd=rent, payback_months=payback,
         payback_within_life=ownership.pays_back_within_life(payback, v["depreciation_years"]),
         hours_per_month=hours, life_months=months, engineering_ops_usd_per_month=eng,
+        annuity_factor=ownership.annuity_factor(v["cost_of_capital"], months),
+        discount_factor=ownership.discount_factor(v["cost_of_capital"], months),
         own_total_usd=life["own_total"], own_npv_usd=life["own_npv"], rent_total_usd=life["rent_total"],
         rent_npv_usd=life["rent_npv"], api_total_usd=life["api_total"], api_npv_usd=life["api_npv"],
         sources={k: d["source"] for k, d in own.items()},

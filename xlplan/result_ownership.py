@@ -54,6 +54,8 @@ class OwnershipOut(_Out):
     payback_within_life: bool | None = Field(default=None, description="Whether that payback comes within the depreciation life; False: buying never pays back within it. [bool]")
     hours_per_month: float = Field(default=730.0, description="Hours the power is drawn in a month. [h/month]")
     life_months: float = Field(default=0.0, description="The life the totals cover. [months]")
+    annuity_factor: float = Field(default=0.0, description="A dollar each month of the life, today: (1 − (1 + r/12)^−months) ÷ (r/12). [months]")
+    discount_factor: float = Field(default=0.0, description="A dollar at the end of the life, today: (1 + r/12)^−months. [1]")
     engineering_ops_usd_per_month: float = Field(default=0.0, description="Engineering and on-call, counted for owning and renting alike, not the API. [USD/month]")
     own_total_usd: float = Field(default=0.0, description="Owning over the life: capex + running and engineering each month − residual. [USD]")
     own_npv_usd: float = Field(default=0.0, description="Its present cost at the cost of capital. [USD]")

@@ -100,7 +100,7 @@ def _factors(o, v) -> list[Line]:
     """The life in months, the monthly rate, the discount factor at the end of the life and the annuity factor."""
     rate = o.cost_of_capital / 12 if o else 0.0
     months = o.life_months if o else 0.0
-    df = (1 + rate) ** -months if o else 0.0
+    df = o.discount_factor if o else 0.0
     return [
         Line("LifeMonths", "Life", f'=IF(CostMode<>"buy","{NA}",MonthsPerYear*DepreciationYearsUsed)', v(o and months), "months", FMT["num"], ""),
         Line("MonthlyRate", "Cost of capital a month", f'=IF(CostMode<>"buy","{NA}",CostOfCapitalUsed/MonthsPerYear)', v(o and rate),
@@ -108,8 +108,8 @@ def _factors(o, v) -> list[Line]:
         Line("DiscountFactorLife", "A dollar at the end of the life, today", f'=IF(CostMode<>"buy","{NA}",(1+MonthlyRate)^(-LifeMonths))',
              v(o and df), "1", "0.0000", "(1 + monthly rate) ^ −months"),
         Line("AnnuityFactorLife", "A dollar each month of the life, today",
-             f'=IF(CostMode<>"buy","{NA}",IF(MonthlyRate=0,LifeMonths,(1-DiscountFactorLife)/MonthlyRate))',
-             v(o and ((1 - df) / rate if rate else months)), "months", FMT["num"], "(1 − discount factor) ÷ monthly rate; the months at 0%"),
+             f'=IF(CostMode<>"buy","{NA}",IF(MonthlyRate*LifeMonths<RoundingTolerance,LifeMonths,(1-DiscountFactorLife)/MonthlyRate))',
+             v(o and o.annuity_factor), "months", FMT["num"], "(1 − discount factor) ÷ monthly rate; the months at 0%"),
     ]
 
 
