@@ -111,7 +111,13 @@ def relay_whatifs(book: Book, e: Engine, rows: list[WhatIfRow]) -> None:
     tornado_cells(sh, e, first, len(rows) - BLANK_WHATIF_ROWS, last)
 
 
-def _breakpoints(sh: Sheet, rows: Rows, e: Engine) -> None:
+def breakpoint_name(variable: str, direction: str, kind: str) -> str:
+    """The defined name of a breakpoint's value: 'BreakpointPromptP95UpStep' (the purchase grows) or '…Flip' (the
+    binding constraint changes). [text]"""
+    return f"Breakpoint{BREAKPOINT_INPUTS[variable]}{direction.capitalize()}{kind}"
+
+
+def _breakpoints(book: Book, sh: Sheet, rows: Rows, e: Engine) -> None:
     """The engine's breakpoints (values searched at build time), each with its input now and a STALE flag by formula."""
     rows.section("Breakpoints — where the purchase grows one unit, where the binding constraint flips "
                  "(searched by xlplan at the input's value when the workbook was built)")
@@ -126,7 +132,9 @@ def _breakpoints(sh: Sheet, rows: Rows, e: Engine) -> None:
                 "G": bp.purchased_after if bp.purchased_after is not None else "",
                 "H": bp.binding_flip_at if bp.binding_flip_at is not None else "beyond x64", "I": bp.binding_after or ""}
         for col, v in vals.items():
-            sh.put(col, r, Cell(v, kind="static", fmt=FMT["value"] if isinstance(v, float) else None))
+            coord = sh.put(col, r, Cell(v, kind="static", fmt=FMT["value"] if isinstance(v, float) else None))
+            if col in ("F", "H"):  # named, so that a review's measured figure is judged against them by formula
+                book.define(breakpoint_name(bp.variable, bp.direction, "Step" if col == "F" else "Flip"), sh, coord)
         sh.put("J", r, Cell(f'=IF(ABS(D{r}-E{r})<=RoundingTolerance*ABS(E{r}),"","{STALE}")', formula=True, cached="", kind="flag"))
         sh.row += 1
 
@@ -142,7 +150,7 @@ def sensitivities_tab(book: Book, e: Engine) -> None:
                "rows at the bottom (yellow cells; no need to unprotect); `xlplan check` compares it with the engine's re-plan.")
     put_banner(sh, e)
     # Breakpoints: searched by the engine (a bisection is not a spreadsheet formula); values, dated by the build.
-    _breakpoints(sh, rows, e)
+    _breakpoints(book, sh, rows, e)
 
     rows.section("What-ifs — each row re-plans in full; a blank cell keeps the plan's value")
     sh.put("A", sh.row, Cell("A row that changes the inter-token target, the prompts, a dtype or prefix reuse also changes the "
