@@ -255,7 +255,7 @@ def _answered(p: Plan, verify: bool) -> tuple[PlanResult | None, str]:
 def _schedules(old: Plan, new: Plan, verify: bool, today: dt.date) -> tuple[tuple, str]:
     """Both plans' schedules where both grow, else (None, None) and why not. [text]"""
     if old.growth is None or new.growth is None:
-        which = "neither plan has" if old.growth is None and new.growth is None else (
+        which = "neither plan has a" if old.growth is None and new.growth is None else (
             "the old plan has no" if old.growth is None else "the new plan has no")
         return (None, None), f"order dates not compared: {which} growth section"
     mode = "margin" if verify else "none"
