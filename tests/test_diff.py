@@ -85,6 +85,7 @@ def test_one_changed_input_is_named_with_owner_source_and_every_consequence(caps
     assert p95["new_owner"] is None and p95["new_source"] is None  # neither changed
     c = out["consequences"]
     assert c["method"] == "closed form"
+    assert (c["source"]["old"], c["source"]["new"]) == ("closed form", "closed form")  # not simulated without --verify
     for name, want in _expected_consequences(ref_result).items():
         assert (c[name]["old"], c[name]["new"]) == pytest.approx((want["old"], want["new"])), name
         assert c[name]["changed"] is (want["old"] != want["new"]), name
@@ -189,3 +190,14 @@ def test_every_result_field_has_a_unit_or_is_a_section(model):
     for name, field in model.model_fields.items():
         section = any(m.__name__ in str(field.annotation) for m in (InputChange, Compared, Consequences))
         assert field.description and (section or "[" in field.description), f"{model.__name__}.{name}"
+
+
+@pytest.mark.slow
+def test_verify_passes_on_both_simulated_answers(capsys, files):
+    code, out = _diff_json(capsys, *files, "--verify")
+    c = out["consequences"]
+    assert code == 1 and c["method"] == "verified"
+    simulated = [plan(p, verify=True).answer for p in (reference_plan(), _changed(p95=P95, p99=P95))]
+    assert (c["source"]["old"], c["source"]["new"]) == tuple(a.source for a in simulated)
+    assert (c["with_redundancy"]["old"], c["with_redundancy"]["new"]) == tuple(a.with_redundancy for a in simulated)
+    assert (c["monthly_usd"]["old"], c["monthly_usd"]["new"]) == pytest.approx(tuple(a.monthly_usd for a in simulated))

@@ -43,6 +43,7 @@ class Consequences(_Out):
     method: str = Field(description="How both plans were answered: 'closed form' (not simulated) or 'verified' "
                                     "(each Answer simulated at peak, as `xlplan plan` verifies it). [text]")
     feasible: Compared = Field(description="Whether each plan can be met on its hardware, with the reason where not.")
+    source: Compared = Field(description="Where each Answer's fleet comes from (answer.source): 'verified' or 'closed form'. [text]")
     load: Compared = Field(description="GPUs the peak needs (the Answer's load). [GPUs]")
     with_redundancy: Compared = Field(description="The Answer's fleet with redundancy. [GPUs]")
     purchased: Compared = Field(description="Rounded up to whole purchasing units. [GPUs]")

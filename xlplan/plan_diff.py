@@ -200,7 +200,7 @@ def consequences(old_result: PlanResult | None, new_result: PlanResult | None, m
     if all(s is not None for s in schedules):
         dates = _compared(*(order_dates(s) for s in schedules))
     return Consequences(
-        method=method, feasible=_compared(*feasible), load=pair(lambda x: x.load, "GPUs"),
+        method=method, feasible=_compared(*feasible), source=pair(lambda x: x.source), load=pair(lambda x: x.load, "GPUs"),
         with_redundancy=pair(lambda x: x.with_redundancy, "GPUs"), purchased=pair(lambda x: x.purchased, "GPUs"),
         order=pair(lambda x: x.order), binding=pair(lambda x: x.binding),
         runbook_binding=_compared(*(r.binding if r is not None else None for r in (old_result, new_result))),

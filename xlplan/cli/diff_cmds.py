@@ -81,7 +81,7 @@ def _input_lines(change) -> list[str]:
     return lines + [f"      owner ({change.owner_section}): {owner}; source: {source}"]
 
 
-FIGURES = (("feasible", "plan can be met"), ("load", "fleet, load"), ("with_redundancy", "with redundancy"),
+FIGURES = (("feasible", "plan can be met"), ("source", "fleet from"), ("load", "fleet, load"), ("with_redundancy", "with redundancy"),
            ("purchased", "purchased"), ("order", "what to order"), ("binding", "binding (the Answer's, closed form)"),
            ("runbook_binding", "binding (the runbook's method)"), ("monthly_usd", "monthly bill"),
            ("usd_per_mtok", "$/M tokens"))
