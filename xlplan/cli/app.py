@@ -20,7 +20,7 @@ app = typer.Typer(
 HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Plan": ("plan", "capacity", "simulate", "example", "catalog", "schema"),
     "Check against reality": ("traffic", "validate", "calibrate", "confirm"),
-    "Decide": ("compare", "schedule"),
+    "Decide": ("compare", "schedule", "diff"),
     "Workbook": ("workbook", "read", "check", "template"),
 }
 """`xlplan --help` lists the commands by the job they do, in this order (the jobs of the README's command table)."""
