@@ -164,6 +164,8 @@ def _two(tmp_path, bad: str) -> list:
      "vllm:inter_token_latency_seconds_count 9\n"), "buckets decrease"),
     (('vllm:inter_token_latency_seconds_bucket{le="0.1"} 5\nvllm:inter_token_latency_seconds_bucket{le="+Inf"} 9\n'
      "vllm:inter_token_latency_seconds_sum 0.8\n"), "no vllm:inter_token_latency_seconds_count"),
+    (("\n".join(f"other_metric{{k=\"{k}\"}} 1" for k in range(200))
+      + '\nvllm:inter_token_latency_seconds_bucket{le="0.1"} five\n'), "malformed vllm:inter_token_latency_seconds_bucket"),
 ])
 def test_a_bad_histogram_is_one_line_naming_the_file_and_the_metric(tmp_path, capsys, bad, says):
     with pytest.raises(InputError) as caught:
@@ -174,3 +176,18 @@ def test_a_bad_histogram_is_one_line_naming_the_file_and_the_metric(tmp_path, ca
     report(e)  # the commands' one convention: one line on stderr, exit 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "b.txt" in err[0] and says in err[0]
+
+
+@pytest.mark.parametrize("names, read", [
+    # vLLM emits the older name beside the newer with the same counts: the newer is read, once
+    (("vllm:time_per_output_token_seconds", "vllm:inter_token_latency_seconds"), "vllm:inter_token_latency_seconds"),
+    (("vllm:time_per_output_token_seconds",), "vllm:time_per_output_token_seconds"),  # older vLLM
+    (("sglang:inter_token_latency_seconds",), "sglang:inter_token_latency_seconds"),
+])
+def test_the_inter_token_histogram_is_read_by_the_engines_names(names, read):
+    from xlplan.io.histograms import parse_histograms
+
+    text = "".join(f'{n}_bucket{{le="0.1"}} 5\n{n}_bucket{{le="+Inf"}} 9\n{n}_sum 0.8\n{n}_count 9\n' for n in names)
+    h = parse_histograms(text, "s.txt")["itl"]
+    # 5 gaps at or below 0.1 s, 9 in all, summing to 0.8 s: not doubled where two names carry the same counts
+    assert (h.metric, h.bounds_s, h.cumulative, h.sum_s, h.count) == (read, (0.1, INF), (5, 9), 0.8, 9)

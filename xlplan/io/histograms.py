@@ -41,7 +41,13 @@ def _collect(text: str, src: str) -> dict[str, dict[str, dict]]:
     """metric -> part ('_bucket', '_sum', '_count') -> {(labels without le, le): value}, duplicates checked."""
     wanted = {name + sfx: (name, sfx) for names in HISTOGRAMS.values() for name in names for sfx in _SUFFIXES}
     out: dict[str, dict[str, dict]] = {}
-    for family in _families(text, src, []):
+    skipped: list[str] = []
+    families = _families(text, src, skipped)
+    bad = [line for line in skipped if any(f" {name} " in line for name in wanted)]
+    if bad:
+        raise InputError(src, [bad[0].replace(" left out: a malformed", ": a malformed").split(", a metric")[0]
+                               + "; expected Prometheus text format in a latency histogram the review reads"])
+    for family in families:
         for sample in family.samples:
             if sample.name not in wanted:
                 continue
