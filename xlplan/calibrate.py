@@ -25,7 +25,7 @@ from xlplan import predict
 from xlplan.calibrate_map import BOUNDS, NOISE, PRIOR_SPREAD, ImplausibleFit, MapFit, implausible, map_fit
 from xlplan.predict import Conditions, Efficiencies
 
-__all__ = ["Fit", "ImplausibleFit", "Run", "fit", "fit_defaults", "predicted", "scaled_residuals"]
+__all__ = ["Fit", "ImplausibleFit", "Run", "fit", "fit_defaults", "interval", "plausible_fit", "predicted", "scaled_residuals"]
 
 @dataclass(frozen=True)
 class Run:
@@ -145,7 +145,23 @@ def _fields_for(runs: list[Run], base: Conditions | None, fields: tuple[str, ...
     return fields
 
 
-def _range(eff: Efficiencies, sd: dict, f: str) -> tuple[float, float]:
+def interval(eff: Efficiencies, sd: dict, f: str) -> tuple[float, float]:
+    """A field's 95% interval, ``θ × exp(±1.96 sd)`` within its bounds; the point itself where it was not fitted.
+
+    Parameters
+    ----------
+    eff : Efficiencies
+        The fitted efficiencies.
+    sd : dict of str to float
+        Each fitted field's standard deviation of ln θ (a field absent was not fitted). [ln units]
+    f : str
+        The field.
+
+    Returns
+    -------
+    tuple of float
+        (low, high) of the field. [fraction], [s]
+    """
     v = getattr(eff, f)
     if f not in sd:
         return (v, v)
@@ -192,7 +208,7 @@ def fit(runs: list[Run], base: Conditions | None = None, start: Efficiencies = E
     c0 = runs[0].conditions or base
     prior = start.resolved(c0.engine, c0.gpu.name, table)
     fields = _fields_for(runs, base, fields)
-    m, held, notes = _plausible_fit(runs, base, table, prior, fields)
+    m, held, notes = plausible_fit(lambda e: scaled_residuals(runs, e, base, table), prior, fields)
     eff = m.efficiencies
     notes = [f"the runs cannot identify the {label} apart from the other figures: left at its default "
              f"{getattr(prior, f):g}" for f, label in zip(FIELDS, LABELS) if f in fields and f not in m.identified
@@ -202,7 +218,7 @@ def fit(runs: list[Run], base: Conditions | None = None, start: Efficiencies = E
     errs = [abs(math.exp(x * NOISE[k]) - 1.0) for x, k in zip(scaled_residuals(runs, eff, base, table),
                                                               [k for r in runs for k in _measured(r)])]
     sides = {r.source: ", ".join(k for k in _measured(r)) for r in runs}
-    span = {f: _range(eff, sd, f) for f in FIELDS}
+    span = {f: interval(eff, sd, f) for f in FIELDS}
     return Fit(eff, span["prefill_mfu"], span["decode_mfu"], span["bandwidth_efficiency"], span["step_overhead_s"],
                statistics.median(errs) if errs else 0.0, sides, tuple(notes), m.identified, dict(m.sd), dict(held))
 
@@ -252,17 +268,35 @@ def _unreproduced(runs: list[Run], eff: Efficiencies, base: Conditions | None, t
     return out
 
 
-def _plausible_fit(runs, base, table, prior: Efficiencies, fields: tuple[str, ...]):
+def plausible_fit(resid, prior: Efficiencies, fields: tuple[str, ...]) -> tuple[MapFit, dict, list[str]]:
     """The regularised fit, with a field that would go implausible held at its default and the next one tried.
 
     One batch cannot tell bandwidth from the per-step overhead; the fit offers bandwidth first, and where bandwidth
     would have to pass its ceiling the overhead is the plausible reading instead (and the note says so).
+
+    Parameters
+    ----------
+    resid : callable
+        Efficiencies to the figures' scaled residuals, ``ln(predicted ÷ measured) ÷ σ``. [1]
+    prior : Efficiencies
+        The defaults, every field filled: the prior's centre.
+    fields : tuple of str
+        The fields that may be fitted.
+
+    Returns
+    -------
+    fit : MapFit
+        The regularised fit over the fields not held.
+    held : dict of str to str
+        Each field held at its default, and why.
+    notes : list of str
+        What was held, in words.
     """
     held: dict[str, str] = {}
     notes: list[str] = []
     allowed = tuple(fields)
     while True:
-        m = map_fit(lambda e: scaled_residuals(runs, e, base, table), prior, allowed)
+        m = map_fit(resid, prior, allowed)
         bad = {f: p for f, p in zip(FIELDS, (implausible(m.efficiencies, (f,)) for f in FIELDS)) if p and f in m.identified}
         if not bad:
             return m, held, notes

@@ -136,14 +136,17 @@ def _combine(role: str, samples: dict[tuple, float]) -> float:
     return sum(per_group)
 
 
-def parse_scrape(text: str, src: str, mtime_s: float = 0.0) -> Scrape:
+def parse_scrape(text: str, src: str, mtime_s: float = 0.0, need_cache: bool = True) -> Scrape:
     """The values a scrape's text gives the roles in ``METRICS``, checked and combined.
+
+    ``need_cache`` off, a scrape without a cache metric is read too (the review's histograms use the cache where
+    present).
 
     Raises
     ------
     InputError
         Malformed text (with the line), a series given twice with two values, a value out of range
-        (naming the series), or no vLLM or SGLang cache metric.
+        (naming the series), or (with ``need_cache``) no vLLM or SGLang cache metric.
     """
     role_of = {name: role for role, names in METRICS.items() for name in names}
     seen: dict[str, dict[tuple, float]] = {}
@@ -173,7 +176,7 @@ def parse_scrape(text: str, src: str, mtime_s: float = 0.0) -> Scrape:
     if problems:
         raise InputError(src, problems)
     values = {name: _combine(role_of[name], samples) for name, samples in seen.items()}
-    if not any(name in values for name in METRICS["cache"]):
+    if need_cache and not any(name in values for name in METRICS["cache"]):
         found = ", ".join(sorted({f.name for f in _families(text, src)})[:8]) or "no metrics"
         raise InputError(src, [(f"no vLLM or SGLang cache metric (found: {found}); expected one of "
                                f"{', '.join(METRICS['cache'])} — is this the inference server's /metrics?")])
