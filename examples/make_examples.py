@@ -25,11 +25,17 @@ bf16 served by vLLM, one H100 SXM per replica.
   about 64 requests running and a few waiting while the KV cache is under half full (compute binds), counters and
   histograms growing by what the completed requests add.
 - ``reference-plan.yaml``: the reference plan, exactly as ``xlplan example`` prints it (for ``--plan``).
+- ``review/``: the month a review of the reference plan reads (``xlplan review``), January 2027, in which prompts grew:
+  median ``REVIEW_PROMPT_MEDIAN`` instead of the plan's 2,000 (p95 about 3,500 where the plan says 2,000). Five minutes
+  of the month's busiest hour at the gateway (``requests-2027-01.csv.gz``, 14:27:30-14:32:30 UTC on Tuesday 26 January;
+  the peak rate and the lengths, not a month's volume: a whole month at 40 req/s is some 40 million rows), five scrapes
+  of one replica at that peak drawn with the longer prompts, and a benchmark run that week (``bench/vllm-c64.json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import hashlib
 import json
@@ -585,6 +591,44 @@ def scrapes(rng) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------------- the month a review reads
+
+REVIEW_PROMPT_MEDIAN, REVIEW_PROMPT_SIGMA = 2300.0, 0.25
+"""January's prompts: longer than the plan's 2,000 and less spread than November's logs (p95 2,300 x e^(1.645 x 0.25) =
+3,470 tokens). [tokens]"""
+REVIEW_SLICE = (1650, 1950)
+"""The review log's five minutes around the busiest hour's peak (14:30): [start, end) seconds after 14:00. [s]"""
+
+
+@contextlib.contextmanager
+def _january():
+    """The generator's figures moved to January 2027 and its longer prompts, for as long as the block runs."""
+    g = globals()
+    moved = {"HOUR_START": datetime(2027, 1, 26, 14, 0, 0, tzinfo=timezone.utc),
+             "SCRAPE_AT": datetime(2027, 1, 26, 14, 29, 30, tzinfo=timezone.utc),
+             "BENCH_DAY": datetime(2027, 1, 27, 10, 0, 0, tzinfo=timezone.utc),
+             "PROMPT_MEDIAN": REVIEW_PROMPT_MEDIAN, "PROMPT_SIGMA": REVIEW_PROMPT_SIGMA}
+    kept = {k: g[k] for k in moved}
+    g.update(moved)
+    try:
+        yield
+    finally:
+        g.update(kept)
+
+
+def review_month(rng_seed: int) -> dict[str, bytes]:
+    """The review's sample month: relative path -> bytes (the log gzipped)."""
+    logs, ids, bench, prom = (np.random.default_rng(s) for s in np.random.SeedSequence(rng_seed + 1).spawn(4))
+    with _january():
+        hour = hour_of_requests(logs)
+        rows = hour[(hour.t >= REVIEW_SLICE[0]) & (hour.t < REVIEW_SLICE[1])].reset_index(drop=True)
+        out = {"review/requests-2027-01.csv.gz": gzip.compress(requests_csv(ids, rows).encode(), compresslevel=9, mtime=0),
+               "review/bench/vllm-c64.json": (json.dumps(_round_floats(vllm_result(bench, 64, 0)), indent=4) + "\n").encode()}
+        for i, text in enumerate(scrapes(prom), start=1):
+            out[f"review/scrapes/vllm-{i:02d}.prom"] = text.encode()
+    return out
+
+
 # --------------------------------------------------------------------------- writing
 
 def files(rng_seed: int = SEED) -> dict[str, bytes | pd.DataFrame]:
@@ -610,7 +654,7 @@ def files(rng_seed: int = SEED) -> dict[str, bytes | pd.DataFrame]:
         json.dumps(_round_floats(genai_perf_export(bench_n, 64)), indent=2) + "\n").encode()
     for i, text in enumerate(scrapes(prom), start=1):
         out[f"scrapes/vllm-{i:02d}.prom"] = text.encode()
-    return out
+    return out | review_month(rng_seed)
 
 
 def write(folder: Path) -> list[Path]:
