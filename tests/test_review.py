@@ -159,3 +159,18 @@ def test_bad_plan_fields_one_line_each(tmp_path, capsys):
     rc = main(["plan", str(plan)])
     err = capsys.readouterr().err
     assert rc == 2 and "installed.gpus: got -1" in err and "orders[0].placed" in err and "2027-02-30 does not exist" in err
+
+
+def test_scrapes_give_confirms_verdict_against_the_plans_binding(tmp_path, capsys):
+    # the same scrapes, read by `xlplan confirm`'s reader and verdict: the review's section 4 is that verdict
+    from pathlib import Path
+
+    from xlplan.confirm import verdict
+    from xlplan.io.metrics import read_scrapes
+
+    scrapes = sorted((Path(__file__).parents[1] / "examples" / "scrapes").glob("vllm-*.prom"))
+    found, _ = verdict(read_scrapes(scrapes))
+    args = [a for s in scrapes for a in ("--scrapes", s)]
+    rc, out, _ = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "m.csv"), "--date", DATE, "--json", *args)
+    binding = json.loads(out)["binding"]
+    assert binding["found"] == found and binding["planned"] == run_plan(reference_plan()).binding

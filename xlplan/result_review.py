@@ -58,7 +58,7 @@ class PromiseCheck(_Out):
 class BindingCheck(_Out):
     """Which constraint binds in production (the two gauges) against the plan's."""
 
-    planned: str = Field(description="The plan's binding constraint (the Answer's). [text]")
+    planned: str = Field(description="The plan's binding constraint, as `xlplan confirm --plan` reads it (the runbook's method). [text]")
     found: str | None = Field(description="'memory', 'compute', 'neither' or 'unclear' (None: no scrapes given). [text]")
     agrees: bool | None = Field(description="Production confirms the plan (None: no scrapes). [bool]")
     sentence: str = Field(description="The verdict and its evidence, in words. [text]")

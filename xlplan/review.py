@@ -328,7 +328,7 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
                + [a.sentence for a in rp.actions if a.due])
     return ReviewOut(plan=plan.name, date=date, month=f"{day:%Y-%m}", planned_month_index=index,
                      forecast=forecast_checks(planned, measured, plan.owners.forecast), breakpoints_basis=basis,
-                     breakpoints=checks, promise=promise, binding=_binding(rp.old.binding, evidence),
+                     breakpoints=checks, promise=promise, binding=_binding(result.binding, evidence),
                      model=model.sentence if model is not None else "not given (no production model check)", replan=rp,
                      triggers=triggers, watch=watch_list(checks), history=accuracy([*history, line]), history_line=line,
                      reasons=reasons, needs_action=bool(reasons))
