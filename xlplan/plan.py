@@ -22,12 +22,13 @@ from xlplan.plan_costs import OWNERSHIP_FIELDS, Costs
 from xlplan.plan_fields import Fraction, FractionBelowOne, _Section, migrate_older_plan
 from xlplan.plan_hardware import GPUOverride, Hardware, ModelChoice
 from xlplan.plan_policy import Calibration, Policy
+from xlplan.plan_review import Installed, Order, Trigger
 from xlplan.specs import ComputeDtype, KVDtype, WeightDtype  # noqa: F401  (as Engine)
 
 # The plan file's models are one public interface wherever their code lives: each is named xlplan.plan.<Model>, as
 # reprs, pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it. The field
 # types their annotations name are imported above, so type hints resolve here too.
-for _model in (ModelChoice, GPUOverride, Hardware, Calibration, Policy, Contracts, Costs):
+for _model in (ModelChoice, GPUOverride, Hardware, Calibration, Policy, Contracts, Costs, Installed, Order, Trigger):
     _model.__module__ = __name__
 del _model
 
@@ -198,6 +199,9 @@ class Plan(_Section):
     growth: Growth | None = Field(default=None, description="How the peak grows month by month (`xlplan schedule`); left out, no schedule.")
     contracts: Contracts | None = Field(default=None, description="A reserved or owned base with on-demand, API and spot for the day's peaks; left out, none.")
     owners: Owners = Field(default_factory=Owners, description="Who owns each input.")
+    installed: Installed | None = Field(default=None, description="The GPUs in service, for `xlplan review`'s orders; left out, the plan's own fleet.")
+    orders: list[Order] = Field(default_factory=list, description="Orders placed and not yet delivered, for `xlplan review`.")
+    triggers: list[Trigger] = Field(default_factory=list, description="Pre-agreed consequences `xlplan review` checks on the measured figures.")
     sources: Sources = Field(default_factory=Sources, description="Where and when each input was obtained.")
     accept_implausible: list[str] = Field(
         default_factory=list, description="Fields whose value is outside its plausible range (xlplan.plausibility) "

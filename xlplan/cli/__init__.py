@@ -12,7 +12,16 @@ from pathlib import Path
 import typer
 
 from xlplan import catalog
-from xlplan.cli import decision_cmds, diff_cmds, measure_cmds, plan_cmds, simulate_cmds, traffic_cmds, workbook_cmds  # noqa: F401  (registers the commands)
+from xlplan.cli import (  # noqa: F401  (registers the commands)
+    decision_cmds,
+    diff_cmds,
+    measure_cmds,
+    plan_cmds,
+    review_cmds,
+    simulate_cmds,
+    traffic_cmds,
+    workbook_cmds,
+)
 from xlplan.cli.app import PLAN_ARG, app, arrange_help, load  # noqa: F401  (the names callers and tests use)
 from xlplan.io.errors import InputError
 from xlplan.io.extras import missing_extra

@@ -19,7 +19,7 @@ app = typer.Typer(
 
 HELP_PANELS: dict[str, tuple[str, ...]] = {
     "Plan": ("plan", "capacity", "simulate", "example", "catalog", "schema"),
-    "Check against reality": ("traffic", "validate", "calibrate", "confirm"),
+    "Check against reality": ("traffic", "validate", "calibrate", "confirm", "review"),
     "Decide": ("compare", "schedule", "diff"),
     "Workbook": ("workbook", "read", "check", "template"),
 }

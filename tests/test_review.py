@@ -1,0 +1,176 @@
+"""`xlplan review`: a synthetic month against the reference plan, each consequence read from the plan's own breakpoints
+(section 6) and the runbook's method, never from the review's output."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from xlplan.cli import main
+from xlplan.io.planfile import reference_plan, reference_plan_text
+from xlplan.planner import plan as run_plan
+from xlplan.schedule_calendar import month_start, order_by
+
+T0 = 1_798_761_600  # 2027-01-01 00:00:00 UTC
+RATE = 40.0  # the reference plan's peak [requests/s]
+DATE = "2027-01-10"
+LEAD = 14  # days from order to service
+
+
+def write_log(path, long_prompts: int = 0):
+    """Three minutes at 40 req/s (so every 60 s window from a request holds 2,400: a peak of exactly 40 req/s), then ten
+    requests spread over the next 270 s (the span becomes 449.975 s + 270 s ... the mean rate 7,210 / span ≈ 0.4 × 40,
+    the plan's utilisation). Prompts 2,000 tokens, the last ``long_prompts`` 7,000; outputs 300."""
+    t = T0 + np.arange(7200) / RATE
+    t = np.concatenate([t, t[-1] + np.linspace(1, 270, 10)])
+    prompt = np.full(t.size, 2000)
+    if long_prompts:
+        prompt[-long_prompts:] = 7000
+    df = pd.DataFrame({"timestamp": pd.to_datetime(t, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                       "prompt_tokens": prompt, "completion_tokens": 300})
+    df.to_csv(path, index=False)
+    return path
+
+
+def write_plan(tmp_path, **sections):
+    data = yaml.safe_load(reference_plan_text())
+    data.update(sections)
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def review(capsys, *args):
+    rc = main(["review", *map(str, args)])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return rc, out, err
+
+
+def test_prompts_past_the_breakpoint_name_the_crossing_the_fleet_and_the_order_date(tmp_path, capsys):
+    # The plan's own closed-form breakpoint for prompt_p95 (section 6, the Answer's method): the purchase grows one unit
+    # at fleet_step_at, to purchased_after. 800 of 7,210 prompts at 7,000 tokens put the log's p95 at 7,000 (the top
+    # 11% of the sorted prompts), past that step.
+    ref = run_plan(reference_plan())
+    step = next(b for b in ref.closed_form_breakpoints if b.variable == "prompt_p95")
+    assert step.fleet_step_at < 7000
+    plan = write_plan(tmp_path, growth={"lead_time_days": LEAD})
+    rc, out, _ = review(capsys, plan, "--log", write_log(tmp_path / "month.csv", long_prompts=800), "--date", DATE)
+    assert rc == 1
+    assert f"p95 prompts reached 7,000 (breakpoint {step.fleet_step_at:,.0f})" in out
+    assert f"the fleet goes to {step.purchased_after}" in out
+    # the re-plan with the measured forecast (the same plan with p95 = p99 = 7,000 tokens) buys what the breakpoint said
+    assert ref.answer.purchased < step.purchased_after
+    assert f"purchased {ref.answer.purchased} → {step.purchased_after}" in out
+    # the new GPUs are needed from the month after the review, 2027-02; the place-by day is the lead time before its
+    # first day: 2027-02-01 − 14 days = 2027-01-18
+    assert order_by(month_start("2027-02"), LEAD).isoformat() == "2027-01-18"
+    assert "needed from 2027-02, by 2027-01-18" in out
+
+
+def test_a_month_as_planned_needs_no_action(tmp_path, capsys):
+    # peak 40 req/s, prompts 2,000, outputs 300, utilisation ≈ 0.40: the reference plan's own forecast. Its tokens a month
+    # (96.7 billion, runbook step 7) are above the Answer's break-even, so the build-versus-buy trigger stays quiet.
+    md = tmp_path / "note.md"
+    rc, out, _ = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "month.csv"), "--date", DATE, "--markdown", md)
+    assert rc == 0
+    assert "no action" in out and "no order to place, move or cancel" in out
+    assert md.read_text(encoding="utf-8").startswith("# Monthly review")
+
+
+def test_a_plan_trigger_fires(tmp_path, capsys):
+    # "re-plan if p95 prompts pass 4,000": the month's p95 is 7,000
+    plan = write_plan(tmp_path, triggers=[{"metric": "prompt_p95", "above": 4000, "action": "re-plan"}])
+    rc, out, _ = review(capsys, plan, "--log", write_log(tmp_path / "m.csv", long_prompts=800), "--date", DATE, "--json")
+    assert rc == 1
+    fired = [t for t in json.loads(out)["triggers"] if t["source"] == "plan"]
+    assert fired == [pytest.approx(fired[0])] and fired[0]["fired"] and fired[0]["measured"] == 7000
+
+
+def test_the_break_even_trigger_fires_below_the_volume(tmp_path, capsys):
+    # "move off the API at 35 billion tokens a month" read the other way: a plan that self-hosts is told when the month's
+    # volume is below the Answer's break-even. At 2 req/s peak the month serves ~0.4 × 2 × 2,300 × 2.63 M s ≈ 4.8 billion
+    # tokens, below the reference Answer's break-even (~48.6 billion: $15,330 + ops against the API's blended price).
+    t = T0 + np.arange(400) / 2.0
+    pd.DataFrame({"created": t, "prompt_tokens": 2000, "completion_tokens": 300}).to_csv(tmp_path / "small.csv", index=False)
+    rc, out, _ = review(capsys, write_plan(tmp_path), "--log", tmp_path / "small.csv", "--date", DATE, "--json")
+    even = [t for t in json.loads(out)["triggers"] if t["source"] == "break-even"][0]
+    assert rc == 1 and even["fired"] and even["measured"] < even["value"]
+
+
+def test_orders_against_what_is_installed(tmp_path, capsys):
+    # 16 GPUs installed and one order of 8 for 2027-03: the plan as measured holds 7 (rented per GPU, 6 + 1), so the
+    # order is not needed within the schedule: cancel it, and the review exits 1
+    plan = write_plan(tmp_path, installed={"gpus": 16, "since": "2026-12"},
+                      orders=[{"gpus": 8, "placed": "2026-12-01", "delivery": "2027-03", "source": "PO 1"}])
+    rc, out, _ = review(capsys, plan, "--log", write_log(tmp_path / "m.csv"), "--date", DATE)
+    assert rc == 1 and "cancel the order of 8 GPUs placed 2026-12-01 for 2027-03" in out
+
+
+def test_history_appends_one_line_per_review_and_reports_the_trend(tmp_path, capsys):
+    hist = tmp_path / "history.jsonl"
+    plan = write_plan(tmp_path)
+    log = write_log(tmp_path / "m.csv")
+    review(capsys, plan, "--log", log, "--date", "2027-01-10", "--history", hist)
+    assert len(hist.read_text(encoding="utf-8").splitlines()) == 1
+    # two more months whose measured p95 prompts are 7,000 against the planned 2,000: errors 0%, +250%, +250%
+    long = write_log(tmp_path / "long.csv", long_prompts=800)
+    review(capsys, plan, "--log", long, "--date", "2027-02-10", "--history", hist)
+    rc, out, _ = review(capsys, plan, "--log", long, "--date", "2027-03-10", "--history", hist)
+    lines = hist.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x)["date"] for x in lines] == ["2027-01-10", "2027-02-10", "2027-03-10"]
+    # least-squares slope of 0, 2.5, 2.5 against 0, 1, 2: (−1·−1.667 + 0 + 1·0.833) / 2 = 1.25, +125 points a review
+    assert "p95 prompts: +0%, +250%, +250% (growing, +125.0 points a review)" in out
+
+
+def test_without_history_nothing_is_written(tmp_path, capsys):
+    before = set(tmp_path.iterdir())
+    log = write_log(tmp_path / "m.csv")
+    plan = write_plan(tmp_path)
+    review(capsys, plan, "--log", log, "--date", DATE)
+    assert set(tmp_path.iterdir()) == before | {log, plan}
+
+
+@pytest.mark.parametrize("case", ["bad date", "no log", "bad log", "bad history", "bad plan", "markdown exists"])
+def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, case):
+    plan, log = write_plan(tmp_path), write_log(tmp_path / "m.csv")
+    hist = tmp_path / "h.jsonl"
+    hist.write_text('{"date": "2027-01-10"}\n' if case == "bad history" else "", encoding="utf-8")
+    md = tmp_path / "note.md"
+    if case == "markdown exists":
+        md.write_text("keep", encoding="utf-8")
+    args = {"bad date": ["--date", "2027-13-01"], "no log": [], "bad log": ["--log", tmp_path / "plan.yaml"],
+            "bad history": [], "bad plan": [], "markdown exists": []}[case]
+    if case == "bad plan":
+        plan = write_plan(tmp_path, triggers=[{"metric": "prompt_p95", "action": "re-plan"}])
+    log_args = [] if case in ("no log", "bad log") else ["--log", log]
+    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    rc, out, err = review(capsys, plan, *log_args, "--history", hist, "--markdown", md, *args)
+    assert rc == 2 and err.startswith("error: ") and out == ""
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_bad_plan_fields_one_line_each(tmp_path, capsys):
+    plan = write_plan(tmp_path, installed={"gpus": -1}, orders=[{"gpus": 8, "placed": "2027-02-30", "delivery": "2027-03"}])
+    rc = main(["plan", str(plan)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "installed.gpus: got -1" in err and "orders[0].placed" in err and "2027-02-30 does not exist" in err
+
+
+def test_scrapes_give_confirms_verdict_against_the_plans_binding(tmp_path, capsys):
+    # the same scrapes, read by `xlplan confirm`'s reader and verdict: the review's section 4 is that verdict
+    from pathlib import Path
+
+    from xlplan.confirm import verdict
+    from xlplan.io.metrics import read_scrapes
+
+    scrapes = sorted((Path(__file__).parents[1] / "examples" / "scrapes").glob("vllm-*.prom"))
+    found, _ = verdict(read_scrapes(scrapes))
+    args = [a for s in scrapes for a in ("--scrapes", s)]
+    rc, out, _ = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "m.csv"), "--date", DATE, "--json", *args)
+    binding = json.loads(out)["binding"]
+    assert binding["found"] == found and binding["planned"] == run_plan(reference_plan()).binding

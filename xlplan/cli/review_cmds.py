@@ -1,0 +1,116 @@
+"""The monthly review: `xlplan review`, production measurements back to the plan."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import typer
+
+from xlplan.cli.app import app
+from xlplan.cli.app import load as _load
+from xlplan.io.errors import InputError
+
+
+def _review_day(text: str | None) -> str:
+    if text is None:
+        return dt.date.today().isoformat()
+    try:
+        if len(text) != 10:
+            raise ValueError(text)
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise InputError("--date", [f"got {text!r}; expected a day of the calendar, YYYY-MM-DD"]) from None
+
+
+@app.command("review")
+def review_cmd(
+    plan_file: Path = typer.Argument(..., help="The plan under review (YAML or JSON), with any installed, orders and triggers sections."),
+    logs: list[Path] = typer.Option([], "--log", help="Request logs of the month, as `xlplan traffic` reads them; repeat for more. Required."),
+    scrapes: list[Path] = typer.Option([], "--scrapes", help="Prometheus text-format scrapes, in time order: which constraint binds in production; repeat for more."),
+    results: list[Path] = typer.Option([], "--results", help="Benchmark results, as `xlplan calibrate` reads them: the re-plan uses the fitted efficiencies; repeat for more."),
+    date: str | None = typer.Option(None, "--date", help="The review day, YYYY-MM-DD (default: today); its month is the month reviewed."),
+    markdown: Path | None = typer.Option(None, "--markdown", help="Also write the review note as Markdown here."),
+    as_json: bool = typer.Option(False, "--json", help="Print the review as JSON."),
+    history: Path | None = typer.Option(None, "--history", help="Append one line for this review to this JSON Lines file and show the forecast's accuracy over time: the one output allowed to grow (without it nothing is written)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --markdown file."),
+) -> None:
+    """The monthly review: the forecast against the month's logs, the breakpoints crossed, the re-plan and its orders, the triggers. Exit 0: no action; 1: a trigger fired, a breakpoint was crossed, the promise was missed or an order is due; 2: bad input."""
+    from xlplan.io.extras import require
+    from xlplan.io.outputs import MARKDOWN, Output, check_outputs, json_text, write_outputs
+    from xlplan.io.review_history import append_history, read_history
+    from xlplan.planner import plan as run_plan
+    from xlplan.review import review
+    from xlplan.review_note import review_note
+
+    day = _review_day(date)
+    if not logs:
+        raise InputError("--log", ["missing; expected the month's request logs (--log FILE, repeat for more)"])
+    require("pandas", command="review")
+    inputs = [plan_file, *logs, *scrapes, *results]
+    if markdown is not None:
+        check_outputs([Output(markdown, "--markdown", MARKDOWN)], force, inputs=inputs)
+    past, past_text = read_history(history) if history is not None else ([], "")
+    base = _load(plan_file)
+    result = run_plan(base)
+    summary, fragment = _traffic(logs)
+    evidence = _scrapes(scrapes)
+    measured_plan, recalibrated = _measured_plan(base, fragment, results)
+    out = review(base, result, summary, measured_plan, day, evidence, recalibrated=recalibrated, history=tuple(past))
+    if markdown is not None:
+        write_outputs([(markdown, review_note(out, md=True))])
+    if history is not None:
+        append_history(history, past_text, out.history_line)
+    typer.echo(json_text(out.model_dump(mode="json")) if as_json else review_note(out), nl=as_json)
+    if out.needs_action:
+        raise typer.Exit(1)
+
+
+def _traffic(logs: list[Path]):
+    """The month's summary (a 60 s peak window, as `xlplan traffic`'s default) and the forecast it gives a plan."""
+    from xlplan.io.logs import read_logs, untimed_inside
+    from xlplan.io.traffic_report import plan_fragment
+    from xlplan.traffic import UnsuitableLog, summarise
+
+    req = read_logs(logs, {})
+    try:
+        s = summarise(req.arrival_t_s, req.prompt, req.output, req.cached, 60.0, req.offset_s)
+    except UnsuitableLog as e:
+        raise InputError(", ".join(req.files), [str(e)], req.bad.lines()) from None
+    inside = untimed_inside(req, s.peak_window_start_s, s.peak_window_start_s + s.window_s)
+    if inside is not None:
+        raise InputError(", ".join(req.files), [inside], req.bad.lines())
+    return s, plan_fragment(req, s)
+
+
+def _scrapes(scrapes: list[Path]):
+    """The scrapes' evidence, or None without any."""
+    if not scrapes:
+        return None
+    from xlplan.io.metrics import read_scrapes
+
+    return read_scrapes(scrapes)
+
+
+def _measured_plan(base, fragment: dict, results: list[Path]):
+    """(the plan with the measured forecast and any benchmark's fitted efficiencies, where those come from or '')."""
+    from xlplan.cli.traffic_cmds import _with_forecast
+
+    if not results:
+        return _with_forecast(base, fragment), ""
+    from xlplan.io.extras import require
+
+    require("scipy", command="review --results")
+    from xlplan.calibrate import ImplausibleFit, fit
+    from xlplan.cli.measure_cmds import _calibrated
+    from xlplan.io.bench_results import read_results
+    from xlplan.predict import conditions_of_plan
+
+    degree = base.policy.tp or 1
+    runs = read_results(results, plan_model=base.model.name)
+    try:
+        f = fit(runs, conditions_of_plan(base, degree))
+    except ImplausibleFit as e:
+        raise InputError(e.runs, [e.why]) from None
+    names = ", ".join(p.name for p in results)
+    return _with_forecast(_calibrated(base, f, names, len(runs), degree), fragment), f"{names} ({len(runs)} runs)"
