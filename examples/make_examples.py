@@ -26,7 +26,8 @@ bf16 served by vLLM, one H100 SXM per replica.
   histograms growing by what the completed requests add.
 - ``reference-plan.yaml``: the reference plan, exactly as ``xlplan example`` prints it (for ``--plan``).
 - ``review/``: the month a review of the reference plan reads (``xlplan review``), January 2027, in which prompts grew:
-  median ``REVIEW_PROMPT_MEDIAN`` instead of the plan's 2,000 (p95 about 3,500 where the plan says 2,000). Five minutes
+  median ``REVIEW_PROMPT_MEDIAN`` instead of the plan's 2,000 (p95 about 3,500 where the plan says 2,000); the replica's
+  time per output token at the peak is what the serving model predicts at 64 running and the benchmarks' efficiencies. Five minutes
   of the month's busiest hour at the gateway (``requests-2027-01.csv.gz``, 14:27:30-14:32:30 UTC on Tuesday 26 January;
   the peak rate and the lengths, not a month's volume: a whole month at 40 req/s is some 40 million rows), five scrapes
   of one replica at that peak drawn with the longer prompts, and a benchmark run that week (``bench/vllm-c64.json``).
@@ -69,6 +70,8 @@ BENCH_DAY = datetime(2026, 11, 25, 10, 0, 0, tzinfo=timezone.utc)
 SCRAPE_AT = datetime(2026, 11, 24, 14, 29, 30, tzinfo=timezone.utc)
 SCRAPES, SCRAPE_INTERVAL_S = 5, 15.0
 REPLICA_PEAK_RPS = 5.0
+TPOT_S = 0.041
+"""The replica's mean time per output token at the peak in November's scrapes. [s]"""
 """Requests one production replica completes a second at 14:30 (40 req/s over eight replicas). [requests/s]"""
 
 
@@ -482,7 +485,7 @@ def server_day(rng, start_s: float, end_s: float) -> pd.DataFrame:
     cached = np.minimum(np.where(shared, SYSTEM_PROMPT_TOKENS, 0), (prompt - 1) // BLOCK * BLOCK)
     queue = np.where(rng.uniform(size=n) < 0.6, rng.exponential(0.35, n), rng.exponential(0.01, n))
     prefill = (prompt - cached) / 11_000 * rng.lognormal(0, 0.3, n) + 0.02
-    tpot = 0.041 * rng.lognormal(0, 0.08, n)
+    tpot = TPOT_S * rng.lognormal(0, 0.08, n)
     decode = (output - 1) * tpot
     return pd.DataFrame({"finish": finish, "prompt": prompt, "output": output, "cached": cached, "queue": queue,
                          "prefill": prefill, "tpot": tpot, "decode": decode, "ttft": queue + prefill,
@@ -596,6 +599,8 @@ def scrapes(rng) -> list[str]:
 REVIEW_PROMPT_MEDIAN, REVIEW_PROMPT_SIGMA = 2300.0, 0.25
 """January's prompts: longer than the plan's 2,000 and less spread than November's logs (p95 2,300 x e^(1.645 x 0.25) =
 3,470 tokens). [tokens]"""
+REVIEW_OUTPUT_SIGMA = 0.1
+"""January's outputs: the plan's 300-token median, tightly spread (p95 300 x e^(1.645 x 0.1) = 354). [1]"""
 REVIEW_SLICE = (1650, 1950)
 """The review log's five minutes around the busiest hour's peak (14:30): [start, end) seconds after 14:00. [s]"""
 
@@ -607,7 +612,8 @@ def _january():
     moved = {"HOUR_START": datetime(2027, 1, 26, 14, 0, 0, tzinfo=timezone.utc),
              "SCRAPE_AT": datetime(2027, 1, 26, 14, 29, 30, tzinfo=timezone.utc),
              "BENCH_DAY": datetime(2027, 1, 27, 10, 0, 0, tzinfo=timezone.utc),
-             "PROMPT_MEDIAN": REVIEW_PROMPT_MEDIAN, "PROMPT_SIGMA": REVIEW_PROMPT_SIGMA}
+             "PROMPT_MEDIAN": REVIEW_PROMPT_MEDIAN, "PROMPT_SIGMA": REVIEW_PROMPT_SIGMA, "OUTPUT_SIGMA": REVIEW_OUTPUT_SIGMA,
+             "TPOT_S": predicted_run(64)["itl"]}
     kept = {k: g[k] for k in moved}
     g.update(moved)
     try:

@@ -44,6 +44,9 @@ FIXED = {
     "examples/bench": "Benchmark results: `vllm bench serve --save-result`, a GuideLLM report, a genai-perf export.",
     "examples/logs": "Request logs: OpenAI usage JSON Lines (and .gz), LiteLLM spend logs, CSV, Parquet.",
     "examples/scrapes": "Prometheus scrapes of one vLLM replica's /metrics, 15 s apart.",
+    "examples/review": "A month for `xlplan review` of the reference plan: its busiest minutes' log, scrapes at that peak, a benchmark.",
+    "examples/review/bench": "The week's benchmark run, as `vllm bench serve --save-result` writes it.",
+    "examples/review/scrapes": "Five scrapes of one replica at the month's peak, 15 s apart.",
     "examples/reference-plan.yaml": "The reference plan as `xlplan example` writes it, for `--plan`.",
     ".ci": "Continuous integration.",
     # files that are not Python modules

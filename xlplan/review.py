@@ -56,6 +56,10 @@ class ModelCheck(Protocol):
     sentence: str  # step times and KV use against the serving model, and the fit with its uncertainty [text]
 
 
+AVERAGE_SPAN_S = 86_400.0
+"""The shortest log whose mean rate measures an average utilisation: a day (a slice of the peak is all peak). [s]"""
+
+
 def measured_figures(traffic: TrafficSummary) -> dict[str, float | None]:
     """The review's figures from a log's summary.
 
@@ -68,17 +72,20 @@ def measured_figures(traffic: TrafficSummary) -> dict[str, float | None]:
     -------
     dict
         :data:`FIGURES`' keys → the measured value (requests/s, tokens, fraction, tokens/month); prefix reuse None
-        when the log has no cached-token counts. Tokens a month: mean rate × mean tokens × 730 h. [unit of each]
+        when the log has no cached-token counts, the average utilisation and tokens a month None when the log spans
+        less than :data:`AVERAGE_SPAN_S`. Tokens a month: mean rate × mean tokens × 730 h. [unit of each]
 
     References
     ----------
     Runbook, document 14, step 7 · "at 40% average load roughly 95 billion tokens a month".
     """
     t = traffic
-    tokens = cost.tokens_per_month(t.peak_rps, t.prompt.mean + t.output.mean, t.average_utilisation)
+    whole = t.last_s - t.first_s >= AVERAGE_SPAN_S  # a slice of the peak measures no month's average
+    util = t.average_utilisation if whole else None
+    tokens = cost.tokens_per_month(t.peak_rps, t.prompt.mean + t.output.mean, util) if whole else None
     return {"peak_rps": t.peak_rps, "prompt_p50": t.prompt.p50, "prompt_p95": t.prompt.p95, "prompt_p99": t.prompt.p99,
             "output_p50": t.output.p50, "output_p95": t.output.p95, "output_p99": t.output.p99,
-            "average_utilisation": t.average_utilisation, "prefix_reuse": t.prefix_reuse, "tokens_per_month": tokens}
+            "average_utilisation": util, "prefix_reuse": t.prefix_reuse, "tokens_per_month": tokens}
 
 
 def planned_figures(plan: Plan, result: PlanResult, growth_factor: float) -> dict[str, float]:

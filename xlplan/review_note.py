@@ -81,8 +81,9 @@ def review_note(r: ReviewOut, md: bool = False) -> str:
     out += _heading("5. The model against production", md) + _items([r.model], md)
     out += _heading("6. The re-plan", md) + _replan(r, md)
     out += _heading("7. Triggers", md)
-    out += _items([f"{'FIRED' if t.fired else 'not fired'}: {t.metric} {t.bound} {_value(t.value, t.unit)} (measured "
-                   f"{_value(t.measured, t.unit)}; {t.source}): {t.action}" for t in r.triggers] or ["none"], md)
+    out += _items([f"{'FIRED' if t.fired else 'not fired'}: {t.metric} {t.bound} {_value(t.value, t.unit)} ("
+                   f"{'not measured' if t.measured is None else 'measured ' + _value(t.measured, t.unit)}; {t.source}): "
+                   f"{t.action}" for t in r.triggers] or ["none"], md)
     out += _heading("8. What to watch next month", md) + _items([c.sentence for c in r.watch] or ["nothing measured to watch"], md)
     if len(r.history) and len(r.history[0].errors) > 1:
         out += _heading("The forecast's accuracy over time", md) + _items([t.sentence for t in r.history], md)

@@ -56,7 +56,9 @@ def review_cmd(
     summary, fragment = _traffic(logs)
     evidence = _scrapes(scrapes)
     measured_plan, recalibrated = _measured_plan(base, fragment, results)
-    out = review(base, result, summary, measured_plan, day, evidence, recalibrated=recalibrated, history=tuple(past))
+    latency, model, measured_plan, recalibrated = _production(base, result, scrapes, measured_plan, recalibrated)
+    out = review(base, result, summary, measured_plan, day, evidence, latency, model, recalibrated=recalibrated,
+                 history=tuple(past))
     if markdown is not None:
         write_outputs([(markdown, review_note(out, md=True))])
     if history is not None:
@@ -70,6 +72,7 @@ def _traffic(logs: list[Path]):
     """The month's summary (a 60 s peak window, as `xlplan traffic`'s default) and the forecast it gives a plan."""
     from xlplan.io.logs import read_logs, untimed_inside
     from xlplan.io.traffic_report import plan_fragment
+    from xlplan.review import AVERAGE_SPAN_S
     from xlplan.traffic import UnsuitableLog, summarise
 
     req = read_logs(logs, {})
@@ -80,7 +83,10 @@ def _traffic(logs: list[Path]):
     inside = untimed_inside(req, s.peak_window_start_s, s.peak_window_start_s + s.window_s)
     if inside is not None:
         raise InputError(", ".join(req.files), [inside], req.bad.lines())
-    return s, plan_fragment(req, s)
+    fragment = plan_fragment(req, s)
+    if s.last_s - s.first_s < AVERAGE_SPAN_S:  # a slice of the peak: the plan's average utilisation stays
+        fragment["forecast"].pop("average_utilisation", None)
+    return s, fragment
 
 
 def _scrapes(scrapes: list[Path]):
@@ -90,6 +96,30 @@ def _scrapes(scrapes: list[Path]):
     from xlplan.io.metrics import read_scrapes
 
     return read_scrapes(scrapes)
+
+
+def _production(base, result, scrapes: list[Path], measured_plan, recalibrated: str):
+    """Sections 3 and 5 from the scrapes' histograms, and the measured plan with production's efficiencies where the
+    model and production differ (a benchmark's, from --results, where there is no scrape): (latency, model, plan, from)."""
+    if not scrapes:
+        return None, None, measured_plan, recalibrated
+    from xlplan import review_production
+    from xlplan.io.histograms import read_histogram_scrapes
+    from xlplan.production import latency_evidence, step_observations
+    from xlplan.recalibration import recalibrate
+
+    series = read_histogram_scrapes(scrapes)
+    lat = review_production.latency(latency_evidence(series, base.promise.percentile), base.promise.ttft_s, base.promise.itl)
+    steps = step_observations(series)
+    if not steps.observations:
+        return lat, review_production.Model(f"not given: {steps.derived}, but no scrape interval gave a step"), measured_plan, recalibrated
+    fit = recalibrate(measured_plan, steps.observations, result.answer.tp if result.answer else result.fleet.tp)
+    model = review_production.model(fit, len(steps.observations))
+    if fit.differs and fit.identified:
+        policy = {**measured_plan.policy.model_dump(exclude_none=True), **fit.policy()}
+        measured_plan = measured_plan.model_validate({**measured_plan.model_dump(exclude_none=True), "policy": policy})
+        recalibrated = f"production scrapes ({len(steps.observations)} intervals)"
+    return lat, model, measured_plan, recalibrated
 
 
 def _measured_plan(base, fragment: dict, results: list[Path]):

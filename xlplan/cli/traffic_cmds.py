@@ -115,7 +115,7 @@ def _with_forecast(base, fragment: dict):
     from xlplan.io.planfile import plan_from_mapping
 
     data = base.model_dump(exclude_none=True)
-    data["forecast"] = fragment["forecast"]
+    data["forecast"] = {**data["forecast"], **fragment["forecast"]}  # what the log does not measure stays the plan's
     data.setdefault("sources", {})["forecast"] = fragment["sources"]["forecast"]
     data.setdefault("owners", {})["forecast"] = fragment["owners"]["forecast"]
     if "growth" in fragment:  # the measured growth, for `xlplan schedule` (the plan's lead time and start kept)
