@@ -60,20 +60,23 @@ AVERAGE_SPAN_S = 86_400.0
 """The shortest log whose mean rate measures an average utilisation: a day (a slice of the peak is all peak). [s]"""
 
 
-def measured_figures(traffic: TrafficSummary) -> dict[str, float | None]:
+def measured_figures(traffic: TrafficSummary, planned_utilisation: float | None = None) -> dict[str, float | None]:
     """The review's figures from a log's summary.
 
     Parameters
     ----------
     traffic : TrafficSummary
         What the log says (:func:`xlplan.traffic.summarise`).
+    planned_utilisation : float, optional
+        The plan's average utilisation, for the tokens a month where the log is too short to measure its own. [fraction]
 
     Returns
     -------
     dict
         :data:`FIGURES`' keys → the measured value (requests/s, tokens, fraction, tokens/month); prefix reuse None
-        when the log has no cached-token counts, the average utilisation and tokens a month None when the log spans
-        less than :data:`AVERAGE_SPAN_S`. Tokens a month: mean rate × mean tokens × 730 h. [unit of each]
+        when the log has no cached-token counts; the average utilisation None when the log spans less than
+        :data:`AVERAGE_SPAN_S`, and then the tokens a month at the measured peak and the plan's utilisation (None
+        without it). Tokens a month: mean rate × mean tokens × 730 h. [unit of each]
 
     References
     ----------
@@ -82,7 +85,8 @@ def measured_figures(traffic: TrafficSummary) -> dict[str, float | None]:
     t = traffic
     whole = t.last_s - t.first_s >= AVERAGE_SPAN_S  # a slice of the peak measures no month's average
     util = t.average_utilisation if whole else None
-    tokens = cost.tokens_per_month(t.peak_rps, t.prompt.mean + t.output.mean, util) if whole else None
+    month_util = util if whole else planned_utilisation
+    tokens = cost.tokens_per_month(t.peak_rps, t.prompt.mean + t.output.mean, month_util) if month_util is not None else None
     return {"peak_rps": t.peak_rps, "prompt_p50": t.prompt.p50, "prompt_p95": t.prompt.p95, "prompt_p99": t.prompt.p99,
             "output_p50": t.output.p50, "output_p95": t.output.p95, "output_p99": t.output.p99,
             "average_utilisation": util, "prefix_reuse": t.prefix_reuse, "tokens_per_month": tokens}
@@ -320,7 +324,7 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
     """
     day = dt.date.fromisoformat(date)
     index, peak = planned_peak(plan, day)
-    measured = measured_figures(traffic)
+    measured = measured_figures(traffic, plan.forecast.average_utilisation)
     planned = planned_figures(plan, result, peak / plan.forecast.peak_rps)
     rp = replan(plan, result, measured_plan, day, index, recalibrated)
     basis = "the closed form's, the Answer's method" if result.closed_form_breakpoints else "the runbook's method's"

@@ -72,6 +72,10 @@ def review_note(r: ReviewOut, md: bool = False) -> str:
            f"Review of {r.month} on {r.date}. {verdict}."]
     out += _heading("1. The forecast against what was measured", md)
     out += _table(["figure", "planned", "measured", "change", "unit", "owner"], [_figure_row(f) for f in r.forecast], md)
+    util = next((f for f in r.forecast if f.key == "average_utilisation"), None)
+    if util is not None and util.measured is None:  # a slice of the peak: the month's volume is the plan's utilisation's
+        out += _items([("average utilisation not measured: the log spans less than a day (a slice of the peak); tokens a "
+                       "month are the measured peak and lengths at the plan's average utilisation")], md)
     out += _heading(f"2. Breakpoints ({r.breakpoints_basis})", md)
     crossed = [c.sentence for c in r.breakpoints if c.crossed]
     near = [c.sentence for c in r.breakpoints if c.headroom is not None and c.headroom < NEAR]
