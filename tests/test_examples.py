@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import math
 import os
 import re
 import shlex
@@ -46,6 +47,18 @@ def readme_commands() -> list[str]:
 
 
 COMMANDS = readme_commands()
+
+
+def review_commands() -> list[str]:
+    """The lines of the bash block in README.md's '## The monthly review' section: the sample month's review."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"^## The monthly review\n(.*?)(?=^## )", text, flags=re.MULTILINE | re.DOTALL)
+    assert m, "README.md has no '## The monthly review' section"
+    blocks = re.findall(r"^```bash\n(.*?)^```", m.group(1), flags=re.MULTILINE | re.DOTALL)
+    return [line.strip() for b in blocks for line in b.splitlines() if line.strip()]
+
+
+REVIEW_COMMANDS = review_commands()
 
 
 def _argv(command: str) -> list[str]:
@@ -124,8 +137,29 @@ def test_sample_files_are_small_and_each_is_used_by_a_readme_command():
     assert files
     big = [f"{p.relative_to(ROOT)}: {p.stat().st_size:,} bytes" for p in files if p.stat().st_size >= MAX_BYTES]
     assert big == [], f"sample files of 300 KB or more: {big}"
-    unused = sorted(str(p.relative_to(ROOT)) for p in files if p.resolve() not in _files_named(COMMANDS))
+    unused = sorted(str(p.relative_to(ROOT)) for p in files if p.resolve() not in _files_named(COMMANDS + REVIEW_COMMANDS))
     assert unused == [], f"sample files no README command reads: {unused}"
+
+
+@pytest.mark.parametrize("command", REVIEW_COMMANDS)
+def test_the_readme_review_of_the_sample_month_runs_writes_nothing_and_asks_for_action(command, monkeypatch, capsys):
+    # the sample month was drawn with prompts of median REVIEW_PROMPT_MEDIAN and spread REVIEW_PROMPT_SIGMA: p95
+    # 2,300 x e^(1.645 x 0.25) = 3,470 against the plan's 2,000, so the forecast's p95 prompts rise by over half; and the
+    # replica's TTFT (a queue of 0.35 s for most requests plus the longer prompts' prefill) breaks the 1 s promise at p95:
+    # the review exits 1, the month needs action, and writes nothing
+    g = _generator()
+    p95 = g.REVIEW_PROMPT_MEDIAN * math.exp(1.645 * g.REVIEW_PROMPT_SIGMA)
+    monkeypatch.chdir(ROOT)
+    before_files, before_examples = _repo_files(), _examples_state()
+    code = main(_argv(command))
+    out, err = capsys.readouterr()
+    assert code == 1, f"{command}\nstdout:\n{out[-3000:]}\nstderr:\n{err[-3000:]}"
+    assert "Traceback" not in out + err and "error:" not in err and "ACTION NEEDED" in out
+    row = next(line for line in out.splitlines() if line.strip().startswith("p95 prompts"))
+    measured = float(row.split()[3].replace(",", ""))
+    assert abs(measured / p95 - 1) < 0.05, (measured, p95)
+    assert "missed" in out and "derived" in out
+    assert _repo_files() == before_files and _examples_state() == before_examples
 
 
 def _kind(path: Path) -> str:
