@@ -27,10 +27,15 @@ from xlplan.result_review import ReviewOut
 LONG = 800  # of 7,210 prompts at 7,000 tokens: the log's p95 is 7,000 (the top 11% of the sorted prompts, test_review.py)
 
 
-def _review(folder, *extra):
-    """`xlplan review` of the reference plan (a lead time, no growth) on a month whose p95 prompts reach 7,000:
+LEAD_ONLY = {"lead_time_days": 14}
+GROWN = {"lead_time_days": 14, "monthly": 0.1, "start": "2026-12"}  # January 2027 is month 1: planned peak 40 × 1.1 = 44
+
+
+def _review(folder, *extra, growth=LEAD_ONLY):
+    """`xlplan review` of the reference plan (with ``growth``) on a month whose p95 prompts reach 7,000:
     (exit status, stdout, stderr, the plan file)."""
-    plan = write_plan(folder, growth={"lead_time_days": 14})
+    folder.mkdir(parents=True, exist_ok=True)
+    plan = write_plan(folder, growth=growth)
     log = write_log(folder / "month.csv", long_prompts=LONG)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -72,9 +77,9 @@ def test_the_review_tab_holds_no_number_inside_a_formula(tmp_path):
             assert set(re.findall(r"\d+(?:\.\d+)?", text)) <= {"0", "1"}, f"Review!{coord}: {cell.value}"
 
 
-def _book(folder):
+def _book(folder, growth=LEAD_ONLY):
     """The review workbook as the command lays it out, from the review's JSON, and the plan reviewed."""
-    rc, out, _, path = _review(folder, "--json")
+    rc, out, _, path = _review(folder, "--json", growth=growth)
     assert rc == 1
     plan = read_plan(path)
     return build(figures(plan, today=dt.date.fromisoformat(DATE)), review=ReviewOut.model_validate(json.loads(out))), plan
@@ -87,15 +92,21 @@ def books(tmp_path_factory):
     from excelgrammar import value
 
     folder = tmp_path_factory.mktemp("review")
-    book, plan = _book(folder)
-    f = folder / "review.xlsx"
-    f.write_bytes(workbook_bytes(book, caches=False))
-    wb = openpyxl.load_workbook(recalculate([f], folder / "lo")[0], data_only=True)
-    values = evaluate_many([f])[0]
-    readers = {"LibreOffice": lambda t, c: wb[t][c].value, "Excel-grammar": lambda t, c: value(values, t, c)}
-    js = engine_json(plan, folder, "review-plan")
-    problems = [f"{engine}: {p}" for engine, read in readers.items() for p in compare_book("review", book, read, js)]
-    return book, readers, problems
+    built, plans, files = {}, {}, []
+    for stem, growth in (("month", LEAD_ONLY), ("grown", GROWN)):
+        built[stem], plans[stem] = _book(folder / stem, growth)
+        files.append(folder / f"{stem}.xlsx")
+        files[-1].write_bytes(workbook_bytes(built[stem], caches=False))
+    readers: dict = {"LibreOffice": {}, "Excel-grammar": {}}
+    for stem, out, values in zip(built, recalculate(files, folder / "lo"), evaluate_many(files)):
+        wb = openpyxl.load_workbook(out, data_only=True)
+        readers["LibreOffice"][stem] = lambda t, c, wb=wb: wb[t][c].value
+        readers["Excel-grammar"][stem] = lambda t, c, v=values: value(v, t, c)
+    problems = []
+    for stem, book in built.items():
+        js = engine_json(plans[stem], folder, stem)
+        problems += [f"{engine}: {p}" for engine, per in readers.items() for p in compare_book(stem, book, per[stem], js)]
+    return built, readers, problems
 
 
 @pytest.mark.slow
@@ -110,12 +121,24 @@ def test_the_crossed_breakpoint_reads_crossed(books, engine):
     # binding_flip_at; the log's p95 is 7,000 tokens, past it
     flip = next(b for b in run_plan(reference_plan()).breakpoints if b.variable == "prompt_p95" and b.direction == "up")
     assert flip.binding_flip_at < 7000
-    book, readers, _ = books
-    r = _flip_row(book)
-    read = readers[engine]
+    built, readers, _ = books
+    r = _flip_row(built["month"])
+    read = readers[engine]["month"]
     assert read("Review", f"B{r}") == pytest.approx(7000)
     assert read("Review", f"C{r}") == pytest.approx(flip.binding_flip_at)
     assert read("Review", f"D{r}") == "crossed"
     # the purchase step lies beyond 7,000: headroom, not crossed
     assert flip.fleet_step_at > 7000
     assert read("Review", f"D{r - 1}").endswith("to go")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["LibreOffice", "Excel-grammar"])
+def test_the_planned_peak_grows_to_the_review_month(books, engine):
+    built, readers, _ = books
+    sheet = built["grown"].get("Review")
+    r = next(int(c[1:]) for c, cell in sheet.cells.items() if cell.value == "=PeakRate*ReviewGrowthFactor")
+    read = readers[engine]["grown"]
+    # growth 10% a month from 2026-12: January 2027 plans 40 × 1.1 = 44 req/s; the log measured 40: 40 / 44 − 1 = −9.1%
+    assert read("Review", f"B{r}") == pytest.approx(44.0)
+    assert read("Review", f"D{r}") == pytest.approx(40 / 44 - 1)
