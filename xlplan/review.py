@@ -325,11 +325,13 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
     day = dt.date.fromisoformat(date)
     index, peak = planned_peak(plan, day)
     measured = measured_figures(traffic, plan.forecast.average_utilisation)
-    planned = planned_figures(plan, result, peak / plan.forecast.peak_rps)
+    growth = peak / plan.forecast.peak_rps
+    planned = planned_figures(plan, result, growth)
     rp = replan(plan, result, measured_plan, day, index, recalibrated)
     basis = "the closed form's, the Answer's method" if result.closed_form_breakpoints else "the runbook's method's"
     checks = breakpoint_checks(result.closed_form_breakpoints or result.breakpoints, measured,
                                result.answer.binding if result.answer else result.binding, rp.new.purchased)
+    runbook = breakpoint_checks(result.breakpoints, measured, result.binding, rp.new.purchased)
     triggers = trigger_checks(plan, result, measured)
     promise = _promise(plan, latency)
     line = history_line(date, plan.name, planned, measured, rp.old.purchased, rp.new.purchased)
@@ -337,9 +339,9 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
                                                             for t in triggers if t.fired]
                + (["the promise was missed in production"] if promise.met is False else [])
                + [a.sentence for a in rp.actions if a.due])
-    return ReviewOut(plan=plan.name, date=date, month=f"{day:%Y-%m}", planned_month_index=index,
+    return ReviewOut(plan=plan.name, date=date, month=f"{day:%Y-%m}", planned_month_index=index, growth_factor=growth,
                      forecast=forecast_checks(planned, measured, plan.owners.forecast), breakpoints_basis=basis,
-                     breakpoints=checks, promise=promise, binding=_binding(result.binding, evidence),
+                     breakpoints=checks, runbook_breakpoints=runbook, promise=promise, binding=_binding(result.binding, evidence),
                      model=model.sentence if model is not None else "not given (no production model check)", replan=rp,
                      triggers=triggers, watch=watch_list(checks), history=accuracy([*history, line]), history_line=line,
                      reasons=reasons, needs_action=bool(reasons))

@@ -33,12 +33,14 @@ def review_cmd(
     markdown: Path | None = typer.Option(None, "--markdown", help="Also write the review note as Markdown here."),
     as_json: bool = typer.Option(False, "--json", help="Print the review as JSON."),
     history: Path | None = typer.Option(None, "--history", help="Append one line for this review to this JSON Lines file and show the forecast's accuracy over time: the one output allowed to grow (without it nothing is written)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing --markdown file."),
+    workbook: Path | None = typer.Option(None, "--workbook", help="Also write the plan's capacity-note workbook (.xlsx) with a Review tab after the six: the measured figures as inputs against the plan's, and tab 6's breakpoints crossed, by formula."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --markdown or --workbook file."),
 ) -> None:
     """The monthly review: the forecast against the month's logs, the breakpoints crossed, the re-plan and its orders, the triggers. Exit 0: no action; 1: a trigger fired, a breakpoint was crossed, the promise was missed or an order is due; 2: bad input."""
     from xlplan.io.extras import require
     from xlplan.io.outputs import MARKDOWN, Output, check_outputs, json_text, write_outputs
     from xlplan.io.review_history import append_history, read_history
+    from xlplan.io.workbook.export import workbook_files, workbook_outputs
     from xlplan.planner import plan as run_plan
     from xlplan.review import review
     from xlplan.review_note import review_note
@@ -48,8 +50,9 @@ def review_cmd(
         raise InputError("--log", ["missing; expected the month's request logs (--log FILE, repeat for more)"])
     require("pandas", command="review")
     inputs = [plan_file, *logs, *scrapes, *results]
-    if markdown is not None:
-        check_outputs([Output(markdown, "--markdown", MARKDOWN)], force, inputs=inputs)
+    outputs = ([Output(markdown, "--markdown", MARKDOWN)] if markdown is not None else []) + \
+        (workbook_outputs(workbook, option="--workbook") if workbook is not None else [])
+    check_outputs(outputs, force, inputs=inputs)
     past, past_text = read_history(history) if history is not None else ([], "")
     base = _load(plan_file)
     result = run_plan(base)
@@ -59,8 +62,12 @@ def review_cmd(
     latency, model, measured_plan, recalibrated = _production(base, result, scrapes, measured_plan, recalibrated)
     out = review(base, result, summary, measured_plan, day, evidence, latency, model, recalibrated=recalibrated,
                  history=tuple(past))
-    if markdown is not None:
-        write_outputs([(markdown, review_note(out, md=True))])
+    contents = [(markdown, review_note(out, md=True))] if markdown is not None else []
+    if workbook is not None:
+        from xlplan.book import figures
+
+        contents += workbook_files(figures(base, result=result, today=dt.date.fromisoformat(day)), workbook, review=out)
+    write_outputs(contents)
     if history is not None:
         append_history(history, past_text, out.history_line)
     typer.echo(json_text(out.model_dump(mode="json")) if as_json else review_note(out), nl=as_json)

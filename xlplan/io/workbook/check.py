@@ -6,7 +6,9 @@ that differs from what the engine computes for the workbook's own inputs (stale:
 inputs changed but the file was not recalculated, or a formula was changed), and
 a check on the Checks sheet that fails. The what-if rows of ``6 Sensitivities``
 are read back too, a user's own rows among them: each is compared with the
-engine's re-plan of that row.
+engine's re-plan of that row. A sheet the template does not have (the Review tab
+of `xlplan review --workbook`) is passed over: its inputs are a month's
+measurements, which no plan rebuilds.
 """
 
 from __future__ import annotations

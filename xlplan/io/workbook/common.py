@@ -37,6 +37,9 @@ SUMMARY_TAB = "Summary"
 DECISION_TABS = ("Options", "Schedule")
 """After the six tabs: which hardware (every catalog GPU and format) and when to order (month by month)."""
 
+REVIEW_TAB = "Review"
+"""A monthly review's tab (`xlplan review --workbook`): after the six tabs, before the decision tabs."""
+
 
 NONE = "none"  # a path that cannot be met at this TP degree
 

@@ -67,13 +67,14 @@ def workbook_outputs(output: str | Path, pdf: str | Path | None = None, option: 
 
 
 def workbook_files(fig: Figures, output: str | Path, pdf: str | Path | None = None, recalc: bool = False,
-                   formulas: str = "native", traffic=None, namespace: str = "") -> list[tuple[Path, bytes]]:
+                   formulas: str = "native", traffic=None, namespace: str = "", review=None) -> list[tuple[Path, bytes]]:
     """(path, bytes) of the workbook of a plan's figures (:func:`xlplan.book.figures`) and, where ``pdf`` names one,
-    the PDF of its Summary and six tabs; nothing is written."""
+    the PDF of its Summary and six tabs; nothing is written. ``review`` (`xlplan review --workbook`) adds the Review
+    tab (:mod:`xlplan.io.workbook.tab_review`)."""
     output = Path(output)
     if recalc and formulas != "native":
         raise InputError("--recalc", ["LibreOffice cannot run the xlplan Excel functions; expected --formulas native with --recalc"])
-    book = build(fig, formulas, traffic, namespace)
+    book = build(fig, formulas, traffic, namespace, review)
     if recalc:
         book = recalculated_caches(book)
     data = workbook_bytes(book)

@@ -19,6 +19,7 @@ from xlplan.io.workbook.common import (
     GPU_COLUMNS,
     MODEL_COLUMNS,
     MODEL_EXTRA,
+    REVIEW_TAB,
     SIX_TABS,
     SUMMARY_TAB,
     SUPPORT_TABS,
@@ -43,7 +44,7 @@ from xlplan.io.workbook.tab_summary import summary_tab
 __all__ = ["CATALOG_FIRST_ROW", "CHECKS", "GPU_COLUMNS", "MODEL_COLUMNS", "MODEL_EXTRA", "SIX_TABS", "SUPPORT_TABS", "build"]
 
 
-def build(fig: Figures, formulas: str = "native", traffic=None, namespace: str = "") -> Book:
+def build(fig: Figures, formulas: str = "native", traffic=None, namespace: str = "", review=None) -> Book:
     """Lay out the workbook of a plan's figures (:func:`xlplan.book.figures`): the six tabs of the note, then the
     supporting sheets. Nothing here computes a figure: every cached value is read from ``fig``.
 
@@ -53,6 +54,8 @@ def build(fig: Figures, formulas: str = "native", traffic=None, namespace: str =
     cross-check beside each. ``namespace`` prefixes every call to the functions
     (xlwings Server registers them as ``XLWINGS.MEMORY_GPUS`` by default). Where the figures carry the fleet
     simulated at peak (``fig.result.verified``), tab 4 shows it: engine values and a chart, like the breakpoints.
+    ``review`` (a :class:`~xlplan.result_review.ReviewOut` of the plan, from `xlplan review --workbook`) adds the Review
+    tab after the six, before Options and Schedule.
     """
     e = Engine(fig, formulas, namespace)
     d = fig.decisions
@@ -75,6 +78,10 @@ def build(fig: Figures, formulas: str = "native", traffic=None, namespace: str =
         traffic_sheets(book, *traffic)
     options_tab(book, e, d)
     schedule_tab(book, e, d)
-    order = [SUMMARY_TAB, *SIX_TABS, *DECISION_TABS, *SUPPORT_TABS, "Traffic data"]
+    if review is not None:
+        from xlplan.io.workbook.tab_review import review_tab
+
+        review_tab(book, e, review)
+    order = [SUMMARY_TAB, *SIX_TABS, REVIEW_TAB, *DECISION_TABS, *SUPPORT_TABS, "Traffic data"]
     book.sheets.sort(key=lambda s: order.index(s.title))
     return book
