@@ -72,6 +72,7 @@ class FleetSide(_Out):
     binding: str = Field(description="Binding path. [text]")
     monthly_usd: float = Field(description="Monthly cost. [USD/month]")
     order: str = Field(description="The Answer line's order ('rent 7 GPUs'). [text]")
+    breakeven_tokens_per_month: float | None = Field(default=None, description="Volume above which this fleet beats the API, at its way of paying. [tokens/month]")
 
 
 class MonthPair(_Out):

@@ -208,7 +208,8 @@ def breakpoint_checks(breakpoints: list[Breakpoint], measured: dict[str, float |
     return out
 
 
-def trigger_checks(plan: Plan, result: PlanResult, measured: dict[str, float | None]) -> list[TriggerCheck]:
+def trigger_checks(plan: Plan, result: PlanResult, measured: dict[str, float | None],
+                   replanned_breakeven: float | None = None) -> list[TriggerCheck]:
     """Section 7: the plan's triggers on the measured figures, then the build-versus-buy break-even.
 
     Parameters
@@ -219,6 +220,9 @@ def trigger_checks(plan: Plan, result: PlanResult, measured: dict[str, float | N
         Its result: the Answer's break-even.
     measured : dict
         :func:`measured_figures`. [unit of each]
+    replanned_breakeven : float, optional
+        The re-plan's break-even (the measured month's fleet and bill at the plan's way of paying), which the
+        trigger judges where given; else the plan's Answer's. [tokens/month]
 
     Returns
     -------
@@ -237,13 +241,13 @@ def trigger_checks(plan: Plan, result: PlanResult, measured: dict[str, float | N
         out.append(TriggerCheck(metric=t.metric, unit=FIGURES[t.metric][1], bound="above" if t.above is not None else "below",
                                 value=t.value, measured=m, fired=fired, action=t.action, source="plan"))
     a = result.answer
-    even = a.breakeven_tokens_per_month if a is not None else result.cost.breakeven_tokens_per_month
+    even = replanned_breakeven or (a.breakeven_tokens_per_month if a is not None else result.cost.breakeven_tokens_per_month)
     if even is not None:
         m = measured["tokens_per_month"]
         paid = (a.paid_as if a is not None else plan.costs.mode).replace("_", " ")
         out.append(TriggerCheck(metric="tokens_per_month", unit="tokens/month", bound="below", value=even, measured=m,
                                 fired=m is not None and m < even, source="break-even",
-                                action=f"the API is cheaper than the plan's way of paying ({paid}) at this volume: revisit build versus buy"))
+                                action=f"where fired, the API is cheaper than the plan's way of paying ({paid}) at the month's volume: revisit build versus buy"))
     return out
 
 
@@ -264,7 +268,7 @@ def _binding(planned: str, evidence: Evidence | None) -> BindingCheck:
     found, why = verdict(evidence)
     agrees = agrees_with_plan(found, planned)
     return BindingCheck(planned=planned, found=found, agrees=agrees,
-                        sentence=f"{found} binds in production — {why}; {'agrees with' if agrees else 'does not confirm'} the plan's {planned}")
+                        sentence=f"{found} binds in production — {why}; {'agrees with' if agrees else 'does not confirm'} the runbook method's binding ({planned}{' memory and compute' if planned == 'both' else ''})")
 
 
 def watch_list(checks: list[BreakpointCheck], n: int = WATCH) -> list[BreakpointCheck]:
@@ -332,9 +336,9 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
     checks = breakpoint_checks(result.closed_form_breakpoints or result.breakpoints, measured,
                                result.answer.binding if result.answer else result.binding, rp.new.purchased)
     runbook = breakpoint_checks(result.breakpoints, measured, result.binding, rp.new.purchased)
-    triggers = trigger_checks(plan, result, measured)
+    triggers = trigger_checks(plan, result, measured, rp.new.breakeven_tokens_per_month)
     promise = _promise(plan, latency)
-    line = history_line(date, plan.name, planned, measured, rp.old.purchased, rp.new.purchased)
+    line = history_line(date, plan.name, planned, measured, rp.old.held, rp.new.held)
     reasons = ([c.sentence for c in checks if c.crossed] + [f"trigger: {t.metric} {t.bound} {_number(t.value, t.unit)}: {t.action}"
                                                             for t in triggers if t.fired]
                + (["the promise was missed in production"] if promise.met is False else [])

@@ -86,9 +86,9 @@ def model(fit: Recalibration, intervals: int) -> Model:
         interval, and whether the plan's lie outside them.
     """
     fields = "; ".join(f"{f} {getattr(fit.planned, f):.3g} planned, {getattr(fit.recovered, f):.3g} "
-                       f"({fit.ranges[f][0]:.3g}-{fit.ranges[f][1]:.3g}) in production" for f in fit.identified)
-    verdict = (f"the model and production differ: {fit.why}; the re-plan uses the recovered efficiencies" if fit.differs
-               else "the plan's efficiencies lie within production's intervals")
+                       f"({fit.ranges[f][0]:.3g}–{fit.ranges[f][1]:.3g}) in production" for f in fit.identified)
+    verdict = ("the model and production differ (a planned efficiency outside production's interval): the re-plan uses "
+               "the recovered efficiencies" if fit.differs else "the plan's efficiencies lie within production's intervals")
     return Model(f"step times derived from the inter-token latency against the running-requests gauge over {intervals} "
                  f"scrape intervals (engines export none); median error {fit.planned_error:.1%} at the plan's efficiencies, "
                  f"{fit.recovered_error:.1%} recalibrated (the same regularised fit as calibrate); {fields or 'none identified'}; "

@@ -86,7 +86,8 @@ def _schedule(p: Plan, peaks: list[float], start: str, lead: int, date: str):
 
 def _side(r: PlanResult) -> FleetSide:
     a = r.answer
-    return FleetSide(purchased=a.purchased, held=a.billed_gpus, binding=a.binding, monthly_usd=a.monthly_usd, order=a.order)
+    return FleetSide(purchased=a.purchased, held=a.billed_gpus, binding=a.binding, monthly_usd=a.monthly_usd, order=a.order,
+                     breakeven_tokens_per_month=a.breakeven_tokens_per_month)
 
 
 def replan(plan: Plan, result: PlanResult, measured_plan: Plan, day: dt.date, index: int, recalibrated: str = "") -> Replan:
@@ -148,6 +149,11 @@ def _place_by(month: str, lead: int | None, day: dt.date) -> tuple[str | None, b
     return by.isoformat(), by < day, by <= day + dt.timedelta(days=DUE_DAYS)
 
 
+def _gpus(n: int) -> str:
+    """'1 GPU', '5 GPUs'. [text]"""
+    return f"{n} GPU" if n == 1 else f"{n} GPUs"
+
+
 def order_actions(installed: int, orders: list, need: list[tuple[str, int]], lead: int | None,
                   day: dt.date) -> list[OrderAction]:
     """The orders to place, move or cancel so that supply meets the re-plan's need month by month.
@@ -179,9 +185,13 @@ def order_actions(installed: int, orders: list, need: list[tuple[str, int]], lea
                                                 f"re-plan does not need them through {need[-1][0] if need else 'the schedule'}"))
         elif needed != o.delivery and not (needed == need[0][0] and o.delivery < needed):
             way = "earlier" if needed < o.delivery else "later"
-            actions.append(OrderAction(kind="move", gpus=o.gpus, needed_from=needed, place_by=None, late=False, due=True,
+            soonest = dt.date.fromisoformat(o.placed) + dt.timedelta(days=lead) if lead is not None else None
+            late = way == "earlier" and soonest is not None and soonest > dt.date.fromisoformat(f"{needed}-01")
+            tail = (f"; late: placed {o.placed} with a {lead}-day lead time it cannot be in service before {soonest}, so "
+                    f"expedite it or cover {needed} until then another way (rent)") if late else ""
+            actions.append(OrderAction(kind="move", gpus=o.gpus, needed_from=needed, place_by=None, late=late, due=True,
                                        sentence=f"move the order of {o.gpus} GPUs placed {o.placed} from {o.delivery} {way} "
-                                                f"to {needed}, the first month the re-plan needs them"))
+                                                f"to {needed}, the first month the re-plan needs them{tail}"))
         have += o.gpus
     for month, gpus in need:
         if gpus > have:
@@ -189,6 +199,6 @@ def order_actions(installed: int, orders: list, need: list[tuple[str, int]], lea
             when = "undated (the plan states no growth.lead_time_days)" if by is None else (
                 f"late: the place-by day was {by}; order now" if late else f"by {by}")
             actions.append(OrderAction(kind="place", gpus=gpus - have, needed_from=month, place_by=by, late=late, due=due,
-                                       sentence=f"place an order for {gpus - have} GPUs needed from {month}, {when}"))
+                                       sentence=f"place an order for {_gpus(gpus - have)} needed from {month}, {when}"))
             have = gpus
     return actions

@@ -125,7 +125,8 @@ def _production(base, result, scrapes: list[Path], measured_plan, recalibrated: 
     if fit.differs and fit.identified:
         policy = {**measured_plan.policy.model_dump(exclude_none=True), **fit.policy()}
         measured_plan = measured_plan.model_validate({**measured_plan.model_dump(exclude_none=True), "policy": policy})
-        recalibrated = f"production scrapes ({len(steps.observations)} intervals)"
+        scraped = f"production scrapes ({len(steps.observations)} intervals)"
+        recalibrated = f"{recalibrated}, then {scraped}" if recalibrated else scraped
     return lat, model, measured_plan, recalibrated
 
 

@@ -167,7 +167,7 @@ def _plan_fields(wb, src: str, data: dict[str, Any], problems: list[str]) -> Non
         data["growth"] = growth
     given = _json_cell(wb, "ContractsSection", src, problems, "the plan's contracts and daily curve")  # the Summary's
     if given is not None:
-        data.update({"contracts": given["contracts"]} if "contracts" in given else {})
+        data.update({k: given[k] for k in ("contracts", "installed", "orders", "triggers") if k in given})
         data.setdefault("forecast", {}).update({"daily_curve": given["daily_curve"]} if "daily_curve" in given else {})
 
 

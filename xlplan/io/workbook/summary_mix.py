@@ -54,15 +54,22 @@ def mix_rows(r) -> list[tuple[str, str, object, str, str | None, str]]:
 
 
 def contracts_section(book: Book, sh, e: Engine) -> None:
-    """The plan file's contracts section and daily curve as given (JSON), named ContractsSection, for `xlplan read`."""
+    """The plan file's contracts section, daily curve and review sections (installed, orders, triggers) as given (JSON),
+    named ContractsSection, for `xlplan read`."""
     given = {}
     if e.plan.contracts is not None:
         given["contracts"] = e.plan.contracts.model_dump(mode="json", exclude_unset=True)
     if e.plan.forecast.daily_curve is not None:
         given["daily_curve"] = list(e.plan.forecast.daily_curve)
+    for section in ("installed", "orders", "triggers"):  # what a monthly review reads, kept as written
+        value = getattr(e.plan, section, None)
+        if value:
+            given[section] = (value.model_dump(mode="json", exclude_none=True) if hasattr(value, "model_dump")
+                              else [v.model_dump(mode="json", exclude_none=True) for v in value])
     if not given:
         return
     r = sh.row
-    sh.put("A", r, Cell("Contracts and daily curve of the plan file (read back by `xlplan read`)", kind="label"))
+    sh.put("A", r, Cell("Sections of the plan file kept as written: " + ", ".join(sorted(given)) + " (read back by `xlplan read`)",
+                        kind="label"))
     book.define("ContractsSection", sh, sh.put("D", r, Cell(json.dumps(given, sort_keys=True), kind="static")))
     sh.row += 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 from xlplan.io.workbook.cells import Book, Cell, Sheet, Validation
 from xlplan.io.workbook.common import FMT, NA, REVIEW_TAB, SIX_TABS, Engine, Rows
 from xlplan.io.workbook.support import put_banner
-from xlplan.io.workbook.tab_sensitivities import BREAKPOINT_INPUTS, breakpoint_name
+from xlplan.io.workbook.tab_sensitivities import ANSWER, BREAKPOINT_INPUTS, breakpoint_name
 from xlplan.result_review import BreakpointCheck, ReviewOut
 
 NOT_MEASURED = "not measured"
@@ -134,27 +134,35 @@ def _after(book: Book, name: str, col: str, kind: str, b) -> Cell:
 
 
 def _breakpoints(book: Book, sh: Sheet, rows: Rows, e: Engine, out: ReviewOut) -> None:
-    """Section 2: each tab 6 breakpoint of a figure the review measures, against the measured input, by formula."""
+    """Section 2: each tab 6 breakpoint of a figure the review measures, against the measured input, by formula: the
+    Answer's (closed form, as the note's section 2 judges them), then the runbook's method's."""
     rows.section(f"2 · Breakpoints crossed — {SIX_TABS[5]}'s, against the measured figures")
     rows.header("Breakpoint", "Measured", "At", "Now", "Unit", "Past it")
-    checks = {(c.variable, c.direction, c.kind): c for c in out.runbook_breakpoints}
+    for found, basis, checked, words in ((e.result.closed_form_breakpoints, ANSWER, out.breakpoints, "the Answer's"),
+                                          (e.result.breakpoints, "", out.runbook_breakpoints, "the runbook's")):
+        checks = {(c.variable, c.direction, c.kind): c for c in checked}
+        for b in found:
+            _breakpoint_rows(book, sh, out, b, basis, checks, words)
+
+
+def _breakpoint_rows(book: Book, sh: Sheet, out: ReviewOut, b, basis: str, checks: dict, words: str) -> None:
+    """The fleet step and the binding change of one breakpoint, where the review measures its figure."""
     keys = {f.key for f in out.forecast}
-    for b in e.result.breakpoints:
-        if b.variable not in keys or b.variable not in BREAKPOINT_INPUTS:
-            continue
-        label = next(f.label for f in out.forecast if f.key == b.variable)
-        for suffix, kind, words, col in KINDS:
-            r = sh.row
-            name = breakpoint_name(b.variable, b.direction, suffix)
-            c = checks.get((b.variable, b.direction, kind))
-            measured = next(f.measured for f in out.forecast if f.key == b.variable)
-            sh.put("A", r, Cell(f"{label} {b.direction}: {words}", kind="label"))
-            sh.put("B", r, Cell(f"={measured_name(b.variable)}", formula=True, cached=measured if measured is not None else "",
-                                kind="calc", fmt=FMT["value"]))
-            at = b.fleet_step_at if suffix == "Step" else b.binding_flip_at
-            sh.put("C", r, Cell(f"={name}", formula=True, cached=at if at is not None else "beyond x64", kind="calc",
-                                fmt=FMT["value"]))
-            sh.put("D", r, Cell(_state_formula(f"B{r}", f"C{r}", b.direction), formula=True, cached=state(c), kind="flag"))
-            sh.put("E", r, Cell(b.unit, kind="unit"))
-            sh.put("F", r, _after(book, name, col, suffix, b))
-            sh.row += 1
+    if b.variable not in keys or b.variable not in BREAKPOINT_INPUTS:
+        return
+    label = next(f.label for f in out.forecast if f.key == b.variable)
+    measured = next(f.measured for f in out.forecast if f.key == b.variable)
+    for suffix, kind, what, col in KINDS:
+        r = sh.row
+        name = breakpoint_name(b.variable, b.direction, suffix, basis)
+        sh.put("A", r, Cell(f"{label} {b.direction}: {what} ({words})", kind="label"))
+        sh.put("B", r, Cell(f"={measured_name(b.variable)}", formula=True, cached=measured if measured is not None else "",
+                            kind="calc", fmt=FMT["value"]))
+        at = b.fleet_step_at if suffix == "Step" else b.binding_flip_at
+        sh.put("C", r, Cell(f"={name}", formula=True, cached=at if at is not None else "beyond x64", kind="calc",
+                            fmt=FMT["value"]))
+        sh.put("D", r, Cell(_state_formula(f"B{r}", f"C{r}", b.direction), formula=True,
+                            cached=state(checks.get((b.variable, b.direction, kind))), kind="flag"))
+        sh.put("E", r, Cell(b.unit, kind="unit"))
+        sh.put("F", r, _after(book, name, col, suffix, b))
+        sh.row += 1

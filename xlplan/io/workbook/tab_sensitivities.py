@@ -111,19 +111,23 @@ def relay_whatifs(book: Book, e: Engine, rows: list[WhatIfRow]) -> None:
     tornado_cells(sh, e, first, len(rows) - BLANK_WHATIF_ROWS, last)
 
 
-def breakpoint_name(variable: str, direction: str, kind: str) -> str:
+ANSWER = "Answer"
+"""The name stem of the Answer's (closed-form) breakpoints: BreakpointAnswer<Input><Direction>Step. [text]"""
+
+
+def breakpoint_name(variable: str, direction: str, kind: str, basis: str = "") -> str:
     """The defined name of a breakpoint's value: 'BreakpointPromptP95UpStep' (the purchase grows) or '…Flip' (the
-    binding constraint changes). [text]"""
-    return f"Breakpoint{BREAKPOINT_INPUTS[variable]}{direction.capitalize()}{kind}"
+    binding constraint changes), the runbook's method's; with ``basis`` 'Answer', the Answer's closed form's
+    ('BreakpointAnswerPromptP95UpStep'). [text]"""
+    return f"Breakpoint{basis}{BREAKPOINT_INPUTS[variable]}{direction.capitalize()}{kind}"
 
 
-def _breakpoints(book: Book, sh: Sheet, rows: Rows, e: Engine) -> None:
+def _breakpoints(book: Book, sh: Sheet, rows: Rows, e: Engine, found: list, basis: str, title: str) -> None:
     """The engine's breakpoints (values searched at build time), each with its input now and a STALE flag by formula."""
-    rows.section("Breakpoints — where the purchase grows one unit, where the binding constraint flips "
-                 "(searched by xlplan at the input's value when the workbook was built)")
+    rows.section(title)
     rows.header("Input", "Unit", "Direction", "Now", "Searched at", "Purchase grows at", "Purchased after", "Binding flips at",
                 "Binding after", "Still current?")
-    for bp in e.result.breakpoints:
+    for bp in found:
         r = sh.row
         name = BREAKPOINT_INPUTS[bp.variable]
         sh.put("D", r, Cell(f"={name}", formula=True, cached=bp.current, kind="calc", fmt=FMT["value"]))
@@ -134,7 +138,7 @@ def _breakpoints(book: Book, sh: Sheet, rows: Rows, e: Engine) -> None:
         for col, v in vals.items():
             coord = sh.put(col, r, Cell(v, kind="static", fmt=FMT["value"] if isinstance(v, float) else None))
             if col in ("F", "H"):  # named, so that a review's measured figure is judged against them by formula
-                book.define(breakpoint_name(bp.variable, bp.direction, "Step" if col == "F" else "Flip"), sh, coord)
+                book.define(breakpoint_name(bp.variable, bp.direction, "Step" if col == "F" else "Flip", basis), sh, coord)
         sh.put("J", r, Cell(f'=IF(ABS(D{r}-E{r})<=RoundingTolerance*ABS(E{r}),"","{STALE}")', formula=True, cached="", kind="flag"))
         sh.row += 1
 
@@ -150,7 +154,12 @@ def sensitivities_tab(book: Book, e: Engine) -> None:
                "rows at the bottom (yellow cells; no need to unprotect); `xlplan check` compares it with the engine's re-plan.")
     put_banner(sh, e)
     # Breakpoints: searched by the engine (a bisection is not a spreadsheet formula); values, dated by the build.
-    _breakpoints(book, sh, rows, e)
+    _breakpoints(book, sh, rows, e, e.result.breakpoints, "",
+                 "Breakpoints — where the purchase grows one unit, where the binding constraint flips "
+                 "(the runbook's method; searched by xlplan at the input's value when the workbook was built)")
+    _breakpoints(book, sh, rows, e, e.result.closed_form_breakpoints, ANSWER,
+                 "Breakpoints of the Answer — the same, on the closed form the Answer is sized by (what the note's "
+                 "section 6 and a monthly review judge)")
 
     rows.section("What-ifs — each row re-plans in full; a blank cell keeps the plan's value")
     sh.put("A", sh.row, Cell("A row that changes the inter-token target, the prompts, a dtype or prefix reuse also changes the "
