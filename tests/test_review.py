@@ -124,7 +124,12 @@ def test_history_appends_one_line_per_review_and_reports_the_trend(tmp_path, cap
     lines = hist.read_text(encoding="utf-8").splitlines()
     assert [json.loads(x)["date"] for x in lines] == ["2027-01-10", "2027-02-10", "2027-03-10"]
     # least-squares slope of 0, 2.5, 2.5 against 0, 1, 2: (−1·−1.667 + 0 + 1·0.833) / 2 = 1.25, +125 points a review
-    assert "p95 prompts: +0%, +250%, +250% (growing, +125.0 points a review)" in out
+    assert "p95 prompts: 2027-01 +0%, 2027-02 +250%, 2027-03 +250% (growing, +125.0 points a review)" in out
+    # a month reviewed again counts once, its latest review; an earlier month appended late takes its place in time
+    review(capsys, plan, "--log", log, "--date", "2027-03-20", "--history", hist)
+    rc, out, _ = review(capsys, plan, "--log", long, "--date", "2026-12-10", "--history", hist)
+    assert len(hist.read_text(encoding="utf-8").splitlines()) == 5  # every review appended, as the file says
+    assert "p95 prompts: 2026-12 +250%, 2027-01 +0%, 2027-02 +250%, 2027-03 +0%" in out
 
 
 def test_without_history_nothing_is_written(tmp_path, capsys):

@@ -74,22 +74,28 @@ def accuracy(lines: list[HistoryLine]) -> list[FigureTrend]:
     Parameters
     ----------
     lines : list of HistoryLine
-        The reviews, oldest first, this one last.
+        The reviews as the history holds them, this one last (in any order: they are put in date order, and a month
+        reviewed more than once counts its latest review).
 
     Returns
     -------
     list of FigureTrend
-        One per figure of :data:`TRACKED`: each review's error, the slope of the measured ones per review, in words.
+        One per figure of :data:`TRACKED`: each month's error, the slope of the measured ones per review, in words.
     """
+    by_month = {}
+    for ln in sorted(lines, key=lambda ln: ln.date):  # a month reviewed twice counts once: its latest review
+        by_month[ln.date[:7]] = ln
+    lines = list(by_month.values())
     out = []
     for key, label in TRACKED.items():
         errors = [None if ln.measured.get(key) is None or not ln.planned.get(key) else ln.measured[key] / ln.planned[key] - 1.0
                   for ln in lines]
         known = [e for e in errors if e is not None]
         trend = slope(known)
-        shown = ", ".join("—" if e is None else f"{e:+.0%}" for e in errors)
+        shown = ", ".join(f"{ln.date[:7]} " + ("—" if e is None else f"{e:+.0%}") for ln, e in zip(lines, errors))
         way = None if trend is None else "steady" if abs(trend) < 0.005 else "growing" if trend * known[-1] > 0 else "shrinking"
-        words = "one review: no trend yet" if trend is None else f"{way}, {trend * 100:+.1f} points a review"
+        words = ("not measured in two reviews yet: no trend" if trend is None and len(lines) > 1 else
+                 "one review: no trend yet" if trend is None else f"{way}, {trend * 100:+.1f} points a review")
         out.append(FigureTrend(key=key, label=label, months=[ln.date[:7] for ln in lines], errors=errors,
                                trend_per_review=trend, sentence=f"{label}: {shown} ({words})"))
     return out
