@@ -151,4 +151,4 @@ def _measured_plan(base, fragment: dict, results: list[Path]):
     except ImplausibleFit as e:
         raise InputError(e.runs, [e.why]) from None
     names = ", ".join(p.name for p in results)
-    return _with_forecast(_calibrated(base, f, names, len(runs), degree), fragment), f"{names} ({len(runs)} runs)"
+    return _with_forecast(_calibrated(base, f, names, len(runs), degree), fragment), f"{names} ({len(runs)} run{'' if len(runs) == 1 else 's'})"
