@@ -143,8 +143,8 @@ def _draw_plans(n: int) -> list[Plan]:
 
 @pytest.fixture(scope="module")
 def random_plans() -> dict[str, Plan]:
-    """26 plans drawn by hypothesis and the fixed shapes the issue names, by key."""
-    drawn = _draw_plans(26)
+    """21 plans drawn by hypothesis (half of them bought) and the fixed shapes the issue names, by key."""
+    drawn = _draw_plans(21)  # 26 until the review and owning tests joined the suite: it stays under 5 minutes on two cores
     # the shapes the issue names are among them: MoE, MLA, fp8, TP > 1 (fixed plans make sure of each)
     fixed = {
         "mla_fp8_tp8": Plan.model_validate({
