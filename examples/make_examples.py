@@ -461,7 +461,10 @@ class Exposition:
     def histogram(self, name: str, doc: str, buckets, values, created_s: float, weights=None):
         v = np.asarray(values, dtype=float)
         w = np.ones_like(v) if weights is None else np.asarray(weights, dtype=float)
-        samples = [(name + "_bucket", LABELS | {"le": go_float(b)}, float(w[v <= b].sum())) for b in buckets]
+        order = np.argsort(v, kind="stable")  # one sort, then each bucket's cumulative weight (integer weights: exact)
+        cumulative = np.concatenate([[0.0], np.cumsum(w[order])])
+        below = cumulative[np.searchsorted(v[order], np.asarray(buckets, dtype=float), side="right")]
+        samples = [(name + "_bucket", LABELS | {"le": go_float(b)}, float(c)) for b, c in zip(buckets, below)]
         samples += [(name + "_bucket", LABELS | {"le": "+Inf"}, float(w.sum())), (name + "_count", LABELS, float(w.sum())),
                     (name + "_sum", LABELS, round(float((v * w).sum()), 6))]
         self.family(name, "histogram", doc, samples, [(LABELS, created_s)])
@@ -581,7 +584,7 @@ def scrapes(rng) -> list[str]:
     from xlplan.predict import conditions_of_plan, replica_for
 
     kv_tokens = replica_for(conditions_of_plan(reference_plan(), 1), true_efficiencies()).kv_tokens
-    start_s = datetime(2026, 11, 24, 6, 2, 11, tzinfo=timezone.utc).timestamp()
+    start_s = SCRAPE_AT.replace(hour=6, minute=2, second=11).timestamp()  # the replica started at 06:02:11 that day
     first = SCRAPE_AT.timestamp()
     day = server_day(rng, start_s, first + SCRAPE_INTERVAL_S * SCRAPES)
     out = []
