@@ -142,3 +142,17 @@ def test_the_planned_peak_grows_to_the_review_month(books, engine):
     # growth 10% a month from 2026-12: January 2027 plans 40 × 1.1 = 44 req/s; the log measured 40: 40 / 44 − 1 = −9.1%
     assert read("Review", f"B{r}") == pytest.approx(44.0)
     assert read("Review", f"D{r}") == pytest.approx(40 / 44 - 1)
+
+
+def test_a_growing_plans_review_workbook_checks_clean_whatever_the_day(tmp_path, capsys):
+    # A plan that grows but dates no growth.start counts its schedule from the month after a day: the review's day when
+    # the review writes the workbook (2027-06-30: from 2027-07), not the day `check` runs. check rebuilds the schedule
+    # from the month the workbook's Schedule starts (ScheduleFirstMonth), so it finds nothing to report
+    plan = write_plan(tmp_path, growth={"monthly": 0.05, "lead_time_days": 60})
+    out = tmp_path / "review.xlsx"
+    main(["review", str(plan), "--log", str(write_log(tmp_path / "m.csv")), "--date", "2027-06-30", "--workbook", str(out)])
+    capsys.readouterr()
+    wb = openpyxl.load_workbook(out)
+    title, coord = next(iter(wb.defined_names["ScheduleFirstMonth"].destinations))
+    assert wb[title][coord.replace("$", "")].value == "2027-07"
+    assert main(["check", str(out)]) == 0, capsys.readouterr().out[-2000:]

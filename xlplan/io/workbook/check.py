@@ -13,6 +13,7 @@ measurements, which no plan rebuilds.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from collections.abc import Callable
@@ -120,6 +121,19 @@ def _formula_mode(wb) -> tuple[str, str]:
     return "native", ""
 
 
+def _schedule_day(wf, plan) -> dict:
+    """The day the workbook's schedule was counted from, where the plan does not date its start: the day before the
+    Schedule's first month (a workbook built last month, or by a review, starts where it started). [dict]"""
+    if plan.growth is None or plan.growth.start is not None or "ScheduleFirstMonth" not in wf.defined_names:
+        return {}
+    title, coord = next(iter(wf.defined_names["ScheduleFirstMonth"].destinations))
+    month = str(wf[title][coord.replace("$", "")].value or "")
+    try:
+        return {"today": dt.date.fromisoformat(f"{month}-01") - dt.timedelta(days=1)}
+    except ValueError:
+        return {}
+
+
 def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
                    rows_of: Callable[[Plan, Scenario, list], list[WhatIfRow]]) -> list[Finding]:
     """Findings for a workbook (empty when it agrees with the template and the engine).
@@ -140,7 +154,7 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
     wf = open_workbook(path)
     mode, namespace = _formula_mode(wf)
     verified = wf.defined_names.get("VerifiedLoad") is not None  # built with `plan --verify`: simulate again (seeded)
-    fig = figures_of(plan, verify=verified)
+    fig = figures_of(plan, verify=verified, **_schedule_day(wf, plan))
     fresh = build(fig, mode, namespace=namespace)
     # The what-if rows as the workbook holds them (a user's own rows filled in, a standard row edited): the engine
     # re-plans each, and its figures are what the row must show.

@@ -133,7 +133,7 @@ def _api_months(book: Book, sh, sc, r: int, first: int, last: int) -> None:
         sh.put("E", r + i, Cell(how, kind="note"))
 
 
-def _month_table(sh, e: Engine, sc, hdr: int) -> int:
+def _month_table(book: Book, sh, e: Engine, sc, hdr: int) -> int:
     """The header, the units and a row per month from row ``hdr``; returns the last row."""
     for i, label in enumerate(SCHEDULE_COLUMNS):
         sh.put(i + 1, hdr, Cell(label, kind="header"))
@@ -150,6 +150,7 @@ def _month_table(sh, e: Engine, sc, hdr: int) -> int:
             sh.put(col, x, cell)
         for col, cell in (cash_cells(k, m, x, first, last, sc.start, sc.fiscal_year_start_month) if cash else {}).items():
             sh.put(col, x, cell)
+    book.define("ScheduleFirstMonth", sh, f"A{first}")  # the month the schedule starts: `check` rebuilds it from there
     return last
 
 
@@ -176,7 +177,7 @@ def schedule_tab(book: Book, e: Engine, d: Decisions) -> None:
     _schedule_facts(book, sh, e, sc, r)
     cash_facts(book, sh, sc, r)
     hdr = r + 7
-    end = _month_table(sh, e, sc, hdr)
+    end = _month_table(book, sh, e, sc, hdr)
     _api_months(book, sh, sc, r + 4, hdr + 2, end)
     sh.freeze = f"B{hdr + 2}"
     sh.row = end + 1
