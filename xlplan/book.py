@@ -11,7 +11,7 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 
-from xlplan import compare, compute, distributions, hardware_choice, schedule, schedule_cash, steps, whatif
+from xlplan import compare, compute, distributions, hardware_choice, schedule, steps, whatif
 from xlplan.figures import Decisions, Figures, WhatIfRow
 from xlplan.plan import Plan
 from xlplan.planner import plan as run_plan
@@ -116,13 +116,7 @@ def decisions(p: Plan, today: dt.date | None = None, answer=None) -> Decisions:
         return Decisions(options, rec, None, f"No schedule: {why}. Add growth.monthly (or growth.peaks_rps) and "
                                              "growth.lead_time_days to the plan, or run `xlplan schedule PLAN --growth G "
                                              "--lead-time-days D --workbook OUT.xlsx`.")
-    today = today or dt.date.today()
-    peaks, words = schedule.plan_growth(p.forecast.peak_rps, g)
-    s = resolve(p)
-    out = schedule.schedule(s, peaks, g.start or schedule.first_month(today), g.lead_time_days, words, "none",
-                            p.promise.percentile, p.model.resolve().max_context_tokens,
-                            p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible),
-                            schedule_cash.cash_terms(p, s))
+    out = schedule.plan_schedule(p, today or dt.date.today())
     return Decisions(options, rec, out)  # the closed form, labelled: `xlplan schedule --verify none` gives the same
 
 

@@ -161,8 +161,7 @@ def _cost_rows(r: PlanResult) -> list[tuple[str, str]]:
                                             f"(~${k.monthly_usd / 1000:,.0f}k; {_usd(k.usd_per_mtok, 3)}/M tokens)")))
     owned = a if a is not None and a.ownership is not None else (k if k.ownership is not None else None)
     if owned is not None:  # what owning the fleet costs and its payback, after the bill of the fleet ordered
-        nodes = round(owned.ownership.capex_usd / owned.ownership.capex_usd_per_node)
-        rows[1:1] = ownership_rows(owned.billed_gpus, nodes, owned.ownership)
+        rows[1:1] = ownership_rows(owned.billed_gpus, owned.ownership.nodes, owned.ownership)
     aged = price_age_row(k.price_ages)
     return rows + ([aged] if aged else []) + contract_rows(r)
 

@@ -40,7 +40,7 @@ def ownership_rows(gpus: int, nodes: int, o) -> list[tuple[str, str]]:
         ("Monthly cost of ownership",
          (f"{_count(gpus, 'GPU')} owned: capital {_usd(o.capital_usd_per_month)} + power {_usd(o.energy_usd_per_month)} + "
           f"colocation {_usd(o.hosting_usd_per_month)} + licences {_usd(o.licence_usd_per_month)} + hardware ops "
-          f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(o.capital_usd_per_month + o.running_usd_per_month)} / month "
+          f"{_usd(o.hardware_ops_usd_per_month)} = {_usd(o.monthly_usd)} / month "
           f"({_usd(o.owned_usd_per_gpu_hour, 2)}/GPU-hour before hardware ops)")),
         ("  Capital", (f"({_usd(o.capex_usd)} − {_usd(o.residual_usd)} residual × {df:.4f}) ÷ {af:.3f} = "
                        f"{_usd(o.capital_usd_per_month)} / month (capex less the residual's present value, an annuity at "

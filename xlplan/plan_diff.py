@@ -225,21 +225,15 @@ def plan_schedule(p: Plan, today: dt.date, verify: str = "none") -> tuple[Schedu
     tuple of (ScheduleOut or None, str)
         The schedule, and '' ; or None and why it cannot be made from the plan alone. [text]
     """
-    from xlplan.scenario import resolve
-    from xlplan.schedule import first_month, plan_growth, schedule
-    from xlplan.schedule_cash import cash_terms
+    from xlplan.schedule import plan_growth
+    from xlplan.schedule import plan_schedule as made
 
     g = p.growth
     planned = plan_growth(p.forecast.peak_rps, g, None)
     if planned is None or g.lead_time_days is None:
         return None, "its growth section gives " + ("no peaks (growth.monthly or growth.peaks_rps)" if planned is None
                                                     else "no growth.lead_time_days")
-    s = resolve(p)
-    peaks, words = planned
-    out = schedule(s, peaks, g.start or first_month(today), g.lead_time_days, words, verify, p.promise.percentile,
-                   p.model.resolve().max_context_tokens, p.policy.max_num_batched_tokens is not None, today.isoformat(),
-                   tuple(p.accept_implausible), cash_terms(p, s))
-    return out, ""
+    return made(p, today, verify, planned), ""
 
 
 def _answered(p: Plan, verify: bool) -> tuple[PlanResult | None, str]:

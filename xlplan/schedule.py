@@ -23,7 +23,7 @@ import math
 from xlplan import fleet, plausibility, steps
 from xlplan.note_format import _count
 from xlplan.result import ScheduleMonth, ScheduleOut
-from xlplan.scenario import Scenario
+from xlplan.scenario import Scenario, resolve
 from xlplan.schedule_calendar import (  # noqa: F401  re-exported: the schedule's one namespace
     first_month,
     month_start,
@@ -31,7 +31,7 @@ from xlplan.schedule_calendar import (  # noqa: F401  re-exported: the schedule'
     order_by,
     plan_growth,
 )
-from xlplan.schedule_cash import CashTerms, with_cash
+from xlplan.schedule_cash import CashTerms, cash_terms, with_cash
 from xlplan.traffic import monthly_from_weekly  # noqa: F401  (re-exported: a traffic-growth conversion, named here too)
 
 MAX_PEAK_RPS = 1e6
@@ -103,6 +103,40 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
                        binding_change_month=next((x.month for x in months if x.binding != months[0].binding), None) if months else None,
                        stopped=stopped, method=method, margin_replicas=margin,
                        late_orders=[m.month for m in months if today and m.order_by and m.order_by < today], **dated)
+
+
+def plan_schedule(p, today, verify: str = "none", peaks: tuple[list[float], str] | None = None,
+                  lead_time_days: int | None = None, start: str | None = None) -> ScheduleOut:
+    """A plan's schedule as ``xlplan schedule`` makes it: the plan's own growth, lead time and start unless given.
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    today : datetime.date
+        The day it is made: the schedule starts the month after it, unless ``start`` or ``growth.start`` says. [date]
+    verify : {'margin', 'every', 'none'}
+        As ``xlplan schedule --verify``. [text]
+    peaks : tuple of (list of float, str), optional
+        The monthly peaks and how they were made; left out, the growth section's (:func:`plan_growth`). [requests/s]
+    lead_time_days : int, optional
+        Days from order to service; left out, ``growth.lead_time_days``. [days]
+    start : str, optional
+        The first month, ``YYYY-MM``; left out, ``growth.start``, else the month after ``today``. [month]
+
+    Returns
+    -------
+    ScheduleOut
+        :func:`schedule` of the plan's numbers, with its cash dated (:func:`xlplan.schedule_cash.cash_terms`).
+    """
+    g = p.growth
+    s = resolve(p)
+    monthly, words = peaks if peaks is not None else plan_growth(p.forecast.peak_rps, g)
+    first = start or (g.start if g is not None and g.start else first_month(today))
+    lead = lead_time_days if lead_time_days is not None else g.lead_time_days
+    return schedule(s, monthly, first, lead, words, verify, p.promise.percentile, p.model.resolve().max_context_tokens,
+                    p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible),
+                    cash_terms(p, s))
 
 
 def _decide_months(s: Scenario, peaks_rps: list[float], start: str, verify: str, percentile: float,

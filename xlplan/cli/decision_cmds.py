@@ -133,21 +133,14 @@ def schedule_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """When to order: the fleet month by month as the peak grows, each order dated its lead time ahead."""
-    from xlplan.scenario import resolve
-    from xlplan.schedule import first_month, schedule
-    from xlplan.schedule_cash import cash_terms
+    from xlplan.schedule import plan_schedule
 
     _check_schedule_options(growth, forecast, months, lead_time_days, start, verify)
     p = _load(plan_file)
-    g = p.growth
-    s = resolve(p)
     peaks, words, start = _peaks(p, growth, forecast, months, start)
     lead = _lead_time_days(p, lead_time_days)
     today = dt.date.today()
-    start = start or (g.start if g and g.start else first_month(today))
-    out = schedule(s, peaks, start, lead, words, verify, p.promise.percentile, p.model.resolve().max_context_tokens,
-                   p.policy.max_num_batched_tokens is not None, today.isoformat(), tuple(p.accept_implausible),
-                   cash_terms(p, s))
+    out = plan_schedule(p, today, verify, (peaks, words), lead, start)
     if as_json:
         typer.echo(json_text(out.model_dump(mode="json")))
         return

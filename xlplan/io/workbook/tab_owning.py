@@ -98,7 +98,7 @@ def _inputs_used(o, v) -> list[Line]:
 
 def _factors(o, v) -> list[Line]:
     """The life in months, the monthly rate, the discount factor at the end of the life and the annuity factor."""
-    rate = o.cost_of_capital / 12 if o else 0.0
+    rate = o.monthly_rate if o else 0.0
     months = o.life_months if o else 0.0
     df = o.discount_factor if o else 0.0
     return [
@@ -111,11 +111,6 @@ def _factors(o, v) -> list[Line]:
              f'=IF(CostMode<>"buy","{NA}",IF(MonthlyRate*LifeMonths<RoundingTolerance,LifeMonths,(1-DiscountFactorLife)/MonthlyRate))',
              v(o and o.annuity_factor), "months", FMT["num"], "(1 − discount factor) ÷ monthly rate; the months at 0%"),
     ]
-
-
-def _gpus(e: Engine) -> int:
-    """GPUs per purchasing unit. [GPUs]"""
-    return e.s.gpus_per_node
 
 
 def ownership_lines(e: Engine) -> list[Line]:
@@ -160,7 +155,7 @@ def ownership_lines(e: Engine) -> list[Line]:
              v(o and o.licence_usd_per_month), "USD/month", FMT["usd"], ""),
         Line("RunningUSDPerGPUMonth", "Running cost per GPU", f'=IF({ok},KWDrawnPerGPU*PUEUsed*USDPerKWhInput*HoursPerMonth'
              f'+KWPerGPUUsed*HostingUSDPerKWMonthUsed+LicenceUSDPerGPUYearUsed/MonthsPerYear,"{NA}")',
-             v(o and (o.energy_usd_per_month + o.hosting_usd_per_month + o.licence_usd_per_month) / (o.capex_usd / o.capex_usd_per_node * _gpus(e))),
+             v(o and o.running_usd_per_gpu_month),
              "USD/GPU-month", FMT["usd2"], "electricity + colocation + licences of one GPU: the Schedule's running costs"),
         Line("RunningUSDPerMonth", "Running costs (cash each month)",
              f'=IF(AND(ISNUMBER(EnergyUSDPerMonth),ISNUMBER(HostingUSDPerMonth)),EnergyUSDPerMonth+HostingUSDPerMonth+LicenceUSDPerMonth+FixedUSDPerMonth,"{NA}")',

@@ -131,7 +131,7 @@ def _owned_rows(a) -> list[tuple[str, str, object, str, str | None, str]]:
     payback = payback_shown(o)
     return [
         ("AnswerCapexUSD", "Capex of the nodes ordered", o.capex_usd, "USD", FMT["usd"],
-         f"{o.capex_usd / o.capex_usd_per_node:,.0f} × the node price used (5 Cost), paid once"),
+         f"{o.nodes:,} × the node price used (5 Cost), paid once"),
         ("AnswerPaybackMonths", "Buying pays back after", payback, "months", FMT["num"],
          f"against renting the same units at the rental price; never past the {o.depreciation_years:g}-year life"),
         ("AnswerNPVUSD", "Owning over the life, present cost", o.own_npv_usd, "USD", FMT["usd"],
