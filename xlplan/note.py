@@ -6,10 +6,13 @@ Reads a :class:`~xlplan.result.PlanResult`; computes nothing. Sections 3 and 4 a
 
 from __future__ import annotations
 
+import math
+
+from xlplan.cost import API_PARITY_FACTOR, api_cost_ratio
 from xlplan.note_constraints import QUEUEING_WORDS, constraints_section  # noqa: F401  (QUEUEING_WORDS: re-exported)
 from xlplan.note_contracts import contract_rows
 from xlplan.note_fleet import answer_sentence, fleet_section
-from xlplan.note_format import _count, _n, _operand, _pct, _tokens, _usd, _who_binds, api_comparison_words
+from xlplan.note_format import _count, _n, _operand, _pct, _tokens, _usd, _who_binds
 from xlplan.note_owning import ownership_rows, price_age_row
 from xlplan.result import PlanResult, Sensitivity
 
@@ -21,6 +24,40 @@ SECTIONS = (
     "5 · The cost",
     "6 · What would change it",
 )
+
+
+PARITY_WORDS = f"self-hosting costs about what the API does (within {API_PARITY_FACTOR - 1:.0%})"
+"""Self-hosting against the API within :data:`xlplan.cost.API_PARITY_FACTOR`: no factor, which would print as 1.0×. [text]"""
+
+
+def api_comparison_words(api_usd: float, bill_usd: float) -> str:
+    """Self-hosting against the API in the direction of the words, the factor never below 1. [text]
+
+    Parameters
+    ----------
+    api_usd : float
+        The same traffic on the API. [USD/month]
+    bill_usd : float
+        The self-hosted bill. [USD/month]
+
+    Returns
+    -------
+    str
+        'self-hosting is 2.0× cheaper than the API', 'the API is 31.7× cheaper than self-hosting', :data:`PARITY_WORDS`
+        within :data:`xlplan.cost.API_PARITY_FACTOR`, or which side costs nothing. [text]
+
+    Examples
+    --------
+    >>> api_comparison_words(483.552, 15330.0)
+    'the API is 31.7× cheaper than self-hosting'
+    """
+    factor, cheaper = api_cost_ratio(api_usd, bill_usd)
+    if cheaper == "parity":
+        return PARITY_WORDS
+    if math.isinf(factor):  # one side costs nothing: no factor to give
+        return "the API costs nothing" if cheaper == "api" else "self-hosting costs nothing"
+    return (f"self-hosting is {factor:,.1f}× cheaper than the API" if cheaper == "self-hosting"
+            else f"the API is {factor:,.1f}× cheaper than self-hosting")
 
 
 def sensitivity_sentence(s: Sensitivity, base_fleet: int) -> str:

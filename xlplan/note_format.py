@@ -7,10 +7,7 @@ the words the note prints, and computes nothing. The counts (:func:`_count`, :fu
 
 from __future__ import annotations
 
-import math
 import re
-
-from xlplan.cost import API_PARITY_FACTOR, api_cost_ratio
 
 
 def _n(x: float, digits: int = 0) -> str:
@@ -68,40 +65,6 @@ def _count(n: float, noun: str, many: str | None = None, fmt: str = ",") -> str:
 def _verb(n: float, one: str, many: str) -> str:
     """The verb that agrees with a count: ``one`` ('keeps') for one, ``many`` ('keep') otherwise. [text]"""
     return one if n == 1 else many
-
-
-PARITY_WORDS = f"self-hosting costs about what the API does (within {API_PARITY_FACTOR - 1:.0%})"
-"""Self-hosting against the API within :data:`xlplan.cost.API_PARITY_FACTOR`: no factor, which would print as 1.0×. [text]"""
-
-
-def api_comparison_words(api_usd: float, bill_usd: float) -> str:
-    """Self-hosting against the API in the direction of the words, the factor never below 1. [text]
-
-    Parameters
-    ----------
-    api_usd : float
-        The same traffic on the API. [USD/month]
-    bill_usd : float
-        The self-hosted bill. [USD/month]
-
-    Returns
-    -------
-    str
-        'self-hosting is 2.0× cheaper than the API', 'the API is 31.7× cheaper than self-hosting', :data:`PARITY_WORDS`
-        within :data:`xlplan.cost.API_PARITY_FACTOR`, or which side costs nothing. [text]
-
-    Examples
-    --------
-    >>> api_comparison_words(483.552, 15330.0)
-    'the API is 31.7× cheaper than self-hosting'
-    """
-    factor, cheaper = api_cost_ratio(api_usd, bill_usd)
-    if cheaper == "parity":
-        return PARITY_WORDS
-    if math.isinf(factor):  # one side costs nothing: no factor to give
-        return "the API costs nothing" if cheaper == "api" else "self-hosting costs nothing"
-    return (f"self-hosting is {factor:,.1f}× cheaper than the API" if cheaper == "self-hosting"
-            else f"the API is {factor:,.1f}× cheaper than self-hosting")
 
 
 PRICE_MISSING = "price missing"

@@ -286,3 +286,31 @@ def _policy_numbers(plan: Plan, gpu: GPUSpec) -> dict:
         causal_attention=pol.attention_flops == "causal",
         latency_with_prefill=pol.latency_step == "with_prefill",
     )
+
+
+RUNBOOK_CHUNK_TOKENS = 512
+"""The prefill chunk the simulation schedules when the plan's engine sets no step budget (the runbook's): vLLM's
+long-prefill chunk size, small enough that a 2,000-token prompt does not stall every decode for one long step. A plan
+that sets ``policy.max_num_batched_tokens`` (or names an engine: vLLM's 8,192 on an H100) is simulated with its own. [tokens]"""
+
+
+def chunk_tokens(s: Scenario) -> int:
+    """The step's token budget the simulation schedules with: the plan's, else :data:`RUNBOOK_CHUNK_TOKENS`. [tokens]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers; its ``max_num_batched_tokens`` is the engine's step budget (unbounded: none set).
+
+    Returns
+    -------
+    int
+        Tokens one step may carry, decodes and prefill chunks together. [tokens]
+
+    References
+    ----------
+    vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): decodes first, chunked prefill in the remaining token
+    budget, recompute preemption of the newest request.
+    """
+    budget = s.max_num_batched_tokens
+    return RUNBOOK_CHUNK_TOKENS if budget >= RUNBOOK_UNBOUNDED else int(budget)

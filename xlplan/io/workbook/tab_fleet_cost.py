@@ -16,7 +16,8 @@ from xlplan.io.workbook.common import (
 )
 from xlplan.io.workbook.support import put_banner
 from xlplan.io.workbook.tab_owning import ownership_lines
-from xlplan.note_format import PARITY_WORDS, PRICE_MISSING, _count, _verb
+from xlplan.note import PARITY_WORDS
+from xlplan.note_format import PRICE_MISSING, _count, _verb
 from xlplan.units import MILLION, SECONDS_PER_HOUR
 
 
@@ -188,7 +189,7 @@ def _or_missing(usd: float | None) -> float | str:
 
 def api_comparison(api_usd: float | None, bill_usd: float, api: str = "APIMonthlyCostUSD",
                    bill: str = "MonthlyCostUSD") -> F.Prose:
-    """:func:`xlplan.note_format.api_comparison_words` as a formula over two cells: the factor (the dearer bill ÷ the
+    """:func:`xlplan.note.api_comparison_words` as a formula over two cells: the factor (the dearer bill ÷ the
     cheaper, never below 1) in the direction of its words, about the same within APIParityFactor. [text]"""
     a, m = api_usd if api_usd is not None else 1.0, bill_usd
     factor, cheaper = cost.api_cost_ratio(a, m) if api_usd is not None else (1.0, "parity")

@@ -15,7 +15,8 @@ from xlplan.io.workbook.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
 from xlplan.io.workbook.summary_mix import contracts_section, mix_rows
 from xlplan.io.workbook.tab_fleet_cost import api_comparison
 from xlplan.io.workbook.tab_owning import payback_shown
-from xlplan.note_format import _count, api_comparison_words
+from xlplan.note import api_comparison_words
+from xlplan.note_format import _count
 
 BINDING_WORDS = (
     ("memory", "memory: the KV cache of the requests in flight fills the GPUs before their compute does"),
