@@ -24,8 +24,9 @@ import subprocess
 import sys
 import time
 
-from xlplan.io.measurements import CORPUS, predict_row, read_measurements
-from xlplan.io.validation_report import build, current, headline, summary_lines
+from xlplan.io.measurement_table import read_measurements
+from xlplan.io.measurements import CORPUS, predict_row
+from xlplan.report.validation_report import build, current, headline, summary_lines
 
 SYSTEMS = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200", "a100-80gb": "a100_sxm",
            "l40s": "l40s", "l4": "l4", "h100-pcie": "h100_pcie", "rtx-pro-6000": "rtx_pro_6000_server", "b300": "b300_sxm"}

@@ -20,10 +20,10 @@ import time
 import zipfile
 from pathlib import Path
 
-from xlplan.book import figures
 from xlplan.cli import main
+from xlplan.excel.book import figures
+from xlplan.excel.export import workbook_for
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook.export import workbook_for
 
 TARGET_S = 5.0
 MIB = 2**20

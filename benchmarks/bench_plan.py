@@ -15,11 +15,11 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from xlplan.decide.planner import plan
 from xlplan.io.planfile import reference_plan
-from xlplan.planner import plan
-from xlplan.scenario import resolve
-from xlplan.steps import PlanningError, solve
-from xlplan.sweep import sweep
+from xlplan.plan.scenario import PlanningError, resolve
+from xlplan.plan.steps import solve
+from xlplan.plan.sweep import sweep
 
 
 def best_of(fn, repeat: int) -> float:

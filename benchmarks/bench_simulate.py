@@ -15,10 +15,10 @@ import sys
 
 from bench_plan import best_of, verdict  # the benchmarks' timer and verdict (this folder is on the path as a script)
 
-from xlplan import simulate
+from xlplan.decide.planner import plan
 from xlplan.io.planfile import reference_plan
-from xlplan.planner import plan
-from xlplan.scenario import resolve
+from xlplan.plan.scenario import resolve
+from xlplan.simulate import run, search, workload
 
 RUN_TARGET_S = 2.0
 SEARCH_TARGET_S = 15.0
@@ -34,9 +34,9 @@ RATIO_TARGET = 60.0
 
 def main() -> int:
     s = resolve(reference_plan())
-    wl = simulate.poisson_workload(s, 600.0, simulate.DEFAULT_SEED)
-    run_s = best_of(lambda: simulate.simulate(s, 5, 1, wl, 600.0), 3)
-    search_s = best_of(lambda: simulate.search(s, 1, simulate.poisson_workload(s, 600.0, 1), 600.0, 4), 2)
+    wl = workload.poisson_workload(s, 600.0, workload.DEFAULT_SEED)
+    run_s = best_of(lambda: run.simulate(s, 5, 1, wl, 600.0), 3)
+    search_s = best_of(lambda: search.search(s, 1, workload.poisson_workload(s, 600.0, 1), 600.0, 4), 2)
     verify_s = best_of(lambda: plan(reference_plan(), verify=True), 1)  # the default `xlplan plan`, in process
     closed_s = best_of(lambda: plan(reference_plan()), 5)
     ref = reference_plan()

@@ -16,7 +16,7 @@ import sys
 CHILD = r"""
 import json, resource, sys, time
 from xlplan.io.logs import read_logs
-from xlplan.traffic import summarise
+from xlplan.evidence.traffic import summarise
 t = time.perf_counter()
 r = read_logs([sys.argv[1]], show_progress=False)
 s = summarise(r.t_s, r.prompt, r.output, r.cached)

@@ -13,11 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from xlplan.book import figures
+from xlplan.excel.book import figures
+from xlplan.excel.layout import build
+from xlplan.excel.writer import workbook_bytes
 from xlplan.io.libreoffice import recalculate, soffice
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook.layout import build
-from xlplan.io.workbook.writer import workbook_bytes
 
 TARGET_S = 5.0
 

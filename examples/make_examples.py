@@ -17,7 +17,7 @@ bf16 served by vLLM, one H100 SXM per replica.
   logs its last 30 s. ``openai-usage.jsonl.gz`` is ``openai-usage.jsonl`` compressed.
 - ``bench/``: closed-loop benchmarks at 16, 64 and 128 concurrent requests of 2,000 prompt and 300 output tokens on one
   H100, by ``vllm bench serve --save-result``, GuideLLM (``--profile concurrent``) and genai-perf. Their figures are
-  what xlplan's own serving model (:func:`xlplan.predict.fixed_concurrency`) predicts at :func:`true_efficiencies` (the
+  what xlplan's own serving model (:func:`xlplan.evidence.predict.fixed_concurrency`) predicts at :func:`true_efficiencies` (the
   engine's defaults moved by a few percent: what ``xlplan calibrate`` should find), with per-request scatter around
   those means and a 2% measurement noise per run; floats are rounded to four decimals (the tools write every digit;
   fewer keep the files short and the same from one machine to the next).
@@ -171,8 +171,8 @@ def requests_frame(rng, rows: pd.DataFrame) -> pd.DataFrame:
 
 def true_efficiencies():
     """The efficiencies the benchmarked replica runs at: vLLM's defaults for an H100, moved by a few percent."""
+    from xlplan.evidence.bench_conditions import Efficiencies, conditions_of_plan
     from xlplan.io.planfile import reference_plan
-    from xlplan.predict import Efficiencies, conditions_of_plan
 
     d = Efficiencies().resolved("vllm", conditions_of_plan(reference_plan(), 1).gpu.name)
     return Efficiencies(prefill_mfu=d.prefill_mfu * 0.92, decode_mfu=d.decode_mfu * 0.95,
@@ -182,8 +182,9 @@ def true_efficiencies():
 
 def predicted_run(concurrency: int) -> dict[str, float]:
     """xlplan's prediction at TRUE: mean TTFT [s], inter-token latency [s] and output tokens/s at a concurrency."""
+    from xlplan.evidence.bench_conditions import conditions_of_plan, replace_concurrency
+    from xlplan.evidence.predict import fixed_concurrency
     from xlplan.io.planfile import reference_plan
-    from xlplan.predict import conditions_of_plan, fixed_concurrency, replace_concurrency
 
     c = replace(replace_concurrency(conditions_of_plan(reference_plan(), 1), concurrency), isl=ISL, osl=OSL)
     on = fixed_concurrency(c, true_efficiencies())
@@ -580,8 +581,9 @@ def scrape(day: pd.DataFrame, at_s: float, start_s: float, gauges: dict) -> str:
 
 def scrapes(rng) -> list[str]:
     """Five scrapes of one replica at the peak, 15 s apart: about 64 running, 1-6 waiting, the cache 33-42% full."""
+    from xlplan.evidence.bench_conditions import conditions_of_plan
+    from xlplan.evidence.predict import replica_for
     from xlplan.io.planfile import reference_plan
-    from xlplan.predict import conditions_of_plan, replica_for
 
     kv_tokens = replica_for(conditions_of_plan(reference_plan(), 1), true_efficiencies()).kv_tokens
     start_s = SCRAPE_AT.replace(hour=6, minute=2, second=11).timestamp()  # the replica started at 06:02:11 that day

@@ -4,7 +4,7 @@
     python scripts/fit_efficiencies.py --check    # exit 1 if the committed table differs from a fresh fit
 
 Every throughput and latency row the engine can predict is a run with its own conditions; see
-xlplan.calibrate.fit_defaults for the procedure. The KV-capacity rows do not enter (no efficiency moves them).
+xlplan.evidence.calibrate.fit_defaults for the procedure. The KV-capacity rows do not enter (no efficiency moves them).
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ from pathlib import Path
 
 import yaml
 
-from xlplan.calibrate import fit_defaults
-from xlplan.engines import CURRENT_SERIES
-from xlplan.io.measurements import CORPUS, fit_runs, read_measurements, run_of, superseded
+from xlplan.evidence.calibrate import fit_defaults
+from xlplan.io.measurement_table import read_measurements
+from xlplan.io.measurements import CORPUS, fit_runs, run_of, superseded
+from xlplan.serving.efficiency_defaults import CURRENT_SERIES
 
 TABLE = Path(__file__).resolve().parents[1] / "xlplan" / "data" / "efficiencies.yaml"
 HEADER = """# Default efficiencies by GPU vendor and serving engine: what a plan runs at when it states none.
 # Written by `python scripts/fit_efficiencies.py` from xlplan/data/measurements.csv (the public corpus, each row with its
-# source) by a hierarchy of regularised fits (xlplan/calibrate_map.py): overall (the runbook's 40% MFU and 60% of
+# source) by a hierarchy of regularised fits (xlplan/evidence/calibrate_map.py): overall (the runbook's 40% MFU and 60% of
 # bandwidth as the prior), then each vendor with the overall fit as its prior, then each vendor x engine with its
 # vendor's. Dense runs fit prefill MFU, decode MFU, bandwidth efficiency and the per-step overhead [s]; MoE runs fit
 # the expert efficiency. A class with fewer than 4 runs of a kind keeps the fit above it and says so (dense_fallback,

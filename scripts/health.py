@@ -1,18 +1,22 @@
 """Print the codebase's health figures, so later work can bring them down.
 
-Five figures, each under a heading line with its details indented beneath:
+Six figures, each under a heading line with its details indented beneath:
 
-1. modules over 400 lines (every ``.py`` file under ``xlplan/`` and ``udfs/``), largest first;
+1. packages: xlplan's packages in the order they may import one another (:data:`PACKAGES`: a package imports only
+   itself and those above it in the list), then every import that breaks the order, every private name imported
+   from another package, and the top level's modules (at most :data:`TOP_LEVEL_MODULES_MAX`, no three sharing a
+   name prefix); ``tests/test_architecture.py`` holds the code to all of them;
 2. functions over 60 lines (``end_lineno - lineno + 1``, from the ``def`` line, decorators aside), longest
-   first; a module or function whose docstring says why it is long ("long because", "over 60 lines because") is
-   marked "(stated why)", and a "size rule" line says whether the code keeps the rule: none long without a stated
-   reason, and at most three stated exceptions (``tests/test_health.py`` holds the code to it);
+   first; a function whose docstring says why it is long ("long because", "over 60 lines because") is marked
+   "(stated why)". Reported, not a rule: a module or function is as long as its one idea needs;
 3. documented engine parameters: over every public engine function, as ``tests/test_docstrings.py`` defines
    one, the parameters named in the numpydoc Parameters section, and the functions with a Returns (or Yields,
    as that test counts them) and a References section;
 4. lint findings: ``ruff check .`` with the rules in ``pyproject.toml``, by rule code;
 5. import circles: the strongly connected components of xlplan's import graph, as grimp reports it (imports
-   inside functions count as much as those at module level).
+   inside functions count as much as those at module level);
+6. dead code: what vulture finds with the settings in ``pyproject.toml`` (``[tool.vulture]``, with the names it must
+   not report in ``scripts/dead_code_whitelist.py``).
 
 It reports and never gates: it exits 0 whatever the figures are. ``--json`` prints the same figures as JSON.
 
@@ -39,10 +43,60 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # `import xlplan` finds the checkout, not an installed copy elsewhere
 
 SOURCE_DIRS = ("xlplan", "udfs")
-MODULE_LINES_LIMIT = 400
 FUNCTION_LINES_LIMIT = 60
 STATED_WHY = ("long because", "over 60 lines because")
-SKIPPED_PACKAGES = ("xlplan.io", "xlplan.cli")  # the same engine as tests/test_docstrings.py
+
+PACKAGES = (
+    ("xlplan", ("the top level: units, counting words, array helpers, frozen copies, length distributions, the fleet's "
+               "whole-unit arithmetic")),
+    ("xlplan.catalog", "GPU and model specs, the packaged catalog, parameter counts, API prices by size class"),
+    ("xlplan.serving", ("the step time and its inputs, engines, kernels, collectives, memory, compute, latency, "
+                       "queueing, Little's Law: pure functions")),
+    ("xlplan.schema", "the plan's input sections and their plausible ranges, and the typed results every part returns"),
+    ("xlplan.money", "the bill and $/M tokens, the API comparison, owning, the contract mix"),
+    ("xlplan.plan", ("a plan as a scenario, the seven steps, the closed form and its paths, what-ifs and breakpoints, "
+                    "the sweep")),
+    ("xlplan.simulate", ("requests, the scheduler, the event loop beside its compiled twin, a run measured, the search, "
+                        "verification")),
+    ("xlplan.evidence", "traffic logs, benchmarks predicted and calibrated, production's gauges and histograms"),
+    ("xlplan.decide", "the Answer, the orchestrator, capacity, compare, schedule and dated cash, diff"),
+    ("xlplan.review", "the monthly review"),
+    ("xlplan.io", "readers and writers at the edge"),
+    ("xlplan.report", "words: the capacity note, the review note, the traffic and validation reports"),
+    ("xlplan.excel", "the workbook (figures once, tabs, writer, reader, check) and the Excel functions' cell side"),
+    ("xlplan.cli", "the commands"),
+)
+"""xlplan's packages, lowest first: a module imports only from its own package and those listed before it. [—]"""
+
+ENTRY_POINTS = ("xlplan.__main__",)
+"""Modules exempt from the order: ``python -m xlplan`` runs the command line from the top. [—]"""
+
+TOP_LEVEL_MODULES_MAX = 16
+"""At most this many modules at xlplan's top level beside its packages (``__init__`` and ``__main__`` counted). [modules]"""
+
+NOT_ENGINE = ("xlplan.io", "xlplan.cli", "xlplan.excel", "xlplan.report.traffic_report", "xlplan.report.validation_report")
+"""Where the engine's documentation rule stops (the same engine as tests/test_docstrings.py): readers, writers,
+commands, the workbook's layout and the two table reports. [—]"""
+ENGINE_AFTER_ALL = ("xlplan.excel.cellwise", "xlplan.excel.book", "xlplan.excel.figures")
+"""Within :data:`NOT_ENGINE`, the engine again: the Excel functions' cell side and the workbook's figures. [—]"""
+
+
+def is_engine_module(name: str) -> bool:
+    """Whether a module is engine code that the documentation rule covers.
+
+    Parameters
+    ----------
+    name : str
+        A dotted module name under xlplan.
+
+    Returns
+    -------
+    bool
+        False for :data:`NOT_ENGINE` (unless under :data:`ENGINE_AFTER_ALL`) and for ``__main__`` modules.
+    """
+    def under(prefixes):
+        return any(name == p or name.startswith(p + ".") for p in prefixes)
+    return not name.endswith("__main__") and (not under(NOT_ENGINE) or under(ENGINE_AFTER_ALL))
 
 
 def source_files() -> list[Path]:
@@ -60,59 +114,103 @@ def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
-# --- 1. modules over 400 lines -------------------------------------------------------------------------------
+# --- 1. packages -----------------------------------------------------------------------------------------------
 
 
-def _module_states_why(text: str) -> bool:
-    """Whether a module's docstring says why it is long (the phrases of :data:`STATED_WHY`)."""
-    try:
-        doc = ast.get_docstring(ast.parse(text)) or ""
-    except SyntaxError:
-        return False
-    return any(s in " ".join(doc.split()).lower() for s in STATED_WHY)
-
-
-def long_modules() -> list[dict]:
-    """The source files with more than 400 lines, largest first.
-
-    Returns
-    -------
-    list of dict
-        ``{"path", "lines", "stated_why"}`` with ``lines = len(text.splitlines())``; ``stated_why`` when the module's
-        docstring says why it is long.
-    """
-    texts = {_rel(p): p.read_text(encoding="utf-8") for p in source_files()}
-    sizes = [{"path": path, "lines": len(text.splitlines()), "stated_why": _module_states_why(text)}
-             for path, text in texts.items()]
-    return sorted((s for s in sizes if s["lines"] > MODULE_LINES_LIMIT), key=lambda s: (-s["lines"], s["path"]))
-
-
-SIZE_EXCEPTIONS_ALLOWED = 3
-"""Modules over 400 lines and functions over 60 whose docstring says why: at most this many in the whole project."""
-
-
-def size_rule(modules: list[dict], functions: list[dict]) -> dict:
-    """Whether the code keeps the size rule: no module over 400 lines and no function over 60, except where the
-    docstring states why, and at most :data:`SIZE_EXCEPTIONS_ALLOWED` such exceptions.
+def module_name(path: Path) -> str:
+    """The dotted module name of a file under the checkout.
 
     Parameters
     ----------
-    modules : list of dict
-        What :func:`long_modules` returns.
-    functions : list of dict
-        What :func:`long_functions` returns.
+    path : Path
+        A ``.py`` file under ``ROOT``.
+
+    Returns
+    -------
+    str
+        ``xlplan.plan.steps`` for ``xlplan/plan/steps.py``; a package's ``__init__.py`` is the package.
+    """
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def package_of(module: str) -> str:
+    """The package of :data:`PACKAGES` a module belongs to.
+
+    Parameters
+    ----------
+    module : str
+        A dotted module name under xlplan.
+
+    Returns
+    -------
+    str
+        Its package (``xlplan.serving`` for ``xlplan.serving.step``), or ``xlplan`` for a top-level module.
+    """
+    known = [name for name, _ in PACKAGES[1:] if module == name or module.startswith(name + ".")]
+    return known[0] if known else "xlplan"
+
+
+def _imports(path: Path, modules: set[str]) -> list[tuple[str, str, int]]:
+    """(imported module, imported name or '', line) for every xlplan import in a file, function-level and
+    ``TYPE_CHECKING`` ones included: ``from xlplan import steps`` imports the module ``xlplan.steps``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, "", node.lineno) for a in node.names if a.name.split(".")[0] == "xlplan"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "xlplan":
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                found.append((sub, "", node.lineno) if sub in modules else (node.module, a.name, node.lineno))
+    return found
+
+
+def package_rules() -> dict:
+    """The package rules and what breaks them: the order of :data:`PACKAGES`, private names, the top level.
 
     Returns
     -------
     dict
-        ``{"within", "exceptions", "unexplained", "allowed"}``: the rule kept; how many long modules and functions
-        state why; how many do not; the exceptions allowed.
+        ``upward``: ``"module:line -> imported"`` for each import of a package later in the order;
+        ``private``: ``"module:line -> home.name"`` for each private name (one leading underscore) taken from another
+        package, imported or read as a module's attribute; ``top_level``: the top level's module names;
+        ``prefix_families``: name prefixes (before the first underscore) that three or more top-level modules share;
+        ``edges``: for each package, the other packages it imports.
     """
-    found = modules + functions
-    exceptions = sum(1 for x in found if x["stated_why"])
-    unexplained = len(found) - exceptions
-    return {"within": unexplained == 0 and exceptions <= SIZE_EXCEPTIONS_ALLOWED, "exceptions": exceptions,
-            "unexplained": unexplained, "allowed": SIZE_EXCEPTIONS_ALLOWED}
+    files = {module_name(p): p for p in sorted((ROOT / "xlplan").rglob("*.py")) if "__pycache__" not in p.parts}
+    modules = set(files)
+    rank = {name: i for i, (name, _) in enumerate(PACKAGES)}
+    upward, private, edges = [], [], {name: set() for name, _ in PACKAGES}
+    for module, path in files.items():
+        mine = package_of(module)
+        modules_bound = {}
+        for target, name, line in _imports(path, modules):
+            theirs = package_of(target)
+            if theirs != mine:
+                edges[mine].add(theirs)
+            if rank[theirs] > rank[mine] and module not in ENTRY_POINTS:
+                upward.append(f"{module}:{line} -> {target}")
+            if name.startswith("_") and not name.startswith("__") and theirs != mine:
+                private.append(f"{module}:{line} -> {target}.{name}")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):  # a module bound to a name, then a private attribute read from it
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "xlplan":
+                for a in node.names:
+                    if f"{node.module}.{a.name}" in modules:
+                        modules_bound[a.asname or a.name] = f"{node.module}.{a.name}"
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules_bound
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                target = modules_bound[node.value.id]
+                if package_of(target) != mine:
+                    private.append(f"{module}:{node.lineno} -> {target}.{node.attr}")
+    top = sorted(p.stem for p in (ROOT / "xlplan").glob("*.py"))
+    prefixes = Counter(name.lstrip("_").split("_")[0] for name in top if "_" in name.lstrip("_"))
+    return {"upward": upward, "private": sorted(set(private)), "top_level": top,
+            "prefix_families": sorted(k for k, n in prefixes.items() if n >= 3),
+            "edges": {k: sorted(v) for k, v in edges.items()}}
+
 
 
 # --- 2. functions over 60 lines ------------------------------------------------------------------------------
@@ -170,7 +268,7 @@ def _engine_modules() -> list[str]:
 
     names = []
     for info in pkgutil.walk_packages(xlplan.__path__, "xlplan."):
-        if info.name.startswith(SKIPPED_PACKAGES) or info.name.endswith("__main__"):
+        if not is_engine_module(info.name):
             continue
         names.append(info.name)
     return sorted(names)
@@ -390,6 +488,26 @@ def import_circles() -> dict:
     return {"circles": circles, "breakers": breakers}
 
 
+# --- 6. dead code --------------------------------------------------------------------------------------------
+
+
+def dead_code() -> dict:
+    """What vulture reports with the settings of ``[tool.vulture]`` in ``pyproject.toml``.
+
+    Returns
+    -------
+    dict
+        ``findings``: vulture's lines (path, line, what is unused); ``error``: why there is no figure, or None.
+    """
+    exe = shutil.which("vulture") or str(Path(sys.executable).with_name("vulture"))
+    if not Path(exe).exists():
+        return {"findings": [], "error": "vulture is not installed (pip install -e '.[test]')"}
+    run = subprocess.run([exe], cwd=ROOT, capture_output=True, text=True, check=False)
+    if run.returncode not in (0, 3):  # 3: dead code found
+        return {"findings": [], "error": (run.stderr or run.stdout).strip()}
+    return {"findings": run.stdout.splitlines(), "error": None}
+
+
 # --- report --------------------------------------------------------------------------------------------------
 
 
@@ -399,16 +517,15 @@ def figures() -> dict:
     Returns
     -------
     dict
-        ``long_modules``, ``long_functions``, ``size_rule``, ``documentation``, ``lint``, ``import_circles``.
+        ``packages``, ``long_functions``, ``documentation``, ``lint``, ``import_circles``, ``dead_code``.
     """
-    modules, functions = long_modules(), long_functions()
     return {
-        "long_modules": modules,
-        "long_functions": functions,
-        "size_rule": size_rule(modules, functions),
+        "packages": package_rules(),
+        "long_functions": long_functions(),
         "documentation": documented_parameters(),
         "lint": lint_findings(),
         "import_circles": import_circles(),
+        "dead_code": dead_code(),
     }
 
 
@@ -425,17 +542,21 @@ def render(f: dict) -> str:
     str
         The report, one line per entry.
     """
-    lines = [f"modules over {MODULE_LINES_LIMIT} lines: {len(f['long_modules'])}"]
-    lines += [f"  {m['lines']:>5}  {m['path']}" + (" (stated why)" if m["stated_why"] else "") for m in f["long_modules"]]
+    pk = f["packages"]
+    broken = len(pk["upward"]) + len(pk["private"]) + len(pk["prefix_families"]) + (len(pk["top_level"]) > TOP_LEVEL_MODULES_MAX)
+    lines = [f"packages: {len(PACKAGES)} in import order, {broken} rules broken"]
+    lines += [f"  {name.removeprefix('xlplan.')} -> {', '.join(x.removeprefix('xlplan.') for x in pk['edges'][name]) or '(none)'}"
+              for name, _ in PACKAGES]
+    lines += [f"  imports a later package: {u}" for u in pk["upward"]]
+    lines += [f"  private name from another package: {u}" for u in pk["private"]]
+    lines.append(f"  top level: {len(pk['top_level'])} modules (at most {TOP_LEVEL_MODULES_MAX}): {', '.join(pk['top_level'])}")
+    lines += [f"  three or more top-level modules share the prefix {x}_" for x in pk["prefix_families"]]
 
     lines.append(f"functions over {FUNCTION_LINES_LIMIT} lines: {len(f['long_functions'])}")
     lines += [
         f"  {g['path']}:{g['line']} {g['name']} {g['lines']} lines" + (" (stated why)" if g["stated_why"] else "")
         for g in f["long_functions"]
     ]
-    rule = f["size_rule"]
-    lines.append(f"size rule: {'within' if rule['within'] else 'broken'} ({rule['exceptions']} stated exceptions of at most "
-                 f"{rule['allowed']}; {rule['unexplained']} long without a stated reason)")
 
     d = f["documentation"]
     lines.append(
@@ -460,6 +581,10 @@ def render(f: dict) -> str:
         lines.append(f"    {len(circle['modules'])} modules: {', '.join(circle['modules'])}")
     if c["breakers"]:
         lines.append(f"  grimp nominates breaking (among xlplan's direct children): {'; '.join(c['breakers'])}")
+    dc = f["dead_code"]
+    lines.append("dead code (vulture, [tool.vulture] in pyproject.toml): "
+                 + (f"no figure, {dc['error']}" if dc["error"] else str(len(dc["findings"]))))
+    lines += [f"  {x}" for x in dc["findings"]]
     return "\n".join(lines)
 
 

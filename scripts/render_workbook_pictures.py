@@ -14,13 +14,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from xlplan.book import figures
+from xlplan.excel.book import figures
+from xlplan.excel.common import SIX_TABS
+from xlplan.excel.export import workbook_for
+from xlplan.excel.writer import with_sheets_shown
 from xlplan.io.libreoffice import to_pdf
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook import SIX_TABS
-from xlplan.io.workbook.export import workbook_for
-from xlplan.io.workbook.writer import with_sheets_shown
-from xlplan.plan import Plan
+from xlplan.schema.plan import Plan
 
 
 def main() -> None:

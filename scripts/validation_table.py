@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from xlplan.io.measurements import CORPUS, read_measurements
-from xlplan.io.validation_report import README_BEGIN, README_END, build, markdown
+from xlplan.io.measurement_table import read_measurements
+from xlplan.io.measurements import CORPUS
+from xlplan.report.validation_report import README_BEGIN, README_END, build, markdown
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

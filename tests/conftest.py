@@ -18,8 +18,8 @@ os.environ["XLWINGS_LICENSE_KEY"] = "noncommercial"  # xlwings PRO's free licenc
 
 import pytest
 
+from xlplan.decide.planner import plan
 from xlplan.io.planfile import reference_plan
-from xlplan.planner import plan
 
 
 @pytest.fixture(scope="session")

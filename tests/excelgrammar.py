@@ -231,7 +231,7 @@ _NAMES_BY_WORD: dict[int, tuple] = {}  # id of a model's defined-name table -> (
 def _udf_call():
     import re
 
-    from xlplan.io.workbook.common import UDF_NAMES
+    from xlplan.excel.common import UDF_NAMES
 
     return re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(UDF_NAMES) + r")\(", re.IGNORECASE)
 

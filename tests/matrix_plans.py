@@ -7,7 +7,7 @@ efficiencies, the engine's attention-FLOPs convention and latency step), then ch
 from planhelp import replan
 
 from xlplan.io.planfile import reference_plan
-from xlplan.plan import Plan
+from xlplan.schema.plan import Plan
 
 
 def _defaults(**sections) -> Plan:

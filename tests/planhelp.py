@@ -1,6 +1,6 @@
 """Helpers shared by tests."""
 
-from xlplan.plan import Plan
+from xlplan.schema.plan import Plan
 
 
 def replan(base: Plan, **sections) -> Plan:

@@ -1,4 +1,6 @@
-"""The shape the code keeps: no import circles among xlplan's modules, and no module-level state that changes.
+"""The shape the code keeps: packages by part, each importing only itself and those before it, no private name
+taken across a package, a small top level, no dead code, no import circles among xlplan's modules, docstring
+cross-references that resolve, and no module-level state that changes.
 
 Module-level state that a call changes makes one figure depend on what ran before it (a leave-one-source-out fold's
 table once leaked into every later plan that way); calibrated tables travel as values instead, and memos are the
@@ -9,6 +11,9 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,12 +82,16 @@ def test_the_checker_finds_a_module_level_cache():
 
 # The solver: the modules that compute a fleet (the seven steps, the physics of a step, the simulation, the searches
 # and the orchestrators). A module that imports any of them at run time computes too, so it joins the solver.
-SOLVER_SEEDS = ("xlplan.steps", "xlplan.serving", "xlplan.simulate", "xlplan.sim_kernel", "xlplan.planner", "xlplan.book",
-                "xlplan.closed_form", "xlplan.compare", "xlplan.schedule", "xlplan.capacity", "xlplan.sweep",
-                "xlplan.queue_path", "xlplan.predict", "xlplan.calibrate", "xlplan.whatif")
-# The writers: they lay out what the engine computed (the workbook, the note, the traffic report, the picture).
-WRITER_PACKAGES = ("xlplan.io.workbook", "xlplan.note", "xlplan.note_constraints", "xlplan.note_fleet", "xlplan.note_format",
-                   "xlplan.io.traffic_report", "xlplan.io.verify_picture")
+SOLVER_SEEDS = ("xlplan.plan.steps", "xlplan.serving.step", "xlplan.simulate.loop", "xlplan.simulate.kernel",
+                "xlplan.decide.planner", "xlplan.excel.book", "xlplan.plan.closed_form", "xlplan.decide.compare",
+                "xlplan.decide.schedule", "xlplan.decide.capacity", "xlplan.plan.sweep", "xlplan.plan.queue_path",
+                "xlplan.evidence.predict", "xlplan.evidence.calibrate", "xlplan.plan.whatif")
+# The writers, by package: the words (report/) and the workbook (excel/) lay out what the engine computed, as does
+# the verification picture; within them, the workbook's figures (excel.book computes them once), the Excel functions'
+# cell side (excel.cellwise) and the validation report (which refits calibrations; the next issue moves that to
+# evidence/) are not writers.
+WRITER_PACKAGES = ("xlplan.report", "xlplan.excel", "xlplan.io.verify_picture")
+NOT_WRITERS = ("xlplan.excel.book", "xlplan.excel.cellwise", "xlplan.report.validation_report")
 
 
 def _module_name(path: Path) -> str:
@@ -93,7 +102,7 @@ def _module_name(path: Path) -> str:
 
 def _runtime_imports(path: Path) -> set[str]:
     """The xlplan modules a file imports when it runs: every import statement, function-level ones included, except
-    those under ``if TYPE_CHECKING:`` (annotations only). ``from xlplan import steps`` counts as xlplan.steps."""
+    those under ``if TYPE_CHECKING:`` (annotations only). ``from xlplan import steps`` counts as xlplan.plan.steps."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
                for child in node.body for n in ast.walk(child)}
@@ -121,11 +130,13 @@ def _solver_and_graph() -> tuple[set[str], dict[str, set[str]]]:
 
 
 def test_no_writer_imports_the_solver():
-    # the result carries every figure a surface shows (xlplan.book.figures computes them once); a writer that imports
+    # the result carries every figure a surface shows (xlplan.excel.book.figures computes them once); a writer that imports
     # the solver could compute a second copy of one, which is how the workbook once disagreed with the note
     solver, graph = _solver_and_graph()
-    writers = [m for m in graph if any(m == w or m.startswith(w + ".") for w in WRITER_PACKAGES)]
-    assert len(writers) >= 20  # the workbook package's modules, the note's four, the traffic report, the picture
+    def under(m, prefixes):
+        return any(m == w or m.startswith(w + ".") for w in prefixes)
+    writers = [m for m in graph if under(m, WRITER_PACKAGES) and not under(m, NOT_WRITERS)]
+    assert len(writers) >= 35  # the workbook's modules and tabs, the note's five, the review note, the traffic report, the picture
     found = {w: sorted(graph[w] & solver) for w in writers if graph[w] & solver}
     assert found == {}
 
@@ -133,6 +144,93 @@ def test_no_writer_imports_the_solver():
 def test_the_solver_check_sees_a_function_level_import(tmp_path):
     # the pattern it exists to catch: an import inside a function, beside a types-only one it must leave alone
     f = tmp_path / "m.py"
-    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from xlplan.steps import Paths\n\n"
-                 "def f():\n    from xlplan import steps\n    return steps\n")
-    assert _runtime_imports(f) == {"xlplan", "xlplan.steps"}
+    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from xlplan.plan.steps import Paths\n\n"
+                 "def f():\n    from xlplan.plan import steps\n    return steps\n")
+    assert _runtime_imports(f) == {"xlplan.plan", "xlplan.plan.steps"}
+
+
+# --- the packages -----------------------------------------------------------------------------------------------
+# scripts/health.py holds the one list of packages in import order (PACKAGES) and the walk that checks it; the health
+# report prints the same figures. Function-level and TYPE_CHECKING imports count: a package imports only itself and
+# those before it, so the package graph has no circle.
+
+
+def test_packages_import_only_themselves_and_those_before_them():
+    assert _health().package_rules()["upward"] == []
+
+
+def test_the_package_graph_has_no_circle():
+    h = _health()
+    edges = {k: set(v) for k, v in h.package_rules()["edges"].items()}
+    edges["xlplan"] -= {"xlplan.cli"}  # xlplan/__main__.py, the entry point (health.ENTRY_POINTS), runs the commands
+    assert [c for c in h.strongly_connected(edges) if len(c) > 1] == []
+
+
+def test_the_order_check_sees_an_upward_and_a_private_import(tmp_path):
+    # the pattern it exists to catch: a serving module importing the command line inside a function, and a private name
+    h = _health()
+    f = tmp_path / "m.py"
+    f.write_text("from xlplan.words import _hidden\n\ndef f():\n    from xlplan.cli import app\n    return app\n")
+    found = h._imports(f, {"xlplan.cli", "xlplan.cli.app", "xlplan.words"})
+    assert found == [("xlplan.words", "_hidden", 1), ("xlplan.cli.app", "", 4)]
+    assert h.package_of("xlplan.serving.step") == "xlplan.serving" and h.package_of("xlplan.words") == "xlplan"
+    rank = [name for name, _ in h.PACKAGES]
+    assert rank.index(h.package_of("xlplan.cli.app")) > rank.index(h.package_of("xlplan.serving.step"))
+
+
+def test_no_module_takes_a_private_name_from_another_package():
+    assert _health().package_rules()["private"] == []
+
+
+def test_the_top_level_is_a_few_modules_with_no_prefix_family():
+    rules = _health().package_rules()
+    assert len(rules["top_level"]) <= _health().TOP_LEVEL_MODULES_MAX
+    assert rules["prefix_families"] == []
+
+
+def test_every_package_is_in_the_order_and_every_folder_is_a_package():
+    # a new folder of modules under xlplan/ is a package the order must place (data and catalog files aside)
+    listed = {name for name, _ in _health().PACKAGES}
+    folders = {"xlplan." + p.parent.relative_to(ROOT / "xlplan").parts[0] for p in (ROOT / "xlplan").rglob("*.py")
+               if p.parent != ROOT / "xlplan"} - {"xlplan.data"}
+    assert folders == listed - {"xlplan"}
+
+
+def test_contributing_draws_the_packages_in_their_order():
+    # CONTRIBUTING.md's map lists the packages in import order, each once; the map cannot drift from the rule
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("## The packages", 1)[1].split("\n## ", 1)[0]
+    drawn = re.findall(r"^\| `(xlplan[\w./]*)` \|", section, re.MULTILINE)
+    assert [d.rstrip("/").replace("/", ".") for d in drawn] == [name for name, _ in _health().PACKAGES]
+
+
+def test_the_package_initialisers_are_light():
+    # a package's __init__ names its part in a docstring and hands no names on (no facade); the catalog's loader, the
+    # command line's app and the data folder's marker are the exceptions, each a part of its own
+    heavy = []
+    for init in sorted((ROOT / "xlplan").rglob("__init__.py")):
+        name = init.parent.relative_to(ROOT).as_posix()
+        if name in ("xlplan/catalog", "xlplan/cli", "xlplan/data", "xlplan/io"):
+            continue
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        if name == "xlplan":
+            body = [n for n in body if not (isinstance(n, ast.Assign) and n.targets[0].id == "__version__")]
+        if body or not ast.get_docstring(tree):
+            heavy.append(name)
+    assert heavy == []
+
+
+def test_no_dead_code():
+    # vulture with [tool.vulture] in pyproject.toml; what is alive without a caller is named in scripts/dead_code_whitelist.py
+    exe = Path(sys.executable).with_name("vulture")
+    run = subprocess.run([str(exe)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stdout) == (0, "")
+
+
+def test_the_dead_code_check_sees_an_unused_function(tmp_path):
+    exe = Path(sys.executable).with_name("vulture")
+    f = tmp_path / "m.py"
+    f.write_text("def used():\n    return 1\n\n\ndef unused():\n    return 2\n\n\nprint(used())\n")
+    run = subprocess.run([str(exe), str(f), "--min-confidence", "60"], capture_output=True, text=True, timeout=60)
+    assert "unused function 'unused'" in run.stdout and "'used'" not in run.stdout.replace("'unused'", "")

@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from xlplan.cli import main
+from xlplan.evidence.traffic import MIN_REQUESTS, UnsuitableLog, summarise
+from xlplan.evidence.traffic_windows import peak_rate
 from xlplan.io.errors import InputError
 from xlplan.io.logs import read_logs
-from xlplan.traffic import MIN_REQUESTS, UnsuitableLog, peak_rate, summarise
 
 T0 = 1_767_225_600  # 2026-01-01 00:00:00 UTC, a Thursday
 HEADER = "timestamp,prompt_tokens,completion_tokens\n"

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from xlplan.cli import main
-from xlplan.confirm import verdict
+from xlplan.evidence.confirm import verdict
 from xlplan.io.errors import InputError
 from xlplan.io.metrics import read_scrapes
 

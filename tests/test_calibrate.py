@@ -9,17 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from xlplan.calibrate import fit
 from xlplan.cli import main
+from xlplan.evidence.bench_conditions import Efficiencies, conditions_of_plan, replace_concurrency
+from xlplan.evidence.calibrate import fit
+from xlplan.evidence.predict import fixed_concurrency
 from xlplan.io.bench_results import read_results
 from xlplan.io.errors import InputError
 from xlplan.io.planfile import reference_plan
-from xlplan.predict import (
-    Efficiencies,
-    conditions_of_plan,
-    fixed_concurrency,
-    replace_concurrency,
-)
 
 # The truth the synthetic benchmark files are written from: a vLLM replica of Llama-3.1-8B bf16 on one H100 whose
 # efficiencies are these. Concurrency 1 and 8 with short prompts are memory- and overhead-bound; 64 with 8k prompts
@@ -125,7 +121,7 @@ def test_one_run_leaves_what_it_cannot_identify_at_the_default(tmp_path):
 def test_an_implausible_fit_is_refused_naming_the_run(tmp_path, capsys):
     # a run four times faster than the model allows at the default efficiencies: no plausible efficiency reproduces it
     # (the fit would need bandwidth past the ~92% any kernel reaches, or an MFU past 0.8), so it is refused by name
-    from xlplan.calibrate import ImplausibleFit
+    from xlplan.evidence.calibrate_map import ImplausibleFit
 
     path = write_vllm(tmp_path)[0]
     d = json.loads(path.read_text())
@@ -169,8 +165,9 @@ def test_a_result_file_of_another_format(tmp_path, capsys):
 def test_leave_one_source_out_uses_no_row_of_the_source_it_predicts():
     # the honest check of the default efficiencies: refit the table without one source and predict that source's rows
 
-    from xlplan.calibrate import fit_defaults, predicted
-    from xlplan.io.measurements import CORPUS, read_measurements, run_of, source_group
+    from xlplan.evidence.calibrate import fit_defaults, predicted
+    from xlplan.io.measurement_table import read_measurements
+    from xlplan.io.measurements import CORPUS, run_of, source_group
 
     rows = read_measurements(CORPUS)
     pairs = [(source_group(r["source"]), run_of(r)) for r in rows]
@@ -186,9 +183,9 @@ def test_leave_one_source_out_uses_no_row_of_the_source_it_predicts():
             p = predicted(r, Efficiencies(), table=table)
             errors += [abs(p[k] / m - 1) for k, m in (("output_tok_s", r.output_tok_s), ("itl_s", r.itl_s)) if m]
     # the fold's table is a value: the shipped defaults are untouched by it
-    from xlplan import engines
+    from xlplan.serving import efficiency_defaults
 
-    assert engines.default_efficiencies("vllm", "H100 SXM") == engines.default_efficiencies_for("vllm", "nvidia", engines.shipped_table())
+    assert efficiency_defaults.default_efficiencies("vllm", "H100 SXM") == efficiency_defaults.default_efficiencies_for("vllm", "nvidia", efficiency_defaults.shipped_table())
     # the figure the README reports (a measurement of the model, not a target met): see benchmarks/bench_accuracy.py
     assert 0 < statistics.median(errors) < 0.5
 

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from xlplan import architecture, catalog, memory
+from xlplan import catalog
+from xlplan.catalog import parameters
+from xlplan.serving import memory
 from xlplan.units import GIB
 
 DATA = Path(__file__).parent / "data"
@@ -53,7 +55,7 @@ def test_price_date_reads_the_date_a_price_note_names():
 def test_param_count_within_2pct_of_published(key):
     # only entries with a published decimal count (gemma-3-4b and phi-4 publish a name, "4B" and "14B", not a count)
     m = catalog.get_model(key)
-    assert architecture.total_params(m) / 1e9 == pytest.approx(m.published_params_b, rel=0.02)
+    assert parameters.total_params(m) / 1e9 == pytest.approx(m.published_params_b, rel=0.02)
 
 
 @pytest.mark.parametrize("key", [k for k in catalog.model_names() if catalog.get_model(k).hf_id in MODELS])
@@ -64,8 +66,8 @@ def test_kv_bytes_and_counts_equal_models_csv(key):
     assert memory.kv_bytes_per_token(m, "bf16") == float(row["kv_bytes_per_token_bf16"])
     # models.csv computes the text model's total and active counts to 0.01 B (a vision tower, where the checkpoint
     # ships one, is counted beside it: Gemma-3-27B's SigLIP tower)
-    assert (architecture.total_params(m) - m.vision_params) / 1e9 == pytest.approx(float(row["computed_total_params_B"]), abs=0.006)
-    assert architecture.active_params(m) / 1e9 == pytest.approx(float(row["computed_active_params_B"]), abs=0.006)
+    assert (parameters.total_params(m) - m.vision_params) / 1e9 == pytest.approx(float(row["computed_total_params_B"]), abs=0.006)
+    assert parameters.active_params(m) / 1e9 == pytest.approx(float(row["computed_active_params_B"]), abs=0.006)
 
 
 def test_mla_and_mha_cache_ratio():

@@ -15,9 +15,9 @@ import yaml
 
 from xlplan import catalog
 from xlplan.cli import main
-from xlplan.hardware_choice import choose
+from xlplan.decide.hardware_choice import choose
 from xlplan.io.planfile import reference_plan
-from xlplan.plan import Plan
+from xlplan.schema.plan import Plan
 
 # a few GPUs keep each run short: a datacenter H100 (the plan's), an AMD part, the GeForce RTX 5090 that ranked
 # first before (4-bit weights at a marketplace price), and the GH200, which has neither a rental price nor a node price

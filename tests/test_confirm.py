@@ -51,7 +51,7 @@ def test_memory_bound(tmp_path):
             for i in range(20)]
     e = read_scrapes(scrapes(tmp_path, VLLM, rows), 15.0)
     assert e.preemptions_per_s == pytest.approx(3 / 15) and e.generation_tok_s == pytest.approx(600)
-    from xlplan.confirm import verdict
+    from xlplan.evidence.confirm import verdict
 
     assert verdict(e)[0] == "memory"
 
@@ -77,7 +77,7 @@ def test_neither_when_there_is_headroom(tmp_path, capsys):
 
 
 def test_sglang_names(tmp_path):
-    from xlplan.confirm import verdict
+    from xlplan.evidence.confirm import verdict
 
     rows = [{"cache": 0.95, "waiting": 12, "running": 40} for _ in range(5)]
     assert verdict(read_scrapes(scrapes(tmp_path, SGLANG, rows)))[0] == "memory"

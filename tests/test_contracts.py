@@ -4,9 +4,9 @@ without a promise; every expected figure derived by hand from the stated curve a
 import pytest
 import yaml
 
-from xlplan.contracts import savings_figures, size_mix
+from xlplan.decide.planner import plan
 from xlplan.io.planfile import plan_from_mapping, reference_plan_text
-from xlplan.planner import plan
+from xlplan.money.contracts import savings_figures, size_mix
 
 # 4 h at the peak, 4 h at 0.9375, 8 h at 0.5, 8 h at 0.25
 CURVE = [1.0] * 4 + [0.9375] * 4 + [0.5] * 8 + [0.25] * 8
@@ -131,7 +131,7 @@ def test_contracts_without_a_curve_or_a_price_name_the_field(tmp_path, capsys):
 def test_traffic_measures_a_known_daily_curve():
     # A synthetic log over 7 whole days from a midnight: hour h carries 3,600 × shape[h] requests evenly spread
     # (1 req/s at the peak), so each hour of the day's mean rate ÷ the busiest's is the shape itself.
-    from xlplan.traffic import summarise
+    from xlplan.evidence.traffic import summarise
 
     shape = [0.25] * 6 + [0.5] * 3 + [1.0] * 9 + [0.5] * 3 + [0.25] * 3
     t = []
@@ -145,8 +145,8 @@ def test_traffic_measures_a_known_daily_curve():
 
 
 def test_traffic_says_a_curve_needs_a_day():
-    from xlplan.io.traffic_report import _curve_words, forecast_section
-    from xlplan.traffic import summarise
+    from xlplan.evidence.traffic import summarise
+    from xlplan.report.traffic_report import _curve_words, forecast_section
 
     t = [1_767_225_600 + 60.0 * i for i in range(1000)]  # 1,000 minutes: under a day
     s = summarise(t, [100] * 1000, [10] * 1000)

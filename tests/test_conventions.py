@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from xlplan import plan as plan_mod
-from xlplan import result, specs
+from xlplan.catalog import specs
+from xlplan.schema import plan as plan_mod
+from xlplan.schema import result
 
 UNIT_MARK = "["
 
@@ -30,7 +31,7 @@ def test_every_field_has_description_with_unit_or_is_a_section(model):
 
 @pytest.mark.slow
 def test_import_xlplan_loads_no_heavy_modules():
-    code = ("import sys, xlplan, xlplan.planner, xlplan.io.planfile; from xlplan.planner import plan; "
+    code = ("import sys, xlplan, xlplan.decide.planner, xlplan.io.planfile; from xlplan.decide.planner import plan; "
             "from xlplan.io.planfile import reference_plan; plan(reference_plan()); "
             "print(sorted(m for m in ('openpyxl', 'pandas', 'numpy', 'typer') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -16,11 +16,11 @@ import pytest
 import yaml
 from planhelp import replan
 
-from xlplan import compare, schedule
 from xlplan.cli import main
+from xlplan.decide import compare, schedule, schedule_calendar
+from xlplan.decide.planner import plan as run_plan
 from xlplan.io.planfile import reference_plan
-from xlplan.planner import plan as run_plan
-from xlplan.scenario import resolve
+from xlplan.plan.scenario import resolve
 
 DATA = Path(__file__).resolve().parents[1] / "xlplan" / "data"
 
@@ -118,7 +118,7 @@ def test_infeasible_option_says_why():
     # Llama-3.1-405B in bf16 (~756 GiB) fits no TP degree on 24 GiB cards: infeasible with the planner's reason.
     data = reference_plan().model_dump(exclude_none=True)
     data["model"] = {"name": "llama-3.1-405b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
-    from xlplan.plan import Plan
+    from xlplan.schema.plan import Plan
 
     o = compare.option(Plan.model_validate(data), "rtx-4090", "bf16", "bf16")
     assert not o.feasible and "do not fit" in o.reason
@@ -131,7 +131,7 @@ def test_ten_percent_a_month_for_a_year():
     # Compounding: month m's peak is 40 x 1.1^m. The fleet bought never shrinks; each month that adds GPUs has its
     # order dated exactly the lead time (90 days) before the month's first day.
     s = resolve(reference_plan())
-    out = schedule.schedule(s, schedule.monthly_peaks(40.0, 0.10, 12), "2027-01", 90)
+    out = schedule.schedule(s, schedule_calendar.monthly_peaks(40.0, 0.10, 12), "2027-01", 90)
     assert len(out.months) == 12
     for m, x in enumerate(out.months):
         assert x.peak_rps == pytest.approx(40.0 * 1.1**m, rel=1e-12)
@@ -161,7 +161,7 @@ def test_schedule_months_are_the_answer_plan_gives_at_their_peak():
     # closed form) — and the month a margin was measured at is the verified fleet itself.
     p = reference_plan()
     s = resolve(p)
-    peaks = schedule.monthly_peaks(40.0, 0.25, 3)  # 40, 50, 62.5 req/s
+    peaks = schedule_calendar.monthly_peaks(40.0, 0.25, 3)  # 40, 50, 62.5 req/s
     every = schedule.schedule(s, peaks, "2027-01", 90, verify="every", percentile=95.0)
     margin = schedule.schedule(s, peaks, "2027-01", 90, verify="margin", percentile=95.0)
     none = schedule.schedule(s, peaks, "2027-01", 90)
@@ -215,7 +215,7 @@ def test_the_schedule_names_its_crossover_and_break_even_for_what_they_are():
     # 119,070/117,604; 145,850/144,607; 172,630/174,310 -> at or below the API's first in 2027-11 (cumulative).
     p = replan(reference_plan(), api={"usd_per_mtok_input": 0.125, "usd_per_mtok_output": 0.375},
                hardware={"ops_usd_per_month": 500.0})
-    out = schedule.schedule(resolve(p), schedule.monthly_peaks(40.0, 0.10, 12), "2027-04", 90)
+    out = schedule.schedule(resolve(p), schedule_calendar.monthly_peaks(40.0, 0.10, 12), "2027-04", 90)
     assert out.months[0].api_monthly_usd == pytest.approx(15_242.4)
     assert [x.monthly_usd + 500 for x in out.months[:3]] == pytest.approx([15_830, 18_020, 18_020])
     assert out.monthly_crossover_month == "2027-06" and out.cumulative_breakeven_month == "2027-11"
@@ -226,7 +226,7 @@ def test_the_schedule_names_its_crossover_and_break_even_for_what_they_are():
     when = "from 2027-06" if all(later) else "first in 2027-06, not in every month after"
     assert (f"monthly crossover: self-hosting becomes cheaper than the API {when}" in out.breakeven_words
             and "cumulative break-even (self-hosting's total since 2027-04 at or below the API's): 2027-11" in out.breakeven_words)
-    never = schedule.schedule(resolve(p), schedule.monthly_peaks(40.0, 0.10, 6), "2027-04", 90)
+    never = schedule.schedule(resolve(p), schedule_calendar.monthly_peaks(40.0, 0.10, 6), "2027-04", 90)
     assert never.cumulative_breakeven_month is None and never.breakeven_words.endswith(": not within the schedule")
 
 
@@ -249,10 +249,10 @@ def test_schedule_from_the_plan_growth_section(tmp_path, capsys):
 
 
 def test_the_workbook_schedule_is_the_commands_and_late_orders_are_the_results(tmp_path, capsys):
-    # one figure, one place: the Schedule sheet's figures (xlplan.book) are `xlplan schedule --verify none`'s for the
+    # one figure, one place: the Schedule sheet's figures (xlplan.excel.book) are `xlplan schedule --verify none`'s for the
     # same plan, and the months ordered too late are a field of the result, not of the command's JSON alone
-    from xlplan.book import decisions
-    from xlplan.plan import Plan
+    from xlplan.excel.book import decisions
+    from xlplan.schema.plan import Plan
 
     data = reference_plan().model_dump(exclude_none=True)
     data["growth"] = {"monthly": 0.05, "months": 3, "lead_time_days": 45, "start": "2027-06"}
@@ -264,7 +264,7 @@ def test_the_workbook_schedule_is_the_commands_and_late_orders_are_the_results(t
     # second's (2027-07-01 minus 45 = 2027-05-17) is not; only months that add GPUs have an order date
     late = decisions(Plan.model_validate(data), today=dt.date(2027, 5, 1)).schedule
     assert late.late_orders == ["2027-06"]
-    assert schedule.first_month(dt.date(2026, 12, 3)) == "2027-01" and schedule.first_month(dt.date(2027, 1, 31)) == "2027-02"
+    assert schedule_calendar.first_month(dt.date(2026, 12, 3)) == "2027-01" and schedule_calendar.first_month(dt.date(2027, 1, 31)) == "2027-02"
 
 
 @pytest.mark.parametrize("content, where", [
@@ -345,7 +345,7 @@ def test_buying_reproduces_a_hand_computed_monthly_cost(tmp_path):
     #   hosting      8 x 1.2 kW x $150 per kW-month = 1,440.00
     #   hardware ops 1,000.00
     #   total        8,491.20
-    from xlplan.plan import Plan
+    from xlplan.schema.plan import Plan
 
     p = Plan.model_validate(_buy(capex_usd_per_node=300000, depreciation_years=5, kw_per_gpu=1.2, pue=1.5, usd_per_kwh=0.10,
                                  hosting_usd_per_kw_month=150, hardware_ops_usd_per_month=1000, network_usd_per_node=0,
@@ -367,7 +367,7 @@ def test_buy_defaults_come_from_dated_sources():
     # 7.5 kW / 8 typical), depreciation 5 years (AWS 2025), PUE 1.54 (Uptime 2025), hosting $184.06/kW-month (CBRE H2
     # 2024), a network share of $15,060 a node (2024-08), a residual of 0.78^5 of the capex (resale curve, 2026) and an
     # assumed 8% cost of capital.
-    from xlplan.plan import Plan
+    from xlplan.schema.plan import Plan
 
     p = Plan.model_validate(_buy(usd_per_kwh=0.09, hardware_ops_usd_per_month=0))
     own = p.ownership()
@@ -509,7 +509,7 @@ def test_api_price_is_matched_to_the_size_class():
         rows = [r for r in csv.DictReader(f) if r["size_class"] == "dense 5-12B"]
     data = reference_plan().model_dump(exclude_none=True)
     data.pop("api")
-    from xlplan.plan import Plan
+    from xlplan.schema.plan import Plan
 
     api = Plan.model_validate(data).api_used()
     assert api.usd_per_mtok_input == statistics.median(float(r["usd_per_1M_input"]) for r in rows)

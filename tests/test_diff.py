@@ -11,12 +11,12 @@ import json
 import pytest
 
 from xlplan.cli import main
-from xlplan.diff_result import Compared, Consequences, InputChange, PlanDiff
+from xlplan.decide.diff import consequences, owner_section
+from xlplan.decide.planner import plan
+from xlplan.excel.inputs import LEGACY_INPUTS, all_inputs
 from xlplan.io.planfile import plan_to_yaml, reference_plan
-from xlplan.io.workbook.inputs import LEGACY_INPUTS, all_inputs
-from xlplan.plan import Plan
-from xlplan.plan_diff import consequences, owner_section
-from xlplan.planner import plan
+from xlplan.schema.diff import Compared, Consequences, InputChange, PlanDiff
+from xlplan.schema.plan import Plan
 
 P95 = 8000.0  # the runbook's what-if: p95 prompts x4, from 2,000 tokens
 

@@ -1,4 +1,4 @@
-"""Evidence that the drain (xlplan.drain) is what the engine does with N requests submitted at once.
+"""Evidence that the drain (xlplan.evidence.drain) is what the engine does with N requests submitted at once.
 
 Each test states the truth it checks and where it comes from: the steady state it must reach when prefill is
 negligible, the waves it must repeat, one request's prefill and decodes worked step by step with the serving model,
@@ -15,11 +15,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from xlplan import drain, predict, serving, sim_loop, steps
+from xlplan.evidence import bench_conditions, drain, predict
 from xlplan.io.planfile import reference_plan
-from xlplan.sim_workload import Workload
+from xlplan.plan import latency_step
+from xlplan.serving import step, step_inputs
+from xlplan.simulate import loop
+from xlplan.simulate.workload import Workload
 
-BASE = predict.conditions_of_plan(reference_plan(), 1)
+BASE = bench_conditions.conditions_of_plan(reference_plan(), 1)
 
 
 def _rep(isl: float, osl: float) -> predict.Replica:
@@ -74,12 +77,12 @@ def test_one_request_takes_its_prefill_and_then_its_decodes_at_batch_one(isl):
     prefill, done = 0.0, 0.0
     while done < isl:
         chunk = min(s.max_num_batched_tokens, isl - done)
-        keys = serving.prefill_keys(chunk, done, True)
-        prefill += serving.step_time_s(r, serving.mixed_step(0.0, 0.0, chunk, keys, keys, done))
+        keys = step_inputs.prefill_keys(chunk, done, True)
+        prefill += step.step_time_s(r, step_inputs.mixed_step(0.0, 0.0, chunk, keys, keys, done))
         done += chunk
     if isl <= s.max_num_batched_tokens:
-        assert prefill == pytest.approx(steps.prefill_alone_s(s, r, float(isl)), rel=1e-12)  # one chunk: the planner's
-    decodes = sum(serving.step_time_s(r, serving.decode_step(1.0, isl + i)) for i in range(1, osl))
+        assert prefill == pytest.approx(latency_step.prefill_alone_s(s, r, float(isl)), rel=1e-12)  # one chunk: the planner's
+    decodes = sum(step.step_time_s(r, step_inputs.decode_step(1.0, isl + i)) for i in range(1, osl))
     makespan, _ = drain.replica_drain_s(rep, 1, isl, osl, 64)
     assert makespan == pytest.approx(prefill + decodes, rel=1e-12)
 
@@ -109,7 +112,7 @@ def _simulated_tok_s(rep: predict.Replica, n: int, isl: int, osl: int, slots: in
     """N × osl ÷ the simulator's makespan: every request arriving at t = 0 with the same lengths, served by
     ``replicas`` replicas running at most ``slots`` sequences each, until the last request's last token."""
     s = replace(rep.s, max_num_seqs=float(slots))
-    run = sim_loop._Run(s, replicas, 1, Workload(np.zeros(n), np.full(n, isl), np.full(n, osl)), 1e6)
+    run = loop._Run(s, replicas, 1, Workload(np.zeros(n), np.full(n, isl), np.full(n, osl)), 1e6)
     run.run()
     finish = np.asarray(run.finish, dtype=float)
     assert np.isfinite(finish).all() and run.preemptions == 0  # all served; the KV cache held every sequence

@@ -8,13 +8,14 @@ from dataclasses import replace
 import pytest
 from planhelp import heavy_tail_plan, replan
 
-from xlplan import concurrency, distributions, fleet
-from xlplan.capacity import capacity
+from xlplan import distributions, fleet
+from xlplan.decide.capacity import capacity
+from xlplan.decide.planner import plan
 from xlplan.io.hf_config import read_hf_config
 from xlplan.io.planfile import reference_plan
-from xlplan.planner import plan
-from xlplan.scenario import resolve
-from xlplan.steps import solve
+from xlplan.plan.scenario import resolve
+from xlplan.plan.steps import solve
+from xlplan.serving import concurrency
 
 
 def test_lognormal_fit_recovers_percentiles():
@@ -80,8 +81,8 @@ def test_capacity_names_the_paths_that_stop_the_fleet(gpus):
     # what "stops it first" must mean: just past the capacity, exactly the named paths need more than the fleet's GPUs
     # (a tie of whole replicas at the capacity itself once named "minimum replica" or "compute and queueing" where
     # compute alone held 29 req/s)
-    from xlplan import closed_form
-    from xlplan.capacity import closed_form_capacity
+    from xlplan.decide.capacity import closed_form_capacity
+    from xlplan.plan import closed_form
 
     s = resolve(reference_plan())
     cap = closed_form_capacity(s, gpus)
@@ -95,8 +96,8 @@ def test_capacity_names_the_paths_that_stop_the_fleet(gpus):
 def test_closed_form_capacity_is_the_inverse_of_the_closed_form():
     # at the capacity found, the closed form's load fits the fleet; 0.1% above it, it does not — and the reference's
     # closed form of 6 GPUs at 40 req/s makes 6 hold 40 and 5 not
-    from xlplan import closed_form, steps
-    from xlplan.capacity import closed_form_capacity
+    from xlplan.decide.capacity import closed_form_capacity
+    from xlplan.plan import closed_form, steps
 
     s = resolve(reference_plan())
     for gpus in (4, 6, 10):
@@ -113,19 +114,19 @@ def test_capacity_is_the_inverse_of_the_verified_answer(capsys):
     # hold 40.54: the verified capacity of 4 GPUs must be below 40. And it is the inverse of the verified answer, by
     # the rule `plan` verifies with (simulate.minimum_replicas: every seed, every run stable): at the capacity found
     # the verified fleet is at most 4 replicas, at the failing end of its 1% bracket it is more than 4.
-    from xlplan import simulate
-    from xlplan.capacity import verified_capacity
     from xlplan.cli import main
+    from xlplan.decide.capacity import verified_capacity
+    from xlplan.simulate import search
 
     s = resolve(reference_plan())
     v = verified_capacity(s, 4)
     assert (v.tp, v.replicas) == (1, 4)
     assert v.max_peak_rps < 40.0 < v.closed_form.max_peak_rps
     assert v.max_peak_rps < v.fails_at_rps <= v.max_peak_rps * 1.01
-    assert simulate.minimum_replicas(dataclasses.replace(s, peak_rps=v.max_peak_rps), 1, 4) <= 4
-    assert simulate.minimum_replicas(dataclasses.replace(s, peak_rps=v.fails_at_rps), 1, 4) > 4
+    assert search.minimum_replicas(dataclasses.replace(s, peak_rps=v.max_peak_rps), 1, 4) <= 4
+    assert search.minimum_replicas(dataclasses.replace(s, peak_rps=v.fails_at_rps), 1, 4) > 4
     # and at the plan's own peak it agrees with `plan`: the reference's 40 req/s verify at 6 GPUs (TP 1), not at 5
-    assert simulate.minimum_replicas(s, 1, 6) == 6
+    assert search.minimum_replicas(s, 1, 6) == 6
     assert verified_capacity(s, 6).max_peak_rps >= 40.0 > verified_capacity(s, 5).max_peak_rps
     assert main(["capacity", "--gpus", "4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -140,7 +141,7 @@ def test_a_gpu_more_never_serves_less():
     # 7 GPUs at the plan's TP 2 are 3 replicas and an idle GPU: they serve exactly what 6 do. Simulated as 7 replicas
     # of TP 1 instead (the degree the runbook's linear paths prefer), they kept the promise only to 4.92 req/s, against
     # 13.83 for 6 GPUs.
-    from xlplan.capacity import verified_capacity
+    from xlplan.decide.capacity import verified_capacity
 
     s = resolve(heavy_tail_plan())
     six, seven = verified_capacity(s, 6), verified_capacity(s, 7)
@@ -151,8 +152,8 @@ def test_a_gpu_more_never_serves_less():
 def test_too_few_gpus_for_one_replica_names_the_weights():
     # mixtral-8x7b's 87 GiB of bf16 weights do not fit one 80 GB H100 (79.65 GiB as the driver reports it), so its
     # smallest replica is TP 2: one GPU holds none, and the message says why and asks for 2, not "at least 1 GPUs"
-    from xlplan.plan import Plan
-    from xlplan.steps import PlanningError
+    from xlplan.plan.scenario import PlanningError
+    from xlplan.schema.plan import Plan
 
     s = resolve(Plan.model_validate({**reference_plan().model_dump(exclude_none=True), "model": {"name": "mixtral-8x7b"}}))
     with pytest.raises(PlanningError) as e:
@@ -169,9 +170,9 @@ def test_hf_config_reads_like_catalog(tmp_path):
            "vocab_size": 128256, "tie_word_embeddings": False, "max_position_embeddings": 131072}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg), encoding="utf-8")
-    from xlplan import architecture
+    from xlplan.catalog import parameters
 
-    assert architecture.total_params(read_hf_config(path)) == 8030261248
+    assert parameters.total_params(read_hf_config(path)) == 8030261248
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(
         "forecast: {peak_rps: 40, prompt_tokens: {p50: 2000, p95: 2000}, output_tokens: {p50: 300, p95: 300}}\n"
@@ -192,11 +193,12 @@ def test_hf_config_deepseek(tmp_path):
            "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg), encoding="utf-8")
-    from xlplan import architecture, memory
+    from xlplan.catalog import parameters
+    from xlplan.serving import memory
 
     spec = read_hf_config(path)
     # models.csv: 671.03 B total, 37.55 B active, 70,272 B/token
-    assert architecture.total_params(spec) / 1e9 == pytest.approx(671.03, abs=0.01)
+    assert parameters.total_params(spec) / 1e9 == pytest.approx(671.03, abs=0.01)
     assert memory.kv_bytes_per_token(spec, "bf16") == 70272
 
 
@@ -211,7 +213,7 @@ def test_hf_config_unknown_type(tmp_path):
 
 def test_mla_cache_is_not_sharded_by_tp():
     # vLLM replicates the MLA latent on every TP rank: shards = 1; GQA shards by KV head up to kv_heads
-    from xlplan.memory import kv_shards
+    from xlplan.serving.memory import kv_shards
 
     assert kv_shards(8, 128, "mla") == 1
     assert kv_shards(8, 8) == 8 and kv_shards(8, 4) == 4
@@ -280,7 +282,8 @@ def test_tp_is_chosen_by_purchase_then_bill_then_degree():
     # The stated objective: fewest GPUs purchased, then fewest billed, then the smallest degree. For the reference at
     # 80 req/s, TP 1 needs 8 for the load (compute 7.89 -> 8), 9 with N+1, 16 bought; TP 2 needs 8, (4 + 1) x 2 = 10 with
     # N+1, 16 bought: the same purchase, but TP 1 bills 9 and TP 2 bills 10, so TP 1
-    from xlplan.steps import solve, tp_objective
+    from xlplan.plan.steps import solve
+    from xlplan.plan.tp_choice import tp_objective
 
     p = plan(replan(reference_plan(), forecast={"peak_rps": 80}))
     assert p.fleet.tp == 1 and (p.fleet.with_redundancy, p.fleet.purchased) == (9, 16)
@@ -296,7 +299,7 @@ def test_a_fleet_set_by_the_minimum_replica_says_so():
     # 0.05 req/s: 0.75 in flight, far under one GPU on every path; the fleet is one replica because it cannot be less
     p = plan(replan(reference_plan(), forecast={"peak_rps": 0.05}))
     assert (p.fleet.load, p.binding) == (1, "minimum replica")
-    from xlplan.note import render_text
+    from xlplan.report.note import render_text
 
     assert "minimum replica" in render_text(p)
 
@@ -304,8 +307,8 @@ def test_a_fleet_set_by_the_minimum_replica_says_so():
 def test_capacity_refuses_a_model_that_cannot_fit(capsys):
     # Llama-3.1-405B in bf16 (811 GB) on nodes of one L4 (24 GB): no degree holds the weights, so "0 requests/s" would be
     # a confident wrong answer; it is an error naming why
-    from xlplan.capacity import capacity
-    from xlplan.steps import PlanningError
+    from xlplan.decide.capacity import capacity
+    from xlplan.plan.scenario import PlanningError
 
     s = resolve(replan(reference_plan(), model={"name": "llama-3.1-405b"}, hardware={"gpu": "l4", "gpus_per_node": 1,
                                                                                       "usd_per_gpu_hour": 1.0}))
@@ -315,7 +318,7 @@ def test_capacity_refuses_a_model_that_cannot_fit(capsys):
 
 def test_only_a_real_infeasibility_reads_as_cannot_be_met(monkeypatch):
     # a bug inside a what-if must surface as a bug, not as "infeasible"
-    from xlplan import steps, whatif
+    from xlplan.plan import steps, whatif
 
     def broken(s):
         raise ZeroDivisionError("a bug")
@@ -327,12 +330,12 @@ def test_only_a_real_infeasibility_reads_as_cannot_be_met(monkeypatch):
 
 def test_searches_have_caps():
     # a predicate that never turns true, from a start that scales to itself (0), and a bracket that never narrows
-    from xlplan.whatif import find_threshold
+    from xlplan.plan.breakpoints import find_threshold
 
     assert find_threshold(lambda x: False, 1.0, "up") is None
     assert find_threshold(lambda x: True, 0.0, "up") is None
     # a predicate that flips on every call (not monotone): both loops still stop within their caps
-    from xlplan.whatif import MAX_STEPS
+    from xlplan.plan.breakpoints import MAX_STEPS
 
     calls = []
 
@@ -349,16 +352,17 @@ def test_the_promise_percentile_chooses_the_prompt_the_ttft_check_prefills(ref_p
     # at p95 the stated p95 (2,000); at p90 the fitted lognormal's quantile m·exp(σ·z90), between p50 and p95.
     from planhelp import replan
 
-    from xlplan import distributions, steps
-    from xlplan.scenario import resolve
+    from xlplan import distributions
+    from xlplan.plan import latency_step, replica_at_tp, steps
+    from xlplan.plan.scenario import resolve
 
     lengths = {"prompt_tokens": {"p50": 1000, "p95": 2000, "p99": 4000}}
     ttft = {}
     for q in (90, 95, 99):
         s = resolve(replan(ref_plan, forecast=lengths, promise={"percentile": q}))
         sol = steps.solve(s)
-        r = steps.replica(s, sol.paths.tp)
+        r = replica_at_tp.replica(s, sol.paths.tp)
         ttft[q] = sol.paths.ttft_p95_s
         n = {95: 2000, 99: 4000}.get(q) or distributions.length_at_percentile(1000, 2000, 4000, 90)
-        assert ttft[q] == steps.prefill_alone_s(s, r, n)
+        assert ttft[q] == latency_step.prefill_alone_s(s, r, n)
     assert ttft[90] < ttft[95] < ttft[99]

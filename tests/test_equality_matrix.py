@@ -1,7 +1,7 @@
 """The equality matrix: every surface gives the engine's figure, on every plan of tests/matrix_plans.py.
 
 Plans: dense, MoE, MLA, long context, heavy-tailed and calibrated on the engine's default conventions, and the
-reference. The engine's figure is ``xlplan.planner.plan(p)``'s Answer (the fleet verified in simulation where the
+reference. The engine's figure is ``xlplan.decide.planner.plan(p)``'s Answer (the fleet verified in simulation where the
 default plan simulates, else the closed form, labelled). Surfaces, and where each is checked:
 
 - note (text), JSON, Markdown, the workbook's cached values: here, from one ``xlplan plan --json --markdown
@@ -23,10 +23,10 @@ import pytest
 import yaml
 from matrix_plans import matrix_plans
 
-from xlplan import capacity, compare, schedule
 from xlplan.cli import main
-from xlplan.note import render_text
-from xlplan.scenario import resolve
+from xlplan.decide import capacity, compare, schedule
+from xlplan.plan.scenario import resolve
+from xlplan.report.note import render_text
 
 NAMES = list(matrix_plans())
 

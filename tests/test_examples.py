@@ -226,8 +226,8 @@ def test_csv_peak_is_within_the_rate_the_generator_drew():
     # Poisson(≈2,400) requests: σ = √2400 ≈ 49, i.e. 0.82 req/s; the sliding peak over a 75 s log sits within a few σ
     # of the rate, so within [min rate − 5σ, max rate + 5σ] ≈ [35.9, 44.1] req/s. The mean rate (requests ÷ span) is
     # within 5σ of the rate too, over the 75 s: σ = √3000 / 75 ≈ 0.73 req/s.
+    from xlplan.evidence.traffic import summarise
     from xlplan.io.logs import read_logs
-    from xlplan.traffic import summarise
 
     gen = _generator()
     a, b = gen.SLICES["requests-csv"]
@@ -261,10 +261,10 @@ def test_the_csv_and_the_parquet_log_are_one_contiguous_stretch():
 def test_calibrate_finds_the_efficiencies_the_benchmarks_were_drawn_at():
     # the results hold xlplan's own prediction at gen.true_efficiencies() (with per-request scatter and 2% noise per run):
     # the fields the runs identify must hold the truth inside their 95% intervals, from each tool's files and from all
-    from xlplan.calibrate import fit
+    from xlplan.evidence.bench_conditions import conditions_of_plan
+    from xlplan.evidence.calibrate import fit
     from xlplan.io.bench_results import read_results
     from xlplan.io.planfile import reference_plan
-    from xlplan.predict import conditions_of_plan
 
     truth = _generator().true_efficiencies()
     bench = EXAMPLES / "bench"
@@ -285,7 +285,7 @@ def test_confirm_reads_a_compute_bound_replica(tmp_path):
     # ~421k, about 35%: compute binds. Copied in name order so their modification times are in time order whatever the
     # checkout did. The replica completes REPLICA_PEAK_RPS = 5 requests/s at 14:30 with log-normal outputs of mean
     # ≈ 260·e^{0.65²/2} ≈ 320 tokens (a little less, capped at 1,024): ~1,550 output tokens/s, ±20% for a minute's draws.
-    from xlplan.confirm import verdict
+    from xlplan.evidence.confirm import verdict
     from xlplan.io.metrics import read_scrapes
 
     gen = _generator()

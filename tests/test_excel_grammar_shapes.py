@@ -24,7 +24,7 @@ from excelgrammar import _SHAPES, _read_file, evaluate, evaluate_fresh
 from planhelp import replan
 from workbookhelp import build
 
-from xlplan.io.workbook.writer import workbook_bytes
+from xlplan.excel.writer import workbook_bytes
 
 pytestmark = pytest.mark.slow  # one workbook compiled afresh by the Excel-grammar engine, beside the shortcuts
 

@@ -17,7 +17,7 @@ import pytest
 from planhelp import replan
 from workbookhelp import build
 
-from xlplan.io.workbook.writer import workbook_bytes
+from xlplan.excel.writer import workbook_bytes
 
 MAX_COLUMN = 16384  # XFD
 MAX_ROW = 1048576

@@ -8,8 +8,8 @@ import pytest
 
 from xlplan import frozen
 from xlplan.io.planfile import reference_plan
-from xlplan.replica_at_tp import replica
-from xlplan.scenario import resolve
+from xlplan.plan.replica_at_tp import replica
+from xlplan.plan.scenario import resolve
 
 
 def test_a_scenario_and_a_replica_copied_by_slot_equal_replace():

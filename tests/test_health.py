@@ -1,4 +1,4 @@
-"""scripts/health.py runs, reports its five figures and exits 0, and its figures agree with independent counts."""
+"""scripts/health.py runs, reports its six figures and exits 0, and its figures agree with independent counts."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "health.py"
 HEADINGS = (
-    "modules over 400 lines: ",
+    "packages: ",
     "functions over 60 lines: ",
-    "size rule: ",
     "documented engine parameters: ",
     "lint findings (ruff, the rules in pyproject.toml): ",
     "import circles: ",
+    "dead code (vulture, [tool.vulture] in pyproject.toml): ",
 )
 
 
@@ -37,7 +37,7 @@ def _script():
 
 
 @pytest.mark.slow
-def test_it_reports_the_five_figures_and_exits_0():
+def test_it_reports_the_six_figures_and_exits_0():
     run = _run()
     assert run.returncode == 0, run.stderr
     headings = [line for line in run.stdout.splitlines() if not line.startswith(" ")]
@@ -46,23 +46,19 @@ def test_it_reports_the_five_figures_and_exits_0():
 
 
 @pytest.mark.slow
-def test_its_module_sizes_match_an_independent_count():
+def test_its_top_level_count_matches_an_independent_count():
     run = _run()
-    listed = re.findall(r"^ +(\d+)  (\S+\.py)$", run.stdout, re.MULTILINE)
-    count = int(re.search(r"^modules over 400 lines: (\d+)$", run.stdout, re.MULTILINE)[1])
-    assert len(listed) == count
-    # counted independently: every .py file under xlplan/ and udfs/ with more than 400 lines
-    sizes = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
-             for folder in ("xlplan", "udfs") for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts}
-    assert {path: int(n) for n, path in listed} == {path: n for path, n in sizes.items() if n > 400}
-    assert [int(n) for n, _ in listed] == sorted((int(n) for n, _ in listed), reverse=True)
+    listed = re.search(r"^  top level: (\d+) modules \(at most 16\): (.*)$", run.stdout, re.MULTILINE)
+    # counted independently: the .py files directly under xlplan/
+    top = sorted(p.stem for p in (ROOT / "xlplan").glob("*.py"))
+    assert int(listed[1]) == len(top) and listed[2].split(", ") == top
 
 
 @pytest.mark.slow
 def test_json_holds_the_same_figures():
     figures = json.loads(_run("--json").stdout)
-    assert set(figures) == {"long_modules", "long_functions", "size_rule", "documentation", "lint", "import_circles"}
-    assert all(m["lines"] > 400 for m in figures["long_modules"])
+    assert set(figures) == {"packages", "long_functions", "documentation", "lint", "import_circles", "dead_code"}
+    assert figures["packages"]["upward"] == [] and figures["packages"]["private"] == []
     assert all(f["lines"] > 60 for f in figures["long_functions"])
 
 
@@ -82,23 +78,3 @@ def test_tarjan_finds_the_circles():
     scc = _script().strongly_connected
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e", "d"}}
     assert sorted(scc(edges)) == [["a", "b", "c"], ["d"], ["e"]]
-
-
-def test_the_code_keeps_the_size_rule():
-    # the rule: no module over 400 lines and no function over 60, except where its docstring says why, and at most
-    # three such exceptions in the whole project; the long ones are listed so a failure names them
-    h = _script()
-    modules, functions = h.long_modules(), h.long_functions()
-    unexplained = [x["path"] + ":" + x.get("name", "") for x in modules + functions if not x["stated_why"]]
-    assert unexplained == []
-    assert sum(1 for x in modules + functions if x["stated_why"]) <= 3
-    assert h.size_rule(modules, functions)["within"]
-
-
-def test_the_size_rule_counts_a_stated_module_and_refuses_a_fourth_exception():
-    h = _script()
-    assert h._module_states_why('"""Long because it is one table of rows."""\nX = 1\n')
-    assert not h._module_states_why('"""A short module."""\n')
-    stated = [{"path": f"m{i}.py", "lines": 500, "stated_why": True} for i in range(4)]
-    assert h.size_rule(stated[:3], [])["within"] and not h.size_rule(stated, [])["within"]
-    assert not h.size_rule([{"path": "m.py", "lines": 401, "stated_why": False}], [])["within"]

@@ -14,7 +14,7 @@ import math
 import pytest
 
 from xlplan import catalog
-from xlplan import kernel_curves as kc
+from xlplan.serving import kernel_curves as kc
 
 GEMM_ROWS = [
     # (gpu, dtype, M, n, k, gemm.csv line and value, source latency [ms], dense peak [TFLOP/s])

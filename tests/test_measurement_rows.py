@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from xlplan.io import measurements
-from xlplan.io.measurements import CORPUS, predict_row, read_measurements
-from xlplan.steps import PlanningError
+from xlplan.io.measurement_table import read_measurements
+from xlplan.io.measurements import CORPUS, predict_row
+from xlplan.plan.scenario import PlanningError
 
 
 @pytest.fixture(scope="module")

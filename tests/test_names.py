@@ -1,7 +1,7 @@
 """Precision strings read the way a person reads them: the weights' format and the KV cache's format apart.
 
 Each case is (precision column, model id, engine, settings) -> (weights dtype, cache dtype), in the catalog's dtype
-names (xlplan.specs.WeightDtype / KVDtype). A format is said of the noun next to it ("bf16 weights", "fp8 KV
+names (xlplan.catalog.specs.WeightDtype / KVDtype). A format is said of the noun next to it ("bf16 weights", "fp8 KV
 cache", "NVFP4 MoE"); a format said of nothing is the model's as a whole.
 """
 

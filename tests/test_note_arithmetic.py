@@ -8,7 +8,7 @@ be recomputed cannot be printed.
 import pytest
 from notearith import check_clause, check_note
 
-from xlplan.note import render_markdown, render_text
+from xlplan.report.note import render_markdown, render_text
 
 
 def test_the_checker_accepts_the_runbooks_lines():

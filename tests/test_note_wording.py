@@ -10,14 +10,14 @@ import pytest
 import yaml
 from planhelp import replan
 
-from xlplan import catalog
+from xlplan import catalog, words
 from xlplan.cli import main
-from xlplan.compare import _binds
+from xlplan.decide.compare import _binds
+from xlplan.decide.planner import plan
 from xlplan.io.planfile import reference_plan
-from xlplan.note import _api_ratio_sentence, render_markdown, render_text
-from xlplan.note_format import _count, _hourly_price, _verb, readable_source
-from xlplan.plan import Plan
-from xlplan.planner import plan
+from xlplan.report.note import _api_ratio_sentence, render_markdown, render_text
+from xlplan.schema.plan import Plan
+from xlplan.words import readable_source
 
 
 def test_a_load_one_replica_carries_is_explained_and_singular():
@@ -47,11 +47,11 @@ def _tiny(**sections) -> Plan:
 
 def test_a_count_is_singular_exactly_where_it_prints_as_one():
     # English: one GPU, two GPUs, zero GPUs; a figure printed as "1" (1.0 with %g, 0.9996 to three figures) is one
-    assert [_count(n, "GPU") for n in (0, 1, 2, 1000)] == ["0 GPUs", "1 GPU", "2 GPUs", "1,000 GPUs"]
-    assert _count(1.0, "year", fmt="g") == "1 year" and _count(1.5, "year", fmt="g") == "1.5 years"
-    assert _count(0.9996, "minute", fmt=".3g") == "1 minute"
-    assert _count(1, "more option") == "1 more option" and _count(3, "more option") == "3 more options"
-    assert (_verb(1, "keeps", "keep"), _verb(2, "keeps", "keep")) == ("keeps", "keep")
+    assert [words.count(n, "GPU") for n in (0, 1, 2, 1000)] == ["0 GPUs", "1 GPU", "2 GPUs", "1,000 GPUs"]
+    assert words.count(1.0, "year", fmt="g") == "1 year" and words.count(1.5, "year", fmt="g") == "1.5 years"
+    assert words.count(0.9996, "minute", fmt=".3g") == "1 minute"
+    assert words.count(1, "more option") == "1 more option" and words.count(3, "more option") == "3 more options"
+    assert (words.verb(1, "keeps", "keep"), words.verb(2, "keeps", "keep")) == ("keeps", "keep")
 
 
 def test_a_one_gpu_note_reads_singular_and_a_larger_one_plural(ref):
@@ -143,7 +143,7 @@ def test_a_factor_that_rounds_to_one_is_said_as_about_the_same():
 
 
 def test_a_missing_gpu_price_is_printed_as_missing_never_as_zero(capsys):
-    assert _hourly_price(None) == "price missing" and _hourly_price(2.99) == "$2.99/h"
+    assert words.hourly_price(None) == "price missing" and words.hourly_price(2.99) == "$2.99/h"
     assert main(["catalog", "gpus"]) == 0
     out = capsys.readouterr().out
     assert "$0.00" not in out
@@ -197,7 +197,7 @@ def test_the_catalog_prints_followable_sources_and_its_json_keeps_the_data(capsy
 
 
 def _user_plan(**changes):
-    from xlplan.plan import Plan
+    from xlplan.schema.plan import Plan
 
     base = {"forecast": {"peak_rps": 3, "prompt_tokens": {"p50": 800, "p95": 2000, "p99": 3000},
                          "output_tokens": {"p50": 150, "p95": 1500, "p99": 4000}, "average_utilisation": 0.3},
@@ -214,8 +214,8 @@ def test_a_simulation_that_needs_more_than_every_path_names_the_queue_not_the_mi
     # not on every seed). The Answer said "2 GPUs for the load ... binding: minimum replica (one replica of 1 GPU
     # carries the peak ...)", and the note "so the redundancy stays spare at peak" while the 2 it needs are the
     # runbook's 1 + 1 spare: both contradict the load they sit beside.
-    from xlplan.note import render_text
-    from xlplan.planner import plan as run_plan
+    from xlplan.decide.planner import plan as run_plan
+    from xlplan.report.note import render_text
 
     r = run_plan(_user_plan(), verify="auto")
     assert r.closed_form.load == 1 and r.answer.load == 2
@@ -228,8 +228,8 @@ def test_a_simulation_that_needs_more_than_every_path_names_the_queue_not_the_mi
 @pytest.mark.slow
 def test_no_redundancy_is_said_as_none_kept():
     # redundancy 0 and a tiny peak: the runbook's 1 GPU holds; there is no spare to say "stays spare" of
-    from xlplan.note import render_text
-    from xlplan.planner import plan as run_plan
+    from xlplan.decide.planner import plan as run_plan
+    from xlplan.report.note import render_text
 
     r = run_plan(_user_plan(forecast={"peak_rps": 0.2, "prompt_tokens": {"p50": 500, "p95": 1000, "p99": 1500},
                                       "output_tokens": {"p50": 100, "p95": 200, "p99": 300}},

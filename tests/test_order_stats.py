@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xlplan import order_stats
+from xlplan.simulate import order_stats
 
 
 def _full_sort(values, weights, t):

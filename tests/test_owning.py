@@ -23,11 +23,11 @@ from planhelp import replan
 from workbookhelp import build, compare_book, engine_json, evaluate_many, recalculate, require_libreoffice
 
 from xlplan.cli import main
+from xlplan.decide.planner import plan as run_plan
+from xlplan.excel.summary_mix import MIX_ROWS
+from xlplan.excel.writer import workbook_bytes
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook.summary_mix import MIX_ROWS
-from xlplan.io.workbook.writer import workbook_bytes
-from xlplan.note import render_text
-from xlplan.planner import plan as run_plan
+from xlplan.report.note import render_text
 
 COSTS = {"mode": "buy", "installation_usd_per_node": 5000, "usd_per_kwh": 0.0895, "licence_usd_per_gpu_year": 4500,
          "hardware_ops_usd_per_month": 1000, "source": "integrator quote 2026-11; EIA 2023; NVIDIA AI Enterprise list price"}

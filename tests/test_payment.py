@@ -12,13 +12,14 @@ import pytest
 import yaml
 from planhelp import replan
 
-from xlplan import fleet, schedule
+from xlplan import fleet
 from xlplan.cli import main
+from xlplan.decide import schedule
+from xlplan.decide.planner import plan as run_plan
 from xlplan.io.planfile import read_plan, reference_plan
-from xlplan.note import render_text
-from xlplan.plan import Plan
-from xlplan.planner import plan as run_plan
-from xlplan.scenario import resolve
+from xlplan.plan.scenario import resolve
+from xlplan.report.note import render_text
+from xlplan.schema.plan import Plan
 
 
 def test_renting_per_gpu_orders_and_bills_the_fleet_with_redundancy(ref):
@@ -136,7 +137,7 @@ def test_an_older_workbooks_billing_cell_is_read_as_the_payment_setting(tmp_path
     from openpyxl.workbook.defined_name import DefinedName
     from workbookhelp import workbook_for_plan
 
-    from xlplan.io.workbook.reader import read_workbook
+    from xlplan.excel.reader import read_workbook
 
     path = tmp_path / "old.xlsx"
     path.write_bytes(workbook_for_plan(ref_plan))

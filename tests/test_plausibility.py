@@ -7,12 +7,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xlplan import plausibility
 from xlplan.cli import main
+from xlplan.decide.planner import plan as run_plan
 from xlplan.io.planfile import reference_plan, reference_plan_text
-from xlplan.plan import Plan
-from xlplan.planner import plan as run_plan
-from xlplan.steps import PlanningError
+from xlplan.plan.scenario import PlanningError
+from xlplan.schema import plausibility
+from xlplan.schema.plan import Plan
 
 GOOD = yaml.safe_load(reference_plan_text())
 
@@ -177,7 +177,7 @@ def test_an_answer_past_both_bounds_names_the_file_and_one_way_to_accept_both(tm
 @pytest.mark.slow
 def test_compare_refuses_an_option_past_the_bounds_as_plan_does():
     # the same 2,000,000 req/s plan that `plan` refuses (test above): compare's own row says why, not a $1B bill
-    from xlplan import compare
+    from xlplan.decide import compare
 
     d = reference_plan().model_dump()
     d["forecast"]["peak_rps"], d["accept_implausible"] = 2e6, ["forecast.peak_rps"]
@@ -191,8 +191,8 @@ def test_compare_refuses_an_option_past_the_bounds_as_plan_does():
 def test_schedule_stops_at_the_first_month_past_a_bound_unless_accepted():
     # the runbook's traffic at scale: 135,437 GPUs × $3/h × 730 h = $296.6M a month at 10⁶ req/s, ~$297 per req/s
     # (queueing binds, so the fleet grows with the rate): 30,000 req/s is ~$8.9M, within $100M; 500,000 is ~$148M, past it
-    from xlplan import schedule
-    from xlplan.scenario import resolve
+    from xlplan.decide import schedule
+    from xlplan.plan.scenario import resolve
 
     s = resolve(reference_plan())
     out = schedule.schedule(s, [30_000.0, 500_000.0], "2027-01", 90)

@@ -9,13 +9,15 @@ import os
 import pytest
 from planhelp import replan
 
-from xlplan import planner, production, scenario
 from xlplan.cli import report
+from xlplan.decide import planner
+from xlplan.evidence import production
+from xlplan.evidence.production import Histogram, histogram_percentile
+from xlplan.evidence.recalibration import modelled, plan_replica, planned_efficiencies, recalibrate
 from xlplan.io.errors import InputError
 from xlplan.io.histograms import read_histogram_scrapes
 from xlplan.io.planfile import reference_plan
-from xlplan.production import Histogram, histogram_percentile
-from xlplan.recalibration import modelled, plan_replica, planned_efficiencies, recalibrate
+from xlplan.plan import engine_settings
 
 INF = math.inf
 
@@ -78,7 +80,7 @@ def _hist_lines(name: str, edges, observations: list[tuple[float, int]]) -> list
 def _truth():
     """The plan at 0.8× its efficiencies, each interval's batch, its step time (the ITL) and TTFT by the serving model."""
     plan = reference_plan()
-    eff = scenario.efficiencies(plan, plan.hardware.resolve())
+    eff = engine_settings.efficiencies(plan, plan.hardware.resolve())
     # the reference plan states mfu 0.40 (prefill and decode MFU follow it) and bandwidth 0.60, overhead 0:
     # 0.8× is 0.32, 0.32 and 0.48, the overhead 0.8 × 0 = 0
     scaled = {f: 0.8 * (eff[f] if eff[f] is not None else eff["mfu"]) for f in ("prefill_mfu", "decode_mfu", "bandwidth_efficiency")}

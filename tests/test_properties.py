@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlplan.capacity import capacity
+from xlplan.decide.capacity import capacity
 from xlplan.io.planfile import reference_plan
-from xlplan.scenario import resolve
-from xlplan.steps import PlanningError, paths, solve, traffic
+from xlplan.plan.scenario import PlanningError, resolve
+from xlplan.plan.steps import paths, solve, traffic
 
 BASE = resolve(reference_plan())
 

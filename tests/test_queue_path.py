@@ -1,4 +1,4 @@
-"""The queueing path (xlplan.queue_path): a replica's service rate at the promise, and the replicas the wait needs.
+"""The queueing path (xlplan.plan.queue_path): a replica's service rate at the promise, and the replicas the wait needs.
 
 Expected figures come from the runbook's reference plan worked by hand (the step budget shared between decodes and
 their prefill), from the queueing formulas' own definition (the fewest servers), and from the simulator: the path must
@@ -13,11 +13,13 @@ import re
 import pytest
 from planhelp import replan
 
-from xlplan import queueing, simulate, steps
-from xlplan.note import render_text
-from xlplan.planner import plan as run_plan
-from xlplan.queue_path import queue_path
-from xlplan.scenario import resolve
+from xlplan.decide.planner import plan as run_plan
+from xlplan.plan import latency_step, replica_at_tp, scenario, steps
+from xlplan.plan.queue_path import queue_path
+from xlplan.plan.scenario import resolve
+from xlplan.report.note import render_text
+from xlplan.serving import queueing
+from xlplan.simulate import search, workload
 
 
 def test_reference_replica_rate_by_hand(ref_plan, ref):
@@ -84,9 +86,9 @@ def test_long_prefill_steps_limit_the_rate_a_replica_serves(ref_plan):
     assert q.tail_replicas == math.ceil(40 / lam) and q.replicas == max(q.tail_replicas, q.replicas)
     s = resolve(p)
     sol = steps.solve(s)
-    r = steps.replica(s, 1)
-    from xlplan import serving
-    f = serving.step_time_fn(r)
+    r = replica_at_tp.replica(s, 1)
+    from xlplan.serving import folded_step
+    f = folded_step.step_time_fn(r)
     ctx = 2000 + 300 / 2  # mean prompt + half the output: the cached context of a decoding sequence
     tau_bar = q.prefill_step_s  # solve b = λ·300·τ̄ and τ̄ = 0.95·τ_decode(b) + 0.05·τ_prefill(b) again by hand
     for _ in range(60):
@@ -145,7 +147,7 @@ def test_the_tail_rate_solves_its_defining_equation(output_mean):
     # batch (2 ms + 0.1 ms per decode, 20 µs per chunk token, 4,096-token budget, 3,863-token prompts, p95). With
     # 15,768-token outputs 1 req/s is far past a replica's capacity (its batch diverges), where a damped iteration
     # from 1 req/s stopped 200 rounds short of the root.
-    from xlplan.queue_path import _tail_rate
+    from xlplan.plan.queue_path import _tail_rate
 
     p, prompt, budget = 0.95, 3863.0, 4096.0
 
@@ -179,13 +181,13 @@ def test_closed_form_within_one_replica_of_the_verified_fleet(ref_plan, case):
     # issue 18 measured 16 GPUs), 4/4 (TP 8), 7/7 (bursty), 7/8 (a 25 ms target: the latency path at the batch a
     # gap sees at the percentile) and 6/6 (gemma-3-27b, its window layers' cache clipped at the window in both
     # models). The README names the cases we hold back and how they fare.
-    from xlplan import closed_form
-    from xlplan.planner import deployed
+    from xlplan.decide.answer import deployed
+    from xlplan.plan import closed_form
 
     p = _battery(ref_plan)[case]
     s = resolve(p)
     cf = closed_form.closed_form(s, steps.solve(s), p.policy.max_num_batched_tokens is not None)
-    sim = simulate.minimum_replicas(deployed(s, cf), cf.tp, cf.load_replicas, p.promise.percentile, cv2=s.arrival_cv2,
+    sim = search.minimum_replicas(deployed(s, cf), cf.tp, cf.load_replicas, p.promise.percentile, cv2=s.arrival_cv2,
                                     max_context=p.model.resolve().max_context_tokens)
     assert sim is not None
     assert abs(cf.load_replicas - sim) <= 1, (case, cf.load_replicas, sim)
@@ -209,7 +211,7 @@ def test_the_step_budget_that_needs_fewest_replicas_is_named(ref_plan):
     assert r.closed_form.budget_chosen_by == "queueing path" and r.answer.step_budget_tokens == 256
     assert not q.budget_set_by_plan
     s = resolve(replan(p, policy={"max_num_batched_tokens": 256}))
-    found = simulate.search(s, 4, simulate.workload_for(s, 5.0, 1), 300.0, 3)
+    found = search.search(s, 4, workload.workload_for(s, 5.0, 1), 300.0, 3)
     assert found.verified_replicas == 4
     text = render_text(r)
     assert "deploy policy.max_num_batched_tokens: 256" in text
@@ -280,12 +282,12 @@ def test_pruned_degrees_change_no_answer(ref_plan):
     # compute path and its queue's stability, n > λ/μ, for the closed form) already orders after the best so far. A
     # bound never excludes the answer, so the lean searches give what solving every degree in full gives, whichever
     # degree they try first.
-    from xlplan import closed_form
+    from xlplan.plan import closed_form
 
     for s in _random_scenarios(resolve(ref_plan), 120, seed=18):
         try:
             sol = steps.solve(s)
-        except steps.PlanningError:
+        except scenario.PlanningError:
             assert steps.solve_fleet(s) is None and closed_form.closed_form_of(s, False, 512) is None
             continue
         full = closed_form.closed_form(s, sol, False, budget=512)
@@ -300,20 +302,21 @@ def test_the_achieved_step_is_the_fixed_point_of_littles_law(ref_plan):
     # satisfy the law itself to rounding, and agree with iterating the map from an empty batch where that converges.
     import dataclasses
 
-    from xlplan import closed_form, serving
+    from xlplan.plan import achieved_paths
+    from xlplan.serving import folded_step
 
     for s in _random_scenarios(resolve(ref_plan), 60, seed=7):
         q = dataclasses.replace(s, max_num_batched_tokens=512.0, latency_with_prefill=True)
         tr = steps.traffic(q)
-        r = steps.replica(q, 1)
-        step = steps.latency_step_fn(q, tr, r)
-        lines = serving.step_lines(r, steps.latency_load(q, tr, r, 1.0))
+        r = replica_at_tp.replica(q, 1)
+        step = latency_step.latency_step_fn(q, tr, r)
+        lines = folded_step.step_lines(r, latency_step.latency_load(q, tr, r, 1.0))
         for n in (1, 3, 10, 40):
-            t, tau, b = closed_form.achieved_time_in_system_s(q, tr, step, n, lines)
+            t, tau, b = achieved_paths.achieved_time_in_system_s(q, tr, step, n, lines)
             per = q.peak_rps * tr.output_mean / n
             assert b == pytest.approx(per * tau, rel=1e-12) and t == pytest.approx(tr.output_mean * tau, rel=1e-12)
             assert tau == pytest.approx(min(step(max(b, 1.0)), q.itl_s), rel=1e-9)
-            _, tau_iter, b_iter = closed_form.achieved_time_in_system_s(q, tr, step, n)
+            _, tau_iter, b_iter = achieved_paths.achieved_time_in_system_s(q, tr, step, n)
             if abs(per * min(step(max(b_iter, 1.0)), q.itl_s) - b_iter) <= 1e-9 * b_iter:  # the iteration settled
                 assert b_iter == pytest.approx(b, rel=1e-6)
 
@@ -323,7 +326,7 @@ def test_a_changed_scenario_is_what_dataclasses_replace_gives(ref_plan):
     # value, and a field it does not have is refused as replace refuses it
     import dataclasses
 
-    from xlplan.scenario import changed
+    from xlplan.plan.scenario import changed
 
     s = resolve(ref_plan)
     assert changed(s, itl_s=0.04, peak_rps=12.0) == dataclasses.replace(s, itl_s=0.04, peak_rps=12.0)
@@ -415,13 +418,13 @@ def test_the_kv_budget_line_adds_up_from_its_printed_operands(ref_plan, engine):
         basis, fraction, *minus = operands
         got = basis * fraction - sum(minus)
     assert got == pytest.approx(printed, abs=0.01 * (len(minus) + 2))
-    assert printed == pytest.approx(steps.kv_budget_gib(resolve(p), 1), abs=0.005)
+    assert printed == pytest.approx(replica_at_tp.kv_budget_gib(resolve(p), 1), abs=0.005)
     # and the operands are the rule's own, exactly, at every degree
     for tp in (1, 2, 4, 8):
-        _, basis_gib, util, deductions, after = steps.kv_budget_terms(resolve(p), tp)
+        _, basis_gib, util, deductions, after = replica_at_tp.kv_budget_terms(resolve(p), tp)
         minus = sum(g for _, g in deductions)
         exact = util * (basis_gib - minus) if after else basis_gib * util - minus
-        assert exact == pytest.approx(steps.kv_budget_gib(resolve(p), tp), rel=1e-12)
+        assert exact == pytest.approx(replica_at_tp.kv_budget_gib(resolve(p), tp), rel=1e-12)
 
 
 @pytest.mark.parametrize("field, value, hint", [

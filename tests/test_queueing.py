@@ -1,4 +1,4 @@
-"""The queueing formulas (xlplan.queueing) against their textbook forms.
+"""The queueing formulas (xlplan.serving.queueing) against their textbook forms.
 
 Each expected figure comes from a closed form derived independently of the code: the Erlang B and C direct sums
 (Erlang 1917), the M/M/1 and M/M/2 special cases, the M/M/c waiting-time tail, and the Pollaczek–Khinchine mean wait.
@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from xlplan import queueing
+from xlplan.serving import queueing
 
 
 def _erlang_c_direct(c: int, a: float) -> float:

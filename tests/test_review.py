@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from xlplan.cli import main
+from xlplan.decide.planner import plan as run_plan
+from xlplan.decide.schedule_calendar import month_start, order_by
 from xlplan.io.planfile import reference_plan, reference_plan_text
-from xlplan.planner import plan as run_plan
-from xlplan.schedule_calendar import month_start, order_by
 
 T0 = 1_798_761_600  # 2027-01-01 00:00:00 UTC
 RATE = 40.0  # the reference plan's peak [requests/s]
@@ -170,7 +170,7 @@ def test_scrapes_give_confirms_verdict_against_the_plans_binding(tmp_path, capsy
     # the same scrapes, read by `xlplan confirm`'s reader and verdict: the review's section 4 is that verdict
     from pathlib import Path
 
-    from xlplan.confirm import verdict
+    from xlplan.evidence.confirm import verdict
     from xlplan.io.metrics import read_scrapes
 
     scrapes = sorted((Path(__file__).parents[1] / "examples" / "scrapes").glob("vllm-*.prom"))

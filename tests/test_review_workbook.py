@@ -15,14 +15,14 @@ import pytest
 from test_review import DATE, write_log, write_plan
 from workbookhelp import compare_book, engine_json, evaluate_many, recalculate, require_libreoffice
 
-from xlplan.book import figures
 from xlplan.cli import main
+from xlplan.decide.planner import plan as run_plan
+from xlplan.excel.book import figures
+from xlplan.excel.layout import build
+from xlplan.excel.reader import read_workbook
+from xlplan.excel.writer import workbook_bytes
 from xlplan.io.planfile import read_plan, reference_plan
-from xlplan.io.workbook.layout import build
-from xlplan.io.workbook.reader import read_workbook
-from xlplan.io.workbook.writer import workbook_bytes
-from xlplan.planner import plan as run_plan
-from xlplan.result_review import ReviewOut
+from xlplan.schema.review import ReviewOut
 
 LONG = 800  # of 7,210 prompts at 7,000 tokens: the log's p95 is 7,000 (the top 11% of the sorted prompts, test_review.py)
 

@@ -3,7 +3,7 @@
 import pytest
 from planhelp import replan
 
-from xlplan.planner import plan
+from xlplan.decide.planner import plan
 
 approx = pytest.approx
 

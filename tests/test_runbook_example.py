@@ -132,7 +132,7 @@ def test_cli_json_matches(ref, capsys):
 def test_the_json_says_which_method_each_figure_follows(ref):
     # a new user read plan --json's top-level fleet (the runbook's 4/5/8) as the answer; basis names, for every figure
     # field, which method it follows, and the Answer is the one to order from
-    from xlplan.result import FIGURES_BASIS
+    from xlplan.schema.result import FIGURES_BASIS
 
     named = {f.strip() for key in FIGURES_BASIS for f in key.split(",")}
     figures = set(type(ref).model_fields) - {"name", "calibration_source", "inputs", "model", "warnings", "basis"}

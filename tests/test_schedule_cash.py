@@ -11,12 +11,12 @@ import pytest
 from planhelp import replan
 from workbookhelp import build, compare_book, engine_json, evaluate_many, name_ref, recalculate, require_libreoffice
 
-from xlplan import schedule
+from xlplan.decide import schedule
+from xlplan.decide.planner import plan as run_plan
+from xlplan.decide.schedule_cash import cash_terms, fiscal_period
+from xlplan.excel.writer import workbook_bytes
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook.writer import workbook_bytes
-from xlplan.planner import plan as run_plan
-from xlplan.scenario import resolve
-from xlplan.schedule_cash import cash_terms, fiscal_period
+from xlplan.plan.scenario import resolve
 
 NODE_USD = 300_000.0
 """The plan's stated price of a node of 8 (costs.capex_usd_per_node). [USD]"""

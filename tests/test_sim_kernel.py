@@ -1,4 +1,4 @@
-"""The compiled event loop (xlplan.sim_kernel) against the Python loop it replaces (xlplan.simulate._Run.run).
+"""The compiled event loop (xlplan.simulate.kernel) against the Python loop it replaces (xlplan.simulate.loop._Run.run).
 
 The Python loop is the reference: a direct transcription of vLLM's V1 scheduler (decodes first, chunked prefill in
 the remaining budget, recompute preemption of the newest). The compiled loop must give the same run, request by
@@ -15,11 +15,15 @@ import dataclasses
 import numpy as np
 import pytest
 
-from xlplan import serving, sim_kernel, simulate, steps
 from xlplan.io.planfile import plan_from_mapping, reference_plan
-from xlplan.scenario import resolve
+from xlplan.plan import replica_at_tp
+from xlplan.plan.scenario import resolve
+from xlplan.serving import folded_step
+from xlplan.simulate import kernel_state, loop
+from xlplan.simulate import run as sim_run
+from xlplan.simulate import workload as sim_workload
 
-pytestmark = pytest.mark.skipif(not sim_kernel.AVAILABLE, reason="numba is not installed")  # installed in CI
+pytestmark = pytest.mark.skipif(not kernel_state.AVAILABLE, reason="numba is not installed")  # installed in CI
 
 
 def _scenario(**changes):
@@ -38,12 +42,12 @@ def _both(s, replicas, tp, workload, duration_s, lost=0, watch=False):
     """The same run on each loop: (run, result or None) for the Python loop, then the compiled one."""
     out = []
     for compiled in (False, True):
-        run = simulate._Run(s, replicas, tp, workload, duration_s, lost)
+        run = loop._Run(s, replicas, tp, workload, duration_s, lost)
         run.compiled = compiled
         if watch:
             run.watch_ttft_s, run.percentile = float(s.ttft_s), 95.0
         run.run()
-        out.append((run, None if run.decided_miss else simulate._measure(s, replicas, tp, run, 95.0)))
+        out.append((run, None if run.decided_miss else sim_run._measure(s, replicas, tp, run, 95.0)))
     return out
 
 
@@ -69,22 +73,22 @@ def test_step_s_is_the_serving_models_step():
     # steps of a dense model (TP 1 and 2) and of a MoE model with experts parallel over 2.
     rng = np.random.default_rng(5)
     for s, tp in ((REF, 1), (REF, 2), (MOE, 1), (MOE, 2)):
-        r = steps.replica(s, tp)
-        f = serving.step_time_fn(r)
-        consts = serving.step_constants(r)
-        c = np.array([float(consts[x]) for x in serving.STEP_CONSTANTS])
+        r = replica_at_tp.replica(s, tp)
+        f = folded_step.step_time_fn(r)
+        consts = folded_step.step_constants(r)
+        c = np.array([float(consts[x]) for x in folded_step.STEP_CONSTANTS])
         for _ in range(50):
             b = int(rng.integers(0, 300))
             pre = float(rng.integers(0, 8192))
             args = (b, b * 1800.0, b * 900.0, pre, pre * pre / 2, pre * pre / 3, b * 1800.0 + 50.0, b * 900.0 + 20.0)
-            assert sim_kernel.step_s(c, *args) == f(*args)
+            assert kernel_state.step_s(c, *args) == f(*args)
 
 
 @pytest.mark.slow
 def test_reference_peak_runs_are_the_same_run():
     # 10 minutes of the reference peak (40 req/s, about 24,000 requests) on 4 (overloaded), 5 and 20 (routed by the
     # heap, from ROUTING_HEAP_REPLICAS = 16 up) replicas.
-    wl = simulate.poisson_workload(REF, 600.0, 1)
+    wl = sim_workload.poisson_workload(REF, 600.0, 1)
     for n in (4, 5, 20):
         py, r = _assert_same_run(REF, n, 1, wl, 600.0)
         assert py.step_t and r.requests > 20_000
@@ -92,7 +96,7 @@ def test_reference_peak_runs_are_the_same_run():
 
 @pytest.mark.slow
 def test_a_lost_replica_and_an_early_stop_are_the_same_run():
-    wl = simulate.poisson_workload(REF, 600.0, 2)
+    wl = sim_workload.poisson_workload(REF, 600.0, 2)
     py, _ = _assert_same_run(REF, 6, 1, wl, 600.0, lost=1)
     assert py.requeued > 0  # the loss re-queued requests
     py, _ = _assert_same_run(REF, 20, 1, wl, 600.0, lost=2)
@@ -104,7 +108,7 @@ def test_a_lost_replica_and_an_early_stop_are_the_same_run():
 def test_preemption_prefix_reuse_and_a_sequence_cap_are_the_same_run():
     # A cache of ~20,000 tokens (memory utilisation 0.2561, see test_simulate's preemption test) preempts; half of
     # every prompt from the prefix cache; at most 8 sequences at once; 512-token steps.
-    wl = simulate.poisson_workload(REF, 300.0, 3, rate_rps=6.0)
+    wl = sim_workload.poisson_workload(REF, 300.0, 3, rate_rps=6.0)
     s = dataclasses.replace(REF, memory_utilisation=0.2561, max_num_batched_tokens=512.0)
     py, r = _assert_same_run(s, 1, 1, wl, 300.0)
     assert r.preemptions > 0 and py.gaps_extra
@@ -113,9 +117,9 @@ def test_preemption_prefix_reuse_and_a_sequence_cap_are_the_same_run():
 
 
 def test_tensor_and_expert_parallel_and_one_token_outputs_are_the_same_run():
-    wl = simulate.poisson_workload(MOE, 300.0, 4)
+    wl = sim_workload.poisson_workload(MOE, 300.0, 4)
     _assert_same_run(MOE, 2, 2, wl, 300.0)
     _assert_same_run(REF, 2, 2, wl, 300.0)
-    one = simulate.Workload(wl.arrival_s, wl.prompt_tokens, np.ones_like(wl.output_tokens))
+    one = sim_workload.Workload(wl.arrival_s, wl.prompt_tokens, np.ones_like(wl.output_tokens))
     py, r = _assert_same_run(REF, 2, 1, one, 300.0)
     assert not r.itl_defined  # one-token outputs: no gap between tokens

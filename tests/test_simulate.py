@@ -14,33 +14,40 @@ import re
 import numpy as np
 import pytest
 
-from xlplan import architecture, catalog, memory, serving, simulate, steps
+from xlplan import catalog
+from xlplan.catalog import parameters
 from xlplan.cli import main
 from xlplan.io.planfile import reference_plan
-from xlplan.scenario import resolve
+from xlplan.plan import latency_step as latency_step_mod
+from xlplan.plan import replica_at_tp, scenario, steps
+from xlplan.plan.scenario import resolve
+from xlplan.serving import batch_search, folded_step, memory, step_inputs
+from xlplan.serving import step as serving
+from xlplan.simulate import loop, scheduler, search, verify, workload
+from xlplan.simulate import run as sim_run
 
 REF = resolve(reference_plan())
 
 
-def _fixed(rate_rps: float, duration_s: float, prompt: int, output: int, seed: int = 7) -> simulate.Workload:
+def _fixed(rate_rps: float, duration_s: float, prompt: int, output: int, seed: int = 7) -> workload.Workload:
     """Poisson arrivals, every request the same lengths."""
     rng = np.random.default_rng(seed)
     t = np.cumsum(rng.exponential(1.0 / rate_rps, int(rate_rps * duration_s * 1.2) + 100))
     t = t[t < duration_s]
-    return simulate.Workload(t, np.full(len(t), prompt), np.full(len(t), output))
+    return workload.Workload(t, np.full(len(t), prompt), np.full(len(t), output))
 
 
 @pytest.mark.slow
 def test_littles_law_holds_inside_the_run():
     # Little's Law (Little 1961): time-average number in the system = arrival rate x mean time in system, for any
     # stable queue. Six replicas carry the reference peak (the search finds them), so the run is stationary.
-    wl = simulate.poisson_workload(REF, 600, seed=3)
-    r = simulate.simulate(REF, 6, 1, wl, 600)
+    wl = workload.poisson_workload(REF, 600, seed=3)
+    r = sim_run.simulate(REF, 6, 1, wl, 600)
     assert r.stable and r.unfinished == 0
     assert r.mean_in_flight == pytest.approx(r.arrival_rate_rps * r.mean_time_in_system_s, rel=0.02)
     # and with bursty arrivals (gamma gaps, squared CV 4) on more replicas
-    wl = simulate.poisson_workload(REF, 600, seed=4, cv2=4.0)
-    r = simulate.simulate(REF, 8, 1, wl, 600)
+    wl = workload.poisson_workload(REF, 600, seed=4, cv2=4.0)
+    r = sim_run.simulate(REF, 8, 1, wl, 600)
     assert r.mean_in_flight == pytest.approx(r.arrival_rate_rps * r.mean_time_in_system_s, rel=0.02)
 
 
@@ -53,7 +60,7 @@ def _prefill_alone_s(prompt: int, chunk: int) -> float:
     n² FLOPs, the reference's convention), 4,096·layers·d / bandwidth).
     """
     m = catalog.get_model("llama-3.1-8b")
-    n = architecture.active_params(m)
+    n = parameters.active_params(m)
     w = memory.weights_bytes(m, "bf16")
     flops = 989e12 * 0.40
     bw = 3.35e12 * 0.60
@@ -70,8 +77,8 @@ def test_light_load_ttft_is_one_prefill_and_no_queue_forms():
     # One request every 20 s on 4 replicas: each finds an idle replica (its 300 tokens take ~3 s). TTFT is the
     # prefill alone: 2,000 tokens in chunks of 512 (the runbook engine's simulated chunk), worked by hand.
     wl = _fixed(0.05, 4000, 2000, 300)
-    r = simulate.simulate(REF, 4, 1, wl, 4000)
-    alone = _prefill_alone_s(2000, simulate.RUNBOOK_CHUNK_TOKENS)
+    r = sim_run.simulate(REF, 4, 1, wl, 4000)
+    alone = _prefill_alone_s(2000, scenario.RUNBOOK_CHUNK_TOKENS)
     assert r.ttft_s.p50 == pytest.approx(alone, rel=1e-6)
     assert r.ttft_s.p99 == pytest.approx(alone, rel=1e-6)  # no request ever waits
     assert r.preemptions == 0
@@ -86,7 +93,7 @@ def test_md1_waiting_time_matches_pollaczek_khinchine():
     for rho in (0.5, 0.8):
         lam = rho / d
         duration = 150_000 / lam
-        r = simulate.simulate(s, 1, 1, _fixed(lam, duration, 512, 1, seed=11), duration)
+        r = sim_run.simulate(s, 1, 1, _fixed(lam, duration, 512, 1, seed=11), duration)
         expected_wait = rho * d / (2 * (1 - rho))
         mean_ttft = r.mean_time_in_system_s  # one token: the request leaves at its first token
         assert mean_ttft - d == pytest.approx(expected_wait, rel=0.05), rho
@@ -97,8 +104,8 @@ def test_throughput_saturates_at_the_serving_models_capacity():
     # Its output rate is then the serving model's: 64 tokens per step of 64 decodes at the mean context (1-token
     # prompts, 200 outputs: context 1 + 100), plus one 1-token prefill per 200 decodes (negligible, < 1%).
     s = dataclasses.replace(REF, max_num_seqs=64.0, max_num_batched_tokens=512.0)
-    r = simulate.simulate(s, 1, 1, _fixed(400.0, 300, 1, 200), 300)
-    step = serving.step_time_s(steps.replica(s, 1), serving.decode_step(64, 101.0))
+    r = sim_run.simulate(s, 1, 1, _fixed(400.0, 300, 1, 200), 300)
+    step = serving.step_time_s(replica_at_tp.replica(s, 1), step_inputs.decode_step(64, 101.0))
     assert r.output_tok_s == pytest.approx(64 / step, rel=0.02)
     assert r.itl_s.p50 == pytest.approx(step, rel=0.02)
 
@@ -106,11 +113,11 @@ def test_throughput_saturates_at_the_serving_models_capacity():
 @pytest.mark.slow
 def test_more_replicas_never_raise_p95_ttft():
     # Same seed, same requests: adding a replica can only take work off the others under least-loaded routing.
-    wl = simulate.poisson_workload(REF, 300, seed=5)
-    p95 = [simulate.simulate(REF, n, 1, wl, 300).ttft_s.p95 for n in range(4, 10)]
+    wl = workload.poisson_workload(REF, 300, seed=5)
+    p95 = [sim_run.simulate(REF, n, 1, wl, 300).ttft_s.p95 for n in range(4, 10)]
     assert all(b <= a * (1 + 1e-9) for a, b in zip(p95, p95[1:])), p95
-    wl = simulate.poisson_workload(REF, 300, seed=6, cv2=4.0)
-    p95 = [simulate.simulate(REF, n, 1, wl, 300).ttft_s.p95 for n in range(5, 10)]
+    wl = workload.poisson_workload(REF, 300, seed=6, cv2=4.0)
+    p95 = [sim_run.simulate(REF, n, 1, wl, 300).ttft_s.p95 for n in range(5, 10)]
     assert all(b <= a * (1 + 1e-9) for a, b in zip(p95, p95[1:])), p95
 
 
@@ -119,16 +126,16 @@ def test_the_runbooks_four_gpus_miss_at_peak():
     # The runbook's compute path is 3.95 GPUs of FLOPs at 40% MFU (notes: 1,369 + 193 TFLOP/s ÷ 395.6): on 4 GPUs the
     # utilisation is at least 0.987 before any memory traffic, so the queue grows without bound and p95 TTFT far
     # exceeds the 1 s promise.
-    wl = simulate.poisson_workload(REF, 600, seed=1)
-    r = simulate.simulate(REF, 4, 1, wl, 600)
+    wl = workload.poisson_workload(REF, 600, seed=1)
+    r = sim_run.simulate(REF, 4, 1, wl, 600)
     assert not r.meets_promise
     assert r.ttft_s.p95 > 10.0
 
 
 @pytest.mark.slow
 def test_verified_load_is_minimal():
-    wl = simulate.poisson_workload(REF, 600, seed=1)
-    found = simulate.search(REF, 1, wl, 600, 4)
+    wl = workload.poisson_workload(REF, 600, seed=1)
+    found = search.search(REF, 1, wl, 600, 4)
     n = found.verified_replicas
     assert n is not None
     assert found.runs[n].meets_promise and found.runs[n].ttft_at_percentile_s <= REF.ttft_s
@@ -138,9 +145,9 @@ def test_verified_load_is_minimal():
 
 @pytest.mark.slow
 def test_runs_are_seeded_and_reproducible():
-    a = simulate.simulate(REF, 6, 1, simulate.poisson_workload(REF, 300, seed=9), 300)
-    b = simulate.simulate(REF, 6, 1, simulate.poisson_workload(REF, 300, seed=9), 300)
-    c = simulate.simulate(REF, 6, 1, simulate.poisson_workload(REF, 300, seed=10), 300)
+    a = sim_run.simulate(REF, 6, 1, workload.poisson_workload(REF, 300, seed=9), 300)
+    b = sim_run.simulate(REF, 6, 1, workload.poisson_workload(REF, 300, seed=9), 300)
+    c = sim_run.simulate(REF, 6, 1, workload.poisson_workload(REF, 300, seed=10), 300)
     assert a == b
     assert a.ttft_s != c.ttft_s
 
@@ -154,9 +161,9 @@ def test_step_time_fn_is_step_time_s():
     data["policy"] = {"engine": "vllm", "expert_parallel": 2}
     s = resolve(plan_from_mapping(data, "test"))
     for tp in (1, 2):
-        r = steps.replica(s, tp)
-        f = serving.step_time_fn(r)
-        load = serving.mixed_step(37.0, 1800.0, 300.0, 300.0 * 1200.0, 300.0 * 1200.0, 900.0, r.window)
+        r = replica_at_tp.replica(s, tp)
+        f = folded_step.step_time_fn(r)
+        load = step_inputs.mixed_step(37.0, 1800.0, 300.0, 300.0 * 1200.0, 300.0 * 1200.0, 900.0, r.window)
         expected = serving.step_time_s(r, load)
         got = f(load.decode_tokens, load.decode_keys, load.decode_keys_window, load.prefill_tokens, load.prefill_keys,
                 load.prefill_keys_window, load.kv_tokens, load.kv_tokens_window)
@@ -178,16 +185,16 @@ def test_latency_step_fn_is_the_serving_model(latency_step):
         s = resolve(plan_from_mapping(data, "test"))
         tr = steps.traffic(s)
         for tp in (1, 2):
-            r = steps.replica(s, tp)
-            fast = steps.latency_step_fn(s, tr, r)
+            r = replica_at_tp.replica(s, tp)
+            fast = latency_step_mod.latency_step_fn(s, tr, r)
             for b in (1.0, 7.5, 64.0, 300.0):
-                assert fast(b) == pytest.approx(serving.step_time_s(r, steps.latency_load(s, tr, r, b)), rel=1e-12)
-            generic = serving.max_batch_within(lambda b, s=s, tr=tr, r=r: serving.step_time_s(r, steps.latency_load(s, tr, r, b)),
-                                               s.itl_s, steps.latency_batch_cap(s, tr))
+                assert fast(b) == pytest.approx(serving.step_time_s(r, latency_step_mod.latency_load(s, tr, r, b)), rel=1e-12)
+            generic = batch_search.max_batch_within(lambda b, s=s, tr=tr, r=r: serving.step_time_s(r, latency_step_mod.latency_load(s, tr, r, b)),
+                                               s.itl_s, latency_step_mod.latency_batch_cap(s, tr))
             # two bracketed root searches of the same step (each closed to 1e-12 of the batch, from different
             # brackets; the step is piecewise linear, so the last trial's rounding can sit a few ulps of the kink away):
             # they agree far below one sequence
-            assert steps.max_decode_batch(s, tr, r) == pytest.approx(generic, rel=1e-9)
+            assert latency_step_mod.max_decode_batch(s, tr, r) == pytest.approx(generic, rel=1e-9)
 
 
 @pytest.mark.parametrize("itl_s", [0.012, 0.03, 0.05, 0.2])
@@ -199,11 +206,11 @@ def test_a_dense_step_is_two_lines_met_where_the_higher_reaches_the_target(itl_s
     for tp, link_latency_s in ((1, 10e-6), (2, 10e-6), (2, 0.0)):
         s = dataclasses.replace(REF, itl_s=itl_s, link_latency_s=link_latency_s)
         tr = steps.traffic(s)
-        r = steps.replica(s, tp)
-        b = steps.max_decode_batch(s, tr, r)
-        cap = float(steps.latency_batch_cap(s, tr))
-        exact = lambda x, s=s, tr=tr, r=r: serving.step_time_s(r, steps.latency_load(s, tr, r, x))  # noqa: E731
-        assert steps.latency_step_fn(s, tr, r)(37.0) == pytest.approx(exact(37.0), rel=1e-12)
+        r = replica_at_tp.replica(s, tp)
+        b = latency_step_mod.max_decode_batch(s, tr, r)
+        cap = float(latency_step_mod.latency_batch_cap(s, tr))
+        exact = lambda x, s=s, tr=tr, r=r: serving.step_time_s(r, latency_step_mod.latency_load(s, tr, r, x))  # noqa: E731
+        assert latency_step_mod.latency_step_fn(s, tr, r)(37.0) == pytest.approx(exact(37.0), rel=1e-12)
         if b == 0.0:
             assert exact(1.0) > itl_s
         elif b < cap:
@@ -224,8 +231,8 @@ def test_window_layers_hold_at_most_the_window_in_the_simulated_cache():
     data["model"] = {"name": "gemma-3-27b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
     s = resolve(plan_from_mapping(data, "test"))
     assert (s.layers, s.window_layers, s.window) == (62, 52, 1024)
-    wl = simulate.Workload(np.array([1.0]), np.array([2000]), np.array([300]))
-    run = simulate._Run(s, 1, 1, wl, 600.0)
+    wl = workload.Workload(np.array([1.0]), np.array([2000]), np.array([300]))
+    run = loop._Run(s, 1, 1, wl, 600.0)
     run.warm = 0.0  # measure every step
     run.run()
     a = 10 / 62
@@ -238,9 +245,9 @@ def test_a_full_cache_preempts_and_recomputes():
     # 2,000-token prompts fill it, and their 300 outputs each cannot all fit. The scheduler must preempt and recompute,
     # every request still finishes, and never more is held than fits.
     s = dataclasses.replace(REF, memory_utilisation=0.2561, max_num_batched_tokens=512.0)
-    cap = simulate.kv_capacity_tokens(s, 1)
+    cap = scheduler.kv_capacity_tokens(s, 1)
     assert cap == pytest.approx((79.647 * 0.2561 - 14.957 - 3.0) * 2**30 / 131072, rel=0.01)
-    r = simulate.simulate(s, 1, 1, _fixed(1.2, 600, 2000, 300), 600)
+    r = sim_run.simulate(s, 1, 1, _fixed(1.2, 600, 2000, 300), 600)
     assert r.preemptions > 0
     assert r.unfinished == 0
     assert r.kv_utilisation.max <= 1.0
@@ -248,9 +255,9 @@ def test_a_full_cache_preempts_and_recomputes():
 
 def test_default_run_length_rule():
     # max(10 minutes, 20,000 arrivals), at most 6 hours
-    assert simulate.default_minutes(40.0) == 10.0
-    assert simulate.default_minutes(1.0) == pytest.approx(20_000 / 60)
-    assert simulate.default_minutes(0.1) == 360.0
+    assert workload.default_minutes(40.0) == 10.0
+    assert workload.default_minutes(1.0) == pytest.approx(20_000 / 60)
+    assert workload.default_minutes(0.1) == 360.0
 
 
 @pytest.mark.parametrize("rate", [3_334.0, 4_000.0, 5_000.0, 7_000.0])
@@ -258,17 +265,17 @@ def test_a_run_at_the_request_cap_is_allowed(rate):
     # past 2,000,000 / 600 s = 3,333 req/s the 10-minute run is cut to MAX_REQUESTS / (rate × 60) minutes, which
     # holds exactly 2,000,000 requests: the cap itself, so the check must let it through despite float rounding
     # (it refused "6.66667 minutes at 5,000 requests/s is 2,000,000 requests; expected at most 2,000,000").
-    minutes = simulate.run_minutes(rate)
+    minutes = workload.run_minutes(rate)
     assert minutes < 10.0
-    assert not simulate.too_many_requests(rate * minutes * 60.0)
-    assert simulate.too_many_requests(rate * 10.0 * 60.0)
+    assert not workload.too_many_requests(rate * minutes * 60.0)
+    assert workload.too_many_requests(rate * 10.0 * 60.0)
 
 
 @pytest.mark.slow
 def test_verify_reference_sentence_and_failure_check():
     p = reference_plan()
     s = resolve(p)
-    v = simulate.verify(s, steps.solve(s), 95.0)
+    v = verify.verify(s, steps.solve(s), 95.0)
     assert v.runbook_load == 4 and v.runbook_with_redundancy == 5
     assert not v.meets_promise_at_load
     assert v.load is not None and v.load > 4
@@ -361,9 +368,10 @@ def test_too_many_requests_is_refused(tmp_path, capsys):
 
 def test_no_nan_in_json():
     # One output token per request: TPOT has no gaps to measure; the JSON carries null, never NaN.
-    from xlplan.cli.simulate_cmds import _finite, result_json
+    from xlplan.decide.peak_simulation import finite_json as _finite
+    from xlplan.decide.peak_simulation import run_json as result_json
 
-    r = simulate.simulate(REF, 2, 1, _fixed(1.0, 300, 100, 1), 300)
+    r = sim_run.simulate(REF, 2, 1, _fixed(1.0, 300, 100, 1), 300)
     assert math.isnan(r.tpot_s.p50)
     text = json.dumps(_finite(result_json(r)), allow_nan=False)
     assert json.loads(text)["tpot_s"]["p50"] is None
@@ -393,12 +401,12 @@ def test_one_token_outputs_leave_the_inter_token_gap_undefined_and_not_missed():
     # A one-token answer is its first token: no sequence decodes a second, so no token gap exists to measure. At
     # 2 req/s of 2,000-token prompts one H100 replica is busy ~16% of the time (each prefill ~0.08 s: 2 x 8.0e9
     # x 2,000 FLOP / (989 TFLOP/s x 40%)), so p95 TTFT sits far under the 1 s target: the run keeps the promise.
-    r = simulate.simulate(REF, 1, 1, _fixed(2.0, 600, 2000, 1), 600)
+    r = sim_run.simulate(REF, 1, 1, _fixed(2.0, 600, 2000, 1), 600)
     assert r.itl_defined is False and math.isnan(r.itl_at_percentile_s)
     assert r.ttft_at_percentile_s < REF.ttft_s
     assert r.meets_promise
     # two-token answers have one gap each: ITL is measured, and (one short decode step each) within 50 ms
-    r2 = simulate.simulate(REF, 1, 1, _fixed(2.0, 600, 2000, 2), 600)
+    r2 = sim_run.simulate(REF, 1, 1, _fixed(2.0, 600, 2000, 2), 600)
     assert r2.itl_defined is True and r2.itl_at_percentile_s <= REF.itl_s and r2.meets_promise
 
 
@@ -406,16 +414,16 @@ def test_a_run_that_has_not_settled_never_passes():
     # The verdict: TTFT within target, ITL within target or undefined, and a steady state. A queue whose p95 TTFT
     # still moves between the halves of the window has not shown its percentile yet, so it fails even inside both.
     nan = math.nan
-    assert simulate.verdict(0.5, 0.03, True, True, 1.0, 0.05)
-    assert not simulate.verdict(0.5, 0.03, True, False, 1.0, 0.05)  # inside both targets, not settled
-    assert not simulate.verdict(0.5, 0.06, True, True, 1.0, 0.05)  # ITL over
-    assert not simulate.verdict(1.5, 0.03, True, True, 1.0, 0.05)  # TTFT over
-    assert simulate.verdict(0.5, nan, False, True, 1.0, 0.05)  # one-token outputs: ITL undefined, not missed
-    assert not simulate.verdict(nan, nan, False, True, 1.0, 0.05)  # nothing measured: no TTFT, no pass
+    assert sim_run.verdict(0.5, 0.03, True, True, 1.0, 0.05)
+    assert not sim_run.verdict(0.5, 0.03, True, False, 1.0, 0.05)  # inside both targets, not settled
+    assert not sim_run.verdict(0.5, 0.06, True, True, 1.0, 0.05)  # ITL over
+    assert not sim_run.verdict(1.5, 0.03, True, True, 1.0, 0.05)  # TTFT over
+    assert sim_run.verdict(0.5, nan, False, True, 1.0, 0.05)  # one-token outputs: ITL undefined, not missed
+    assert not sim_run.verdict(nan, nan, False, True, 1.0, 0.05)  # nothing measured: no TTFT, no pass
     # and the sentence says what was missed when only the steady state was
-    r = simulate.simulate(REF, 1, 1, _fixed(2.0, 600, 2000, 2), 600)
+    r = sim_run.simulate(REF, 1, 1, _fixed(2.0, 600, 2000, 2), 600)
     unsettled = dataclasses.replace(r, stable=False, meets_promise=False)
-    assert simulate._missed(REF, unsettled).startswith("a steady state (p95 TTFT ")
+    assert verify._missed(REF, unsettled).startswith("a steady state (p95 TTFT ")
 
 
 def test_step_advice_wherever_the_step_misses_the_inter_token_promise():
@@ -423,13 +431,13 @@ def test_step_advice_wherever_the_step_misses_the_inter_token_promise():
     # that carries one cannot meet a 15 ms inter-token promise: the step decides, and the advice names the budget
     # even though it is under the 1,024 tokens the old rule waited for.
     s = dataclasses.replace(REF, itl_s=0.015, max_num_batched_tokens=512.0, peak_rps=4.0)
-    v = simulate.verify(s, steps.solve(s), 95.0, minutes=2)
+    v = verify.verify(s, steps.solve(s), 95.0, minutes=2)
     assert re.search(r"\bmiss(es)? the inter-token promise", v.sentence)  # "1 GPU misses", "4 GPUs miss"
     assert "a smaller policy.max_num_batched_tokens (now 512)" in v.sentence
     # at the smallest budget the advice would suggest there is nothing smaller to name: a 256-token chunk still takes
     # ~10 ms (2 x 8.0e9 x 256 / 395.6e12), over a 9 ms promise, and the sentence says the miss without the advice
-    s256 = dataclasses.replace(s, itl_s=0.009, max_num_batched_tokens=float(simulate.SMALLEST_STEP_BUDGET))
-    sentence = simulate.verify(s256, steps.solve(s256), 95.0, minutes=2).sentence
+    s256 = dataclasses.replace(s, itl_s=0.009, max_num_batched_tokens=float(verify.SMALLEST_STEP_BUDGET))
+    sentence = verify.verify(s256, steps.solve(s256), 95.0, minutes=2).sentence
     assert "inter-token promise" in sentence and "max_num_batched_tokens" not in sentence
 
 
@@ -439,11 +447,11 @@ def test_max_batch_within_plain_floats_equals_its_array_form(itl_s):
     # same interval, so the same batch to the last bit — including the ends (one sequence misses: 0; the cap fits: cap)
     s = REF
     tr = steps.traffic(s)
-    r = steps.replica(s, 1)
-    step = steps.latency_step_fn(s, tr, r)
-    cap = float(steps.latency_batch_cap(s, tr))
-    scalar = serving.max_batch_within(step, itl_s, cap)
-    array = serving.max_batch_within(lambda b: np.asarray([step(float(x)) for x in np.atleast_1d(b)]),
+    r = replica_at_tp.replica(s, 1)
+    step = latency_step_mod.latency_step_fn(s, tr, r)
+    cap = float(latency_step_mod.latency_batch_cap(s, tr))
+    scalar = batch_search.max_batch_within(step, itl_s, cap)
+    array = batch_search.max_batch_within(lambda b: np.asarray([step(float(x)) for x in np.atleast_1d(b)]),
                                      np.asarray([itl_s]), np.asarray([cap]))
     assert isinstance(scalar, float) and scalar == float(array[0])
 
@@ -453,15 +461,15 @@ def test_a_replica_lost_during_the_run_requeues_its_requests():
     # Seven replicas carry the reference peak with one to spare (six keep the promise). One fails at the start of the
     # measured window: the requests it held (queued, prefilling, decoding) go to the six others and prefill again,
     # every request still finishes, and Little's Law holds over the window after the loss as in any stable queue.
-    wl = simulate.poisson_workload(REF, 600, seed=1)
-    r = simulate.simulate(REF, 7, 1, wl, 600, lost=1)
+    wl = workload.poisson_workload(REF, 600, seed=1)
+    r = sim_run.simulate(REF, 7, 1, wl, 600, lost=1)
     assert r.lost_replicas == 1 and r.requeued > 0 and r.unfinished == 0 and r.stable
     assert r.mean_in_flight == pytest.approx(r.arrival_rate_rps * r.mean_time_in_system_s, rel=0.02)
     assert r.meets_promise
     # six with one lost leave five, fewer than the six the promise needs: it misses
-    assert not simulate.simulate(REF, 6, 1, wl, 600, lost=1).meets_promise
+    assert not sim_run.simulate(REF, 6, 1, wl, 600, lost=1).meets_promise
     with pytest.raises(ValueError):
-        simulate.simulate(REF, 2, 1, wl, 600, lost=2)  # losing every replica leaves nothing to measure
+        sim_run.simulate(REF, 2, 1, wl, 600, lost=2)  # losing every replica leaves nothing to measure
 
 
 @pytest.mark.slow
@@ -470,7 +478,7 @@ def test_redundancy_is_the_fleet_that_survives_the_loss():
     # start of the peak. The reference verifies at 6; with one of 7 lost the six left keep it, with one of 6 lost the
     # five left do not, so 7.
     s = REF
-    v = simulate.verify(s, steps.solve(s), 95.0)
+    v = verify.verify(s, steps.solve(s), 95.0)
     assert v.load == 6 and v.with_redundancy == 7 and v.redundancy_lost_replicas == 1
     assert v.redundancy_sentence.startswith("7 keep the promise (on each of seeds 1, 2 and 3) with one replica lost at the "
                                             "start of the peak")
@@ -478,7 +486,7 @@ def test_redundancy_is_the_fleet_that_survives_the_loss():
     assert v.redundancy_ttft_p95_s is not None and v.redundancy_ttft_p95_s <= s.ttft_s
     # a plan that keeps no redundancy: the verified load is the fleet, and the note says a loss is capacity lost
     s0 = dataclasses.replace(REF, redundancy=0)
-    v0 = simulate.verify(s0, steps.solve(s0), 95.0)
+    v0 = verify.verify(s0, steps.solve(s0), 95.0)
     assert v0.with_redundancy == v0.load and "keeps no redundancy" in v0.redundancy_sentence
 
 
@@ -488,13 +496,13 @@ def test_verified_means_every_seed_holds():
     # hold on 2 replicas and seed 3 does not (measured), so the first seed alone would have verified one too few.
     s = dataclasses.replace(REF, peak_rps=10.0, ttft_s=0.4)
     sol = steps.solve(s)
-    v = simulate.verify(s, sol, 95.0, minutes=3)
+    v = verify.verify(s, sol, 95.0, minutes=3)
     assert v.seeds == [1, 2, 3] and v.load is not None
     n = v.load  # TP 1: GPUs are replicas
     for seed in v.seeds:
-        wl = simulate.workload_for(s, 3, seed)
-        assert simulate.simulate(s, n, 1, wl, 180).meets_promise, seed
-    fewer = [simulate.simulate(s, n - 1, 1, simulate.workload_for(s, 3, seed), 180).meets_promise for seed in v.seeds]
+        wl = workload.workload_for(s, 3, seed)
+        assert sim_run.simulate(s, n, 1, wl, 180).meets_promise, seed
+    fewer = [sim_run.simulate(s, n - 1, 1, workload.workload_for(s, 3, seed), 180).meets_promise for seed in v.seeds]
     assert not all(fewer)
     assert fewer[0]  # the first seed alone would have taken n - 1: the rule is what added the replica
 
@@ -512,22 +520,22 @@ def test_pooled_percentiles_equal_numpy_on_the_repeated_sample():
         if counts.sum() == 0:
             counts[0] = 1
         expected = np.percentile(np.repeat(values, counts), qs)
-        assert simulate._pooled_percentiles(values, counts, qs) == [float(x) for x in expected], trial
-    assert all(math.isnan(x) for x in simulate._pooled_percentiles([0.1], [0], [95.0]))
+        assert sim_run._pooled_percentiles(values, counts, qs) == [float(x) for x in expected], trial
+    assert all(math.isnan(x) for x in sim_run._pooled_percentiles([0.1], [0], [95.0]))
 
 
 def test_a_run_stopped_early_has_the_full_runs_verdict():
     # A run whose figures nobody reads (the pilot, the other seeds, the loss search) stops once its p95 TTFT is over
     # the target whatever the rest does. Its verdict must be the full run's: overloaded fleets (stopped early), fleets
     # near the boundary, passing fleets, a replica lost, bursty arrivals, a tight TTFT promise.
-    wl = simulate.poisson_workload(REF, 240, seed=2)
-    burst = simulate.poisson_workload(REF, 240, seed=3, cv2=4.0)
+    wl = workload.poisson_workload(REF, 240, seed=2)
+    burst = workload.poisson_workload(REF, 240, seed=3, cv2=4.0)
     tight = dataclasses.replace(REF, ttft_s=0.3)
     stopped = 0
     for s, n, w, lost in ((REF, 3, wl, 0), (REF, 4, wl, 0), (REF, 5, wl, 0), (REF, 6, wl, 0), (REF, 6, wl, 1),
                           (REF, 7, wl, 1), (REF, 5, burst, 0), (REF, 7, burst, 0), (tight, 6, wl, 0), (tight, 8, wl, 0)):
-        full = simulate.simulate(s, n, 1, w, 240, lost=lost)
-        run, ok = simulate._verdict(s, n, 1, w, 240, lost=lost)
+        full = sim_run.simulate(s, n, 1, w, 240, lost=lost)
+        run, ok = sim_run.watched_verdict(s, n, 1, w, 240, lost=lost)
         assert ok == full.meets_promise, (n, lost)
         if run is None:
             stopped += 1
@@ -545,7 +553,7 @@ def test_a_lower_rate_never_needs_more_gpus_on_a_heavy_tail():
     # that rise gives 0.682 + 2 x 0.111 = 0.904 s <= 1 s: steady, so the fleet at the lower rate is no larger.
     from planhelp import heavy_tail_plan
 
-    from xlplan.planner import plan as run_plan
+    from xlplan.decide.planner import plan as run_plan
 
     low, high = run_plan(heavy_tail_plan(17.92), verify="auto"), run_plan(heavy_tail_plan(18.0), verify="auto")
     assert low.answer.load <= high.answer.load == 8

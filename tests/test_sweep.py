@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from xlplan.io.planfile import reference_plan
-from xlplan.scenario import resolve
-from xlplan.steps import PlanningError, solve
+from xlplan.plan.scenario import PlanningError, resolve
+from xlplan.plan.steps import solve
 
 
 @pytest.mark.slow
@@ -25,7 +25,7 @@ def test_sweep_equals_scalar_planner():
     })
     df["output_p95"] = df["output_p50"] * 2
     df["output_p99"] = df["output_p50"] * 3
-    from xlplan.sweep import sweep
+    from xlplan.plan.sweep import sweep
 
     base = reference_plan()
     out = sweep(base, df)
@@ -59,13 +59,13 @@ def _value_variants(name: str, base: float) -> list[float]:
     return [base * f for f in (0.5, 0.8, 1.25, 2.0)]
 
 
-@pytest.mark.parametrize("name", __import__("xlplan.scenario", fromlist=["SWEEPABLE"]).SWEEPABLE)
+@pytest.mark.parametrize("name", __import__("xlplan.plan.scenario", fromlist=["SWEEPABLE"]).SWEEPABLE)
 def test_every_sweepable_column_equals_the_scalar_planner(name):
     # The allow-list: each input a sweep column may set changes the result exactly as the scalar planner does — mfu
     # included, which a sweep used to ignore because the split MFUs were stored beside it. A default plan (engine vllm,
     # causal attention, the latency step with prefill) so every term of the serving model is live.
-    from xlplan.plan import Plan
-    from xlplan.sweep import sweep
+    from xlplan.plan.sweep import sweep
+    from xlplan.schema.plan import Plan
 
     base = Plan.model_validate({
         "forecast": {"peak_rps": 25, "prompt_tokens": {"p50": 1500, "p95": 4000, "p99": 6000},
@@ -99,7 +99,7 @@ def test_every_sweepable_column_equals_the_scalar_planner(name):
 
 def test_sweeping_mfu_moves_the_compute_path():
     # the bug this allow-list closes: an mfu column left the split MFUs behind (4/4/4 where plan() gave 8/4/2)
-    from xlplan.sweep import sweep
+    from xlplan.plan.sweep import sweep
 
     out = sweep(reference_plan(), pd.DataFrame({"mfu": [0.2, 0.4, 0.8]}))
     # compute path: 1,562 TFLOP/s ÷ (989 × MFU): 7.9 → 8, 3.95 → 4, 1.97 → 2 GPUs
@@ -107,7 +107,7 @@ def test_sweeping_mfu_moves_the_compute_path():
 
 
 def test_reference_row_reproduces_runbook():
-    from xlplan.sweep import sweep
+    from xlplan.plan.sweep import sweep
 
     out = sweep(reference_plan(), pd.DataFrame({"peak_rps": [40.0, 80.0]}))
     # 40 req/s: 4 / 5 / 8 GPUs, both bind, $10,950 (runbook); 80 req/s: compute 7.89 -> 8, +1 = 9 -> 16
@@ -119,7 +119,7 @@ def test_reference_row_reproduces_runbook():
 
 
 def test_unknown_column_is_named():
-    from xlplan.sweep import sweep
+    from xlplan.plan.sweep import sweep
 
     with pytest.raises(ValueError, match="peak_rpm"):
         sweep(reference_plan(), pd.DataFrame({"peak_rpm": [1.0]}))

@@ -13,9 +13,9 @@ import yaml
 from pytest import approx
 
 from xlplan.cli import main
+from xlplan.evidence.traffic import summarise
 from xlplan.io.errors import InputError
 from xlplan.io.logs import read_logs
-from xlplan.traffic import summarise
 
 T0 = 1_767_225_600  # 2026-01-01 00:00:00 UTC, a Thursday
 Z95, Z99 = 1.6448536269514722, 2.3263478740408408
@@ -184,7 +184,7 @@ def test_mixed_time_zones(tmp_path):
 def test_forecast_from_a_log_gives_the_fleet_of_the_same_hand_written_forecast(tmp_path, capsys, ref_plan):
     from planhelp import replan
 
-    from xlplan.planner import plan
+    from xlplan.decide.planner import plan
 
     path = tmp_path / "log.csv"
     lognormal_log(n=100_000, span_s=3 * 86_400).to_csv(path, index=False)
@@ -208,8 +208,8 @@ def test_forecast_from_a_log_gives_the_fleet_of_the_same_hand_written_forecast(t
     assert from_log.fleet == plan(hand).fleet and from_log.binding == plan(hand).binding
     # one figure, one place: the fleet printed is the Answer `xlplan plan --no-verify` gives the derived plan (not the
     # runbook's method), and the outlook's rate is `xlplan capacity --no-verify`'s for that many GPUs
-    from xlplan.capacity import closed_form_capacity
-    from xlplan.scenario import resolve
+    from xlplan.decide.capacity import closed_form_capacity
+    from xlplan.plan.scenario import resolve
 
     a = from_log.answer
     assert f"→ {a.load}, with redundancy" in printed and "purchased" in printed and f"${a.monthly_usd:,.0f}/month" in printed
@@ -221,7 +221,7 @@ def test_forecast_from_a_log_gives_the_fleet_of_the_same_hand_written_forecast(t
 
 def test_growth_and_the_date_the_fleet_stops_sufficing(tmp_path):
     # five weeks, each week's traffic 5% above the last: the weekly peaks grow 5% a week
-    from xlplan.io.traffic_report import outlook
+    from xlplan.report.traffic_report import outlook
 
     rng = np.random.default_rng(3)
     frames = []
@@ -285,7 +285,7 @@ def test_measured_growth_goes_into_the_plan_for_the_schedule(tmp_path):
     import yaml
 
     from xlplan.cli import main
-    from xlplan.schedule import monthly_from_weekly
+    from xlplan.evidence.traffic import monthly_from_weekly
 
     rng = np.random.default_rng(3)
     frames = []

@@ -236,7 +236,7 @@ def test_a_dtype_typo_lists_the_allowed_values():
 
 
 @pytest.mark.parametrize(("function", "args", "plan_field", "value", "slip"), [
-    # promise.itl_s is 0.001 to 1 s per token: 1.5 is past it (xlplan.plausibility's range, its words); 0.5 is in it
+    # promise.itl_s is 0.001 to 1 s per token: 1.5 is past it (xlplan.schema.plausibility's range, its words); 0.5 is in it
     ("max_decode_batch", ["llama-3.1-8b", "h100-sxm", 0.5, 2150, 1, "bf16", "bf16", 0.4, 0.6, "bf16", 0, 0.003], None, None, None),
     ("time_in_system", [300, 300, 1.5], "promise.itl_s", 1.5, "1.5 ms is 0.0015"),
     ("compute_gpus", [1500, "h100-sxm", 0.95], "policy.mfu", 0.95, None),
@@ -245,7 +245,7 @@ def test_a_dtype_typo_lists_the_allowed_values():
 def test_an_implausible_argument_answers_as_the_plan_file_does(function, args, plan_field, value, slip):
     # an argument that is a plan field by another name is held to that field's plausible range, and the cell's error
     # is the plan file's line with the argument's name: the same field, value, range, reason and likely slip
-    from xlplan import plausibility
+    from xlplan.schema import plausibility
 
     result, message = call(function, args)
     if plan_field is None:  # 0.5 s per token is plausible (a slow stream): an answer, no error

@@ -18,7 +18,7 @@ from workbookhelp import agrees, build, recalculate, require_libreoffice
 
 from udfs import functions as U
 from xlplan.cli import main
-from xlplan.io.workbook.writer import workbook_bytes
+from xlplan.excel.writer import workbook_bytes
 
 CALL = re.compile(r"^=(?:(MIN|MEDIAN|MAX)\()?([A-Z_]+)\(([^()]*)\)\)?$")
 AGGREGATE = {"MIN": min, "MEDIAN": statistics.median, "MAX": max}

@@ -127,9 +127,9 @@ def test_max_rate_is_the_capacity_command(capsys):
     weights = 8030261248 * 2 / 2**30 / 4
     from planhelp import replan
 
-    from xlplan.capacity import capacity
+    from xlplan.decide.capacity import capacity
     from xlplan.io.planfile import reference_plan
-    from xlplan.scenario import resolve
+    from xlplan.plan.scenario import resolve
 
     slow = resolve(replan(reference_plan(), promise={"itl_s": 0.1}))
     assert capacity(slow, 4).max_peak_rps == approx(4 * (0.9 * 81559 / 1024 - weights - 3.0) / 0.28076171875 / 30, rel=1e-9)
@@ -236,7 +236,7 @@ def test_every_udf_documented_without_literal_hints_and_without_arithmetic():
 
 def test_importing_the_udfs_loads_no_openpyxl_or_pandas():
     # xlwings Lite runs the engine in Pyodide: nothing compiled beyond pydantic, and no openpyxl or pandas at import
-    code = "import sys, xlplan, xlplan.cellwise, xlplan.planner; print(sorted(m for m in ('openpyxl', 'pandas', 'numpy') if m in sys.modules))"
+    code = "import sys, xlplan, xlplan.excel.cellwise, xlplan.decide.planner; print(sorted(m for m in ('openpyxl', 'pandas', 'numpy') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -252,7 +252,7 @@ def test_the_wheel_lite_installs_is_pure_python_with_the_functions_and_the_catal
     wheel, = tmp_path.glob("xlplan-*.whl")
     assert wheel.name.endswith("-py3-none-any.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"udfs/functions.py", "xlplan/cellwise.py", "xlplan/catalog/gpus.yaml", "xlplan/catalog/models.yaml",
+    assert {"udfs/functions.py", "xlplan/excel/cellwise/__init__.py", "xlplan/catalog/gpus.yaml", "xlplan/catalog/models.yaml",
             "xlplan/data/reference.yaml"} <= names
     assert not any(n.endswith((".so", ".pyd")) for n in names)
     lite = (root / "udfs" / "lite" / "main.py").read_text(encoding="utf-8")

@@ -121,8 +121,8 @@ def test_the_workbook_calls_the_functions_by_the_names_the_manifest_registers(se
     # `xlplan workbook --formulas udf --namespace NS` must write exactly the prefix the served manifest gives Excel
     from workbookhelp import build
 
+    from xlplan.excel.common import UDF_NAMES
     from xlplan.io.planfile import reference_plan
-    from xlplan.io.workbook.common import UDF_NAMES
 
     client, settings = server
     monkeypatch.setattr(settings, "environment", environment)

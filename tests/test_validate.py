@@ -11,24 +11,12 @@ from pathlib import Path
 import pytest
 
 from xlplan.cli import main
+from xlplan.evidence.bench_conditions import Efficiencies, conditions_of_plan
+from xlplan.evidence.predict import fixed_concurrency, kv_capacity, prefill_under_load_s, replica_for
 from xlplan.io import names
 from xlplan.io.errors import InputError
-from xlplan.io.measurements import (
-    CORPUS,
-    conditions,
-    medians,
-    read_measurement_table,
-    read_measurements,
-    validate,
-)
-from xlplan.predict import (
-    Efficiencies,
-    conditions_of_plan,
-    fixed_concurrency,
-    kv_capacity,
-    prefill_under_load_s,
-    replica_for,
-)
+from xlplan.io.measurement_table import read_measurement_table, read_measurements
+from xlplan.io.measurements import CORPUS, conditions, medians, validate
 
 PUBLIC = Path(__file__).parent / "data" / "measurements-public.csv"
 RUNBOOK = Efficiencies(prefill_mfu=0.4, decode_mfu=0.4, bandwidth_efficiency=0.6, step_overhead_s=0.0, expert_efficiency=1.0)
@@ -87,7 +75,7 @@ def test_the_validator_and_the_planner_are_one_model(ref_plan):
     # replica; the planner's KV budget is the validator's KV capacity.
     from planhelp import replan
 
-    from xlplan.planner import plan
+    from xlplan.decide.planner import plan
 
     p = replan(ref_plan, model={"name": "qwen3-30b-a3b", "weights_dtype": "fp8"},
                forecast={"prompt_tokens": {"p50": 3000, "p95": 3000, "p99": 3000}, "output_tokens": {"p50": 400, "p95": 400, "p99": 400}},
@@ -232,11 +220,11 @@ def test_an_impossible_row_is_refused_by_line(tmp_path, capsys, column, value, w
 def test_readme_validation_table_is_current():
     # The README's table is what `python scripts/validation_table.py` writes from the corpus today. The script's own
     # function is called in this process, so the report it builds is the one this worker's other validation tests
-    # share (xlplan.io.validation_report.build is memoised per process) rather than a third build in a subprocess.
+    # share (xlplan.report.validation_report.build is memoised per process) rather than a third build in a subprocess.
     import importlib.util
     from pathlib import Path
 
-    from xlplan.io.validation_report import README_BEGIN, README_END
+    from xlplan.report.validation_report import README_BEGIN, README_END
 
     root = Path(__file__).resolve().parents[1]
     spec = importlib.util.spec_from_file_location("validation_table", root / "scripts" / "validation_table.py")

@@ -8,18 +8,12 @@ import math
 
 import pytest
 
-from xlplan import engines
-from xlplan.calibrate import fit_defaults
 from xlplan.cli import main
-from xlplan.io.measurements import CORPUS, fit_runs, predict_row, read_measurements, run_of, source_group
-from xlplan.io.validation_report import (
-    build,
-    current,
-    headline,
-    markdown,
-    summary_lines,
-    within_deployment,
-)
+from xlplan.evidence.calibrate import fit_defaults
+from xlplan.io.measurement_table import read_measurements
+from xlplan.io.measurements import CORPUS, fit_runs, predict_row, run_of, source_group
+from xlplan.report.validation_report import build, current, headline, markdown, summary_lines, within_deployment
+from xlplan.serving import efficiency_defaults
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +41,7 @@ def test_a_left_out_check_is_predicted_by_a_fit_that_saw_no_row_of_its_source(ro
     got = [c for c in report.left_out if c.source == source]
     assert [(c.id, c.metric, c.predicted) for c in got] == [(c.id, c.metric, c.predicted) for c in expected]
     # and the fold differs from the shipped table, so the figure is not the in-sample one relabelled
-    assert table != engines.shipped_table()
+    assert table != efficiency_defaults.shipped_table()
 
 
 @pytest.mark.slow
@@ -96,7 +90,7 @@ def test_a_row_whose_engine_borrows_another_fit_says_so_on_every_check(rows):
     # (dense_fallback / moe_fallback); every throughput or latency check of a row in such a class must carry that
     # sentence, and no check of a class with its own fit may. SGLang on NVIDIA has three MoE runs: its MoE rows borrow;
     # SGLang on AMD has no fitted run at all (its rows are of older releases): its rows borrow AMD's fit.
-    table = engines.shipped_table()
+    table = efficiency_defaults.shipped_table()
     assert "moe_fallback" in table["vendors"]["nvidia"]["sglang"]
     assert "dense_fallback" not in table["vendors"]["nvidia"]["trtllm"]
     borrowed_rows = 0
@@ -106,13 +100,13 @@ def test_a_row_whose_engine_borrows_another_fit_says_so_on_every_check(rows):
         if not checks or r is None:
             continue
         c = r.conditions
-        entry = table["vendors"].get(engines.vendor(c.gpu.name), {}).get(c.engine)
+        entry = table["vendors"].get(efficiency_defaults.vendor(c.gpu.name), {}).get(c.engine)
         borrowed = entry is None or "dense_fallback" in entry or (bool(c.model.num_experts) and "moe_fallback" in entry)
         borrowed_rows += borrowed
         for k in checks:
             assert ("defaults: " in k.note) == borrowed, (k.id, k.note)
             if borrowed:
-                assert f"{c.engine} on {engines.vendor(c.gpu.name)}: " in k.note
+                assert f"{c.engine} on {efficiency_defaults.vendor(c.gpu.name)}: " in k.note
                 assert ("fewer than 4" in k.note) if entry else ("no fitted runs" in k.note)
     assert borrowed_rows > 0
 
@@ -130,10 +124,10 @@ def test_a_plan_on_an_older_engine_release_is_told_to_calibrate(engine, version,
     # once, in the plan's own warnings (the note prints them), and the same releases are the ones the fit leaves out
     from planhelp import replan
 
+    from xlplan.decide.planner import plan
     from xlplan.io.planfile import reference_plan
-    from xlplan.planner import plan
 
     p = replan(reference_plan(), policy={"engine": engine, "engine_version": version, "redundancy": 1})
     warned = [w for w in plan(p, verify=False).warnings if w.startswith("engine release")]
     assert len(warned) == (1 if old else 0)
-    assert bool(engines.superseded_release(engine, version)) == old
+    assert bool(efficiency_defaults.superseded_release(engine, version)) == old

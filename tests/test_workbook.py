@@ -13,9 +13,9 @@ from pytest import approx
 from workbookhelp import NAMED_OUTPUTS, build, workbook_for_plan
 
 from xlplan.cli import main
+from xlplan.excel.common import SIX_TABS, SUPPORT_TABS
+from xlplan.excel.reader import read_workbook
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook import SIX_TABS, SUPPORT_TABS
-from xlplan.io.workbook.reader import read_workbook
 
 README_NAMES = ("PeakRate", "PromptP50", "PromptP95", "PromptP99", "OutputP50", "OutputP95", "OutputP99", "TTFTTarget",
                 "ITLTarget", "AvgUtilisation", "GPUUSDPerHour", "MFU", "Concurrency", "TimeInSystem", "KVPerConversationGiB",
@@ -137,7 +137,7 @@ def test_inline_model_and_gpu_round_trip_to_the_same_specs(ref_plan, tmp_path):
     # an inline model comes back as its full spec (the workbook's Models row), so the specs are equal
     assert back.model.resolve() == plan.model.resolve()
     assert back.hardware.resolve() == plan.hardware.resolve()
-    from xlplan.planner import plan as run
+    from xlplan.decide.planner import plan as run
     assert run(back).model_dump() == run(plan).model_dump()
 
 
@@ -231,7 +231,7 @@ def test_inputs_styled_unlocked_validated_and_noted(ref_xlsx):
     assert util.comment is not None and "0.40, not 40" in util.comment.text
     dv = next(d for d in ws.data_validations.dataValidation if util.coordinate in {str(c) for c in d.sqref.ranges})
     assert "0.40, not 40" in dv.error and dv.type == "decimal"
-    from xlplan.io.workbook.inputs import all_inputs
+    from xlplan.excel.inputs import all_inputs
 
     for spec in all_inputs():
         (_, ref), = wb.defined_names[spec.name].destinations

@@ -14,11 +14,12 @@ from openpyxl.utils import range_boundaries
 from pytest import approx
 from workbookhelp import build, engine_json, plan_figures, recalculate, require_libreoffice, workbook_for_plan
 
+from xlplan.evidence.traffic import summarise
+from xlplan.excel import layout
+from xlplan.excel.common import SUPPORT_TABS
+from xlplan.excel.writer import workbook_bytes
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook import SUPPORT_TABS, layout
-from xlplan.io.workbook.writer import workbook_bytes
-from xlplan.plan import Plan
-from xlplan.traffic import summarise
+from xlplan.schema.plan import Plan
 
 T0 = 1_767_225_600  # 2026-01-01 00:00:00 UTC
 

@@ -14,7 +14,7 @@ from planhelp import replan
 from workbookhelp import require_libreoffice, workbook_for_plan
 
 from xlplan.cli import main
-from xlplan.io.workbook import SIX_TABS, SUPPORT_TABS
+from xlplan.excel.common import SIX_TABS, SUPPORT_TABS
 
 SHEETS = ["Summary", *SIX_TABS, "Options", "Schedule", *SUPPORT_TABS]  # the order of the package's sheet files
 
@@ -153,7 +153,7 @@ def test_a_cross_check_without_the_add_in_is_not_checked_in_grey_and_no_finding(
     # Without the add-in a cross-check's IFERROR falls back to its text: a state ("not checked"), not an error
     # ("not loaded" read as one), so it is grey (808080, as notes are muted) and `xlplan check` finds nothing in it;
     # a workbook built before keeps its own words in the formula and its cached value, and is no finding either
-    from xlplan.io.workbook.common import ADDIN_MISSING, ADDIN_MISSING_BEFORE, CROSSCHECK_COL
+    from xlplan.excel.common import ADDIN_MISSING, ADDIN_MISSING_BEFORE, CROSSCHECK_COL
 
     path = tmp_path / "t.xlsx"
     path.write_bytes(workbook_for_plan(ref_plan))

@@ -15,9 +15,9 @@ import pytest
 from planhelp import replan
 from workbookhelp import build, compare_book, engine_json, evaluate_many, name_ref, recalculate, require_libreoffice
 
+from xlplan.excel.writer import workbook_bytes
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook.writer import workbook_bytes
-from xlplan.plan import Plan
+from xlplan.schema.plan import Plan
 
 H20_QUOTE = "integrator quote for 8x H20, 2026-11 (capex, power); site tariff 2026 (electricity)"
 """Where the H20 plan's own buy figures come from (costs.source)."""
@@ -56,7 +56,7 @@ def _switched_on() -> Plan:
 
 def _dip(mode: str):
     """The reference with a dip month (40, 10, 40 req/s) paid for as ``mode``: rented, the dip holds less; bought, the
-    GPUs bought stay (xlplan.schedule.held_gpus), by formula on the Schedule as in the engine."""
+    GPUs bought stay (xlplan.decide.schedule.held_gpus), by formula on the Schedule as in the engine."""
     costs = {"mode": mode} if mode != "buy" else {"mode": "buy", "usd_per_kwh": 0.09, "hardware_ops_usd_per_month": 0}
     return lambda: replan(reference_plan(), costs=costs,
                           growth={"peaks_rps": [40.0, 10.0, 40.0], "lead_time_days": 30, "start": "2027-04"})
@@ -146,8 +146,8 @@ def test_self_hosting_against_the_api_is_a_factor_above_one_in_the_direction_of_
     #   30,484.80 / 10,950 = 2.78 -> "2.8×" cheaper (and 30,484.80 / 15,330 = 1.99 -> "2.0×" for the Answer)
     # cheap API: 42.05 M × 2,300 tokens × $0.005/M = $483.55: the API is 10,950 / 483.55 = 22.64 -> "22.6×" cheaper
     #   (15,330 / 483.55 = 31.70 -> "31.7×" for the Answer), never "self-hosting is 0.0× cheaper"
-    from xlplan.note import render_text
-    from xlplan.planner import plan
+    from xlplan.decide.planner import plan
+    from xlplan.report.note import render_text
 
     books, readers, _ = money
     expected = {"reference": ("self-hosting is 2.8× cheaper than the API", "self-hosting is 2.0× cheaper than the API"),
@@ -235,7 +235,7 @@ def test_a_yes_no_input_is_an_excel_boolean_in_both_engines(money):
     # cell in both engines (never 1, never the text "TRUE" or "1": LibreOffice turns TRUE&"" into "1", Excel into
     # "TRUE"), the drop-down offers the booleans under a header that says so, and every formula whose engine value
     # is a boolean evaluates to one (the agreement above compares types: tests/workbookhelp.py).
-    from xlplan.io.workbook.inputs import all_inputs
+    from xlplan.excel.inputs import all_inputs
 
     books, readers, _ = money
     flags = [s for s in all_inputs() if s.kind == "bool"]

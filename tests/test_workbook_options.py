@@ -99,8 +99,8 @@ def test_no_ineligible_gpu_or_other_format_is_ranked_on_options(book):
 def test_the_workbooks_ranking_is_compares_for_a_format_compare_never_varies():
     # The workbook ranks from `compare --all`; its ranked rows must be the default ranking's for any weights format,
     # also one compare never tries on other GPUs (fp16: the reference model's weights as another checkpoint stores them)
-    from xlplan.hardware_choice import choose
-    from xlplan.plan import Plan
+    from xlplan.decide.hardware_choice import choose
+    from xlplan.schema.plan import Plan
 
     data = reference_plan().model_dump(exclude_none=True)
     data["model"]["weights_dtype"] = "fp16"

@@ -17,12 +17,13 @@ from planhelp import replan
 from workbookhelp import build, recalc_and_compare, require_libreoffice
 
 from xlplan.cli import main
-from xlplan.io.workbook import SIX_TABS
-from xlplan.io.workbook.tab_sensitivities import BLANK_WHATIF_ROWS, STALE, whatif_rows
-from xlplan.io.workbook.writer import workbook_bytes
-from xlplan.planner import plan as run_plan
-from xlplan.scenario import resolve
-from xlplan.whatif import STANDARD_WHAT_IFS, WhatIf, sensitivities
+from xlplan.decide.planner import plan as run_plan
+from xlplan.excel.common import SIX_TABS
+from xlplan.excel.tabs.sensitivities import BLANK_WHATIF_ROWS, STALE, whatif_rows
+from xlplan.excel.writer import workbook_bytes
+from xlplan.plan.scenario import resolve
+from xlplan.plan.whatif import sensitivities
+from xlplan.plan.whatif_table import STANDARD_WHAT_IFS, WhatIf
 
 NEUTRAL = {  # the plan's own free text (name, sources, API offer) says what its author wrote: kept free of figures here
     "name": "Another plan",
@@ -217,7 +218,7 @@ def test_banner_on_every_tab_when_a_check_fails(edited):
 
 
 def test_an_implausible_input_fails_its_check_in_both_engines(edited):
-    # xlplan.plausibility: promise.itl_s is 0.001 to 1 s per token. 50 typed where 0.05 was meant fails the Checks
+    # xlplan.schema.plausibility: promise.itl_s is 0.001 to 1 s per token. 50 typed where 0.05 was meant fails the Checks
     # row InputsPlausible and the banner names it, in LibreOffice and in the Excel-grammar engine alike; the
     # workbook as built passes it in both
     from excelgrammar import value
@@ -236,10 +237,10 @@ def test_an_implausible_input_fails_its_check_in_both_engines(edited):
 
 
 def test_every_ranged_input_cell_carries_its_plausible_range(ref_plan):
-    # the data validation Excel shows on entry is the range the plan file is held to (xlplan.plausibility.RANGES),
+    # the data validation Excel shows on entry is the range the plan file is held to (xlplan.schema.plausibility.RANGES),
     # e.g. the inter-token target between 0.001 and 1 s per token
-    from xlplan import plausibility
-    from xlplan.io.workbook.inputs import all_inputs
+    from xlplan.excel.inputs import all_inputs
+    from xlplan.schema import plausibility
 
     book = build(ref_plan)
     sheet = book.get("1 Inputs")
@@ -297,7 +298,7 @@ def test_five_blank_what_if_rows_unlocked_and_printed(ref_plan, tmp_path):
 @pytest.mark.slow
 def test_check_evaluates_a_filled_in_what_if_row(ref_plan, edited, capsys):
     # a user fills the first blank row: peak x3, 60% average utilisation; LibreOffice recalculates it. The engine's
-    # re-plan of that what-if (xlplan.whatif.sensitivities) is what the row must show, and `xlplan check` holds it to it.
+    # re-plan of that what-if (xlplan.plan.whatif.sensitivities) is what the row must show, and `xlplan check` holds it to it.
     import json
 
     files, r = edited

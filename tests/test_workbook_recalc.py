@@ -17,9 +17,9 @@ from planhelp import replan
 from workbookhelp import recalc_and_compare, require_libreoffice
 
 from xlplan import catalog
-from xlplan.plan import Plan
-from xlplan.planner import plan as run_plan
-from xlplan.steps import PlanningError
+from xlplan.decide.planner import plan as run_plan
+from xlplan.plan.scenario import PlanningError
+from xlplan.schema.plan import Plan
 
 
 @pytest.mark.slow
@@ -112,9 +112,9 @@ def plans(draw) -> Plan:
 def _feasible(p: Plan) -> bool:
     """Whether the planner plans it: the paths solve, and the closed-form answer is within the plausible bounds on a
     fleet and a bill (a drawn plan of 137,224 GPUs is refused as no one's plan, as the CLI refuses it)."""
-    from xlplan import plausibility
-    from xlplan.decision import decide
-    from xlplan.scenario import resolve
+    from xlplan.decide.answer import decide
+    from xlplan.plan.scenario import resolve
+    from xlplan.schema import plausibility
 
     try:
         s = resolve(p)

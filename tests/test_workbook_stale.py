@@ -20,11 +20,11 @@ from planhelp import replan
 from workbookhelp import build, evaluate_many, recalculate, require_libreoffice
 
 from xlplan.cli import main
+from xlplan.excel.inputs import all_inputs
+from xlplan.excel.staleness import CURRENT, GROUPS, VALUE_INPUTS, group_name, group_of, inputs_of
+from xlplan.excel.summary_mix import MIX_ROWS
+from xlplan.excel.writer import workbook_bytes
 from xlplan.io.planfile import reference_plan
-from xlplan.io.workbook.inputs import all_inputs
-from xlplan.io.workbook.staleness import CURRENT, GROUPS, VALUE_INPUTS, group_name, group_of, inputs_of
-from xlplan.io.workbook.summary_mix import MIX_ROWS
-from xlplan.io.workbook.writer import workbook_bytes
 
 FLAG_NAME = {"OptionsTable": "OptionsStale", "ScheduleMonths": "ScheduleStale"}
 """The flag of each value, where it is not the value's name + 'Stale' (the decision tabs' one flag each)."""

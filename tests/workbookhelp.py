@@ -15,15 +15,15 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from xlplan.book import figures
+from xlplan.excel import layout
+from xlplan.excel.book import figures
+from xlplan.excel.export import workbook_for
+from xlplan.excel.writer import workbook_bytes
 from xlplan.io import libreoffice
 from xlplan.io.libreoffice import soffice
 from xlplan.io.outputs import write_outputs
 from xlplan.io.planfile import plan_to_yaml
-from xlplan.io.workbook import layout
-from xlplan.io.workbook.export import workbook_for
-from xlplan.io.workbook.writer import workbook_bytes
-from xlplan.plan import Plan
+from xlplan.schema.plan import Plan
 
 # Every defined name the README documents as an output, and where `xlplan plan --json` has the same figure.
 NAMED_OUTPUTS: dict[str, tuple] = {
@@ -92,7 +92,7 @@ UDF, with or without caches) are laid out from one computation of its figures, a
 
 
 def plan_figures(plan: Plan, verify: bool | str = False):
-    """:func:`xlplan.book.figures` of the plan, computed once per test process."""
+    """:func:`xlplan.excel.book.figures` of the plan, computed once per test process."""
     key = (plan.model_dump_json(), repr(verify))
     if key not in _FIGURES:
         _FIGURES[key] = figures(plan, verify=verify)
@@ -100,7 +100,7 @@ def plan_figures(plan: Plan, verify: bool | str = False):
 
 
 def build(plan: Plan, formulas: str = "native", namespace: str = "", verify: bool | str = False, traffic=None):
-    """The workbook of a plan as the CLI builds it: the engine's figures (:func:`xlplan.book.figures`), then the writer."""
+    """The workbook of a plan as the CLI builds it: the engine's figures (:func:`xlplan.excel.book.figures`), then the writer."""
     return layout.build(plan_figures(plan, verify), formulas, traffic, namespace)
 
 

@@ -11,8 +11,8 @@ import math
 
 from xlwings import XlwingsError
 
-from xlplan import plausibility
 from xlplan.io.errors import unit_hint
+from xlplan.schema import plausibility
 
 EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!", "#SPILL!", "#CALC!",
                           "#GETTING_DATA", "#FIELD!", "#BLOCKED!", "#CONNECT!", "#BUSY!", "#UNKNOWN!"})
@@ -65,7 +65,7 @@ ARG_FIELDS = {
     "overhead_gib": "policy.overhead_gib", "step_overhead_s": "policy.step_overhead_s",
     "usd_per_gpu_hour": "hardware.usd_per_gpu_hour",
 }
-"""Arguments that are a plan field by another name: held to that field's plausible range (xlplan.plausibility), so a
+"""Arguments that are a plan field by another name: held to that field's plausible range (xlplan.schema.plausibility), so a
 cell answers a unit slip with the line the plan file gets ('itl_s: got 50; … 50 ms is 0.05')."""
 
 

@@ -3,7 +3,7 @@
 Written once with xlwings' ``func`` and ``arg`` decorators: xlwings maps them to
 classic Windows UDFs (COM), to xlwings Server (Office.js) and to xlwings Lite
 (Pyodide). Each function checks its arguments and makes one call into
-:mod:`xlplan.cellwise` or the planner; none has arithmetic of its own. Bad
+:mod:`xlplan.excel.cellwise` or the planner; none has arithmetic of its own. Bad
 arguments raise :class:`UDFError` with one clear line (Excel shows ``#VALUE!``
 with that message); a column of inputs gives a column of answers.
 """
@@ -17,10 +17,14 @@ from udfs.cells import UDFError, bad, choice, dtype, finite, fraction, lengths, 
 from udfs.registry import ERROR_IN_A_CELL as ERROR_IN_A_CELL
 from udfs.registry import udf
 from udfs.tables import plan_from_table, scalar_or_grid, spec_from_config_table
-from xlplan import cellwise, concurrency, engines
-from xlplan.plan import Forecast, Hardware, Policy
-from xlplan.plan_fields import PAYMENT_MODES
-from xlplan.specs import ComputeDtype, KVDtype, WeightDtype
+from xlplan.catalog.specs import ComputeDtype, KVDtype, WeightDtype
+from xlplan.excel.cellwise import compute, cost, inputs, latency, memory
+from xlplan.excel.cellwise import fleet as cellwise_fleet
+from xlplan.schema.fields import PAYMENT_MODES
+from xlplan.schema.hardware import Hardware
+from xlplan.schema.plan import Forecast
+from xlplan.schema.policy import Policy
+from xlplan.serving import concurrency, engines
 
 _POLICY = Policy.model_fields
 _HARDWARE = Hardware.model_fields
@@ -58,7 +62,7 @@ def time_in_system(output_p50, output_p95, itl_s, output_p99=None, ttft_s=0.0):
     p50, p95 = number("output_p50", output_p50, "tokens", above=0.0), number("output_p95", output_p95, "tokens", above=0.0)
     p99 = number("output_p99", output_p99, "tokens", above=0.0, optional=True)
     ordered(p50, p95, p99, "output")
-    return cellwise.time_in_system_s(p50, p95, number("itl_s", itl_s, "s/token", above=0.0, at_most=2.0), p99, number("ttft_s", ttft_s, "s", at_least=0.0))
+    return latency.time_in_system_s(p50, p95, number("itl_s", itl_s, "s/token", above=0.0, at_most=2.0), p99, number("ttft_s", ttft_s, "s", at_least=0.0))
 
 
 # ---------------------------------------------------------------------------------------------- model
@@ -68,7 +72,7 @@ def time_in_system(output_p50, output_p95, itl_s, output_p99=None, ttft_s=0.0):
      kv_dtype="KV-cache precision: bf16, fp16, fp8 or int8. [dtype]")
 def kv_bytes_per_token(model, kv_dtype="bf16"):
     """KV cache per token with every layer full-length (Llama-3.1-8B bf16: 131,072 B). [bytes/token]"""
-    return cellwise.kv_bytes_per_token(text("model", model, "a model name [text]"), dtype("kv_dtype", kv_dtype, KV_DTYPES))
+    return memory.kv_bytes_per_token(text("model", model, "a model name [text]"), dtype("kv_dtype", kv_dtype, KV_DTYPES))
 
 
 @udf(model="Catalog model name, Hugging Face id or alias. [text]",
@@ -76,7 +80,7 @@ def kv_bytes_per_token(model, kv_dtype="bf16"):
      kv_dtype="KV-cache precision: bf16, fp16, fp8 or int8. [dtype]")
 def kv_gib_per_conversation(model, conversation_tokens, kv_dtype="bf16"):
     """KV cache one conversation holds; sliding-window layers hold at most their window (2,300 tokens: 0.281 GiB). [GiB]"""
-    return cellwise.kv_gib_per_conversation(text("model", model, "a model name [text]"),
+    return memory.kv_gib_per_conversation(text("model", model, "a model name [text]"),
                                             number("conversation_tokens", conversation_tokens, "tokens", at_least=0.0),
                                             dtype("kv_dtype", kv_dtype, KV_DTYPES))
 
@@ -85,7 +89,7 @@ def kv_gib_per_conversation(model, conversation_tokens, kv_dtype="bf16"):
      weights_dtype="Weight precision: bf16, fp16, fp8, int8, int4, mxfp4, nvfp4. [dtype]")
 def weights_gib(model, weights_dtype="bf16"):
     """Weight footprint of the whole model; embeddings stay 16-bit in quantised checkpoints (Llama-3.1-8B bf16: 14.96 GiB). [GiB]"""
-    return cellwise.weights_gib(text("model", model, "a model name [text]"), dtype("weights_dtype", weights_dtype, WEIGHT_DTYPES))
+    return memory.weights_gib(text("model", model, "a model name [text]"), dtype("weights_dtype", weights_dtype, WEIGHT_DTYPES))
 
 
 @udf(tables=("config",), config="A model name, or a two-column range of config.json fields and values (e.g. hidden_size | 4096). [text]",
@@ -96,8 +100,8 @@ def params_from_config(config, which="total"):
     if which not in ("total", "active"):
         raise bad("which", which, "'total' or 'active' [text]")
     if isinstance(scalar_or_grid(config), list):
-        return float(cellwise.params(spec_from_config_table(config), which))
-    return float(cellwise.params(text("config", scalar_or_grid(config), "a model name or a two-column range [text]"), which))
+        return float(inputs.params(spec_from_config_table(config), which))
+    return float(inputs.params(text("config", scalar_or_grid(config), "a model name or a two-column range [text]"), which))
 
 
 # ---------------------------------------------------------------------------------------------- step 4
@@ -120,7 +124,7 @@ def kv_budget_gib(gpu, weights_gib_per_gpu, memory_utilisation=MEMORY_UTILISATIO
     rule = choice("engine", engine, ENGINES)
     activation = number("activation_gib", activation_gib, "GiB", at_least=0.0)
     visible = number("visible_gib", visible_gib, "GiB", above=0.0, optional=True)
-    budget = cellwise.kv_budget_gib(g, weights, util, overhead, rule, activation, whole("tp", tp, "GPUs"), visible)
+    budget = memory.kv_budget_gib(g, weights, util, overhead, rule, activation, whole("tp", tp, "GPUs"), visible)
     if budget <= 0:
         raise no_room(weights, overhead, budget)
     return budget
@@ -134,7 +138,7 @@ def memory_gpus(concurrency, kv_gib_per_conversation, kv_budget_gib, tp=1, kv_sh
     budget = number("kv_budget_gib", kv_budget_gib, "GiB")
     if budget <= 0:
         raise bad("kv_budget_gib", kv_budget_gib, "a positive budget [GiB]: the weights leave no room for the cache")
-    return cellwise.memory_gpus(number("concurrency", concurrency, "requests", at_least=0.0),
+    return memory.memory_gpus(number("concurrency", concurrency, "requests", at_least=0.0),
                                 number("kv_gib_per_conversation", kv_gib_per_conversation, "GiB", above=0.0), budget,
                                 whole("tp", tp, "GPUs"), whole("kv_shards", kv_shards, "GPUs"))
 
@@ -152,7 +156,7 @@ def prefill_tflops(arrival_rate_rps, model, prompt_p50, prompt_p95, prompt_p99=N
     p50, p95 = number("prompt_p50", prompt_p50, "tokens", above=0.0), number("prompt_p95", prompt_p95, "tokens", above=0.0)
     p99 = number("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True)
     ordered(p50, p95, p99, "prompt")
-    return cellwise.prefill_tflops(number("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0),
+    return compute.prefill_tflops(number("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0),
                                    text("model", model, "a model name [text]"), p50, p95, p99,
                                    number("prefix_reuse", prefix_reuse, "fraction", at_least=0.0, at_most=1.0),
                                    choice("attention_flops", attention_flops, ATTENTION_FLOPS))
@@ -166,7 +170,7 @@ def decode_tflops(arrival_rate_rps, model, output_p50, output_p95, output_p99=No
     p50, p95 = number("output_p50", output_p50, "tokens", above=0.0), number("output_p95", output_p95, "tokens", above=0.0)
     p99 = number("output_p99", output_p99, "tokens", above=0.0, optional=True)
     ordered(p50, p95, p99, "output")
-    return cellwise.decode_tflops(number("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0),
+    return compute.decode_tflops(number("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0),
                                   text("model", model, "a model name [text]"), p50, p95, p99)
 
 
@@ -179,7 +183,7 @@ def compute_gpus(demand_tflops, gpu, mfu=MFU, tp=1, compute_dtype="bf16", decode
     """The compute path in whole replicas: demand ÷ (peak × MFU) (1,562 ÷ 395.6 = 3.95 → 4), plus decode ÷ (peak × decode MFU) where apart. [GPUs]"""
     g = name_or_num("gpu", gpu, "TFLOP/s", "a GPU name or its dense peak [TFLOP/s]")
     f = fraction("mfu", mfu)
-    return cellwise.compute_gpus(number("demand_tflops", demand_tflops, "TFLOP/s", at_least=0.0), g, f,
+    return compute.compute_gpus(number("demand_tflops", demand_tflops, "TFLOP/s", at_least=0.0), g, f,
                                  whole("tp", tp, "GPUs"), dtype("compute_dtype", compute_dtype, COMPUTE_DTYPES),
                                  number("decode_tflops", decode_tflops, "TFLOP/s", at_least=0.0, optional=True) or 0.0,
                                  f if decode_mfu is None or decode_mfu == "" else fraction("decode_mfu", decode_mfu))
@@ -200,7 +204,7 @@ def max_decode_batch(model, gpu, itl_s, context_tokens, tp=1, weights_dtype="bf1
                      bandwidth_efficiency=BANDWIDTH_EFFICIENCY, compute_dtype="bf16", prefill_tokens_per_output=0.0,
                      step_overhead_s=0.0):
     """Largest batch one replica carries within the inter-token target: the serving model's step solved for the batch. [sequences]"""
-    return cellwise.max_decode_batch(
+    return latency.max_decode_batch(
         text("model", model, "a model name [text]"), text("gpu", gpu, "a GPU name [text]"), number("itl_s", itl_s, "s/token", above=0.0, at_most=2.0),
         number("context_tokens", context_tokens, "tokens", at_least=0.0), whole("tp", tp, "GPUs"),
         dtype("weights_dtype", weights_dtype, WEIGHT_DTYPES), dtype("kv_dtype", kv_dtype, KV_DTYPES),
@@ -217,7 +221,7 @@ def latency_gpus(concurrency, max_decode_batch, tp=1):
     batch = number("max_decode_batch", max_decode_batch, "conversations", at_least=0.0)
     if batch <= 0:
         raise bad("max_decode_batch", max_decode_batch, "a positive batch [conversations]: no batch meets the target")
-    return cellwise.latency_gpus(number("concurrency", concurrency, "requests", at_least=0.0), batch, whole("tp", tp, "GPUs"))
+    return latency.latency_gpus(number("concurrency", concurrency, "requests", at_least=0.0), batch, whole("tp", tp, "GPUs"))
 
 
 @udf(arrival_rate_rps="Peak arrival rate. [requests/s]",
@@ -231,7 +235,7 @@ def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, 
     wait = number("wait_target_s", wait_target_s, "s")
     if wait < 0:
         raise bad("wait_target_s", wait_target_s, "a wait of 0 s or more: the prompt's prefill alone misses the TTFT target")
-    return finite(cellwise.queueing_replicas(
+    return finite(latency.queueing_replicas(
         number("arrival_rate_rps", arrival_rate_rps, "requests/s", above=0.0),
         number("service_rps_per_replica", service_rps_per_replica, "requests/s", above=0.0), wait,
         number("percentile", percentile, "percent", above=0.0, at_most=99.99),
@@ -247,7 +251,7 @@ def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, 
      tp="GPUs per replica; given, three paths of one replica each read 'minimum replica'. [GPUs]")
 def binding_constraint(memory_gpus, compute_gpus, latency_gpus=0.0, tp=None):
     """Which path binds: memory, compute, latency; 'both' or 'all' when whole GPU counts tie; 'minimum replica' when every path is one replica of tp. [text]"""
-    return cellwise.binding(number("memory_gpus", memory_gpus, "GPUs", at_least=0.0),
+    return cellwise_fleet.binding(number("memory_gpus", memory_gpus, "GPUs", at_least=0.0),
                             number("compute_gpus", compute_gpus, "GPUs", at_least=0.0),
                             number("latency_gpus", latency_gpus, "GPUs", at_least=0.0),
                             None if tp is None or tp == "" else whole("tp", tp, "GPUs"))
@@ -258,7 +262,7 @@ def binding_constraint(memory_gpus, compute_gpus, latency_gpus=0.0, tp=None):
      gpus_per_node="The purchasing unit. [GPUs]")
 def fleet(memory_gpus, compute_gpus, latency_gpus=0.0, tp=1, redundancy=REDUNDANCY, gpus_per_node=GPUS_PER_NODE):
     """The three numbers, spilled down: load, with redundancy, purchased (the runbook: 4, 5, 8); for a range of inputs, a row each with the three across. [GPUs]"""
-    load, with_redundancy, purchased = cellwise.fleet_sizes(
+    load, with_redundancy, purchased = cellwise_fleet.fleet_sizes(
         number("memory_gpus", memory_gpus, "GPUs", at_least=0.0), number("compute_gpus", compute_gpus, "GPUs", at_least=0.0),
         number("latency_gpus", latency_gpus, "GPUs", at_least=0.0), whole("tp", tp, "GPUs"),
         whole("redundancy", redundancy, "replicas", at_least=0), whole("gpus_per_node", gpus_per_node, "GPUs"))
@@ -272,7 +276,7 @@ def fleet(memory_gpus, compute_gpus, latency_gpus=0.0, tp=1, redundancy=REDUNDAN
      paid_as="How the fleet is paid for: rent_per_gpu, rent_per_node or buy (the plan's costs.mode). [text]")
 def billed_gpus(with_redundancy, gpus_per_node=GPUS_PER_NODE, paid_as="rent_per_gpu"):
     """GPUs on the bill: rented per GPU, the fleet with redundancy; by the node or bought, whole nodes (7, 8, 8). [GPUs]"""
-    return cellwise.billed_gpus(whole("with_redundancy", with_redundancy, "GPUs", at_least=0),
+    return cellwise_fleet.billed_gpus(whole("with_redundancy", with_redundancy, "GPUs", at_least=0),
                                 whole("gpus_per_node", gpus_per_node, "GPUs"), choice("paid_as", paid_as, PAYMENT_MODES))
 
 
@@ -280,7 +284,7 @@ def billed_gpus(with_redundancy, gpus_per_node=GPUS_PER_NODE, paid_as="rent_per_
      hours_per_month="Billed hours per month (8,760 / 12 = 730). [h/month]")
 def monthly_cost(gpus, usd_per_gpu_hour, hours_per_month=HOURS_PER_MONTH):
     """Monthly infrastructure cost: GPUs × price × hours (5 × $3 × 730 = $10,950). [USD/month]"""
-    return cellwise.monthly_cost_usd(number("gpus", gpus, "GPUs", at_least=0.0),
+    return cost.monthly_cost_usd(number("gpus", gpus, "GPUs", at_least=0.0),
                                      number("usd_per_gpu_hour", usd_per_gpu_hour, "USD/GPU-hour", at_least=0.0),
                                      number("hours_per_month", hours_per_month, "h/month", above=0.0, at_most=744.0))
 
@@ -296,7 +300,7 @@ def tokens_per_month(arrival_rate_rps, prompt_p50, prompt_p95, output_p50, outpu
                      prompt_p99=None, output_p99=None, hours_per_month=HOURS_PER_MONTH):
     """Tokens served in a month at the average utilisation (40 × 2,300 × 0.40 × 730 h = 96.7 billion). [tokens/month]"""
     prompt, output = lengths(prompt_p50, prompt_p95, prompt_p99, output_p50, output_p95, output_p99)
-    return cellwise.tokens_per_month(
+    return cost.tokens_per_month(
         number("arrival_rate_rps", arrival_rate_rps, "requests/s", at_least=0.0), prompt[0], prompt[1], output[0], output[1],
         fraction("average_utilisation", average_utilisation), prompt[2], output[2],
         number("hours_per_month", hours_per_month, "h/month", above=0.0, at_most=744.0))
@@ -306,7 +310,7 @@ def tokens_per_month(arrival_rate_rps, prompt_p50, prompt_p95, output_p50, outpu
 def cost_per_mtok(monthly_usd, tokens_per_month):
     """Cost per million tokens of all kinds ($10,950 ÷ 96.7 B = $0.113). [USD/Mtok]"""
     tokens = number("tokens_per_month", tokens_per_month, "tokens/month", above=0.0)
-    return cellwise.usd_per_mtok(number("monthly_usd", monthly_usd, "USD/month", at_least=0.0), tokens)
+    return cost.usd_per_mtok(number("monthly_usd", monthly_usd, "USD/month", at_least=0.0), tokens)
 
 
 @udf(tokens_per_month="Tokens served in the month. [tokens/month]", usd_per_mtok_input="API price of input tokens. [USD/Mtok]",
@@ -318,7 +322,7 @@ def api_monthly_cost(tokens_per_month, usd_per_mtok_input, usd_per_mtok_output, 
                      prompt_p99=None, output_p99=None):
     """The same traffic on a managed API at separate input and output prices (runbook: ~$30k/month). [USD/month]"""
     prompt, output = lengths(prompt_p50, prompt_p95, prompt_p99, output_p50, output_p95, output_p99)
-    return cellwise.api_monthly_cost_usd(
+    return cost.api_monthly_cost_usd(
         number("tokens_per_month", tokens_per_month, "tokens/month", at_least=0.0),
         number("usd_per_mtok_input", usd_per_mtok_input, "USD/Mtok", at_least=0.0),
         number("usd_per_mtok_output", usd_per_mtok_output, "USD/Mtok", at_least=0.0),
@@ -330,7 +334,7 @@ def api_monthly_cost(tokens_per_month, usd_per_mtok_input, usd_per_mtok_output, 
 def breakeven_tokens(monthly_usd, api_usd_per_mtok, ops_usd_per_month=0.0):
     """Monthly volume above which this fleet is cheaper than the API: (fleet + ops) ÷ API price. [tokens/month]"""
     price = number("api_usd_per_mtok", api_usd_per_mtok, "USD/Mtok", above=0.0)
-    return cellwise.breakeven_tokens_per_month(number("monthly_usd", monthly_usd, "USD/month", at_least=0.0), price,
+    return cost.breakeven_tokens_per_month(number("monthly_usd", monthly_usd, "USD/month", at_least=0.0), price,
                                                number("ops_usd_per_month", ops_usd_per_month, "USD/month", at_least=0.0))
 
 
@@ -344,14 +348,14 @@ PLAN_TABLE_DOC = ("Two-column range: plan keys (forecast.peak_rps, model.name, h
 @udf(tables=("plan_table",), gpus="GPUs serving the load, spares excluded. [GPUs]", plan_table=PLAN_TABLE_DOC)
 def max_rate(gpus, plan_table=None):
     """The closed form's capacity of a fleet, queueing included: the highest peak rate whose closed-form load it holds. [requests/s]"""
-    return cellwise.max_rate_rps(plan_from_table(plan_table), whole("gpus", gpus, "GPUs"))
+    return cellwise_fleet.max_rate_rps(plan_from_table(plan_table), whole("gpus", gpus, "GPUs"))
 
 
 @udf(tables=("plan_table",), plan_table=PLAN_TABLE_DOC)
 def capacity_note(plan_table=None):
     """The whole capacity note as a two-column table, spilled: section, figure and value. [text]"""
-    from xlplan.note import note_sections
-    from xlplan.planner import plan
+    from xlplan.decide.planner import plan
+    from xlplan.report.note import note_sections
 
     rows = []
     for title, figures, sentences in note_sections(plan(plan_from_table(plan_table))):
@@ -364,7 +368,7 @@ def capacity_note(plan_table=None):
 @udf(tables=("plan_table",), plan_table=PLAN_TABLE_DOC)
 def sensitivities(plan_table=None):
     """The what-if table, spilled: each change re-planned in full, with load, fleet, purchase, binding and cost. [table]"""
-    from xlplan.planner import plan
+    from xlplan.decide.planner import plan
 
     result = plan(plan_from_table(plan_table))
     header = ["What-if", "Load GPUs", "Fleet GPUs", "Purchased GPUs", "Binding", "Monthly USD", "$/M tokens"]
@@ -379,7 +383,7 @@ def sensitivities(plan_table=None):
 @udf(name="Catalog GPU name or alias, e.g. h100-sxm. [text]", field="A GPUSpec field, e.g. memory_gib, bf16_tflops, hbm_tbps. [text]")
 def gpu_spec(name, field):
     """One figure of a catalog GPU; an unknown name suggests the closest ones. [field's unit]"""
-    value = cellwise.gpu_field(text("name", name, "a GPU name [text]"), text("field", field, "a field name [text]"))
+    value = inputs.gpu_field(text("name", name, "a GPU name [text]"), text("field", field, "a field name [text]"))
     return "" if value is None else value
 
 
@@ -387,7 +391,7 @@ def gpu_spec(name, field):
      field="A config field (num_hidden_layers, hidden_size, ...) or total_params / active_params. [text]")
 def model_spec(name, field):
     """One figure of a catalog model; an unknown name suggests the closest ones. [field's unit]"""
-    value = cellwise.model_field(text("name", name, "a model name [text]"), text("field", field, "a field name [text]"))
+    value = inputs.model_field(text("name", name, "a model name [text]"), text("field", field, "a field name [text]"))
     return "" if value is None else value
 
 

@@ -75,7 +75,7 @@ def plan_from_table(plan_table):
 
 def is_plan_key(v) -> bool:
     """A dotted plan key such as forecast.peak_rps (not a header such as 'Key')."""
-    from xlplan.plan import Plan
+    from xlplan.schema.plan import Plan
 
     if not isinstance(v, str) or "." not in v:
         return False

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from statistics import NormalDist
 
-from xlplan import _vec
+from xlplan import arrays
 
 Z95 = NormalDist().inv_cdf(0.95)
 """Standard normal quantile at 0.95. [1]"""
@@ -60,9 +60,9 @@ def fit_lognormal(p50, p95, p99=None):
     0.0
     """
     if p99 is None:
-        sigma = _vec.log(p95 / p50) / Z95
+        sigma = arrays.log(p95 / p50) / Z95
     else:
-        sigma = (Z95 * _vec.log(p95 / p50) + Z99 * _vec.log(p99 / p50)) / (Z95**2 + Z99**2)
+        sigma = (Z95 * arrays.log(p95 / p50) + Z99 * arrays.log(p99 / p50)) / (Z95**2 + Z99**2)
     return p50 * 1.0, sigma
 
 
@@ -85,7 +85,7 @@ def lognormal_mean(median, sigma):
     -----
     ``E[n] = m exp(sigma² / 2)``.
     """
-    return median * _vec.exp(sigma * sigma / 2.0)
+    return median * arrays.exp(sigma * sigma / 2.0)
 
 
 def lognormal_second_moment(median, sigma):
@@ -107,7 +107,7 @@ def lognormal_second_moment(median, sigma):
     -----
     ``E[n²] = m² exp(2 sigma²)``.
     """
-    return median * median * _vec.exp(2.0 * sigma * sigma)
+    return median * median * arrays.exp(2.0 * sigma * sigma)
 
 
 def lognormal_quantile(median, sigma, q):
@@ -127,7 +127,7 @@ def lognormal_quantile(median, sigma, q):
     float or array
         ``m · exp(sigma · z_q)``, with ``z_q`` the standard normal quantile at ``q``. [tokens]
     """
-    return median * _vec.exp(sigma * NormalDist().inv_cdf(q))
+    return median * arrays.exp(sigma * NormalDist().inv_cdf(q))
 
 
 def length_moments(p50, p95, p99=None):
@@ -190,4 +190,4 @@ def length_at_percentile(p50, p95, p99, percentile):
     if percentile == 99 and p99 is not None:
         return p99
     m, sigma = fit_lognormal(p50, p95, p99)
-    return m * _vec.exp(sigma * NormalDist().inv_cdf(percentile / 100.0))
+    return m * arrays.exp(sigma * NormalDist().inv_cdf(percentile / 100.0))

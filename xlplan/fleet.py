@@ -9,7 +9,7 @@ numbers, not one: the load, the redundancy, and the purchasing unit".
 
 from __future__ import annotations
 
-from xlplan import _vec
+from xlplan import arrays
 
 ROUNDING_TOLERANCE = 1e-9
 """Relative slack before rounding up, so 4.000000000001 GPUs of float noise is 4. [fraction]"""
@@ -38,7 +38,7 @@ def whole_replicas(gpus_exact, tp):
     (4.0, 2.0)
     """
     x = gpus_exact / tp
-    return _vec.ceil(x * (1.0 - ROUNDING_TOLERANCE))
+    return arrays.ceil(x * (1.0 - ROUNDING_TOLERANCE))
 
 
 def whole_gpus(gpus_exact, tp):
@@ -107,7 +107,7 @@ def fleet_sizes(load_replicas, tp, redundancy_replicas, gpus_per_node):
     """
     load = load_replicas * tp
     with_redundancy = (load_replicas + redundancy_replicas) * tp
-    purchased = _vec.ceil(with_redundancy / gpus_per_node) * gpus_per_node
+    purchased = arrays.ceil(with_redundancy / gpus_per_node) * gpus_per_node
     return load, with_redundancy, purchased
 
 
@@ -226,4 +226,4 @@ def billed_gpus_paid_as(paid_as: str, with_redundancy, gpus_per_node):
     """
     if paid_as == "rent_per_gpu":
         return with_redundancy
-    return _vec.ceil(with_redundancy / gpus_per_node - ROUNDING_TOLERANCE) * gpus_per_node
+    return arrays.ceil(with_redundancy / gpus_per_node - ROUNDING_TOLERANCE) * gpus_per_node

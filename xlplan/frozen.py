@@ -1,7 +1,7 @@
 """A frozen dataclass with some fields changed, for the hot loops that change a few of many fields.
 
 :func:`dataclasses.replace` builds the copy through ``__init__`` (every field passed by keyword, defaults and
-``__post_init__`` honoured): about 25 µs for a 74-field :class:`~xlplan.scenario.Scenario`, and a calibration asks
+``__post_init__`` honoured): about 25 µs for a 74-field :class:`~xlplan.plan.scenario.Scenario`, and a calibration asks
 for some 600,000 copies. For a slotted frozen dataclass with no ``__post_init__``, copying the slots is the same
 object and half the time. Any other class goes through :func:`dataclasses.replace`.
 """

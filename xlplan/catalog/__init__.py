@@ -12,7 +12,7 @@ import re
 from functools import cache
 from importlib import resources
 
-from xlplan.specs import GPUSpec, ModelSpec
+from xlplan.catalog.specs import GPUSpec, ModelSpec
 from xlplan.units import GIB, MIB
 
 

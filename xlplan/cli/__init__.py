@@ -25,7 +25,7 @@ from xlplan.cli import (  # noqa: F401  (registers the commands)
 from xlplan.cli.app import PLAN_ARG, app, arrange_help, load  # noqa: F401  (the names callers and tests use)
 from xlplan.io.errors import InputError
 from xlplan.io.extras import missing_extra
-from xlplan.steps import PlanningError
+from xlplan.plan.scenario import PlanningError
 
 arrange_help()
 
@@ -111,7 +111,6 @@ def main(argv: list[str] | None = None) -> int:
     except catalog.UnknownNameError as e:
         typer.echo(f"error: {e}", err=True)
         return 2
-    return 0
 
 
 def run() -> None:

@@ -125,6 +125,6 @@ def load(path: Path | None):
     ref = reference_plan()
     if not accepted:
         return ref
-    from xlplan.plan import Plan
+    from xlplan.schema.plan import Plan
 
     return Plan.model_validate({**ref.model_dump(), "accept_implausible": list(accepted)})

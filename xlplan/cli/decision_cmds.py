@@ -14,7 +14,7 @@ from xlplan.cli.app import PLAN_ARG, app
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError, percent_hint
 from xlplan.io.outputs import json_text
-from xlplan.note_format import PRICE_MISSING, _count
+from xlplan.words import PRICE_MISSING, count
 
 
 def _usd(x: float | None, digits: int = 0) -> str:
@@ -33,7 +33,7 @@ def compare_cmd(
                                                         "formats, each marked, after the ranked ones.")),
 ) -> None:
     """Which hardware: the plan on every datacenter GPU at its weights format, ranked by $/M tokens as the plan pays."""
-    from xlplan.hardware_choice import choose
+    from xlplan.decide.hardware_choice import choose
 
     names = [g.strip() for g in gpus.split(",") if g.strip()] if gpus is not None else None
     if names is not None and not names:
@@ -90,7 +90,7 @@ def _print_options(p, choice, top: int, verify_top: int) -> None:
     console = Console(width=200)
     console.print(table)
     if shown < len(options):
-        console.print(f"{_count(len(options) - shown, 'more option')}: --top {len(options)} or --json shows them all.")
+        console.print(f"{count(len(options) - shown, 'more option')}: --top {len(options)} or --json shows them all.")
     if not choice.include_all:
         console.print("GPUs not for datacenter use (GeForce) and other weight formats are left out of the ranking: --all shows them, marked.")
     verified = sum(o.source == "verified" for o in options)
@@ -133,7 +133,7 @@ def schedule_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """When to order: the fleet month by month as the peak grows, each order dated its lead time ahead."""
-    from xlplan.schedule import plan_schedule
+    from xlplan.decide.schedule import plan_schedule
 
     _check_schedule_options(growth, forecast, months, lead_time_days, start, verify)
     p = _load(plan_file)
@@ -151,7 +151,7 @@ def schedule_cmd(
 def _check_schedule_options(growth: str | None, forecast: Path | None, months: int | None, lead_time_days: int | None,
                             start: str | None, verify: str) -> None:
     """One line naming the option whose value no schedule can have."""
-    from xlplan.schedule import VERIFY_MODES
+    from xlplan.decide.schedule import VERIFY_MODES
 
     if growth is not None and forecast is not None:
         raise InputError("--growth", ["given with --forecast; expected one of them"])
@@ -167,7 +167,7 @@ def _check_schedule_options(growth: str | None, forecast: Path | None, months: i
 
 def _peaks(p, growth: str | None, forecast: Path | None, months: int | None, start: str | None) -> tuple[list[float], str, str | None]:
     """(monthly peaks, where they come from in words, the first month): --forecast, --growth, else the plan's growth."""
-    from xlplan.schedule import monthly_peaks, plan_growth
+    from xlplan.decide.schedule_calendar import monthly_peaks, plan_growth
 
     g = p.growth
     n = months or (g.months if g else 12)
@@ -219,7 +219,7 @@ def _print_schedule(name: str, out, words: str, lead: int, late: list, today: dt
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{name}: the fleet month by month ({words}; lead time {_count(lead, 'day')})")
+    table = Table(title=f"{name}: the fleet month by month ({words}; lead time {count(lead, 'day')})")
     for col in ("month", "peak req/s", "load", "+redundancy", held, "new", "order by", "$/month", "cumulative $", "binds",
                 "API $/month", "fleet from"):
         table.add_column(col, justify="left" if col in ("month", "order by", "binds", "fleet from") else "right")

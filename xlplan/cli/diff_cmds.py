@@ -20,7 +20,7 @@ def read_either(path: Path):
     """The plan a plan file or a workbook (by its suffix) describes; a file with none of a plan's sections is named as
     such in one line."""
     if path.suffix.lower() in WORKBOOK_SUFFIXES:
-        from xlplan.io.workbook.reader import read_workbook
+        from xlplan.excel.reader import read_workbook
 
         return read_workbook(path)
     try:
@@ -43,7 +43,7 @@ def diff_cmd(
 ) -> None:
     """The audit view: which inputs changed (with owner and source) and what that changes in the fleet, binding, bill
     and order dates. Exit status 0 when nothing differs, 1 when something does."""
-    from xlplan.plan_diff import diff_plans
+    from xlplan.decide.diff import diff_plans
 
     before, after = read_either(old), read_either(new)
     out = diff_plans(before, after, verify, dt.date.today())

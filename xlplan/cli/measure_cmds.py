@@ -24,9 +24,10 @@ def validate_cmd(
     from rich.console import Console
     from rich.table import Table
 
-    from xlplan.io.measurements import CATEGORIES, CORPUS, medians, read_measurement_table
-    from xlplan.io.validation_report import build, current, row_counts, summary_lines
-    from xlplan.predict import Efficiencies
+    from xlplan.evidence.bench_conditions import Efficiencies
+    from xlplan.io.measurement_table import read_measurement_table
+    from xlplan.io.measurements import CATEGORIES, CORPUS, medians
+    from xlplan.report.validation_report import build, current, row_counts, summary_lines
 
     eff = Efficiencies()
     table = read_measurement_table(measurements or CORPUS)
@@ -40,7 +41,7 @@ def validate_cmd(
         typer.echo(json.dumps(_validate_json(report, checks, table, eff), indent=2))
         return
     if markdown:
-        from xlplan.io.validation_report import markdown as readme_table
+        from xlplan.report.validation_report import markdown as readme_table
 
         typer.echo(readme_table(report), nl=False)
         return
@@ -75,7 +76,7 @@ def _validate_json(report, checks, table, eff) -> dict:
     """validate --json: the headline, the medians both ways, every check, and the rows left out and cells skipped."""
     from xlplan.io.measurements import as_json as checks_json
     from xlplan.io.measurements import medians
-    from xlplan.io.validation_report import current, headline
+    from xlplan.report.validation_report import current, headline
 
     now = current(report, report.left_out)
     out = {"headline_leave_one_source_out": headline(now),
@@ -105,18 +106,18 @@ def calibrate_cmd(
         from xlplan.io.outputs import YAML, Output, check_outputs
 
         check_outputs([Output(output, "-o", YAML)], force, inputs=[*results, *([plan_file] if plan_file else [])])
-    from xlplan.calibrate import fit
+    from xlplan.decide.planner import plan as run_plan
+    from xlplan.evidence.bench_conditions import conditions_of_plan
+    from xlplan.evidence.calibrate import fit
     from xlplan.io.bench_results import read_results
     from xlplan.io.planfile import plan_to_yaml
-    from xlplan.planner import plan as run_plan
-    from xlplan.predict import conditions_of_plan
 
     base = _load(plan_file)
     degree = tp or base.policy.tp or 1
     runs = read_results(results, plan_model=base.model.name)
     for w in getattr(runs, "warnings", []):
         typer.echo(f"warning: {w}", err=True)
-    from xlplan.calibrate import ImplausibleFit
+    from xlplan.evidence.calibrate_map import ImplausibleFit
 
     try:
         f = fit(runs, conditions_of_plan(base, degree))
@@ -168,7 +169,7 @@ def _calibrated(base, f, names: str, runs: int, degree: int):
     from pydantic import ValidationError
 
     from xlplan.io.errors import describe_validation_error
-    from xlplan.plan import Plan
+    from xlplan.schema.plan import Plan
 
     e = f.efficiencies
     data = base.model_dump(exclude_none=True)
@@ -197,14 +198,14 @@ def confirm_cmd(
     """Which constraint binds in production, from the two gauges: cache utilisation and preemptions vs queueing with a comfortable cache."""
     from dataclasses import asdict
 
-    from xlplan.confirm import agrees_with_plan, verdict
+    from xlplan.evidence.confirm import agrees_with_plan, verdict
     from xlplan.io.metrics import read_scrapes
 
     e = read_scrapes(scrapes, interval)
     found, why = verdict(e)
     planned = None
     if plan_file is not None:
-        from xlplan.planner import plan
+        from xlplan.decide.planner import plan
 
         planned = plan(read_plan(plan_file)).binding
     if as_json:

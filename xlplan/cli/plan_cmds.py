@@ -31,10 +31,10 @@ def plan_cmd(
                                        "matplotlib is installed (--verify requires it)."),
 ) -> None:
     """Print the one-page capacity note for a plan."""
+    from xlplan.decide.planner import plan
+    from xlplan.excel.export import workbook_files, workbook_outputs
     from xlplan.io.verify_picture import picture_path, picture_png
-    from xlplan.io.workbook.export import workbook_files, workbook_outputs
-    from xlplan.note import render_markdown, render_text
-    from xlplan.planner import plan
+    from xlplan.report.note import render_markdown, render_text
 
     simulate = verify is not False
     wants_picture = simulate and markdown is not None and (verify is True or _have_matplotlib())
@@ -53,7 +53,7 @@ def plan_cmd(
         if v is not None:
             contents.append((picture, picture_png(v.curve, p.promise.ttft_s, p.promise.itl, v.percentile, v.runbook_load, p.name)))
     if workbook is not None:
-        from xlplan.book import figures
+        from xlplan.excel.book import figures
 
         contents += workbook_files(figures(p, verify=result.verified is not None, result=result), workbook)
     write_outputs(contents)
@@ -95,9 +95,9 @@ def capacity_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """The inverse question: the highest peak rate a given number of GPUs serves keeping the promise (simulated)."""
-    from xlplan.capacity import closed_form_capacity, too_large_to_simulate, verified_capacity
-    from xlplan.note_format import _count, _verb
-    from xlplan.scenario import resolve
+    from xlplan import words
+    from xlplan.decide.capacity import closed_form_capacity, too_large_to_simulate, verified_capacity
+    from xlplan.plan.scenario import resolve
 
     p = _load(plan_file)
     s = resolve(p)
@@ -124,14 +124,14 @@ def capacity_cmd(
     closed_line = (f"the closed form says {four.max_peak_rps:,.2f} requests/s (TP {four.tp}); {four.limited_by} {stops} it "
                    f"first (without the queueing path {cap.max_peak_rps:,.2f}; by path [requests/s]: {per}).")
     if ver is None:
-        typer.echo(f"{_count(gpus, 'GPU')}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {why})")
+        typer.echo(f"{words.count(gpus, 'GPU')}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {why})")
         return
     seeds = ", ".join(map(str, ver.seeds[:-1])) + f" and {ver.seeds[-1]}"
     idle = gpus - ver.replicas * ver.tp
-    typer.echo(f"{_count(gpus, 'GPU')} (TP {ver.tp}, {_count(ver.replicas, 'replica')}"
-               f"{f', {idle} idle' if idle else ''}) {_verb(gpus, 'keeps', 'keep')} the "
+    typer.echo(f"{words.count(gpus, 'GPU')} (TP {ver.tp}, {words.count(ver.replicas, 'replica')}"
+               f"{f', {idle} idle' if idle else ''}) {words.verb(gpus, 'keeps', 'keep')} the "
                f"promise up to {ver.max_peak_rps:,.2f} requests/s at peak in simulation (on each of seeds {seeds}, "
-               f"{ver.minutes:.3g} min of arrivals; {_verb(gpus, 'it misses', 'they miss')} it at {ver.fails_at_rps:,.2f}); plan: {p.forecast.peak_rps:g}. Not simulated, {closed_line}")
+               f"{ver.minutes:.3g} min of arrivals; {words.verb(gpus, 'it misses', 'they miss')} it at {ver.fails_at_rps:,.2f}); plan: {p.forecast.peak_rps:g}. Not simulated, {closed_line}")
 
 
 @app.command("catalog")
@@ -140,8 +140,10 @@ def catalog_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON, every field with its source."),
 ) -> None:
     """List the catalog of GPUs or models, with sources."""
-    from xlplan import architecture, memory
-    from xlplan.note_format import _hourly_price, readable_source
+    from xlplan import words
+    from xlplan.catalog import parameters as architecture
+    from xlplan.serving import memory
+    from xlplan.words import readable_source
 
     if kind not in ("gpus", "models"):
         raise InputError("catalog", [f"kind: got {kind!r}; expected 'gpus' or 'models'"])
@@ -153,7 +155,7 @@ def catalog_cmd(
         for k, g in items.items():
             fp8 = f"{g.fp8_tflops:g}" if g.fp8_tflops else "—"
             typer.echo(f"{k:10s} {g.name:28s} {g.memory_gib:7.2f} GiB  bf16 {g.bf16_tflops:7g}  fp8 {fp8:>6} TFLOP/s  "
-                       f"{g.hbm_tbps:5g} TB/s  {_hourly_price(g.usd_per_gpu_hour)}")
+                       f"{g.hbm_tbps:5g} TB/s  {words.hourly_price(g.usd_per_gpu_hour)}")
             typer.echo(f"{'':10s} source: {readable_source(g.source)}")
         return
     items = {k: catalog.get_model(k) for k in catalog.model_names()}
@@ -170,7 +172,7 @@ def catalog_cmd(
 def schema_cmd(output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of standard output."),
                force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
     """Print the JSON Schema of plan files."""
-    from xlplan.plan import plan_json_schema
+    from xlplan.schema.plan import plan_json_schema
 
     text = json.dumps(plan_json_schema(), indent=2) + "\n"
     if output is None:

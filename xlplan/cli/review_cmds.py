@@ -37,13 +37,13 @@ def review_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --markdown or --workbook file."),
 ) -> None:
     """The monthly review: the forecast against the month's logs, the breakpoints crossed, the re-plan and its orders, the triggers. Exit 0: no action; 1: a trigger fired, a breakpoint was crossed, the promise was missed or an order is due; 2: bad input."""
+    from xlplan.decide.planner import plan as run_plan
+    from xlplan.excel.export import workbook_files, workbook_outputs
     from xlplan.io.extras import require
     from xlplan.io.outputs import MARKDOWN, Output, check_outputs, json_text, write_outputs
     from xlplan.io.review_history import append_history, read_history
-    from xlplan.io.workbook.export import workbook_files, workbook_outputs
-    from xlplan.planner import plan as run_plan
-    from xlplan.review import review
-    from xlplan.review_note import review_note
+    from xlplan.report.review_note import review_note
+    from xlplan.review.monthly import review
 
     day = _review_day(date)
     if not logs:
@@ -64,7 +64,7 @@ def review_cmd(
                  history=tuple(past))
     contents = [(markdown, review_note(out, md=True))] if markdown is not None else []
     if workbook is not None:
-        from xlplan.book import figures
+        from xlplan.excel.book import figures
 
         contents += workbook_files(figures(base, result=result, today=dt.date.fromisoformat(day)), workbook, review=out)
     write_outputs(contents)
@@ -77,10 +77,10 @@ def review_cmd(
 
 def _traffic(logs: list[Path]):
     """The month's summary (a 60 s peak window, as `xlplan traffic`'s default) and the forecast it gives a plan."""
+    from xlplan.evidence.traffic import UnsuitableLog, summarise
     from xlplan.io.logs import read_logs, untimed_inside
-    from xlplan.io.traffic_report import plan_fragment
-    from xlplan.review import AVERAGE_SPAN_S
-    from xlplan.traffic import UnsuitableLog, summarise
+    from xlplan.report.traffic_report import plan_fragment
+    from xlplan.review.monthly import AVERAGE_SPAN_S
 
     req = read_logs(logs, {})
     try:
@@ -110,18 +110,18 @@ def _production(base, result, scrapes: list[Path], measured_plan, recalibrated: 
     model and production differ (a benchmark's, from --results, where there is no scrape): (latency, model, plan, from)."""
     if not scrapes:
         return None, None, measured_plan, recalibrated
-    from xlplan import review_production
+    from xlplan.evidence.production import latency_evidence, step_observations
+    from xlplan.evidence.recalibration import recalibrate
     from xlplan.io.histograms import read_histogram_scrapes
-    from xlplan.production import latency_evidence, step_observations
-    from xlplan.recalibration import recalibrate
+    from xlplan.review import production
 
     series = read_histogram_scrapes(scrapes)
-    lat = review_production.latency(latency_evidence(series, base.promise.percentile), base.promise.ttft_s, base.promise.itl)
+    lat = production.latency(latency_evidence(series, base.promise.percentile), base.promise.ttft_s, base.promise.itl)
     steps = step_observations(series)
     if not steps.observations:
-        return lat, review_production.Model(f"not given: {steps.derived}, but no scrape interval gave a step"), measured_plan, recalibrated
+        return lat, production.Model(f"not given: {steps.derived}, but no scrape interval gave a step"), measured_plan, recalibrated
     fit = recalibrate(measured_plan, steps.observations, result.answer.tp if result.answer else result.fleet.tp)
-    model = review_production.model(fit, len(steps.observations))
+    model = production.model(fit, len(steps.observations))
     if fit.differs and fit.identified:
         policy = {**measured_plan.policy.model_dump(exclude_none=True), **fit.policy()}
         measured_plan = measured_plan.model_validate({**measured_plan.model_dump(exclude_none=True), "policy": policy})
@@ -139,10 +139,11 @@ def _measured_plan(base, fragment: dict, results: list[Path]):
     from xlplan.io.extras import require
 
     require("scipy", command="review --results")
-    from xlplan.calibrate import ImplausibleFit, fit
     from xlplan.cli.measure_cmds import _calibrated
+    from xlplan.evidence.bench_conditions import conditions_of_plan
+    from xlplan.evidence.calibrate import fit
+    from xlplan.evidence.calibrate_map import ImplausibleFit
     from xlplan.io.bench_results import read_results
-    from xlplan.predict import conditions_of_plan
 
     degree = base.policy.tp or 1
     runs = read_results(results, plan_model=base.model.name)

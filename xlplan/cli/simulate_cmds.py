@@ -8,18 +8,16 @@ from pathlib import Path
 
 import typer
 
+from xlplan import words
 from xlplan.cli.app import PLAN_ARG, app
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PNG, Output, check_outputs, write_outputs
-from xlplan.note_format import _count, _verb
-from xlplan.peak_simulation import finite_json as _finite  # noqa: F401  (the JSON's helpers, under their old names)
-from xlplan.peak_simulation import run_json as result_json  # noqa: F401
 
 
 def check_run_options(minutes: float | None, seed: int, burst: float) -> None:
     """One line naming the option for a run length, seed or burstiness no run can have."""
-    from xlplan.simulate import MAX_MINUTES
+    from xlplan.simulate.workload import MAX_MINUTES
 
     if minutes is not None and not (math.isfinite(minutes) and 0 < minutes <= MAX_MINUTES):
         raise InputError("--minutes", [f"got {minutes:g}; expected a number of minutes above 0 and at most {MAX_MINUTES:g}"])
@@ -42,14 +40,14 @@ def _lines(r, ttft_target_s: float, itl_target_s: float) -> list[str]:
     q = f"p{r.percentile:g}"
     ok = "keeps" if r.meets_promise else "misses"
     return [
-        (f"{_count(r.gpus, 'GPU')} = {_count(r.replicas, 'replica')} of TP {r.tp}: {_count(r.requests, 'request')} measured over {r.simulated_s / 60:.3g} min "
+        (f"{words.count(r.gpus, 'GPU')} = {words.count(r.replicas, 'replica')} of TP {r.tp}: {words.count(r.requests, 'request')} measured over {r.simulated_s / 60:.3g} min "
         f"(arrived {r.arrival_rate_rps:,.2f} req/s)"),
         f"  TTFT        p50 {_ms(r.ttft_s.p50)}  p95 {_ms(r.ttft_s.p95)}  p99 {_ms(r.ttft_s.p99)}   (target {_ms(ttft_target_s)})",
         f"  inter-token p50 {_ms(r.itl_s.p50)}  p95 {_ms(r.itl_s.p95)}  p99 {_ms(r.itl_s.p99)}   (target {_ms(itl_target_s)})",
         f"  TPOT        p50 {_ms(r.tpot_s.p50)}  p95 {_ms(r.tpot_s.p95)}  p99 {_ms(r.tpot_s.p99)}",
         (f"  in flight {r.mean_in_flight:,.1f} on average; time in system {r.mean_time_in_system_s:,.2f} s; KV cache "
         f"{r.kv_utilisation.mean:.0%} mean, {r.kv_utilisation.p95:.0%} p95, {r.kv_utilisation.max:.0%} max; "
-        f"{_count(r.preemptions, 'preemption')}"),
+        f"{words.count(r.preemptions, 'preemption')}"),
         f"  {ok} the promise at {q}" + ("" if r.stable else " (p95 TTFT still moving between the run's halves: "
                                                                "overloaded, or run longer with --minutes)"),
     ]
@@ -71,7 +69,7 @@ def simulate_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --picture file."),
 ) -> None:
     """Does the fleet keep the promise at peak? A discrete-event simulation of continuous batching at the plan's physics."""
-    from xlplan.peak_simulation import RunRefused, simulate_peak
+    from xlplan.decide.peak_simulation import RunRefused, simulate_peak
 
     check_run_options(minutes, seed, burst)
     if resample and log is None:
@@ -109,7 +107,7 @@ def simulate_cmd(
 
 def _log_reader(log: Path, columns: str | None):
     """A function that reads --log (mapped by --columns) when the run needs it."""
-    from xlplan.peak_simulation import LoggedRequests
+    from xlplan.decide.peak_simulation import LoggedRequests
 
     def read() -> LoggedRequests:
         from xlplan.io.extras import require
@@ -143,9 +141,9 @@ def _text(out) -> list[str]:
         return lines
     v = found.verified_replicas
     if v is None:
-        return lines + [f"No fleet up to {_count(found.cap_replicas * tp, 'GPU')} keeps the promise."]
+        return lines + [f"No fleet up to {words.count(found.cap_replicas * tp, 'GPU')} keeps the promise."]
     on = (f" on seeds {', '.join(map(str, out.search_seeds))} (all must hold, as plan verifies)" if out.search_seeds else "")
-    lines.append(f"Verified load: {_count(v * tp, 'GPU')} ({_count(v, 'replica')} of TP {tp}) {_verb(v * tp, 'keeps', 'keep')} the promise{on}; the "
+    lines.append(f"Verified load: {words.count(v * tp, 'GPU')} ({words.count(v, 'replica')} of TP {tp}) {words.verb(v * tp, 'keeps', 'keep')} the promise{on}; the "
                  f"closed form's load is {out.load_replicas * tp}, the runbook's method's {out.runbook_load_gpus}.")
     for n in (v - 1, v):
         if n and n in found.runs and n != out.run.replicas:

@@ -50,10 +50,10 @@ def traffic_cmd(
     require("pandas", "matplotlib", command="traffic")
     from rich.console import Console
 
+    from xlplan.decide.planner import plan as run_plan
+    from xlplan.evidence.traffic import UnsuitableLog, summarise
     from xlplan.io.logs import parse_columns, read_logs, untimed_inside
-    from xlplan.io.traffic_report import plan_fragment
-    from xlplan.planner import plan as run_plan
-    from xlplan.traffic import UnsuitableLog, summarise
+    from xlplan.report.traffic_report import plan_fragment
 
     win = _window_s(window)
     mapping = parse_columns(columns)
@@ -83,8 +83,8 @@ def traffic_cmd(
 
 def _outputs(output: Path | None, workbook: Path | None) -> list[Output]:
     """The files the command will write: the YAML and its pictures, the workbook's."""
-    from xlplan.io.traffic_report import picture_paths
-    from xlplan.io.workbook.export import workbook_outputs
+    from xlplan.excel.export import workbook_outputs
+    from xlplan.report.traffic_report import picture_paths
 
     outputs = []
     if output is not None:
@@ -98,7 +98,7 @@ def _print_traffic(console, req, s) -> None:
     """The summary table, the summary's warnings and the bad rows left out."""
     from rich.table import Table
 
-    from xlplan.io.traffic_report import summary_lines
+    from xlplan.report.traffic_report import summary_lines
 
     table = Table(title="Traffic from the log", show_header=False)
     for label, value in summary_lines(req, s):
@@ -136,9 +136,9 @@ def _fleet_change(plan_file: Path, old, new) -> str:
 def _outlook(req, s, new_plan, new) -> str:
     """When the growth outruns the Answer's load: the rate its GPUs hold by the closed form's inverse (all four paths,
     as ``xlplan capacity --no-verify`` prints). [text]"""
-    from xlplan.capacity import closed_form_capacity
-    from xlplan.io.traffic_report import outlook
-    from xlplan.scenario import resolve
+    from xlplan.decide.capacity import closed_form_capacity
+    from xlplan.plan.scenario import resolve
+    from xlplan.report.traffic_report import outlook
 
     gpus = new.answer.load
     cap = closed_form_capacity(resolve(new_plan), gpus, new_plan.policy.max_num_batched_tokens is not None)
@@ -149,10 +149,10 @@ def _contents(req, s, fragment: dict, new_plan, plan_file: Path | None, output: 
     """(path, content) of every file to write; without -o the YAML is printed instead."""
     import yaml
 
-    from xlplan.book import figures
+    from xlplan.excel.book import figures
+    from xlplan.excel.export import workbook_files
     from xlplan.io.planfile import plan_to_yaml
-    from xlplan.io.traffic_report import pictures, provenance
-    from xlplan.io.workbook.export import workbook_files
+    from xlplan.report.traffic_report import pictures, provenance
 
     text = plan_to_yaml(new_plan) if plan_file is not None else yaml.safe_dump(fragment, sort_keys=False, allow_unicode=True)
     contents = []

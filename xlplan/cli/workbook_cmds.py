@@ -7,12 +7,12 @@ from pathlib import Path
 
 import typer
 
+from xlplan import words
 from xlplan.cli.app import PLAN_ARG, app
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import WORKBOOK, YAML, Output, check_outputs, write_outputs
 from xlplan.io.planfile import reference_plan
-from xlplan.note_format import _count
 
 TEMPLATE_PATH = Path("workbook") / "capacity-plan.xlsx"
 
@@ -27,9 +27,9 @@ def template_cmd(
     """Regenerate the template workbook (the reference plan, its Answer verified in simulation) from code.
 
     The template is never edited by hand: `--check` says whether the committed file is what the code builds."""
-    from xlplan.book import figures
+    from xlplan.excel.book import figures
+    from xlplan.excel.export import workbook_for
     from xlplan.io import files
-    from xlplan.io.workbook.export import workbook_for
 
     target = TEMPLATE_PATH if output is None else output
     if check:
@@ -61,9 +61,9 @@ def workbook_cmd(
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Simulate the fleet at peak (the default): the Summary's Answer is the verified fleet, shaded, with a stale flag; --no-verify: the closed form."),
 ) -> None:
     """Write the capacity-note workbook for a plan: six tabs of live formulas, cached values, checks."""
-    from xlplan.book import figures
-    from xlplan.io.workbook.common import check_namespace
-    from xlplan.io.workbook.export import export
+    from xlplan.excel.book import figures
+    from xlplan.excel.common import check_namespace
+    from xlplan.excel.export import export
 
     if formulas not in ("native", "udf"):
         raise InputError("--formulas", [f"got {formulas!r}; expected 'native' or 'udf'"])
@@ -84,8 +84,8 @@ def read_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Read a workbook's inputs back into a validated plan file."""
+    from xlplan.excel.reader import read_workbook
     from xlplan.io.planfile import plan_to_yaml
-    from xlplan.io.workbook.reader import read_workbook
 
     if output is not None:
         check_outputs([Output(output, "-o", YAML)], force, inputs=[workbook])
@@ -106,8 +106,8 @@ def check_cmd(
     """Audit a workbook: formulas against the template's, values against the engine's, the checks block. Exit 1 on a
     problem with the file (an overwritten formula, a failing check, a deleted name); inputs edited since the engine
     last ran are one finding, exit 0 (1 with --strict)."""
-    from xlplan.book import figures, whatif_row
-    from xlplan.io.workbook.check import REAL_PROBLEMS, check_workbook
+    from xlplan.excel.book import figures, whatif_row
+    from xlplan.excel.check import REAL_PROBLEMS, check_workbook
 
     findings = check_workbook(workbook, figures, lambda p, s, whatifs: [whatif_row(p, s, w) for w in whatifs])
     problems = [f for f in findings if f.kind in REAL_PROBLEMS]
@@ -119,10 +119,10 @@ def check_cmd(
         from rich.console import Console
         from rich.table import Table
 
-        title = (f"{workbook}: {_count(len(problems), 'problem')} with the file" if problems else
+        title = (f"{workbook}: {words.count(len(problems), 'problem')} with the file" if problems else
                  f"{workbook}: no problem with the file")
         if len(findings) > len(problems):
-            title += f"; {_count(len(findings) - len(problems), 'state')} an edit leaves (exit 1 with --strict)"
+            title += f"; {words.count(len(findings) - len(problems), 'state')} an edit leaves (exit 1 with --strict)"
         table = Table(title=title, show_lines=False)
         for col in ("Where", "Finding", "Found", "Expected"):
             table.add_column(col, overflow="fold")

@@ -14,7 +14,7 @@
 Every field the fit uses is checked, naming the field: a text, a boolean, NaN, a zero
 or a negative where a positive figure belongs is an error, never a run silently left
 out of the fit. Given the plan's model, a result file for another model is a warning
-(:attr:`Runs.warnings`).
+(the ``warnings`` of :class:`Runs`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import math
 import re
 from pathlib import Path
 
-from xlplan.calibrate import Run
+from xlplan.evidence.calibrate import Run
 from xlplan.io import files, structured
 from xlplan.io.errors import InputError
 
@@ -35,7 +35,7 @@ MAX_FIGURE = 1e12
 
 
 class Runs(list):
-    """The runs read from result files (a list of :class:`~xlplan.calibrate.Run`), with ``warnings``: one line per
+    """The runs read from result files (a list of :class:`~xlplan.evidence.calibrate.Run`), with ``warnings``: one line per
     thing the caller should show, e.g. a result for another model than the plan's. [text]"""
 
     warnings: list[str]

@@ -119,7 +119,7 @@ def _field_names() -> set[str]:
     """Every field name of a plan file, at any depth. [names]"""
     from pydantic import BaseModel
 
-    from xlplan.plan import Plan
+    from xlplan.schema.plan import Plan
 
     names: set[str] = set()
     seen: set[type] = set()

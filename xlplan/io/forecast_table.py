@@ -13,10 +13,10 @@ import math
 import re
 from pathlib import Path
 
-from xlplan import plausibility
 from xlplan.io import files
 from xlplan.io.errors import InputError
 from xlplan.io.tables import CsvRow, csv_records
+from xlplan.schema import plausibility
 
 FORECAST_MAX_BYTES = files.MIB
 """A monthly forecast is a few hundred bytes; a file past 1 MiB is not one. [bytes]"""

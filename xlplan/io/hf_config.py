@@ -1,4 +1,4 @@
-"""Reading a Hugging Face ``config.json`` into a :class:`~xlplan.specs.ModelSpec`.
+"""Reading a Hugging Face ``config.json`` into a :class:`~xlplan.catalog.specs.ModelSpec`.
 
 Hugging Face names differ by family (``num_local_experts``, ``n_routed_experts``,
 ``num_experts``…); they are mapped to xlplan's names here and nowhere else.
@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from xlplan.catalog.specs import ModelSpec
 from xlplan.io import files, structured
 from xlplan.io.errors import InputError, describe_validation_error
-from xlplan.specs import ModelSpec
 
 _MISSING = object()
 MAX_WHOLE = 10**12

@@ -2,7 +2,7 @@
 
 Each file is one scrape, read and ordered as :mod:`xlplan.io.metrics` reads them for ``xlplan confirm`` (the same
 input layer, parser, time order and gauges: running and waiting requests per engine, the cache in use where present).
-Besides, each TTFT and inter-token-latency histogram is read into :class:`xlplan.production.Histogram`:
+Besides, each TTFT and inter-token-latency histogram is read into :class:`xlplan.evidence.production.Histogram`:
 
 - **Names.** ``HISTOGRAMS`` maps our roles to the engines' names, newest first: vLLM's
   ``vllm:inter_token_latency_seconds`` (older vLLM: ``vllm:time_per_output_token_seconds``; where a version emits
@@ -12,7 +12,7 @@ Besides, each TTFT and inter-token-latency histogram is read into :class:`xlplan
 - **Checks.** Buckets that decrease with ``le``, a missing ``_count`` or ``_sum``, a +Inf bucket that is not the
   count, a negative or non-finite value, or edges that change: one line naming the file and the metric. A missing
   +Inf bucket is taken as the count.
-- **Counter resets** are the engine's (:func:`xlplan.production.increase`): a fall between scrapes is a restart, as
+- **Counter resets** are the engine's (:func:`xlplan.evidence.production.increase`): a fall between scrapes is a restart, as
   the gauge reader takes a counter that falls.
 """
 
@@ -21,10 +21,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from xlplan.evidence.production import Histogram, ScrapeSeries
 from xlplan.io import files
 from xlplan.io.errors import InputError
 from xlplan.io.metrics import SCRAPE_FILE, Scrape, _families, _in_time_order, _pick, parse_scrape
-from xlplan.production import Histogram, ScrapeSeries
 
 HISTOGRAMS: dict[str, tuple[str, ...]] = {
     "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),

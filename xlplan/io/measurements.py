@@ -3,7 +3,7 @@
 Reads a CSV in the schema of ``shared/reference/measurements-public.csv`` (the corpus
 ``xlplan/data/measurements.csv`` by default). Each row's outside names — Hugging Face ids with
 suffixes, GPU strings with counts and vendors, precision strings, engines — are read by
-:mod:`xlplan.io.names`; its conditions go to :mod:`xlplan.predict`, the planner's own serving model.
+:mod:`xlplan.io.names`; its conditions go to :mod:`xlplan.evidence.predict`, the planner's own serving model.
 No measured column is an input to a prediction: a row is predicted from its model, precision, GPU,
 count, parallelism, engine, settings, lengths and concurrency alone. A row that cannot be predicted
 says what is missing.
@@ -26,17 +26,11 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
-from xlplan import catalog, engines, predict
+from xlplan import catalog
+from xlplan.evidence import bench_conditions, predict
 from xlplan.io import names
-from xlplan.io.measurement_table import (  # noqa: F401  (re-exported: the readers' names callers use)
-    MEASURED,
-    REQUIRED,
-    MeasurementTable,
-    _num,
-    read_measurement_table,
-    read_measurements,
-)
-from xlplan.units import GIB
+from xlplan.io.measurement_table import _num
+from xlplan.serving import efficiency_defaults
 
 CATEGORIES = {
     "kv_capacity": "KV-cache capacity at start-up",
@@ -108,7 +102,7 @@ def _skip(row, reason: str) -> Check:
     return Check(str(row["id"]), str(row["category"]), source_group(row.get("source", "")), "", "", None, None, None, reason)
 
 
-def conditions(row: dict) -> tuple[predict.Conditions | None, str]:
+def conditions(row: dict) -> tuple[bench_conditions.Conditions | None, str]:
     """A row's stated conditions in xlplan's names, or (None, what is missing).
 
     Read from the condition columns alone (model, precision, GPU, count, parallelism, engine and version, settings,
@@ -118,7 +112,7 @@ def conditions(row: dict) -> tuple[predict.Conditions | None, str]:
     Parameters
     ----------
     row : dict
-        One row of a measurements CSV (:func:`read_measurements`), column name to text. [text]
+        One row of a measurements CSV (:func:`xlplan.io.measurement_table.read_measurements`), column name to text. [text]
 
     Returns
     -------
@@ -149,7 +143,7 @@ def conditions(row: dict) -> tuple[predict.Conditions | None, str]:
         return None, why
     gpus = int(count) if count else tp
     util, seqs, tokens, v0, dp_attention = _engine_settings(row, settings, eng, model, tp)
-    return predict.Conditions(
+    return bench_conditions.Conditions(
         model=model, gpu=catalog.get_gpu(gpu), weights_dtype=wd, kv_dtype=kd, gpus=gpus, tp=tp, ep=ep, engine=eng,
         memory_utilisation=util if util is not None else DEFAULT_UTILISATION[eng],
         max_num_seqs=int(seqs) if seqs else None, max_num_batched_tokens=int(tokens) if tokens else None,
@@ -180,20 +174,20 @@ def _engine_settings(row: dict, settings: str, eng: str, model, tp: int):
     return util, seqs, tokens, v0, dp_attention
 
 
-def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies(), table: dict | None = None) -> list[Check]:
+def predict_row(row: dict, eff: bench_conditions.Efficiencies = bench_conditions.Efficiencies(), table: dict | None = None) -> list[Check]:
     """The checks one measurement row allows, or one skipped check with the reason.
 
     A row is skipped for its conditions only as its condition columns state them: speculative decoding
     (:data:`xlplan.io.names.SPECULATIVE_COLUMNS`), settings the ``settings`` column says are unknown
     (:func:`xlplan.io.names.settings_unknown`), a
-    name xlplan cannot read (:func:`conditions`). A note (``planner_check``) is never read. Conditions the planner refuses (a :class:`xlplan.steps.PlanningError`, or a
+    name xlplan cannot read (:func:`conditions`). A note (``planner_check``) is never read. Conditions the planner refuses (a :class:`xlplan.plan.scenario.PlanningError`, or a
     plan the conditions make invalid, a pydantic ``ValidationError``) skip the row with the planner's reason; any
     other exception is a bug and is raised.
 
     Parameters
     ----------
     row : dict
-        One row of a measurements CSV (:func:`read_measurements`). [text]
+        One row of a measurements CSV (:func:`xlplan.io.measurement_table.read_measurements`). [text]
     eff : Efficiencies
         The efficiencies to predict at; a field left None takes the engine's default. [—]
     table : dict, optional
@@ -208,7 +202,7 @@ def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies(), t
     """
     from pydantic import ValidationError
 
-    from xlplan.steps import PlanningError
+    from xlplan.plan.scenario import PlanningError
 
     category = str(row.get("category"))
     if category not in CATEGORIES:
@@ -226,14 +220,14 @@ def predict_row(row: dict, eff: predict.Efficiencies = predict.Efficiencies(), t
         checks = _predict(row, category, c, eff.resolved(c.engine, c.gpu.name, table))
     except (PlanningError, ValidationError) as e:  # conditions the planner refuses: reported, not raised
         return [_skip(row, f"cannot be predicted: {e}")]
-    borrowed = engines.fallback_note(c.engine, c.gpu.name, bool(c.model.num_experts), table) if eff == predict.Efficiencies() else ""
+    borrowed = efficiency_defaults.fallback_note(c.engine, c.gpu.name, bool(c.model.num_experts), table) if eff == bench_conditions.Efficiencies() else ""
     if not borrowed:
         return checks
     return [replace(k, note=f"{k.note}; defaults: {borrowed}" if k.note else f"defaults: {borrowed}") if k.kind != CAPACITY
             else k for k in checks]
 
 
-def _predict(row: dict, category: str, c: predict.Conditions, eff: predict.Efficiencies) -> list[Check]:
+def _predict(row: dict, category: str, c: bench_conditions.Conditions, eff: bench_conditions.Efficiencies) -> list[Check]:
     if category == "kv_capacity":
         gib, tokens = predict.kv_capacity(c)
         out = []
@@ -254,7 +248,7 @@ def _predict(row: dict, category: str, c: predict.Conditions, eff: predict.Effic
     conc, why = names.concurrency(str(row.get("concurrency_or_rate") or ""))
     if conc is None:
         return [_skip(row, why)]
-    on = predict.fixed_concurrency(predict.replace_concurrency(c, conc), eff)
+    on = predict.fixed_concurrency(bench_conditions.replace_concurrency(c, conc), eff)
     out = []
     note = f"batch {on.batch:,.1f} per replica" + (f", {on.waiting:,.1f} waiting" if on.waiting > 0.05 else "")
     if _num(row.get("output_tok_s")) is not None:
@@ -266,7 +260,7 @@ def _predict(row: dict, category: str, c: predict.Conditions, eff: predict.Effic
     return out or [_skip(row, "no throughput or latency measured")]
 
 
-def validate(rows: list[dict], eff: predict.Efficiencies = predict.Efficiencies(), table: dict | None = None) -> list[Check]:
+def validate(rows: list[dict], eff: bench_conditions.Efficiencies = bench_conditions.Efficiencies(), table: dict | None = None) -> list[Check]:
     """Every row predicted (or skipped with the reason), the empty efficiencies from ``table`` (default: shipped)."""
     return [c for row in rows for c in predict_row(row, eff, table)]
 
@@ -281,19 +275,13 @@ def medians(checks: list[Check]) -> dict[str, float]:
     return out
 
 
-def as_json(checks: list[Check], eff: predict.Efficiencies) -> dict:
+def as_json(checks: list[Check], eff: bench_conditions.Efficiencies) -> dict:
     return {"efficiencies": asdict(eff), "checks": [asdict(c) for c in checks], "median_absolute_error": medians(checks)}
-
-
-def kv_gib(tokens: float, c: predict.Conditions) -> float:
-    """Tokens per replica as GiB per GPU for a row's model and cache dtype. [GiB]"""
-    rep = predict.replica_for(c)
-    return tokens * rep.s.kv_bytes_per_token_layer * rep.s.layers / rep.r.kv_shards / GIB
 
 
 def run_of(row: dict):
     """A throughput or latency row as a calibration run with its own conditions, or None (capacity rows, skipped rows)."""
-    from xlplan.calibrate import Run
+    from xlplan.evidence.calibrate import Run
 
     category = str(row.get("category"))
     if category not in ("offline_max_throughput", "online_latency_sweep", "online_latency"):
@@ -309,8 +297,8 @@ def run_of(row: dict):
                None if offline or not itl else itl / 1e3, _num(row.get("output_tok_s")), c)
 
 
-def superseded(c: predict.Conditions) -> str:
-    """Why a row's engine release is older than the defaults describe, or '' (:func:`xlplan.engines.superseded_release`).
+def superseded(c: bench_conditions.Conditions) -> str:
+    """Why a row's engine release is older than the defaults describe, or '' (:func:`xlplan.serving.efficiency_defaults.superseded_release`).
 
     Parameters
     ----------
@@ -322,7 +310,7 @@ def superseded(c: predict.Conditions) -> str:
     str
         E.g. "SGLang 0.4, before 0.5 or later"; empty where the release is current or not stated. [text]
     """
-    return engines.superseded_release(c.engine, c.engine_version, c.v0)
+    return efficiency_defaults.superseded_release(c.engine, c.engine_version, c.v0)
 
 
 def fit_runs(rows: list[dict]) -> list:
@@ -331,7 +319,7 @@ def fit_runs(rows: list[dict]) -> list:
     Parameters
     ----------
     rows : list of dict
-        Measurement rows (:func:`read_measurements`).
+        Measurement rows (:func:`xlplan.io.measurement_table.read_measurements`).
 
     Returns
     -------

@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlplan.confirm import Evidence, percentile, rate
+from xlplan.evidence.confirm import Evidence, percentile, rate
 from xlplan.io import files
 from xlplan.io.errors import InputError
 

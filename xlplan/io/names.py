@@ -105,7 +105,7 @@ def gpu_key(text: str) -> tuple[str | None, str]:
     return None, f"GPU {text!r} is not in the catalog"
 
 
-_FORMATS = {  # a word of a precision string or a checkpoint's name → the catalog's weight dtype (xlplan.specs.WeightDtype)
+_FORMATS = {  # a word of a precision string or a checkpoint's name → the catalog's weight dtype (xlplan.catalog.specs.WeightDtype)
     "mxfp4": "mxfp4", "nvfp4": "nvfp4", "fp4": "nvfp4", "w4a4": "nvfp4",
     "w4a16": "int4", "w4a8": "int4", "awq": "int4", "gptq": "int4", "int4": "int4", "4bit": "int4",
     "w8a16": "int8", "int8": "int8",
@@ -113,7 +113,7 @@ _FORMATS = {  # a word of a precision string or a checkpoint's name → the cata
     "bf16": "bf16", "bfloat16": "bf16", "fp16": "bf16", "float16": "bf16", "16bit": "bf16", "half": "bf16",
 }
 _KV_FORMATS = {"bf16": "bf16", "fp8": "fp8", "int8": "int8"}
-"""The cache formats the planner models (xlplan.specs.KVDtype; fp16 is read as bf16, the same two bytes)."""
+"""The cache formats the planner models (xlplan.catalog.specs.KVDtype; fp16 is read as bf16, the same two bytes)."""
 _ROLES = {  # the noun a format is said of
     "kv": "cache", "cache": "cache", "kvcache": "cache",
     "weights": "weights", "weight": "weights", "checkpoint": "weights", "model": "weights",

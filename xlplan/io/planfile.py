@@ -9,7 +9,6 @@ naming ``forecast.peak_rps``.
 
 from __future__ import annotations
 
-import json
 import sys
 from functools import lru_cache
 from importlib import resources
@@ -18,12 +17,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from xlplan import plausibility
 from xlplan.io import files, structured
 from xlplan.io.errors import InputError, describe_validation_error
 from xlplan.io.hf_config import read_hf_config
-from xlplan.plan import Plan
-from xlplan.plan_fields import older_plan_notes
+from xlplan.schema import plausibility
+from xlplan.schema.fields import older_plan_notes
+from xlplan.schema.plan import Plan
 
 REFERENCE_PLAN = "reference.yaml"
 PLAN_FILE = "a plan file (YAML or JSON): try `xlplan example`"
@@ -35,7 +34,7 @@ def _parse(text: str, source: str) -> Any:
 
 @lru_cache(maxsize=1)
 def _schema() -> dict:
-    from xlplan.plan import plan_json_schema
+    from xlplan.schema.plan import plan_json_schema
 
     return plan_json_schema()
 
@@ -115,11 +114,6 @@ def write_text_atomic(path: str | Path, text: str, force: bool = False, suffixes
     from xlplan.io.outputs import write_checked
 
     write_checked(path, text, force=force, suffixes=suffixes)
-
-
-def json_dumps(obj: Any) -> str:
-    """JSON with a stable layout."""
-    return json.dumps(obj, indent=2, sort_keys=False)
 
 
 def plan_from_pairs(pairs: list, base: Plan | None = None, source: str = "plan table") -> Plan:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import Output, check_outputs, write_outputs
-from xlplan.result_review import HistoryLine
+from xlplan.schema.review import HistoryLine
 
 HISTORY = (".jsonl",)
 """The history's name ends in .jsonl. [text]"""

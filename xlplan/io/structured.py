@@ -207,11 +207,6 @@ def load_json(text: str, source: str) -> Any:
     return data
 
 
-def read_yaml(path: str | Path, what: str, max_bytes: int = files.TEXT_MAX_BYTES) -> Any:
-    """A YAML (or JSON) file through :func:`files.read_text` and :func:`load_yaml`."""
-    return load_yaml(files.read_text(path, what, max_bytes), str(path))
-
-
 def read_json(path: str | Path, what: str, max_bytes: int = files.TEXT_MAX_BYTES) -> Any:
     """A JSON file through :func:`files.read_text` and :func:`load_json`."""
     return load_json(files.read_text(path, what, max_bytes), str(path))

@@ -18,7 +18,7 @@ def picture_png(points, ttft_target_s: float, itl_target_s: float, percentile: f
     Parameters
     ----------
     points
-        :class:`xlplan.result.SimulatedPoint` items, one per fleet size simulated.
+        :class:`xlplan.schema.result.SimulatedPoint` items, one per fleet size simulated.
     ttft_target_s, itl_target_s
         The promise. [s]
     percentile

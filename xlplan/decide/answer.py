@@ -1,0 +1,254 @@
+"""The Answer's fleet for one scenario: the runbook's method, the closed form, and the simulation where affordable.
+
+:func:`decide` is what ``plan``, ``compare`` and ``schedule`` share; :func:`answer` is the Answer line's fleet and
+bill; :func:`deployed` the scenario the simulation runs. No I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from xlplan import fleet, words
+from xlplan.money import cost
+from xlplan.plan import closed_form, monthly_bill, steps
+from xlplan.plan.scenario import Scenario
+from xlplan.plan.steps import solve
+from xlplan.schema import steps as step_results
+from xlplan.schema.result import AnswerOut, UtilisationCost
+from xlplan.schema.steps import Solution
+from xlplan.simulate import verify as sim_verify
+from xlplan.simulate import workload
+
+UTILISATION_TABLE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+"""Average utilisations at which $/M tokens is tabulated. [fraction]"""
+
+
+def usd_per_mtok_by_utilisation(s: Scenario, tr: step_results.Traffic, monthly_usd: float) -> list[UtilisationCost]:
+    """$/M tokens of a monthly bill at each average utilisation of :data:`UTILISATION_TABLE`. [USD/Mtok]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its peak rate and hours a month.
+    tr : steps.Traffic
+        Steps 1-3: the mean prompt and output lengths.
+    monthly_usd : float
+        The fleet's monthly bill. [USD/month]
+
+    Returns
+    -------
+    list of UtilisationCost
+        One per utilisation, in order: the bill over the tokens served a month at it. [USD/Mtok]
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "at 40% average load roughly 95 billion tokens a month, ~$0.11 per million tokens".
+    """
+    return [
+        UtilisationCost(utilisation=u, usd_per_mtok=cost.usd_per_mtok(monthly_usd, cost.tokens_per_month(
+            s.peak_rps, tr.prompt_mean + tr.output_mean, u, s.hours_per_month)))
+        for u in UTILISATION_TABLE
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """The fleet a scenario gets: the runbook's method solved, the closed form, the simulation where it ran, and the
+    Answer that follows them. Units as in each type."""
+
+    sol: Solution
+    closed_form: closed_form.ClosedForm
+    verified: object  # VerifiedOut or None
+    answer: AnswerOut
+    skipped: str | None  # why the simulation did not run under verify='auto' [text]
+
+
+def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_by_plan: bool,
+           verify: bool | str = False) -> Decision:
+    """The Answer's fleet for one scenario, without the note's what-ifs: what `plan`, `compare` and `schedule` share.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    percentile : float
+        The promise's percentile. [percent]
+    max_context : int, optional
+        The model's context limit, for clipping simulated lengths. [tokens]
+    budget_set_by_plan : bool
+        The plan file sets ``policy.max_num_batched_tokens`` (the closed form then keeps it).
+    verify : bool or 'auto'
+        Simulate the closed form's fleet at peak (:func:`xlplan.simulate.verify.verify`); 'auto': where affordable.
+
+    Returns
+    -------
+    Decision
+        The solution, the closed form, the verification (or None) and the Answer.
+
+    Raises
+    ------
+    PlanningError
+        When the plan cannot be met on this hardware.
+    """
+    sol = solve(s)
+    cf = closed_form.closed_form(s, sol, budget_set_by_plan)
+    skipped = None
+    if verify == "auto":
+        verify, skipped = _affordable(s, cf)
+    verified = (sim_verify.verify(deployed(s, cf), sol, percentile, max_context=max_context,
+                                start_replicas=cf.load_replicas, cv2=s.arrival_cv2, tp=cf.tp) if verify else None)
+    return Decision(sol, cf, verified, answer(s, sol, cf, verified), skipped)
+
+
+AUTO_VERIFY_MAX_REPLICAS = 128
+"""The default simulation runs where the closed form's fleet is at most this many replicas. [replicas]"""
+
+AUTO_VERIFY_MAX_REQUESTS = 400_000
+"""...and one run holds at most this many requests (the reference at 16 × its peak: 385,000, about a minute). [requests]"""
+
+AUTO_VERIFY_MAX_STEPS = 5_000_000
+"""...and takes at most about this many engine steps, all replicas together (requests × mean output ÷ batch). [steps]"""
+
+
+def _affordable(s, cf: closed_form.ClosedForm) -> tuple[bool, str | None]:
+    """(simulate?, why not): the default verification runs where it takes about a minute at most. [bool], [text]"""
+    minutes = workload.run_minutes(s.peak_rps)
+    requests = s.peak_rps * minutes * 60.0
+    mean_output = steps.traffic(s).output_mean
+    step_count = requests * mean_output / max(cf.achieved_batch, 1.0)  # decode steps of one run, all replicas
+    if (cf.load_replicas <= AUTO_VERIFY_MAX_REPLICAS and requests <= AUTO_VERIFY_MAX_REQUESTS
+            and step_count <= AUTO_VERIFY_MAX_STEPS):
+        return True, None
+    return False, (f"not simulated: the closed form's {words.count(cf.load_replicas, 'replica')}, {requests:,.0f} requests and about "
+                   f"{step_count:,.0f} steps a run are past what the default simulation takes on (at most "
+                   f"{AUTO_VERIFY_MAX_REPLICAS} replicas, {AUTO_VERIFY_MAX_REQUESTS:,} requests, "
+                   f"{AUTO_VERIFY_MAX_STEPS:,} steps); the Answer is the closed form's — `xlplan plan --verify` simulates "
+                   "it anyway (minutes), or simulate a share of the peak with `xlplan simulate`")
+
+
+def deployed(s, cf: closed_form.ClosedForm):
+    """The scenario at the step budget the plan deploys: what the simulation runs. [Scenario]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    cf : closed_form.ClosedForm
+        The closed form, with the step budget chosen.
+
+    Returns
+    -------
+    Scenario
+        ``s`` with ``max_num_batched_tokens`` at the deployed budget (unchanged where the plan or engine sets it, or
+        where the simulation's default is chosen).
+    """
+    if cf.budget_chosen_by != "queueing path":
+        return s
+    return dataclasses.replace(s, max_num_batched_tokens=float(cf.step_budget_tokens))
+
+
+def answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
+    """The Answer line: the verified fleet where the simulation found one, else the closed form; and its bill.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    sol : Solution
+        The runbook's method solved: traffic and the chosen TP degree's paths.
+    cf : closed_form.ClosedForm
+        The closed-form fleet.
+    verified : VerifiedOut or None
+        The simulation at peak, where it ran.
+
+    Returns
+    -------
+    AnswerOut
+        Load, with redundancy (the fleet that keeps the promise with the plan's redundancy lost, where verified),
+        purchased in whole units, and the bill of that fleet.
+
+    References
+    ----------
+    Runbook, document 14, step 7 · "5 GPUs at $3/hr × 730 hours ≈ $11,000 / month": the same arithmetic on this fleet.
+    """
+    tp = cf.tp
+    if verified is not None and verified.load is not None:
+        source, load = "verified", int(verified.load)
+        red = verified.with_redundancy if verified.with_redundancy is not None else load + int(s.redundancy) * tp
+    else:
+        source, load, red = "closed form", cf.load, cf.with_redundancy
+    purchased = int(math.ceil(red / s.gpus_per_node) * s.gpus_per_node)
+    tr = sol.traffic
+    b = monthly_bill.bill(s, tr, dataclasses.replace(sol.paths, with_redundancy=float(red), purchased=float(purchased)))
+    by_util = usd_per_mtok_by_utilisation(s, tr, b.monthly_usd)
+    return AnswerOut(source=source, tp=tp, load=load, with_redundancy=int(red), purchased=purchased,
+                     binding=answer_binding(cf, load),
+                     step_budget_tokens=cf.step_budget_tokens, billed_gpus=int(b.billed_gpus), paid_as=s.paid_as,
+                     order=fleet.order_words(s.paid_as, int(red), purchased, s.gpus_per_node), monthly_usd=b.monthly_usd,
+                     usd_per_mtok=b.usd_per_mtok, api_monthly_usd=b.api_monthly_usd,
+                     breakeven_tokens_per_month=b.breakeven_tokens_per_month, usd_per_mtok_by_utilisation=by_util)
+
+
+def answer_binding(cf: closed_form.ClosedForm, load: int) -> str:
+    """The Answer's binding label: the closed form's where its load is the Answer's; where the simulation verified
+    fewer GPUs, the paths that need exactly that many (the minimum replica where it is one replica), since the path
+    the closed form named was overruled; where none does, the closed form's; where the simulation needed more than
+    every path, 'queueing (simulated)'. [text]
+
+    Parameters
+    ----------
+    cf : closed_form.ClosedForm
+        The closed form at the Answer's degree: its load, degree and each path's GPUs.
+    load : int
+        The Answer's load. [GPUs]
+
+    Returns
+    -------
+    str
+        The label: a path's name, tied paths joined by ' and ', or 'minimum replica'.
+
+    >>> from types import SimpleNamespace as NS
+    >>> cf = NS(load=4, tp=2, binding="queueing", memory_gpus=2, compute_gpus=2, latency_gpus=2, queueing_gpus=4)
+    >>> answer_binding(cf, 2)   # mixtral on H100s: 87 GiB of weights need two GPUs; the queue's 4 were not needed
+    'minimum replica'
+    >>> answer_binding(NS(**{**vars(cf), "tp": 1}), 2)
+    'memory and compute and latency'
+    >>> answer_binding(NS(**{**vars(cf), "load": 1, "tp": 1, "binding": "minimum replica"}), 2)  # the tail needs 2
+    'queueing (simulated)'
+    """
+    if load == cf.load:
+        return cf.binding
+    if load > cf.load:  # the simulation needs more than any path: requests queue longer than the means say
+        return fleet.SIMULATED_QUEUEING
+    if load <= cf.tp:
+        return fleet.MINIMUM_REPLICA
+    counts = {"memory": cf.memory_gpus, "compute": cf.compute_gpus, "latency": cf.latency_gpus, "queueing": cf.queueing_gpus}
+    at = [p for p in closed_form.PATHS if counts.get(p) == load]
+    return " and ".join(at) if at else cf.binding
+
+
+def answer_warnings(cf: closed_form.ClosedForm, verified) -> list[str]:
+    """The Answer's warnings: no fleet keeps the wait for a slot within the TTFT, or none was verified. [text]
+
+    Parameters
+    ----------
+    cf : closed_form.ClosedForm
+        The closed-form fleet.
+    verified : VerifiedOut or None
+        The simulation at peak, where it ran.
+
+    Returns
+    -------
+    list of str
+        A line for each that holds, in that order; empty when neither does. [text]
+    """
+    out = []
+    if not cf.feasible:
+        out.append("no fleet keeps the wait for a slot within the TTFT promise: the prompt's prefill alone takes "
+                   f"{cf.queue.prefill_at_percentile_s:.2f} s at the promise's percentile, so the closed form stands on "
+                   "the other paths")
+    if verified is not None and verified.load is None:
+        out.append(f"no fleet up to {words.count(verified.searched_up_to, 'GPU')} keeps the promise in simulation: the Answer is the "
+                   "closed form's, unverified")
+    return out

@@ -1,0 +1,370 @@
+"""The inverse question: the highest peak rate a given fleet sustains under the promise.
+
+Notes
+-----
+Every path's GPU count is proportional to the peak rate (concurrency and FLOP
+demand both are), so the capacity of ``N`` GPUs at TP ``t`` is
+``min over paths of (replicas × t) ÷ (GPUs the path needs per 1 request/s)``,
+with ``replicas = floor(N / t)``; the best TP degree is taken.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from xlplan import arrays, fleet, words
+from xlplan.plan import scenario, steps
+from xlplan.plan.scenario import Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """The highest sustainable peak rate of a fleet, and what stops it."""
+
+    gpus: int  # [GPUs]
+    tp: int  # [GPUs per replica]
+    max_peak_rps: float  # [requests/s]
+    limited_by: str  # 'memory', 'compute' or 'latency'
+    per_path_rps: dict[str, float]  # each path's own limit [requests/s]
+
+
+def capacity(s: Scenario, gpus: int) -> Capacity:
+    """Highest peak rate ``gpus`` GPUs sustain under the scenario's promise and lengths.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan; its peak rate is ignored.
+    gpus : int
+        GPUs serving the load (no spares). [GPUs]
+
+    Returns
+    -------
+    Capacity
+        At the best tensor-parallel degree: the highest sustainable peak rate, the path that limits it
+        ('memory', 'compute' or 'latency') and each path's own limit.
+
+    Raises
+    ------
+    PlanningError
+        When no tensor-parallel degree can run the model at all (the weights do not fit, or no batch meets the
+        inter-token target): "0 requests/s" would read as an answer.
+    """
+    unit = replace(s, peak_rps=1.0)
+    tr = steps.traffic(unit)
+    best: Capacity | None = None
+    for tp in s.tp_options:
+        p = steps.paths(unit, tr, tp)
+        usable = arrays.floor(gpus / tp) * tp
+        exact = dict(zip(fleet.PATHS, (p.memory_gpus_exact, p.compute_gpus_exact, p.latency_gpus_exact)))
+        limits = {k: (usable / v if v > 0 else arrays.INF) if v != arrays.INF else 0.0 for k, v in exact.items()}
+        limited_by = min(limits, key=limits.get)
+        cap = Capacity(gpus, tp, limits[limited_by], limited_by, limits)
+        if best is None or cap.max_peak_rps > best.max_peak_rps:
+            best = cap
+    if best is None or not best.max_peak_rps > 0:
+        candidates = tuple(steps.paths(unit, tr, tp) for tp in s.tp_options)
+        if all(c.load == arrays.INF for c in candidates):
+            raise scenario.PlanningError(steps.infeasible_reason(unit, candidates))
+        smallest = min(c.tp for c in candidates if c.load != arrays.INF)  # the degrees the model runs at
+        below = [c for c in candidates if c.tp < smallest]
+        why = (f"the smallest degree the model runs at is TP {smallest} (at TP {below[-1].tp} each GPU holds "
+               f"{below[-1].weights_gib_per_gpu:.2f} GiB of weights, leaving {max(below[-1].kv_budget_gib_per_gpu, 0.0):.2f} "
+               "GiB for the KV cache)" if below else f"the plan allows TP {', '.join(map(str, s.tp_options))}")
+        raise scenario.PlanningError(f"{words.count(gpus, 'GPU')} {words.verb(gpus, 'holds', 'hold')} no whole replica: {why}; "
+                                  f"expected at least {words.count(smallest, 'GPU')}")
+    return best
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedFormCapacity:
+    """The highest peak rate at which the closed form (all four paths) fits a fleet, and the path that stops it."""
+
+    gpus: int  # [GPUs]
+    tp: int  # the closed form's degree at that rate [GPUs per replica]
+    max_peak_rps: float  # [requests/s]
+    limited_by: str  # the paths that need more than the GPUs just past that rate, joined by ' and ' [text]
+    without_queueing: Capacity  # memory, compute and latency alone: linear in the rate
+
+
+def closed_form_capacity(s: Scenario, gpus: int, budget_set_by_plan: bool = False,
+                         tolerance: float = 1e-4) -> ClosedFormCapacity:
+    """The inverse of the closed form's fleet: the highest peak rate whose closed-form load fits ``gpus`` GPUs.
+
+    The closed form's load is the largest of the memory path (at the fleet's achieved time in system), the compute and
+    latency paths and the queueing path (:func:`xlplan.plan.closed_form.closed_form`); the queueing path is not linear in
+    the rate (Erlang C), so the rate is bracketed from the three linear paths' capacity (:func:`capacity`), doubling
+    or halving, and bisected to ``tolerance`` of itself.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan; its peak rate is ignored.
+    gpus : int
+        GPUs serving the load (no spares). [GPUs]
+    budget_set_by_plan : bool
+        The plan file sets ``policy.max_num_batched_tokens``.
+    tolerance : float
+        Relative width of the final bracket. [1]
+
+    Returns
+    -------
+    ClosedFormCapacity
+        The highest rate whose closed-form load is at most ``gpus``, the degree and binding path there, and the
+        three linear paths' capacity beside it.
+
+    Raises
+    ------
+    PlanningError
+        As :func:`capacity`; and when the closed form fits no rate down to 1/16 of the linear paths' capacity.
+
+    References
+    ----------
+    The queueing path: Erlang C with the Allen–Cunneen factor (:mod:`xlplan.plan.queue_path`); the linear paths: Runbook,
+    document 14, steps 4-5.
+    """
+    base = capacity(s, gpus)
+
+    def at(rate: float):
+        return _closed_form_fitting(s, gpus, budget_set_by_plan, rate)
+
+    lo, hi = _doubling_bracket(at, base.max_peak_rps)
+    if lo is None:
+        raise scenario.PlanningError(f"{words.count(gpus, 'GPU')} {words.verb(gpus, 'holds', 'hold')} the closed form at no peak rate down to {hi:,.4g} requests/s")
+    while hi - lo > tolerance * lo:
+        mid = (lo + hi) / 2.0
+        if at(mid) is not None:
+            lo = mid
+        else:
+            hi = mid
+    cf = at(lo)
+    return ClosedFormCapacity(gpus, cf.tp, lo, _stopping(s, gpus, budget_set_by_plan, hi) or cf.binding, base)
+
+
+def _stopping(s: Scenario, gpus: int, budget_set_by_plan: bool, rate: float) -> str:
+    """The paths that need more than ``gpus`` GPUs just past the capacity (at ``rate``), joined by ' and ': what stops
+    the fleet, where the binding path at the capacity may be a tie of whole replicas ('' when none can be named). [text]"""
+    cf = _closed_form_at(s, budget_set_by_plan, rate)
+    if cf is None:
+        return ""
+    need = {"memory": cf.memory_gpus, "compute": cf.compute_gpus, "latency": cf.latency_gpus,
+            "queueing": math.inf if cf.queueing_gpus is None else cf.queueing_gpus}
+    return " and ".join(k for k, v in need.items() if v > gpus)
+
+
+def _closed_form_at(s: Scenario, budget_set_by_plan: bool, rate: float):
+    """The closed form at peak ``rate``, None where the plan cannot be met there. [ClosedForm]"""
+    from xlplan.plan import closed_form
+
+    sr = replace(s, peak_rps=rate)
+    try:
+        return closed_form.closed_form(sr, steps.solve(sr), budget_set_by_plan)
+    except scenario.PlanningError:
+        return None
+
+
+def _closed_form_fitting(s: Scenario, gpus: int, budget_set_by_plan: bool, rate: float):
+    """The closed form at peak ``rate`` where it is feasible and its load fits ``gpus``, else None. [ClosedForm]"""
+    cf = _closed_form_at(s, budget_set_by_plan, rate)
+    return cf if cf is not None and cf.feasible and cf.load <= gpus else None
+
+
+def _doubling_bracket(at, rate: float) -> tuple[float | None, float | None]:
+    """(lo, hi): a rate where ``at`` holds and one where it does not, doubling or halving from ``rate`` at most 8
+    times; lo None where none held (hi the last tried), hi the next rate to try where every one held. [requests/s]"""
+    lo, hi = None, None
+    for _ in range(8):  # up or down by doubling from the linear paths' figure, at most 16 times each way
+        if at(rate) is not None:
+            lo, rate = rate, 2.0 * rate
+            if hi is not None:
+                break
+        else:
+            hi, rate = rate, rate / 2.0
+            if lo is not None:
+                break
+    if lo is not None and hi is None:
+        hi = rate
+    return lo, hi
+
+
+CAPACITY_TOLERANCE = 0.01
+"""The verified capacity is bracketed to within this fraction of itself. [1]"""
+
+CAPACITY_GROWTH = 16.0
+"""The bracket grows or shrinks from the closed form's figure by at most this factor each way. [1]"""
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedCapacity:
+    """The highest peak rate at which a fleet keeps the promise in simulation, and the closed form's figure beside it."""
+
+    gpus: int  # [GPUs]
+    tp: int  # the closed form's best degree, simulated [GPUs per replica]
+    replicas: int  # [replicas]
+    max_peak_rps: float  # the highest rate found keeping the promise on every seed [requests/s]
+    fails_at_rps: float  # the lowest rate found missing it: the answer is within the tolerance below it [requests/s]
+    seeds: list[int]  # [1]
+    minutes: float  # each run's span at max_peak_rps [minutes]
+    closed_form: Capacity  # the closed form's inverse (memory, compute and latency paths)
+
+
+def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_context: int | None = None,
+                      tolerance: float = CAPACITY_TOLERANCE, budget_set_by_plan: bool = False) -> VerifiedCapacity:
+    """The inverse of the verified answer: the highest peak rate ``gpus`` GPUs serve keeping the promise.
+
+    A rate keeps the promise when the fleet's simulation at it does by the verification's rule
+    (:func:`xlplan.simulate.search.minimum_replicas`): on each of :data:`xlplan.simulate.search.VERIFY_SEEDS` seeds of
+    :func:`xlplan.simulate.workload.workload_for` arrivals at that rate, over :func:`xlplan.simulate.workload.default_minutes`, every
+    run stable. The plan's own peak is tried first, so the answer agrees with ``xlplan plan`` there (a fleet it
+    verifies at its peak has a capacity at or above it); then the rate is bracketed outward from the closed form's
+    capacity (:func:`capacity`, whose degree is simulated), doubling or halving, and bisected to ``tolerance`` of
+    itself; the answer is the bracket's passing end.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan; its peak rate is ignored, its step budget and arrivals' burstiness are simulated.
+    gpus : int
+        GPUs serving the load (no spares). [GPUs]
+    percentile : float
+        The promise's percentile. [percent]
+    max_context : int, optional
+        The model's context limit, for clipping lengths. [tokens]
+    tolerance : float
+        Relative width of the final bracket. [1]
+    budget_set_by_plan : bool
+        The plan file sets ``policy.max_num_batched_tokens``; else the step budget is the one ``plan`` deploys at the
+        plan's peak (:func:`xlplan.decide.answer.deployed`), and the TP degree its closed form's where ``gpus`` holds at
+        least one replica of it (GPUs over whole replicas idle: 7 GPUs at TP 2 serve as 6, never less).
+
+    Returns
+    -------
+    VerifiedCapacity
+        The highest passing rate, the lowest failing one, the fleet simulated and the closed form's figure.
+
+    Raises
+    ------
+    PlanningError
+        As :func:`capacity`; and when the fleet keeps the promise at no rate down to 1/16 of the closed form's (a
+        step too slow for the inter-token target, say), or at every rate up to 16 times it.
+    """
+    from xlplan.simulate import search, workload
+
+    cf = capacity(s, gpus)
+    s, tp = _as_plan_simulates(s, gpus, cf.tp, percentile, max_context, budget_set_by_plan)
+    replicas = gpus // tp
+    seeds = [workload.DEFAULT_SEED + k for k in range(search.VERIFY_SEEDS)]
+
+    def keeps(rate: float) -> bool:
+        return _keeps_promise_at(s, rate, replicas, tp, seeds, percentile, max_context)
+
+    guess = cf.max_peak_rps
+    lo, hi = _verified_bracket(keeps, guess, float(s.peak_rps))
+    _require_bracket(gpus, tp, guess, lo, hi)
+    while (hi - lo) > tolerance * lo:
+        mid = math.sqrt(lo * hi) if hi > 2.0 * lo else (lo + hi) / 2.0  # a wide bracket halves in ratio
+        if keeps(mid):
+            lo = mid
+        else:
+            hi = mid
+    return VerifiedCapacity(gpus, tp, replicas, lo, hi, seeds, workload.run_minutes(lo), cf)
+
+
+def _require_bracket(gpus: int, tp: int, guess: float, lo: float | None, hi: float | None) -> None:
+    """Raise PlanningError where the bracket has no passing end (``lo``) or no failing end (``hi``). [—]"""
+    if lo is None:
+        raise scenario.PlanningError(f"{words.count(gpus, 'GPU')} (TP {tp}) {words.verb(gpus, 'keeps', 'keep')} the promise in simulation at no peak rate down to "
+                                  f"{hi:,.4g} requests/s (the closed form says {guess:,.4g}): expected a promise one "
+                                  "replica's steps can meet; run `xlplan plan` to see which target misses")
+    if hi is None:
+        raise scenario.PlanningError(f"{words.count(gpus, 'GPU')} (TP {tp}) {words.verb(gpus, 'keeps', 'keep')} the promise in simulation up to {lo:,.4g} requests/s, "
+                                  f"{CAPACITY_GROWTH:g} times the closed form's {guess:,.4g}: expected the closed form "
+                                  "to be within that factor")
+
+
+def _as_plan_simulates(s: Scenario, gpus: int, tp: int, percentile: float, max_context: int | None,
+                       budget_set_by_plan: bool) -> tuple[Scenario, int]:
+    """(plan, TP) simulated as `plan` simulates its own fleet: the step budget it deploys, its closed form's degree
+    where ``gpus`` holds one replica of it or more; else the plan as it is and ``tp``. [—]"""
+    from xlplan.decide import answer
+
+    try:
+        own = answer.decide(s, percentile, max_context, budget_set_by_plan).closed_form
+        s = answer.deployed(s, own)
+        tp = own.tp if gpus >= own.tp else tp  # whole replicas of it, a GPU over them left idle
+    except scenario.PlanningError:
+        pass  # the plan's own peak cannot be met on this hardware: the closed form's inverse's degree, as it is
+    return s, tp
+
+
+def _keeps_promise_at(s: Scenario, rate: float, replicas: int, tp: int, seeds: list[int], percentile: float,
+                      max_context: int | None) -> bool:
+    """Whether ``replicas`` of ``tp`` GPUs keep the promise at peak ``rate`` on every seed, by the verification's
+    rule. [bool]"""
+    from xlplan.simulate import run, workload
+
+    sr = replace(s, peak_rps=rate)
+    minutes = workload.run_minutes(rate)
+    for seed in seeds:
+        wl = workload.workload_for(sr, minutes, seed, s.arrival_cv2, max_context)
+        if not run.watched_verdict(sr, replicas, tp, wl, minutes * 60.0, percentile)[1]:
+            return False
+    return True
+
+
+def _verified_bracket(keeps, guess: float, peak: float) -> tuple[float | None, float | None]:
+    """(lo, hi): a rate kept and one missed, the plan's ``peak`` tried first, then outward from the closed form's
+    ``guess`` by doubling or halving within :data:`CAPACITY_GROWTH`; None where none was found. [requests/s]"""
+    # The plan's own peak is tried first, so this agrees with `plan` there: the verified fleet of the peak keeps it
+    # (capacity at or above the peak), one replica fewer misses it (below). Then outward from the closed form's figure.
+    lo, hi = (peak, None) if keeps(peak) else (None, peak)
+    if lo is not None:
+        rate = guess if guess > lo else 2.0 * lo
+        while hi is None and rate <= max(guess, peak) * CAPACITY_GROWTH:
+            if keeps(rate):
+                lo, rate = rate, 2.0 * rate
+            else:
+                hi = rate
+    else:
+        rate = guess if guess < hi else hi / 2.0
+        while lo is None and rate >= min(guess, peak) / CAPACITY_GROWTH:
+            if keeps(rate):
+                lo = rate
+            else:
+                hi, rate = rate, rate / 2.0
+    return lo, hi
+
+
+def too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
+    """Why the verified capacity is not searched by default, or None: past the default simulation's limits.
+
+    The limits are the default ``xlplan plan``'s (:data:`xlplan.decide.answer.AUTO_VERIFY_MAX_REPLICAS` replicas, and
+    :data:`xlplan.decide.answer.AUTO_VERIFY_MAX_REQUESTS` requests a run at the closed form's capacity), as a search runs
+    some twenty such runs.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan.
+    gpus : int
+        GPUs serving the load. [GPUs]
+
+    Returns
+    -------
+    str or None
+        The sentence saying what is past which limit; None where the search runs. [text]
+    """
+    from xlplan.decide import answer
+    from xlplan.simulate import workload
+
+    cf = capacity(s, gpus)
+    replicas = gpus // cf.tp
+    rate = cf.max_peak_rps
+    requests = rate * workload.run_minutes(rate) * 60.0
+    if replicas <= answer.AUTO_VERIFY_MAX_REPLICAS and requests <= answer.AUTO_VERIFY_MAX_REQUESTS:
+        return None
+    return (f"not simulated: {words.count(replicas, 'replica')} and {requests:,.0f} requests a run at the closed form's rate are past "
+            f"what the default search takes on (at most {answer.AUTO_VERIFY_MAX_REPLICAS} replicas and "
+            f"{answer.AUTO_VERIFY_MAX_REQUESTS:,} requests); simulate a share of the fleet with a plan at that share "
+            "of the peak")

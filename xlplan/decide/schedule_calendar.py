@@ -1,0 +1,135 @@
+"""The calendar of a schedule: each month's peak from the growth, the first day of a month, and when an order must go.
+
+Part of :mod:`xlplan.decide.schedule` (every name here is importable from there).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+
+def monthly_peaks(peak_rps: float, growth: float, months: int) -> list[float]:
+    """Peak rate month by month at a compounding monthly growth. [requests/s]
+
+    Parameters
+    ----------
+    peak_rps : float
+        Peak arrival rate of the first month. [requests/s]
+    growth : float
+        Growth of the peak per month, compounding: 0.10 is 10% a month; negative shrinks it. [fraction/month]
+    months : int
+        Months to list. [months]
+
+    Returns
+    -------
+    list of float
+        ``peak_rps × (1 + growth)^m`` for month ``m`` = 0, 1, ..., ``months − 1``. [requests/s]
+
+    Examples
+    --------
+    >>> [round(x, 2) for x in monthly_peaks(40.0, 0.10, 4)]
+    [40.0, 44.0, 48.4, 53.24]
+    """
+    return [peak_rps * (1.0 + growth) ** m for m in range(months)]
+
+
+def month_start(yyyy_mm: str, add: int = 0) -> dt.date:
+    """The first day of the month ``add`` months after ``YYYY-MM``. [date]
+
+    Parameters
+    ----------
+    yyyy_mm : str
+        The month counted from, ``YYYY-MM``.
+    add : int
+        Months to move forward; 0 for the month itself. [months]
+
+    Returns
+    -------
+    datetime.date
+        The first day of that month.
+
+    Examples
+    --------
+    >>> month_start("2026-11", 3)
+    datetime.date(2027, 2, 1)
+    """
+    year, month = (int(x) for x in yyyy_mm.split("-"))
+    k = year * 12 + (month - 1) + add
+    return dt.date(k // 12, k % 12 + 1, 1)
+
+
+def order_by(needed_from: dt.date, lead_time_days: int) -> dt.date:
+    """The last day an order can go out to be in service on ``needed_from``. [date]
+
+    Parameters
+    ----------
+    needed_from : datetime.date
+        The day the GPUs must be in service: the first day of the month that needs them.
+    lead_time_days : int
+        Days from order to GPUs in service. [days]
+
+    Returns
+    -------
+    datetime.date
+        ``needed_from`` less the lead time.
+
+    References
+    ----------
+    Runbook, document 14 · "you cannot scale into a burst": capacity is in place before the peak it serves.
+
+    Examples
+    --------
+    >>> order_by(dt.date(2027, 3, 1), 90)
+    datetime.date(2026, 12, 1)
+    """
+    return needed_from - dt.timedelta(days=lead_time_days)
+
+
+def first_month(today: dt.date) -> str:
+    """The month after ``today``, where a schedule starts unless told otherwise. [month]
+
+    Parameters
+    ----------
+    today : date
+        The day the schedule is made. [date]
+
+    Returns
+    -------
+    str
+        ``YYYY-MM``. [month]
+
+    Examples
+    --------
+    >>> first_month(dt.date(2026, 12, 3))
+    '2027-01'
+    """
+    return f"{today.year + (today.month == 12):04d}-{today.month % 12 + 1:02d}"
+
+
+def plan_growth(peak_rps: float, growth, months: int | None = None) -> tuple[list[float], str] | None:
+    """The monthly peaks a plan's growth section gives, and how they were made in words; None when it gives none.
+
+    Parameters
+    ----------
+    peak_rps : float
+        The plan's peak, the first month's. [requests/s]
+    growth : Growth or None
+        The plan's growth section: ``peaks_rps`` (a table, cut to ``months``) or ``monthly`` (compounding over
+        ``months``, else ``growth.months``).
+    months : int, optional
+        Months to plan. [months]
+
+    Returns
+    -------
+    tuple of (list of float, str) or None
+        (peaks, words): the peaks month by month [requests/s] and their source in words [text].
+    """
+    if growth is None:
+        return None
+    if growth.peaks_rps is not None:
+        return list(growth.peaks_rps)[: months or None], "monthly peaks from the plan's growth section"
+    if growth.monthly is None:
+        return None
+    words = (f"{growth.monthly:.1%} a month from {peak_rps:g} req/s"
+             + (f" ({growth.source})" if growth.source else " (the plan's growth section)"))
+    return monthly_peaks(peak_rps, growth.monthly, months or growth.months), words

@@ -1,0 +1,169 @@
+"""Every figure a workbook shows, computed once: the plan, each what-if row, the options and the schedule.
+
+:func:`figures` is the one engine function behind ``xlplan plan --workbook``, ``xlplan workbook`` and ``xlplan
+check``: it runs the planner, the closed form the formulas reproduce, every what-if row and the decisions, and
+returns a :class:`~xlplan.excel.figures.Figures` the writer only lays out.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+
+from xlplan import distributions
+from xlplan.decide import compare, hardware_choice, schedule
+from xlplan.decide.planner import plan as run_plan
+from xlplan.excel.figures import Decisions, Figures, WhatIfRow
+from xlplan.plan import latency_step, monthly_bill, replica_at_tp, scenario, steps, whatif, whatif_table
+from xlplan.plan.engine_settings import TP_DEGREES, compute_dtype
+from xlplan.plan.scenario import Scenario, resolve
+from xlplan.plan.tp_choice import billed_gpus, tp_objective
+from xlplan.schema import steps as step_results
+from xlplan.schema.plan import Plan
+from xlplan.schema.result import PlanResult
+from xlplan.serving import compute
+
+
+def _objectives(s: Scenario, candidates: dict[int, step_results.Paths]) -> dict[int, float]:
+    """The TP objective of each feasible degree the plan considers (the smallest is chosen). [1]"""
+    return {tp: tp_objective(c, billed_gpus(c, s.bill_purchased))
+            for tp, c in candidates.items() if tp in s.tp_options and not math.isinf(c.load)}
+
+
+def whatif_row(p: Plan, s: Scenario, w: whatif_table.WhatIf | None) -> WhatIfRow:
+    """One what-if re-planned in full (None: the plan as it stands, which a blank row caches).
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    s : Scenario
+        Its numbers (:func:`xlplan.plan.scenario.resolve`).
+    w : WhatIf or None
+        The what-if; None for a blank row.
+
+    Returns
+    -------
+    WhatIfRow
+        The changed scenario, its traffic, the paths at every TP degree, the solution (None: no degree meets the
+        promise) and the operands its row caches; with ``scenario`` None when the change cannot run on the GPU.
+    """
+    ww = w or whatif_table.WhatIf()
+    try:
+        sc = whatif.apply(p, s, ww)
+        tr = steps.traffic(sc)
+        cands = {tp: steps.paths(sc, tr, tp) for tp in TP_DEGREES}
+    except scenario.PlanningError:
+        return WhatIfRow(w)
+    try:
+        solved = steps.solve(sc)
+    except scenario.PlanningError:
+        solved = None
+    sigma = distributions.fit_lognormal(sc.prompt_p50, sc.prompt_p95, sc.prompt_p99)[1]
+    gpu = p.hardware.resolve()
+    dtype_plan = p if ww.weights_dtype is None else p.model_copy(
+        update={"model": p.model.model_copy(update={"weights_dtype": ww.weights_dtype})})
+    return WhatIfRow(
+        whatif=w, scenario=sc, traffic=tr, candidates=cands, solved=solved, prompt_sigma=sigma,
+        prompt_p99_fit=distributions.lognormal_quantile(sc.prompt_p50, sigma, 0.99),
+        compute_dtype=compute_dtype(dtype_plan, gpu),
+        demand_gpus=compute.compute_gpus_split(tr.prefill_tflops, tr.decode_tflops, sc.peak_tflops, replica_at_tp.prefill_mfu(sc),
+                                               replica_at_tp.decode_mfu(sc)),
+        objectives=_objectives(sc, cands), tokens_per_month=monthly_bill.tokens_per_month(sc, tr))
+
+
+def _with_answer(options: list, answer) -> list:
+    """The options, the plan's own carrying the Answer's fleet and bill where the Answer was verified in simulation
+    (the others stay the closed form, labelled so), ranked again, the ranked ones first. [GPUOption]"""
+    if answer is None or answer.source != "verified":
+        return options
+    out = []
+    for o in options:
+        if o.is_plan and o.feasible and o.tp == answer.tp:
+            o = o.model_copy(update={
+                "load": answer.load, "with_redundancy": answer.with_redundancy, "purchased": answer.purchased,
+                "binding": answer.binding, "source": "verified", "closed_form_load": o.load, "billed_gpus": answer.billed_gpus,
+                "monthly_usd": answer.monthly_usd if o.monthly_usd is not None else None,
+                "usd_per_mtok": answer.usd_per_mtok if o.usd_per_mtok is not None else None})
+        out.append(o)
+    return hardware_choice.grouped(compare.rank(out))
+
+
+def decisions(p: Plan, today: dt.date | None = None, answer=None) -> Decisions:
+    """The Options (``xlplan compare --all``) and, when the plan has a growth section with a lead time, the Schedule.
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    today : date, optional
+        The schedule starts the month after it when ``growth.start`` is not given (default: the clock's date).
+    answer : AnswerOut, optional
+        The plan's Answer: where verified, the plan's own option carries it (its fleet and bill, as the Summary's).
+
+    Returns
+    -------
+    Decisions
+        The options ranked by the closed form (labelled so: ``xlplan compare`` verifies the cheapest) as
+        :func:`xlplan.decide.hardware_choice.choose` ranks them: datacenter GPUs at the plan's weights format first, then the
+        rest, marked; the plan's own at its Answer where that was verified; the recommendation's lines (``xlplan compare
+        --verify-top 0``'s, the plan's own at its Answer); and the closed-form schedule, or a note saying why there is
+        none.
+    """
+    choice = hardware_choice.choose(p, verify_top=0, include_all=True)
+    options = _with_answer(choice.options, answer)
+    rec = hardware_choice.recommendation_lines(options, choice.format_options, p.model.weights_dtype)
+    g = p.growth
+    if g is None or (g.monthly is None and g.peaks_rps is None) or g.lead_time_days is None:
+        why = ("no growth section in the plan" if g is None else
+               "the growth section gives no lead_time_days" if g.lead_time_days is None else "the growth section gives no growth")
+        return Decisions(options, rec, None, f"No schedule: {why}. Add growth.monthly (or growth.peaks_rps) and "
+                                             "growth.lead_time_days to the plan, or run `xlplan schedule PLAN --growth G "
+                                             "--lead-time-days D --workbook OUT.xlsx`.")
+    out = schedule.plan_schedule(p, today or dt.date.today())
+    return Decisions(options, rec, out)  # the closed form, labelled: `xlplan schedule --verify none` gives the same
+
+
+def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = None,
+            whatifs: Sequence[whatif_table.WhatIf | None] = whatif_table.STANDARD_WHAT_IFS, today: dt.date | None = None) -> Figures:
+    """Every figure the workbook of a plan shows, computed once.
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    verify : bool or 'auto'
+        Simulate the fleet at peak too (:func:`xlplan.decide.planner.plan`), the Summary's Answer; 'auto' where affordable.
+    result : PlanResult, optional
+        The plan's result already computed (``plan --verify --workbook`` simulates once, not twice).
+    whatifs : sequence of WhatIf or None
+        The what-if rows, in order (None: a blank row, which caches the plan as it stands).
+    today : date, optional
+        For a schedule without ``growth.start`` (:func:`decisions`).
+
+    Returns
+    -------
+    Figures
+        The result, the closed form's solution, the paths and objectives at every TP degree, the chosen replica,
+        each what-if row, the plan as it stands (a blank row's figures), and the decisions.
+
+    Raises
+    ------
+    PlanningError
+        When the plan cannot be met (there is nothing to lay out).
+    """
+    s = resolve(p)
+    if result is None or (verify and result.verified is None):
+        result = run_plan(p, verify=verify)
+    sol = steps.solve(s)
+    tp = int(sol.paths.tp)
+    chosen = {c.tp: c for c in sol.candidates}
+    tp_paths = {d: chosen.get(d) or steps.paths(s, sol.traffic, d) for d in TP_DEGREES}
+    return Figures(
+        plan=p, s=s, sol=sol, result=result, model=p.model.resolve(), gpu=p.hardware.resolve(), tp_paths=tp_paths,
+        tp_objectives=_objectives(s, tp_paths), replica=replica_at_tp.replica(s, tp), activation_gib=replica_at_tp.activation_gib(s, tp),
+        prefill_mfu=replica_at_tp.prefill_mfu(s), decode_mfu=replica_at_tp.decode_mfu(s),
+        decode_context_tokens=latency_step.decode_context_tokens(sol.traffic),
+        whatifs=tuple(whatif_row(p, s, w) for w in whatifs), as_planned=whatif_row(p, s, None),
+        decisions=decisions(p, today, result.answer))

@@ -1,0 +1,231 @@
+"""3 Constraints' queueing path: the engine's queue figures, the Erlang C tables by formula, and the closed form.
+
+Engine values (shaded): the step budget deployed, a replica's slots and step at the promise, the prefill at the
+percentile, the long-prefill-step limit, and the memory, compute and latency paths at the closed form's degree.
+Formulas: the service rate, the offered load, the wait target, a table of the wait at the percentile for each
+replica count, the fewest replicas within the target, and the closed-form fleet. The tables themselves go last on
+the tab, outside the printed page (:func:`erlang_tables`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from xlplan.excel.cells import Cell, Line, write_lines
+from xlplan.excel.common import FMT, NONE, Engine, Rows, num
+from xlplan.serving import queueing
+
+ERLANG_ROWS = 16
+"""Rows of each Erlang C table: a coarse one (every ⌈√a ÷ 4⌉-th replica count, spanning about 4√a above the offered
+load a) and a fine one (every count across the coarse row found): exact for a up to 4,096. [rows]"""
+
+ERLANG_COARSE_DIVISOR = 4.0
+"""The coarse table's step is ⌈√a ÷ this⌉ replicas. [1]"""
+
+ERLANG_ROWS_NAME = "ErlangTableRows"
+"""Defined name of :data:`ERLANG_ROWS` on the Constants sheet: a coarse step wider than the fine table is past it."""
+
+BEYOND_TABLE = "beyond the table"
+
+Static = tuple[str, str, Any, str, "str | None", str]
+"""An engine value on its own row: (defined name, label, value, unit, number format, how)."""
+
+
+@dataclass(frozen=True)
+class ErlangRows:
+    """The replica counts of the two Erlang C tables, as the tables' formulas pick them."""
+
+    service_s: float  # mean service time of one request on one replica [s]
+    base: int  # fewest replicas above the offered load [replicas]
+    step: int  # the coarse table's step [replicas]
+    coarse: list[int]  # the coarse table's replica counts [replicas]
+    fine_start: int  # one coarse step below the first coarse row within the target [replicas]
+    fine: list[int]  # the fine table's replica counts [replicas]
+
+
+def _static(rows: Rows, name: str, label: str, value, unit: str, fmt: str | None, how: str) -> None:
+    """An engine value on its own row, shaded, named. [cell]"""
+    sh = rows.sheet
+    r = sh.row
+    sh.put("A", r, Cell(label, kind="label"))
+    coord = sh.put("B", r, Cell(num(value), kind="static", fmt=fmt))
+    rows.book.define(name, sh, coord)
+    sh.put("C", r, Cell(unit, kind="unit"))
+    sh.put("D", r, Cell(how, kind="note"))
+    sh.row += 1
+
+
+def _queue_statics(e: Engine) -> list[Static]:
+    """The engine's queue figures the formulas start from: degree, step budget, slots, step, prefill, tail limit."""
+    cf, q = e.result.closed_form, e.result.queueing
+    return [
+        ("QueueTP", "GPUs per replica (the closed form's degree)", cf.tp, "GPUs", "0",
+         "engine value: the degree that buys the fewest GPUs on the closed form"),
+        ("QueueStepBudget", "Step budget deployed", cf.step_budget_tokens, "tokens", FMT["gpus"],
+         f"engine value ({cf.budget_chosen_by}): policy.max_num_batched_tokens"),
+        ("QueueSlots", "Decodes per step within the inter-token target", q.slots_per_replica, "sequences", FMT["num"],
+         "engine value: the serving model's step, prefill share included, within the step budget"),
+        ("QueueStep", "The step at that batch", q.step_s, "s", FMT["s"], "engine value"),
+        ("QueuePrefill", "Prefill of a prompt at the percentile, idle replica", q.prefill_at_percentile_s, "s", FMT["s"],
+         "engine value"),
+        ("QueueTailReplicas", "Replicas the long-prefill-step limit needs", q.tail_replicas, "replicas", FMT["gpus"],
+         "engine value: 0 where a step with a prompt chunk stays within the inter-token target"),
+    ]
+
+
+def _queue_lines(e: Engine) -> list[Line]:
+    """Service rate, offered load, wait target, tail fraction and the Allen–Cunneen factor, by formula."""
+    q = e.result.queueing
+    tail = 1.0 - e.s.percentile / 100.0
+    return [
+        Line("QueueServiceRPS", "Requests one replica serves per second", "=IF(ISNUMBER(QueueStep),QueueSlots/(OutputMean*QueueStep),0)",
+             q.service_rps_per_replica, "requests/s", FMT["num"], "slots ÷ (mean output × step)"),
+        Line("QueueOffered", "Replicas busy on average (offered load)",
+             f'=IF(QueueServiceRPS>0,PeakRate/QueueServiceRPS,"{NONE}")', num(q.offered_erlangs), "erlangs", FMT["num"],
+             "peak rate ÷ service rate"),
+        Line("QueueWaitTarget", "Longest wait for a slot allowed", "=TTFTTarget-QueuePrefill", q.wait_target_s, "s", FMT["s"],
+             "the TTFT promise less the prefill"),
+        Line("QueueTailFraction", "Requests allowed past the target", "=1-PromisePercentile/PercentPerFraction", tail,
+             "fraction", FMT["num"], ""),
+        Line("QueueACFactor", "Allen–Cunneen factor", "=(ArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor",
+             queueing.allen_cunneen_factor(e.s.arrival_cv2, queueing.SERVICE_CV2), "1", FMT["num"],
+             "1 for Poisson arrivals and exponential service"),
+    ]
+
+
+def _queueing_lines(e: Engine) -> list[Line]:
+    """The fewest replicas within the target (the fine table's first row within it) and their GPUs."""
+    cf, q = e.result.closed_form, e.result.queueing
+    replicas = q.replicas if q.replicas is not None else NONE
+    return [
+        Line("QueueingReplicas", "Fewest replicas keeping the wait within the target",
+             f'=IF(OR(NOT(ISNUMBER(QueueOffered)),QueueWaitTarget<0),"{NONE}",IFERROR(MAX(QueueTailReplicas,'
+             f'IF(QueueCoarseStep>{ERLANG_ROWS_NAME},"{BEYOND_TABLE}",INDEX(QueueFineN,MATCH(TRUE,QueueFineMeets,0)))),"{BEYOND_TABLE}"))', replicas, "replicas", FMT["gpus"],
+             "the first row of the table below within the target, at least the long-prefill-step limit",
+             udf="QUEUEING_REPLICAS(PeakRate,QueueServiceRPS,QueueWaitTarget,PromisePercentile,QueueTailReplicas,ArrivalCV2)"),
+        Line("QueueingGPUs", "Queueing path", "=IF(ISNUMBER(QueueingReplicas),QueueingReplicas*QueueTP,QueueingReplicas)",
+             cf.queueing_gpus if cf.queueing_gpus is not None else NONE, "GPUs", FMT["gpus"], "replicas × TP"),
+    ]
+
+
+def _closed_statics(e: Engine) -> list[Static]:
+    """The memory, compute and latency paths at the closed form's degree (engine values)."""
+    cf = e.result.closed_form
+    return [
+        ("ClosedMemoryGPUs", "Memory path at the achieved time in system", cf.memory_gpus, "GPUs", FMT["gpus"],
+         "engine value: the fewest replicas whose caches hold their own load (3 Constraints shows the runbook's)"),
+        ("ClosedComputeGPUs", "Compute path at that degree", cf.compute_gpus, "GPUs", FMT["gpus"], "engine value"),
+        ("ClosedLatencyGPUs", "Latency check at that degree", cf.latency_gpus, "GPUs", FMT["gpus"], "engine value"),
+    ]
+
+
+def _closed_form_lines(e: Engine) -> list[Line]:
+    """The closed form: the largest of the four paths, then with redundancy in whole purchasing units."""
+    cf = e.result.closed_form
+    return [
+        Line("ClosedFormLoad", "Closed form: GPUs for the load",
+             "=IF(ISNUMBER(QueueingGPUs),MAX(ClosedMemoryGPUs,ClosedComputeGPUs,ClosedLatencyGPUs,QueueingGPUs),"
+             "MAX(ClosedMemoryGPUs,ClosedComputeGPUs,ClosedLatencyGPUs))", cf.load, "GPUs", FMT["gpus"],
+             "the largest of the four paths"),
+        Line("ClosedFormPurchased", "Closed form: with redundancy, in whole units",
+             "=ROUNDUP((ClosedFormLoad+Redundancy*QueueTP)/GPUsPerNode,0)*GPUsPerNode", cf.purchased, "GPUs", FMT["gpus"],
+             f"(load + redundancy × TP = {cf.with_redundancy}) rounded up to the purchasing unit"),
+    ]
+
+
+def _wait(e: Engine, service_s: float, n: int) -> tuple[float, Any, bool]:
+    """(P(wait), wait at the percentile, within the target) at n replicas, as the table's formulas give them."""
+    q = e.result.queueing
+    a = q.offered_erlangs
+    if not (math.isfinite(a) and a > 0):
+        return 1.0, NONE, False
+    c = queueing.erlang_c(n, a)
+    w = queueing.wait_at_percentile_s(n, e.s.peak_rps, service_s, e.s.percentile, e.s.arrival_cv2, queueing.SERVICE_CV2)
+    return c, w, w <= q.wait_target_s
+
+
+def erlang_rows(e: Engine) -> ErlangRows:
+    """The replica counts of the coarse and fine tables: the coarse from the offered load, the fine from the first
+    coarse row within the target. [replicas]"""
+    q = e.result.queueing
+    a = q.offered_erlangs
+    service_s = 1.0 / q.service_rps_per_replica if q.service_rps_per_replica > 0 else math.inf
+    ok = math.isfinite(a) and a > 0
+    base = max(1, int(a) + 1) if ok else 1
+    step = max(1, math.ceil(math.sqrt(a) / ERLANG_COARSE_DIVISOR)) if ok else 1
+    coarse = [base + k * step for k in range(ERLANG_ROWS)]
+    hit = next((n for n in coarse if _wait(e, service_s, n)[2]), None)
+    fine_start = max(base, hit - step + 1) if hit is not None else base
+    fine = [fine_start + k for k in range(ERLANG_ROWS)]
+    return ErlangRows(service_s, base, step, coarse, fine_start, fine)
+
+
+def queueing_section(rows: Rows, e: Engine) -> ErlangRows:
+    """The queueing path (Erlang C by POISSON, the Allen–Cunneen factor) and the closed form: the largest of four
+    paths. Returns the tables' replica counts; :func:`erlang_tables` lays the tables out, last on the tab."""
+    rows.section("Queueing path — the wait for a slot at the promise's percentile (Erlang C by POISSON, Allen–Cunneen); "
+                 "and the closed form, the largest of the four paths")
+    rows.header("Quantity", "Value", "Unit", "How")
+    for row in _queue_statics(e):
+        _static(rows, *row)
+    write_lines(rows, _queue_lines(e))
+    # the tables go at the end of the tab (erlang_tables); the answer reads the fine one's first row within the target
+    write_lines(rows, _queueing_lines(e))
+    for row in _closed_statics(e):
+        _static(rows, *row)
+    write_lines(rows, _closed_form_lines(e))
+    return erlang_rows(e)
+
+
+def _erlang_row(rows: Rows, e: Engine, service_s: float, row: int, n: int, n_formula: str) -> None:
+    """One replica count's row: the count, P(wait) by POISSON, the wait at the percentile, whether it is within."""
+    sh = rows.sheet
+    sh.put("A", row, Cell(n_formula, formula=True, cached=n, kind="calc", fmt=FMT["gpus"]))
+    c, w, meets = _wait(e, service_s, n)
+    p_n, p_below = f"POISSON(A{row},QueueOffered,FALSE)", f"POISSON(A{row}-1,QueueOffered,TRUE)"
+    sh.put("B", row, Cell(f"=IFERROR({p_n}/({p_n}+(1-QueueOffered/A{row})*{p_below}),1)", formula=True, cached=c,
+                          kind="calc", fmt=FMT["num"]))
+    sh.put("C", row, Cell(f"=IFERROR(IF(B{row}<=QueueTailFraction,0,LN(B{row}/QueueTailFraction)/(A{row}-QueueOffered)"
+                          f"/QueueServiceRPS*QueueACFactor),\"{NONE}\")", formula=True, cached=w, kind="calc",
+                          fmt=FMT["s"]))
+    sh.put("D", row, Cell(f"=IF(ISNUMBER(C{row}),C{row}<=QueueWaitTarget,FALSE)", formula=True, cached=meets, kind="calc"))
+
+
+def _erlang_table(rows: Rows, e: Engine, service_s: float, title: str, first_n: str, next_n: str, ns: list[int],
+                  prefix: str) -> None:
+    """One Erlang C table: a row per replica count, its counts and verdicts named ``{prefix}N`` and ``{prefix}Meets``."""
+    sh = rows.sheet
+    rows.section(title)
+    rows.header("Replicas", "P(wait) (Erlang C)", "Wait at percentile [s]", "Within target")
+    first = sh.row
+    for k, n in enumerate(ns):
+        row = sh.row
+        _erlang_row(rows, e, service_s, row, n, first_n if k == 0 else next_n.format(prev=row - 1))
+        sh.row += 1
+    rows.book.define_range(f"{prefix}N", sh, f"A{first}", f"A{sh.row - 1}")
+    rows.book.define_range(f"{prefix}Meets", sh, f"D{first}", f"D{sh.row - 1}")
+
+
+def erlang_tables(rows: Rows, e: Engine, t: ErlangRows) -> None:
+    """Where the queueing path comes from: the coarse table from the offered load, then the fine one across the
+    first coarse row within the target."""
+    sh = rows.sheet
+    rows.section("Erlang C — where the queueing path comes from: the wait at the percentile by replica count")
+    rows.header("Quantity", "Value", "Unit", "How")
+    rows.calc("QueueBase", "Fewest replicas above the offered load", "=IFERROR(MAX(1,INT(QueueOffered)+1),1)", t.base,
+              "replicas", FMT["gpus"], "")
+    rows.calc("QueueCoarseStep", "Coarse table's step", "=IFERROR(MAX(1,ROUNDUP(SQRT(QueueOffered)/ErlangCoarseDivisor,0)),1)",
+              t.step, "replicas", FMT["gpus"], "a quarter of the offered load's square root: the coarse rows span ~4√a")
+    coarse_at = sh.row
+    sh.row += 1
+    _erlang_table(rows, e, t.service_s, "Coarse: every step-th replica count from the base", "=QueueBase",
+                  "=A{prev}+QueueCoarseStep", t.coarse, "QueueCoarse")
+    sh.row, after = coarse_at, sh.row
+    rows.calc("QueueFineStart", "Fine table starts at",
+              "=IFERROR(MAX(QueueBase,INDEX(QueueCoarseN,MATCH(TRUE,QueueCoarseMeets,0))-QueueCoarseStep+1),QueueBase)",
+              t.fine_start, "replicas", FMT["gpus"], "one coarse step below the first coarse row within the target")
+    sh.row = after
+    _erlang_table(rows, e, t.service_s, "Fine: every replica count from there (the queueing path is its first row within the target)",
+                  "=QueueFineStart", "=A{prev}+1", t.fine, "QueueFine")

@@ -1,0 +1,176 @@
+"""Section 4 of the capacity note, the fleet, and the Answer line: the runbook's method, the closed form, the simulation.
+
+Reads a :class:`~xlplan.schema.result.PlanResult`; computes nothing.
+"""
+
+from __future__ import annotations
+
+from xlplan import words
+from xlplan.fleet import MINIMUM_REPLICA, SIMULATED_QUEUEING
+from xlplan.schema.result import PlanResult
+
+
+def fleet_section(r: PlanResult) -> tuple[list[tuple[str, str]], list[str]]:
+    """Section 4: the fleet on the runbook's method, its calibrated range, the closed form, the simulation, the purchase.
+
+    Parameters
+    ----------
+    r : PlanResult
+        The planner's result; read, not recomputed.
+
+    Returns
+    -------
+    rows : list of (str, str)
+        Label and figures of each fleet, in the note's order. [text]
+    paragraphs : list of str
+        Why this TP degree, what the simulation says, and why it differs from the closed form where it does. [text]
+
+    References
+    ----------
+    Runbook, document 14, "The capacity note": section 4, the fleet.
+    """
+    return _method_rows(r) + _verified_rows(r) + _answer_rows(r), _paragraphs(r)
+
+
+def _method_rows(r: PlanResult) -> list[tuple[str, str]]:
+    """The runbook's method's fleet, its calibrated range, and the closed form's. [text]"""
+    f, cf = r.fleet, r.closed_form
+    rows = [
+        ("Runbook's method", (f"{words.count(f.load, 'GPU')} for the load (TP {f.tp}) + {words.spares(f.redundancy_replicas, f.tp)} = "
+                             f"{f.with_redundancy:,} with redundancy → {f.purchased:,} purchased "
+                             f"({words.count(f.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node})")),
+    ]
+    if f.calibrated_low is not None and f.calibrated_high is not None:
+        def _at(a):
+            return f"{a.with_redundancy} ({a.purchased} purchased)" if a.feasible else "cannot be met"
+
+        rows.append(("Calibrated range", (f"fleet {_at(f.calibrated_high)} to {_at(f.calibrated_low)} GPUs over the calibrated "
+                                         f"efficiencies (runbook's method; point figure {f.with_redundancy}); calibrated from "
+                                         f"{r.calibration_source}")))
+    if cf is not None:
+        rows.append(("Closed form", (f"{words.count(cf.load, 'GPU')} for the load ({words.who_binds(cf.binding, cf.binding_paths)}) + "
+                                    f"{words.spares(f.redundancy_replicas, cf.tp)} = {cf.with_redundancy:,} with redundancy → "
+                                    f"{cf.purchased:,} purchased")))
+    return rows
+
+
+def _verified_rows(r: PlanResult) -> list[tuple[str, str]]:
+    """The fleet simulated at peak, and with the redundancy lost; none where not simulated. [text]"""
+    v = r.verified
+    if v is None:
+        return []
+    rows = [("Verified at peak (simulated)",
+             (f"{words.count(v.load, 'GPU')} {words.verb(v.load, 'keeps', 'keep')} the promise (p95 TTFT {words.seconds(v.ttft_p95_s)}, "
+              f"inter-token {words.seconds(v.itl_p95_s)})"
+              if v.load is not None else f"no fleet up to {words.count(v.searched_up_to, 'GPU')} keeps the promise")
+             + f" — {v.minutes:.3g} min, {v.arrivals}, {words.seeds(v)}, {v.chunk_tokens:,}-token steps")]
+    if v.load is not None:
+        rows.append(("With redundancy (simulated)", _redundancy_row(v)))
+    return rows
+
+
+def _answer_rows(r: PlanResult) -> list[tuple[str, str]]:
+    """The Answer's purchase, and the step budget to deploy where it differs from the default. [text]"""
+    a, f, cf = r.answer, r.fleet, r.closed_form
+    if a is None:
+        return []
+    if not a.order:  # a result written before the order was named
+        rows = [("Purchase", (f"{words.count(a.purchased, 'GPU')} ({words.count(a.purchased // f.gpus_per_node, 'node')} of {f.gpus_per_node}) for "
+                             f"{a.with_redundancy:,} with redundancy — {_answer_source(r)}"))]
+    elif a.paid_as == "rent_per_gpu":
+        rows = [("Order", f"{a.order}, the fleet with redundancy — {_answer_source(r)}")]
+    else:
+        rows = [("Order", f"{a.order} for {a.with_redundancy:,} with redundancy — {_answer_source(r)}")]
+    if a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):
+        rows.append(("Serving setting", f"policy.max_num_batched_tokens: {a.step_budget_tokens} (deploy it; "
+                                        f"{cf.default_step_budget_tokens:,}-token steps need "
+                                        + (words.count(cf.default_budget_queueing_gpus, "GPU") if cf.default_budget_queueing_gpus is not None
+                                           else "more than any fleet") + " on the queueing path)"))
+    return rows
+
+
+def _paragraphs(r: PlanResult) -> list[str]:
+    """Why this TP degree; the simulation's sentences; why it and the closed form differ, where they do. [text]"""
+    out = [f"The runbook's method: {r.fleet.tp_reason}."]
+    if r.answer is not None and r.answer.tp != r.fleet.tp:
+        out[0] += (f" The Answer runs TP {r.answer.tp}, the degree at which the closed form (all four paths, queueing "
+                   "included) buys the fewest GPUs.")
+    v, cf = r.verified, r.closed_form
+    if v is not None:
+        out += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
+        if cf is not None and v.load is not None and v.load != cf.load:
+            lengths = (r.inputs.prompt_tokens, r.inputs.output_tokens)
+            out.append(_disagreement(cf, v, tail=any((x.p99 or x.p95) > x.p50 for x in lengths)))
+    return out
+
+
+def _redundancy_row(v) -> str:
+    """'7 GPUs keep the promise with one replica lost (p95 TTFT 337 ms)'. [text]"""
+    if v.with_redundancy is None:
+        return f"no fleet up to {words.count(v.searched_up_to, 'GPU')} keeps the promise with the redundancy lost"
+    if v.redundancy_lost_replicas == 0:
+        return f"{words.count(v.with_redundancy, 'GPU')}: the plan keeps no redundancy"
+    lost = "one replica" if v.redundancy_lost_replicas == 1 else words.count(v.redundancy_lost_replicas, "replica")
+    return (f"{words.count(v.with_redundancy, 'GPU')} {words.verb(v.with_redundancy, 'keeps', 'keep')} the promise with {lost} lost at the start of the peak (p95 TTFT "
+            f"{words.seconds(v.redundancy_ttft_p95_s)}, inter-token {words.seconds(v.redundancy_itl_p95_s)})")
+
+
+def _answer_source(r: PlanResult) -> str:
+    """Where the Answer's fleet comes from, in words. [text]"""
+    if r.answer.source == "verified":
+        return f"verified in simulation on {words.seeds(r.verified)}"
+    if r.verified is not None:
+        return "the closed form: the simulation found no fleet that keeps the promise"
+    return "the closed form, not simulated (xlplan plan --verify simulates it)"
+
+
+def _disagreement(cf, v, tail: bool = True) -> str:
+    """Why the closed form and the simulation differ, where they do; ``tail``: the lengths have one (p99 above p50).
+    [text]"""
+    if v.load < cf.load:
+        why = ("the closed form's queue assumes exponential service times (Erlang C with the Allen–Cunneen factor); "
+               "a request's decode of a known number of tokens varies less, so the simulated wait is shorter"
+               if cf.binding == "queueing" else
+               f"the closed form's {cf.binding} path counts averages the simulated steps beat")
+    else:
+        why = ("the simulation schedules every step with its prefill chunks and each request's own lengths, where the "
+               "closed form takes means: " + ("the long prompts and answers of the tail hold slots longer than the mean does"
+                                              if tail else "a replica's batch, and so its step, varies about the mean"))
+    return (f"The closed form gives {words.count(cf.load, 'GPU')} for the load and the simulation {v.load}: {why}. The Answer follows "
+            "the simulation.")
+
+
+def answer_sentence(r: PlanResult) -> str:
+    """The Answer line: the verified fleet (else the closed form), what binds, its bill, and where it comes from.
+
+    Parameters
+    ----------
+    r : PlanResult
+        The planner's result; read, not recomputed.
+
+    Returns
+    -------
+    str
+        E.g. '6 GPUs for the load, 7 with redundancy (one replica lost): rent 7 GPUs; binding: queueing; ~$15,330/month,
+        $0.159/M tokens — verified in simulation on seeds 1, 2, 3 (all must hold).' [text]
+    """
+    a = r.answer
+    if a is None:  # a result written before the closed form existed: the runbook's figures
+        return (f"{words.count(r.fleet.load, 'GPU')} for the load, {r.fleet.with_redundancy} with redundancy, buy {r.fleet.purchased}; "
+                f"binding: {r.binding}; ~{words.usd(r.cost.monthly_usd)}/month, {words.usd(r.cost.usd_per_mtok, 3)}/M tokens.")
+    lost = ""
+    if a.source == "verified" and r.verified.redundancy_lost_replicas:
+        n = r.verified.redundancy_lost_replicas
+        lost = " (one replica lost)" if n == 1 else f" ({words.count(n, 'replica')} lost)"
+    cannot = ("; the TTFT promise cannot be kept by any fleet (the prompt's prefill alone takes longer), so this is the "
+              "fleet for the other paths only" if r.closed_form is not None and not r.closed_form.feasible else "")
+    binding = a.binding
+    if binding == MINIMUM_REPLICA:
+        binding += (f" (one replica of {words.count(a.tp, 'GPU')} carries the peak with room to spare: no path "
+                    "needs more, so the fleet is the smallest the model runs on)")
+    elif binding == SIMULATED_QUEUEING and r.closed_form is not None:
+        binding += (f" (every closed-form path fits {words.count(r.closed_form.load, 'GPU')}; in simulation requests, with "
+                    "their own lengths, queue for a slot past the TTFT target until the fleet grows)")
+    order = a.order or f"buy {a.purchased:,}"  # a result written before the order was named
+    return (f"{words.count(a.load, 'GPU')} for the load, {a.with_redundancy:,} with redundancy{lost}: {order}; binding: "
+            f"{binding}; ~{words.usd(a.monthly_usd)}/month, {words.usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")

@@ -1,0 +1,96 @@
+"""The plan's policy section: the conventions and efficiencies a reviewer should check first, and their calibration.
+
+Part of the plan file's schema; import the models from :mod:`xlplan.schema.plan`, their public home.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from xlplan.catalog.specs import ComputeDtype
+from xlplan.schema.fields import Fraction, _Section
+from xlplan.serving.engines import Engine
+
+
+class Calibration(_Section):
+    """Where calibrated efficiencies came from, and their 95% intervals (written by `xlplan calibrate`)."""
+
+    source: str = Field(description="Benchmark files and what they measured. [text]")
+    runs: int = Field(ge=1, description="Benchmark runs fitted. [runs]")
+    prefill_mfu_range: tuple[Fraction, Fraction] = Field(description="Prefill MFU's 95% interval from the fit (earlier files: lowest and highest over the runs). [fraction]")
+    decode_mfu_range: tuple[Fraction, Fraction] = Field(description="Decode MFU's 95% interval from the fit (earlier files: lowest and highest over the runs). [fraction]")
+    bandwidth_efficiency_range: tuple[Fraction, Fraction] = Field(description="Bandwidth efficiency's 95% interval from the fit (earlier files: lowest and highest over the runs). [fraction]")
+
+
+class Policy(_Section):
+    """Conventions and efficiencies: the assumptions a reviewer should check first."""
+
+    mfu: Fraction | None = Field(
+        default=None,
+        description="Achieved fraction of peak dense FLOP/s (model FLOPs utilisation), for prefill and decode alike; left out, "
+                    "the engine's defaults for the GPU (engine 'runbook': 0.40, the runbook's planning figure). [fraction]")
+    prefill_mfu: Fraction | None = Field(
+        default=None, description="MFU in prefill, where calibrated; left out, mfu if the plan states it, else the engine's default for the GPU. [fraction]")
+    decode_mfu: Fraction | None = Field(
+        default=None, description="MFU in decode, where calibrated; left out, mfu if the plan states it, else the engine's default for the GPU. [fraction]")
+    expert_efficiency: Fraction | None = Field(
+        default=None, description="Grouped expert GEMMs' MFU as a fraction of dense GEMMs' (MoE); left out, the engine's default. [fraction]")
+    calibration: Calibration | None = Field(default=None, description="Where calibrated efficiencies came from and their spread; the fleet is then also given as a range.")
+    engine_version: str | None = Field(
+        default=None, max_length=200,
+        description="The engine's release as you will deploy it, e.g. '0.11.0' (vLLM) or '0.5.5' (SGLang); a release older "
+                    "than the fitted defaults describe (vLLM before 0.8, SGLang before 0.5) is a warning: calibrate on "
+                    "your own benchmark. [text]")
+    engine: Engine = Field(
+        default="vllm",
+        description="Serving engine whose memory rule sizes the KV cache and whose defaults set the step budget: 'vllm', 'sglang', "
+                    "'trtllm', or 'runbook' (memory x utilisation - weights - overhead_gib, the runbook's convention). [text]",
+    )
+    memory_utilisation: Fraction = Field(
+        default=0.90,
+        description="The engine's memory fraction: vLLM gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM "
+                    "kv_cache_free_gpu_mem_fraction (the runbook's rule: fraction of driver memory). [fraction]",
+    )
+    overhead_gib: float = Field(default=3.0, ge=0, description="Activations, CUDA graphs and runtime memory per GPU, for engine 'runbook' (the other engines estimate it). [GiB]")
+    max_num_batched_tokens: int | None = Field(
+        default=None, ge=1, description="Tokens one engine step may carry (vLLM max_num_batched_tokens; chunked prefill); left out, the engine's default for the GPU. [tokens]")
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, description="Sequences a replica runs at once (vLLM max_num_seqs); left out, the engine's default for the GPU. [sequences]")
+    step_overhead_s: float | None = Field(
+        default=None, ge=0, lt=1, description="Fixed time per engine step (scheduling, launches, sampling); left out, the engine's default. [s]")
+    expert_parallel: int = Field(default=1, ge=1, description="Expert-parallel degree inside a replica (MoE); must divide the TP degree. [GPUs]")
+    attention_data_parallel: bool = Field(
+        default=False, description="MLA models: each rank of a replica holds its own sequences' KV latent (SGLang/TRT-LLM 'DP attention') instead of a copy of every one. [bool]")
+    attention_flops: Literal["causal", "full"] = Field(
+        default="causal",
+        description="Prefill attention FLOPs: 'causal' (each token attends to those before it, half the square) or 'full' (the runbook's n²). [text]",
+    )
+    latency_step: Literal["with_prefill", "decode_only"] = Field(
+        default="with_prefill",
+        description="What the latency path's step carries: the decodes plus their share of prefill ('with_prefill', chunked prefill), "
+                    "or the decodes alone ('decode_only', the runbook's roofline). [text]",
+    )
+    bandwidth_efficiency: Fraction | None = Field(
+        default=None,
+        description="Achieved fraction of HBM bandwidth; left out, the engine's default for the GPU (engine 'runbook': 0.60, "
+                    "from measured 57-66%: measurements N01, G03). [fraction]",
+    )
+    redundancy: int = Field(default=1, ge=0, description="Spare replicas on top of the load: N+k. [replicas]")
+    memory_convention: Literal["paged", "worst_case"] = Field(
+        default="paged",
+        description="KV per conversation at p50 prompt + p50 output ('paged', the runbook's convention) or at p99 + p99 ('worst_case'). [text]",
+    )
+    tp: int | None = Field(default=None, ge=1, description="Tensor-parallel degree; left out, the planner picks the one that needs the fewest GPUs. [GPUs]")
+    compute_dtype: ComputeDtype | None = Field(
+        default=None, description="Tensor-core dtype for the peak; left out: fp8 for fp8 weights, fp4 for fp4 weights where the GPU has it, else bf16. [text]"
+    )
+    include_ttft_in_time_in_system: bool = Field(default=False, description="Add the TTFT target to time in system (the runbook leaves it out). [bool]")
+    decode_attention_flops: bool = Field(default=False, description="Add attention over the cache to decode FLOPs (the runbook leaves it out). [bool]")
+
+    @field_validator("engine_version")
+    @classmethod
+    def _blank_is_not_stated(cls, v: str | None) -> str | None:
+        """A blank release (a cleared workbook cell, ``""`` in YAML) is not stated, not a release called ''."""
+        return (v.strip() or None) if v is not None else None

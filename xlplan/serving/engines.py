@@ -1,0 +1,300 @@
+"""Serving engines: how each sizes its KV cache at start-up, and its scheduling defaults.
+
+The KV capacity of a replica is predicted at plan time from the engine's own memory rule
+(``policy.engine``), not from a start-up log:
+
+- ``runbook``: ``memory × utilisation − weights − overhead`` — the runbook's convention, with the
+  overhead a stated input (3 GiB);
+- ``vllm``: ``utilisation × CUDA-visible memory − weights − activation peak − non-torch memory``
+  (vLLM's ``gpu_memory_utilization``; its V1 engine profiles one forward pass of
+  ``max_num_batched_tokens`` tokens and the sampler on ``max_num_seqs`` rows);
+- ``sglang``: ``mem_fraction_static × visible − weights − reserve`` (SGLang's static pool holds the
+  weights and the KV cache);
+- ``trtllm``: ``kv_cache_free_gpu_mem_fraction × (visible − weights − activations)`` (TensorRT-LLM takes
+  its fraction of the memory left after the engine is loaded).
+
+The efficiencies each engine runs at when a plan states none are :mod:`xlplan.serving.efficiency_defaults`'
+(importable from here too).
+
+References
+----------
+vLLM's start-up log line "model weights … peak activation … non-torch memory … KV Cache is …":
+0.9 × 79.18 − 14.99 − 4.76 − 0.13 = 51.38 GiB (Llama-3.1-8B on H100; llm-d-benchmark
+config_explorer/empirical-vllm-memory-results.md @4f4d449). vLLM's default scheduling budgets:
+vllm/engine/arg_utils.py ``_set_default_args`` (8,192 batched tokens and 1,024 sequences for the API
+server on GPUs with at least 70 GiB, 2,048 and 256 below). SGLang ``--mem-fraction-static``;
+TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from xlplan.units import GIB
+
+Engine = Literal["runbook", "vllm", "sglang", "trtllm"]
+ENGINES: tuple[str, ...] = get_args(Engine)
+"""The serving engines whose rules and defaults xlplan has, in the plan file's order: the one list. [text]"""
+
+DRIVER_RESERVED_GIB = 0.47
+"""Memory the driver reports but CUDA cannot allocate, where the catalog has no CUDA-visible figure:
+the H100's 81,559 MiB (79.65 GiB) against 79.18 GiB visible to vLLM (llm-d-benchmark, same file). [GiB]"""
+
+SAMPLER_BYTES_PER_SEQ_VOCAB = 38.2
+"""vLLM V1's profiled sampler: bytes per (sequence × vocabulary entry), about 9.5 float32 copies of the
+logits. Fitted by least squares, with :data:`FORWARD_HIDDEN_TENSORS`, to the activation peaks six vLLM ~0.11
+start-up logs print (llm-d-benchmark empirical-vllm-memory-results.md @4f4d449: Llama-3.1-8B 4.76, Llama-3.3-70B
+FP8 TP1 and TP2 4.84, Qwen3-32B TP2 5.64, Qwen3-0.6B 5.56, gpt-oss 7.38 GiB); residuals under 5 MiB. [bytes]"""
+
+FORWARD_HIDDEN_TENSORS = 1.34
+"""vLLM V1's profiled forward pass: bf16 tensors of ``max_num_batched_tokens × hidden`` at its peak (same fit). [tensors]"""
+
+V0_FORWARD_HIDDEN_TENSORS = 6.0
+"""vLLM V0 (before 0.8) profiled an unfused forward: the MLP's ``2·I/tp`` plus this many hidden-sized bf16
+tensors per token — 106.5 KB/token for Llama-3.1-8B, as two V0 logs at 20,000 and 29,000 tokens show
+(107 KB/token between them; vllm-project/vllm issue comments, measurements KV01/KV02). [tensors]"""
+
+NON_TORCH_GIB = {1: 0.13, "tp": 0.55}
+"""CUDA context and allocator memory outside PyTorch: 0.13 GiB on one GPU, 0.55 GiB with NCCL buffers at TP > 1
+(the same llm-d logs: 0.13/0.14 at TP 1, 0.54/0.55 at TP 2). [GiB]"""
+
+SGLANG_RESERVE_GIB = 1.5
+"""Memory SGLang's static pool leaves for CUDA context, NCCL and graphs beyond the weights (the gap a
+Qwen3-235B-A22B FP8 TP4 start-up log leaves: 0.93 × 79.18 − 55.0 − 16.47 = 2.2 GiB, less non-torch). [GiB]"""
+
+
+def visible_gib(memory_gib: float, cuda_visible_gib: float | None = None) -> float:
+    """Memory CUDA can allocate: the catalog's measured figure, else the driver total less the reserve. [GiB]
+
+    Parameters
+    ----------
+    memory_gib : float
+        Memory as the driver reports it. [GiB]
+    cuda_visible_gib : float, optional
+        The catalog's measured CUDA-visible memory, where it has one. [GiB]
+
+    Returns
+    -------
+    float
+        ``cuda_visible_gib``, else ``memory_gib`` − :data:`DRIVER_RESERVED_GIB`. [GiB]
+
+    References
+    ----------
+    llm-d-benchmark config_explorer/empirical-vllm-memory-results.md @4f4d449 · the H100's 81,559 MiB (79.65 GiB)
+    against 79.18 GiB visible to vLLM.
+
+    Examples
+    --------
+    >>> round(visible_gib(79.647), 3), visible_gib(79.647, 79.18)
+    (79.177, 79.18)
+    """
+    return cuda_visible_gib if cuda_visible_gib is not None else memory_gib - DRIVER_RESERVED_GIB
+
+
+def non_torch_gib(tp: int) -> float:
+    """Non-PyTorch memory per GPU. [GiB]
+
+    Parameters
+    ----------
+    tp : int
+        GPUs per replica; above 1, NCCL buffers count too. [GPUs]
+
+    Returns
+    -------
+    float
+        CUDA context and allocator memory outside PyTorch (:data:`NON_TORCH_GIB`). [GiB]
+
+    References
+    ----------
+    llm-d-benchmark config_explorer/empirical-vllm-memory-results.md @4f4d449 · vLLM start-up logs: 0.13/0.14 GiB at
+    TP 1, 0.54/0.55 GiB at TP 2.
+    """
+    return NON_TORCH_GIB[1] if tp <= 1 else NON_TORCH_GIB["tp"]
+
+
+def vllm_defaults(memory_gib: float, gpu_name: str = "", v0: bool = False) -> tuple[int, int]:
+    """vLLM's default (max_num_seqs, max_num_batched_tokens) for its OpenAI server on this GPU. [sequences], [tokens]
+
+    Parameters
+    ----------
+    memory_gib : float
+        The GPU's memory. [GiB]
+    gpu_name : str
+        The GPU's display name; an A100 keeps the smaller budgets whatever its memory.
+    v0 : bool
+        vLLM before 0.8 (the V0 engine).
+
+    Returns
+    -------
+    max_num_seqs : int
+        Sequences the scheduler runs at once. [sequences]
+    max_num_batched_tokens : int
+        Tokens one step may carry; 0 for V0, whose budget the caller sets to the context limit. [tokens]
+
+    Notes
+    -----
+    V1: 1,024 and 8,192 on GPUs with at least 70 GiB that are not A100s; 256 and 2,048 otherwise (arg_utils.py).
+    V0 had no chunked prefill by default: 256 sequences, and the batched-token budget is the context limit,
+    set by the caller.
+
+    References
+    ----------
+    vLLM, vllm/engine/arg_utils.py ``_set_default_args`` · 8,192 batched tokens and 1,024 sequences for the API
+    server on GPUs with at least 70 GiB, 2,048 and 256 below.
+    """
+    if v0:
+        return 256, 0
+    if memory_gib >= 70 and "a100" not in gpu_name.lower():
+        return 1024, 8192
+    return 256, 2048
+
+
+def vllm_activation_peak_gib(vocab: int, hidden: int, intermediate_per_gpu: float, max_num_seqs: int,
+                             max_num_batched_tokens: int, v0: bool = False) -> float:
+    """Peak activation memory of vLLM's start-up profiling run. [GiB]
+
+    Parameters
+    ----------
+    vocab : int
+        Vocabulary. [tokens]
+    hidden : int
+        Model width. [elements]
+    intermediate_per_gpu : float
+        This GPU's share of the MLP width (V0's unfused forward holds it). [elements]
+    max_num_seqs : int
+        Sequences the sampler is profiled on. [sequences]
+    max_num_batched_tokens : int
+        Tokens of the profiled forward pass. [tokens]
+    v0 : bool
+        vLLM before 0.8 (the V0 engine).
+
+    Returns
+    -------
+    float
+        The profiled sampler plus forward pass (V1), or the unfused forward pass (V0). [GiB]
+
+    Notes
+    -----
+    V1: ``38.2 B × seqs × vocab + 1.34 × tokens × hidden × 2 B``. V0: ``tokens × (2·I/tp + 6·hidden) × 2 B``.
+
+    References
+    ----------
+    llm-d-benchmark config_explorer/empirical-vllm-memory-results.md @4f4d449 · the activation peaks six vLLM ~0.11
+    start-up logs print, to which the V1 coefficients are fitted (residuals under 5 MiB). V0: two start-up logs at
+    20,000 and 29,000 tokens (vllm-project/vllm issue comments, measurements KV01/KV02).
+
+    Examples
+    --------
+    Llama-3.1-8B on an H100 with V1's defaults (1,024 sequences, 8,192 tokens): 4.76 GiB as logged.
+
+    >>> round(vllm_activation_peak_gib(128256, 4096, 14336, 1024, 8192), 2)
+    4.76
+    """
+    if v0:
+        return max_num_batched_tokens * (2.0 * intermediate_per_gpu + V0_FORWARD_HIDDEN_TENSORS * hidden) * 2.0 / GIB
+    sampler = SAMPLER_BYTES_PER_SEQ_VOCAB * max_num_seqs * vocab
+    forward = FORWARD_HIDDEN_TENSORS * max_num_batched_tokens * hidden * 2.0
+    return (sampler + forward) / GIB
+
+
+def kv_budget_gib(engine: str, memory_gib: float, visible: float, utilisation: float, weights_gib_per_gpu: float,
+                  overhead_gib: float, activation_gib: float, tp: int):
+    """KV-cache room per GPU by the engine's own memory rule. [GiB]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        Whose rule.
+    memory_gib : float
+        Memory as the driver reports it (the runbook's figure). [GiB]
+    visible : float
+        Memory CUDA can allocate (:func:`visible_gib`). [GiB]
+    utilisation : float
+        The engine's memory fraction (gpu_memory_utilization, mem_fraction_static, free_gpu_memory_fraction). [fraction]
+    weights_gib_per_gpu : float
+        This GPU's share of the weights. [GiB]
+    overhead_gib : float
+        The runbook's stated overhead (its rule only). [GiB]
+    activation_gib : float
+        The engine's activation peak or workspace. [GiB]
+    tp : int
+        GPUs per replica (non-torch memory). [GPUs]
+
+    Returns
+    -------
+    float
+        KV-cache room per GPU. Negative when the weights do not fit. [GiB]
+
+    References
+    ----------
+    Runbook, document 14, step 4 · "600 × 0.281 GiB = 168.5 GiB ÷ 53.73 GiB per GPU" (the runbook's rule).
+    vLLM ``gpu_memory_utilization``; its start-up log (``../shared/reference/measurements-public.csv`` K01):
+    0.9 × 79.18 − 14.99 − 4.76 − 0.13 = 51.38 GiB. SGLang ``--mem-fraction-static``; TensorRT-LLM
+    ``KvCacheConfig.free_gpu_memory_fraction``.
+
+    Examples
+    --------
+    The runbook's H100: 0.9 × 79.65 − 14.96 − 3.0 = 53.73 GiB; vLLM's on the same card (log K01): 51.38 GiB.
+
+    >>> round(kv_budget_gib("runbook", 79.647, 79.18, 0.9, 14.957, 3.0, 0.0, 1), 2)
+    53.73
+    >>> round(kv_budget_gib("vllm", 79.647, 79.18, 0.9, 14.99, 0.0, 4.76, 1), 2)
+    51.38
+    """
+    if engine == "runbook":
+        return memory_gib * utilisation - weights_gib_per_gpu - overhead_gib
+    if engine == "vllm":
+        return utilisation * visible - weights_gib_per_gpu - activation_gib - non_torch_gib(tp)
+    if engine == "sglang":
+        return utilisation * visible - weights_gib_per_gpu - SGLANG_RESERVE_GIB
+    if engine == "trtllm":
+        return utilisation * (visible - weights_gib_per_gpu - activation_gib - non_torch_gib(tp))
+    raise ValueError(f"policy.engine: got {engine!r}; expected one of {', '.join(ENGINES)}")
+
+
+def kv_budget_terms(engine: str, memory_gib: float, visible: float, utilisation: float, weights_gib_per_gpu: float,
+                    overhead_gib: float, activation_gib: float, tp: int) -> tuple[str, float, float, tuple, bool]:
+    """The operands of :func:`kv_budget_gib`, as the note prints them: what the rule starts from, the fraction it
+    takes, what it deducts, and whether the fraction applies after the deductions (TensorRT-LLM). [GiB]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        Whose rule.
+    memory_gib : float
+        Memory as the driver reports it. [GiB]
+    visible : float
+        Memory CUDA can allocate. [GiB]
+    utilisation : float
+        The engine's memory fraction. [fraction]
+    weights_gib_per_gpu : float
+        This GPU's share of the weights. [GiB]
+    overhead_gib : float
+        The runbook's stated overhead. [GiB]
+    activation_gib : float
+        The engine's activation peak or workspace. [GiB]
+    tp : int
+        GPUs per replica. [GPUs]
+
+    Returns
+    -------
+    tuple
+        ``(basis, basis_gib, utilisation, ((label, gib), …), after)``: ``utilisation × basis − Σ gib`` (or
+        ``utilisation × (basis − Σ gib)`` when ``after``) is :func:`kv_budget_gib` (a test holds them equal). [GiB]
+
+    References
+    ----------
+    Runbook, document 14, step 4 · "600 × 0.281 GiB = 168.5 GiB ÷ 53.73 GiB per GPU" (the runbook's rule).
+    vLLM's start-up log (``../shared/reference/measurements-public.csv`` K01): 0.9 × 79.18 − 14.99 − 4.76 − 0.13.
+    """
+    if engine == "runbook":
+        return "memory", memory_gib, utilisation, (("weights", weights_gib_per_gpu), ("overhead", overhead_gib)), False
+    if engine == "vllm":
+        return "visible", visible, utilisation, (("weights", weights_gib_per_gpu), ("activation peak", activation_gib),
+                                                 ("non-torch", non_torch_gib(tp))), False
+    if engine == "sglang":
+        return "visible", visible, utilisation, (("weights", weights_gib_per_gpu), ("SGLang reserve", SGLANG_RESERVE_GIB)), False
+    if engine == "trtllm":
+        return "visible", visible, utilisation, (("weights", weights_gib_per_gpu), ("workspace", activation_gib),
+                                                 ("non-torch", non_torch_gib(tp))), True
+    raise ValueError(f"policy.engine: got {engine!r}; expected one of {', '.join(ENGINES)}")

@@ -1,0 +1,289 @@
+"""The fewest replicas that keep the promise, by simulation: a bisection on a pilot, confirmed by full runs, on every seed.
+
+Every fleet size serves the same requests (common random numbers); p95 TTFT does not rise with replicas for the same
+seed (tested), which is what makes the bisection valid. A fleet to order from must keep the promise on each of
+:data:`VERIFY_SEEDS` seeds, and, with the plan's redundancy lost at the start of the peak, still keep it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlplan.plan.scenario import Scenario
+from xlplan.simulate.run import simulate, watched_verdict
+from xlplan.simulate.workload import DEFAULT_SEED, Workload, prefix, run_minutes, workload_for
+
+VERIFY_SEEDS = 3
+"""Seeds a verified fleet must keep the promise on, all of them: the run's seed and the next ones. One seed's
+minimum can rest on a lucky draw of arrivals; a fleet to order from must hold on each. A replayed log is one
+workload, so there it is the only one. [seeds]"""
+
+
+@dataclass(frozen=True)
+class Search:
+    """The fewest replicas that keep the promise, and every run that found it. Units in the field comments."""
+
+    verified_replicas: int | None  # None: no fleet up to the search's cap keeps it [replicas]
+    runs: dict  # replicas -> SimResult
+    cap_replicas: int  # the largest fleet the search would try [replicas]
+
+
+def search_cap(start_replicas: int) -> int:
+    """The most replicas a search tries: 4 × the start + 4. [replicas]
+
+    Parameters
+    ----------
+    start_replicas : int
+        The replicas the search starts from (at least 1 is counted). [replicas]
+
+    Returns
+    -------
+    int
+        The largest fleet the search simulates. [replicas]
+    """
+    return 4 * max(start_replicas, 1) + 4
+
+
+PILOT_MIN_S = 120.0
+"""A search first bisects on a pilot: the run's first max(2 minutes, 5,000 arrivals); full runs then confirm. [s]"""
+
+PILOT_REQUESTS = 5_000
+"""Arrivals a pilot run holds at least. [requests]"""
+
+
+def search(s: Scenario, tp: int, workload: Workload, duration_s: float, start_replicas: int, percentile: float = 95.0,
+           runs: dict | None = None) -> Search:
+    """The smallest whole number of replicas that keeps the promise at ``percentile``, by simulation.
+
+    From ``start_replicas`` (the runbook's load) it bisects down when that meets the promise, or doubles up then
+    bisects when it does not. Long runs bisect on a pilot (their first max(2 minutes, 5,000 arrivals)) and then confirm
+    with full runs, stepping one replica at a time until the full run at ``n`` meets the promise and the one at
+    ``n − 1`` misses; so the answer is always shown beside a full run just below it that misses (or ``n = 1``).
+    Every fleet size serves the same requests (common random numbers); p95 TTFT does not rise with replicas for the
+    same seed (tested), which is what makes the bisection valid. ``runs`` receives the full runs only.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: physics, engine budgets and promise.
+    tp : int
+        GPUs per replica (tensor parallel). [GPUs]
+    workload : Workload
+        The requests every fleet size serves.
+    duration_s : float
+        Span of the workload's arrivals measured. [s]
+    start_replicas : int
+        Where the search starts: the closed form's load in replicas. [replicas]
+    percentile : float
+        The promise's percentile. [percent]
+    runs : dict, optional
+        Filled in place with replicas → :class:`xlplan.simulate.run.SimResult` of each full run; runs already in it are reused.
+
+    Returns
+    -------
+    Search
+        The fewest replicas that keep the promise (None when none up to :func:`search_cap` does), the full runs and
+        the cap.
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable: 4 for the load, +1 for
+    N+1 … buy a node of 8": the load the simulation starts from.
+    """
+    runs = {} if runs is None else runs
+    cap = search_cap(start_replicas)
+    rate = len(workload.arrival_s) / duration_s if duration_s > 0 else 0.0
+    pilot_s = max(PILOT_MIN_S, PILOT_REQUESTS / rate) if rate > 0 else duration_s
+    if pilot_s >= 0.75 * duration_s:
+        n = _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap)
+        if n is not None and n > 1:
+            _meets(s, tp, workload, duration_s, percentile, runs, n - 1)  # shown: the run just below
+        return Search(n, runs, cap)
+    n = _bisect(s, tp, prefix(workload, pilot_s), pilot_s, start_replicas, percentile, {}, cap, _meets_pilot)
+    n = cap if n is None else n
+    return Search(_confirmed(s, tp, workload, duration_s, percentile, runs, n, cap), runs, cap)
+
+
+def _confirmed(s, tp, workload, duration_s, percentile, runs, n: int, cap: int) -> int | None:
+    """From the pilot's answer ``n``, full runs one replica at a time until the one at ``n`` meets the promise and
+    the one at ``n − 1`` misses (or ``n = 1``); None when none up to ``cap`` meets it. [replicas]"""
+    def full(k: int) -> bool:
+        return _meets(s, tp, workload, duration_s, percentile, runs, k)
+
+    if full(n):
+        while n > 1 and full(n - 1):
+            n -= 1
+    else:
+        while not full(n):
+            if n >= cap:
+                return None
+            n += 1
+        if n > 1:
+            full(n - 1)
+    return n
+
+
+def _meets(s, tp, workload, duration_s, percentile, runs, n: int) -> bool:
+    """Whether ``n`` replicas keep the promise on the full run, which ``runs`` keeps (or already holds). [bool]"""
+    if n not in runs:
+        runs[n] = simulate(s, n, tp, workload, duration_s, percentile)
+    return runs[n].meets_promise
+
+
+def _meets_pilot(s, tp, workload, duration_s, percentile, runs, n: int) -> bool:
+    """:func:`_meets` for the pilot, whose runs nobody reads: ``runs`` holds verdicts, and a run stops once it missed."""
+    if n not in runs:
+        runs[n] = watched_verdict(s, n, tp, workload, duration_s, percentile)[1]
+    return runs[n]
+
+
+def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap, judge=_meets) -> int | None:
+    """The fewest replicas meeting the promise on this workload: the start and its neighbour first (the closed form is
+    usually within a replica), then doubling and bisection. [replicas]"""
+    def meets(n: int) -> bool:
+        return judge(s, tp, workload, duration_s, percentile, runs, n)
+
+    start = max(1, start_replicas)
+    if meets(start):
+        lo, hi = 0, start  # lo misses (0 replicas serve nothing), hi meets
+        if start > 1 and not meets(start - 1):  # the closed form is usually within a replica: look there first
+            return start
+        hi = start - 1 if start > 1 else hi
+    else:
+        if start < cap and meets(start + 1):
+            return start + 1
+        lo, hi = min(start + 1, cap), None
+        n = lo
+        if n >= cap:
+            return None
+        while hi is None:
+            n = min(2 * n, cap)
+            if meets(n):
+                hi = n
+            elif n >= cap:
+                return None
+            else:
+                lo = n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def minimum_replicas(s: Scenario, tp: int, start_replicas: int, percentile: float = 95.0, minutes: float | None = None,
+                     seed: int = DEFAULT_SEED, cv2: float = 1.0, max_context: int | None = None) -> int | None:
+    """The fewest replicas that keep the promise by the verification's rule: on each of :data:`VERIFY_SEEDS` seeds,
+    every run stable, Poisson (or ``cv2``) arrivals at peak for :func:`xlplan.simulate.workload.default_minutes`. [replicas]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers at the step budget deployed.
+    tp : int
+        GPUs per replica. [GPUs]
+    start_replicas : int
+        Where the search starts (the closed form's load). [replicas]
+    percentile : float
+        The promise's percentile. [percent]
+    minutes : float, optional
+        Span of each run's arrivals; left out, :func:`xlplan.simulate.workload.default_minutes`. [minutes]
+    seed : int
+        The first seed; the others follow it. [1]
+    cv2 : float
+        Squared coefficient of variation of the gaps between arrivals. [1]
+    max_context : int, optional
+        The model's context limit, for clipping lengths. [tokens]
+
+    Returns
+    -------
+    int or None
+        The verified load in replicas, as :func:`xlplan.simulate.verify.verify` finds it; None when no fleet up to the search's cap keeps
+        the promise. [replicas]
+    """
+    if minutes is None:
+        minutes = run_minutes(s.peak_rps)
+    duration = minutes * 60.0
+    wl = workload_for(s, minutes, seed, cv2, max_context)
+    others = [workload_for(s, minutes, seed + k, cv2, max_context) for k in range(1, VERIFY_SEEDS)]
+    runs: dict = {}
+    found = search(s, tp, wl, duration, start_replicas, percentile, runs)
+    if found.verified_replicas is None:
+        return None
+    return on_every_seed(s, tp, wl, others, duration, percentile, found.verified_replicas, found.cap_replicas, runs)
+
+
+def on_every_seed(s, tp, workload, others, duration_s, percentile, start, cap, runs):
+    """The fewest replicas, from ``start`` (the first seed's minimum) up, that keep the promise on every workload:
+    none below ``start`` can, as the first seed's misses there. ``runs`` gains the first seed's runs.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers at the peak.
+    tp : int
+        GPUs per replica. [GPUs]
+    workload : Workload
+        The first seed's requests.
+    others : list of Workload
+        The other seeds' requests, each of which must keep the promise too.
+    duration_s : float
+        Each run's span. [s]
+    percentile : float
+        The promise's percentile. [%]
+    start : int
+        The first seed's minimum: where the search starts. [replicas]
+    cap : int
+        The most replicas tried. [replicas]
+    runs : dict
+        Replicas to the first seed's full run; gains the runs made here.
+
+    Returns
+    -------
+    int or None
+        The fewest replicas keeping the promise on every seed, or None when none up to ``cap`` does. [replicas]
+    """
+    n = start
+    while n <= max(cap, start):
+        if n not in runs:
+            runs[n] = simulate(s, n, tp, workload, duration_s, percentile)
+        if runs[n].meets_promise and all(watched_verdict(s, n, tp, w, duration_s, percentile)[1] for w in others):
+            return n
+        n += 1
+    return None
+
+
+def _survives_loss(s, tp, workloads, duration_s, percentile, verified, lost, cap, known=None):
+    """(replicas, run): the fewest replicas keeping the promise on every workload with ``lost`` of them failing at the
+    start of the peak, searched from the verified load plus ``lost`` one replica at a time; (None, None) when there is
+    no verified load or none up to ``cap`` survives; the verified load itself when the plan keeps no redundancy; the
+    run is the first workload's. ``known`` maps replicas to full runs of the first workload with ``lost`` lost
+    already done (the failure check), reused. Only verdicts decide, and only a passing run's figures are read, so
+    every run here may stop once it has missed (:func:`watched_verdict`). [replicas]"""
+    if verified is None:
+        return None, None
+    if lost == 0:
+        return verified, None
+    runs: dict = {}
+    known = known or {}
+
+    def meets(n: int) -> bool:
+        if n not in runs:
+            first, ok = ((known[n], known[n].meets_promise) if n in known
+                         else watched_verdict(s, n, tp, workloads[0], duration_s, percentile, lost=lost))
+            ok = ok and all(watched_verdict(s, n, tp, w, duration_s, percentile, lost=lost)[1] for w in workloads[1:])
+            runs[n] = (first, ok)
+        return runs[n][1]
+
+    n = verified + lost
+    if meets(n):
+        while n - 1 > lost and meets(n - 1):
+            n -= 1
+        return n, runs[n][0]
+    while n < max(cap, verified + lost):
+        n += 1
+        if meets(n):
+            return n, runs[n][0]
+    return None, None
