@@ -154,7 +154,7 @@ def package_of(module: str) -> str:
 
 def _imports(path: Path, modules: set[str]) -> list[tuple[str, str, int]]:
     """(imported module, imported name or '', line) for every xlplan import in a file, function-level and
-    ``TYPE_CHECKING`` ones included: ``from xlplan import steps`` imports the module ``xlplan.steps``."""
+    ``TYPE_CHECKING`` ones included: ``from xlplan.plan import steps`` imports the module ``xlplan.plan.steps``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):

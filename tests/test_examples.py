@@ -313,3 +313,14 @@ def test_the_generator_reproduces_the_committed_files(tmp_path):
         else:
             assert (tmp_path / rel).read_bytes() == (EXAMPLES / rel).read_bytes(), \
                 f"examples/{rel} is not what examples/make_examples.py writes: run it again and commit the result"
+
+
+def test_the_readmes_python_block_runs_and_prints_what_it_says(capsys):
+    # the README's "From Python" block: every import is a real home, and the figures in its trailing comments are
+    # what it prints (the Answer on the reference plan: 7 GPUs with redundancy, $15,330 a month, as the note says)
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.DOTALL)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+        said = [line.split("#", 1)[1].strip() for line in block.splitlines() if line.startswith("print(") and "#" in line]
+        assert capsys.readouterr().out.split("\n")[: len(said)] == said

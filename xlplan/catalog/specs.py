@@ -2,7 +2,8 @@
 
 Every field carries its unit in its name or description; every catalog entry
 carries its sources. These are plain data: the arithmetic on them lives in the
-domain modules (``architecture``, ``memory``, ``compute``...).
+domain modules (:mod:`xlplan.catalog.parameters`, :mod:`xlplan.serving.memory`,
+:mod:`xlplan.serving.compute`...).
 """
 
 from __future__ import annotations

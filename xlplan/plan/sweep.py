@@ -6,6 +6,18 @@ Each column of the input overrides one numeric field of a base plan's
 arrays) through the same functions as the scalar planner (:mod:`xlplan.plan.steps`);
 for each row the TP degree is chosen by :func:`xlplan.plan.tp_choice.tp_objective` (fewest purchased, then fewest
 billed, then the smallest degree). pandas and numpy are imported only here.
+
+The sweep answers with the memory, compute and latency paths of the seven steps (the runbook's method, with the
+latency path beside it): no queueing path and no simulation, so it is a fast screen of many scenarios, not the Answer.
+For the fleet that keeps the promise at one scenario, run :func:`xlplan.decide.planner.plan` (``xlplan plan``).
+
+Examples
+--------
+>>> import pandas as pd
+>>> from xlplan.io.planfile import reference_plan
+>>> out = sweep(reference_plan(), pd.DataFrame({"peak_rps": [10.0, 40.0]}))
+>>> [int(x) for x in out["fleet_purchased"]], [float(x) for x in out["monthly_usd"]]
+([8, 8], [4380.0, 10950.0])
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def max_batch_within(step_of_batch, limit_s, upper):
     at_upper = step_of_batch(upper)
     at_one = step_of_batch(1.0 + 0.0 * upper)
     fits_all, fits_one = at_upper <= limit_s, at_one <= limit_s
-    if not arrays.is_array(fits_all, fits_one, upper, limit_s):  # plain floats: the same steps without _vec
+    if not arrays.is_array(fits_all, fits_one, upper, limit_s):  # plain floats: the same steps without numpy
         return _max_batch_floats(step_of_batch, limit_s, upper, at_upper, at_one, fits_all, fits_one)
     return _max_batch_arrays(step_of_batch, limit_s, upper, at_upper, at_one, fits_all, fits_one)
 

@@ -1,7 +1,7 @@
 """Does the planned fleet keep the promise at peak? A discrete-event simulation of continuous batching.
 
 The closed form sizes the fleet from averages; whether p95 TTFT and ITL hold under random arrivals is a
-queueing question. This module answers it with the plan's own physics: every engine step is timed by
+queueing question. This package answers it with the plan's own physics: every engine step is timed by
 :func:`xlplan.serving.folded_step.step_time_fn` (the serving model), each replica's KV cache holds what the engine's
 memory rule gives (:func:`xlplan.plan.replica_at_tp.kv_budget_gib`), and the scheduler is vLLM's: running sequences decode
 first, then waiting prompts are prefilled in chunks up to ``max_num_batched_tokens``; a cache that cannot take
@@ -18,7 +18,7 @@ Notes
   the measured window contributes its duration once per sequence it advanced; TPOT is per request,
   ``(finish − first token) ÷ (output − 1)``. The run is stable when p95 TTFT over the two halves of the measured
   window agree within 10% of the larger or of the TTFT target, or when the rise between them, carried on for twice
-  the run, still keeps the target (``sim_run.steady``); a run keeps the promise only when it is stable, its
+  the run, still keeps the target (:func:`xlplan.simulate.run.steady`); a run keeps the promise only when it is stable, its
   TTFT is within target and its ITL is within target or undefined (no second token decoded). A run lasts max(10 minutes, 20,000 arrivals) unless
   told, at most 6 hours.
 - **Prefix reuse**: the plan's reused share of each prompt is held in the cache from admission but not computed.
