@@ -23,7 +23,7 @@ from xlplan.plan import replica_at_tp, scenario, steps
 from xlplan.plan.scenario import resolve
 from xlplan.serving import batch_search, folded_step, memory, step_inputs
 from xlplan.serving import step as serving
-from xlplan.simulate import loop, scheduler, search, verify, workload
+from xlplan.simulate import loop, search, verify, workload
 from xlplan.simulate import run as sim_run
 
 REF = resolve(reference_plan())
@@ -245,7 +245,7 @@ def test_a_full_cache_preempts_and_recomputes():
     # 2,000-token prompts fill it, and their 300 outputs each cannot all fit. The scheduler must preempt and recompute,
     # every request still finishes, and never more is held than fits.
     s = dataclasses.replace(REF, memory_utilisation=0.2561, max_num_batched_tokens=512.0)
-    cap = scheduler.kv_capacity_tokens(s, 1)
+    cap = replica_at_tp.kv_capacity_tokens(s, 1)
     assert cap == pytest.approx((79.647 * 0.2561 - 14.957 - 3.0) * 2**30 / 131072, rel=0.01)
     r = sim_run.simulate(s, 1, 1, _fixed(1.2, 600, 2000, 300), 600)
     assert r.preemptions > 0
@@ -443,7 +443,7 @@ def test_step_advice_wherever_the_step_misses_the_inter_token_promise():
 
 @pytest.mark.parametrize("itl_s", [0.005, 0.02, 0.05, 0.2])
 def test_max_batch_within_plain_floats_equals_its_array_form(itl_s):
-    # the bisection runs as a plain loop on floats and through _vec on arrays (the sweep): the same halvings of the
+    # the bisection runs as a plain loop on floats and through xlplan.arrays on arrays (the sweep): the same halvings of the
     # same interval, so the same batch to the last bit — including the ends (one sequence misses: 0; the cap fits: cap)
     s = REF
     tr = steps.traffic(s)

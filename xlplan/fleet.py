@@ -41,6 +41,33 @@ def whole_replicas(gpus_exact, tp):
     return arrays.ceil(x * (1.0 - ROUNDING_TOLERANCE))
 
 
+def whole_units(gpus, unit):
+    """GPUs rounded up to whole purchasing units: the one rounding every fleet, bill and schedule month uses. [GPUs]
+
+    Parameters
+    ----------
+    gpus : float or array
+        GPUs needed (the fleet with redundancy). [GPUs]
+    unit : float or array
+        The purchasing unit: GPUs per node, or 1 for a fleet bought or rented by the GPU. [GPUs]
+
+    Returns
+    -------
+    float or array
+        ``ceil(gpus ÷ unit − tolerance) × unit``, with :data:`ROUNDING_TOLERANCE` of slack for float noise. [GPUs]
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "round to something buyable: … buy a node of 8".
+
+    Examples
+    --------
+    >>> whole_units(5, 8), whole_units(9, 8), whole_units(7, 1)
+    (8.0, 16.0, 7.0)
+    """
+    return arrays.ceil(gpus / unit - ROUNDING_TOLERANCE) * unit
+
+
 def whole_gpus(gpus_exact, tp):
     """GPUs in whole replicas of ``tp`` that cover ``gpus_exact``. [GPUs]
 
@@ -107,7 +134,7 @@ def fleet_sizes(load_replicas, tp, redundancy_replicas, gpus_per_node):
     """
     load = load_replicas * tp
     with_redundancy = (load_replicas + redundancy_replicas) * tp
-    purchased = arrays.ceil(with_redundancy / gpus_per_node) * gpus_per_node
+    purchased = whole_units(with_redundancy, gpus_per_node)
     return load, with_redundancy, purchased
 
 
@@ -226,4 +253,4 @@ def billed_gpus_paid_as(paid_as: str, with_redundancy, gpus_per_node):
     """
     if paid_as == "rent_per_gpu":
         return with_redundancy
-    return arrays.ceil(with_redundancy / gpus_per_node - ROUNDING_TOLERANCE) * gpus_per_node
+    return whole_units(with_redundancy, gpus_per_node)

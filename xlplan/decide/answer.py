@@ -7,7 +7,6 @@ bill; :func:`deployed` the scenario the simulation runs. No I/O.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from xlplan import fleet, words
 from xlplan.money import cost
@@ -178,7 +177,7 @@ def answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
         red = verified.with_redundancy if verified.with_redundancy is not None else load + int(s.redundancy) * tp
     else:
         source, load, red = "closed form", cf.load, cf.with_redundancy
-    purchased = int(math.ceil(red / s.gpus_per_node) * s.gpus_per_node)
+    purchased = int(fleet.whole_units(red, s.gpus_per_node))
     tr = sol.traffic
     b = monthly_bill.bill(s, tr, dataclasses.replace(sol.paths, with_redundancy=float(red), purchased=float(purchased)))
     by_util = usd_per_mtok_by_utilisation(s, tr, b.monthly_usd)

@@ -18,7 +18,6 @@ must be in place before the peak it serves, which for bought hardware means orde
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from xlplan import fleet
 from xlplan.decide.schedule_calendar import first_month, month_start, order_by, plan_growth
@@ -212,7 +211,7 @@ def _months(decided: list, margin: int, lead_time_days: int, ops_usd_per_month: 
     for first_day, sm, d in decided:
         cf = d.closed_form
         source, load, red = _month_fleet(d, margin)
-        needed = int(math.ceil(red / sm.gpus_per_node) * sm.gpus_per_node)
+        needed = int(fleet.whole_units(red, sm.gpus_per_node))
         held = held_gpus(sm.paid_as, red, needed, previous)
         new, previous = max(held - previous, 0), held
         b = monthly_bill.bill(sm, d.sol.traffic, dataclasses.replace(d.sol.paths, with_redundancy=float(red), purchased=float(held)))

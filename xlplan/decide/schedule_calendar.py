@@ -30,7 +30,12 @@ def monthly_peaks(peak_rps: float, growth: float, months: int) -> list[float]:
     >>> [round(x, 2) for x in monthly_peaks(40.0, 0.10, 4)]
     [40.0, 44.0, 48.4, 53.24]
     """
-    return [peak_rps * (1.0 + growth) ** m for m in range(months)]
+    return [_compounded(peak_rps, growth, m) for m in range(months)]
+
+
+def _compounded(peak_rps: float, growth: float, m: int) -> float:
+    """The peak after ``m`` months of compounding growth. [requests/s]"""
+    return peak_rps * (1.0 + growth) ** m
 
 
 def month_start(yyyy_mm: str, add: int = 0) -> dt.date:
@@ -106,6 +111,36 @@ def first_month(today: dt.date) -> str:
     return f"{today.year + (today.month == 12):04d}-{today.month % 12 + 1:02d}"
 
 
+def month_peak(peak_rps: float, growth, index: int) -> float:
+    """The plan's peak in month ``index`` of its growth: the one rule the schedule and the review read a month's peak by.
+
+    Parameters
+    ----------
+    peak_rps : float
+        The plan's forecast peak. [requests/s]
+    growth : Growth or None
+        The plan's growth section: ``peaks_rps`` (a table, its last entry past its end) or ``monthly`` (compounding).
+    index : int
+        Months from the growth's first month (0 and below: the first month). [months]
+
+    Returns
+    -------
+    float
+        The table's entry, or ``peak_rps × (1 + monthly)^index``; ``peak_rps`` without growth. [requests/s]
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as G
+    >>> month_peak(40.0, G(peaks_rps=None, monthly=0.10), 2), month_peak(40.0, G(peaks_rps=[40, 50], monthly=None), 5)
+    (48.400000000000006, 50)
+    """
+    if growth is None:
+        return peak_rps
+    if growth.peaks_rps is not None:
+        return growth.peaks_rps[min(max(index, 0), len(growth.peaks_rps) - 1)]
+    return _compounded(peak_rps, growth.monthly or 0.0, max(index, 0))
+
+
 def plan_growth(peak_rps: float, growth, months: int | None = None) -> tuple[list[float], str] | None:
     """The monthly peaks a plan's growth section gives, and how they were made in words; None when it gives none.
 
@@ -127,9 +162,10 @@ def plan_growth(peak_rps: float, growth, months: int | None = None) -> tuple[lis
     if growth is None:
         return None
     if growth.peaks_rps is not None:
-        return list(growth.peaks_rps)[: months or None], "monthly peaks from the plan's growth section"
+        n = min(months or len(growth.peaks_rps), len(growth.peaks_rps))
+        return [month_peak(peak_rps, growth, m) for m in range(n)], "monthly peaks from the plan's growth section"
     if growth.monthly is None:
         return None
     words = (f"{growth.monthly:.1%} a month from {peak_rps:g} req/s"
              + (f" ({growth.source})" if growth.source else " (the plan's growth section)"))
-    return monthly_peaks(peak_rps, growth.monthly, months or growth.months), words
+    return [month_peak(peak_rps, growth, m) for m in range(months or growth.months)], words

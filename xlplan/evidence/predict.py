@@ -112,8 +112,7 @@ def _replica(c: Conditions) -> Replica:
     tr = steps.traffic(s)
     r = replica_at_tp.replica(s, c.tp)
     kv = replica_at_tp.kv_budget_gib(s, c.tp) if not c.v0 else _v0_budget(c, s)
-    per_token = s.kv_bytes_per_token_layer * s.layers / r.kv_shards
-    return Replica(s, c.gpu.name, tr, r, kv, max(kv, 0.0) * GIB / per_token)
+    return Replica(s, c.gpu.name, tr, r, kv, replica_at_tp.kv_capacity_tokens(s, c.tp, kv))
 
 
 def _visible(gpu: GPUSpec, default: float) -> float:

@@ -29,7 +29,6 @@ from xlplan.evidence import calibrate, predict
 from xlplan.evidence.bench_conditions import Efficiencies
 from xlplan.evidence.calibrate_map import NOISE
 from xlplan.evidence.production import DERIVED, StepObservation
-from xlplan.units import GIB
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ def plan_replica(plan, tp: int) -> predict.Replica:
     tr = steps.traffic(s)
     r = replica_at_tp.replica(s, tp)
     kv = replica_at_tp.kv_budget_gib(s, tp)
-    return predict.Replica(s, plan.hardware.resolve().name, tr, r, kv, max(kv, 0.0) * GIB / (s.kv_bytes_per_token_layer * s.layers / r.kv_shards))
+    return predict.Replica(s, plan.hardware.resolve().name, tr, r, kv, replica_at_tp.kv_capacity_tokens(s, tp, kv))
 
 
 def planned_efficiencies(rep: predict.Replica) -> Efficiencies:

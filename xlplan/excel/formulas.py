@@ -147,7 +147,8 @@ def _flops_time(decode_flops: str, prefill_flops: str, tp: str, peak: str, scale
 
 def step_time(tp: str, ep: str, shards: str, dec: str, dec_keys: str, dec_keys_w: str, pre: str, pre_keys: str,
               pre_keys_w: str, kv: str, kv_w: str) -> str:
-    """:func:`xlplan.serving.step.step_time_s`: overhead + the dense, expert and attention parts' rooflines + communication.
+    """:func:`xlplan.serving.step.step_time_s` as an Excel formula, the step time's workbook twin: overhead + the dense,
+    expert and attention parts' rooflines + communication.
 
     Each argument is an Excel expression: the replica's TP and EP degrees and KV shards, then the step's decode tokens
     and their key pairs (unclipped, clipped at the window), prefill tokens and theirs, and the cached tokens it reads.

@@ -36,17 +36,13 @@ prices; commitment coverage = usage covered by commitments ÷ eligible usage; co
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from xlplan import fleet
 from xlplan.units import MILLION, SECONDS_PER_HOUR
 
 HOURS_PER_DAY = 24
 """[h/day]"""
-
-_ROUNDING = 1e-9
-"""Slack below a whole replica before rounding up, so 0.5 × 8 = 4.000000001 stays 4 replicas. [replicas]"""
-
 
 def replicas_needed(load_gpus: int, tp: int, fraction: float) -> int:
     """Whole replicas of load an hour at ``fraction`` of the peak needs. [replicas]
@@ -70,7 +66,7 @@ def replicas_needed(load_gpus: int, tp: int, fraction: float) -> int:
     >>> replicas_needed(8, 1, 0.5), replicas_needed(8, 2, 0.3)
     (4, 2)
     """
-    return max(0, math.ceil(fraction * load_gpus / tp - _ROUNDING))
+    return max(0, int(fleet.whole_units(fraction * load_gpus / tp, 1)))
 
 
 def hourly_gpus(load_gpus: int, redundancy_gpus: int, tp: int, curve) -> list[int]:

@@ -98,7 +98,8 @@ def ownership_out(p: Plan, purchased_gpus: float, api_usd_per_month: float | Non
         return None
     v, pt = parts_usd(p, purchased_gpus)
     hours, eng = p.hardware.hours_per_month, p.hardware.ops_usd_per_month
-    rent_rate = p.hardware.usd_per_gpu_hour or p.hardware.resolve().usd_per_gpu_hour
+    quoted = p.hardware.quoted_price()
+    rent_rate = quoted[0] if quoted else None
     rent = purchased_gpus * rent_rate * hours if rent_rate else None  # the same units, rented
     running = pt["energy"] + pt["hosting"] + pt["licence"] + v["hardware_ops_usd_per_month"]
     payback = ownership.payback_months(pt["capex_usd"], rent, running) if rent is not None else None

@@ -166,3 +166,26 @@ def kv_budget_terms(s: Scenario, tp: int) -> tuple:
     """
     return engines.kv_budget_terms(s.engine, s.memory_gib, s.visible_gib, s.memory_utilisation, s.weights_bytes / tp / GIB,
                                    s.overhead_gib, activation_gib(s, tp), tp)
+
+
+def kv_capacity_tokens(s: Scenario, tp: int, kv_gib: float | None = None) -> float:
+    """Tokens one replica's KV cache holds, in tokens of every layer: the one count the simulator's cache and the
+    benchmark predictions use (a sliding-window layer's share is clipped where the run counts what each sequence
+    holds). [tokens]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: the engine's memory rule, KV bytes per token and layer, layers.
+    tp : int
+        GPUs in the replica (tensor parallel). [GPUs]
+    kv_gib : float, optional
+        The KV budget per GPU; left out, :func:`kv_budget_gib` (the engine's memory rule at ``tp``). [GiB]
+
+    Returns
+    -------
+    float
+        ``max(KV budget per GPU, 0) × shards ÷ (KV bytes per token and layer × layers)``. [tokens]
+    """
+    budget = kv_budget_gib(s, tp) if kv_gib is None else kv_gib
+    return max(budget, 0.0) * GIB * kv_shards(s, tp) / (s.kv_bytes_per_token_layer * s.layers)

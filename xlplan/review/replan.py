@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from xlplan.decide.schedule_calendar import first_month, month_start, order_by
+from xlplan.decide.schedule_calendar import first_month, month_peak, month_start, order_by
 from xlplan.schema.plan import Plan
 from xlplan.schema.result import PlanResult
 from xlplan.schema.review import FleetSide, MonthPair, OrderAction, Replan
@@ -39,12 +39,8 @@ def _start(plan: Plan, day: dt.date) -> str:
 
 
 def _peak_at(plan: Plan, index: int) -> float:
-    g, peak = plan.growth, plan.forecast.peak_rps
-    if g is None or index <= 0:
-        return peak if g is None or g.peaks_rps is None else g.peaks_rps[0]
-    if g.peaks_rps is not None:
-        return g.peaks_rps[min(index, len(g.peaks_rps) - 1)]
-    return peak * (1.0 + (g.monthly or 0.0)) ** index
+    """The plan's peak in month ``index`` of its growth (:func:`xlplan.decide.schedule_calendar.month_peak`). [requests/s]"""
+    return month_peak(plan.forecast.peak_rps, plan.growth, index)
 
 
 def planned_peak(plan: Plan, day: dt.date) -> tuple[int, float]:

@@ -97,10 +97,11 @@ def contracts_priced(plan: Any) -> Any:
         raise ValueError("forecast.daily_curve: missing; contracts is given, and its mix is sized from the day's load "
                          "(24 hourly fractions of the peak hour; `xlplan traffic` measures it from a log)")
     gpu = plan.hardware.resolve()
-    if plan.hardware.usd_per_gpu_hour is None and gpu.usd_per_gpu_hour is None:
+    quoted = plan.hardware.quoted_price()
+    if quoted is None:
         raise ValueError(f"hardware.usd_per_gpu_hour: missing, and {gpu.name} has no catalog price; contracts needs the "
                          "on-demand price the busy hours pay; expected a price in USD/GPU-hour")
-    on_demand = plan.hardware.usd_per_gpu_hour or gpu.usd_per_gpu_hour
+    on_demand = quoted[0]
     if c.reserved_usd_per_gpu_hour is not None:
         if c.reserved_usd_per_gpu_hour >= on_demand:
             raise ValueError(f"contracts.reserved_usd_per_gpu_hour: got {c.reserved_usd_per_gpu_hour:g}, at or above the "
@@ -155,8 +156,9 @@ def contract_prices(plan: Any, owned_usd_per_gpu_hour: float | None) -> dict:
         base = {"value": float(owned_usd_per_gpu_hour), "source": "the bought fleet's depreciation, energy and hosting per GPU-hour"}
     else:
         base = _cited(offers[c.term])
-    rate = plan.hardware.usd_per_gpu_hour
-    on_demand = ({"value": float(rate), "source": plan.sources.pricing or "plan (hardware.usd_per_gpu_hour)"} if rate is not None
-                 else {"value": float(gpu.usd_per_gpu_hour), "source": f"catalog: {gpu.price_note or gpu.name}"}
-                 if gpu.usd_per_gpu_hour is not None else None)
+    quoted = plan.hardware.quoted_price()
+    on_demand = None if quoted is None else {
+        "value": quoted[0],
+        "source": (plan.sources.pricing or "plan (hardware.usd_per_gpu_hour)") if quoted[1] == "plan"
+        else f"catalog: {gpu.price_note or gpu.name}"}
     return {"base": base, "on_demand": on_demand, "spot": _cited(offers["spot"]) if "spot" in offers else None}

@@ -109,20 +109,34 @@ class Hardware(_Section):
             base = {}
         return GPUSpec(**{**base, **fields})
 
+    def quoted_price(self) -> tuple[float, str] | None:
+        """The price the plan uses and whose it is: the plan's ``usd_per_gpu_hour``, else the catalog's representative
+        rental price for the GPU. The one rule every surface prices a GPU-hour by.
+
+        Returns
+        -------
+        tuple of (float, str) or None
+            (price [USD/GPU-hour], 'plan' or 'catalog'); None when neither the plan nor the catalog has a price.
+        """
+        if self.usd_per_gpu_hour is not None:
+            return float(self.usd_per_gpu_hour), "plan"
+        catalog_price = self.resolve().usd_per_gpu_hour
+        return None if catalog_price is None else (float(catalog_price), "catalog")
+
     def price(self) -> float:
         """The price the plan uses. [USD/GPU-hour]
 
         Returns
         -------
         float
-            ``usd_per_gpu_hour`` where given, else the catalog's representative rental price for the GPU. [USD/GPU-hour]
+            :meth:`Hardware.quoted_price`'s price. [USD/GPU-hour]
 
         Raises
         ------
         ValueError
             When neither the plan nor the catalog has a price.
         """
-        price = self.usd_per_gpu_hour or self.resolve().usd_per_gpu_hour
-        if price is None:
+        quoted = self.quoted_price()
+        if quoted is None:
             raise ValueError("no price: give hardware.usd_per_gpu_hour")
-        return price
+        return quoted[0]

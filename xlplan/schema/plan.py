@@ -254,7 +254,7 @@ class Plan(_Section):
         dtype = self.policy.compute_dtype
         if dtype is not None and gpu.peak_tflops(dtype) is None:
             raise ValueError(f"policy.compute_dtype: {gpu.name} has no {dtype} peak in the catalog; expected bf16 or a dtype it supports")
-        if self.costs.rents() and self.hardware.usd_per_gpu_hour is None and gpu.usd_per_gpu_hour is None:
+        if self.costs.rents() and self.hardware.quoted_price() is None:
             raise ValueError(f"hardware.usd_per_gpu_hour: missing, and {gpu.name} has no catalog price; expected a price in USD/GPU-hour")
         if self.costs.mode == "buy":
             own = catalog.ownership_for(gpu.name) if isinstance(self.hardware.gpu, str) else {}

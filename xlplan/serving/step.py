@@ -219,6 +219,11 @@ def attention_time_s(r: Replica, load: StepLoad):
 def step_time_s(r: Replica, load: StepLoad):
     """Time of one engine step: overhead + each part's roofline (dense weights, experts, attention) + communication. [s]
 
+    The step time's one home. It has three deliberate twins, each held equal to it by a test on plans with every
+    engine's defaults (``tests/test_one_home.py``): the fast closure :func:`xlplan.serving.folded_step.step_time_fn`
+    (the simulator's Python loop and the sweep), the compiled :func:`xlplan.simulate.kernel_state.step_s` (the
+    simulator's numba loop), and the workbook's formula :func:`xlplan.excel.formulas.step_time` (Excel's grammar).
+
     Parameters
     ----------
     r : Replica

@@ -18,7 +18,7 @@ How the Python loop's containers map onto arrays (every request is in at most on
   loaded, the first of equals, either way.
 
 numba's on-disk cache of :func:`xlplan.simulate.kernel.run` holds these routines compiled into it and is keyed on
-``sim_kernel.py`` alone: after editing this module, touch ``sim_kernel.py`` (or clear its ``__pycache__``) so the
+``xlplan/simulate/kernel.py`` alone: after editing this module, touch ``kernel.py`` (or clear its ``__pycache__``) so the
 loop is compiled again (numba's documented limit on caching: changes in functions of other files go unnoticed).
 
 References
@@ -75,7 +75,8 @@ DEAD_LOAD = 2**62
 @njit(cache=True)
 def step_s(c, dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
     """One step's time, :func:`xlplan.serving.folded_step.step_time_fn`'s ``f`` term by term, on the constants ``c`` of
-    :func:`xlplan.serving.folded_step.step_constants`. [s]
+    :func:`xlplan.serving.folded_step.step_constants`: the step time's compiled twin (of
+    :func:`xlplan.serving.step.step_time_s`). [s]
 
     Parameters
     ----------

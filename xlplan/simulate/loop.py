@@ -14,9 +14,10 @@ from array import array
 from heapq import heappop, heappush, heapreplace
 
 from xlplan.plan import replica_at_tp, scenario
+from xlplan.plan.replica_at_tp import kv_capacity_tokens
 from xlplan.plan.scenario import Scenario, chunk_tokens
 from xlplan.serving import folded_step
-from xlplan.simulate.scheduler import _Replica, kv_capacity_tokens, start_step
+from xlplan.simulate.scheduler import _Replica, start_step
 from xlplan.simulate.workload import Workload
 
 

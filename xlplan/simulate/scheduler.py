@@ -1,6 +1,6 @@
 """What one replica's next step carries, as vLLM schedules it: decodes first, then prefill chunks, the newest preempted.
 
-The schedule runs over the replica's state (:class:`_Replica`) and the KV cache it holds (:func:`kv_capacity_tokens`):
+The schedule runs over the replica's state (:class:`_Replica`) and the KV cache it holds (:func:`xlplan.plan.replica_at_tp.kv_capacity_tokens`):
 running sequences decode first, each with room for one more token, preempting the newest while the cache is full;
 then partly prefilled prompts and the queue (FIFO) are chunked into the remaining step budget (:func:`xlplan.plan.scenario.chunk_tokens`).
 
@@ -19,30 +19,6 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-
-from xlplan.plan import replica_at_tp
-from xlplan.plan.scenario import Scenario
-from xlplan.units import GIB
-
-
-def kv_capacity_tokens(s: Scenario, tp: int) -> float:
-    """Tokens one replica's KV cache holds at plan time, in tokens of every layer (a sliding-window layer's share is
-    clipped where the run counts what each sequence holds). [tokens]
-
-    Parameters
-    ----------
-    s : Scenario
-        The plan's numbers: the engine's memory rule, KV bytes per token and layer, layers.
-    tp : int
-        GPUs in the replica (tensor parallel). [GPUs]
-
-    Returns
-    -------
-    float
-        ``max(KV budget per GPU, 0) × shards ÷ (KV bytes per token and layer × layers)``. [tokens]
-    """
-    shards = replica_at_tp.kv_shards(s, tp)
-    return max(replica_at_tp.kv_budget_gib(s, tp), 0.0) * GIB * shards / (s.kv_bytes_per_token_layer * s.layers)
 
 
 class _Replica:

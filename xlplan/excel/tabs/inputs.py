@@ -216,7 +216,8 @@ def _input_row(book: Book, sh: Sheet, e: Engine, spec: InputSpec) -> None:
 def _prices_used(rows: Rows, e: Engine) -> None:
     """The catalog price beside the price paid, then the rental price and the GPU-hour cost the plan uses."""
     _catalog_price(rows.sheet, e)
-    rent = e.plan.hardware.usd_per_gpu_hour or e.gpu.usd_per_gpu_hour or PRICE_MISSING
+    quoted = e.plan.hardware.quoted_price()
+    rent = quoted[0] if quoted is not None else PRICE_MISSING
     rows.calc("RentUSDPerGPUHour", "Rental price used",
               f'=IF(ISNUMBER(GPUUSDPerHourInput),GPUUSDPerHourInput,IF(GPUCatalogUSDPerHour>0,GPUCatalogUSDPerHour,"{PRICE_MISSING}"))',
               rent, "USD/GPU-hour", FMT["usd2"], "The price paid, or the catalog's price (text where neither is known).")
