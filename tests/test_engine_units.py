@@ -74,6 +74,13 @@ def test_capacity_cli(capsys):
     # the reference 6 GPUs at 40 req/s, so 4 cannot hold 40)
     assert out["method"] == "closed form" and out["closed_form"]["limited_by"] == "queueing"
     assert out["max_peak_rps"] == out["closed_form"]["max_peak_rps"] < 40.0
+    # --json is the typed result the engine returns, dumped: no field assembled in the command
+    from xlplan.decide.capacity import plan_capacity
+    from xlplan.io.planfile import reference_plan
+
+    typed = plan_capacity(reference_plan(), 4, verify=False)
+    assert out == json.loads(json.dumps(typed.model_dump(exclude_none=True)))
+    assert out["not_simulated"] == typed.not_simulated == "not simulated: --no-verify"
 
 
 @pytest.mark.parametrize("gpus", [1, 2, 6])

@@ -96,36 +96,22 @@ def capacity_cmd(
 ) -> None:
     """The inverse question: the highest peak rate a given number of GPUs serves keeping the promise (simulated)."""
     from xlplan import words
-    from xlplan.decide.capacity import closed_form_capacity, too_large_to_simulate, verified_capacity
-    from xlplan.plan.scenario import resolve
+    from xlplan.decide.capacity import plan_capacity
 
     p = _load(plan_file)
-    s = resolve(p)
-    four = closed_form_capacity(s, gpus, p.policy.max_num_batched_tokens is not None)
-    cap = four.without_queueing
-    why = "not simulated: --no-verify" if no_verify else too_large_to_simulate(s, gpus)
-    ver = None if why else verified_capacity(s, gpus, p.promise.percentile, p.model.resolve().max_context_tokens,
-                                             budget_set_by_plan=p.policy.max_num_batched_tokens is not None)
-    closed = {"tp": four.tp, "max_peak_rps": four.max_peak_rps, "limited_by": four.limited_by,
-              "without_queueing": {"tp": cap.tp, "max_peak_rps": cap.max_peak_rps, "limited_by": cap.limited_by,
-                                   "per_path_rps": cap.per_path_rps}}
+    r = plan_capacity(p, gpus, verify=not no_verify)
     if as_json:
-        out = {"gpus": gpus, "method": "closed form" if ver is None else "verified",
-               "max_peak_rps": four.max_peak_rps if ver is None else ver.max_peak_rps, "closed_form": closed}
-        if ver is None:
-            out["not_simulated"] = why
-        else:
-            out.update(tp=ver.tp, replicas=ver.replicas, fails_at_rps=ver.fails_at_rps, seeds=ver.seeds,
-                       minutes=ver.minutes)
-        typer.echo(json_text(out))
+        typer.echo(json_text(r.model_dump(exclude_none=True)))
         return
+    four, cap = r.closed_form, r.closed_form.without_queueing
     per = ", ".join(f"{k} {v:,.2f}" for k, v in cap.per_path_rps.items())
     stops = "stop" if " and " in four.limited_by else "stops"
     closed_line = (f"the closed form says {four.max_peak_rps:,.2f} requests/s (TP {four.tp}); {four.limited_by} {stops} it "
                    f"first (without the queueing path {cap.max_peak_rps:,.2f}; by path [requests/s]: {per}).")
-    if ver is None:
-        typer.echo(f"{words.count(gpus, 'GPU')}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {why})")
+    if r.not_simulated:
+        typer.echo(f"{words.count(gpus, 'GPU')}: {closed_line[0].upper()}{closed_line[1:]} (plan: {p.forecast.peak_rps:g}; {r.not_simulated})")
         return
+    ver = r
     seeds = ", ".join(map(str, ver.seeds[:-1])) + f" and {ver.seeds[-1]}"
     idle = gpus - ver.replicas * ver.tp
     typer.echo(f"{words.count(gpus, 'GPU')} (TP {ver.tp}, {words.count(ver.replicas, 'replica')}"

@@ -15,7 +15,9 @@ from dataclasses import dataclass, replace
 
 from xlplan import arrays, fleet, words
 from xlplan.plan import scenario, steps
-from xlplan.plan.scenario import Scenario
+from xlplan.plan.scenario import Scenario, resolve
+from xlplan.schema.decisions import CapacityOut, ClosedFormCapacityOut, PathsCapacityOut
+from xlplan.schema.plan import Plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,3 +370,38 @@ def too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
             f"what the default search takes on (at most {answer.AUTO_VERIFY_MAX_REPLICAS} replicas and "
             f"{answer.AUTO_VERIFY_MAX_REQUESTS:,} requests); simulate a share of the fleet with a plan at that share "
             "of the peak")
+
+
+def plan_capacity(p: Plan, gpus: int, verify: bool = True) -> CapacityOut:
+    """The inverse question on a plan: the highest peak rate ``gpus`` GPUs serve keeping its promise; what
+    ``xlplan capacity`` prints and ``--json`` dumps.
+
+    Parameters
+    ----------
+    p : Plan
+        The validated plan.
+    gpus : int
+        GPUs serving the load, spares excluded. [GPUs]
+    verify : bool
+        Simulate where affordable (:func:`too_large_to_simulate`); False gives the closed form's figure alone.
+
+    Returns
+    -------
+    CapacityOut
+        The verified figure, or the closed form's with why it was not simulated, and the closed form's beside it.
+    """
+    s = resolve(p)
+    budget_set = p.policy.max_num_batched_tokens is not None
+    four = closed_form_capacity(s, gpus, budget_set)
+    cap = four.without_queueing
+    why = "not simulated: --no-verify" if not verify else too_large_to_simulate(s, gpus)
+    closed = ClosedFormCapacityOut(
+        tp=four.tp, max_peak_rps=four.max_peak_rps, limited_by=four.limited_by,
+        without_queueing=PathsCapacityOut(tp=cap.tp, max_peak_rps=cap.max_peak_rps, limited_by=cap.limited_by,
+                                          per_path_rps=cap.per_path_rps))
+    if why:
+        return CapacityOut(gpus=gpus, method="closed form", max_peak_rps=four.max_peak_rps, closed_form=closed,
+                           not_simulated=why)
+    ver = verified_capacity(s, gpus, p.promise.percentile, p.model.resolve().max_context_tokens, budget_set_by_plan=budget_set)
+    return CapacityOut(gpus=gpus, method="verified", max_peak_rps=ver.max_peak_rps, closed_form=closed, tp=ver.tp,
+                       replicas=ver.replicas, fails_at_rps=ver.fails_at_rps, seeds=ver.seeds, minutes=ver.minutes)

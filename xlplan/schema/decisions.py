@@ -1,7 +1,7 @@
-"""The typed results of the two decisions beside a plan: which GPU (`xlplan compare`) and when to order (`xlplan schedule`).
+"""The typed results of the decisions beside a plan: which GPU (`xlplan compare`), when to order (`xlplan schedule`)
+and the highest rate a fleet serves (`xlplan capacity`).
 
-Import the models from :mod:`xlplan.schema.result`, their public home; like the plan's result, they know nothing of how they
-are shown.
+Like the plan's result, they know nothing of how they are shown.
 """
 
 from __future__ import annotations
@@ -123,3 +123,40 @@ class ScheduleOut(_Out):
     capex_before_schedule_usd: float = Field(default=0.0, description="Capex paid before the first month: orders that go out before it, paid at order. In no month's cash nor any period's total. [USD]")
     cash_totals: list[CashTotal] = Field(default_factory=list, description="Totals by fiscal quarter, then by fiscal year, over the schedule's months.")
     late_orders: list[str] = Field(default_factory=list, description="Months whose order date had passed on the day the schedule was made: order now, they arrive late. [month]")
+
+
+class PathsCapacityOut(_Out):
+    """The closed form's inverse on the memory, compute and latency paths alone (`xlplan capacity`)."""
+
+    tp: int = Field(description="Tensor-parallel degree at that rate. [GPUs]")
+    max_peak_rps: float = Field(description="The highest peak rate the paths fit in the fleet. [requests/s]")
+    limited_by: str = Field(description="The path that stops it. [text]")
+    per_path_rps: dict[str, float] = Field(description="Each path's own limit. [requests/s]")
+
+
+class ClosedFormCapacityOut(_Out):
+    """The highest peak rate at which the closed form (all four paths) fits a fleet, and the path that stops it."""
+
+    tp: int = Field(description="The closed form's degree at that rate. [GPUs]")
+    max_peak_rps: float = Field(description="The highest peak rate the closed form fits. [requests/s]")
+    limited_by: str = Field(description="The paths that need more than the GPUs just past that rate. [text]")
+    without_queueing: PathsCapacityOut = Field(description="Memory, compute and latency alone: linear in the rate.")
+
+
+class CapacityOut(_Out):
+    """The inverse question (`xlplan capacity`): the highest peak rate a fleet serves keeping the promise.
+
+    Verified in simulation where affordable (``method`` 'verified', with the simulated degree, replicas, the rate it
+    first misses at, the seeds and each run's span); else the closed form's figure with ``not_simulated`` saying why.
+    """
+
+    gpus: int = Field(description="GPUs serving the load, spares excluded. [GPUs]")
+    method: str = Field(description="'verified' (simulated) or 'closed form'. [text]")
+    max_peak_rps: float = Field(description="The highest peak rate found keeping the promise. [requests/s]")
+    closed_form: ClosedFormCapacityOut = Field(description="The closed form's inverse beside it.")
+    not_simulated: str | None = Field(default=None, description="Why the figure was not simulated. [text]")
+    tp: int | None = Field(default=None, description="The simulated tensor-parallel degree. [GPUs]")
+    replicas: int | None = Field(default=None, description="Replicas simulated. [replicas]")
+    fails_at_rps: float | None = Field(default=None, description="The lowest rate found missing the promise. [requests/s]")
+    seeds: list[int] | None = Field(default=None, description="The seeds every run kept the promise on. [1]")
+    minutes: float | None = Field(default=None, description="Each run's span at the highest rate. [minutes]")
