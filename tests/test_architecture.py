@@ -10,21 +10,31 @@ standard library's ``functools.cache``.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 MUTATORS = {"append", "extend", "insert", "update", "clear", "pop", "popitem", "setdefault", "add", "discard", "remove"}
 
 
+@functools.cache
 def _health():
     spec = importlib.util.spec_from_file_location("health", ROOT / "scripts" / "health.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@functools.cache
+def _rules() -> dict:
+    """The package rules, walked once for every test that reads them."""
+    return _health().package_rules()
 
 
 def test_no_import_circles():
@@ -65,6 +75,7 @@ def _mutations(tree: ast.Module, names: set[str]) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_level_mutable_state():
     problems = []
     files = sorted((ROOT / "xlplan").rglob("*.py")) + sorted((ROOT / "udfs").rglob("*.py"))
@@ -129,6 +140,7 @@ def _solver_and_graph() -> tuple[set[str], dict[str, set[str]]]:
         solver = grown
 
 
+@pytest.mark.slow
 def test_no_writer_imports_the_solver():
     # the result carries every figure a surface shows (xlplan.excel.book.figures computes them once); a writer that imports
     # the solver could compute a second copy of one, which is how the workbook once disagreed with the note
@@ -156,12 +168,12 @@ def test_the_solver_check_sees_a_function_level_import(tmp_path):
 
 
 def test_packages_import_only_themselves_and_those_before_them():
-    assert _health().package_rules()["upward"] == []
+    assert _rules()["upward"] == []
 
 
 def test_the_package_graph_has_no_circle():
     h = _health()
-    edges = {k: set(v) for k, v in h.package_rules()["edges"].items()}
+    edges = {k: set(v) for k, v in _rules()["edges"].items()}
     edges["xlplan"] -= {"xlplan.cli"}  # xlplan/__main__.py, the entry point (health.ENTRY_POINTS), runs the commands
     assert [c for c in h.strongly_connected(edges) if len(c) > 1] == []
 
@@ -179,11 +191,11 @@ def test_the_order_check_sees_an_upward_and_a_private_import(tmp_path):
 
 
 def test_no_module_takes_a_private_name_from_another_package():
-    assert _health().package_rules()["private"] == []
+    assert _rules()["private"] == []
 
 
 def test_the_top_level_is_a_few_modules_with_no_prefix_family():
-    rules = _health().package_rules()
+    rules = _rules()
     assert len(rules["top_level"]) <= _health().TOP_LEVEL_MODULES_MAX
     assert rules["prefix_families"] == []
 

@@ -151,6 +151,7 @@ def test_a_tensor_parallel_degree_that_does_not_divide_the_node_is_named_at_its_
     assert "(top level)" not in line and "forecast" not in line
 
 
+@pytest.mark.slow
 def test_an_empty_plan_file_and_a_workbook_given_as_a_plan_say_what_they_are(tmp_path, capsys):
     # a new user's two slips: an empty file read as "got NoneType", and a workbook read as text ("byte 0xc7 is not
     # UTF-8") with no word of `xlplan read`

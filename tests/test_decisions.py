@@ -178,6 +178,7 @@ def test_schedule_months_are_the_answer_plan_gives_at_their_peak():
     assert [x.monthly_usd for x in every.months] == pytest.approx([x.with_redundancy * 3.0 * 730 for x in every.months])
 
 
+@pytest.mark.slow
 def test_schedule_cli_json(tmp_path, capsys):
     assert main(["schedule", "--growth", "10%", "--months", "12", "--lead-time-days", "60", "--start", "2027-01", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -230,6 +231,7 @@ def test_the_schedule_names_its_crossover_and_break_even_for_what_they_are():
     assert never.cumulative_breakeven_month is None and never.breakeven_words.endswith(": not within the schedule")
 
 
+@pytest.mark.slow
 def test_schedule_from_a_forecast_table(tmp_path, capsys):
     f = tmp_path / "peaks.csv"
     f.write_text("month,peak_rps\n2027-03,40\n2027-04,60\n2027-05,90\n")
@@ -239,6 +241,7 @@ def test_schedule_from_a_forecast_table(tmp_path, capsys):
     assert out["start"] == "2027-03"
 
 
+@pytest.mark.slow
 def test_schedule_from_the_plan_growth_section(tmp_path, capsys):
     data = reference_plan().model_dump(exclude_none=True)
     data["growth"] = {"monthly": 0.05, "months": 3, "lead_time_days": 45, "start": "2027-06"}
@@ -286,6 +289,7 @@ def test_bad_forecast_tables_exit_2(tmp_path, capsys, content, where):
     assert len(err) == 1 and str(f) in err[0] and where in err[0], err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content", [
     "month,peak_rps\n2027-03,40\n2027-04,60\n2027-05,1200\n",
     "\ufeffMonth;Peak RPS\r\n2027-03;40\r\n2027-04;60\r\n2027-05;1200\r\n\r\n",  # Excel's CSV (semicolon, BOM, CRLF)
@@ -452,6 +456,7 @@ def test_a_day_that_does_not_exist_is_refused(tmp_path, capsys):
     assert "date: got '2026-02-30'; expected a day of the calendar" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_growth_as_percent_text_reads_as_the_command_line_does(tmp_path, capsys):
     # growth.monthly '10%' is 0.10, as --growth 10% is: 40 x 1.1 = 44 req/s in the second month
     data = reference_plan().model_dump(exclude_none=True)
@@ -460,6 +465,7 @@ def test_growth_as_percent_text_reads_as_the_command_line_does(tmp_path, capsys)
     assert [round(m["peak_rps"], 9) for m in json.loads(capsys.readouterr().out)["months"]] == [40.0, 44.0]
 
 
+@pytest.mark.slow
 def test_runaway_growth_stops_at_the_cap_and_says_so(capsys):
     # doubling every month from 40 req/s: the bill grows with the rate (~$297 a month per req/s at scale: 135,437 GPUs
     # × $3 × 730 h at 10⁶ req/s), so month 15's 40 × 2^14 = 655,360 req/s (~$195M) passes the $100M-a-month bound

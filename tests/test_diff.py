@@ -105,6 +105,7 @@ def test_the_text_says_old_to_new_with_units_and_unchanged(capsys, files):
     assert "closed form" in out and "--verify" in out
 
 
+@pytest.mark.slow
 def test_a_plan_against_the_workbook_written_from_it_differs_in_nothing(capsys, tmp_path, files):
     book = tmp_path / "ref.xlsx"
     assert main(["plan", "--no-verify", str(files[0]), "--workbook", str(book)]) == 0
@@ -114,6 +115,7 @@ def test_a_plan_against_the_workbook_written_from_it_differs_in_nothing(capsys, 
     assert not any(v["changed"] for v in out["consequences"].values() if isinstance(v, dict))
 
 
+@pytest.mark.slow
 def test_a_workbook_against_a_plan_file_finds_the_same_change(capsys, tmp_path, files):
     book = tmp_path / "ref.xlsx"
     assert main(["plan", "--no-verify", str(files[0]), "--workbook", str(book)]) == 0

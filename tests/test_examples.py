@@ -113,6 +113,7 @@ def test_the_readme_has_commands_for_every_reader():
     assert len(COMMANDS) >= 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS, ids=[f"{i:02d}-{shlex.split(c)[1]}" for i, c in enumerate(COMMANDS)])
 def test_readme_command_runs_and_writes_nothing(command, monkeypatch, capsys):
     # run from the repository root, in-process, as `.venv/bin/xlplan` would: exit 0, no traceback, no error line, and
@@ -141,6 +142,7 @@ def test_sample_files_are_small_and_each_is_used_by_a_readme_command():
     assert unused == [], f"sample files no README command reads: {unused}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", REVIEW_COMMANDS)
 def test_the_readme_review_of_the_sample_month_runs_writes_nothing_and_asks_for_action(command, monkeypatch, capsys):
     # the sample month was drawn with prompts of median REVIEW_PROMPT_MEDIAN and spread REVIEW_PROMPT_SIGMA: p95
@@ -300,6 +302,7 @@ def test_confirm_reads_a_compute_bound_replica(tmp_path):
     assert e.generation_tok_s == pytest.approx(gen.REPLICA_PEAK_RPS * 310, rel=0.2)
 
 
+@pytest.mark.slow
 def test_the_generator_reproduces_the_committed_files(tmp_path):
     import pandas as pd
 

@@ -20,6 +20,7 @@ def _layout_script():
     return module
 
 
+@pytest.mark.slow
 def test_readme_layout_is_what_the_tree_generates():
     layout = _layout_script()
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -144,6 +144,7 @@ TWINS = {"xlplan/serving/folded_step.py:step_time_fn", "xlplan/simulate/kernel_s
          "xlplan/excel/formulas.py:step_time"}
 
 
+@pytest.mark.slow
 def test_no_second_step_time():
     # the step's time is defined in serving/step.py; any other function named for a step's time is one of its three
     # named twins, or a caller that times a particular step by calling step_time_s or its fast twin (predict.step_s,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from xlplan.simulate import order_stats
 
@@ -14,6 +15,7 @@ def _full_sort(values, weights, t):
     return float(values[order][min(int(np.searchsorted(cum, t)), len(cum) - 1)])
 
 
+@pytest.mark.slow
 def test_bracketed_ranks_equal_the_full_sort_with_ties_and_zero_counts():
     rng = np.random.default_rng(7)
     for trial in range(6):

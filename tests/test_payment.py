@@ -130,6 +130,7 @@ def test_plan_schema_lists_the_three_ways_to_pay():
     assert "billing" not in schema["$defs"]["Hardware"]["properties"]
 
 
+@pytest.mark.slow
 def test_an_older_workbooks_billing_cell_is_read_as_the_payment_setting(tmp_path, ref_plan):
     # a workbook built before Paid as held 'Billing' (rented | purchased) and 'CostMode' (rent | buy): purchased and
     # rent read as renting by the node, as an older plan file's do

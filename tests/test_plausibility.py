@@ -78,6 +78,7 @@ def test_accepting_a_field_without_a_range_is_refused(tmp_path, capsys):
     assert rc == 2 and "accept_implausible" in err and "'policy.mfx' has no plausible range" in err
 
 
+@pytest.mark.slow
 def test_an_answer_past_its_bounds_is_refused_unless_accepted():
     # 2,000,000 req/s of the runbook's traffic: Little's Law alone puts 2e6 × 15 s = 3e7 requests in flight, some
     # 200,000 replicas of one GPU at 150 conversations each — past 100,000 GPUs and $100M a month
@@ -166,6 +167,7 @@ def test_the_flag_without_a_field_and_a_field_given_alone(tmp_path, capsys):
     assert rc == 0 and "accepted as meant: policy.mfu = 0.9" in out
 
 
+@pytest.mark.slow
 def test_an_answer_past_both_bounds_names_the_file_and_one_way_to_accept_both(tmp_path, capsys):
     data = _with("forecast", peak_rps=2e6)
     data["accept_implausible"] = ["forecast.peak_rps"]

@@ -111,6 +111,7 @@ def test_orders_against_what_is_installed(tmp_path, capsys):
     assert rc == 1 and "cancel the order of 8 GPUs placed 2026-12-01 for 2027-03" in out
 
 
+@pytest.mark.slow
 def test_history_appends_one_line_per_review_and_reports_the_trend(tmp_path, capsys):
     hist = tmp_path / "history.jsonl"
     plan = write_plan(tmp_path)

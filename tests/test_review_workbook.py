@@ -50,6 +50,7 @@ def _flip_row(book) -> int:
     return next(int(c[1:]) for c, cell in sheet.cells.items() if cell.value == "=BreakpointPromptP95UpFlip")
 
 
+@pytest.mark.slow
 def test_the_workbook_has_the_review_tab_after_the_six_and_checks_and_reads_back(tmp_path, capsys):
     wb = tmp_path / "review.xlsx"
     rc, _, _, path = _review(tmp_path, "--workbook", wb)
@@ -67,6 +68,7 @@ def test_the_workbook_has_the_review_tab_after_the_six_and_checks_and_reads_back
     assert rc == 1
 
 
+@pytest.mark.slow
 def test_the_review_tab_holds_no_number_inside_a_formula(tmp_path):
     book, _ = _book(tmp_path)
     for coord, cell in book.get("Review").cells.items():
@@ -144,6 +146,7 @@ def test_the_planned_peak_grows_to_the_review_month(books, engine):
     assert read("Review", f"D{r}") == pytest.approx(40 / 44 - 1)
 
 
+@pytest.mark.slow
 def test_a_growing_plans_review_workbook_checks_clean_whatever_the_day(tmp_path, capsys):
     # A plan that grows but dates no growth.start counts its schedule from the month after a day: the review's day when
     # the review writes the workbook (2027-06-30: from 2027-07), not the day `check` runs. check rebuilds the schedule

@@ -105,6 +105,7 @@ def test_a_lost_replica_and_an_early_stop_are_the_same_run():
     assert py.decided_miss and r is None  # 4 replicas queue without bound: stopped on a certain miss
 
 
+@pytest.mark.slow
 def test_preemption_prefix_reuse_and_a_sequence_cap_are_the_same_run():
     # A cache of ~20,000 tokens (memory utilisation 0.2561, see test_simulate's preemption test) preempts; half of
     # every prompt from the prefix cache; at most 8 sequences at once; 512-token steps.

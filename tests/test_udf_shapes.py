@@ -112,7 +112,14 @@ def _scalar(name, args, i, value):
     return result[0][0]
 
 
-@pytest.mark.parametrize("name, i, shape", list(_cases()))
+def _marked(case):
+    """A case of MAX_RATE's GPU count runs capacity's search (a second or more for a date or a range): slow."""
+    name, i, _ = case.values
+    slow = name == "max_rate" and params(name)[i] == "gpus"
+    return pytest.param(*case.values, id=case.id, marks=pytest.mark.slow) if slow else case
+
+
+@pytest.mark.parametrize("name, i, shape", [_marked(c) for c in _cases()])
 def test_function_by_argument_by_shape(name, i, shape):
     args = GOOD[name]
     param = params(name)[i]

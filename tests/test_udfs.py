@@ -283,6 +283,7 @@ def test_classic_windows_gets_the_message_not_a_traceback(monkeypatch):
     assert U.littles_law(40, 15) == 600
 
 
+@pytest.mark.slow
 def test_compute_gpus_takes_the_split_mfus_the_engines_defaults_use(matrix_results):
     # The engine's default conventions fit prefill and decode MFUs apart (e.g. 0.45 and 0.40 on NVIDIA): the compute
     # path is prefill ÷ (peak × prefill MFU) + decode ÷ (peak × decode MFU), rounded up to whole replicas. With one MFU

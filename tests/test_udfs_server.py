@@ -71,6 +71,7 @@ def what_the_cell_shows(client, settings, payload):
     raise AssertionError("unreachable")
 
 
+@pytest.mark.slow
 def test_a_good_call(server):
     client, _ = server
     r = client.post(CALL, json=body("littles_law", [[40]], [[15]]))

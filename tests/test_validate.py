@@ -166,6 +166,7 @@ def test_bad_files(tmp_path, capsys):
         read_measurements(dup)
 
 
+@pytest.mark.slow
 def test_a_prose_cell_skips_that_figure_not_the_file(tmp_path, capsys):
     # issue 22: one prose cell in an outcome column ("22,300 per node") refused a whole 51-row file. Now that figure is
     # skipped with its line and why, and the row's other figures and every other row are still checked (exit 0)

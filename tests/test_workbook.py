@@ -35,6 +35,7 @@ def _named(wb, name):
     return wb[title][ref.replace("$", "")].value
 
 
+@pytest.mark.slow
 def test_six_tabs_in_the_notes_order_then_supporting_sheets(ref_xlsx):
     # the Summary opens on the answer; the six tabs follow in the note's order, then Options and Schedule (issue 14)
     wb = openpyxl.load_workbook(ref_xlsx)
@@ -75,6 +76,7 @@ def test_same_plan_same_bytes(ref_plan):
     assert workbook_for_plan(ref_plan) == workbook_for_plan(reference_plan())
 
 
+@pytest.mark.slow
 def test_same_plan_same_bytes_on_another_day(ref_plan, monkeypatch):
     # A workbook records no clock reading: built "tomorrow" it is the same file (the template's drift check and an
     # audit rebuild depend on it). Every module's `datetime.date.today` is moved a year on.
@@ -220,6 +222,7 @@ def test_only_functions_libreoffice_74_computes(ref_plan):
     assert crosschecks >= 20
 
 
+@pytest.mark.slow
 def test_inputs_styled_unlocked_validated_and_noted(ref_xlsx):
     wb = openpyxl.load_workbook(ref_xlsx)
     ws = wb["1 Inputs"]

@@ -44,6 +44,7 @@ def _read(path: Path, capsys, tmp_path) -> tuple[int, str]:
     return rc, err
 
 
+@pytest.mark.slow
 def test_text_in_a_number_cell(wb_path, capsys, tmp_path):
     where = _edit(wb_path, "PeakRate", "forty")
     rc, err = _read(wb_path, capsys, tmp_path)
@@ -51,6 +52,7 @@ def test_text_in_a_number_cell(wb_path, capsys, tmp_path):
     assert f"{where} (PeakRate, Peak arrival rate): found 'forty'; expected a positive number [requests/s]" in err
 
 
+@pytest.mark.slow
 def test_empty_required_input(wb_path, capsys, tmp_path):
     where = _edit(wb_path, "PromptP50", None)
     rc, err = _read(wb_path, capsys, tmp_path)
@@ -127,6 +129,7 @@ def test_zip_that_is_not_a_workbook(tmp_path, capsys):
     assert rc == 2 and "not a readable .xlsx" in err
 
 
+@pytest.mark.slow
 def test_password_protected(wb_path, capsys, tmp_path):
     from msoffcrypto.format.ooxml import OOXMLFile
 

@@ -60,6 +60,7 @@ def _is_figure(value) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (isinstance(value, str) and value.startswith("="))
 
 
+@pytest.mark.slow
 def test_every_series_reads_as_many_categories_as_values_all_figures(every_chart_xlsx):
     # a series whose values start on its units row (the Schedule's did: G12:G24 against D13:D24) plots each month's
     # figure at the month before it and the unit's text as a zero; here every cell of both ranges is a figure
@@ -89,6 +90,7 @@ def _tornado(wb):
     return bars[0]
 
 
+@pytest.mark.slow
 def test_tornado_reads_the_what_if_table_largest_first(ref_plan):
     wb = openpyxl.load_workbook(io.BytesIO(workbook_for_plan(ref_plan)))
     chart = _tornado(wb)
@@ -125,6 +127,7 @@ def test_tornado_bars_are_each_what_ifs_monthly_cost_minus_the_plans(ref_plan, t
     assert any(v != 0 for v in values)  # the reference's what-ifs move its cost (peak x2: 19,710 - 10,950 USD)
 
 
+@pytest.mark.slow
 def test_catalog_sheets_print_one_page_wide(ref_plan):
     # the GPUs (19 columns, two of them 60 and 90 characters wide) and Models (36 columns) catalogs printed to 15
     # pages at a fixed 70% scale, several across each; now every supporting sheet is one page wide, as long as it

@@ -180,6 +180,7 @@ def test_an_overwritten_formula_is_listed_first_and_uncomputed_values_are_one_li
     assert kinds[0] == "formula-overwritten" and kinds.count("no-cached-value") == 1 and len(kinds) <= 4, kinds
 
 
+@pytest.mark.slow
 def test_a_deleted_name_is_a_problem(tmp_path, capsys, book):
     path = tmp_path / "noname.xlsx"
     path.write_bytes(workbook_bytes(book))
