@@ -7,6 +7,7 @@ import json
 import pytest
 
 from xlplan.cli import main
+from xlplan.evidence.confirm import evidence
 from xlplan.io.errors import InputError
 from xlplan.io.metrics import read_scrapes
 
@@ -49,7 +50,7 @@ def test_memory_bound(tmp_path):
     # the cache pinned at 97-99%, preemptions climbing 3 per 15 s scrape, 4-6 requests waiting for blocks
     rows = [{"cache": 0.97 + 0.01 * (i % 3), "running": 60, "waiting": 4 + i % 3, "preempted": 3 * i, "generated": 9000 * i}
             for i in range(20)]
-    e = read_scrapes(scrapes(tmp_path, VLLM, rows), 15.0)
+    e = evidence(read_scrapes(scrapes(tmp_path, VLLM, rows), 15.0))
     assert e.preemptions_per_s == pytest.approx(3 / 15) and e.generation_tok_s == pytest.approx(600)
     from xlplan.evidence.confirm import verdict
 
@@ -80,20 +81,20 @@ def test_sglang_names(tmp_path):
     from xlplan.evidence.confirm import verdict
 
     rows = [{"cache": 0.95, "waiting": 12, "running": 40} for _ in range(5)]
-    assert verdict(read_scrapes(scrapes(tmp_path, SGLANG, rows)))[0] == "memory"
+    assert verdict(evidence(read_scrapes(scrapes(tmp_path, SGLANG, rows))))[0] == "memory"
 
 
 def test_older_vllm_cache_metric(tmp_path):
     old = VLLM.replace("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
     rows = [{"cache": 0.3, "running": 4, "waiting": 0, "preempted": 0, "generated": 100 * i} for i in range(3)]
-    assert read_scrapes(scrapes(tmp_path, old, rows)).cache_p95 == pytest.approx(0.3)
+    assert evidence(read_scrapes(scrapes(tmp_path, old, rows))).cache_p95 == pytest.approx(0.3)
 
 
 def test_malformed_scrape_names_the_line(tmp_path):
     p = tmp_path / "bad.txt"
     p.write_text('# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine="0" 0.5\n', encoding="utf-8")
     with pytest.raises(InputError) as e:
-        read_scrapes([p, p])
+        evidence(read_scrapes([p, p]))
     assert str(p) in str(e.value) and "line 2: not Prometheus text format" in str(e.value)
 
 
@@ -101,7 +102,7 @@ def test_scrape_without_vllm_metrics(tmp_path):
     p = tmp_path / "node.txt"
     p.write_text("# TYPE node_load1 gauge\nnode_load1 0.5\n", encoding="utf-8")
     with pytest.raises(InputError, match="no vLLM or SGLang cache metric \\(found: node_load1\\)"):
-        read_scrapes([p, p])
+        evidence(read_scrapes([p, p]))
 
 
 def test_one_scrape_is_not_enough(tmp_path, capsys):

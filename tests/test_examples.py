@@ -287,7 +287,7 @@ def test_confirm_reads_a_compute_bound_replica(tmp_path):
     # ~421k, about 35%: compute binds. Copied in name order so their modification times are in time order whatever the
     # checkout did. The replica completes REPLICA_PEAK_RPS = 5 requests/s at 14:30 with log-normal outputs of mean
     # ≈ 260·e^{0.65²/2} ≈ 320 tokens (a little less, capped at 1,024): ~1,550 output tokens/s, ±20% for a minute's draws.
-    from xlplan.evidence.confirm import verdict
+    from xlplan.evidence.confirm import evidence, verdict
     from xlplan.io.metrics import read_scrapes
 
     gen = _generator()
@@ -295,7 +295,7 @@ def test_confirm_reads_a_compute_bound_replica(tmp_path):
     for p in sorted((EXAMPLES / "scrapes").glob("vllm-*.prom")):
         paths.append(tmp_path / p.name)
         shutil.copyfile(p, paths[-1])
-    e = read_scrapes(paths, gen.SCRAPE_INTERVAL_S)
+    e = evidence(read_scrapes(paths, gen.SCRAPE_INTERVAL_S))
     assert e.scrapes == gen.SCRAPES and e.seconds == gen.SCRAPE_INTERVAL_S * (gen.SCRAPES - 1) and e.notes == ()
     assert verdict(e)[0] == "compute"
     assert 0.25 < e.cache_p50 <= e.cache_p95 < 0.5 and e.preemptions_per_s == 0 and 60 <= e.running_p50 <= 66

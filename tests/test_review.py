@@ -171,11 +171,11 @@ def test_scrapes_give_confirms_verdict_against_the_plans_binding(tmp_path, capsy
     # the same scrapes, read by `xlplan confirm`'s reader and verdict: the review's section 4 is that verdict
     from pathlib import Path
 
-    from xlplan.evidence.confirm import verdict
+    from xlplan.evidence.confirm import evidence, verdict
     from xlplan.io.metrics import read_scrapes
 
     scrapes = sorted((Path(__file__).parents[1] / "examples" / "scrapes").glob("vllm-*.prom"))
-    found, _ = verdict(read_scrapes(scrapes))
+    found, _ = verdict(evidence(read_scrapes(scrapes)))
     args = [a for s in scrapes for a in ("--scrapes", s)]
     rc, out, _ = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "m.csv"), "--date", DATE, "--json", *args)
     binding = json.loads(out)["binding"]

@@ -198,10 +198,10 @@ def confirm_cmd(
     """Which constraint binds in production, from the two gauges: cache utilisation and preemptions vs queueing with a comfortable cache."""
     from dataclasses import asdict
 
-    from xlplan.evidence.confirm import agrees_with_plan, verdict
+    from xlplan.evidence.confirm import agrees_with_plan, evidence, verdict
     from xlplan.io.metrics import read_scrapes
 
-    e = read_scrapes(scrapes, interval)
+    e = evidence(read_scrapes(scrapes, interval))
     found, why = verdict(e)
     planned = None
     if plan_file is not None:

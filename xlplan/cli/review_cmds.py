@@ -100,9 +100,10 @@ def _scrapes(scrapes: list[Path]):
     """The scrapes' evidence, or None without any."""
     if not scrapes:
         return None
+    from xlplan.evidence.confirm import evidence
     from xlplan.io.metrics import read_scrapes
 
-    return read_scrapes(scrapes)
+    return evidence(read_scrapes(scrapes))
 
 
 def _production(base, result, scrapes: list[Path], measured_plan, recalibrated: str):

@@ -53,6 +53,45 @@ class Evidence:
     notes: tuple[str, ...] = field(default_factory=tuple)  # how the scrapes were read: reordering, counter restarts [text]
 
 
+@dataclass(frozen=True)
+class Scrapes:
+    """What a series of scrapes holds, as read: each role's values in time order, the span and how they were read."""
+
+    series: dict[str, list[float]]  # role -> the values of the scrapes that have it, in time order [unit of the role]
+    scrapes: int  # [scrapes]
+    seconds: float  # span covered [s]
+    notes: tuple[str, ...] = field(default_factory=tuple)  # reordering, counter restarts, lines skipped [text]
+
+
+def evidence(sc: Scrapes) -> Evidence:
+    """The gauges' percentiles and the counters' rates over a series of scrapes.
+
+    Parameters
+    ----------
+    sc : Scrapes
+        The scrapes as read (:func:`xlplan.io.metrics.read_scrapes`), in time order.
+
+    Returns
+    -------
+    Evidence
+        The cache's p50 and p95, preemptions a second, waiting and running requests, token rates and GPU
+        utilisation, with the notes of how the scrapes were read.
+    """
+    def series(role: str) -> list[float]:
+        return sc.series.get(role, [])
+
+    cache, gpu = series("cache"), series("gpu_util")
+    gen, prompt = series("generation"), series("prompt")
+    seconds = sc.seconds
+    return Evidence(
+        scrapes=sc.scrapes, seconds=seconds, cache_p50=percentile(cache, 0.5), cache_p95=percentile(cache, 0.95),
+        preemptions_per_s=rate(series("preemptions"), seconds), waiting_p50=percentile(series("waiting"), 0.5),
+        waiting_max=max(series("waiting") or [0.0]), running_p50=percentile(series("running"), 0.5),
+        generation_tok_s=rate(gen, seconds) if len(gen) > 1 else None, prompt_tok_s=rate(prompt, seconds) if len(prompt) > 1 else None,
+        gpu_util_p50=percentile([g / 100.0 for g in gpu], 0.5) if gpu else None, notes=sc.notes,
+    )
+
+
 def percentile(values: list[float], q: float) -> float:
     """Linear-interpolated percentile of a short series. [unit of values]
 

@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlplan.evidence.confirm import Evidence, percentile, rate
+from xlplan.evidence.confirm import Scrapes
 from xlplan.io import files
 from xlplan.io.errors import InputError
 
@@ -190,8 +190,9 @@ def _pick(scrape: Scrape, role: str) -> float | None:
     return None
 
 
-def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Evidence:
-    """The evidence in a series of scrapes, in time order.
+def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Scrapes:
+    """A series of scrapes, read and put in time order: each role's values, the span and how they were read (the
+    evidence they give is :func:`xlplan.evidence.confirm.evidence`'s).
 
     Parameters
     ----------
@@ -199,6 +200,11 @@ def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Evidence:
         Scrape files, in any order. [path]
     interval_s
         Time between scrapes, where the samples carry no timestamps. [s]
+
+    Returns
+    -------
+    Scrapes
+        Each role's values in time order, the number of scrapes, the span and the notes.
 
     Raises
     ------
@@ -217,7 +223,8 @@ def read_scrapes(paths: list[str | Path], interval_s: float = 15.0) -> Evidence:
     ordered, order_notes = _in_time_order(scrapes)
     seconds = _span_s(ordered, paths, interval_s)
     skipped = [f"{s.path} {line}" for s in ordered for line in s.skipped]
-    return _evidence(ordered, seconds, order_notes + _restart_notes(ordered) + skipped)
+    return Scrapes(series=_role_values(ordered), scrapes=len(ordered), seconds=seconds,
+                   notes=tuple(order_notes + _restart_notes(ordered) + skipped))
 
 
 def _each_scrape(paths: list[str | Path]) -> list[Scrape]:
@@ -281,19 +288,6 @@ def _restart_notes(ordered: list[Scrape]) -> list[str]:
     return notes
 
 
-def _evidence(ordered: list[Scrape], seconds: float, notes: list[str]) -> Evidence:
-    """The gauges' percentiles and the counters' rates over the ordered scrapes."""
-
-    def series(role: str) -> list[float]:
-        return [v for v in (_pick(s, role) for s in ordered) if v is not None]
-
-    cache = series("cache")
-    gpu = series("gpu_util")
-    gen, prompt = series("generation"), series("prompt")
-    return Evidence(
-        scrapes=len(ordered), seconds=seconds, cache_p50=percentile(cache, 0.5), cache_p95=percentile(cache, 0.95),
-        preemptions_per_s=rate(series("preemptions"), seconds), waiting_p50=percentile(series("waiting"), 0.5),
-        waiting_max=max(series("waiting") or [0.0]), running_p50=percentile(series("running"), 0.5),
-        generation_tok_s=rate(gen, seconds) if len(gen) > 1 else None, prompt_tok_s=rate(prompt, seconds) if len(prompt) > 1 else None,
-        gpu_util_p50=percentile([g / 100.0 for g in gpu], 0.5) if gpu else None, notes=tuple(notes),
-    )
+def _role_values(ordered: list[Scrape]) -> dict[str, list[float]]:
+    """Each role's values over the ordered scrapes (a scrape without the role left out)."""
+    return {role: [v for v in (_pick(s, role) for s in ordered) if v is not None] for role in METRICS}
