@@ -66,7 +66,7 @@ def fit_lognormal(p50, p95, p99=None):
     return p50 * 1.0, sigma
 
 
-def lognormal_mean(median, sigma):
+def _lognormal_mean(median, sigma):
     """Mean of a lognormal. [tokens]
 
     Parameters
@@ -88,7 +88,7 @@ def lognormal_mean(median, sigma):
     return median * arrays.exp(sigma * sigma / 2.0)
 
 
-def lognormal_second_moment(median, sigma):
+def _lognormal_second_moment(median, sigma):
     """Second raw moment of a lognormal. [tokens²]
 
     Parameters
@@ -155,7 +155,7 @@ def length_moments(p50, p95, p99=None):
     (300.0, 90000.0)
     """
     median, sigma = fit_lognormal(p50, p95, p99)
-    return lognormal_mean(median, sigma), lognormal_second_moment(median, sigma)
+    return _lognormal_mean(median, sigma), _lognormal_second_moment(median, sigma)
 
 
 def length_at_percentile(p50, p95, p99, percentile):

@@ -41,7 +41,7 @@ def api_size_class(total_params, moe: bool) -> str:
     return API_SIZE_CLASSES[4]
 
 
-def median(values) -> float:
+def _median(values) -> float:
     """The median of a non-empty sequence. [unit of the values]
 
     Parameters
@@ -56,7 +56,7 @@ def median(values) -> float:
 
     Examples
     --------
-    >>> median([3.0, 1.0, 2.0]), median([4.0, 1.0, 2.0, 3.0])
+    >>> _median([3.0, 1.0, 2.0]), _median([4.0, 1.0, 2.0, 3.0])
     (2.0, 2.5)
     """
     v = sorted(values)
@@ -86,4 +86,4 @@ def api_class_price(rows, size_class: str) -> tuple[float, float, int]:
     mine = [r for r in rows if r["size_class"] == size_class]
     if not mine:
         raise ValueError(f"size_class: got {size_class!r}; expected one of {', '.join(API_SIZE_CLASSES)}")
-    return median([r["usd_per_1M_input"] for r in mine]), median([r["usd_per_1M_output"] for r in mine]), len(mine)
+    return _median([r["usd_per_1M_input"] for r in mine]), _median([r["usd_per_1M_output"] for r in mine]), len(mine)

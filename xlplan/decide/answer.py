@@ -1,6 +1,6 @@
 """The Answer's fleet for one scenario: the runbook's method, the closed form, and the simulation where affordable.
 
-:func:`decide` is what ``plan``, ``compare`` and ``schedule`` share; :func:`answer` is the Answer line's fleet and
+:func:`decide` is what ``plan``, ``compare`` and ``schedule`` share; :func:`_answer` is the Answer line's fleet and
 bill; :func:`deployed` the scenario the simulation runs. No I/O.
 """
 
@@ -97,7 +97,7 @@ def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_b
         verify, skipped = _affordable(s, cf)
     verified = (sim_verify.verify(deployed(s, cf), sol, percentile, max_context=max_context,
                                 start_replicas=cf.load_replicas, cv2=s.arrival_cv2, tp=cf.tp) if verify else None)
-    return Decision(sol, cf, verified, answer(s, sol, cf, verified), skipped)
+    return Decision(sol, cf, verified, _answer(s, sol, cf, verified), skipped)
 
 
 AUTO_VERIFY_MAX_REPLICAS = 128
@@ -147,7 +147,7 @@ def deployed(s, cf: closed_form.ClosedForm):
     return dataclasses.replace(s, max_num_batched_tokens=float(cf.step_budget_tokens))
 
 
-def answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
+def _answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
     """The Answer line: the verified fleet where the simulation found one, else the closed form; and its bill.
 
     Parameters
@@ -182,14 +182,14 @@ def answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
     b = monthly_bill.bill(s, tr, dataclasses.replace(sol.paths, with_redundancy=float(red), purchased=float(purchased)))
     by_util = usd_per_mtok_by_utilisation(s, tr, b.monthly_usd)
     return AnswerOut(source=source, tp=tp, load=load, with_redundancy=int(red), purchased=purchased,
-                     binding=answer_binding(cf, load),
+                     binding=_answer_binding(cf, load),
                      step_budget_tokens=cf.step_budget_tokens, billed_gpus=int(b.billed_gpus), paid_as=s.paid_as,
                      order=fleet.order_words(s.paid_as, int(red), purchased, s.gpus_per_node), monthly_usd=b.monthly_usd,
                      usd_per_mtok=b.usd_per_mtok, api_monthly_usd=b.api_monthly_usd,
                      breakeven_tokens_per_month=b.breakeven_tokens_per_month, usd_per_mtok_by_utilisation=by_util)
 
 
-def answer_binding(cf: closed_form.ClosedForm, load: int) -> str:
+def _answer_binding(cf: closed_form.ClosedForm, load: int) -> str:
     """The Answer's binding label: the closed form's where its load is the Answer's; where the simulation verified
     fewer GPUs, the paths that need exactly that many (the minimum replica where it is one replica), since the path
     the closed form named was overruled; where none does, the closed form's; where the simulation needed more than
@@ -209,11 +209,11 @@ def answer_binding(cf: closed_form.ClosedForm, load: int) -> str:
 
     >>> from types import SimpleNamespace as NS
     >>> cf = NS(load=4, tp=2, binding="queueing", memory_gpus=2, compute_gpus=2, latency_gpus=2, queueing_gpus=4)
-    >>> answer_binding(cf, 2)   # mixtral on H100s: 87 GiB of weights need two GPUs; the queue's 4 were not needed
+    >>> _answer_binding(cf, 2)   # mixtral on H100s: 87 GiB of weights need two GPUs; the queue's 4 were not needed
     'minimum replica'
-    >>> answer_binding(NS(**{**vars(cf), "tp": 1}), 2)
+    >>> _answer_binding(NS(**{**vars(cf), "tp": 1}), 2)
     'memory and compute and latency'
-    >>> answer_binding(NS(**{**vars(cf), "load": 1, "tp": 1, "binding": "minimum replica"}), 2)  # the tail needs 2
+    >>> _answer_binding(NS(**{**vars(cf), "load": 1, "tp": 1, "binding": "minimum replica"}), 2)  # the tail needs 2
     'queueing (simulated)'
     """
     if load == cf.load:

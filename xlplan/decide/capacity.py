@@ -338,7 +338,7 @@ def _verified_bracket(keeps, guess: float, peak: float) -> tuple[float | None, f
     return lo, hi
 
 
-def too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
+def _too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
     """Why the verified capacity is not searched by default, or None: past the default simulation's limits.
 
     The limits are the default ``xlplan plan``'s (:data:`xlplan.decide.answer.AUTO_VERIFY_MAX_REPLICAS` replicas, and
@@ -383,7 +383,7 @@ def plan_capacity(p: Plan, gpus: int, verify: bool = True) -> CapacityOut:
     gpus : int
         GPUs serving the load, spares excluded. [GPUs]
     verify : bool
-        Simulate where affordable (:func:`too_large_to_simulate`); False gives the closed form's figure alone.
+        Simulate where affordable (:func:`_too_large_to_simulate`); False gives the closed form's figure alone.
 
     Returns
     -------
@@ -394,7 +394,7 @@ def plan_capacity(p: Plan, gpus: int, verify: bool = True) -> CapacityOut:
     budget_set = p.policy.max_num_batched_tokens is not None
     four = closed_form_capacity(s, gpus, budget_set)
     cap = four.without_queueing
-    why = "not simulated: --no-verify" if not verify else too_large_to_simulate(s, gpus)
+    why = "not simulated: --no-verify" if not verify else _too_large_to_simulate(s, gpus)
     closed = ClosedFormCapacityOut(
         tp=four.tp, max_peak_rps=four.max_peak_rps, limited_by=four.limited_by,
         without_queueing=PathsCapacityOut(tp=cap.tp, max_peak_rps=cap.max_peak_rps, limited_by=cap.limited_by,

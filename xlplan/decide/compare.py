@@ -131,7 +131,7 @@ def option(p: Plan, gpu_key: str, weights: str, kv: str, is_plan: bool = False, 
     ), p, gpu)
 
 
-def tried_formats(gpu, weights: str) -> list[tuple[str, str]]:
+def _tried_formats(gpu, weights: str) -> list[tuple[str, str]]:
     """(weights, cache) pairs to rank a GPU at: the plan's weights format, each cache format the GPU supports. [text]
 
     Parameters
@@ -154,9 +154,9 @@ def tried_formats(gpu, weights: str) -> list[tuple[str, str]]:
 
 
 def _pairs(gpu, weights: str, include_all: bool) -> list[tuple[str, str]]:
-    """The (weights, cache) pairs to solve a GPU at: the ranked ones (:func:`tried_formats`, whatever the plan's
+    """The (weights, cache) pairs to solve a GPU at: the ranked ones (:func:`_tried_formats`, whatever the plan's
     format), then with ``include_all`` every other pair its tensor cores support. [text]"""
-    pairs = tried_formats(gpu, weights)
+    pairs = _tried_formats(gpu, weights)
     return list(dict.fromkeys(pairs + formats(gpu))) if include_all else pairs
 
 

@@ -69,7 +69,7 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return next((m for a in typing.get_args(annotation) if (m := _model_in(a)) is not None), None)
 
 
-def field_unit(path: tuple[str, ...]) -> str:
+def _field_unit(path: tuple[str, ...]) -> str:
     """The unit of a plan field, from its description in the plan's schema; '' for text, choices and sections.
 
     Parameters
@@ -118,7 +118,7 @@ def _source(p: Plan, section: str | None, head: str) -> str | None:
     return f"{text}; {head}.source: {own}" if own else text
 
 
-def changed_inputs(old: Plan, new: Plan) -> list[InputChange]:
+def _changed_inputs(old: Plan, new: Plan) -> list[InputChange]:
     """Every plan field that differs, by its dotted path, with its unit, owner and source in each plan.
 
     Parameters
@@ -139,7 +139,7 @@ def changed_inputs(old: Plan, new: Plan) -> list[InputChange]:
         owner = getattr(old.owners, section) if section else None
         new_owner = getattr(new.owners, section) if section else None
         source, new_source = _source(old, section, path[0]), _source(new, section, path[0])
-        out.append(InputChange(path=".".join(path), unit=field_unit(path), old=o, new=n, owner_section=section,
+        out.append(InputChange(path=".".join(path), unit=_field_unit(path), old=o, new=n, owner_section=section,
                                owner=owner, new_owner=new_owner if new_owner != owner else None, source=source,
                                new_source=new_source if new_source != source else None))
     return out
@@ -149,7 +149,7 @@ def _compared(old: Any, new: Any, unit: str = "") -> Compared:
     return Compared(unit=unit, old=old, new=new, changed=old != new)
 
 
-def order_dates(out: ScheduleOut) -> list[str]:
+def _order_dates(out: ScheduleOut) -> list[str]:
     """The months of a schedule that need new GPUs, each with its order-by date, as `xlplan schedule` dates them.
 
     Parameters
@@ -199,7 +199,7 @@ def consequences(old_result: PlanResult | None, new_result: PlanResult | None, m
     feasible = [("yes" if r is not None else f"no: {why}") for r, why in zip((old_result, new_result), reasons)]
     dates = None
     if all(s is not None for s in schedules):
-        dates = _compared(*(order_dates(s) for s in schedules))
+        dates = _compared(*(_order_dates(s) for s in schedules))
     return Consequences(
         method=method, feasible=_compared(*feasible), source=pair(lambda x: x.source), load=pair(lambda x: x.load, "GPUs"),
         with_redundancy=pair(lambda x: x.with_redundancy, "GPUs"), purchased=pair(lambda x: x.purchased, "GPUs"),
@@ -209,7 +209,7 @@ def consequences(old_result: PlanResult | None, new_result: PlanResult | None, m
         order_dates=dates, schedule_note=schedule_note)
 
 
-def plan_schedule(p: Plan, today: dt.date, verify: str = "none") -> tuple[ScheduleOut | None, str]:
+def _plan_schedule(p: Plan, today: dt.date, verify: str = "none") -> tuple[ScheduleOut | None, str]:
     """The schedule `xlplan schedule PLAN` makes from the plan's growth section, with no option given.
 
     Parameters
@@ -255,7 +255,7 @@ def _schedules(old: Plan, new: Plan, verify: bool, today: dt.date) -> tuple[tupl
             "the old plan has no" if old.growth is None else "the new plan has no")
         return (None, None), f"order dates not compared: {which} growth section"
     mode = "margin" if verify else "none"
-    made = [plan_schedule(p, today, mode) for p in (old, new)]
+    made = [_plan_schedule(p, today, mode) for p in (old, new)]
     why = "; ".join(f"{side} plan: {note}" for side, (_, note) in zip(("old", "new"), made) if note)
     if why:
         return (None, None), f"order dates not compared: {why}"
@@ -289,7 +289,7 @@ def diff_plans(old: Plan, new: Plan, verify: bool = False, today: dt.date | None
     ----------
     Runbook, document 14, "The capacity note": the Answer, its binding constraint and its bill.
     """
-    inputs = changed_inputs(old, new)
+    inputs = _changed_inputs(old, new)
     (r_old, why_old), (r_new, why_new) = _answered(old, verify), _answered(new, verify)
     schedules, note = (((None, None), "") if r_old is None or r_new is None
                        else _schedules(old, new, verify, today or dt.date.today()))

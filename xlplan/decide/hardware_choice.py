@@ -25,7 +25,7 @@ from xlplan.schema.decisions import GPUOption, HardwareChoice
 from xlplan.schema.plan import Plan
 
 
-def format_options(p: Plan, verify: bool = True) -> list[GPUOption]:
+def _format_options(p: Plan, verify: bool = True) -> list[GPUOption]:
     """The plan's own GPU in every other weights format its tensor cores support, cheapest first. [GPUOption]
 
     Parameters
@@ -73,7 +73,7 @@ def choose(p: Plan, gpus: list[str] | None = None, verify_top: int = 5, include_
     options = grouped(compare.compare(p, gpus, verify_top, include_all))
     mine = next(o for o in options if o.is_plan)
     fmt = ([o for o in options if o.format_change and o.gpu == mine.gpu] if include_all
-           else format_options(p, verify_top > 0))
+           else _format_options(p, verify_top > 0))
     return HardwareChoice(options=options, format_options=fmt, payment_mode=p.costs.mode, include_all=include_all,
                           recommendation=recommendation_lines(options, fmt, p.model.weights_dtype))
 
@@ -156,7 +156,7 @@ def recommendation_lines(options: list[GPUOption], fmt: list[GPUOption], weights
     options : list of GPUOption
         The ranking (:func:`choose`), the plan's own among them.
     fmt : list of GPUOption
-        The plan's GPU in other weight formats (:func:`format_options`).
+        The plan's GPU in other weight formats (:func:`_format_options`).
     weights : str
         The plan's weights format.
 

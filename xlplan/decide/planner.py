@@ -102,7 +102,7 @@ def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
     return out
 
 
-def calibrated_ends(p: Plan, s: Scenario) -> tuple[FleetAt | None, FleetAt | None]:
+def _calibrated_ends(p: Plan, s: Scenario) -> tuple[FleetAt | None, FleetAt | None]:
     """The fleet at the low and at the high ends of the calibrated efficiencies (None without a calibration).
 
     Parameters
@@ -315,7 +315,7 @@ def _tp_options_out(sol: Solution) -> list[TPOption]:
 def _fleet_out(p: Plan, s: Scenario, sol: Solution) -> FleetOut:
     """Step 6, the fleet at the chosen TP degree and why that degree, with the calibrated ends. [FleetOut]"""
     pa = sol.paths
-    low, high = calibrated_ends(p, s)
+    low, high = _calibrated_ends(p, s)
     return FleetOut(
         tp=pa.tp,
         tp_reason=_tp_reason(sol, s.bill_purchased),

@@ -5,7 +5,7 @@ Notes
 -----
 A bought fleet pays, in month ``m``: the price of the whole nodes paid for in it (those delivered in it, or ordered
 in it: the order goes out ``lead_time_days`` before the first day of the month that needs them) plus its running
-costs (:func:`running_usd_per_month`). Depreciation, the capex spread over the life, is booked beside it and never
+costs (:func:`_running_usd_per_month`). Depreciation, the capex spread over the life, is booked beside it and never
 summed into cash. A rented fleet pays its rent: no capex, no depreciation. An order that goes out before the first
 month, paid at order, is paid before the schedule: in no month of it, but in the fiscal quarter and year it is dated in.
 
@@ -36,7 +36,7 @@ class CashTerms:
     """What dates a schedule's cash: the ownership of one purchasing unit (None: rented), when capex is paid, and the
     fiscal year's first month."""
 
-    unit: OwnershipOut | None  # :func:`unit_ownership`
+    unit: OwnershipOut | None  # :func:`_unit_ownership`
     paid_at: str = "delivery"  # :data:`CAPEX_PAID_AT` [text]
     fiscal_year_start_month: int = 1  # 1-12 [month]
 
@@ -57,7 +57,7 @@ def cash_terms(p, s) -> CashTerms:
         ``growth.capex_paid_at`` (default 'delivery') and ``growth.fiscal_year_start_month`` (default 1).
     """
     g = p.growth
-    return CashTerms(unit_ownership(p, s), g.capex_paid_at if g else "delivery", g.fiscal_year_start_month if g else 1)
+    return CashTerms(_unit_ownership(p, s), g.capex_paid_at if g else "delivery", g.fiscal_year_start_month if g else 1)
 
 
 def with_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, paid_as: str, gpus_per_node: int,
@@ -83,29 +83,29 @@ def with_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, paid
     Returns
     -------
     months : list of ScheduleMonth
-        With their cash (:func:`dated_cash`).
+        With their cash (:func:`_dated_cash`).
     fields : dict
         ``capex_paid_at``, ``fiscal_year_start_month``, ``capex_before_schedule_usd`` [USD] and ``cash_totals``
-        (:func:`cash_totals`), for :class:`xlplan.schema.decisions.ScheduleOut`.
+        (:func:`_cash_totals`), for :class:`xlplan.schema.decisions.ScheduleOut`.
     """
     terms = terms or CashTerms(None)
     fields = {"capex_paid_at": terms.paid_at, "fiscal_year_start_month": terms.fiscal_year_start_month}
     if paid_as == "buy" and terms.unit is None:
         return months, fields
-    months, before, early = dated_cash(months, start, lead_time_days, gpus_per_node, terms.unit if paid_as == "buy" else None,
+    months, before, early = _dated_cash(months, start, lead_time_days, gpus_per_node, terms.unit if paid_as == "buy" else None,
                                 terms.paid_at, terms.fiscal_year_start_month)
     return months, {**fields, "capex_before_schedule_usd": before,
-                    "cash_totals": cash_totals(months, early, terms.fiscal_year_start_month)}
+                    "cash_totals": _cash_totals(months, early, terms.fiscal_year_start_month)}
 
 
-def running_usd_per_month(unit: OwnershipOut, nodes: float) -> float:
+def _running_usd_per_month(unit: OwnershipOut, nodes: float) -> float:
     """The running costs of owning ``nodes`` purchasing units for a month: every figure of the ownership result that
     is paid month by month, read here and nowhere else. [USD/month]
 
     Parameters
     ----------
     unit : OwnershipOut
-        The ownership of ONE purchasing unit (:func:`unit_ownership`).
+        The ownership of ONE purchasing unit (:func:`_unit_ownership`).
     nodes : float
         Units held that month. [units]
 
@@ -122,13 +122,13 @@ def running_usd_per_month(unit: OwnershipOut, nodes: float) -> float:
     >>> from types import SimpleNamespace
     >>> u = SimpleNamespace(energy_usd_per_month=1116.9, hosting_usd_per_month=1836.0, licence_usd_per_month=0.0,
     ...                     hardware_ops_usd_per_month=1000.0)
-    >>> round(running_usd_per_month(u, 2), 2)
+    >>> round(_running_usd_per_month(u, 2), 2)
     6905.8
     """
     return nodes * (unit.energy_usd_per_month + unit.hosting_usd_per_month + unit.licence_usd_per_month) + unit.hardware_ops_usd_per_month
 
 
-def unit_ownership(p, s) -> OwnershipOut | None:
+def _unit_ownership(p, s) -> OwnershipOut | None:
     """The ownership of one purchasing unit of a bought plan; None when the plan rents.
 
     Parameters
@@ -175,7 +175,7 @@ def fiscal_period(yyyy_mm: str, start_month: int) -> tuple[str, str]:
     return f"FY{fy}", f"FY{fy} Q{(month - start_month) % 12 // 3 + 1}"
 
 
-def paid_month_index(k: int, start: str, lead_time_days: int, paid_at: str) -> int:
+def _paid_month_index(k: int, start: str, lead_time_days: int, paid_at: str) -> int:
     """The month, counted from the schedule's first (0), in which the GPUs month ``k`` adds are paid for. [month index]
 
     Parameters
@@ -199,7 +199,7 @@ def paid_month_index(k: int, start: str, lead_time_days: int, paid_at: str) -> i
     --------
     Needed from 2027-03 (k = 2 from 2027-01), 90 days ahead: ordered 2026-12-01, month -1:
 
-    >>> paid_month_index(2, "2027-01", 90, "order"), paid_month_index(2, "2027-01", 90, "delivery")
+    >>> _paid_month_index(2, "2027-01", 90, "order"), _paid_month_index(2, "2027-01", 90, "delivery")
     (-1, 2)
     """
     if paid_at not in CAPEX_PAID_AT:
@@ -210,7 +210,7 @@ def paid_month_index(k: int, start: str, lead_time_days: int, paid_at: str) -> i
     return (ordered.year - first.year) * 12 + ordered.month - first.month
 
 
-def dated_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, gpus_per_node: int,
+def _dated_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, gpus_per_node: int,
                unit: OwnershipOut | None, paid_at: str = "delivery",
                fiscal_year_start_month: int = 1) -> tuple[list[ScheduleMonth], float]:
     """Each month with its capex paid, running costs, cash, depreciation and fiscal period; and the capex paid before
@@ -227,7 +227,7 @@ def dated_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, gpu
     gpus_per_node : int
         The purchasing unit. [GPUs]
     unit : OwnershipOut or None
-        The ownership of one unit (:func:`unit_ownership`); None: the fleet is rented.
+        The ownership of one unit (:func:`_unit_ownership`); None: the fleet is rented.
     paid_at : {'order', 'delivery'}
         :data:`CAPEX_PAID_AT`.
     fiscal_year_start_month : int
@@ -250,7 +250,7 @@ def dated_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, gpu
     for k, m in enumerate(months):
         if unit is None or not m.new_gpus:
             continue
-        i = paid_month_index(k, start, lead_time_days, paid_at)
+        i = _paid_month_index(k, start, lead_time_days, paid_at)
         paid_in[k] = f"{month_start(start, i):%Y-%m}"
         if i < 0:
             before_paid.append((paid_in[k], m.new_gpus / gpus_per_node * price))
@@ -261,7 +261,7 @@ def dated_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, gpu
     for k, m in enumerate(months):
         nodes = m.purchased / gpus_per_node
         capex = paid_gpus[k] / gpus_per_node * price
-        opex = running_usd_per_month(unit, nodes) if unit is not None else m.monthly_usd
+        opex = _running_usd_per_month(unit, nodes) if unit is not None else m.monthly_usd
         cumulative += capex + opex
         fy, quarter = fiscal_period(m.month, fiscal_year_start_month)
         out.append(m.model_copy(update={
@@ -271,16 +271,16 @@ def dated_cash(months: list[ScheduleMonth], start: str, lead_time_days: int, gpu
     return out, before, before_paid
 
 
-def cash_totals(months: list[ScheduleMonth], before_paid: list[tuple[str, float]] = (), fiscal_year_start_month: int = 1
+def _cash_totals(months: list[ScheduleMonth], before_paid: list[tuple[str, float]] = (), fiscal_year_start_month: int = 1
                 ) -> list[CashTotal]:
     """Capex, running costs, cash and depreciation summed by fiscal quarter, then by fiscal year, in calendar order.
 
     Parameters
     ----------
     months : list of ScheduleMonth
-        Months with their cash (:func:`dated_cash`).
+        Months with their cash (:func:`_dated_cash`).
     before_paid : list of tuple
-        (month, USD) of the capex paid before the first month (:func:`dated_cash`), counted in its own period. [USD]
+        (month, USD) of the capex paid before the first month (:func:`_dated_cash`), counted in its own period. [USD]
     fiscal_year_start_month : int
         The fiscal year's first month, 1-12. [month]
 

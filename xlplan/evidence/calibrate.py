@@ -25,7 +25,7 @@ from xlplan.evidence import predict
 from xlplan.evidence.bench_conditions import Conditions, Efficiencies
 from xlplan.evidence.calibrate_map import BOUNDS, NOISE, PRIOR_SPREAD, ImplausibleFit, MapFit, implausible, map_fit
 
-__all__ = ["Fit", "ImplausibleFit", "Run", "fit", "fit_defaults", "interval", "plausible_fit", "predicted", "scaled_residuals"]
+__all__ = ["Fit", "ImplausibleFit", "Run", "fit", "fit_defaults", "interval", "plausible_fit", "predicted", ]
 
 @dataclass(frozen=True)
 class Run:
@@ -110,7 +110,7 @@ INTERVAL_Z = 1.96
 """The calibrated ranges are the 95% interval of each fitted field: ln θ ± 1.96 sd. [1]"""
 
 
-def scaled_residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None, table: dict | None = None) -> list[float]:
+def _scaled_residuals(runs: list[Run], eff: Efficiencies, base: Conditions | None = None, table: dict | None = None) -> list[float]:
     """Each measured figure's ``ln(predicted ÷ measured) ÷ σ``, σ its spread (:data:`xlplan.evidence.calibrate_map.NOISE`). [1]
 
     Parameters
@@ -208,14 +208,14 @@ def fit(runs: list[Run], base: Conditions | None = None, start: Efficiencies = E
     c0 = runs[0].conditions or base
     prior = start.resolved(c0.engine, c0.gpu.name, table)
     fields = _fields_for(runs, base, fields)
-    m, held, notes = plausible_fit(lambda e: scaled_residuals(runs, e, base, table), prior, fields)
+    m, held, notes = plausible_fit(lambda e: _scaled_residuals(runs, e, base, table), prior, fields)
     eff = m.efficiencies
     notes = [f"the runs cannot identify the {label} apart from the other figures: left at its default "
              f"{getattr(prior, f):g}" for f, label in zip(FIELDS, LABELS) if f in fields and f not in m.identified
              and f not in held] + notes
     notes += _judged(runs, m, held, base, table, refuse)
     sd = {f: m.sd[f] for f in m.identified} if spread else {}
-    errs = [abs(math.exp(x * NOISE[k]) - 1.0) for x, k in zip(scaled_residuals(runs, eff, base, table),
+    errs = [abs(math.exp(x * NOISE[k]) - 1.0) for x, k in zip(_scaled_residuals(runs, eff, base, table),
                                                               [k for r in runs for k in _measured(r)])]
     sides = {r.source: ", ".join(k for k in _measured(r)) for r in runs}
     span = {f: interval(eff, sd, f) for f in FIELDS}
@@ -348,11 +348,11 @@ def fit_defaults(runs: list[Run]) -> dict:
         moe = [r for r in rs if r.conditions.model.num_experts]
         e, row = prior, {}
         if dense and (top or len(dense) >= MIN_RUNS):
-            e = map_fit(lambda x: scaled_residuals(dense, x), prior, four).efficiencies
+            e = map_fit(lambda x: _scaled_residuals(dense, x), prior, four).efficiencies
         else:
             row["dense_fallback"] = f"{len(dense)} dense run(s), fewer than {MIN_RUNS}: {above} is used"
         if moe and (top or len(moe) >= MIN_RUNS):
-            e = map_fit(lambda x: scaled_residuals(moe, x), e, ("expert_efficiency",)).efficiencies
+            e = map_fit(lambda x: _scaled_residuals(moe, x), e, ("expert_efficiency",)).efficiencies
         else:
             row["moe_fallback"] = f"{len(moe)} MoE run(s), fewer than {MIN_RUNS}: {above} is used"
         versions = sorted({r.conditions.engine_version for r in rs if r.conditions.engine_version})

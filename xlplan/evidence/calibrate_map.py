@@ -104,7 +104,7 @@ def _columns(resid, eff: Efficiencies, fields: tuple[str, ...], r0: list[float])
     return out
 
 
-def identified(resid, eff: Efficiencies, fields: tuple[str, ...]) -> tuple[str, ...]:
+def _identified(resid, eff: Efficiencies, fields: tuple[str, ...]) -> tuple[str, ...]:
     """The fields the runs constrain apart from each other, offered in :data:`PRIORITY` order.
 
     Parameters
@@ -167,7 +167,7 @@ def map_fit(resid, prior: Efficiencies, fields: tuple[str, ...]) -> MapFit:
     """
     from scipy.optimize import least_squares
 
-    free = identified(resid, prior, fields)
+    free = _identified(resid, prior, fields)
     sd = {f: PRIOR_SPREAD[f] for f in fields}
     if not free:
         return MapFit(prior, (), sd, prior)

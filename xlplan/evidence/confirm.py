@@ -84,15 +84,15 @@ def evidence(sc: Scrapes) -> Evidence:
     gen, prompt = series("generation"), series("prompt")
     seconds = sc.seconds
     return Evidence(
-        scrapes=sc.scrapes, seconds=seconds, cache_p50=percentile(cache, 0.5), cache_p95=percentile(cache, 0.95),
-        preemptions_per_s=rate(series("preemptions"), seconds), waiting_p50=percentile(series("waiting"), 0.5),
-        waiting_max=max(series("waiting") or [0.0]), running_p50=percentile(series("running"), 0.5),
-        generation_tok_s=rate(gen, seconds) if len(gen) > 1 else None, prompt_tok_s=rate(prompt, seconds) if len(prompt) > 1 else None,
-        gpu_util_p50=percentile([g / 100.0 for g in gpu], 0.5) if gpu else None, notes=sc.notes,
+        scrapes=sc.scrapes, seconds=seconds, cache_p50=_percentile(cache, 0.5), cache_p95=_percentile(cache, 0.95),
+        preemptions_per_s=_rate(series("preemptions"), seconds), waiting_p50=_percentile(series("waiting"), 0.5),
+        waiting_max=max(series("waiting") or [0.0]), running_p50=_percentile(series("running"), 0.5),
+        generation_tok_s=_rate(gen, seconds) if len(gen) > 1 else None, prompt_tok_s=_rate(prompt, seconds) if len(prompt) > 1 else None,
+        gpu_util_p50=_percentile([g / 100.0 for g in gpu], 0.5) if gpu else None, notes=sc.notes,
     )
 
 
-def percentile(values: list[float], q: float) -> float:
+def _percentile(values: list[float], q: float) -> float:
     """Linear-interpolated percentile of a short series. [unit of values]
 
     Parameters
@@ -109,7 +109,7 @@ def percentile(values: list[float], q: float) -> float:
 
     Examples
     --------
-    >>> percentile([0.0, 1.0], 0.5)
+    >>> _percentile([0.0, 1.0], 0.5)
     0.5
     """
     v = sorted(values)
@@ -121,7 +121,7 @@ def percentile(values: list[float], q: float) -> float:
     return v[lo] + (v[hi] - v[lo]) * (k - lo)
 
 
-def rate(counter: list[float], seconds: float) -> float:
+def _rate(counter: list[float], seconds: float) -> float:
     """Increase of a counter over the span, resets tolerated. [unit/s]
 
     Parameters
@@ -138,7 +138,7 @@ def rate(counter: list[float], seconds: float) -> float:
 
     Examples
     --------
-    >>> rate([0, 10, 20], 20.0)
+    >>> _rate([0, 10, 20], 20.0)
     1.0
     """
     if len(counter) < 2 or seconds <= 0:

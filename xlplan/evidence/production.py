@@ -5,7 +5,7 @@ Notes
 - **Histograms.** A Prometheus histogram is a set of cumulative buckets (upper edges ``le``, the last +Inf), a
   ``_sum`` and a ``_count``, each a counter, summed here over the label sets (models, engines, ranks). The window's
   histogram is the last scrape's minus the first's. A fall in any of its series between two scrapes is taken as a
-  restart, as the scrape reader takes a counter that falls (:func:`xlplan.evidence.confirm.rate`): the later scrape counts
+  restart, as the scrape reader takes a counter that falls (:func:`xlplan.evidence.confirm._rate`): the later scrape counts
   from 0, so the window is the sum of the increases, each restart noted.
 - **Percentile.** :func:`histogram_percentile` finds the bucket holding the q-th observation and interpolates
   linearly between its edges (Prometheus' ``histogram_quantile``; the first bucket starts at 0); the bucket's edges
@@ -56,7 +56,7 @@ class ScrapeSeries:
     notes: tuple[str, ...] = ()  # how the scrapes were read [text]
 
 
-def per_bucket(cumulative: tuple[float, ...] | list[float]) -> list[float]:
+def _per_bucket(cumulative: tuple[float, ...] | list[float]) -> list[float]:
     """The observations in each bucket from cumulative counts. [observations]
 
     Parameters
@@ -118,7 +118,7 @@ def histogram_percentile(bounds: list[float], counts: list[float], q: float) -> 
     return bounds[-1], bounds[-1], bounds[-1]
 
 
-def increase(earlier: Histogram, later: Histogram) -> tuple[Histogram, bool]:
+def _increase(earlier: Histogram, later: Histogram) -> tuple[Histogram, bool]:
     """The observations between two scrapes of one histogram, and whether the server restarted between them.
 
     Parameters
@@ -164,7 +164,7 @@ def window(series: tuple[Histogram | None, ...] | list[Histogram | None]) -> tup
         return None, 0
     total, restarts = None, 0
     for a, b in zip(present, present[1:]):
-        inc, fell = increase(a, b)
+        inc, fell = _increase(a, b)
         restarts += fell
         total = inc if total is None else replace(
             total, cumulative=tuple(x + y for x, y in zip(total.cumulative, inc.cumulative)),
@@ -196,7 +196,7 @@ def _at(h: Histogram | None, q: float, label: str, notes: list[str]) -> tuple[fl
     if h is None or h.count <= 0:
         notes.append(f"{label}: no observations in the window")
         return math.nan, math.nan, math.nan, 0.0, math.nan
-    value, low, high = histogram_percentile(list(h.bounds_s), per_bucket(h.cumulative), q)
+    value, low, high = histogram_percentile(list(h.bounds_s), _per_bucket(h.cumulative), q)
     if math.isinf(high):
         notes.append(f"{label}: p{q * 100:g} is in the +Inf bucket, above the last finite edge {low:g} s (not interpolated)")
     return value, low, high, h.count, h.sum_s / h.count
@@ -314,7 +314,7 @@ def step_observations(series: ScrapeSeries) -> StepEvidence:
         if a is None or b is None or batch is None:
             left.append(f"{where}: no ITL histogram or running-requests gauge at both ends")
             continue
-        itl, fell = increase(a, b)
+        itl, fell = _increase(a, b)
         if fell or itl.count <= 0 or batch <= 0:
             left.append(f"{where}: " + ("a restart" if fell else "no tokens generated" if itl.count <= 0 else "no requests running"))
             continue
@@ -328,5 +328,5 @@ def _ttft(series: ScrapeSeries, k: int) -> float | None:
     a, b = series.ttft[k], series.ttft[k + 1]
     if a is None or b is None or series.waiting[k] != 0 or series.waiting[k + 1] != 0:
         return None
-    inc, fell = increase(a, b)
+    inc, fell = _increase(a, b)
     return None if fell or inc.count <= 0 else inc.sum_s / inc.count

@@ -87,7 +87,7 @@ class TrafficSummary:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def lengths(values) -> Lengths:
+def _lengths(values) -> Lengths:
     """p50, p95, p99, mean and max of token counts. [tokens]
 
     Parameters
@@ -107,7 +107,7 @@ def lengths(values) -> Lengths:
 
     Examples
     --------
-    >>> lengths([1, 2, 3, 4, 100]).p50
+    >>> _lengths([1, 2, 3, 4, 100]).p50
     3.0
     """
     import numpy as np
@@ -117,7 +117,7 @@ def lengths(values) -> Lengths:
     return Lengths(float(p50), float(p95), float(p99), float(v.mean()), float(v.max()))
 
 
-def prefix_reuse(cached, prompt) -> float:
+def _prefix_reuse(cached, prompt) -> float:
     """Share of prompt tokens served from the prefix cache. [fraction]
 
     Parameters
@@ -159,7 +159,7 @@ def monthly_from_weekly(weekly_growth: float) -> float:
     return (1.0 + weekly_growth) ** (365.25 / 12.0 / 7.0) - 1.0
 
 
-def mean_warning(name: str, d: Lengths) -> str | None:
+def _mean_warning(name: str, d: Lengths) -> str | None:
     """A warning when the mean is far from p50: the forecast must use the percentiles. [text]
 
     Parameters
@@ -167,7 +167,7 @@ def mean_warning(name: str, d: Lengths) -> str | None:
     name : str
         Which lengths: 'prompt' or 'output'.
     d : Lengths
-        The distribution, from :func:`lengths`.
+        The distribution, from :func:`_lengths`.
 
     Returns
     -------
@@ -232,13 +232,13 @@ def summarise(t_s, prompt, output, cached=None, window_s: float = 60.0, offset_s
                             f"{window_s:g} s; expected at most {MAX_WINDOWS:,} (a longer --window, or check for stray timestamps)")
     peak, peak_start, p99_rate = peak_rate(t, window_s)
     mean = mean_rate(int(t.size), first, last, window_s)
-    p, o = lengths(prompt), lengths(output)
+    p, o = _lengths(prompt), _lengths(output)
     hour, rph = busiest_hour_of_week(t, offset_s)
     peaks = weekly_peaks(t, window_s) if last - first >= 4 * SECONDS_PER_WEEK else []
-    warnings = tuple(w for w in (mean_warning("prompt", p), mean_warning("output", o)) if w)
+    warnings = tuple(w for w in (_mean_warning("prompt", p), _mean_warning("output", o)) if w)
     return TrafficSummary(
         requests=int(t.size), first_s=first, last_s=last, window_s=window_s, peak_rps=peak, peak_window_start_s=peak_start,
         p99_window_rps=p99_rate, mean_rps=mean, average_utilisation=min(mean / peak, 1.0), prompt=p, output=o,
-        prefix_reuse=None if cached is None else prefix_reuse(cached, prompt), busiest_hour=hour, busiest_hour_rph=rph,
+        prefix_reuse=None if cached is None else _prefix_reuse(cached, prompt), busiest_hour=hour, busiest_hour_rph=rph,
         weekly_peaks_rps=tuple(peaks), weekly_growth=weekly_growth(peaks), daily_curve=daily_curve(t, offset_s), warnings=warnings,
     )

@@ -263,7 +263,7 @@ class Engine:
 
     def udf_call(self, text: str) -> str:
         """An expression calling xlplan Excel functions, each name prefixed with the namespace (``XLWINGS.MEMORY_GPUS(``)."""
-        return with_namespace(text, self.namespace)
+        return _with_namespace(text, self.namespace)
 
     def udf_ok(self, needs: str = "") -> bool:
         """Whether a UDF call can stand for a cell: catalog models only ('model'), API prices given ('api')."""
@@ -309,7 +309,7 @@ def check_namespace(namespace: str) -> str:
     return namespace
 
 
-def with_namespace(text: str, namespace: str) -> str:
+def _with_namespace(text: str, namespace: str) -> str:
     """Prefix each xlplan function call in a formula with ``namespace.`` (unchanged for '')."""
     if not namespace:
         return text

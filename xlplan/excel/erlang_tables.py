@@ -146,7 +146,7 @@ def _wait(e: Engine, service_s: float, n: int) -> tuple[float, Any, bool]:
     return c, w, w <= q.wait_target_s
 
 
-def erlang_rows(e: Engine) -> ErlangRows:
+def _erlang_rows(e: Engine) -> ErlangRows:
     """The replica counts of the coarse and fine tables: the coarse from the offered load, the fine from the first
     coarse row within the target. [replicas]"""
     q = e.result.queueing
@@ -176,7 +176,7 @@ def queueing_section(rows: Rows, e: Engine) -> ErlangRows:
     for row in _closed_statics(e):
         _static(rows, *row)
     write_lines(rows, _closed_form_lines(e))
-    return erlang_rows(e)
+    return _erlang_rows(e)
 
 
 def _erlang_row(rows: Rows, e: Engine, service_s: float, row: int, n: int, n_formula: str) -> None:

@@ -21,7 +21,7 @@ def workbook_for(fig: Figures, formulas: str = "native") -> bytes:
     return workbook_bytes(build(fig, formulas))
 
 
-def recalculated_caches(book: Book) -> Book:
+def _recalculated_caches(book: Book) -> Book:
     """The book with each formula's cache replaced by LibreOffice's recalculated value."""
     import openpyxl
 
@@ -46,7 +46,7 @@ PRINTED = frozenset({SUMMARY_TAB, *SIX_TABS})
 supporting sheets or the traffic sheets)."""
 
 
-def pdf_of_six_tabs(xlsx: bytes, name: str = "workbook", sheets: frozenset[str] = PRINTED) -> bytes:
+def _pdf_of_six_tabs(xlsx: bytes, name: str = "workbook", sheets: frozenset[str] = PRINTED) -> bytes:
     """The Summary and the six tabs printed to PDF by headless LibreOffice, charts included (the other sheets hidden in
     the package itself: LibreOffice leaves hidden sheets out of a PDF). [bytes]"""
     from xlplan.excel.writer import with_sheets_shown
@@ -76,11 +76,11 @@ def workbook_files(fig: Figures, output: str | Path, pdf: str | Path | None = No
         raise InputError("--recalc", ["LibreOffice cannot run the xlplan Excel functions; expected --formulas native with --recalc"])
     book = build(fig, formulas, traffic, namespace, review)
     if recalc:
-        book = recalculated_caches(book)
+        book = _recalculated_caches(book)
     data = workbook_bytes(book)
     out = [(output, data)]
     if pdf is not None:
-        out.append((Path(pdf), pdf_of_six_tabs(data, output.stem)))
+        out.append((Path(pdf), _pdf_of_six_tabs(data, output.stem)))
     return out
 
 

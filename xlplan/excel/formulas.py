@@ -24,12 +24,12 @@ def lognormal_sigma(p50: str, p95: str, p99: str) -> str:
 
 
 def lognormal_mean(p50: str, sigma: str) -> str:
-    """:func:`xlplan.distributions.lognormal_mean`: p50 × exp(σ²/2), written without a numeral."""
+    """:func:`xlplan.distributions._lognormal_mean`: p50 × exp(σ²/2), written without a numeral."""
     return f"{p50}*SQRT(EXP({sigma}*{sigma}))"
 
 
 def lognormal_second_moment(p50: str, sigma: str) -> str:
-    """:func:`xlplan.distributions.lognormal_second_moment`: p50² × exp(2σ²)."""
+    """:func:`xlplan.distributions._lognormal_second_moment`: p50² × exp(2σ²)."""
     return f"{p50}*{p50}*EXP({sigma}*{sigma})*EXP({sigma}*{sigma})"
 
 
@@ -73,7 +73,7 @@ def weights_bytes(bytes_per_param: str, dtype: str = "WeightsDtype") -> str:
 
 
 def compute_dtype(weights_dtype: str) -> str:
-    """:func:`xlplan.plan.engine_settings.weights_compute_dtype`: fp8 for fp8, fp4 for nvfp4/fp4 where the GPU has each; MXFP4 at the
+    """:func:`xlplan.plan.engine_settings._weights_compute_dtype`: fp8 for fp8, fp4 for nvfp4/fp4 where the GPU has each; MXFP4 at the
     fp8 peak on GPUs with FP4 math (MXFP4 x MXFP8), bf16 elsewhere; int4/int8 weight-only at bf16."""
     return (f'IF(ComputeDtypeInput<>"",ComputeDtypeInput,IF(AND({weights_dtype}="fp8",GPUFP8TFLOPS>0),"fp8",'
             f'IF(AND(OR({weights_dtype}="fp4",{weights_dtype}="nvfp4"),GPUFP4TFLOPS>0),"fp4",'
@@ -131,8 +131,8 @@ def prefill_keys(mean: str, second_moment: str) -> str:
     return f'IF(AttentionFLOPsKind="causal",({second_moment}+{mean})/CausalPairsDivisor,{second_moment})'
 
 
-def experts_touched(tokens: str) -> str:
-    """:func:`xlplan.serving.step.experts_touched_fraction`: 1 − (1 − k/E)^T, 0 for a dense model.
+def _experts_touched(tokens: str) -> str:
+    """:func:`xlplan.serving.step._experts_touched_fraction`: 1 − (1 − k/E)^T, 0 for a dense model.
 
     Written 1 − EXP(T·LN(1 − k/E)): LibreOffice's ``^`` gives #NUM! where the power underflows (0.875^7083, a long
     prompt chunk on gpt-oss-20b), while EXP goes to 0 as Excel's power does; every expert is touched when k = E."""
@@ -160,7 +160,7 @@ def step_time(tp: str, ep: str, shards: str, dec: str, dec_keys: str, dec_keys_w
              f"(WeightsBytes-ExpertWeightsBytes)/{tp}/{bw})")
     expert_flops = "FLOPsPerMAC*ExpertActiveParams"
     experts = (f"IF(Experts>0,MAX({_flops_time(f'{expert_flops}*({dec})', f'{expert_flops}*({pre})', tp, 'PeakTFLOPS', 'ExpertEfficiency')},"
-               f"ExpertWeightsBytes*{experts_touched(tokens)}/{tp}/{bw}),0)")
+               f"ExpertWeightsBytes*{_experts_touched(tokens)}/{tp}/{bw}),0)")
     full = "(Layers-SlidingWindowLayers)"
     attn_dec = f"AttentionFLOPs*AttentionWidth*({full}*({dec_keys})+SlidingWindowLayers*({dec_keys_w}))"
     attn_pre = f"AttentionFLOPs*AttentionWidth*({full}*({pre_keys})+SlidingWindowLayers*({pre_keys_w}))"
@@ -216,7 +216,7 @@ def rounded(x: float, decimals: int) -> float:
     return float(_round(x, decimals))
 
 
-def lit(text: str) -> Prose:
+def _lit(text: str) -> Prose:
     """Literal text."""
     return Prose('"' + text.replace('"', '""') + '"', text)
 
@@ -262,16 +262,16 @@ def ref(expr: str, value: str) -> Prose:
 
 def join(*parts: Prose | str) -> Prose:
     """Parts one after another; a str is literal text."""
-    ps = [lit(p) if isinstance(p, str) else p for p in parts]
+    ps = [_lit(p) if isinstance(p, str) else p for p in parts]
     if not ps:
-        return lit("")
+        return _lit("")
     return Prose("&".join(p.formula for p in ps), "".join(p.text for p in ps))
 
 
 def when(condition: str, holds: bool, then: Prose | str, otherwise: Prose | str = "") -> Prose:
     """IF(condition, then, otherwise); ``holds`` is the condition's value for the engine's figures."""
-    a = lit(then) if isinstance(then, str) else then
-    b = lit(otherwise) if isinstance(otherwise, str) else otherwise
+    a = _lit(then) if isinstance(then, str) else then
+    b = _lit(otherwise) if isinstance(otherwise, str) else otherwise
     return Prose(f"IF({condition},{a.formula},{b.formula})", a.text if holds else b.text)
 
 

@@ -50,7 +50,7 @@ CHECKS: tuple[tuple[str, str, str | None], ...] = (
 )
 
 
-def choices_formula() -> str:
+def _choices_formula() -> str:
     """The check that every drop-down input on 1 Inputs other than the model and the GPU (their own checks) holds one
     of its list's values, a blank where it may be left blank. [formula]"""
     from xlplan.excel.inputs import all_inputs
@@ -61,7 +61,7 @@ def choices_formula() -> str:
     return "=AND(" + ",".join(terms) + ")"
 
 
-def plausible_inputs() -> list[tuple[str, object]]:
+def _plausible_inputs() -> list[tuple[str, object]]:
     """(defined name, plausibility range) of every 1 Inputs cell whose plan field has one. [—]"""
     from xlplan.excel.inputs import all_inputs
     from xlplan.schema import plausibility
@@ -70,11 +70,11 @@ def plausible_inputs() -> list[tuple[str, object]]:
             if ".".join(spec.path) in plausibility.RANGE_OF]
 
 
-def plausible_formula() -> str:
+def _plausible_formula() -> str:
     """The check that every ranged input is blank or inside its range (the Constants sheet's PlausibleLow<Input> and
     PlausibleHigh<Input>), as both spreadsheet engines evaluate it. [formula]"""
     return "=AND(" + ",".join(f"OR(NOT(ISNUMBER({n})),AND({n}>=PlausibleLow{n},{n}<=PlausibleHigh{n}))"
-                              for n, _ in plausible_inputs()) + ")"
+                              for n, _ in _plausible_inputs()) + ")"
 
 
 FAILURES: dict[str, str] = {
@@ -126,7 +126,7 @@ def check_values(e: Engine) -> dict[str, bool]:
     from xlplan.schema import plausibility
 
     s, pa = e.s, e.sol.paths
-    names = {r.field for _, r in plausible_inputs()}
+    names = {r.field for _, r in _plausible_inputs()}
     return {
         "InputsPlausible": not (names & plausibility.outside_fields(e.plan)),
         "PromptOrdered": True, "OutputOrdered": True, "FractionsInRange": True, "OneSpeed": True, "ModelFound": True,
@@ -146,7 +146,7 @@ def checks_sheet(book: Book, e: Engine) -> None:
     first = sh.row
     for name, label, formula in CHECKS:
         if formula is None:  # built from 1 Inputs' cells: the ranged ones, the drop-downs
-            formula = choices_formula() if name == "ChoicesKnown" else plausible_formula()
+            formula = _choices_formula() if name == "ChoicesKnown" else _plausible_formula()
         r = sh.row
         sh.put("A", r, Cell(label, kind="label"))
         coord = sh.put("B", r, Cell(formula, formula=True, cached=values[name], kind="check", name=f"Check{name}"))
@@ -298,7 +298,7 @@ def _plausible_table(book: Book, sh: Sheet, r: int) -> None:
     for the Checks row that holds the inputs to them, from row ``r``."""
     for i, h in enumerate(("Input", "Plausible from", "Plausible to", "Unit", "Why")):
         sh.put(i + 1, r, Cell(h, kind="header"))
-    for name, rng in plausible_inputs():
+    for name, rng in _plausible_inputs():
         r += 1
         sh.put("A", r, Cell(name, kind="label"))
         book.define(f"PlausibleLow{name}", sh, sh.put("B", r, Cell(rng.low, kind="const", fmt="General")))

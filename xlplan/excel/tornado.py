@@ -36,7 +36,7 @@ def _rank_formula(sizes: list[str], i: int) -> str:
     return "=1" + "".join(f"+({s}>={x})" for s in sizes[:i]) + "".join(f"+({s}>{x})" for s in sizes[i + 1:])
 
 
-def header_row(last: int) -> int:
+def _header_row(last: int) -> int:
     """The tornado table's header row, below the what-if table's ``last`` row, a blank row and the heading."""
     return last + 3
 
@@ -45,7 +45,7 @@ def tornado_cells(sh: Sheet, e: Engine, first: int, n: int, last: int) -> None:
     """The tornado's table for the ``n`` standard what-if rows from row ``first`` (below the what-if table, which ends
     at row ``last``): each row's change, size and rank (columns D to F, in the rows' order), and the rows in rank
     order (A and B)."""
-    top = header_row(last)
+    top = _header_row(last)
     plan_usd = e.sol.bill.monthly_usd
     rows = [first + i for i in range(n)]
     here = [top + 1 + i for i in range(n)]
@@ -74,7 +74,7 @@ def tornado_cells(sh: Sheet, e: Engine, first: int, n: int, last: int) -> None:
 def tornado(sh: Sheet, e: Engine, first: int, n: int, last: int) -> int:
     """The tornado below the what-if table (which ends at row ``last``): a heading, the table (:func:`tornado_cells`)
     and its chart beside it; returns the last row the chart reaches."""
-    hdr = header_row(last)
+    hdr = _header_row(last)
     sh.put("A", hdr - 1, Cell("Tornado — each what-if's monthly cost minus the plan's (MonthlyCostUSD on 5 Cost), ranked by "
                           "size; an infeasible row last, with no bar", kind="section"))
     for i, label in enumerate(HEADERS):

@@ -1,6 +1,6 @@
 """Render a :class:`~xlplan.excel.cells.Book` with openpyxl, then make the file an auditor can diff.
 
-openpyxl writes formulas without their values; :func:`finalise` puts the engine's
+openpyxl writes formulas without their values; :func:`_finalise` puts the engine's
 value of each formula cell into the file as its cached value (so pandas, a file
 previewer or Excel's Protected View show numbers), fixes the document timestamps
 and the zip entries' dates, so the same plan always gives the same bytes.
@@ -164,8 +164,8 @@ def _page_setup(ws, sheet, book: Book) -> None:
     ws.sheet_view.showGridLines = False
 
 
-def render(book: Book):
-    """An openpyxl Workbook for the book (formulas without cached values; see :func:`finalise`)."""
+def _render(book: Book):
+    """An openpyxl Workbook for the book (formulas without cached values; see :func:`_finalise`)."""
     from openpyxl import Workbook
     from openpyxl.workbook.defined_name import DefinedName
 
@@ -291,7 +291,7 @@ def _cached_xml(value) -> tuple[str, str]:
     return None, ""
 
 
-def finalise(raw: bytes, book: Book, caches: bool = True) -> bytes:
+def _finalise(raw: bytes, book: Book, caches: bool = True) -> bytes:
     """Insert cached values (none with ``caches=False``), fix timestamps and zip dates: the bytes to write."""
     values = {s.title: {coord: c.cached for coord, c in s.cells.items() if c.formula} if caches else {}
               for s in book.sheets}
@@ -333,8 +333,8 @@ def _fill_sheet(xml: str, cache: dict) -> str:
 def workbook_bytes(book: Book, caches: bool = True) -> bytes:
     """The finished .xlsx for a book; ``caches=False`` leaves formula values out (for recalculation tests)."""
     buf = io.BytesIO()
-    render(book).save(buf)
-    return finalise(buf.getvalue(), book, caches)
+    _render(book).save(buf)
+    return _finalise(buf.getvalue(), book, caches)
 
 
 def with_sheets_shown(xlsx: bytes, keep: set[str] | frozenset[str]) -> bytes:

@@ -157,7 +157,7 @@ def _genai_perf(d: dict, src: str) -> list[Run]:
                 itl / 1e3 if itl else None, values["output_token_throughput"])]
 
 
-def result_model(d: dict) -> str | None:
+def _result_model(d: dict) -> str | None:
     """The model a result file says it benchmarked, where it says. [text]"""
     candidates = [d.get("model_id"), d.get("model"), d.get("tokenizer_id"), _node(d, "input_config").get("model"),
                   _node(d, "input_config", "endpoint").get("model_names"), _node(d, "args").get("model"),
@@ -232,7 +232,7 @@ def read_results(paths: list[str | Path], plan_model: str | None = None) -> Runs
         else:
             keys = ", ".join(map(str, list(d)[:8])) if isinstance(d, dict) else type(d).__name__
             raise InputError(src, [f"a result file of another format (keys: {keys}); {EXPECTED}"])
-        model = result_model(d)
+        model = _result_model(d)
         if plan_model and model and not same_model(plan_model, model):
             runs.warnings.append(f"{src}: model {model!r} is not the plan's model {plan_model!r}; expected a benchmark of the "
                                  "plan's model (the fit would describe another model)")

@@ -32,7 +32,7 @@ class MissingExtra(InputError):
                          [f"needs {module}, which is not installed; expected the '{extra}' extra: pip install 'xlplan[{extra}]'"])
 
 
-def installed(module: str) -> bool:
+def _installed(module: str) -> bool:
     """Whether a top-level package can be imported (without importing it). [bool]"""
     try:
         return importlib.util.find_spec(module) is not None
@@ -51,7 +51,7 @@ def require(*modules: str, command: str | None = None) -> None:
         The command that needs them, for the message. [text]
     """
     for module in modules:
-        if not installed(module):
+        if not _installed(module):
             raise MissingExtra(module, EXTRA_OF_MODULE.get(module, "all"), command)
 
 

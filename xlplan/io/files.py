@@ -209,7 +209,7 @@ def read_bytes(path: str | Path, what: str, max_bytes: int) -> bytes:
         return f.read()
 
 
-def decode_utf8(data: bytes, src: str, what: str) -> str:
+def _decode_utf8(data: bytes, src: str, what: str) -> str:
     """UTF-8 text from bytes (a byte-order mark dropped); a bad byte is named with its line and column. [text]"""
     try:
         return data.decode("utf-8-sig")
@@ -232,7 +232,7 @@ def read_text(path: str | Path, what: str, max_bytes: int) -> str:
         a NUL byte (a binary file).
     """
     data = read_bytes(path, what, max_bytes)
-    text = decode_utf8(data, str(path), what)
+    text = _decode_utf8(data, str(path), what)
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise InputError(str(path), [f"line {line}: a NUL byte (a binary file?); expected {what} as text"])

@@ -12,7 +12,7 @@ Besides, each TTFT and inter-token-latency histogram is read into :class:`xlplan
 - **Checks.** Buckets that decrease with ``le``, a missing ``_count`` or ``_sum``, a +Inf bucket that is not the
   count, a negative or non-finite value, or edges that change: one line naming the file and the metric. A missing
   +Inf bucket is taken as the count.
-- **Counter resets** are the engine's (:func:`xlplan.evidence.production.increase`): a fall between scrapes is a restart, as
+- **Counter resets** are the engine's (:func:`xlplan.evidence.production._increase`): a fall between scrapes is a restart, as
   the gauge reader takes a counter that falls.
 """
 

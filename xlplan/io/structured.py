@@ -184,7 +184,7 @@ def record_problem(data: Any) -> str | None:
     return None
 
 
-def load_json(text: str, source: str) -> Any:
+def _load_json(text: str, source: str) -> Any:
     """Parse JSON, refusing repeated keys and ``NaN``/``Infinity`` with the field's path.
 
     Raises
@@ -208,8 +208,8 @@ def load_json(text: str, source: str) -> Any:
 
 
 def read_json(path: str | Path, what: str, max_bytes: int = files.TEXT_MAX_BYTES) -> Any:
-    """A JSON file through :func:`files.read_text` and :func:`load_json`."""
-    return load_json(files.read_text(path, what, max_bytes), str(path))
+    """A JSON file through :func:`files.read_text` and :func:`_load_json`."""
+    return _load_json(files.read_text(path, what, max_bytes), str(path))
 
 
 def _walk(data: Any, path: str = ""):
@@ -279,7 +279,7 @@ def check_numbers(data: Any, source: str, schema: dict | None = None, max_abs: f
             continue
         if schema is None or not isinstance(value, (bool, str)):
             continue
-        kinds = types_at(schema, path)
+        kinds = _types_at(schema, path)
         if not kinds or not kinds <= {"number", "integer", "null"}:
             continue
         if isinstance(value, bool):
@@ -302,12 +302,12 @@ def _split(path: str) -> list[str | int]:
     return parts
 
 
-def types_at(schema: dict, path: str) -> set[str] | None:
+def _types_at(schema: dict, path: str) -> set[str] | None:
     """The JSON types a schema allows at a dotted path (``forecast.peak_rps``); None where it does not say.
 
     Examples
     --------
-    >>> types_at({"properties": {"a": {"anyOf": [{"type": "number"}, {"type": "null"}]}}}, "a") == {"number", "null"}
+    >>> _types_at({"properties": {"a": {"anyOf": [{"type": "number"}, {"type": "null"}]}}}, "a") == {"number", "null"}
     True
     """
     nodes = [schema]

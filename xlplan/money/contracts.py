@@ -44,7 +44,7 @@ from xlplan.units import MILLION, SECONDS_PER_HOUR
 HOURS_PER_DAY = 24
 """[h/day]"""
 
-def replicas_needed(load_gpus: int, tp: int, fraction: float) -> int:
+def _replicas_needed(load_gpus: int, tp: int, fraction: float) -> int:
     """Whole replicas of load an hour at ``fraction`` of the peak needs. [replicas]
 
     Parameters
@@ -63,13 +63,13 @@ def replicas_needed(load_gpus: int, tp: int, fraction: float) -> int:
 
     Examples
     --------
-    >>> replicas_needed(8, 1, 0.5), replicas_needed(8, 2, 0.3)
+    >>> _replicas_needed(8, 1, 0.5), _replicas_needed(8, 2, 0.3)
     (4, 2)
     """
     return max(0, int(fleet.whole_units(fraction * load_gpus / tp, 1)))
 
 
-def hourly_gpus(load_gpus: int, redundancy_gpus: int, tp: int, curve) -> list[int]:
+def _hourly_gpus(load_gpus: int, redundancy_gpus: int, tp: int, curve) -> list[int]:
     """GPUs the promise needs each hour of the day: the hour's load replicas plus the redundancy. [GPUs]
 
     Parameters
@@ -88,16 +88,16 @@ def hourly_gpus(load_gpus: int, redundancy_gpus: int, tp: int, curve) -> list[in
     list of int
         ``tp × ceil(curve[h] × load ÷ tp) + redundancy`` for each hour. [GPUs]
     """
-    return [tp * replicas_needed(load_gpus, tp, c) + redundancy_gpus for c in curve]
+    return [tp * _replicas_needed(load_gpus, tp, c) + redundancy_gpus for c in curve]
 
 
-def base_gpus(needed, tp: int, base_usd_per_gpu_hour: float, on_demand_usd_per_gpu_hour: float) -> int:
+def _base_gpus(needed, tp: int, base_usd_per_gpu_hour: float, on_demand_usd_per_gpu_hour: float) -> int:
     """The reserved base that makes the day cheapest, at least the quietest hour's GPUs. [GPUs]
 
     Parameters
     ----------
     needed : sequence of int
-        GPUs each hour needs (:func:`hourly_gpus`), whole replicas. [GPUs]
+        GPUs each hour needs (:func:`_hourly_gpus`), whole replicas. [GPUs]
     tp : int
         GPUs per replica: the base grows a replica at a time. [GPUs]
     base_usd_per_gpu_hour : float
@@ -112,7 +112,7 @@ def base_gpus(needed, tp: int, base_usd_per_gpu_hour: float, on_demand_usd_per_g
 
     Examples
     --------
-    >>> base_gpus([9] * 8 + [5] * 8 + [3] * 8, 1, 2.0, 4.0)  # GPUs 4-5 busy 16 h ≥ 0.5 × 24; 6-9 busy 8 h < 12
+    >>> _base_gpus([9] * 8 + [5] * 8 + [3] * 8, 1, 2.0, 4.0)  # GPUs 4-5 busy 16 h ≥ 0.5 × 24; 6-9 busy 8 h < 12
     5
     """
     ratio = base_usd_per_gpu_hour / on_demand_usd_per_gpu_hour
@@ -125,7 +125,7 @@ def base_gpus(needed, tp: int, base_usd_per_gpu_hour: float, on_demand_usd_per_g
     return base
 
 
-def api_ceiling(load_gpus: int, tp: int, curve, base_load_replicas: int, replica_usd_per_hour_on_demand: float,
+def _api_ceiling(load_gpus: int, tp: int, curve, base_load_replicas: int, replica_usd_per_hour_on_demand: float,
                 replica_usd_per_hour_api: float | None) -> int:
     """Most load replicas kept on GPUs in any hour, the rest of the peak sent to the API: the cheapest ceiling. [replicas]
 
@@ -155,7 +155,7 @@ def api_ceiling(load_gpus: int, tp: int, curve, base_load_replicas: int, replica
     x = [c * top for c in curve]
 
     def day_usd(m: int) -> float:
-        on_demand = sum(max(0, min(replicas_needed(load_gpus, tp, c), m) - base_load_replicas) for c in curve)
+        on_demand = sum(max(0, min(_replicas_needed(load_gpus, tp, c), m) - base_load_replicas) for c in curve)
         api = sum(max(0.0, xh - m) for xh in x)
         return on_demand * replica_usd_per_hour_on_demand + api * replica_usd_per_hour_api
 
@@ -209,15 +209,15 @@ def size_mix(load_gpus: int, redundancy_gpus: int, tp: int, curve, base_usd_per_
         One day: GPUs each hour, the base, the API ceiling, on-demand and spot GPU-hours, API requests.
     """
     kept = [(1.0 - no_promise_share) * c for c in curve]  # the promised traffic
-    needed = hourly_gpus(load_gpus, redundancy_gpus, tp, kept)
-    base = base_gpus(needed, tp, base_usd_per_gpu_hour, on_demand_usd_per_gpu_hour)
+    needed = _hourly_gpus(load_gpus, redundancy_gpus, tp, kept)
+    base = _base_gpus(needed, tp, base_usd_per_gpu_hour, on_demand_usd_per_gpu_hour)
     replica_rps = peak_rps * tp / load_gpus
     api_replica_hour = None if api_usd_per_request is None else api_usd_per_request * replica_rps * SECONDS_PER_HOUR
     base_load = (base - redundancy_gpus) // tp
-    m = api_ceiling(load_gpus, tp, kept, base_load, tp * on_demand_usd_per_gpu_hour, api_replica_hour)
-    on_gpus = [tp * min(replicas_needed(load_gpus, tp, c), m) + redundancy_gpus for c in kept]
+    m = _api_ceiling(load_gpus, tp, kept, base_load, tp * on_demand_usd_per_gpu_hour, api_replica_hour)
+    on_gpus = [tp * min(_replicas_needed(load_gpus, tp, c), m) + redundancy_gpus for c in kept]
     api_replicas = sum(max(0.0, c * (load_gpus // tp) - m) for c in kept)
-    spot = sum(tp * replicas_needed(load_gpus, tp, no_promise_share * c) for c in curve) if no_promise_share > 0 else 0
+    spot = sum(tp * _replicas_needed(load_gpus, tp, no_promise_share * c) for c in curve) if no_promise_share > 0 else 0
     return Mix(needed=tuple(needed), on_gpus=tuple(on_gpus), base_gpus=base, base_floor_gpus=min(needed),
                ceiling_replicas=m, on_demand_gpu_hours=float(sum(max(0, n - base) for n in on_gpus)),
                api_requests=api_replicas * replica_rps * SECONDS_PER_HOUR, spot_gpu_hours=float(spot),
@@ -261,7 +261,7 @@ def savings_figures(mix: Mix, base_usd_per_gpu_hour: float, on_demand_usd_per_gp
             mix.base_gpu_hours_in_use / committed if committed else 0.0)
 
 
-def api_usd_per_request(mean_prompt_tokens: float, mean_output_tokens: float, usd_per_mtok_input: float,
+def _api_usd_per_request(mean_prompt_tokens: float, mean_output_tokens: float, usd_per_mtok_input: float,
                         usd_per_mtok_output: float) -> float:
     """The API's price of a mean request. [USD/request]
 
@@ -283,7 +283,7 @@ def api_usd_per_request(mean_prompt_tokens: float, mean_output_tokens: float, us
 
     Examples
     --------
-    >>> api_usd_per_request(1000, 200, 0.5, 1.0)
+    >>> _api_usd_per_request(1000, 200, 0.5, 1.0)
     0.0007
     """
     return (mean_prompt_tokens * usd_per_mtok_input + mean_output_tokens * usd_per_mtok_output) / MILLION
@@ -320,7 +320,7 @@ def mix_out(plan, answer, mean_prompt_tokens: float, mean_output_tokens: float):
     spot = prices["spot"] if c.no_promise_share > 0 else None
     share = c.no_promise_share if spot is not None else 0.0
     api = plan.api_used()
-    per_request = (api_usd_per_request(mean_prompt_tokens, mean_output_tokens, api.usd_per_mtok_input, api.usd_per_mtok_output)
+    per_request = (_api_usd_per_request(mean_prompt_tokens, mean_output_tokens, api.usd_per_mtok_input, api.usd_per_mtok_output)
                    if c.api_overflow else None)
     redundancy = answer.with_redundancy - answer.load
     mix = size_mix(answer.load, redundancy, answer.tp, plan.forecast.daily_curve, base_p, od_p, plan.forecast.peak_rps,

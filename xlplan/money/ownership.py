@@ -106,7 +106,7 @@ def annuity_factor(annual_rate: float, months: float) -> float:
     return (1.0 - (1.0 + i) ** -months) / i
 
 
-def capital_usd_per_month(capex_usd: float, residual_usd: float, annual_rate: float, months: float) -> float:
+def _capital_usd_per_month(capex_usd: float, residual_usd: float, annual_rate: float, months: float) -> float:
     """The level monthly charge that repays the capex, less the present value of the residual, at the cost of capital. [USD/month]
 
     Parameters
@@ -129,7 +129,7 @@ def capital_usd_per_month(capex_usd: float, residual_usd: float, annual_rate: fl
     --------
     $270,000 over 60 months at 8%: 270,000 ÷ 49.318 = 5,474.63, which is $974.63 more than 4,500 straight-line:
 
-    >>> round(capital_usd_per_month(270000, 0, 0.08, 60), 2), capital_usd_per_month(270000, 0, 0.0, 60)
+    >>> round(_capital_usd_per_month(270000, 0, 0.08, 60), 2), _capital_usd_per_month(270000, 0, 0.0, 60)
     (5474.63, 4500.0)
     """
     return (capex_usd - residual_usd * discount_factor(annual_rate, months)) / annuity_factor(annual_rate, months)
@@ -186,7 +186,7 @@ def monthly_parts_usd(purchased_gpus, capex_usd_per_node, gpus_per_node, life_ye
     return {
         "capex_usd": capex,
         "residual_usd": residual,
-        "capital": capital_usd_per_month(capex, residual, annual_rate, months),
+        "capital": _capital_usd_per_month(capex, residual, annual_rate, months),
         "depreciation": (capex - residual) / months,
         "energy": purchased_gpus * kw_drawn_per_gpu * pue * usd_per_kwh * hours_per_month,
         "hosting": purchased_gpus * kw_contracted_per_gpu * hosting_usd_per_kw_month,

@@ -18,7 +18,7 @@ CAPEX_PARTS = (("server", "capex_usd_per_node"), ("network", "network_usd_per_no
 """The parts of a purchasing unit's price, in the order the note adds them: its words and its plan field. [text]"""
 
 
-def unit_price_usd(v: dict) -> float:
+def _unit_price_usd(v: dict) -> float:
     """One purchasing unit's capex: server + network + storage + installation. [USD]
 
     Parameters
@@ -34,7 +34,7 @@ def unit_price_usd(v: dict) -> float:
     return sum(v[field] for _, field in CAPEX_PARTS)
 
 
-def parts_usd(p: Plan, purchased_gpus: float) -> tuple[dict, dict]:
+def _parts_usd(p: Plan, purchased_gpus: float) -> tuple[dict, dict]:
     """(the figures' values, :func:`xlplan.money.ownership.monthly_parts_usd` for ``purchased_gpus``) of a buy plan. [mixed], [USD]
 
     Parameters
@@ -52,7 +52,7 @@ def parts_usd(p: Plan, purchased_gpus: float) -> tuple[dict, dict]:
     v = {k: d["value"] for k, d in p.ownership().items()}
     drawn = v["kw_per_gpu_typical"] if p.costs.power_draw == "typical" else v["kw_per_gpu"]
     return v, ownership.monthly_parts_usd(
-        purchased_gpus, unit_price_usd(v), p.hardware.gpus_per_node, v["depreciation_years"], v["residual_fraction"],
+        purchased_gpus, _unit_price_usd(v), p.hardware.gpus_per_node, v["depreciation_years"], v["residual_fraction"],
         v["cost_of_capital"], drawn, v["kw_per_gpu"], v["pue"], v["usd_per_kwh"], v["hosting_usd_per_kw_month"],
         v["licence_usd_per_gpu_year"], p.hardware.hours_per_month)
 
@@ -70,7 +70,7 @@ def owned_usd_per_gpu_hour(p: Plan) -> float:
     float
         :func:`xlplan.money.ownership.owned_usd_per_gpu_hour` of one GPU. [USD/GPU-hour]
     """
-    return ownership.owned_usd_per_gpu_hour(parts_usd(p, 1.0)[1], 1.0, p.hardware.hours_per_month)
+    return ownership.owned_usd_per_gpu_hour(_parts_usd(p, 1.0)[1], 1.0, p.hardware.hours_per_month)
 
 
 def ownership_out(p: Plan, purchased_gpus: float, api_usd_per_month: float | None, as_of: str | None) -> OwnershipOut | None:
@@ -96,7 +96,7 @@ def ownership_out(p: Plan, purchased_gpus: float, api_usd_per_month: float | Non
     own = p.ownership()
     if not own:
         return None
-    v, pt = parts_usd(p, purchased_gpus)
+    v, pt = _parts_usd(p, purchased_gpus)
     hours, eng = p.hardware.hours_per_month, p.hardware.ops_usd_per_month
     quoted = p.hardware.quoted_price()
     rent_rate = quoted[0] if quoted else None
@@ -107,7 +107,7 @@ def ownership_out(p: Plan, purchased_gpus: float, api_usd_per_month: float | Non
     life = ownership.life_costs_usd(pt["capex_usd"], pt["residual_usd"], running + eng, None if rent is None else rent + eng,
                                     api_usd_per_month, v["cost_of_capital"], months)
     return OwnershipOut(
-        capex_usd_per_node=unit_price_usd(v), server_usd_per_node=v["capex_usd_per_node"],
+        capex_usd_per_node=_unit_price_usd(v), server_usd_per_node=v["capex_usd_per_node"],
         network_usd_per_node=v["network_usd_per_node"], storage_usd_per_node=v["storage_usd_per_node"],
         installation_usd_per_node=v["installation_usd_per_node"], capex_usd=pt["capex_usd"],
         depreciation_years=v["depreciation_years"], residual_fraction=v["residual_fraction"], residual_usd=pt["residual_usd"],

@@ -4,7 +4,7 @@ A request holds its cache for ``E[output]`` steps of the step its replica achiev
 what the peak puts on each replica (Little's Law): :func:`achieved_time_in_system_s` solves the two together. The
 memory path is then the fewest replicas whose caches hold what their own achieved time implies
 (:func:`memory_path_replicas`), and the latency path the fewest whose token gap at the promise's percentile, at their
-own batch, stays within the target (:func:`latency_path_replicas`). :func:`xlplan.plan.closed_form.at_tp` takes them with
+own batch, stays within the target (:func:`latency_path_replicas`). :func:`xlplan.plan.closed_form._at_tp` takes them with
 the compute and queueing paths.
 
 References

@@ -55,7 +55,7 @@ def with_prompt_p95(s: Scenario, p95: float) -> Scenario:
     return changed(s, prompt_p95=p95, prompt_p99=p99, prompt_p50=min(s.prompt_p50, p95))
 
 
-def with_output_p50(s: Scenario, p50: float) -> Scenario:
+def _with_output_p50(s: Scenario, p50: float) -> Scenario:
     """The scenario with median output length changed, p95 and p99 raised with it where needed.
 
     Parameters
@@ -135,7 +135,7 @@ def find_threshold(predicate: Callable[[float], bool], start: float, direction: 
 BREAKPOINT_VARIABLES: tuple[tuple[str, str, str, Callable[[Scenario, float], Scenario], Callable[[Scenario], float]], ...] = (
     ("peak_rps", "requests/s", "up", lambda s, x: changed(s, peak_rps=x), lambda s: s.peak_rps),
     ("prompt_p95", "tokens", "up", with_prompt_p95, lambda s: s.prompt_p95),
-    ("output_p50", "tokens", "up", with_output_p50, lambda s: s.output_p50),
+    ("output_p50", "tokens", "up", _with_output_p50, lambda s: s.output_p50),
     ("itl_s", "s/token", "up", lambda s, x: changed(s, itl_s=x), lambda s: s.itl_s),
     ("itl_s", "s/token", "down", lambda s, x: changed(s, itl_s=x), lambda s: s.itl_s),
 )

@@ -73,7 +73,7 @@ class ClosedForm:
     binding_paths: tuple[str, ...]  # the paths tied for the most
 
 
-def choose_budget(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: float,
+def _choose_budget(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: float,
                   set_by_plan: bool) -> tuple[int, str, tuple[tuple[int, int | None], ...]]:
     """The step budget to deploy: the plan's where it sets one, else the one needing the fewest queueing replicas.
 
@@ -119,7 +119,7 @@ def choose_budget(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas:
     return max(tied), "queueing path", options
 
 
-def binding(counts: dict[str, int], tp: int) -> tuple[str, tuple[str, ...]]:
+def _binding(counts: dict[str, int], tp: int) -> tuple[str, tuple[str, ...]]:
     """Which path needs the most GPUs: its name, ties joined by ' and ', or 'minimum replica'. [text]
 
     Parameters
@@ -138,9 +138,9 @@ def binding(counts: dict[str, int], tp: int) -> tuple[str, tuple[str, ...]]:
 
     Examples
     --------
-    >>> binding({"memory": 4, "compute": 4, "latency": 1, "queueing": 6}, 1)
+    >>> _binding({"memory": 4, "compute": 4, "latency": 1, "queueing": 6}, 1)
     ('queueing', ('queueing',))
-    >>> binding({"memory": 1, "compute": 1, "latency": 1, "queueing": 1}, 1)
+    >>> _binding({"memory": 1, "compute": 1, "latency": 1, "queueing": 1}, 1)
     ('minimum replica', ())
     """
     top = max(counts.values())
@@ -236,7 +236,7 @@ def _fewest(s: Scenario, tr: step_results.Traffic, first_tp: int | None, paths_o
         pa = paths_of(tp)
         if pa.load == arrays.INF:
             continue
-        cf = at_tp(s, tr, pa, budget_set_by_plan, budget, bound=best[0] if best is not None else None)
+        cf = _at_tp(s, tr, pa, budget_set_by_plan, budget, bound=best[0] if best is not None else None)
         if cf is None:  # its compute and queueing paths alone already buy more than the best so far
             continue
         billed = billed_gpus(cf, s.bill_purchased)
@@ -254,7 +254,7 @@ def _lower_key(s: Scenario, tp: int, replicas: int, infeasible: bool) -> tuple:
     return infeasible, bought, bought if s.bill_purchased else int(with_red), tp
 
 
-def at_tp(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, budget_set_by_plan: bool, budget: int | None = None,
+def _at_tp(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, budget_set_by_plan: bool, budget: int | None = None,
           bound: tuple | None = None) -> ClosedForm | None:
     """The closed form at one TP degree: the largest of the four paths, then redundancy and the purchasing unit.
 
@@ -310,9 +310,9 @@ def at_tp(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, budget_
 
 def _step_budget(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, budget_set_by_plan: bool,
                  budget: int | None) -> tuple[int, str, tuple[tuple[int, int | None], ...]]:
-    """(budget, why, options): the budget given, or the one :func:`choose_budget` deploys. [tokens], [text]"""
+    """(budget, why, options): the budget given, or the one :func:`_choose_budget` deploys. [tokens], [text]"""
     if budget is None:
-        return choose_budget(s, tr, int(pa.tp), float(pa.load_replicas), budget_set_by_plan)
+        return _choose_budget(s, tr, int(pa.tp), float(pa.load_replicas), budget_set_by_plan)
     return budget, "plan" if budget_set_by_plan else "queueing path", ()
 
 
@@ -350,7 +350,7 @@ def _sized(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, q_s: S
         counts["queueing"] = int(q.gpus)
     n = max(counts.values()) // tp
     t, tau, b, conc, mem_exact = memory_at(n)[1]  # the fleet's own time in system and cache
-    label, which = binding(counts, tp)
+    label, which = _binding(counts, tp)
     load, with_red, purchased = fleet.fleet_sizes(n, tp, s.redundancy, s.gpus_per_node)
     return ClosedForm(
         tp=tp, step_budget_tokens=int(chosen), budget_chosen_by=why, queue=q, budget_options=options,

@@ -26,14 +26,14 @@ def compute_dtype(plan: Plan, gpu: GPUSpec) -> str:
     Returns
     -------
     str
-        'bf16', 'fp8' or 'fp4': the policy's, else :func:`weights_compute_dtype` of the weights.
+        'bf16', 'fp8' or 'fp4': the policy's, else :func:`_weights_compute_dtype` of the weights.
     """
     if plan.policy.compute_dtype is not None:
         return plan.policy.compute_dtype
-    return weights_compute_dtype(plan.model.weights_dtype, gpu)
+    return _weights_compute_dtype(plan.model.weights_dtype, gpu)
 
 
-def weights_compute_dtype(w: str, gpu: GPUSpec) -> str:
+def _weights_compute_dtype(w: str, gpu: GPUSpec) -> str:
     """The peak a weight format runs at.
 
     fp8 weights run at the FP8 peak where the GPU has it (W8A8); nvfp4/fp4 at the FP4 peak where it has it

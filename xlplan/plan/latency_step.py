@@ -33,7 +33,7 @@ def decode_context_tokens(tr: Traffic):
     return tr.prompt_mean + tr.output_mean / 2.0
 
 
-def prefill_share(s: Scenario, tr: Traffic):
+def _prefill_share(s: Scenario, tr: Traffic):
     """Prompt tokens prefilled per decoded token in the steady state: E[prompt]·(1 − reuse) ÷ E[output]. [tokens/token]
 
     Parameters
@@ -104,7 +104,7 @@ def latency_batch_cap(s: Scenario, tr: Traffic):
     ----------
     vLLM's scheduler (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``.
     """
-    share = prefill_share(s, tr) if s.latency_with_prefill else 0.0
+    share = _prefill_share(s, tr) if s.latency_with_prefill else 0.0
     return arrays.minimum(s.max_num_seqs, s.max_num_batched_tokens / (1.0 + share))
 
 

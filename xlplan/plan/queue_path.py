@@ -107,7 +107,7 @@ def queue_path(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: fl
     r = r if r is not None else replica_at_tp.replica(q, tp)
     step = step if (step is not None and same) else latency_step.latency_step_fn(q, tr, r)
     slots, step_s, slot_rate = _slots(q, tr, step)
-    tail_rate, prefill_step = prefill_tail_rps(q, tr, r, budget, getattr(step, "step_time", None))
+    tail_rate, prefill_step = _prefill_tail_rps(q, tr, r, budget, getattr(step, "step_time", None))
     tail_n = int(fleet.whole_replicas(s.peak_rps / tail_rate, 1)) if tail_rate else 0
     mu = slot_rate
     offered = s.peak_rps / mu if mu > 0 else math.inf
@@ -216,7 +216,7 @@ def percentile_step_s(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
     return float(mean_step(b))
 
 
-def prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Replica, budget: int,
+def _prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Replica, budget: int,
                      f=None) -> tuple[float | None, float]:
     """(rate, step): the most requests per second a replica serves while at most ``1 − p`` of its steps carry a prompt
     chunk, where a chunk's step is over the inter-token target; and that step's time. [requests/s], [s]
@@ -271,7 +271,7 @@ def prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repli
 
 
 def _tail_rate(decode_s, prefill_s, first: float, output_mean: float, prompt: float, p: float) -> tuple[float, float]:
-    """(rate, step) of :func:`prefill_tail_rps` where a chunk's step is over the target: the root of
+    """(rate, step) of :func:`_prefill_tail_rps` where a chunk's step is over the target: the root of
     ``h(λ) = (1 − p) ÷ (n·τ̄(λ)) − λ``, with ``τ̄`` the mean step at the decode batch ``b = λ·E[output]·τ̄`` it implies
     (Little's Law on the slots), by false position with the Illinois step. [requests/s], [s]
 

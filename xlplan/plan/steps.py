@@ -105,7 +105,7 @@ def traffic(s: Scenario) -> Traffic:
     )
 
 
-def compute_path_gpus_exact(s: Scenario, tr: Traffic):
+def _compute_path_gpus_exact(s: Scenario, tr: Traffic):
     """Step 5, the compute path before rounding: prefill and decode FLOPs at the peak rate over each phase's MFU. [GPUs]
 
     Parameters
@@ -128,7 +128,7 @@ def compute_path_gpus_exact(s: Scenario, tr: Traffic):
 
 
 def compute_path_gpus(s: Scenario, tr: Traffic, tp: int):
-    """Step 5 in whole replicas of ``tp`` GPUs: :func:`compute_path_gpus_exact` rounded up. [GPUs]
+    """Step 5 in whole replicas of ``tp`` GPUs: :func:`_compute_path_gpus_exact` rounded up. [GPUs]
 
     Parameters
     ----------
@@ -144,7 +144,7 @@ def compute_path_gpus(s: Scenario, tr: Traffic, tp: int):
     float or array
         The compute path as :func:`paths` gives it. [GPUs]
     """
-    return fleet.whole_gpus(compute_path_gpus_exact(s, tr), tp)
+    return fleet.whole_gpus(_compute_path_gpus_exact(s, tr), tp)
 
 
 def paths(s: Scenario, tr: Traffic, tp: int, lean: bool = False) -> Paths:
@@ -180,7 +180,7 @@ def paths(s: Scenario, tr: Traffic, tp: int, lean: bool = False) -> Paths:
     budget = kv_budget_gib(s, tp)
     mem_exact = memory.memory_gpus_exact(tr.concurrency, tr.kv_gib_per_conversation, budget, tp, shards)
     mem = fleet.whole_gpus(mem_exact, tp)
-    comp_exact = compute_path_gpus_exact(s, tr)
+    comp_exact = _compute_path_gpus_exact(s, tr)
     comp = fleet.whole_gpus(comp_exact, tp)
     batch_cap = arrays.where(budget > 0, max_decode_batch(s, tr, r), 0.0 * budget)
     lat_exact = tp * arrays.div_pos(tr.concurrency, batch_cap)

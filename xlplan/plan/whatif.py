@@ -110,7 +110,7 @@ def _each_what_if(plan: Plan, s: Scenario, what_ifs: tuple[WhatIf, ...], one) ->
     return out
 
 
-def closed_sensitivity(change: str, s: Scenario | None, budget: int, set_by_plan: bool, error: str = "") -> Sensitivity:
+def _closed_sensitivity(change: str, s: Scenario | None, budget: int, set_by_plan: bool, error: str = "") -> Sensitivity:
     """One what-if on the closed form: the largest of the four paths, its fleet and bill. [Sensitivity]
 
     Parameters
@@ -176,4 +176,4 @@ def closed_sensitivities(plan: Plan, s: Scenario, budget: int, set_by_plan: bool
         One per what-if, in order.
     """
     return _each_what_if(plan, s, what_ifs,
-                         lambda label, changed, error="": closed_sensitivity(label, changed, budget, set_by_plan, error))
+                         lambda label, changed, error="": _closed_sensitivity(label, changed, budget, set_by_plan, error))

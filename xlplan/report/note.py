@@ -60,7 +60,7 @@ def api_comparison_words(api_usd: float, bill_usd: float) -> str:
             else f"the API is {factor:,.1f}× cheaper than self-hosting")
 
 
-def sensitivity_sentence(s: Sensitivity, base_fleet: int) -> str:
+def _sensitivity_sentence(s: Sensitivity, base_fleet: int) -> str:
     """'If p95 prompts reach 8,000 tokens (x4), compute binds and the fleet goes to 7.'
 
     Parameters
@@ -229,10 +229,10 @@ def _whatif_paragraphs(r: PlanResult) -> list[str]:
     fmt = {"requests/s": lambda x: f"{x:,.1f}", "tokens": lambda x: f"{float(f'{x:.4g}'):,.0f}", "s/token": lambda x: f"{x:.4f}"}
     if cf is not None and r.closed_form_sensitivities:
         out = [f"On the closed form (the largest of the four paths, {cf.step_budget_tokens:,}-token steps; not simulated):"]
-        out += [sensitivity_sentence(s, cf.with_redundancy) for s in r.closed_form_sensitivities]
+        out += [_sensitivity_sentence(s, cf.with_redundancy) for s in r.closed_form_sensitivities]
         out += [f"Breakpoint (closed form): {line}." for b in r.closed_form_breakpoints for line in _breakpoint_sentence(b, fmt[b.unit])]
         return out
-    out = [sensitivity_sentence(s, f.with_redundancy) for s in r.sensitivities]
+    out = [_sensitivity_sentence(s, f.with_redundancy) for s in r.sensitivities]
     for b in r.breakpoints:
         out += [f"Breakpoint: {line}." for line in _breakpoint_sentence(b, fmt[b.unit])]
     return out

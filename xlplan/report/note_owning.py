@@ -52,13 +52,13 @@ def ownership_rows(gpus: int, nodes: int, o) -> list[tuple[str, str]]:
                           f"= {words.usd(o.hosting_usd_per_month)} / month")),
         ("Depreciation", (f"({words.usd(o.capex_usd)} − {words.usd(o.residual_usd)}) ÷ {o.life_months:g} months = "
                           f"{words.usd(o.depreciation_usd_per_month)} / month in the accounts (not cash, not in the bill)")),
-        against_renting_row(gpus, o),
-        life_row(gpus, o),
+        _against_renting_row(gpus, o),
+        _life_row(gpus, o),
     ]
     return rows
 
 
-def against_renting_row(gpus: int, o) -> tuple[str, str]:
+def _against_renting_row(gpus: int, o) -> tuple[str, str]:
     """Owning against renting the same units: the rent, and when buying pays back ('never pays back' past its life). [text]
 
     Parameters
@@ -86,7 +86,7 @@ def against_renting_row(gpus: int, o) -> tuple[str, str]:
                                f"{words.usd(o.rent_monthly_usd)} / month; {pay}"))
 
 
-def life_row(gpus: int, o) -> tuple[str, str]:
+def _life_row(gpus: int, o) -> tuple[str, str]:
     """Owning, renting the same units and the API over the life: the total paid and its present cost (NPV). [text]
 
     Parameters

@@ -66,7 +66,7 @@ def _runs_by_group(rows: list[dict], fitted_only: bool = False) -> list[tuple[st
     return [(g, r) for g, r in pairs if r is not None and not (fitted_only and superseded(r.conditions))]
 
 
-def leave_one_source_out_checks(rows: list[dict], training: list[dict] | None = None) -> list[Check]:
+def _leave_one_source_out_checks(rows: list[dict], training: list[dict] | None = None) -> list[Check]:
     """Each row's checks with the default table refitted on every training row not of the row's source.
 
     Parameters
@@ -97,7 +97,7 @@ def leave_one_source_out_checks(rows: list[dict], training: list[dict] | None = 
     return sorted(out, key=lambda c: order.get(c.id, 0))
 
 
-def by_source(checks: list[Check]) -> list[SourceOut]:
+def _by_source(checks: list[Check]) -> list[SourceOut]:
     """Median |error| of each source's throughput and latency checks (pass the left-out checks). [fraction]"""
     out = []
     for g in sorted({c.source for c in checks}):
@@ -202,9 +202,9 @@ def _build(rows_json: str, calibration: bool) -> Report:
     corpus = read_measurements(CORPUS)
     ids = {str(r["id"]) for r in corpus}
     extra = [r for r in rows if str(r["id"]) not in ids]
-    left = leave_one_source_out_checks(rows, corpus + extra)
+    left = _leave_one_source_out_checks(rows, corpus + extra)
     old = frozenset(str(r["id"]) for r in rows if (run := run_of(r)) is not None and superseded(run.conditions))
-    return Report(tuple(validate(rows)), tuple(left), tuple(by_source(left)),
+    return Report(tuple(validate(rows)), tuple(left), tuple(_by_source(left)),
                   tuple(within_deployment(rows)) if calibration else (), not extra, old)
 
 
@@ -220,7 +220,7 @@ def row_counts(checks) -> tuple[int, int, int]:
     return len(ids), len(ids - skipped), len(skipped)
 
 
-def worst(checks: list[Check], n: int = 8) -> list[Check]:
+def _worst(checks: list[Check], n: int = 8) -> list[Check]:
     """The checks with the largest |error| (capacity, throughput, latency)."""
     scored = [c for c in checks if c.relative_error is not None and c.kind != "ttft"]
     return sorted(scored, key=lambda c: -abs(c.relative_error))[:n]
@@ -330,7 +330,7 @@ def markdown(rep: Report) -> str:
     at = {(c.id, c.metric): c for c in ins}
     lines += ["", "| worst rows (left out) | figure | predicted | in-sample | measured | error | why |",
               "|---|---|---|---|---|---|---|"]
-    for c in worst(out):
+    for c in _worst(out):
         i = at.get((c.id, c.metric))
         lines.append(f"| {c.id} | {c.metric} | {c.predicted:,.4g} | {i.predicted:,.4g} | {c.measured:,.4g} | "
                      f"{c.relative_error:+.0%} | {WHY.get(c.id, '')} |" if i else "")

@@ -43,7 +43,7 @@ def history_line(date: str, plan: str, planned: dict, measured: dict, fleet_plan
                        fleet_planned=fleet_planned, fleet_replanned=fleet_replanned)
 
 
-def slope(values: list[float]) -> float | None:
+def _slope(values: list[float]) -> float | None:
     """Least-squares slope of values against their position (0, 1, 2, ...). [unit of values per position]
 
     Parameters
@@ -58,7 +58,7 @@ def slope(values: list[float]) -> float | None:
 
     Examples
     --------
-    >>> slope([0.1, 0.2, 0.3])
+    >>> _slope([0.1, 0.2, 0.3])
     0.1
     """
     n = len(values)
@@ -91,7 +91,7 @@ def accuracy(lines: list[HistoryLine]) -> list[FigureTrend]:
         errors = [None if ln.measured.get(key) is None or not ln.planned.get(key) else ln.measured[key] / ln.planned[key] - 1.0
                   for ln in lines]
         known = [e for e in errors if e is not None]
-        trend = slope(known)
+        trend = _slope(known)
         shown = ", ".join(f"{ln.date[:7]} " + ("—" if e is None else f"{e:+.0%}") for ln, e in zip(lines, errors))
         way = None if trend is None else "steady" if abs(trend) < 0.005 else "growing" if trend * known[-1] > 0 else "shrinking"
         words = ("not measured in two reviews yet: no trend" if trend is None and len(lines) > 1 else

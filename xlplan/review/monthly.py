@@ -60,7 +60,7 @@ AVERAGE_SPAN_S = 86_400.0
 """The shortest log whose mean rate measures an average utilisation: a day (a slice of the peak is all peak). [s]"""
 
 
-def measured_figures(traffic: TrafficSummary, planned_utilisation: float | None = None) -> dict[str, float | None]:
+def _measured_figures(traffic: TrafficSummary, planned_utilisation: float | None = None) -> dict[str, float | None]:
     """The review's figures from a log's summary.
 
     Parameters
@@ -92,7 +92,7 @@ def measured_figures(traffic: TrafficSummary, planned_utilisation: float | None 
             "average_utilisation": util, "prefix_reuse": t.prefix_reuse, "tokens_per_month": tokens}
 
 
-def planned_figures(plan: Plan, result: PlanResult, growth_factor: float) -> dict[str, float]:
+def _planned_figures(plan: Plan, result: PlanResult, growth_factor: float) -> dict[str, float]:
     """The plan's figures for the review month.
 
     Parameters
@@ -122,15 +122,15 @@ def _change(planned: float, measured: float | None) -> float | None:
     return None if measured is None or planned == 0 else measured / planned - 1.0
 
 
-def forecast_checks(planned: dict[str, float], measured: dict[str, float | None], owner: str) -> list[FigureCheck]:
+def _forecast_checks(planned: dict[str, float], measured: dict[str, float | None], owner: str) -> list[FigureCheck]:
     """Section 1: each figure planned, measured and changed, with its owner.
 
     Parameters
     ----------
     planned : dict
-        :func:`planned_figures`. [unit of each]
+        :func:`_planned_figures`. [unit of each]
     measured : dict
-        :func:`measured_figures`. [unit of each]
+        :func:`_measured_figures`. [unit of each]
     owner : str
         The forecast's owner (``owners.forecast``). [text]
 
@@ -179,7 +179,7 @@ def _threshold(b: Breakpoint, kind: str, measured: float | None, binding: str, n
                            sentence=sentence)
 
 
-def breakpoint_checks(breakpoints: list[Breakpoint], measured: dict[str, float | None], binding: str,
+def _breakpoint_checks(breakpoints: list[Breakpoint], measured: dict[str, float | None], binding: str,
                       new_purchased: int) -> list[BreakpointCheck]:
     """Section 2: each breakpoint's fleet step and binding change against the measured figures.
 
@@ -188,7 +188,7 @@ def breakpoint_checks(breakpoints: list[Breakpoint], measured: dict[str, float |
     breakpoints : list of Breakpoint
         The plan's section-6 breakpoints.
     measured : dict
-        :func:`measured_figures`. [unit of each]
+        :func:`_measured_figures`. [unit of each]
     binding : str
         The plan's binding path, which a fleet step keeps. [text]
     new_purchased : int
@@ -208,7 +208,7 @@ def breakpoint_checks(breakpoints: list[Breakpoint], measured: dict[str, float |
     return out
 
 
-def trigger_checks(plan: Plan, result: PlanResult, measured: dict[str, float | None],
+def _trigger_checks(plan: Plan, result: PlanResult, measured: dict[str, float | None],
                    replanned_breakeven: float | None = None) -> list[TriggerCheck]:
     """Section 7: the plan's triggers on the measured figures, then the build-versus-buy break-even.
 
@@ -219,7 +219,7 @@ def trigger_checks(plan: Plan, result: PlanResult, measured: dict[str, float | N
     result : PlanResult
         Its result: the Answer's break-even.
     measured : dict
-        :func:`measured_figures`. [unit of each]
+        :func:`_measured_figures`. [unit of each]
     replanned_breakeven : float, optional
         The re-plan's break-even (the measured month's fleet and bill at the plan's way of paying), which the
         trigger judges where given; else the plan's Answer's. [tokens/month]
@@ -271,13 +271,13 @@ def _binding(planned: str, evidence: Evidence | None) -> BindingCheck:
                         sentence=f"{found} binds in production — {why}; {'agrees with' if agrees else 'does not confirm'} the runbook method's binding ({planned}{' memory and compute' if planned == 'both' else ''})")
 
 
-def watch_list(checks: list[BreakpointCheck], n: int = WATCH) -> list[BreakpointCheck]:
+def _watch_list(checks: list[BreakpointCheck], n: int = WATCH) -> list[BreakpointCheck]:
     """Section 8: the nearest thresholds not yet crossed, by headroom.
 
     Parameters
     ----------
     checks : list of BreakpointCheck
-        :func:`breakpoint_checks`.
+        :func:`_breakpoint_checks`.
     n : int
         How many. [breakpoints]
 
@@ -328,15 +328,15 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
     """
     day = dt.date.fromisoformat(date)
     index, peak = planned_peak(plan, day)
-    measured = measured_figures(traffic, plan.forecast.average_utilisation)
+    measured = _measured_figures(traffic, plan.forecast.average_utilisation)
     growth = peak / plan.forecast.peak_rps
-    planned = planned_figures(plan, result, growth)
+    planned = _planned_figures(plan, result, growth)
     rp = replan(plan, result, measured_plan, day, index, recalibrated)
     basis = "the closed form's, the Answer's method" if result.closed_form_breakpoints else "the runbook's method's"
-    checks = breakpoint_checks(result.closed_form_breakpoints or result.breakpoints, measured,
+    checks = _breakpoint_checks(result.closed_form_breakpoints or result.breakpoints, measured,
                                result.answer.binding if result.answer else result.binding, rp.new.purchased)
-    runbook = breakpoint_checks(result.breakpoints, measured, result.binding, rp.new.purchased)
-    triggers = trigger_checks(plan, result, measured, rp.new.breakeven_tokens_per_month)
+    runbook = _breakpoint_checks(result.breakpoints, measured, result.binding, rp.new.purchased)
+    triggers = _trigger_checks(plan, result, measured, rp.new.breakeven_tokens_per_month)
     promise = _promise(plan, latency)
     line = history_line(date, plan.name, planned, measured, rp.old.held, rp.new.held)
     reasons = ([c.sentence for c in checks if c.crossed] + [f"trigger: {t.metric} {t.bound} {_number(t.value, t.unit)}: {t.action}"
@@ -344,8 +344,8 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
                + (["the promise was missed in production"] if promise.met is False else [])
                + [a.sentence for a in rp.actions if a.due])
     return ReviewOut(plan=plan.name, date=date, month=f"{day:%Y-%m}", planned_month_index=index, growth_factor=growth,
-                     forecast=forecast_checks(planned, measured, plan.owners.forecast), breakpoints_basis=basis,
+                     forecast=_forecast_checks(planned, measured, plan.owners.forecast), breakpoints_basis=basis,
                      breakpoints=checks, runbook_breakpoints=runbook, promise=promise, binding=_binding(result.binding, evidence),
                      model=model.sentence if model is not None else "not given (no production model check)", replan=rp,
-                     triggers=triggers, watch=watch_list(checks), history=accuracy([*history, line]), history_line=line,
+                     triggers=triggers, watch=_watch_list(checks), history=accuracy([*history, line]), history_line=line,
                      reasons=reasons, needs_action=bool(reasons))

@@ -130,7 +130,7 @@ def replan(plan: Plan, result: PlanResult, measured_plan: Plan, day: dt.date, in
     need = [(m.month, m.purchased) for m in new_s.months]
     words = "the measured forecast" + (f" and efficiencies recalibrated from {recalibrated}" if recalibrated else "")
     return Replan(inputs=words, old=_side(result), new=_side(new), lead_time_days=lead, months=months, supply=supply,
-                  actions=order_actions(base, plan.orders, need, lead, day), stopped=new_s.stopped)
+                  actions=_order_actions(base, plan.orders, need, lead, day), stopped=new_s.stopped)
 
 
 def _at(months: list, k: int, field: str):
@@ -150,7 +150,7 @@ def _gpus(n: int) -> str:
     return f"{n} GPU" if n == 1 else f"{n} GPUs"
 
 
-def order_actions(installed: int, orders: list, need: list[tuple[str, int]], lead: int | None,
+def _order_actions(installed: int, orders: list, need: list[tuple[str, int]], lead: int | None,
                   day: dt.date) -> list[OrderAction]:
     """The orders to place, move or cancel so that supply meets the re-plan's need month by month.
 

@@ -61,13 +61,13 @@ def older_plan_notes(data: Any) -> list[str]:
     billing = hardware.get("billing")
     if billing not in ("rented", "purchased"):  # none, or a value the schema refuses at its own path
         return ["costs.mode: rent is read as rent_per_gpu (renting per GPU, as before)"] if costs.get("mode") == "rent" else []
-    mode = migrated_mode(billing, costs.get("mode"))
+    mode = _migrated_mode(billing, costs.get("mode"))
     if mode == "buy":
         return [f"hardware.billing: {billing} is left out: costs.mode: buy bills every GPU bought, as it did"]
     return [f"hardware.billing: {billing} is read as costs.mode: {mode} (one setting says how the fleet is paid for)"]
 
 
-def migrated_mode(billing: Any, mode: Any) -> Any:
+def _migrated_mode(billing: Any, mode: Any) -> Any:
     """``costs.mode`` for an older file's ``hardware.billing`` beside its ``costs.mode`` ('rent', 'buy' or none). [text]
 
     Parameters
@@ -108,7 +108,7 @@ def migrate_older_plan(data: Any) -> Any:
     Returns
     -------
     Any
-        The same mapping with ``hardware.billing`` removed and ``costs.mode`` set from it (:func:`migrated_mode`);
+        The same mapping with ``hardware.billing`` removed and ``costs.mode`` set from it (:func:`_migrated_mode`);
         anything else unchanged.
     """
     hardware = data.get("hardware") if isinstance(data, dict) else None
@@ -117,5 +117,5 @@ def migrate_older_plan(data: Any) -> Any:
     hardware = {k: v for k, v in hardware.items() if k != "billing"}
     costs = data.get("costs") or {}
     if isinstance(costs, dict):  # anything else is refused by the schema at its own path
-        costs = {**costs, "mode": migrated_mode(data["hardware"]["billing"], costs.get("mode"))}
+        costs = {**costs, "mode": _migrated_mode(data["hardware"]["billing"], costs.get("mode"))}
     return {**data, "hardware": hardware, "costs": costs}

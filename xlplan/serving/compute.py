@@ -245,17 +245,17 @@ def compute_gpus_split(prefill_tflops_, decode_tflops_, peak_tflops, prefill_mfu
     Notes
     -----
     ``prefill ÷ (peak × MFU_prefill) + decode ÷ (peak × MFU_decode)``; with one MFU this is
-    :func:`compute_gpus_exact` of their sum.
+    :func:`_compute_gpus_exact` of their sum.
 
     Examples
     --------
     >>> round(compute_gpus_split(1368.7, 192.7, 989, 0.40, 0.40), 2)
     3.95
     """
-    return compute_gpus_exact(prefill_tflops_, peak_tflops, prefill_mfu) + compute_gpus_exact(decode_tflops_, peak_tflops, decode_mfu)
+    return _compute_gpus_exact(prefill_tflops_, peak_tflops, prefill_mfu) + _compute_gpus_exact(decode_tflops_, peak_tflops, decode_mfu)
 
 
-def compute_gpus_exact(demand_tflops, peak_tflops, mfu):
+def _compute_gpus_exact(demand_tflops, peak_tflops, mfu):
     """GPUs the FLOPs need before rounding. [GPUs]
 
     Parameters

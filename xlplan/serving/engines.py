@@ -91,7 +91,7 @@ def visible_gib(memory_gib: float, cuda_visible_gib: float | None = None) -> flo
     return cuda_visible_gib if cuda_visible_gib is not None else memory_gib - DRIVER_RESERVED_GIB
 
 
-def non_torch_gib(tp: int) -> float:
+def _non_torch_gib(tp: int) -> float:
     """Non-PyTorch memory per GPU. [GiB]
 
     Parameters
@@ -244,11 +244,11 @@ def kv_budget_gib(engine: str, memory_gib: float, visible: float, utilisation: f
     if engine == "runbook":
         return memory_gib * utilisation - weights_gib_per_gpu - overhead_gib
     if engine == "vllm":
-        return utilisation * visible - weights_gib_per_gpu - activation_gib - non_torch_gib(tp)
+        return utilisation * visible - weights_gib_per_gpu - activation_gib - _non_torch_gib(tp)
     if engine == "sglang":
         return utilisation * visible - weights_gib_per_gpu - SGLANG_RESERVE_GIB
     if engine == "trtllm":
-        return utilisation * (visible - weights_gib_per_gpu - activation_gib - non_torch_gib(tp))
+        return utilisation * (visible - weights_gib_per_gpu - activation_gib - _non_torch_gib(tp))
     raise ValueError(f"policy.engine: got {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
@@ -291,10 +291,10 @@ def kv_budget_terms(engine: str, memory_gib: float, visible: float, utilisation:
         return "memory", memory_gib, utilisation, (("weights", weights_gib_per_gpu), ("overhead", overhead_gib)), False
     if engine == "vllm":
         return "visible", visible, utilisation, (("weights", weights_gib_per_gpu), ("activation peak", activation_gib),
-                                                 ("non-torch", non_torch_gib(tp))), False
+                                                 ("non-torch", _non_torch_gib(tp))), False
     if engine == "sglang":
         return "visible", visible, utilisation, (("weights", weights_gib_per_gpu), ("SGLang reserve", SGLANG_RESERVE_GIB)), False
     if engine == "trtllm":
         return "visible", visible, utilisation, (("weights", weights_gib_per_gpu), ("workspace", activation_gib),
-                                                 ("non-torch", non_torch_gib(tp))), True
+                                                 ("non-torch", _non_torch_gib(tp))), True
     raise ValueError(f"policy.engine: got {engine!r}; expected one of {', '.join(ENGINES)}")

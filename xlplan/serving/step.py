@@ -54,7 +54,7 @@ from xlplan.serving.step_inputs import Replica, StepLoad
 from xlplan.units import TERA
 
 
-def attention_flops(keys, keys_window, full_layers, window_layers, attention_width):
+def _attention_flops(keys, keys_window, full_layers, window_layers, attention_width):
     """Score and value products over a step's token-key pairs. [FLOP]
 
     Parameters
@@ -78,7 +78,7 @@ def attention_flops(keys, keys_window, full_layers, window_layers, attention_wid
     return 4.0 * attention_width * (full_layers * keys + window_layers * keys_window)
 
 
-def experts_touched_fraction(tokens, experts, experts_per_token):
+def _experts_touched_fraction(tokens, experts, experts_per_token):
     """Expected fraction of an MoE layer's routed experts a step's tokens touch. [fraction]
 
     Parameters
@@ -108,7 +108,7 @@ def experts_touched_fraction(tokens, experts, experts_per_token):
     --------
     Qwen3-30B-A3B (128 experts, 8 per token): one token 1/16, sixteen tokens 1 − (15/16)^16 = 64%.
 
-    >>> experts_touched_fraction(1, 128, 8), round(experts_touched_fraction(16, 128, 8), 3)
+    >>> _experts_touched_fraction(1, 128, 8), round(_experts_touched_fraction(16, 128, 8), 3)
     (0.0625, 0.644)
     """
     if not experts:
@@ -125,7 +125,7 @@ def _bandwidth_time(r: Replica, bytes_per_gpu):
     return bytes_per_gpu / (r.hbm_tbps * r.bandwidth_efficiency * TERA)
 
 
-def dense_time_s(r: Replica, load: StepLoad):
+def _dense_time_s(r: Replica, load: StepLoad):
     """The dense weights' part of a step: GEMM FLOPs against reading the weights once, per GPU. [s]
 
     Parameters
@@ -154,7 +154,7 @@ def dense_time_s(r: Replica, load: StepLoad):
     return arrays.maximum(compute, _bandwidth_time(r, r.dense_weight_bytes / r.tp))
 
 
-def expert_time_s(r: Replica, load: StepLoad):
+def _expert_time_s(r: Replica, load: StepLoad):
     """The routed experts' part of a step: their FLOPs against reading the experts the tokens touch. [s]
 
     Parameters
@@ -178,18 +178,18 @@ def expert_time_s(r: Replica, load: StepLoad):
     References
     ----------
     Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009. Distinct experts touched: the expected
-    number of occupied bins (coupon collector), :func:`experts_touched_fraction`.
+    number of occupied bins (coupon collector), :func:`_experts_touched_fraction`.
     """
     if not r.experts:
         return 0.0 * load.decode_tokens
     tokens = load.decode_tokens + load.prefill_tokens
     compute = _flops_time(r, 2.0 * r.expert_active_params * load.decode_tokens,
                           2.0 * r.expert_active_params * load.prefill_tokens, r.peak_tflops, r.expert_efficiency)
-    touched = r.expert_weight_bytes * experts_touched_fraction(tokens, r.experts, r.experts_per_token)
+    touched = r.expert_weight_bytes * _experts_touched_fraction(tokens, r.experts, r.experts_per_token)
     return arrays.maximum(compute, _bandwidth_time(r, touched / r.tp))
 
 
-def attention_time_s(r: Replica, load: StepLoad):
+def _attention_time_s(r: Replica, load: StepLoad):
     """The attention part of a step: score and value FLOPs at the 16-bit peak against reading the KV cache. [s]
 
     Parameters
@@ -209,8 +209,8 @@ def attention_time_s(r: Replica, load: StepLoad):
     Roofline: Williams, Waterman & Patterson, "Roofline", CACM 52(4), 2009.
     """
     full = r.layers - r.window_layers
-    decode = attention_flops(load.decode_keys, load.decode_keys_window, full, r.window_layers, r.attention_width)
-    prefill = attention_flops(load.prefill_keys, load.prefill_keys_window, full, r.window_layers, r.attention_width)
+    decode = _attention_flops(load.decode_keys, load.decode_keys_window, full, r.window_layers, r.attention_width)
+    prefill = _attention_flops(load.prefill_keys, load.prefill_keys_window, full, r.window_layers, r.attention_width)
     compute = _flops_time(r, decode, prefill, r.attention_peak_tflops)
     kv = r.kv_bytes_per_token_layer * (full * load.kv_tokens + r.window_layers * load.kv_tokens_window)
     return arrays.maximum(compute, _bandwidth_time(r, kv / r.kv_shards))
@@ -252,6 +252,6 @@ def step_time_s(r: Replica, load: StepLoad):
     >>> round(step_time_s(r, decode_step(1, 0.0)) * 1e3, 2)
     7.99
     """
-    return (r.step_overhead_s + dense_time_s(r, load) + expert_time_s(r, load) + attention_time_s(r, load)
+    return (r.step_overhead_s + _dense_time_s(r, load) + _expert_time_s(r, load) + _attention_time_s(r, load)
             + comm_time_s(r, load))
 

@@ -18,7 +18,7 @@ Notes
   the measured window contributes its duration once per sequence it advanced; TPOT is per request,
   ``(finish − first token) ÷ (output − 1)``. The run is stable when p95 TTFT over the two halves of the measured
   window agree within 10% of the larger or of the TTFT target, or when the rise between them, carried on for twice
-  the run, still keeps the target (:func:`xlplan.simulate.run.steady`); a run keeps the promise only when it is stable, its
+  the run, still keeps the target (:func:`xlplan.simulate.run._steady`); a run keeps the promise only when it is stable, its
   TTFT is within target and its ITL is within target or undefined (no second token decoded). A run lasts max(10 minutes, 20,000 arrivals) unless
   told, at most 6 hours.
 - **Prefix reuse**: the plan's reused share of each prompt is held in the cache from admission but not computed.

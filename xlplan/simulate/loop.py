@@ -21,7 +21,7 @@ from xlplan.simulate.scheduler import _Replica, start_step
 from xlplan.simulate.workload import Workload
 
 
-def warmup_s(duration_s: float) -> float:
+def _warmup_s(duration_s: float) -> float:
     """Seconds discarded at the start of a run: max(60 s, 10% of it), at most half of it. [s]
 
     Parameters
@@ -37,7 +37,7 @@ def warmup_s(duration_s: float) -> float:
     return min(max(60.0, 0.1 * duration_s), 0.5 * duration_s)
 
 
-def drain_cap_s(duration_s: float) -> float:
+def _drain_cap_s(duration_s: float) -> float:
     """How long past the last arrival the run follows measured requests: max(60 s, 20% of it). [s]
 
     Parameters
@@ -171,8 +171,8 @@ class _Run:
         self.resumed = [False] * n
         self.gaps_extra: list[float] = []  # token gaps across a preemption
         self.duration = duration_s
-        self.warm = warmup_s(duration_s)
-        self.stop = duration_s + drain_cap_s(duration_s)
+        self.warm = _warmup_s(duration_s)
+        self.stop = duration_s + _drain_cap_s(duration_s)
         self.reps = [_Replica() for _ in range(replicas)]
         self.loads = [0] * replicas
         self.events: list[tuple[float, int]] = []

@@ -22,7 +22,7 @@ from xlplan.simulate.workload import Workload
 
 STABLE_SPREAD = 0.10
 """A run is stable when p95 TTFT over the two halves of its measured window differ by at most this fraction of the
-larger, or by at most this fraction of the TTFT target (or, see :func:`steady`, when its growth carried on for twice the
+larger, or by at most this fraction of the TTFT target (or, see :func:`_steady`, when its growth carried on for twice the
 run still keeps the target). [fraction]"""
 
 
@@ -266,7 +266,7 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     mid = (lo + hi) / 2.0
     a1, a2 = ttft[arr[sel] < mid], ttft[arr[sel] >= mid]
     if len(a1) and len(a2):
-        stable = steady(float(np.percentile(a1, 95)), float(np.percentile(a2, 95)), s.ttft_s)
+        stable = _steady(float(np.percentile(a1, 95)), float(np.percentile(a2, 95)), s.ttft_s)
     else:
         stable = False
     del out
@@ -286,7 +286,7 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     )
 
 
-def steady(h1_s: float, h2_s: float, ttft_target_s: float) -> bool:
+def _steady(h1_s: float, h2_s: float, ttft_target_s: float) -> bool:
     """Whether a run's p95 TTFT is not running away: its two halves agree within :data:`STABLE_SPREAD`, or the rise
     from the first half to the second, carried on at the same pace for twice the run (two more rises: h2 + 2 (h2 − h1)),
     still keeps the TTFT target.
@@ -311,11 +311,11 @@ def steady(h1_s: float, h2_s: float, ttft_target_s: float) -> bool:
 
     Examples
     --------
-    >>> steady(0.571, 0.682, 1.0)   # +0.111 s: more than 10% of the 1 s target, but 0.682 + 0.222 = 0.904 <= 1 s
+    >>> _steady(0.571, 0.682, 1.0)   # +0.111 s: more than 10% of the 1 s target, but 0.682 + 0.222 = 0.904 <= 1 s
     True
-    >>> steady(4.43, 31.8, 1.0)     # a queue growing without bound
+    >>> _steady(4.43, 31.8, 1.0)     # a queue growing without bound
     False
-    >>> steady(0.60, 0.75, 1.0)     # 0.75 + 0.30 = 1.05 s would pass the target
+    >>> _steady(0.60, 0.75, 1.0)     # 0.75 + 0.30 = 1.05 s would pass the target
     False
     """
     rise = h2_s - h1_s
@@ -334,7 +334,7 @@ def verdict(ttft_q_s: float, itl_q_s: float, itl_defined: bool, stable: bool, tt
     itl_defined : bool
         Whether any token gap was measured. With one-token outputs there is none: ITL is undefined, not missed. [bool]
     stable : bool
-        Whether p95 TTFT over the two halves of the measured window is not running away (:func:`steady`). [bool]
+        Whether p95 TTFT over the two halves of the measured window is not running away (:func:`_steady`). [bool]
     ttft_target_s : float
         The promise's TTFT. [s]
     itl_target_s : float

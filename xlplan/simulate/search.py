@@ -28,7 +28,7 @@ class Search:
     cap_replicas: int  # the largest fleet the search would try [replicas]
 
 
-def search_cap(start_replicas: int) -> int:
+def _search_cap(start_replicas: int) -> int:
     """The most replicas a search tries: 4 × the start + 4. [replicas]
 
     Parameters
@@ -82,7 +82,7 @@ def search(s: Scenario, tp: int, workload: Workload, duration_s: float, start_re
     Returns
     -------
     Search
-        The fewest replicas that keep the promise (None when none up to :func:`search_cap` does), the full runs and
+        The fewest replicas that keep the promise (None when none up to :func:`_search_cap` does), the full runs and
         the cap.
 
     References
@@ -91,7 +91,7 @@ def search(s: Scenario, tp: int, workload: Workload, duration_s: float, start_re
     N+1 … buy a node of 8": the load the simulation starts from.
     """
     runs = {} if runs is None else runs
-    cap = search_cap(start_replicas)
+    cap = _search_cap(start_replicas)
     rate = len(workload.arrival_s) / duration_s if duration_s > 0 else 0.0
     pilot_s = max(PILOT_MIN_S, PILOT_REQUESTS / rate) if rate > 0 else duration_s
     if pilot_s >= 0.75 * duration_s:

@@ -89,7 +89,7 @@ def decode_tflops(arrival_rate_rps: float, model: str | ModelSpec, output_p50: f
     return compute.decode_tflops(arrival_rate_rps, mean_length(output_p50, output_p95, output_p99), per_token)
 
 
-def peak_tflops(gpu: str | float, compute_dtype: str = "bf16") -> float:
+def _peak_tflops(gpu: str | float, compute_dtype: str = "bf16") -> float:
     """A GPU's dense peak for a dtype, or a number passed through. [TFLOP/s]
 
     Parameters
@@ -151,6 +151,6 @@ def compute_gpus(demand_tflops: float, gpu: str | float, mfu: float, tp: int = 1
     >>> compute_gpus(1561.5, "h100-sxm", 0.40)
     4.0
     """
-    peak = peak_tflops(gpu, compute_dtype)
+    peak = _peak_tflops(gpu, compute_dtype)
     return fleet.whole_gpus(compute.compute_gpus_split(demand_tflops, decode_tflops, peak, mfu,
                                                        mfu if decode_mfu is None else decode_mfu), tp)

@@ -108,7 +108,7 @@ def usd_per_mtok(monthly_usd: float, tokens_per_month_: float) -> float:
     return cost.usd_per_mtok(monthly_usd, tokens_per_month_)
 
 
-def api_blended_usd_per_mtok(usd_per_mtok_input: float, usd_per_mtok_output: float, prompt_p50: float, prompt_p95: float,
+def _api_blended_usd_per_mtok(usd_per_mtok_input: float, usd_per_mtok_output: float, prompt_p50: float, prompt_p95: float,
                              output_p50: float, output_p95: float, prompt_p99: float | None = None,
                              output_p99: float | None = None) -> float:
     """An API's price at this traffic's input/output mix. [USD/Mtok]
@@ -172,7 +172,7 @@ def api_monthly_cost_usd(tokens_per_month_: float, usd_per_mtok_input: float, us
     float
         ``tokens × blended price ÷ 10**6``. [USD/month]
     """
-    blended = api_blended_usd_per_mtok(usd_per_mtok_input, usd_per_mtok_output, prompt_p50, prompt_p95, output_p50,
+    blended = _api_blended_usd_per_mtok(usd_per_mtok_input, usd_per_mtok_output, prompt_p50, prompt_p95, output_p50,
                                        output_p95, prompt_p99, output_p99)
     return cost.api_monthly_cost_usd(tokens_per_month_, blended)
 

@@ -90,22 +90,6 @@ def weights_gib(model: str | ModelSpec, weights_dtype: str = "bf16") -> float:
     return memory.weights_gib(model_spec(model), weights_dtype)
 
 
-def gpu_memory_gib(gpu: str | float) -> float:
-    """A GPU's memory as the driver reports it, or a number passed through. [GiB]
-
-    Parameters
-    ----------
-    gpu : str or float
-        Catalog GPU name (e.g. 'h100-sxm'), or its memory as the driver reports it. [GiB]
-
-    Returns
-    -------
-    float
-        The GPU's memory as the driver reports it, or ``gpu`` itself. [GiB]
-    """
-    return float(gpu) if isinstance(gpu, (int, float)) else gpu_spec(gpu).memory_gib
-
-
 def kv_budget_gib(gpu: str | float, weights_gib_per_gpu: float, memory_utilisation: float, overhead_gib: float,
                   engine: str = "runbook", activation_gib: float = 0.0, tp: int = 1,
                   visible_gib: float | None = None) -> float:

@@ -69,10 +69,10 @@ def fleet_tab(book: Book, e: Engine) -> None:
               pa.decode_step_s <= e.s.itl_s * (1 + fleet.ROUNDING_TOLERANCE), "TRUE | FALSE", None, "")
     rows.calc("BindingNote", "Binding constraint", '="binds: "&Binding', f"binds: {e.sol.binding}", "", None, "")
     if e.result.verified is not None:
-        verified_block(book, sh, rows, e)
+        _verified_block(book, sh, rows, e)
 
 
-def verified_block(book: Book, sh, rows: Rows, e: Engine) -> None:
+def _verified_block(book: Book, sh, rows: Rows, e: Engine) -> None:
     """The fleet simulated at peak, beside the runbook's three numbers: engine values (shaded like the breakpoints)
     and p95 TTFT and inter-token gap against GPUs, charted with the promise."""
     v = e.result.verified

@@ -83,7 +83,7 @@ def _efficiencies_used(rows: Rows, e: Engine) -> None:
               s.max_num_seqs, "sequences", "#,##0", "as given, else vLLM's default for the GPU")
 
 
-def plan_date(e: Engine) -> str:
+def _plan_date(e: Engine) -> str:
     """The plan's date (YYYY-MM-DD) as the print header shows it: the plan's own, else :data:`xlplan.excel.common.UNDATED`."""
     from xlplan.excel.common import UNDATED
 
@@ -246,7 +246,7 @@ def inputs_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[0], "Section 1 of the capacity note: every input, with its unit, its owner and its dated source.",
                     widths={"A": 34, "B": 22, "C": 16, "D": 20, "E": 40, "F": 12, "G": 70}, print_title_rows="1:3",
                     landscape=True, freeze="A4")
-    book.print_header = f"{e.plan.name} — {plan_date(e)}"
+    book.print_header = f"{e.plan.name} — {_plan_date(e)}"
     rows = Rows(book, sh)
     rows.title("1 · Inputs — the forecast, the promise and the prices, attributed",
                "Yellow cells are inputs; everything else is computed. A wrong forecast is a forecast problem: each input "

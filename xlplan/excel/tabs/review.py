@@ -39,7 +39,7 @@ KINDS = (("Step", "fleet step", "the purchase grows", "G"), ("Flip", "binding ch
 """(name suffix, the review's kind, in words, tab 6's column of what follows it)."""
 
 
-def measured_name(key: str) -> str:
+def _measured_name(key: str) -> str:
     """The defined name of a measured figure's input cell: 'ReviewMeasuredPromptP95'. [text]"""
     return f"ReviewMeasured{PLANNED[key][0]}"
 
@@ -86,7 +86,7 @@ def _forecast(book: Book, sh: Sheet, rows: Rows, out: ReviewOut) -> None:
         _, formula, fmt = PLANNED[f.key]
         sh.put("A", r, Cell(f.label, kind="label"))
         sh.put("B", r, Cell(formula, formula=True, cached=f.planned, kind="calc", fmt=fmt))
-        name = measured_name(f.key)
+        name = _measured_name(f.key)
         coord = sh.put("C", r, Cell(f.measured, kind="input", fmt=fmt, name=name, validation=Validation(
             "decimal", "greaterThanOrEqual", "0", None, True, f"Measured {f.label}"[:32],
             f"The month's {f.label} [{f.unit}]; blank: not measured.", "Enter a number, 0 or more.")))
@@ -100,7 +100,7 @@ def _forecast(book: Book, sh: Sheet, rows: Rows, out: ReviewOut) -> None:
         sh.row += 1
 
 
-def state(check: BreakpointCheck | None) -> str:
+def _state(check: BreakpointCheck | None) -> str:
     """A breakpoint's state as the tab's formula shows it: 'crossed', '12% to go', 'not measured' or 'beyond the
     search' (no value within the search, ``check`` None). [text]"""
     if check is None:
@@ -156,13 +156,13 @@ def _breakpoint_rows(book: Book, sh: Sheet, out: ReviewOut, b, basis: str, check
         r = sh.row
         name = breakpoint_name(b.variable, b.direction, suffix, basis)
         sh.put("A", r, Cell(f"{label} {b.direction}: {what} ({words})", kind="label"))
-        sh.put("B", r, Cell(f"={measured_name(b.variable)}", formula=True, cached=measured if measured is not None else "",
+        sh.put("B", r, Cell(f"={_measured_name(b.variable)}", formula=True, cached=measured if measured is not None else "",
                             kind="calc", fmt=FMT["value"]))
         at = b.fleet_step_at if suffix == "Step" else b.binding_flip_at
         sh.put("C", r, Cell(f"={name}", formula=True, cached=at if at is not None else "beyond x64", kind="calc",
                             fmt=FMT["value"]))
         sh.put("D", r, Cell(_state_formula(f"B{r}", f"C{r}", b.direction), formula=True,
-                            cached=state(checks.get((b.variable, b.direction, kind))), kind="flag"))
+                            cached=_state(checks.get((b.variable, b.direction, kind))), kind="flag"))
         sh.put("E", r, Cell(b.unit, kind="unit"))
         sh.put("F", r, _after(book, name, col, suffix, b))
         sh.row += 1

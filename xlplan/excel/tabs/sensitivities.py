@@ -58,7 +58,7 @@ def built_whatifs() -> list[WhatIf | None]:
     return list(STANDARD_WHAT_IFS) + [None] * BLANK_WHATIF_ROWS
 
 
-def built_rows(e: Engine) -> list[WhatIfRow]:
+def _built_rows(e: Engine) -> list[WhatIfRow]:
     """The engine's figures of those rows: its what-if rows, then the blank rows (each caching the plan as it stands)."""
     return list(e.fig.whatifs) + [e.fig.as_planned] * BLANK_WHATIF_ROWS
 
@@ -174,7 +174,7 @@ def sensitivities_tab(book: Book, e: Engine) -> None:
             sh.put(col, tp_row, Cell(f"=INDEX(TPDegrees,{i + 1})", formula=True, cached=TP_DEGREES[i], kind="calc", fmt="0"))
     sh.outline_columns = ("P", last_col)
     first = hdr + 1
-    built = built_rows(e)
+    built = _built_rows(e)
     for k, row in enumerate(built):
         _sens_row(sh, first + k, tp_row, e, row, cols, per_tp)
     last = first + len(built) - 1

@@ -29,12 +29,12 @@ BINDING_WORDS = (
 """The binding constraint in words, keyed by the engine's label (one table for the formula and its cached value)."""
 
 
-def binding_words(label: str) -> str:
+def _binding_words(label: str) -> str:
     """The sentence for a binding label. [text]"""
     return dict(BINDING_WORDS).get(label, label)
 
 
-def binding_formula() -> str:
+def _binding_formula() -> str:
     """Nested IFs over :data:`BINDING_WORDS`, the label itself when none matches. [formula]"""
     out = "Binding"
     for key, words in reversed(BINDING_WORDS):
@@ -46,14 +46,14 @@ ANSWER_CURRENT = "current"
 ANSWER_STALE = "STALE: an input changed since the Answer was computed; rebuild with xlplan workbook"
 
 
-def built_values(e: Engine) -> dict[str, object]:
+def _built_values(e: Engine) -> dict[str, object]:
     """Each input's value when the workbook was built (defined name → value; None where blank). [mixed]"""
     from xlplan.excel.inputs import all_inputs, input_value
 
     return {spec.name: input_value(e.plan, spec) for spec in all_inputs()}
 
 
-def snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | None) -> None:
+def _snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | None) -> None:
     """Below the Summary: every input's value when the workbook was built (shaded engine values, each named
     ``Built<Input>`` for the flags of :mod:`xlplan.excel.staleness`), and the flag in ``flag_row`` that says
     'current' while 1 Inputs still holds them all, else STALE."""
@@ -61,7 +61,7 @@ def snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | Non
 
     rows.section("Inputs the engine values were computed from (the flags compare 1 Inputs with them)")
     conditions = []
-    built = built_values(e)
+    built = _built_values(e)
     for spec in all_inputs():
         value = built[spec.name]
         r = sh.row
@@ -71,7 +71,7 @@ def snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | Non
         book.define(staleness.built_name(spec.name), sh, f"B{r}")
         conditions.append(staleness.same(spec.name, value, f"$B${r}"))
         sh.row += 1
-    built = built_values(e)
+    built = _built_values(e)
     for group in staleness.GROUPS:  # each group of inputs unchanged, once: the flags read these
         rows.calc(staleness.group_name(group), f"Unchanged since built: {group} inputs", staleness.group_formula(group, built),
                   True, "TRUE | FALSE", None, ", ".join(staleness.group_inputs(group)))
@@ -81,7 +81,7 @@ def snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | Non
         book.define("AnswerCurrent", sh, f"B{flag_row}")
 
 
-def value_flag(book: Book, sh, e: Engine, value: str, coord: str) -> None:
+def _value_flag(book: Book, sh, e: Engine, value: str, coord: str) -> None:
     """The flag of one engine value at ``coord``: 'current' while every input it depends on is unchanged, else STALE
     (:func:`xlplan.excel.staleness.flag_formula`), named ``<value>Stale``."""
     sh.put(coord[0], int(coord[1:]), Cell(staleness.flag_formula(value), formula=True, cached=staleness.CURRENT,
@@ -89,7 +89,7 @@ def value_flag(book: Book, sh, e: Engine, value: str, coord: str) -> None:
     book.define(f"{value}Stale", sh, coord)
 
 
-def answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]]:
+def _answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str]]:
     """(name, label, the engine's value, unit, format, how) of the Answer: engine values, shaded, not formulas."""
     r = e.result
     a = r.answer
@@ -145,7 +145,7 @@ CHECK_OK = "All checks pass"
 CHECK_FAILED = "CHECK FAILED: see 1 Inputs and the Checks sheet; these figures are not a plan"
 
 
-def summary_rows(e: Engine) -> list[Line]:
+def _summary_rows(e: Engine) -> list[Line]:
     """The rows of the Summary, from the plan's result (no step of the engine runs again)."""
     from xlplan.excel.support import banner_text
 
@@ -164,7 +164,7 @@ def summary_rows(e: Engine) -> list[Line]:
              "the runbook's node: what renting by the node or buying pays for"),
         Line("SummaryBilledGPUs", "GPUs on the bill", "=BilledGPUs", c.billed_gpus, "GPUs", FMT["gpus"],
              "what the cost below pays for: the fleet with redundancy rented per GPU, else whole purchasing units"),
-        Line("SummaryBinding", "What binds", binding_formula(), binding_words(r.binding), "", None,
+        Line("SummaryBinding", "What binds", _binding_formula(), _binding_words(r.binding), "", None,
             "3 Constraints shows each path; 6 Sensitivities what would move it"),
         Line("SummaryMonthlyUSD", "Cost per month", "=MonthlyCostUSD", c.monthly_usd, "USD/month", FMT["usd"],
              "the GPUs on the bill, fixed: paid for whether busy or idle"),
@@ -209,7 +209,7 @@ def _answer_section(book: Book, sh, rows: Rows, e: Engine, answer: list) -> int:
         book.define(name, sh, coord)
         sh.put("C", r, Cell(unit, kind="unit"))
         sh.put("D", r, Cell(how, kind="note"))
-        value_flag(book, sh, e, name, f"E{r}")
+        _value_flag(book, sh, e, name, f"E{r}")
         sh.row += 1
     flag_row = sh.row
     sh.put("A", flag_row, Cell("Still current?", kind="label"))
@@ -263,11 +263,11 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
     rows = Rows(book, sh)
     rows.title("Summary — the answer", "Every figure is a formula over the tabs that follow; change an input on 1 Inputs and it follows.")
     _plan_rows(book, sh, e)
-    answer = answer_rows(e)
+    answer = _answer_rows(e)
     flag_row = _answer_section(book, sh, rows, e, answer) if answer else None
     rows.section("The runbook's method — every figure a formula over the tabs" if answer else "The answer")
     rows.header("Quantity", "Value", "Unit", "How")
-    for row in summary_rows(e):
+    for row in _summary_rows(e):
         coord = rows.calc(row.name, row.label, row.formula, row.cached, row.unit, row.fmt, row.how)
         if isinstance(row.cached, str):
             sh.cells[coord].wrap = True
@@ -275,7 +275,7 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
     _decision_sections(book, sh, rows, e, decisions)
     contracts_section(book, sh, e)
     sh.print_area = f"A1:E{sh.row}"  # the page a reader prints; the inputs' snapshot below is for the flags
-    snapshot_and_flag(book, sh, rows, e, flag_row)
+    _snapshot_and_flag(book, sh, rows, e, flag_row)
 
 
 def _sentence(book: Book, sh, e: Engine, text: str, value: str) -> None:
@@ -284,5 +284,5 @@ def _sentence(book: Book, sh, e: Engine, text: str, value: str) -> None:
     r = sh.row
     sh.put("A", r, Cell(text, kind="static", wrap=True))
     sh.merges.append(f"A{r}:D{r}")
-    value_flag(book, sh, e, value, f"E{r}")
+    _value_flag(book, sh, e, value, f"E{r}")
     sh.row += 1
