@@ -24,9 +24,10 @@ import subprocess
 import sys
 import time
 
+from xlplan.evidence.validation import headline, predict_row
 from xlplan.io.measurement_table import read_measurements
-from xlplan.io.measurements import CORPUS, predict_row
-from xlplan.report.validation_report import build, current, headline, summary_lines
+from xlplan.io.measurements import CORPUS, measured_row
+from xlplan.report.validation_report import build, current, summary_lines
 
 SYSTEMS = {"h100-sxm": "h100_sxm", "h200": "h200_sxm", "b200": "b200_sxm", "gb200": "gb200", "a100-80gb": "a100_sxm",
            "l40s": "l40s", "l4": "l4", "h100-pcie": "h100_pcie", "rtx-pro-6000": "rtx_pro_6000_server", "b300": "b300_sxm"}
@@ -93,7 +94,7 @@ def main() -> None:
 
     ours, theirs = [], []
     for row in rows:
-        checks_row = [c for c in predict_row(row) if not c.skipped and c.kind in ("throughput", "latency")]
+        checks_row = [c for c in predict_row(measured_row(row)) if not c.skipped and c.kind in ("throughput", "latency")]
         if not checks_row:
             continue
         c, _ = conditions(row)

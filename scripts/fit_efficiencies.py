@@ -15,8 +15,9 @@ from pathlib import Path
 import yaml
 
 from xlplan.evidence.calibrate import fit_defaults
+from xlplan.evidence.validation import fit_runs, run_of, superseded
 from xlplan.io.measurement_table import read_measurements
-from xlplan.io.measurements import CORPUS, fit_runs, run_of, superseded
+from xlplan.io.measurements import CORPUS, measured_row, measured_rows
 from xlplan.serving.efficiency_defaults import CURRENT_SERIES
 
 TABLE = Path(__file__).resolve().parents[1] / "xlplan" / "data" / "efficiencies.yaml"
@@ -33,10 +34,10 @@ HEADER = """# Default efficiencies by GPU vendor and serving engine: what a plan
 
 def table_text() -> str:
     rows = read_measurements(CORPUS)
-    table = fit_defaults(fit_runs(rows))
+    table = fit_defaults(fit_runs(measured_rows(rows)))
     table["not_fitted"] = {"why": ("engine releases older than the defaults describe (vLLM " + CURRENT_SERIES["vllm"][1]
                                    + ", SGLang " + CURRENT_SERIES["sglang"][1] + "): validated, not fitted"),
-                           "rows": [r.source for r in (run_of(x) for x in rows) if r is not None and superseded(r.conditions)]}
+                           "rows": [r.source for r in (run_of(measured_row(x)) for x in rows) if r is not None and superseded(r.conditions)]}
     return HEADER + yaml.safe_dump(table, sort_keys=False)
 
 

@@ -246,3 +246,72 @@ def test_the_dead_code_check_sees_an_unused_function(tmp_path):
     f.write_text("def used():\n    return 1\n\n\ndef unused():\n    return 2\n\n\nprint(used())\n")
     run = subprocess.run([str(exe), str(f), "--min-confidence", "60"], capture_output=True, text=True, timeout=60)
     assert "unused function 'unused'" in run.stdout and "'used'" not in run.stdout.replace("'unused'", "")
+
+
+# --- the edges read and write --------------------------------------------------------------------------------------
+# io/ parses and writes; the workbook's modules lay out figures computed once (excel.book, with the typed values of
+# excel.figures) and call no model function. The model is every package that computes: serving, plan, simulate,
+# evidence, decide, money, review, and the top level's fleet and distributions. A record type (a class), an exception
+# or a constant may cross; a function may not. The catalog's look-ups and the plan schema's validation are data, not
+# model. The Excel functions' cell side (excel.cellwise) is the engine for a cell by design.
+
+MODEL_PACKAGES = ("xlplan.serving", "xlplan.plan", "xlplan.simulate", "xlplan.evidence", "xlplan.decide", "xlplan.money",
+                  "xlplan.review", "xlplan.fleet", "xlplan.distributions")
+EDGES = ("xlplan.io", "xlplan.excel")
+NOT_EDGES = ("xlplan.excel.book", "xlplan.excel.cellwise")
+
+
+def _model_functions_used(module: str, path: Path) -> set[str]:
+    """The model functions a module imports or calls through an imported module, at run time."""
+    import inspect
+
+    def under(name, prefixes):
+        return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+               for child in node.body for n in ast.walk(child)}
+    modules = {}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped or not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith("xlplan"):
+            continue
+        for a in node.names:
+            full = f"{node.module}.{a.name}"
+            if importlib.util.find_spec(full.rsplit(".", 1)[0]) and _is_module(full):
+                modules[a.asname or a.name] = full
+            elif under(node.module, MODEL_PACKAGES):
+                obj = getattr(importlib.import_module(node.module), a.name, None)
+                if callable(obj) and not inspect.isclass(obj):
+                    found.add(full)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+            home = modules[node.value.id]
+            if under(home, MODEL_PACKAGES):
+                obj = getattr(importlib.import_module(home), node.attr, None)
+                if callable(obj) and not inspect.isclass(obj):
+                    found.add(f"{home}.{node.attr}")
+    return found
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def test_the_edges_call_no_model_function():
+    files = {_module_name(p): p for p in (ROOT / "xlplan").rglob("*.py")}
+    def edge(m):
+        return any(m == e or m.startswith(e + ".") for e in EDGES) and not any(m == n or m.startswith(n + ".") for n in NOT_EDGES)
+    found = {m: sorted(_model_functions_used(m, p)) for m, p in sorted(files.items()) if edge(m)}
+    assert {m: f for m, f in found.items() if f} == {}
+
+
+def test_the_edge_check_sees_a_model_function(tmp_path):
+    # the pattern it exists to catch: a model function imported by name, and one called through its module
+    f = tmp_path / "m.py"
+    f.write_text("from xlplan.serving.queueing import erlang_c\nfrom xlplan.money import cost\n\n"
+                 "def f():\n    return cost.api_cost_ratio(1.0, 2.0), erlang_c\n")
+    assert _model_functions_used("x", f) == {"xlplan.serving.queueing.erlang_c", "xlplan.money.cost.api_cost_ratio"}

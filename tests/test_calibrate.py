@@ -166,11 +166,12 @@ def test_leave_one_source_out_uses_no_row_of_the_source_it_predicts():
     # the honest check of the default efficiencies: refit the table without one source and predict that source's rows
 
     from xlplan.evidence.calibrate import fit_defaults, predicted
+    from xlplan.evidence.validation import run_of
     from xlplan.io.measurement_table import read_measurements
-    from xlplan.io.measurements import CORPUS, run_of, source_group
+    from xlplan.io.measurements import CORPUS, measured_row, source_group
 
     rows = read_measurements(CORPUS)
-    pairs = [(source_group(r["source"]), run_of(r)) for r in rows]
+    pairs = [(source_group(r["source"]), run_of(measured_row(r))) for r in rows]
     pairs = [(g, r) for g, r in pairs if r is not None]
     groups = {g for g, _ in pairs}
     assert len(groups) >= 5

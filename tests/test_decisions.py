@@ -16,6 +16,7 @@ import pytest
 import yaml
 from planhelp import replan
 
+from xlplan import dates
 from xlplan.cli import main
 from xlplan.decide import compare, schedule, schedule_calendar
 from xlplan.decide.planner import plan as run_plan
@@ -267,7 +268,7 @@ def test_the_workbook_schedule_is_the_commands_and_late_orders_are_the_results(t
     # second's (2027-07-01 minus 45 = 2027-05-17) is not; only months that add GPUs have an order date
     late = decisions(Plan.model_validate(data), today=dt.date(2027, 5, 1)).schedule
     assert late.late_orders == ["2027-06"]
-    assert schedule_calendar.first_month(dt.date(2026, 12, 3)) == "2027-01" and schedule_calendar.first_month(dt.date(2027, 1, 31)) == "2027-02"
+    assert dates.first_month(dt.date(2026, 12, 3)) == "2027-01" and dates.first_month(dt.date(2027, 1, 31)) == "2027-02"
 
 
 @pytest.mark.parametrize("content, where", [

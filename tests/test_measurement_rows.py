@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from xlplan.io import measurements
+from xlplan.evidence import validation
+from xlplan.evidence.validation import predict_row
 from xlplan.io.measurement_table import read_measurements
-from xlplan.io.measurements import CORPUS, predict_row
+from xlplan.io.measurements import CORPUS, measured_row
 from xlplan.plan.scenario import PlanningError
 
 
@@ -23,40 +24,40 @@ def test_a_note_about_a_missing_figure_does_not_make_the_settings_unknown(corpus
     # N01's settings are stated; a worked note saying the TTFT was not in the excerpt is about a figure, not the engine
     row = _with(corpus["N01"], planner_check="TTFT not in the excerpt; settings unknown; launch command not shown",
                 ttft_mean_ms="")
-    checks = predict_row(row)
+    checks = predict_row(measured_row(row))
     assert checks and not any(c.skipped for c in checks)
     assert {c.kind for c in checks} == {"throughput", "latency"}
 
 
 def test_a_note_about_speculative_decoding_does_not_skip_a_plain_run(corpus):
     row = _with(corpus["N01"], planner_check="compare with the MTP speculative decoding run (EAGLE, draft model)")
-    assert not any(c.skipped for c in predict_row(row))
+    assert not any(c.skipped for c in predict_row(measured_row(row)))
 
 
 def test_settings_the_settings_column_says_are_unknown_are_skipped(corpus):
     for settings in ("settings unknown", "not stated", "launch command not in excerpt read"):
-        (check,) = predict_row(_with(corpus["N01"], settings=settings, planner_check=""))
+        (check,) = predict_row(measured_row(_with(corpus["N01"], settings=settings, planner_check="")))
         assert check.skipped == "the engine's settings (memory fraction, budgets) are not stated"
     # KV10 in the corpus says so in its settings column
-    (check,) = predict_row(corpus["KV10"])
+    (check,) = predict_row(measured_row(corpus["KV10"]))
     assert "settings" in check.skipped
 
 
 def test_speculative_decoding_is_read_from_the_settings(corpus):
-    (check,) = predict_row(_with(corpus["N01"], settings="fixed concurrency; EAGLE-3 speculative decoding", planner_check=""))
+    (check,) = predict_row(measured_row(_with(corpus["N01"], settings="fixed concurrency; EAGLE-3 speculative decoding", planner_check="")))
     assert "speculative decoding" in check.skipped
 
 
 def test_conditions_the_planner_refuses_are_skipped_with_its_reason(corpus, monkeypatch):
     # a prompt longer than the model's context: the plan the conditions make is invalid (pydantic's ValidationError)
-    (check,) = predict_row(_with(corpus["N01"], isl="10000000"))
+    (check,) = predict_row(measured_row(_with(corpus["N01"], isl="10000000")))
     assert check.skipped.startswith("cannot be predicted:") and "context limit" in check.skipped
 
     def refuses(*args):
         raise PlanningError("no degree holds the weights")
 
-    monkeypatch.setattr(measurements, "_predict", refuses)
-    (check,) = predict_row(corpus["N01"])
+    monkeypatch.setattr(validation, "_predict", refuses)
+    (check,) = predict_row(measured_row(corpus["N01"]))
     assert check.skipped == "cannot be predicted: no degree holds the weights"
 
 
@@ -66,6 +67,6 @@ def test_a_bug_in_the_model_is_raised_not_reported_as_a_skipped_row(corpus, monk
     def broken(*args):
         raise bug
 
-    monkeypatch.setattr(measurements, "_predict", broken)
+    monkeypatch.setattr(validation, "_predict", broken)
     with pytest.raises(type(bug), match=str(bug)):
-        predict_row(corpus["N01"])
+        predict_row(measured_row(corpus["N01"]))

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from xlplan.cli import main
+from xlplan.dates import month_start, order_by
 from xlplan.decide.planner import plan as run_plan
-from xlplan.decide.schedule_calendar import month_start, order_by
 from xlplan.io.planfile import reference_plan, reference_plan_text
 
 T0 = 1_798_761_600  # 2027-01-01 00:00:00 UTC

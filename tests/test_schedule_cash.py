@@ -11,9 +11,10 @@ import pytest
 from planhelp import replan
 from workbookhelp import build, compare_book, engine_json, evaluate_many, name_ref, recalculate, require_libreoffice
 
+from xlplan.dates import fiscal_period
 from xlplan.decide import schedule
 from xlplan.decide.planner import plan as run_plan
-from xlplan.decide.schedule_cash import cash_terms, fiscal_period
+from xlplan.decide.schedule_cash import cash_terms
 from xlplan.excel.writer import workbook_bytes
 from xlplan.io.planfile import reference_plan
 from xlplan.plan.scenario import resolve

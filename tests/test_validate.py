@@ -13,10 +13,11 @@ import pytest
 from xlplan.cli import main
 from xlplan.evidence.bench_conditions import Efficiencies, conditions_of_plan
 from xlplan.evidence.predict import fixed_concurrency, kv_capacity, prefill_under_load_s, replica_for
+from xlplan.evidence.validation import medians, validate
 from xlplan.io import names
 from xlplan.io.errors import InputError
 from xlplan.io.measurement_table import read_measurement_table, read_measurements
-from xlplan.io.measurements import CORPUS, conditions, medians, validate
+from xlplan.io.measurements import CORPUS, conditions, measured_rows
 
 PUBLIC = Path(__file__).parent / "data" / "measurements-public.csv"
 RUNBOOK = Efficiencies(prefill_mfu=0.4, decode_mfu=0.4, bandwidth_efficiency=0.6, step_overhead_s=0.0, expert_efficiency=1.0)
@@ -52,7 +53,7 @@ def test_kv_capacity_by_vllms_memory_rule_from_the_stated_settings_only(corpus):
 
 
 def test_kv_capacity_median_on_the_corpus(corpus):
-    checks = [c for c in validate(corpus) if c.kind == "capacity"]
+    checks = [c for c in validate(measured_rows(corpus)) if c.kind == "capacity"]
     assert len(checks) >= 15
     # the figure the README reports; see xlplan validate and benchmarks/bench_accuracy.py for every row
     assert medians(checks)["capacity"] < 0.10
@@ -93,7 +94,7 @@ def test_the_validator_and_the_planner_are_one_model(ref_plan):
 
 
 def test_rows_that_cannot_be_predicted_say_what_is_missing(corpus):
-    skipped = {c.id: c.skipped for c in validate(corpus) if c.skipped}
+    skipped = {c.id: c.skipped for c in validate(measured_rows(corpus)) if c.skipped}
     assert skipped["M01"].startswith("MLPerf rows")
     assert "lengths not stated" in skipped["G03"]
     assert "memory is not stated" in skipped["GS15"]
@@ -135,7 +136,7 @@ def test_unknown_model_or_gpu_is_skipped_not_guessed(tmp_path):
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    skipped = {c.id: c.skipped for c in validate(read_measurements(path)) if c.skipped}
+    skipped = {c.id: c.skipped for c in validate(measured_rows(read_measurements(path))) if c.skipped}
     assert skipped["N03"] == "model 'acme/Unknown-13B' is not in the catalog"
     assert skipped["N01"] == "GPU 'Acme Accelerator 9' is not in the catalog"
 

@@ -8,11 +8,13 @@ import math
 
 import pytest
 
+from xlplan.catalog.specs import vendor
 from xlplan.cli import main
 from xlplan.evidence.calibrate import fit_defaults
+from xlplan.evidence.validation import fit_runs, headline, predict_row, run_of, within_deployment
 from xlplan.io.measurement_table import read_measurements
-from xlplan.io.measurements import CORPUS, fit_runs, predict_row, run_of, source_group
-from xlplan.report.validation_report import build, current, headline, markdown, summary_lines, within_deployment
+from xlplan.io.measurements import CORPUS, measured_row, measured_rows, source_group
+from xlplan.report.validation_report import build, current, markdown, summary_lines
 from xlplan.serving import efficiency_defaults
 
 
@@ -34,10 +36,10 @@ def test_a_left_out_check_is_predicted_by_a_fit_that_saw_no_row_of_its_source(ro
     # the definition of leave one source out, checked on one source by hand: refit the defaults on every run whose
     # source differs and predict the source's rows with that table; the report's left-out checks must be exactly those
     source = "docs.nvidia.com/nim"
-    train = fit_runs([x for x in rows if source_group(x["source"]) != source])
+    train = fit_runs(measured_rows([x for x in rows if source_group(x["source"]) != source]))
     table = fit_defaults(train)
-    assert all(source_group(x["source"]) != source for x in rows if run_of(x) in train)
-    expected = [c for x in rows if source_group(x["source"]) == source for c in predict_row(x, table=table)]
+    assert all(source_group(x["source"]) != source for x in rows if run_of(measured_row(x)) in train)
+    expected = [c for x in rows if source_group(x["source"]) == source for c in predict_row(measured_row(x), table=table)]
     got = [c for c in report.left_out if c.source == source]
     assert [(c.id, c.metric, c.predicted) for c in got] == [(c.id, c.metric, c.predicted) for c in expected]
     # and the fold differs from the shipped table, so the figure is not the in-sample one relabelled
@@ -74,11 +76,11 @@ def test_calibration_pairs_are_every_ordered_pair_within_a_deployment(rows):
     # one run calibrates, another of the same GPU, model and engine is predicted: a deployment of n runs gives
     # n(n-1) ordered pairs; "all but one" gives n for each deployment of at least three runs
     groups: dict = {}
-    for r in (run_of(x) for x in rows):
+    for r in (run_of(measured_row(x)) for x in rows):
         if r is not None:
             c = r.conditions
             groups[(c.gpu.name, c.model.name, c.engine)] = groups.get((c.gpu.name, c.model.name, c.engine), 0) + 1
-    one, rest = within_deployment(rows)
+    one, rest = within_deployment(measured_rows(rows))
     assert one.pairs == sum(n * (n - 1) for n in groups.values())
     assert rest.pairs == sum(n for n in groups.values() if n >= 3)
     assert one.improved + one.unchanged + one.worse == one.pairs
@@ -95,18 +97,18 @@ def test_a_row_whose_engine_borrows_another_fit_says_so_on_every_check(rows):
     assert "dense_fallback" not in table["vendors"]["nvidia"]["trtllm"]
     borrowed_rows = 0
     for x in rows:
-        checks = [c for c in predict_row(x) if c.relative_error is not None and c.kind != "capacity"]
-        r = run_of(x)
+        checks = [c for c in predict_row(measured_row(x)) if c.relative_error is not None and c.kind != "capacity"]
+        r = run_of(measured_row(x))
         if not checks or r is None:
             continue
         c = r.conditions
-        entry = table["vendors"].get(efficiency_defaults.vendor(c.gpu.name), {}).get(c.engine)
+        entry = table["vendors"].get(vendor(c.gpu.name), {}).get(c.engine)
         borrowed = entry is None or "dense_fallback" in entry or (bool(c.model.num_experts) and "moe_fallback" in entry)
         borrowed_rows += borrowed
         for k in checks:
             assert ("defaults: " in k.note) == borrowed, (k.id, k.note)
             if borrowed:
-                assert f"{c.engine} on {efficiency_defaults.vendor(c.gpu.name)}: " in k.note
+                assert f"{c.engine} on {vendor(c.gpu.name)}: " in k.note
                 assert ("fewer than 4" in k.note) if entry else ("no fitted runs" in k.note)
     assert borrowed_rows > 0
 

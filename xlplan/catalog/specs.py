@@ -182,3 +182,24 @@ class ModelSpec(_Spec):
         if self.sliding_window_layers and self.sliding_window is None:
             raise ValueError("sliding_window_layers > 0 needs sliding_window")
         return self
+
+
+def vendor(gpu_name: str) -> str:
+    """'amd', 'intel' or 'nvidia', from a GPU's display name. [text]
+
+    Parameters
+    ----------
+    gpu_name : str
+        The GPU's display name, e.g. 'H100 SXM' or 'Instinct MI300X'.
+
+    Returns
+    -------
+    str
+        'amd', 'intel' or 'nvidia' (the default).
+    """
+    n = gpu_name.lower()
+    if "amd" in n or "instinct" in n or n.startswith("mi"):
+        return "amd"
+    if "gaudi" in n or "intel" in n:
+        return "intel"
+    return "nvidia"

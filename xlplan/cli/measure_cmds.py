@@ -25,8 +25,9 @@ def validate_cmd(
     from rich.table import Table
 
     from xlplan.evidence.bench_conditions import Efficiencies
+    from xlplan.evidence.validation import CATEGORIES, medians
     from xlplan.io.measurement_table import read_measurement_table
-    from xlplan.io.measurements import CATEGORIES, CORPUS, medians
+    from xlplan.io.measurements import CORPUS
     from xlplan.report.validation_report import build, current, row_counts, summary_lines
 
     eff = Efficiencies()
@@ -74,9 +75,9 @@ def validate_cmd(
 
 def _validate_json(report, checks, table, eff) -> dict:
     """validate --json: the headline, the medians both ways, every check, and the rows left out and cells skipped."""
-    from xlplan.io.measurements import as_json as checks_json
-    from xlplan.io.measurements import medians
-    from xlplan.report.validation_report import current, headline
+    from xlplan.evidence.validation import as_json as checks_json
+    from xlplan.evidence.validation import headline, medians
+    from xlplan.report.validation_report import current
 
     now = current(report, report.left_out)
     out = {"headline_leave_one_source_out": headline(now),

@@ -8,6 +8,7 @@ import typer
 
 from xlplan.cli.app import app
 from xlplan.cli.app import load as _load
+from xlplan.evidence.traffic_windows import window_counts
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PNG, YAML, Output, check_outputs, write_outputs
 
@@ -161,5 +162,5 @@ def _contents(req, s, fragment: dict, new_plan, plan_file: Path | None, output: 
     else:
         typer.echo(text, nl=False)
     if workbook is not None:
-        contents += workbook_files(figures(new_plan), workbook, traffic=(s, req.arrival_t_s, req.prompt, req.output, provenance(req, s)))
+        contents += workbook_files(figures(new_plan), workbook, traffic=(s, window_counts(req.arrival_t_s, s.window_s), req.prompt, req.output, provenance(req, s)))
     return contents

@@ -20,7 +20,8 @@ from __future__ import annotations
 import dataclasses
 
 from xlplan import fleet
-from xlplan.decide.schedule_calendar import first_month, month_start, order_by, plan_growth
+from xlplan.dates import first_month, month_start, order_by
+from xlplan.decide.schedule_calendar import plan_growth
 from xlplan.decide.schedule_cash import CashTerms, cash_terms, with_cash
 from xlplan.plan import monthly_bill, scenario
 from xlplan.plan.scenario import Scenario, resolve

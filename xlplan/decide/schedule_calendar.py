@@ -5,8 +5,6 @@ Part of :mod:`xlplan.decide.schedule` (every name here is importable from there)
 
 from __future__ import annotations
 
-import datetime as dt
-
 
 def monthly_peaks(peak_rps: float, growth: float, months: int) -> list[float]:
     """Peak rate month by month at a compounding monthly growth. [requests/s]
@@ -36,79 +34,6 @@ def monthly_peaks(peak_rps: float, growth: float, months: int) -> list[float]:
 def _compounded(peak_rps: float, growth: float, m: int) -> float:
     """The peak after ``m`` months of compounding growth. [requests/s]"""
     return peak_rps * (1.0 + growth) ** m
-
-
-def month_start(yyyy_mm: str, add: int = 0) -> dt.date:
-    """The first day of the month ``add`` months after ``YYYY-MM``. [date]
-
-    Parameters
-    ----------
-    yyyy_mm : str
-        The month counted from, ``YYYY-MM``.
-    add : int
-        Months to move forward; 0 for the month itself. [months]
-
-    Returns
-    -------
-    datetime.date
-        The first day of that month.
-
-    Examples
-    --------
-    >>> month_start("2026-11", 3)
-    datetime.date(2027, 2, 1)
-    """
-    year, month = (int(x) for x in yyyy_mm.split("-"))
-    k = year * 12 + (month - 1) + add
-    return dt.date(k // 12, k % 12 + 1, 1)
-
-
-def order_by(needed_from: dt.date, lead_time_days: int) -> dt.date:
-    """The last day an order can go out to be in service on ``needed_from``. [date]
-
-    Parameters
-    ----------
-    needed_from : datetime.date
-        The day the GPUs must be in service: the first day of the month that needs them.
-    lead_time_days : int
-        Days from order to GPUs in service. [days]
-
-    Returns
-    -------
-    datetime.date
-        ``needed_from`` less the lead time.
-
-    References
-    ----------
-    Runbook, document 14 · "you cannot scale into a burst": capacity is in place before the peak it serves.
-
-    Examples
-    --------
-    >>> order_by(dt.date(2027, 3, 1), 90)
-    datetime.date(2026, 12, 1)
-    """
-    return needed_from - dt.timedelta(days=lead_time_days)
-
-
-def first_month(today: dt.date) -> str:
-    """The month after ``today``, where a schedule starts unless told otherwise. [month]
-
-    Parameters
-    ----------
-    today : date
-        The day the schedule is made. [date]
-
-    Returns
-    -------
-    str
-        ``YYYY-MM``. [month]
-
-    Examples
-    --------
-    >>> first_month(dt.date(2026, 12, 3))
-    '2027-01'
-    """
-    return f"{today.year + (today.month == 12):04d}-{today.month % 12 + 1:02d}"
 
 
 def month_peak(peak_rps: float, growth, index: int) -> float:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xlplan.decide.schedule_calendar import month_start, order_by
+from xlplan.dates import fiscal_period, month_start, order_by
 from xlplan.schema.decisions import CashTotal, ScheduleMonth
 from xlplan.schema.owning import OwnershipOut
 
@@ -148,31 +148,6 @@ def _unit_ownership(p, s) -> OwnershipOut | None:
     if p.costs.rents():
         return None
     return ownership_plan.ownership_out(p, float(p.hardware.gpus_per_node), None, None)
-
-
-def fiscal_period(yyyy_mm: str, start_month: int) -> tuple[str, str]:
-    """The fiscal year and quarter of a month. [text]
-
-    Parameters
-    ----------
-    yyyy_mm : str
-        The month, ``YYYY-MM``. [month]
-    start_month : int
-        The fiscal year's first month, 1-12 (1: the calendar year). [month]
-
-    Returns
-    -------
-    tuple of (str, str)
-        ``('FY2027', 'FY2027 Q1')``: the year named by the calendar year it ends in. [text]
-
-    Examples
-    --------
-    >>> fiscal_period("2026-07", 7), fiscal_period("2027-06", 7), fiscal_period("2026-12", 1)
-    (('FY2027', 'FY2027 Q1'), ('FY2027', 'FY2027 Q4'), ('FY2026', 'FY2026 Q4'))
-    """
-    year, month = (int(x) for x in yyyy_mm.split("-"))
-    fy = year + int(start_month > 1 and month >= start_month)
-    return f"FY{fy}", f"FY{fy} Q{(month - start_month) % 12 // 3 + 1}"
 
 
 def _paid_month_index(k: int, start: str, lead_time_days: int, paid_at: str) -> int:

@@ -21,6 +21,7 @@ import math
 import statistics
 from dataclasses import dataclass, field, replace
 
+from xlplan.catalog.specs import vendor
 from xlplan.evidence import predict
 from xlplan.evidence.bench_conditions import Conditions, Efficiencies
 from xlplan.evidence.calibrate_map import BOUNDS, NOISE, PRIOR_SPREAD, ImplausibleFit, MapFit, implausible, map_fit
@@ -339,7 +340,6 @@ def fit_defaults(runs: list[Run]) -> dict:
         fields, rounded to 4 places, the number of runs it was fitted to and the engine versions they ran (as each
         source states it).
     """
-    from xlplan.serving import efficiency_defaults
 
     four = FIELDS[:4]
 
@@ -362,8 +362,8 @@ def fit_defaults(runs: list[Run]) -> dict:
 
     overall, top = fitted(runs, OVERALL_PRIOR, top=True)
     table: dict = {"overall": overall, "vendors": {}}
-    for v in sorted({efficiency_defaults.vendor(r.conditions.gpu.name) for r in runs}):
-        vr = [r for r in runs if efficiency_defaults.vendor(r.conditions.gpu.name) == v]
+    for v in sorted({vendor(r.conditions.gpu.name) for r in runs}):
+        vr = [r for r in runs if vendor(r.conditions.gpu.name) == v]
         row, ve = fitted(vr, top, above="the fit over every vendor")
         table["vendors"][v] = {"all": row}
         for e in sorted({r.conditions.engine for r in vr}):

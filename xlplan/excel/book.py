@@ -11,10 +11,13 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 
-from xlplan import distributions
+from xlplan import catalog, distributions
+from xlplan.catalog.specs import vendor
 from xlplan.decide import compare, hardware_choice, schedule
 from xlplan.decide.planner import plan as run_plan
-from xlplan.excel.figures import Decisions, Figures, WhatIfRow
+from xlplan.excel.common import NONE
+from xlplan.excel.figures import Decisions, ErlangRows, Figures, LengthFit, WhatIfRow
+from xlplan.money import cost
 from xlplan.plan import latency_step, monthly_bill, replica_at_tp, scenario, steps, whatif, whatif_table
 from xlplan.plan.engine_settings import TP_DEGREES, compute_dtype
 from xlplan.plan.scenario import Scenario, resolve
@@ -22,7 +25,7 @@ from xlplan.plan.tp_choice import billed_gpus, tp_objective
 from xlplan.schema import steps as step_results
 from xlplan.schema.plan import Plan
 from xlplan.schema.result import PlanResult
-from xlplan.serving import compute
+from xlplan.serving import compute, efficiency_defaults, engines, memory, queueing
 
 
 def _objectives(s: Scenario, candidates: dict[int, step_results.Paths]) -> dict[int, float]:
@@ -166,4 +169,84 @@ def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = Non
         prefill_mfu=replica_at_tp.prefill_mfu(s), decode_mfu=replica_at_tp.decode_mfu(s),
         decode_context_tokens=latency_step.decode_context_tokens(sol.traffic),
         whatifs=tuple(whatif_row(p, s, w) for w in whatifs), as_planned=whatif_row(p, s, None),
+        kv_bytes_per_token=memory.kv_bytes_per_token(p.model.resolve(), p.model.kv_dtype),
+        compute_dtype=compute_dtype(p, p.hardware.resolve()),
+        tp_billed={d: billed_gpus(c, s.bill_purchased) for d, c in tp_paths.items()},
+        api_ratio=_api_ratio(sol.bill.api_monthly_usd, sol.bill.monthly_usd),
+        cost_api_ratio=_api_ratio(result.cost.api_monthly_usd, result.cost.monthly_usd),
+        gpu_derived=_gpu_derived(p), efficiency_table=_efficiency_table(),
+        length_fits={"Prompt": _fit(s.prompt_p50, s.prompt_p95, s.prompt_p99), "Output": _fit(s.output_p50, s.output_p95, s.output_p99)},
+        ttft_prompt_tokens=float(distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile)),
+        allen_cunneen_factor=queueing.allen_cunneen_factor(s.arrival_cv2, queueing.SERVICE_CV2),
+        erlang=_erlang_rows(s, result),
         decisions=decisions(p, today, result.answer))
+
+
+def _api_ratio(api_usd: float | None, bill_usd: float) -> tuple[float, str]:
+    """(factor, the cheaper side) of a bill against the API's: :func:`xlplan.money.cost.api_cost_ratio`; parity without
+    an API price. [1], [text]"""
+    return cost.api_cost_ratio(api_usd, bill_usd) if api_usd is not None else (1.0, "parity")
+
+
+def _gpu_derived(p: Plan) -> dict[str, tuple]:
+    """What the engine derives from every GPU the workbook lists (the catalog's, and the plan's own): its vendor,
+    vLLM's default budgets on it, and the dated ownership figures (0 where none is credible)."""
+    gpus = [catalog.get_gpu(k) for k in catalog.gpu_names()] + [p.hardware.resolve()]
+    out = {}
+    for spec in gpus:
+        seqs, tokens = engines.vllm_defaults(spec.memory_gib, spec.name)
+        try:  # ownership figures with a dated source (catalog/ownership.yaml); 0: none credible, a buy plan must state it
+            own = catalog.ownership_for(spec.name)
+        except catalog.UnknownNameError:
+            own = {}
+        capex = own["capex_usd_per_node"]["value"] / own["capex_usd_per_node"]["gpus"] if "capex_usd_per_node" in own else 0.0
+        kw, typical = (float(own[f]["value"]) if f in own else 0.0 for f in ("kw_per_gpu", "kw_per_gpu_typical"))
+        out[spec.name] = (vendor(spec.name), seqs, tokens, float(capex), kw, typical)
+    return out
+
+
+def _fit(p50: float, p95: float, p99: float | None) -> LengthFit:
+    """A length's lognormal through its percentiles, and its fitted p99."""
+    median, sigma = distributions.fit_lognormal(p50, p95, p99)
+    return LengthFit(median, sigma, distributions.lognormal_quantile(median, sigma, 0.99))
+
+
+ERLANG_ROWS = 16
+"""Rows of each Erlang C table: a coarse one (every ⌈√a ÷ 4⌉-th replica count, spanning about 4√a above the offered
+load a) and a fine one (every count across the coarse row found): exact for a up to 4,096. [rows]"""
+
+ERLANG_COARSE_DIVISOR = 4.0
+"""The coarse table's step is ⌈√a ÷ this⌉ replicas. [1]"""
+
+
+def _wait(s: Scenario, q, service_s: float, n: int) -> tuple:
+    """(P(wait), wait at the percentile, within the target) at n replicas, as the table's formulas give them."""
+    a = q.offered_erlangs
+    if not (math.isfinite(a) and a > 0):
+        return 1.0, NONE, False
+    c = queueing.erlang_c(n, a)
+    w = queueing.wait_at_percentile_s(n, s.peak_rps, service_s, s.percentile, s.arrival_cv2, queueing.SERVICE_CV2)
+    return c, w, w <= q.wait_target_s
+
+
+def _erlang_rows(s: Scenario, result: PlanResult) -> ErlangRows:
+    """The replica counts of the coarse and fine tables (the coarse from the offered load, the fine from the first
+    coarse row within the target), with the engine's figures at each. [replicas]"""
+    q = result.queueing
+    a = q.offered_erlangs
+    service_s = 1.0 / q.service_rps_per_replica if q.service_rps_per_replica > 0 else math.inf
+    ok = math.isfinite(a) and a > 0
+    base = max(1, int(a) + 1) if ok else 1
+    step = max(1, math.ceil(math.sqrt(a) / ERLANG_COARSE_DIVISOR)) if ok else 1
+    coarse = [base + k * step for k in range(ERLANG_ROWS)]
+    hit = next((n for n in coarse if _wait(s, q, service_s, n)[2]), None)
+    fine_start = max(base, hit - step + 1) if hit is not None else base
+    fine = [fine_start + k for k in range(ERLANG_ROWS)]
+    return ErlangRows(service_s, base, step, coarse, fine_start, fine,
+                      {n: _wait(s, q, service_s, n) for n in {*coarse, *fine}})
+
+
+def _efficiency_table() -> tuple[tuple[str, dict], ...]:
+    """The default efficiencies of every vendor and engine, fallbacks applied (xlplan/data/efficiencies.yaml)."""
+    return tuple((f"{v}|{eng}", efficiency_defaults.default_efficiencies_for(eng, v))
+                 for v in efficiency_defaults.VENDORS for eng in engines.ENGINES)

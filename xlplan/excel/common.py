@@ -18,7 +18,7 @@ from xlplan.plan.engine_settings import RUNBOOK_UNBOUNDED
 from xlplan.plan.scenario import Scenario
 from xlplan.schema.plan import Plan
 from xlplan.schema.result import PlanResult
-from xlplan.serving import efficiency_defaults, engines, memory, queueing
+from xlplan.serving import engines, memory, queueing
 from xlplan.units import GIB, MILLION, SECONDS_PER_HOUR, TERA
 
 if TYPE_CHECKING:
@@ -144,16 +144,9 @@ GPU_DERIVED: tuple[tuple[str, str, str], ...] = (
 """GPUs-sheet columns after the catalog figures: what the engine derives from the GPU (its vendor, vLLM's default budgets)."""
 
 
-def gpu_derived(spec: GPUSpec) -> list:
-    """The GPU_DERIVED values for one GPU."""
-    seqs, tokens = engines.vllm_defaults(spec.memory_gib, spec.name)
-    try:  # ownership figures with a dated source (catalog/ownership.yaml); 0: none credible, a buy plan must state it
-        own = catalog.ownership_for(spec.name)
-    except catalog.UnknownNameError:
-        own = {}
-    capex = own["capex_usd_per_node"]["value"] / own["capex_usd_per_node"]["gpus"] if "capex_usd_per_node" in own else 0.0
-    kw, typical = (float(own[f]["value"]) if f in own else 0.0 for f in ("kw_per_gpu", "kw_per_gpu_typical"))
-    return [efficiency_defaults.vendor(spec.name), seqs, tokens, float(capex), kw, typical]
+def gpu_derived(fig, spec: GPUSpec) -> list:
+    """The GPU_DERIVED values for one GPU, as the workbook's figures computed them (:func:`xlplan.excel.book.figures`)."""
+    return list(fig.gpu_derived[spec.name])
 
 
 CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (

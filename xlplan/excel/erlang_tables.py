@@ -9,40 +9,19 @@ the tab, outside the printed page (:func:`erlang_tables`).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 from xlplan.excel.cells import Cell, Line, write_lines
 from xlplan.excel.common import FMT, NONE, Engine, Rows, num
-from xlplan.serving import queueing
-
-ERLANG_ROWS = 16
-"""Rows of each Erlang C table: a coarse one (every ⌈√a ÷ 4⌉-th replica count, spanning about 4√a above the offered
-load a) and a fine one (every count across the coarse row found): exact for a up to 4,096. [rows]"""
-
-ERLANG_COARSE_DIVISOR = 4.0
-"""The coarse table's step is ⌈√a ÷ this⌉ replicas. [1]"""
+from xlplan.excel.figures import ErlangRows
 
 ERLANG_ROWS_NAME = "ErlangTableRows"
-"""Defined name of :data:`ERLANG_ROWS` on the Constants sheet: a coarse step wider than the fine table is past it."""
+"""Defined name of :data:`xlplan.excel.book.ERLANG_ROWS` on the Constants sheet: a coarse step wider than the fine table is past it."""
 
 BEYOND_TABLE = "beyond the table"
 
 Static = tuple[str, str, Any, str, "str | None", str]
 """An engine value on its own row: (defined name, label, value, unit, number format, how)."""
-
-
-@dataclass(frozen=True)
-class ErlangRows:
-    """The replica counts of the two Erlang C tables, as the tables' formulas pick them."""
-
-    service_s: float  # mean service time of one request on one replica [s]
-    base: int  # fewest replicas above the offered load [replicas]
-    step: int  # the coarse table's step [replicas]
-    coarse: list[int]  # the coarse table's replica counts [replicas]
-    fine_start: int  # one coarse step below the first coarse row within the target [replicas]
-    fine: list[int]  # the fine table's replica counts [replicas]
 
 
 def _static(rows: Rows, name: str, label: str, value, unit: str, fmt: str | None, how: str) -> None:
@@ -90,7 +69,7 @@ def _queue_lines(e: Engine) -> list[Line]:
         Line("QueueTailFraction", "Requests allowed past the target", "=1-PromisePercentile/PercentPerFraction", tail,
              "fraction", FMT["num"], ""),
         Line("QueueACFactor", "Allen–Cunneen factor", "=(ArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor",
-             queueing.allen_cunneen_factor(e.s.arrival_cv2, queueing.SERVICE_CV2), "1", FMT["num"],
+             e.fig.allen_cunneen_factor, "1", FMT["num"],
              "1 for Poisson arrivals and exponential service"),
     ]
 
@@ -135,33 +114,6 @@ def _closed_form_lines(e: Engine) -> list[Line]:
     ]
 
 
-def _wait(e: Engine, service_s: float, n: int) -> tuple[float, Any, bool]:
-    """(P(wait), wait at the percentile, within the target) at n replicas, as the table's formulas give them."""
-    q = e.result.queueing
-    a = q.offered_erlangs
-    if not (math.isfinite(a) and a > 0):
-        return 1.0, NONE, False
-    c = queueing.erlang_c(n, a)
-    w = queueing.wait_at_percentile_s(n, e.s.peak_rps, service_s, e.s.percentile, e.s.arrival_cv2, queueing.SERVICE_CV2)
-    return c, w, w <= q.wait_target_s
-
-
-def _erlang_rows(e: Engine) -> ErlangRows:
-    """The replica counts of the coarse and fine tables: the coarse from the offered load, the fine from the first
-    coarse row within the target. [replicas]"""
-    q = e.result.queueing
-    a = q.offered_erlangs
-    service_s = 1.0 / q.service_rps_per_replica if q.service_rps_per_replica > 0 else math.inf
-    ok = math.isfinite(a) and a > 0
-    base = max(1, int(a) + 1) if ok else 1
-    step = max(1, math.ceil(math.sqrt(a) / ERLANG_COARSE_DIVISOR)) if ok else 1
-    coarse = [base + k * step for k in range(ERLANG_ROWS)]
-    hit = next((n for n in coarse if _wait(e, service_s, n)[2]), None)
-    fine_start = max(base, hit - step + 1) if hit is not None else base
-    fine = [fine_start + k for k in range(ERLANG_ROWS)]
-    return ErlangRows(service_s, base, step, coarse, fine_start, fine)
-
-
 def queueing_section(rows: Rows, e: Engine) -> ErlangRows:
     """The queueing path (Erlang C by POISSON, the Allen–Cunneen factor) and the closed form: the largest of four
     paths. Returns the tables' replica counts; :func:`erlang_tables` lays the tables out, last on the tab."""
@@ -176,14 +128,14 @@ def queueing_section(rows: Rows, e: Engine) -> ErlangRows:
     for row in _closed_statics(e):
         _static(rows, *row)
     write_lines(rows, _closed_form_lines(e))
-    return _erlang_rows(e)
+    return e.fig.erlang
 
 
 def _erlang_row(rows: Rows, e: Engine, service_s: float, row: int, n: int, n_formula: str) -> None:
     """One replica count's row: the count, P(wait) by POISSON, the wait at the percentile, whether it is within."""
     sh = rows.sheet
     sh.put("A", row, Cell(n_formula, formula=True, cached=n, kind="calc", fmt=FMT["gpus"]))
-    c, w, meets = _wait(e, service_s, n)
+    c, w, meets = e.fig.erlang.waits[n]
     p_n, p_below = f"POISSON(A{row},QueueOffered,FALSE)", f"POISSON(A{row}-1,QueueOffered,TRUE)"
     sh.put("B", row, Cell(f"=IFERROR({p_n}/({p_n}+(1-QueueOffered/A{row})*{p_below}),1)", formula=True, cached=c,
                           kind="calc", fmt=FMT["num"]))

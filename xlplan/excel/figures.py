@@ -44,6 +44,29 @@ class WhatIfRow:
 
 
 @dataclass(frozen=True)
+class ErlangRows:
+    """The two Erlang C tables of 3 Constraints, as the tables' formulas pick their replica counts, with the engine's
+    P(wait), wait at the percentile and verdict at each count."""
+
+    service_s: float  # mean service time of one request on one replica [s]
+    base: int  # fewest replicas above the offered load [replicas]
+    step: int  # the coarse table's step [replicas]
+    coarse: list[int]  # the coarse table's replica counts [replicas]
+    fine_start: int  # one coarse step below the first coarse row within the target [replicas]
+    fine: list[int]  # the fine table's replica counts [replicas]
+    waits: dict[int, tuple]  # replicas -> (P(wait) [fraction], wait at the percentile [s] or text, within the target [bool])
+
+
+@dataclass(frozen=True)
+class LengthFit:
+    """One length's lognormal through its p50, p95 and p99, as 3 Constraints caches it."""
+
+    median: float  # [tokens]
+    sigma: float  # [ln tokens]
+    p99_fitted: float  # [tokens]
+
+
+@dataclass(frozen=True)
 class Decisions:
     """What the Options and Schedule sheets show: every catalog GPU and format re-planned (the datacenter ones at the
     plan's weights format first, ranked; the rest after them, marked), the recommendation's lines, and the dated
@@ -79,4 +102,15 @@ class Figures:
     decode_context_tokens: float  # a decode's mean context: its prompt and half its output [tokens]
     whatifs: tuple[WhatIfRow, ...]
     as_planned: WhatIfRow  # the plan as it stands: what a blank what-if row caches
+    kv_bytes_per_token: float  # K and V of one token over every layer, in the plan's cache format [bytes/token]
+    compute_dtype: str  # the tensor-core dtype whose peak the compute path uses [text]
+    tp_billed: dict[int, float]  # GPUs on the bill at each tensor-parallel degree (inf where infeasible) [GPUs]
+    api_ratio: tuple[float, str]  # the closed form's bill against the API's: (factor, the cheaper side) [1], [text]
+    cost_api_ratio: tuple[float, str]  # the result's cost section against the API's, as api_ratio [1], [text]
+    gpu_derived: dict[str, tuple]  # GPU name -> what the engine derives from it (excel.common.GPU_DERIVED's order)
+    efficiency_table: tuple[tuple[str, dict], ...]  # 'vendor|engine' -> its default efficiencies, fallbacks applied
+    length_fits: dict[str, LengthFit]  # 'Prompt', 'Output' -> its lognormal through the plan's percentiles
+    ttft_prompt_tokens: float  # the prompt at the promise's percentile, whose prefill the TTFT line times [tokens]
+    allen_cunneen_factor: float  # (arrival cv² + service cv²) ÷ 2 [1]
+    erlang: ErlangRows  # the Erlang C tables' counts and the engine's figures at each
     decisions: Decisions

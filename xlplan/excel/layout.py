@@ -64,9 +64,9 @@ def build(fig: Figures, formulas: str = "native", traffic=None, namespace: str =
     cost_tab(book, e)
     sensitivities_tab(book, e)
     checks_sheet(book, e)
-    constants_sheet(book)
+    constants_sheet(book, e)
     changelog_sheet(book, e)
-    if traffic is not None:  # (summary, t_s, prompt, output, provenance) from `xlplan traffic`
+    if traffic is not None:  # (summary, requests per window, prompt, output, provenance) from `xlplan traffic`
         from xlplan.excel.tabs.traffic import traffic_sheets
 
         traffic_sheets(book, *traffic)

@@ -24,7 +24,7 @@ from xlplan.excel.inputs import gpu_row_key, model_row_key
 from xlplan.excel.tabs.owning import OWNING_DEFAULTS, owning_constants
 from xlplan.plan.engine_settings import TP_DEGREES
 from xlplan.schema.fields import PAYMENT_MODES
-from xlplan.serving import efficiency_defaults, engines, memory
+from xlplan.serving import engines, memory
 from xlplan.words import PRICE_MISSING
 
 CHECKS: tuple[tuple[str, str, str | None], ...] = (
@@ -231,7 +231,7 @@ def _drop_down_lists(book: Book, sh: Sheet, r: int) -> int:
     return r
 
 
-def _efficiency_table(book: Book, sh: Sheet, r: int) -> int:
+def _efficiency_table(book: Book, sh: Sheet, r: int, table) -> int:
     """The default efficiencies by vendor and engine (xlplan/data/efficiencies.yaml, fitted to the public corpus; the
     runbook's figures for its engine), one row per vendor|engine, fallbacks already applied, from row ``r``; returns
     the row after the last."""
@@ -239,13 +239,11 @@ def _efficiency_table(book: Book, sh: Sheet, r: int) -> int:
     for i, h in enumerate(heads):
         sh.put(i + 1, r, Cell(h, kind="header"))
     first = r + 1
-    for v in efficiency_defaults.VENDORS:
-        for eng in engines.ENGINES:
-            r += 1
-            d = efficiency_defaults.default_efficiencies_for(eng, v)
-            sh.put("A", r, Cell(f"{v}|{eng}", kind="const"))
-            for i, f in enumerate(("prefill_mfu", "decode_mfu", "bandwidth_efficiency", "step_overhead_s", "expert_efficiency")):
-                sh.put(i + 2, r, Cell(d[f], kind="const", fmt="General"))
+    for key, d in table:  # computed once by the workbook's figures (:attr:`xlplan.excel.figures.Figures.efficiency_table`)
+        r += 1
+        sh.put("A", r, Cell(key, kind="const"))
+        for i, f in enumerate(("prefill_mfu", "decode_mfu", "bandwidth_efficiency", "step_overhead_s", "expert_efficiency")):
+            sh.put(i + 2, r, Cell(d[f], kind="const", fmt="General"))
     for name, col in (("EffKeys", "A"), ("EffPrefill", "B"), ("EffDecode", "C"), ("EffBandwidth", "D"), ("EffOverhead", "E"),
                       ("EffExpert", "F")):
         book.define_range(name, sh, f"{col}{first}", f"{col}{r}")
@@ -276,7 +274,7 @@ def owned_sources(gpu) -> list[str]:
     return [str(own.get(f, {}).get(k, "")) for f in ("capex_usd_per_node", "kw_per_gpu") for k in ("source", "date")]
 
 
-def constants_sheet(book: Book) -> None:
+def constants_sheet(book: Book, e: Engine) -> None:
     """Lay out the Constants sheet: every constant the formulas use, the dtype tables, the drop-down lists and the
     default efficiencies."""
     sh = book.sheet("Constants", "Supporting sheet: every constant the formulas use, labelled, and the drop-down lists.",
@@ -288,7 +286,7 @@ def constants_sheet(book: Book) -> None:
     r = _constant_rows(book, sh, 5) + 1
     r = _dtype_tables(book, sh, r)
     r = _drop_down_lists(book, sh, r)
-    r = _efficiency_table(book, sh, r)
+    r = _efficiency_table(book, sh, r, e.fig.efficiency_table)
     r = _default_sources(book, sh, r + 1)
     _plausible_table(book, sh, r + 2)
 
@@ -323,7 +321,7 @@ def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
     _catalog_rows(book, gs, "GPUs — the catalog, with sources", heads, "GPUKeys", "GPUNames",
                   [(key, e.gpu if key == gpu_row_key(e.plan) and key not in catalog.gpu_names() else catalog.get_gpu(key))
                    for key in catalog_gpu_keys(e.plan)],
-                  lambda spec: [getattr(spec, f) for f, _, _ in GPU_COLUMNS] + gpu_derived(spec)
+                  lambda spec: [getattr(spec, f) for f, _, _ in GPU_COLUMNS] + gpu_derived(e.fig, spec)
                   + [price_note_shown(spec), spec.source, price_date(spec.price_note)] + owned_sources(spec))
     keys = catalog_gpu_keys(e.plan)
     last = CATALOG_FIRST_ROW + len(keys) - 1

@@ -13,7 +13,6 @@ from xlplan.excel import formulas as F
 from xlplan.excel.cells import Cell, Validation
 from xlplan.excel.common import FMT, NONE, Engine, Rows, num
 from xlplan.plan.engine_settings import TP_DEGREES
-from xlplan.plan.tp_choice import billed_gpus
 from xlplan.schema.steps import Paths
 
 TP_COLS = ("TP", "Considered", "KV shards", "Weights per GPU [GiB]", "KV budget per GPU [GiB]", "Conversations per replica",
@@ -56,7 +55,7 @@ def _tp_specs(e: Engine, k: int, tp: int, r: int) -> dict[str, tuple | None]:
         "O": (f'=IF(ISNUMBER(N{r}),(N{r}/A{r}+Redundancy)*A{r},"")', c.with_redundancy if feasible else "", "0"),
         "P": (f'=IF(ISNUMBER(O{r}),ROUNDUP(O{r}/GPUsPerNode,0)*GPUsPerNode,"")', c.purchased if feasible else "", "0"),
         "Q": (f'=IF(ISNUMBER(P{r}),IF(BillPurchased,P{r},O{r}),"")',
-              billed_gpus(c, s.bill_purchased) if feasible else "", "0"),
+              e.fig.tp_billed[tp] if feasible else "", "0"),
         "R": (f'=IF(ISNUMBER(Q{r}),{F.tp_objective(f"P{r}", f"Q{r}", f"A{r}")},"")',
               e.fig.tp_objectives.get(tp, "") if feasible else "", "0"),
     }

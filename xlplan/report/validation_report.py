@@ -13,168 +13,13 @@ import functools
 import json
 import math
 import statistics
-from collections import defaultdict
-from dataclasses import dataclass
 
+from xlplan.evidence.validation import KINDS, Check, Report, headline, validation
 from xlplan.io.measurement_table import read_measurements
-from xlplan.io.measurements import CORPUS, KINDS, Check, run_of, source_group, superseded, validate
+from xlplan.io.measurements import CORPUS, measured_rows
 
 README_BEGIN = "<!-- validation table: begin (python scripts/validation_table.py) -->"
 README_END = "<!-- validation table: end -->"
-HEADLINE_KINDS = ("throughput", "latency")
-"""The figures the headline pools: output tokens/s and inter-token latency (TTFT is shown apart). [names]"""
-
-
-@dataclass(frozen=True)
-class SourceOut:
-    """One source predicted with default efficiencies fitted without it."""
-
-    source: str
-    runs: int
-    median_error: float  # [fraction]
-
-
-@dataclass(frozen=True)
-class Pairs:
-    """Calibrating on runs of one deployment (GPU, model, engine) and predicting another of its runs."""
-
-    label: str
-    pairs: int
-    default_median: float  # median over pairs of the predicted run's mean |error| at the defaults [fraction]
-    calibrated_median: float  # the same after calibrating [fraction]
-    improved: int
-    unchanged: int
-    worse: int
-    worse_by_5_points: int  # pairs whose error grew by more than 0.05 [pairs]
-    refused: int  # fits refused as implausible (the defaults are then kept) [fits]
-
-
-@dataclass(frozen=True)
-class Report:
-    """Every check at the shipped defaults (in-sample on the corpus) and with its source left out of the fit."""
-
-    in_sample: tuple[Check, ...]
-    left_out: tuple[Check, ...]
-    sources: tuple[SourceOut, ...]
-    calibration: tuple[Pairs, ...]
-    corpus: bool = True  # every row is a corpus row, so the shipped defaults were fitted on them (in-sample)
-    superseded: frozenset = frozenset()  # ids of rows of engine releases older than the defaults describe
-
-
-def _runs_by_group(rows: list[dict], fitted_only: bool = False) -> list[tuple[str, object]]:
-    pairs = [(source_group(r.get("source", "")), run_of(r)) for r in rows]
-    return [(g, r) for g, r in pairs if r is not None and not (fitted_only and superseded(r.conditions))]
-
-
-def _leave_one_source_out_checks(rows: list[dict], training: list[dict] | None = None) -> list[Check]:
-    """Each row's checks with the default table refitted on every training row not of the row's source.
-
-    Parameters
-    ----------
-    rows : list of dict
-        Measurement rows to predict (:func:`xlplan.io.measurement_table.read_measurements`).
-    training : list of dict, optional
-        The rows the defaults are fitted on; left out, ``rows`` themselves (the corpus predicting itself). Rows of an
-        engine release older than the defaults describe are predicted but never fitted
-        (:func:`xlplan.io.measurements.superseded`), as in the shipped table.
-
-    Returns
-    -------
-    list of Check
-        As :func:`xlplan.io.measurements.validate` returns them, each row at its own source's fold. [—]
-    """
-    from xlplan.evidence.calibrate import fit_defaults
-
-    pool = _runs_by_group(rows if training is None else training, fitted_only=True)
-    by_group: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        by_group[source_group(r.get("source", ""))].append(r)
-    out = []
-    for g in sorted(by_group):
-        train = [r for h, r in pool if h != g]
-        out += validate(by_group[g], table=fit_defaults(train)) if train else validate(by_group[g])
-    order = {str(r["id"]): k for k, r in enumerate(rows)}
-    return sorted(out, key=lambda c: order.get(c.id, 0))
-
-
-def _by_source(checks: list[Check]) -> list[SourceOut]:
-    """Median |error| of each source's throughput and latency checks (pass the left-out checks). [fraction]"""
-    out = []
-    for g in sorted({c.source for c in checks}):
-        errs = _errors([c for c in checks if c.source == g], HEADLINE_KINDS)
-        if errs:
-            out.append(SourceOut(g, len({c.id for c in checks if c.source == g and c.kind in HEADLINE_KINDS}),
-                                 statistics.median(errs)))
-    return out
-
-
-def _errors(checks: list[Check], kinds: tuple[str, ...]) -> list[float]:
-    return [abs(c.relative_error) for c in checks if c.relative_error is not None and c.kind in kinds]
-
-
-def headline(checks: list[Check]) -> float:
-    """Median |error| of the throughput and inter-token latency checks. [fraction]"""
-    errs = _errors(checks, HEADLINE_KINDS)
-    return statistics.median(errs) if errs else float("nan")
-
-
-def _run_error(run, eff) -> float:
-    from xlplan.evidence.calibrate import predicted
-
-    p = predicted(run, eff)
-    errs = [abs(p[k] / m - 1.0) for k, m in (("output_tok_s", run.output_tok_s), ("itl_s", run.itl_s)) if m]
-    return statistics.mean(errs)
-
-
-def within_deployment(rows: list[dict]) -> list[Pairs]:
-    """Calibration judged as a user would meet it: runs of one deployment calibrate, another of its runs is predicted.
-
-    Parameters
-    ----------
-    rows : list of dict
-        Measurement rows; throughput and latency runs are grouped by GPU, model and engine.
-
-    Returns
-    -------
-    list of Pairs
-        'one run predicts another' (every ordered pair within a deployment) and 'all runs but one predict it' (each
-        run of a deployment with at least three), each against the shipped defaults. [—]
-    """
-    from xlplan.evidence.bench_conditions import Efficiencies
-    from xlplan.evidence.calibrate import fit
-    from xlplan.evidence.calibrate_map import ImplausibleFit
-
-    groups: dict[tuple, list] = defaultdict(list)
-    for _, r in _runs_by_group(rows):
-        c = r.conditions
-        groups[(c.gpu.name, c.model.name, c.engine)].append(r)
-
-    def calibrated(runs):
-        try:
-            return fit(runs, spread=False).efficiencies, False
-        except ImplausibleFit:
-            c = runs[0].conditions
-            return Efficiencies().resolved(c.engine, c.gpu.name), True
-
-    out = []
-    for label, minimum, trains in (("one run predicts another", 2, lambda g, j: [[i] for i in g if i is not j]),
-                                   ("all runs but one predict it", 3, lambda g, j: [[i for i in g if i is not j]])):
-        scores, refused = [], 0
-        for g in groups.values():
-            if len(g) < minimum:
-                continue
-            for j in g:
-                d = _run_error(j, Efficiencies().resolved(j.conditions.engine, j.conditions.gpu.name))
-                for train in trains(g, j):
-                    eff, was_refused = calibrated(train)
-                    refused += was_refused
-                    scores.append((d, _run_error(j, eff)))
-        if scores:
-            out.append(Pairs(label, len(scores), statistics.median(d for d, _ in scores),
-                             statistics.median(c for _, c in scores), sum(c < d - 1e-9 for d, c in scores),
-                             sum(abs(c - d) <= 1e-9 for d, c in scores), sum(c > d + 1e-9 for d, c in scores),
-                             sum(c - d > 0.05 for d, c in scores), refused))
-    return out
 
 
 def build(rows: list[dict], calibration: bool = True) -> Report:
@@ -185,7 +30,7 @@ def build(rows: list[dict], calibration: bool = True) -> Report:
     rows : list of dict
         Measurement rows; a file other than the corpus is judged with the corpus added to every fold's training rows.
     calibration : bool
-        Also score calibration within each deployment (:func:`within_deployment`).
+        Also score calibration within each deployment (:func:`xlplan.evidence.validation.within_deployment`).
 
     Returns
     -------
@@ -198,14 +43,7 @@ def build(rows: list[dict], calibration: bool = True) -> Report:
 
 @functools.lru_cache(maxsize=4)
 def _build(rows_json: str, calibration: bool) -> Report:
-    rows = json.loads(rows_json)
-    corpus = read_measurements(CORPUS)
-    ids = {str(r["id"]) for r in corpus}
-    extra = [r for r in rows if str(r["id"]) not in ids]
-    left = _leave_one_source_out_checks(rows, corpus + extra)
-    old = frozenset(str(r["id"]) for r in rows if (run := run_of(r)) is not None and superseded(run.conditions))
-    return Report(tuple(validate(rows)), tuple(left), tuple(_by_source(left)),
-                  tuple(within_deployment(rows)) if calibration else (), not extra, old)
+    return validation(measured_rows(json.loads(rows_json)), measured_rows(read_measurements(CORPUS)), calibration)
 
 
 def current(rep: Report, checks) -> list[Check]:

@@ -9,7 +9,7 @@ the same way (by the measured plan's growth, which is the log's where the log me
 installed plus each order from its delivery month (left out: the plan's own fleet, the Answer's GPUs on the bill).
 Each order, in delivery order, is needed from the first month the re-plan holds more than what came before it: never
 within the schedule, cancel; another month, move; whatever supply still falls short is placed, its place-by day the
-lead time before the first day of the month that needs it (:func:`xlplan.decide.schedule_calendar.order_by`). An action is due
+lead time before the first day of the month that needs it (:func:`xlplan.dates.order_by`). An action is due
 when its place-by day is within :data:`DUE_DAYS` of the review, or when it moves or cancels an order.
 
 References
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from xlplan.decide.schedule_calendar import first_month, month_peak, month_start, order_by
+from xlplan.dates import first_month, month_start, order_by
+from xlplan.decide.schedule_calendar import month_peak
 from xlplan.schema.plan import Plan
 from xlplan.schema.result import PlanResult
 from xlplan.schema.review import FleetSide, MonthPair, OrderAction, Replan

@@ -16,32 +16,13 @@ from __future__ import annotations
 import functools
 import re
 
+from xlplan.catalog.specs import vendor
+
 RUNBOOK_EFFICIENCIES = {"prefill_mfu": 0.40, "decode_mfu": 0.40, "bandwidth_efficiency": 0.60, "step_overhead_s": 0.0,
                         "expert_efficiency": 1.0}
 """The runbook's planning figures: 40% MFU, 60% of HBM bandwidth (measured 57-66%: measurements N01, G03), no step overhead."""
 
 EFFICIENCY_FIELDS = ("prefill_mfu", "decode_mfu", "bandwidth_efficiency", "step_overhead_s", "expert_efficiency")
-
-
-def vendor(gpu_name: str) -> str:
-    """'amd', 'intel' or 'nvidia', from a GPU's display name. [text]
-
-    Parameters
-    ----------
-    gpu_name : str
-        The GPU's display name, e.g. 'H100 SXM' or 'Instinct MI300X'.
-
-    Returns
-    -------
-    str
-        'amd', 'intel' or 'nvidia' (the default).
-    """
-    n = gpu_name.lower()
-    if "amd" in n or "instinct" in n or n.startswith("mi"):
-        return "amd"
-    if "gaudi" in n or "intel" in n:
-        return "intel"
-    return "nvidia"
 
 
 @functools.cache

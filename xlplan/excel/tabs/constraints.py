@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from xlplan import distributions
 from xlplan.excel import formulas as F
 from xlplan.excel.cells import Book, Cell, Line, write_lines
 from xlplan.excel.common import FMT, SIX_TABS, Engine, Rows, num
@@ -129,9 +128,10 @@ PROMPT_FIT_HOWS = ("least squares through p95 and p99 in log space; 0 for a fixe
 """How each fitted figure of the prompt is computed (the output's rows repeat it and say nothing)."""
 
 
-def _fit_lines(who: str, quantiles: tuple, mean: float, m2: float, how: tuple[str, str, str, str]) -> list[Line]:
-    """One length's lognormal through its p50, p95 and p99: sigma, mean, E[n²] and the fitted p99."""
-    median, sigma = distributions.fit_lognormal(*quantiles)
+def _fit_lines(who: str, fit, mean: float, m2: float, how: tuple[str, str, str, str]) -> list[Line]:
+    """One length's lognormal through its p50, p95 and p99: sigma, mean, E[n²] and the fitted p99 (the engine's fit,
+    :attr:`xlplan.excel.figures.Figures.length_fits`)."""
+    sigma = fit.sigma
     n50, sig = f"{who}P50", f"{who}Sigma"
     return [
         Line(sig, f"{who} spread (sigma of ln length)", "=" + F.lognormal_sigma(n50, f"{who}P95", f"{who}P99"),
@@ -140,17 +140,15 @@ def _fit_lines(who: str, quantiles: tuple, mean: float, m2: float, how: tuple[st
         Line(f"{who}SecondMoment", f"{who} E[n²] (fitted)", "=" + F.lognormal_second_moment(n50, sig), m2, "tokens²",
              FMT["sci"], how[2]),
         Line(f"{who}P99Fitted", f"{who} p99 (fitted)", "=" + F.lognormal_p99(n50, sig),
-             distributions.lognormal_quantile(median, sigma, 0.99), "tokens", FMT["num"], how[3]),
+             fit.p99_fitted, "tokens", FMT["num"], how[3]),
     ]
 
 
 def _traffic_lines(e: Engine) -> list[Line]:
     """The prompt and output lengths fitted as lognormals, then time in system and Little's Law."""
-    s, tr = e.s, e.sol.traffic
-    return [*_fit_lines("Prompt", (s.prompt_p50, s.prompt_p95, s.prompt_p99), tr.prompt_mean, tr.prompt_second_moment,
-                        PROMPT_FIT_HOWS),
-            *_fit_lines("Output", (s.output_p50, s.output_p95, s.output_p99), tr.output_mean, tr.output_second_moment,
-                        ("", "", "", "")),
+    tr = e.sol.traffic
+    return [*_fit_lines("Prompt", e.fig.length_fits["Prompt"], tr.prompt_mean, tr.prompt_second_moment, PROMPT_FIT_HOWS),
+            *_fit_lines("Output", e.fig.length_fits["Output"], tr.output_mean, tr.output_second_moment, ("", "", "", "")),
             *_little_lines(e)]
 
 
@@ -159,7 +157,7 @@ def _latency_lines(e: Engine) -> list[Line]:
     promise's percentile on an idle replica, chunk by chunk."""
     s, tr, pa = e.s, e.sol.traffic, e.sol.paths
     r = e.fig.replica
-    q = float(distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile))
+    q = e.fig.ttft_prompt_tokens
     n = _vec_ceil(q / s.max_num_batched_tokens)
     keys = (q * q + q) / 2.0 if s.causal_attention else q * q
     return [

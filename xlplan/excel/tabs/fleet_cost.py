@@ -8,7 +8,6 @@ from xlplan.excel.cells import Book, Cell, Line, Validation, write_lines
 from xlplan.excel.common import FMT, NA, NONE, SIX_TABS, Engine, Rows, num
 from xlplan.excel.support import put_banner
 from xlplan.excel.tabs.owning import ownership_lines
-from xlplan.money import cost
 from xlplan.report.note import PARITY_WORDS
 from xlplan.units import MILLION, SECONDS_PER_HOUR
 from xlplan.words import count, verb
@@ -170,12 +169,13 @@ def _bill_lines(e: Engine) -> list[Line]:
     ]
 
 
-def api_comparison(api_usd: float | None, bill_usd: float, api: str = "APIMonthlyCostUSD",
+def api_comparison(api_usd: float | None, bill_usd: float, ratio: tuple[float, str], api: str = "APIMonthlyCostUSD",
                    bill: str = "MonthlyCostUSD") -> F.Prose:
     """:func:`xlplan.report.note.api_comparison_words` as a formula over two cells: the factor (the dearer bill ÷ the
-    cheaper, never below 1) in the direction of its words, about the same within APIParityFactor. [text]"""
+    cheaper, never below 1) in the direction of its words, about the same within APIParityFactor; ``ratio`` is the
+    engine's (factor, cheaper side) for the cached words (:attr:`xlplan.excel.figures.Figures.api_ratio`). [text]"""
     a, m = api_usd if api_usd is not None else 1.0, bill_usd
-    factor, cheaper = cost.api_cost_ratio(a, m) if api_usd is not None else (1.0, "parity")
+    factor, cheaper = ratio
     ratio = F.when(f"{api}>{bill}", cheaper == "self-hosting",
                    F.join("self-hosting is ", F.fixed(f"{api}/{bill}", factor, 1), "× cheaper than the API"),
                    F.join("the API is ", F.fixed(f"{bill}/{api}", factor, 1), "× cheaper than self-hosting"))
@@ -193,7 +193,7 @@ def _api_lines(e: Engine) -> list[Line]:
     ins, outs = (s.api_usd_per_mtok_input or 0.0), (s.api_usd_per_mtok_output or 0.0)
     no_api = "no API prices given on 1 Inputs"
     be = b.breakeven_tokens_per_month
-    comparison = api_comparison(b.api_monthly_usd, b.monthly_usd)
+    comparison = api_comparison(b.api_monthly_usd, b.monthly_usd, e.fig.api_ratio)
     return [
         Line("APIBlendedUSDPerMTok", "API price at this input/output mix",
              f'=IF(AND(ISNUMBER(APIInputUSDPerMTok),ISNUMBER(APIOutputUSDPerMTok)),(PromptMean*APIInputUSDPerMTok+OutputMean*APIOutputUSDPerMTok)/(PromptMean+OutputMean),"{NA}")',

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xlplan import catalog
 from xlplan.catalog import price_date
+from xlplan.catalog.specs import vendor
 from xlplan.excel import formulas as F
 from xlplan.excel.cells import Book, Cell, Sheet, Validation
 from xlplan.excel.common import FMT, SIX_TABS, Engine, Rows
@@ -53,7 +54,7 @@ def _efficiencies_used(rows: Rows, e: Engine) -> None:
     s = e.s
     rows.section("Efficiencies and budgets used — given above, else the engine's defaults for this GPU (Constants sheet)")
     rows.header("Quantity", "Value", "Unit", "", "", "How")
-    key = f"{efficiency_defaults.vendor(e.gpu.name)}|{s.engine}"
+    key = f"{vendor(e.gpu.name)}|{s.engine}"
     table_row = [f"{v}|{eng}" for v in efficiency_defaults.VENDORS for eng in engines.ENGINES].index(key) + 1
     rows.calc("EffRow", "Row of the defaults table", '=MATCH(GPUVendor&"|"&Engine,EffKeys,0)', table_row, "row", "0",
               "the GPU's vendor and the engine")

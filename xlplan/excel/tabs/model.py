@@ -22,7 +22,6 @@ from xlplan.excel.common import (
 )
 from xlplan.excel.inputs import gpu_row_key, model_row_key
 from xlplan.excel.support import put_banner
-from xlplan.plan.engine_settings import compute_dtype
 from xlplan.serving import memory
 from xlplan.units import GIB
 
@@ -103,7 +102,7 @@ def _param_lines(e: Engine) -> list[Line]:
 
 def _weight_lines(e: Engine) -> list[Line]:
     """The weight footprint at its dtype and the KV cache per token."""
-    m, s = e.model, e.s
+    s = e.s
     bpp = memory.WEIGHT_BYTES_PER_PARAM[e.plan.model.weights_dtype]
     kvb = memory.KV_BYTES_PER_ELEMENT[e.plan.model.kv_dtype]
     return [
@@ -122,7 +121,7 @@ def _weight_lines(e: Engine) -> list[Line]:
              "=" + F.kv_bytes_per_token_layer("KVBytesPerElement"),
              s.kv_bytes_per_token_layer, "bytes", FMT["int"], "K and V per KV head (GQA), or one latent (MLA)"),
         Line("KVBytesPerToken", "KV cache per token, all layers", "=Layers*KVBytesPerTokenLayer",
-             memory.kv_bytes_per_token(m, e.plan.model.kv_dtype), "bytes/token", FMT["int"], "",
+             e.fig.kv_bytes_per_token, "bytes/token", FMT["int"], "",
              udf="KV_BYTES_PER_TOKEN(ModelKey,KVDtype)", needs="model"),
         Line("AttentionWidth", "Attention width", '=IF(AttentionKind="mla",INT(AVERAGE(Heads*(QKNopeDim+QKRopeDim),Heads*VHeadDim)),Heads*HeadDim)',
              s.attention_width, "elements", FMT["int"], "heads x head width (MLA: mean of the QK and V widths)"),
@@ -137,7 +136,7 @@ def _gpu_lines(e: Engine, n_gpus: int) -> list[Line]:
     g, s = e.gpu, e.s
     listed = [(field, name, unit, gpus_col(i), getattr(g, field)) for i, (field, name, unit) in enumerate(GPU_COLUMNS)]
     derived = [(field, name, unit, gpus_col(len(GPU_COLUMNS) + i), raw)
-               for i, ((field, name, unit), raw) in enumerate(zip(GPU_DERIVED, gpu_derived(g)))]
+               for i, ((field, name, unit), raw) in enumerate(zip(GPU_DERIVED, gpu_derived(e.fig, g)))]
     return [
         Line("GPURow", "Row on the GPUs sheet", "=MATCH(GPUKey,GPUKeys,0)",
              1 + catalog_gpu_keys(e.plan).index(gpu_row_key(e.plan)), "row", "0", "#N/A means the GPU is not on the GPUs sheet."),
@@ -156,7 +155,7 @@ def _gpu_lines(e: Engine, n_gpus: int) -> list[Line]:
              s.link_latency_s, "s", "0.000000", ""),
         Line("ComputeDtype", "Compute dtype of the peak",
              "=" + F.compute_dtype("WeightsDtype"),
-             compute_dtype(e.plan, g), "dtype", None, "fp8 weights use the fp8 peak where the GPU has one"),
+             e.fig.compute_dtype, "dtype", None, "fp8 weights use the fp8 peak where the GPU has one"),
         Line("PeakTFLOPS", "Peak dense throughput", "=" + F.peak_tflops("ComputeDtype"),
              s.peak_tflops, "TFLOP/s", FMT["tflops"], ""),
 

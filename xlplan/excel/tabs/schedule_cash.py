@@ -8,8 +8,7 @@ values: bought, capex in the month of order or of delivery (``growth.capex_paid_
 
 from __future__ import annotations
 
-from xlplan.decide.schedule_calendar import month_start
-from xlplan.decide.schedule_cash import fiscal_period
+from xlplan.dates import fiscal_period, month_start
 from xlplan.excel.cells import Book, Cell
 from xlplan.excel.common import FMT
 

@@ -176,7 +176,7 @@ def _summary_rows(e: Engine) -> list[Line]:
         rows += [
             Line("SummaryAPIMonthlyUSD", "The same traffic on the API", "=APIMonthlyCostUSD", c.api_monthly_usd, "USD/month", FMT["usd"],
                 "at the API prices on 1 Inputs"),
-            Line("SummaryAgainstAPI", "Against the API", "=APIComparison", api_comparison(c.api_monthly_usd, c.monthly_usd).text,
+            Line("SummaryAgainstAPI", "Against the API", "=APIComparison", api_comparison(c.api_monthly_usd, c.monthly_usd, e.fig.cost_api_ratio).text,
                 "", None, "on infrastructure alone, this bill against the API's (5 Cost)"),
             Line("SummaryBreakeven", "Break-even volume", "=BreakevenTokensPerMonth", c.breakeven_tokens_per_month, "tokens/month",
                 FMT["tokens_month"], "above it this fleet is cheaper than the API, while it can carry the volume"),

@@ -9,7 +9,6 @@ Values, not formulas: they are measurements, dated by the provenance on 1 Inputs
 from __future__ import annotations
 
 from xlplan.evidence.traffic import TrafficSummary
-from xlplan.evidence.traffic_windows import window_counts
 from xlplan.excel.cells import Book, Cell
 
 MAX_POINTS = 1500
@@ -18,14 +17,13 @@ BINS = 40
 """Histogram bins, logarithmic in tokens. [bins]"""
 
 
-def traffic_sheets(book: Book, s: TrafficSummary, t_s, prompt, output, provenance: str) -> None:
+def traffic_sheets(book: Book, s: TrafficSummary, counts, prompt, output, provenance: str) -> None:
     import numpy as np
 
     sh = book.sheet("Traffic data", "Supporting sheet: the request log behind the forecast — rate over time and length histograms.",
                     widths={"A": 22, "B": 16, "C": 4, "D": 16, "E": 16, "F": 16, "G": 4, "H": 16, "I": 16, "J": 16})
     sh.put("A", 1, Cell("Traffic — the log behind the forecast", kind="title"))
     sh.put("A", 2, Cell(f"Supporting sheet. {provenance}.", kind="note"))
-    counts = window_counts(t_s, s.window_s)
     group = max(1, -(-counts.size // MAX_POINTS))
     padded = np.pad(counts, (0, (-counts.size) % group))
     peaks = padded.reshape(-1, group).max(axis=1) / s.window_s
