@@ -2,8 +2,8 @@
 
 A rule written twice is a place where two surfaces can disagree. For each rule below the home is named, a
 scan of the engine's sources finds no other place that writes its arithmetic, and a hand-worked case checks the home.
-The step time's deliberate twins (the fast closure, the compiled kernel) are held equal to it on plans with every
-engine's defaults.
+The step time's deliberate twins (the fast closure, the compiled kernel, the workbook's formula) are held equal to it on
+plans with every engine's defaults.
 """
 
 from __future__ import annotations
@@ -165,3 +165,38 @@ def test_no_second_step_time():
                 found.append(where)
     assert twins == TWINS | {"xlplan/serving/step.py:step_time_s"}
     assert found == []
+
+
+def _cached(book, name: str):
+    """The cached value of a workbook's defined name (the Excel-grammar engine hands names upper-cased)."""
+    ref = {k.upper(): v for k, v in book.names.items()}[name.upper()]
+    title, coord = ref.rsplit("!", 1)
+    cell = book.get(title.strip("'").replace("''", "'")).cells[coord.replace("$", "")]
+    return cell.cached if cell.formula else cell.value
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("moe", [False, True], ids=["dense", "moe"])
+def test_the_workbooks_step_formula_equals_the_step_time_on_each_engines_defaults(engine, moe):
+    # the Excel twin: formulas.step_time evaluated by the Excel-grammar engine over the workbook's own named inputs
+    # equals step_time_s at the same mixed step (37 decodes over 1,800-token contexts beside a 300-token chunk)
+    import formulas
+
+    from xlplan.excel import formulas as F
+    from xlplan.excel.book import figures
+    from xlplan.excel.layout import build
+
+    data = reference_plan().model_dump(exclude_none=True)
+    data["policy"] = {"engine": engine} | ({"expert_parallel": 2} if moe else {})
+    if moe:
+        data["model"] = {"name": "qwen3-30b-a3b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
+    fig = figures(plan_from_mapping(data, "test"))
+    book = build(fig)
+    r = fig.replica
+    load = step_inputs.mixed_step(37.0, 1800.0, 300.0, 45000.0, 45000.0, 900.0, r.window)
+    args = (load.decode_tokens, load.decode_keys, load.decode_keys_window, load.prefill_tokens, load.prefill_keys,
+            load.prefill_keys_window, load.kv_tokens, load.kv_tokens_window)
+    func = formulas.Parser().ast("=" + F.step_time("TP", "EPUsed", "KVShards", *(repr(float(a)) for a in args)))[1].compile()
+    got = float(func(*(_cached(book, n) for n in func.inputs)))
+    assert got == pytest.approx(step_time_s(r, load), rel=1e-12)
