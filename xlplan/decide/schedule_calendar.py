@@ -1,6 +1,6 @@
-"""The calendar of a schedule: each month's peak from the growth, the first day of a month, and when an order must go.
+"""The peaks of a schedule: each month's peak from the plan's growth (the calendar arithmetic is :mod:`xlplan.dates`).
 
-Part of :mod:`xlplan.decide.schedule` (every name here is importable from there).
+Read by :mod:`xlplan.decide.schedule` and the review's re-plan.
 """
 
 from __future__ import annotations

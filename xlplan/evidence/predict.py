@@ -5,7 +5,7 @@ concurrency) are turned into a plan with fixed lengths and run through the plann
 :func:`xlplan.plan.scenario.resolve`, :func:`xlplan.plan.replica_at_tp.kv_budget_gib` (the engine's memory rule),
 :func:`xlplan.plan.latency_step.latency_load` and :func:`xlplan.serving.step.step_time_s`. So ``xlplan validate`` and
 ``xlplan calibrate`` check the very model that sizes the fleet. Nothing here reads a measured figure. The
-conditions and the plan they become are :mod:`xlplan.evidence.bench_conditions`' (importable from here too).
+conditions and the plan they become are :mod:`xlplan.evidence.bench_conditions`'.
 
 Notes
 -----

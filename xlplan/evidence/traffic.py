@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# the window rates and the weekly growth, re-exported: xlplan.evidence.traffic is where a log's figures are looked up
 from xlplan.evidence.traffic_growth import (
     SECONDS_PER_WEEK,
     busiest_hour_of_week,

@@ -6,7 +6,7 @@ memory, compute and latency paths and the fleet at one tensor-parallel degree,
 the same code runs on floats (the planner) and on numpy arrays (the sweep).
 :func:`solve` chooses the TP degree for one scalar scenario.
 
-The parts live beside it and are re-exported here, where callers name them: the
+The parts live beside it, each imported from its own module: the
 result records (:mod:`xlplan.schema.steps`), the replica and its KV room
 (:mod:`xlplan.plan.replica_at_tp`), the latency path's step (:mod:`xlplan.plan.latency_step`),
 the bill (:mod:`xlplan.plan.monthly_bill`) and the TP objective (:mod:`xlplan.plan.tp_choice`).

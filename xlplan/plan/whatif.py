@@ -3,8 +3,7 @@
 Each what-if is a full re-plan with one input changed. A breakpoint is the value
 of one input at which the purchase grows by one unit, or the binding constraint
 changes, found by a geometric search outward then bisection. The rows live in
-:mod:`xlplan.plan.whatif_table` and the search in :mod:`xlplan.plan.breakpoints`;
-their names are re-exported here.
+:mod:`xlplan.plan.whatif_table` and the search in :mod:`xlplan.plan.breakpoints`.
 """
 
 from __future__ import annotations

@@ -13,8 +13,7 @@ The KV capacity of a replica is predicted at plan time from the engine's own mem
 - ``trtllm``: ``kv_cache_free_gpu_mem_fraction × (visible − weights − activations)`` (TensorRT-LLM takes
   its fraction of the memory left after the engine is loaded).
 
-The efficiencies each engine runs at when a plan states none are :mod:`xlplan.serving.efficiency_defaults`'
-(importable from here too).
+The efficiencies each engine runs at when a plan states none are :mod:`xlplan.serving.efficiency_defaults`'.
 
 References
 ----------

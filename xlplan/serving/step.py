@@ -33,7 +33,7 @@ either side alone: its weight GEMMs are compute-bound while its attention reads 
 Each term is a pure function: the rooflines here, communication in :mod:`xlplan.serving.collectives`. What a
 step carries is :mod:`xlplan.serving.step_inputs`; the same step with the replica's constants folded in (the
 simulator's inner loop) :mod:`xlplan.serving.folded_step`; the largest batch within a target
-:mod:`xlplan.serving.batch_search`. Every name is importable from here. The planner, validation and the
+:mod:`xlplan.serving.batch_search`. The planner, validation and the
 simulator differ only in what they put in a step.
 
 References

@@ -1,6 +1,6 @@
 """The compute path as spreadsheet-sized functions: prefill and decode demand, a GPU's peak, GPUs at an MFU.
 
-Part of :mod:`xlplan.excel.cellwise` (every name here is importable from there); each composes :mod:`xlplan.serving.compute` on
+Part of :mod:`xlplan.excel.cellwise`; each composes :mod:`xlplan.serving.compute` on
 catalog look-ups and the fitted length distributions.
 
 References

@@ -1,6 +1,6 @@
 """The bill as spreadsheet-sized functions: monthly cost, tokens a month, $/M tokens, an API's price and break-even.
 
-Part of :mod:`xlplan.excel.cellwise` (every name here is importable from there); each composes :mod:`xlplan.money.cost` on the
+Part of :mod:`xlplan.excel.cellwise`; each composes :mod:`xlplan.money.cost` on the
 fitted length distributions.
 
 References

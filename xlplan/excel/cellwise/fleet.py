@@ -1,6 +1,6 @@
 """The fleet as spreadsheet-sized functions: which path binds, the three numbers, and the inverse question.
 
-Part of :mod:`xlplan.excel.cellwise` (every name here is importable from there); each composes :mod:`xlplan.fleet` or
+Part of :mod:`xlplan.excel.cellwise`; each composes :mod:`xlplan.fleet` or
 :mod:`xlplan.decide.capacity`.
 
 References

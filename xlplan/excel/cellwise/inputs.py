@@ -1,6 +1,6 @@
 """What the spreadsheet functions read: catalog specs and fields, parameter counts, a length distribution's fitted mean.
 
-Part of :mod:`xlplan.excel.cellwise` (every name here is importable from there): the look-ups the other cell functions
+Part of :mod:`xlplan.excel.cellwise`: the look-ups the other cell functions
 build on, so a cell that names a model or a GPU sees the catalog's figures.
 
 References

@@ -1,6 +1,6 @@
 """The latency and queueing paths as spreadsheet-sized functions: time in system, the largest batch, replicas.
 
-Part of :mod:`xlplan.excel.cellwise` (every name here is importable from there); the largest decode batch is the serving
+Part of :mod:`xlplan.excel.cellwise`; the largest decode batch is the serving
 model's (:func:`xlplan.serving.step.step_time_s`, :func:`xlplan.serving.batch_search.max_batch_within`), the queue Erlang C's.
 
 References

@@ -1,6 +1,6 @@
 """The memory path as spreadsheet-sized functions: KV cache per token and per conversation, weights, KV room, GPUs.
 
-Part of :mod:`xlplan.excel.cellwise` (every name here is importable from there); each composes
+Part of :mod:`xlplan.excel.cellwise`; each composes
 :mod:`xlplan.serving.memory` and :mod:`xlplan.serving.engines` on catalog look-ups.
 
 References
