@@ -8,14 +8,7 @@ No measured column is an input to a prediction: a row is predicted from its mode
 count, parallelism, engine, settings, lengths and concurrency alone. A row that cannot be predicted
 says what is missing.
 
-Metrics and how each is scored:
-
-- **capacity**: KV cache GiB per GPU (or tokens per replica) at start-up. The error is taken against
-  the measured figure, or against 5 GiB where the figure is smaller (a cache near zero, or a model
-  that does not fit), so 0.5 GiB there scores as 10%.
-- **throughput**: output tokens/s of the whole system.
-- **latency**: mean inter-token latency (TPOT) at a fixed concurrency.
-- **ttft**: mean time to first token at a fixed concurrency (shown, not in the headline targets).
+How each row is predicted and scored is :mod:`xlplan.evidence.validation`'s.
 """
 
 from __future__ import annotations
