@@ -221,6 +221,7 @@ def test_forecast_from_a_log_gives_the_fleet_of_the_same_hand_written_forecast(t
 
 def test_growth_and_the_date_the_fleet_stops_sufficing(tmp_path):
     # five weeks, each week's traffic 5% above the last: the weekly peaks grow 5% a week
+    from xlplan.evidence.traffic_growth import weeks_until
     from xlplan.report.traffic_report import outlook
 
     rng = np.random.default_rng(3)
@@ -235,7 +236,7 @@ def test_growth_and_the_date_the_fleet_stops_sufficing(tmp_path):
     s = summarise(r.t_s, r.prompt, r.output, window_s=3600)
     assert len(s.weekly_peaks_rps) == 4 and s.weekly_growth == approx(0.05, abs=0.03)
     # capacity twice the peak: ln 2 / ln(1 + g) weeks
-    text = outlook(s, 2 * s.peak_rps, 4)
+    text = outlook(s, weeks_until(2 * s.peak_rps, s.peak_rps, s.weekly_growth), 2 * s.peak_rps, 4)
     weeks = math.log(2) / math.log1p(s.weekly_growth)
     assert f"in {weeks:,.1f} weeks" in text
 

@@ -8,6 +8,7 @@ import typer
 
 from xlplan.cli.app import app
 from xlplan.cli.app import load as _load
+from xlplan.evidence.traffic_growth import weeks_until
 from xlplan.evidence.traffic_windows import window_counts
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PNG, YAML, Output, check_outputs, write_outputs
@@ -143,7 +144,8 @@ def _outlook(req, s, new_plan, new) -> str:
 
     gpus = new.answer.load
     cap = closed_form_capacity(resolve(new_plan), gpus, new_plan.policy.max_num_batched_tokens is not None)
-    return outlook(s, cap.max_peak_rps, gpus, req.offset_s)
+    weeks = weeks_until(cap.max_peak_rps, s.peak_rps, s.weekly_growth)
+    return outlook(s, weeks, cap.max_peak_rps, gpus, req.offset_s)
 
 
 def _contents(req, s, fragment: dict, new_plan, plan_file: Path | None, output: Path | None, workbook: Path | None) -> list:
@@ -157,10 +159,11 @@ def _contents(req, s, fragment: dict, new_plan, plan_file: Path | None, output: 
 
     text = plan_to_yaml(new_plan) if plan_file is not None else yaml.safe_dump(fragment, sort_keys=False, allow_unicode=True)
     contents = []
+    counts = window_counts(req.arrival_t_s, s.window_s)
     if output is not None:
-        contents += [(output, text), *pictures(req, s, output.with_suffix(""))]
+        contents += [(output, text), *pictures(req, s, output.with_suffix(""), counts)]
     else:
         typer.echo(text, nl=False)
     if workbook is not None:
-        contents += workbook_files(figures(new_plan), workbook, traffic=(s, window_counts(req.arrival_t_s, s.window_s), req.prompt, req.output, provenance(req, s)))
+        contents += workbook_files(figures(new_plan), workbook, traffic=(s, counts, req.prompt, req.output, provenance(req, s)))
     return contents

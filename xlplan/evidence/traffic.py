@@ -85,6 +85,11 @@ class TrafficSummary:
     daily_curve: tuple[float, ...] | None = None  # each hour of the day's mean rate ÷ the busiest's; None: under a day [fraction]
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def monthly_growth(self) -> float | None:
+        """The weekly growth as the equivalent monthly rate (:func:`monthly_from_weekly`); None without one. [fraction/month]"""
+        return None if self.weekly_growth is None else monthly_from_weekly(self.weekly_growth)
+
 
 def _lengths(values) -> Lengths:
     """p50, p95, p99, mean and max of token counts. [tokens]

@@ -51,9 +51,7 @@ def plan_fragment(req: Requests, s: TrafficSummary) -> dict:
     out = {"forecast": forecast_section(s), "sources": {"forecast": provenance(req, s)},
            "owners": {"forecast": f"request log ({files})"}}
     if s.weekly_growth is not None:  # the growth `xlplan schedule` takes: weekly, as the equivalent monthly rate
-        from xlplan.evidence.traffic import monthly_from_weekly
-
-        out["growth"] = {"monthly": round(monthly_from_weekly(s.weekly_growth), 6),
+        out["growth"] = {"monthly": round(s.monthly_growth, 6),
                          "source": f"measured: {s.weekly_growth:+.2%} a week over {len(s.weekly_peaks_rps)} weeks of {files}"}
     return out
 
@@ -99,7 +97,7 @@ def picture_paths(stem: Path) -> list[Path]:
     return [stem.with_name(stem.name + "-rate.png"), stem.with_name(stem.name + "-lengths.png")]
 
 
-def pictures(req: Requests, s: TrafficSummary, stem: Path) -> list[tuple[Path, bytes]]:
+def pictures(req: Requests, s: TrafficSummary, stem: Path, counts) -> list[tuple[Path, bytes]]:
     """PNGs beside the forecast, as (path, bytes): the request rate with the peak window marked; prompt and output histograms
     with p50/p95/p99. Nothing is written."""
     import io
@@ -110,10 +108,8 @@ def pictures(req: Requests, s: TrafficSummary, stem: Path) -> list[tuple[Path, b
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from xlplan.evidence.traffic_windows import window_counts
-
     out = []
-    counts = window_counts(req.arrival_t_s, s.window_s)  # every arrival, its lengths readable or not
+    # counts: requests in each window of every arrival, its lengths readable or not (evidence.traffic_windows.window_counts)
     group = max(1, -(-counts.size // PLOT_POINTS))  # windows per point, each point the busiest of its group
     counts = np.pad(counts, (0, (-counts.size) % group)).reshape(-1, group).max(axis=1)
     hours = np.arange(counts.size) * group * s.window_s / 3600.0
@@ -154,11 +150,9 @@ def pictures(req: Requests, s: TrafficSummary, stem: Path) -> list[tuple[Path, b
     return out
 
 
-def outlook(s: TrafficSummary, capacity_rps: float, gpus: int, offset_s: float = 0.0) -> str:
-    """When the current fleet stops sufficing if the weekly growth holds. [text]"""
-    from xlplan.evidence.traffic_growth import weeks_until
-
-    weeks = weeks_until(capacity_rps, s.peak_rps, s.weekly_growth)
+def outlook(s: TrafficSummary, weeks: float | None, capacity_rps: float, gpus: int, offset_s: float = 0.0) -> str:
+    """When the current fleet stops sufficing if the weekly growth holds: ``weeks`` until the peak reaches
+    ``capacity_rps`` (:func:`xlplan.evidence.traffic_growth.weeks_until`; 0 already, None never). [text]"""
     head = f"{gpus} {'GPU carries' if gpus == 1 else 'GPUs carry'} up to {capacity_rps:,.2f} req/s at peak"
     if weeks == 0.0:
         return f"{head}: the log's peak, {s.peak_rps:,.2f} req/s, already exceeds it"
