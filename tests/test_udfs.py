@@ -308,3 +308,32 @@ def test_binding_constraint_names_the_minimum_replica_given_tp():
     assert U.binding_constraint(2, 2, 2, 2) == "minimum replica"
     assert U.binding_constraint(2, 2, 2) == "all"
     assert U.binding_constraint(4, 2, 2, 2) == "memory"
+
+
+def test_the_notes_array_holds_no_string_past_255_and_loses_no_word():
+    # the classic (COM) add-in shows #VALUE! for a string over 255 characters inside an array; the reference plan's
+    # note has a sentence of 299, which CAPACITY_NOTE carries on in the rows below, and the parts joined by single
+    # spaces give every sentence back
+    from udfs.cells import CELL_TEXT_MAX, text_rows
+    from udfs.functions import capacity_note
+    from xlplan.decide.planner import plan
+    from xlplan.io.planfile import reference_plan
+    from xlplan.report.note import note_sections
+
+    texts = [t for _, figures, sentences in note_sections(plan(reference_plan())) for t in [*sentences, *(v for _, v in figures)]]
+    assert max(map(len, texts)) > CELL_TEXT_MAX  # the case exists on the reference plan
+    cells = [c for row in capacity_note() for c in row]
+    assert max(len(c) for c in cells if isinstance(c, str)) <= CELL_TEXT_MAX
+    for t in texts:
+        assert " ".join(text_rows(t)) == t and all(len(p) <= CELL_TEXT_MAX for p in text_rows(t))
+
+
+def test_whole_numbers_come_back_as_doubles():
+    # Excel's numbers are doubles and 32-bit VBA's Long stops at 2^31 - 1 = 2,147,483,647: Llama-3.1-70B's
+    # 70.55e9 parameters must reach the cell as a double, and so must a small count (32 layers of Llama-3.1-8B)
+    from udfs.functions import model_spec
+
+    total = model_spec("llama-3.1-70b", "total_params")
+    assert isinstance(total, float) and total > 2**31
+    layers = model_spec("llama-3.1-8b", "num_hidden_layers")
+    assert isinstance(layers, float) and layers == 32.0

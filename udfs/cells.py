@@ -154,11 +154,37 @@ def ordered(p50: float, p95: float, p99: float | None, what: str) -> None:
         raise UDFError(f"{what}_p99: got {p99:g}, below {what}_p95 {p95:g}; expected p50 <= p95 <= p99")
 
 
+CELL_TEXT_MAX = 255
+"""The longest string the classic (COM) add-in returns inside an array; a longer one shows #VALUE!. [characters]"""
+
+
 def finite(value):
-    """An answer fit for a cell: never inf or NaN (Excel would show #NUM! with no reason)."""
+    """An answer fit for a cell, and every element of a spilled array: never inf or NaN (Excel would show #NUM! with no
+    reason), a whole number as a double (Excel's numbers are doubles; 32-bit VBA's Long stops at 2³¹), and no string in
+    an array longer than :data:`CELL_TEXT_MAX`."""
+    if isinstance(value, list):
+        out = [finite(v) for v in value]
+        too_long = [v for v in out if isinstance(v, str) and len(v) > CELL_TEXT_MAX]
+        if too_long:  # a bug in the function, not the user's input: the array must split its text
+            raise AssertionError(f"a string of {len(too_long[0])} characters in an array; at most {CELL_TEXT_MAX}")
+        return out
     if isinstance(value, float) and not math.isfinite(value):
         raise UDFError(f"the answer is {value} (the inputs overflow a floating-point number); expected smaller inputs")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     return value
+
+
+def text_rows(text: str, limit: int = CELL_TEXT_MAX) -> list[str]:
+    """A long text as lines of at most ``limit`` characters, broken after a space where there is one; joined with
+    single spaces they give the text back. [text]"""
+    out = []
+    while len(text) > limit:
+        cut = text.rfind(" ", 0, limit + 1)
+        cut = cut if cut > 0 else limit
+        out.append(text[:cut])
+        text = text[cut + 1:] if text[cut:cut + 1] == " " else text[cut:]
+    return [*out, text]
 
 
 def name_or_num(param: str, value, unit: str, expected_name: str):

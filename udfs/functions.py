@@ -13,7 +13,22 @@ from __future__ import annotations
 import typing
 
 from udfs.cells import EXCEL_ERRORS as EXCEL_ERRORS  # the names this module always had
-from udfs.cells import UDFError, bad, choice, dtype, finite, fraction, lengths, name_or_num, no_room, number, ordered, text, whole
+from udfs.cells import (
+    UDFError,
+    bad,
+    choice,
+    dtype,
+    finite,
+    fraction,
+    lengths,
+    name_or_num,
+    no_room,
+    number,
+    ordered,
+    text,
+    text_rows,
+    whole,
+)
 from udfs.registry import ERROR_IN_A_CELL as ERROR_IN_A_CELL
 from udfs.registry import udf
 from udfs.tables import plan_from_table, scalar_or_grid, spec_from_config_table
@@ -353,15 +368,17 @@ def max_rate(gpus, plan_table=None):
 
 @udf(tables=("plan_table",), plan_table=PLAN_TABLE_DOC)
 def capacity_note(plan_table=None):
-    """The whole capacity note as a two-column table, spilled: section, figure and value. [text]"""
+    """The whole capacity note as a two-column table, spilled: section, figure and value; a text past 255 characters
+    goes on in the rows below it (the classic add-in's limit inside an array). [text]"""
     from xlplan.decide.planner import plan
     from xlplan.report.note import note_sections
 
     rows = []
     for title, figures, sentences in note_sections(plan(plan_from_table(plan_table))):
         rows.append([title, ""])
-        rows.extend([label, value] for label, value in figures)
-        rows.extend(["", s] for s in sentences)
+        for label, value in figures:  # a value past the classic add-in's 255 characters goes on below, label once
+            rows.extend([label if k == 0 else "", part] for k, part in enumerate(text_rows(value)))
+        rows.extend(["", part] for s in sentences for part in text_rows(s))
     return rows
 
 
