@@ -15,7 +15,7 @@ from xlplan import catalog, distributions
 from xlplan.catalog.specs import vendor
 from xlplan.decide import compare, hardware_choice, schedule
 from xlplan.decide.planner import plan as run_plan
-from xlplan.excel.common import NONE
+from xlplan.excel.common import ERLANG_COARSE_DIVISOR, ERLANG_ROWS, NONE
 from xlplan.excel.figures import Decisions, ErlangRows, Figures, LengthFit, WhatIfRow
 from xlplan.money import cost
 from xlplan.plan import latency_step, monthly_bill, replica_at_tp, scenario, steps, whatif, whatif_table
@@ -209,14 +209,6 @@ def _fit(p50: float, p95: float, p99: float | None) -> LengthFit:
     """A length's lognormal through its percentiles, and its fitted p99."""
     median, sigma = distributions.fit_lognormal(p50, p95, p99)
     return LengthFit(median, sigma, distributions.lognormal_quantile(median, sigma, 0.99))
-
-
-ERLANG_ROWS = 16
-"""Rows of each Erlang C table: a coarse one (every ⌈√a ÷ 4⌉-th replica count, spanning about 4√a above the offered
-load a) and a fine one (every count across the coarse row found): exact for a up to 4,096. [rows]"""
-
-ERLANG_COARSE_DIVISOR = 4.0
-"""The coarse table's step is ⌈√a ÷ this⌉ replicas. [1]"""
 
 
 def _wait(s: Scenario, q, service_s: float, n: int) -> tuple:

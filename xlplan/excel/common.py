@@ -149,6 +149,14 @@ def gpu_derived(fig, spec: GPUSpec) -> list:
     return list(fig.gpu_derived[spec.name])
 
 
+ERLANG_ROWS = 16
+"""Rows of each Erlang C table: a coarse one (every ⌈√a ÷ 4⌉-th replica count, spanning about 4√a above the offered
+load a) and a fine one (every count across the coarse row found): exact for a up to 4,096. [rows]"""
+
+ERLANG_COARSE_DIVISOR = 4.0
+"""The coarse table's step is ⌈√a ÷ this⌉ replicas. [1]"""
+
+
 CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("GiB", "Bytes per GiB", float(GIB), "bytes/GiB", "2^30: CUDA, vLLM and nvidia-smi's MiB figures are binary."),
     ("TeraUnit", "FLOP per TFLOP, bytes/s per TB/s", TERA, "1", "10^12: TFLOP/s and TB/s are decimal."),
@@ -203,8 +211,10 @@ CONSTANTS: tuple[tuple[str, str, float, str, str], ...] = (
     ("QueueServiceCV2", "Squared CV of a replica's service time", queueing.SERVICE_CV2, "1",
      "Exponential service: the M/M/c case."),
     ("AllenCunneenDivisor", "Allen–Cunneen factor's divisor", 2.0, "1", "(cA² + cS²) ÷ 2 scales the M/M/c wait (Allen 1990)."),
-    ("ErlangCoarseDivisor", "Erlang C coarse table: step = √(offered load) ÷ this", 4.0, "1", "16 coarse rows span about 4√a."),
-    ("ErlangTableRows", "Rows of each Erlang C table", 16.0, "rows", "A coarse step wider than this is past the fine table."),
+    ("ErlangCoarseDivisor", "Erlang C coarse table: step = √(offered load) ÷ this", ERLANG_COARSE_DIVISOR, "1",
+     "16 coarse rows span about 4√a."),
+    ("ErlangTableRows", "Rows of each Erlang C table", float(ERLANG_ROWS), "rows",
+     "A coarse step wider than this is past the fine table."),
     ("TPObjectivePurchased", "TP choice: weight of GPUs purchased", tp_choice.TP_OBJECTIVE_PURCHASED, "1", "Fewest purchased first..."),
     ("TPObjectiveBilled", "TP choice: weight of GPUs billed", tp_choice.TP_OBJECTIVE_BILLED, "1", "...then fewest billed, then the smallest TP."),
 )

@@ -16,7 +16,7 @@ from xlplan.excel.common import FMT, NONE, Engine, Rows, num
 from xlplan.excel.figures import ErlangRows
 
 ERLANG_ROWS_NAME = "ErlangTableRows"
-"""Defined name of :data:`xlplan.excel.book.ERLANG_ROWS` on the Constants sheet: a coarse step wider than the fine table is past it."""
+"""Defined name of :data:`xlplan.excel.common.ERLANG_ROWS` on the Constants sheet: a coarse step wider than the fine table is past it."""
 
 BEYOND_TABLE = "beyond the table"
 
