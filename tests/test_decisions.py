@@ -403,11 +403,17 @@ def test_buy_on_a_gpu_without_a_node_price_requires_capex(tmp_path, capsys):
     assert "capex_usd_per_node" in capsys.readouterr().err
 
 
-def test_rent_with_buy_figures_is_refused(tmp_path, capsys):
+def test_rent_with_buy_figures_keeps_and_ignores_them(tmp_path, capsys):
+    # a workbook switched from buy to rent keeps its Buy rows for a switch back: the plan it reads as holds them, the
+    # bill ignores them (a rented fleet's bill is GPUs x the price x the hours, runbook step 7), and a warning says so
     data = reference_plan().model_dump(exclude_none=True)
-    data["costs"] = {"mode": "rent", "pue": 1.3}
-    assert main(["plan", str(_write(tmp_path, data))]) == 2
-    assert "pue" in capsys.readouterr().err
+    data["costs"] = {"mode": "rent_per_gpu", "pue": 1.3, "usd_per_kwh": 0.09}
+    assert main(["plan", str(_write(tmp_path, data)), "--json", "--no-verify"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any("pue, usd_per_kwh" in w and "kept and ignored" in w for w in out["warnings"])
+    c = out["cost"]
+    assert c["ownership"] is None
+    assert c["monthly_usd"] == pytest.approx(c["billed_gpus"] * c["usd_per_gpu_hour"] * c["hours_per_month"])
 
 
 # ------------------------------------------------------------------------------------- inputs in the wrong unit or form

@@ -76,6 +76,10 @@ is of the busiest hour's mean rate, the utilisation of the peak rate, so some ga
 
 def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
     out = plausibility.accepted_lines(plan)
+    ignored = plan.costs.ignored_figures()
+    if ignored:
+        out.append(f"costs.mode is '{plan.costs.mode}': the buy figures given ({', '.join(ignored)}) are kept and ignored; "
+                   "costs.mode: buy uses them")
     p = sol.paths
     if p.ttft_p95_s > s.ttft_s:
         out.append(

@@ -40,7 +40,12 @@ CHECKS: tuple[tuple[str, str, str | None], ...] = (
     ("GPUFound", "GPU found on the GPUs sheet", "=ISNUMBER(GPURow)"),
     ("ChoicesKnown", "Each drop-down input holds one of its choices (Paid as: rent_per_gpu, rent_per_node or buy)",
      None),  # choices_formula()
-    ("GPUPriced", "The GPU has a price: the price paid, the catalog's, or owned", "=ISNUMBER(GPUUSDPerHour)"),
+    ("GPUPriced", "The GPU has a price: the price paid or the catalog's (bought: the next check)",
+     '=OR(CostMode="buy",ISNUMBER(GPUUSDPerHour))'),
+    ("BuyInputsGiven", ("Bought: the electricity price, hardware operations, a server price and a power per GPU (1 Inputs "
+                        "or the catalog's)"),
+     ('=OR(CostMode<>"buy",AND(ISNUMBER(USDPerKWhInput),ISNUMBER(HardwareOpsUSDPerMonthInput),'
+      'ISNUMBER(UnitCapexUSD),ISNUMBER(KWPerGPUUsed)))')),
     ("TPDividesNode", "Tensor-parallel degree divides the purchasing unit",
      "=IF(ISNUMBER(TPInput),AND(TPInput<=GPUsPerNode,MOD(GPUsPerNode,TPInput)=0),TRUE)"),
     ("SomeTPFits", "The weights fit and the promise can be met at some degree", "=COUNT(TPLoad)>0"),
@@ -86,6 +91,7 @@ FAILURES: dict[str, str] = {
     "GPUFound": "the GPU is not on the GPUs sheet",
     "ChoicesKnown": "a drop-down input holds a value not among its choices",
     "GPUPriced": "the GPU's price is missing: give the price paid on 1 Inputs",
+    "BuyInputsGiven": "Paid as buy needs ",
     "TPDividesNode": "the tensor-parallel degree does not divide the purchasing unit",
     "SomeTPFits": "no tensor-parallel degree fits the weights and keeps the promise",
     "FleetOrdered": "load, redundancy and purchase out of order",
@@ -130,10 +136,31 @@ def check_values(e: Engine) -> dict[str, bool]:
     return {
         "InputsPlausible": not (names & plausibility.outside_fields(e.plan)),
         "PromptOrdered": True, "OutputOrdered": True, "FractionsInRange": True, "OneSpeed": True, "ModelFound": True,
-        "GPUFound": True, "ChoicesKnown": True, "GPUPriced": True, "TPDividesNode": True, "SomeTPFits": True,
+        "GPUFound": True, "ChoicesKnown": True, "GPUPriced": True, "BuyInputsGiven": True, "TPDividesNode": True, "SomeTPFits": True,
         "FleetOrdered": pa.load <= pa.with_redundancy <= pa.purchased,
         "TTFTCheck": pa.ttft_p95_s <= s.ttft_s,
     }
+
+
+BUY_NEEDS = (
+    # (the condition that the figure is there, 1 Inputs' name of what to give): what buying prices the GPU-hour from
+    ("ISNUMBER(USDPerKWhInput)", "USDPerKWhInput"),
+    ("ISNUMBER(HardwareOpsUSDPerMonthInput)", "HardwareOpsUSDPerMonthInput"),
+    ("ISNUMBER(UnitCapexUSD)", "CapexUSDPerNodeInput"),  # the catalog's quote where 1 Inputs gives none
+    ("ISNUMBER(KWPerGPUUsed)", "KWPerGPUInput"),
+)
+"""What a bought fleet needs, each as the banner names it when missing: its label on 1 Inputs."""
+
+
+def _failure_words(name: str) -> str:
+    """A failed check in words, as a formula: each check's fixed words; buying names every input it misses. [formula]"""
+    if name != "BuyInputsGiven":
+        return f'"{FAILURES[name]}"'
+    from xlplan.excel.inputs import all_inputs
+
+    labels = {s.name: s.label for s in all_inputs()}
+    missing = "&".join(f'IF({cond},"",", {labels[n].removeprefix("Buy: ")}")' for cond, n in BUY_NEEDS)
+    return f'"{FAILURES[name]}"&MID({missing},3,999)&" on the Buy rows of 1 Inputs (hardware operations: 0 if none)"'
 
 
 def checks_sheet(book: Book, e: Engine) -> None:
@@ -160,7 +187,7 @@ def checks_sheet(book: Book, e: Engine) -> None:
     book.define("AllChecksPass", sh, coord)
     # What failed, in words, and the banner every tab shows: a check that is an error (an edited input gone bad)
     # counts as failed.
-    failed = "&".join(f'IF(IFERROR(Check{name},FALSE),"","{SEPARATOR}{FAILURES[name]}")' for name, _, _ in CHECKS)
+    failed = "&".join(f'IF(IFERROR(Check{name},FALSE),"","{SEPARATOR}"&{_failure_words(name)})' for name, _, _ in CHECKS)
     r += 1
     sh.put("A", r, Cell("Failed checks", kind="label"))
     coord = sh.put("B", r, Cell("=" + failed, formula=True, kind="calc",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from xlplan.schema.fields import PaymentMode, _Section
 
@@ -76,11 +76,12 @@ class Costs(_Section):
         """
         return self.mode != "buy"
 
-    @model_validator(mode="after")
-    def _rent_has_no_buy_figures(self) -> Costs:
-        if self.rents():
-            given = [f for f in OWNERSHIP_FIELDS if getattr(self, f) is not None]
-            if given:
-                raise ValueError(f"mode is '{self.mode}' but {', '.join(given)} {'is' if len(given) == 1 else 'are'} given; "
-                                 "expected mode: buy to use them, or leave them out")
-        return self
+    def ignored_figures(self) -> list[str]:
+        """The buy figures a rented fleet holds: kept (a switch back to buy uses them), ignored while it rents. [names]
+
+        Returns
+        -------
+        list of str
+            Each of :data:`OWNERSHIP_FIELDS` given while ``mode`` rents; empty when it buys.
+        """
+        return [f for f in OWNERSHIP_FIELDS if getattr(self, f) is not None] if self.rents() else []

@@ -8,7 +8,7 @@ from xlplan.catalog.specs import vendor
 from xlplan.excel import formulas as F
 from xlplan.excel.cells import Book, Cell, Sheet, Validation
 from xlplan.excel.common import FMT, SIX_TABS, Engine, Rows
-from xlplan.excel.inputs import INPUT_SPECS, OWNER_SECTIONS, InputSpec, input_value
+from xlplan.excel.inputs import INPUT_SPECS, OWNER_SECTIONS, InputSpec, all_inputs, input_value
 from xlplan.excel.support import check_values, owned_sources, price_note_shown, put_banner
 from xlplan.excel.tabs.owning import OWNING_DEFAULTS
 from xlplan.schema import plausibility
@@ -239,6 +239,20 @@ def _after_input(rows: Rows, e: Engine, spec: InputSpec) -> None:
     if spec.name == "CostMode":
         rows.calc("BillPurchased", "The bill counts whole purchasing units", '=CostMode<>"rent_per_gpu"',
                   e.s.bill_purchased, "TRUE | FALSE", None, "rented by the node, or bought; rented per GPU, the fleet with redundancy")
+        rows.calc("BuyRowsIgnored", "The Buy rows while renting", f'=IF(AND(CostMode<>"buy",COUNT({",".join(_buy_inputs())})>0),'
+                  f'"{BUY_ROWS_KEPT}","")', BUY_ROWS_KEPT if e.plan.costs.ignored_figures() else "", "", None,
+                  "a switch from buy to rent keeps what the Buy rows hold, for a switch back (the plan's warnings say so too)")
+
+
+BUY_ROWS_KEPT = "kept and ignored: the Buy rows below count only while Paid as is buy"
+"""What the Paid as rows say while a rented fleet's Buy rows still hold figures. [text]"""
+
+
+def _buy_inputs() -> list[str]:
+    """The names of 1 Inputs' buy figures (:data:`xlplan.schema.costs.OWNERSHIP_FIELDS`). [names]"""
+    from xlplan.schema.costs import OWNERSHIP_FIELDS
+
+    return [s.name for s in all_inputs() if s.path[0] == "costs" and s.path[-1] in OWNERSHIP_FIELDS]
 
 
 def inputs_tab(book: Book, e: Engine) -> None:
