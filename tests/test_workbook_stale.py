@@ -17,7 +17,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 from planhelp import replan
-from workbookhelp import build, evaluate_many, recalculate, require_libreoffice
+from workbookhelp import build, evaluate_many, name_ref, recalculate, require_libreoffice
 
 from xlplan.cli import main
 from xlplan.excel.inputs import all_inputs
@@ -39,15 +39,13 @@ def _flag(value: str) -> str:
     return FLAG_NAME.get(value, f"{value}Stale")
 
 
-# what some figures are computed from, written out by hand (the law each map entry must keep)
+# what some engine values are computed from, written out by hand (the law each map entry must keep)
 DEPENDS = {
     ("PeakRate", "AnswerLoad"): True, ("GPUKey", "AnswerLoad"): True, ("GPUUSDPerHourInput", "AnswerLoad"): False,
-    ("GPUUSDPerHourInput", "AnswerMonthlyUSD"): True, ("HoursPerMonth", "AnswerMonthlyUSD"): True,
-    ("AvgUtilisation", "AnswerMonthlyUSD"): False, ("AvgUtilisation", "AnswerUSDPerMTok"): True,
-    ("CostMode", "AnswerOrder"): True, ("CapexUSDPerNodeInput", "AnswerMonthlyUSD"): True,
+    ("CostMode", "AnswerOrder"): True, ("AvgUtilisation", "AnswerOrder"): False,
     ("APIInputUSDPerMTok", "OptionsTable"): False, ("APIInputUSDPerMTok", "ScheduleMonths"): True,
     ("GPUUSDPerHourInput", "OptionsTable"): True, ("GPUUSDPerHourInput", "SummaryWhichHardware"): True,
-    ("OpsUSDPerMonth", "ScheduleMonths"): True, ("OpsUSDPerMonth", "AnswerMonthlyUSD"): False,
+    ("OpsUSDPerMonth", "ScheduleMonths"): True, ("OpsUSDPerMonth", "OptionsTable"): False,
     ("APISource", "ScheduleMonths"): False,  # the name of a source moves no figure
 }
 
@@ -57,6 +55,49 @@ def test_the_map_keeps_what_each_figure_is_computed_from():
         assert (name in inputs_of(value)) is depends, (name, value)
     for spec in all_inputs():  # every input has a group (a new input must be given one)
         group_of(spec.path)
+
+
+def _tiny_book():
+    """A hand-made book: an engine value on one sheet, formulas reading it through a name, a range, another sheet's
+    reference and a chain; and a formula that reads only an input."""
+    from xlplan.excel.cells import Book, Cell
+
+    book = Book()
+    a = book.sheet("Calc", "")
+    a.put("A", 1, Cell(7, kind="input"))
+    a.put("B", 1, Cell(12, kind="static", depends=("fleet",)))  # searched for the inputs at build time
+    a.put("B", 2, Cell(3, kind="static", depends=("price",)))
+    a.put("C", 1, Cell("=A1*2", formula=True, cached=14, kind="calc"))  # the input alone: live
+    a.put("C", 2, Cell("=SUM(B1:B2)", formula=True, cached=15, kind="calc"))  # a range over both engine values
+    a.put("C", 3, Cell('=IF(C1>0,"x","B1")', formula=True, cached="x", kind="calc"))  # "B1" is text, not a reference
+    book.define("Searched", a, "B1")
+    b = book.sheet("Other", "")
+    b.put("A", 1, Cell("=Searched+1", formula=True, cached=13, kind="calc"))  # through a defined name
+    b.put("A", 2, Cell("=A1*'Calc'!$C$1", formula=True, cached=182, kind="calc"))  # a chain, and another sheet's cell
+    b.put("A", 3, Cell("=Calc!B2", formula=True, cached=3, kind="calc"))
+    return book
+
+
+def test_a_formula_is_stale_with_exactly_the_engine_values_it_reads():
+    from xlplan.excel.staleness import engine_groups
+
+    got = engine_groups(_tiny_book())
+    assert got == {("Calc", "B1"): {"fleet"}, ("Calc", "B2"): {"price"}, ("Calc", "C2"): {"fleet", "price"},
+                   ("Other", "A1"): {"fleet"}, ("Other", "A2"): {"fleet"}, ("Other", "A3"): {"price"}}
+
+
+def test_each_row_that_reads_an_engine_value_gets_one_flag_beside_it():
+    from xlplan.excel.staleness import ROW_CURRENT, flag_engine_values
+
+    book = _tiny_book()
+    flag_engine_values(book)
+    calc, other = book.get("Calc"), book.get("Other")
+    # row 1 of Calc ends at C1, so its flag is D1; it reads the fleet (B1) only: C1 is live but shares the row
+    assert book.flags[("Calc", "B1")] == ("Calc", "D1") and ("Calc", "C1") not in book.flags
+    assert calc.cells["D1"].value == '=IF(AND(UnchangedFleetInputs),"","STALE")' and calc.cells["D1"].cached == ROW_CURRENT
+    assert calc.cells["D2"].value == '=IF(AND(UnchangedFleetInputs,UnchangedPriceInputs),"","STALE")'
+    assert "D3" not in calc.cells  # row 3 reads no engine value
+    assert other.cells["B3"].value == '=IF(AND(UnchangedPriceInputs),"","STALE")'
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +120,8 @@ def test_every_engine_value_carries_a_flag_over_exactly_its_inputs(book):
     reads = {g: {n for n in names if mentions(cell_of(group_name(g)).value, n)} for g in GROUPS}
     for g in GROUPS:
         assert all(mentions(cell_of(group_name(g)).value, f"Built{n}") for n in reads[g])
-    # not simulated here, rented (the owned rows are test_workbook_money's) and without a contracts section (the mix's
-    # rows are tests/test_owning.py's)
-    assert {v for v in VALUE_INPUTS if _flag(v) not in book.names} == {"SummaryVerifiedSentence", "AnswerCapexUSD",
-                                                                        "AnswerPaybackMonths", "AnswerNPVUSD", *MIX_ROWS}
+    # not simulated here, and without a contracts section (the mix's rows are tests/test_owning.py's)
+    assert {v for v in VALUE_INPUTS if _flag(v) not in book.names} == {"SummaryVerifiedSentence", *MIX_ROWS}
     for value in [v for v in VALUE_INPUTS if _flag(v) in book.names]:
         cell = cell_of(_flag(value))
         assert cell.formula and cell.cached == CURRENT
@@ -91,11 +130,21 @@ def test_every_engine_value_carries_a_flag_over_exactly_its_inputs(book):
         for name in names:
             assert (name in read) is (name in inputs_of(value)), (value, name)
     # every engine value of the Answer block sits beside its flag
-    summary = book.get("Summary")
     for name in [n for n in VALUE_INPUTS if n.startswith("Answer") and n in book.names]:
         row = book.names[name].split("!")[1].replace("$", "")[1:]
         assert book.names[_flag(name)].endswith(f"$E${row}") or book.names[_flag(name)].endswith(f"E{row}"), name
-    assert summary is not None
+
+
+def test_the_answers_bill_is_a_formula_stale_only_with_its_fleet(book):
+    # the bill, capex, payback and NPV price the Answer's fleet on 5 Cost by formula: a price, the hours, the volume or
+    # the API's prices move them live; only the fleet's own inputs (and how it is paid for, which picks the billed
+    # GPUs and the TP degree) leave them behind
+    for name in ("AnswerBilledGPUs", "AnswerMonthlyUSD", "AnswerUSDPerMTok", "AnswerAgainstAPI", "AnswerCapexUSD",
+                 "AnswerPaybackMonths", "AnswerNPVUSD"):
+        title, coord = name_ref(book, name)
+        assert book.get(title).cells[coord].formula, name
+        flag = book.get("Summary").cells[name_ref(book, f"{name}Stale")[1]].value
+        assert "UnchangedFleetInputs" in flag and "UnchangedPriceInputs" not in flag, (name, flag)
 
 
 EDITS = {

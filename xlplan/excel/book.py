@@ -174,6 +174,8 @@ def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = Non
         tp_billed={d: billed_gpus(c, s.bill_purchased) for d, c in tp_paths.items()},
         api_ratio=_api_ratio(sol.bill.api_monthly_usd, sol.bill.monthly_usd),
         cost_api_ratio=_api_ratio(result.cost.api_monthly_usd, result.cost.monthly_usd),
+        answer_api_ratio=(_api_ratio(result.answer.api_monthly_usd, result.answer.monthly_usd) if result.answer is not None
+                          else (1.0, "parity")),
         gpu_derived=_gpu_derived(p), efficiency_table=_efficiency_table(),
         length_fits={"Prompt": _fit(s.prompt_p50, s.prompt_p95, s.prompt_p99), "Output": _fit(s.output_p50, s.output_p95, s.output_p99)},
         ttft_prompt_tokens=float(distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile)),

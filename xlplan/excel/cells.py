@@ -42,6 +42,7 @@ class Cell:
     comment: str | None = None
     bold: bool = False
     wrap: bool = False  # wrap long text inside the column (the row grows) instead of running on or being cut off
+    depends: tuple[str, ...] | None = None  # an engine value's input groups (xlplan.excel.staleness); () a record, never stale
 
 
 @dataclass
@@ -59,6 +60,9 @@ class Sheet:
     charts: list[dict] = field(default_factory=list)
     freeze: str | None = None  # top-left cell of the scrolling area (rows above and columns left of it stay put)
     merges: list[str] = field(default_factory=list)  # ranges shown as one cell, e.g. 'C8:E8'
+    values_depend: tuple[str, ...] | None = None  # the input groups of this sheet's engine values not given their own
+    stale_flag: str | None = None  # the one flag of a sheet that is all engine values (Options, Schedule), by its name
+    flag_col: str | None = None  # the column of each row's stale flag, where the rows' cells end left of it
     row: int = 1  # cursor for builders
 
     def put(self, col: int | str, row: int, cell: Cell) -> str:
@@ -83,6 +87,7 @@ class Book:
     names: dict[str, str] = field(default_factory=dict)  # name -> absolute reference
     chartsheets: list[dict] = field(default_factory=list)  # sheets that are one chart, after the worksheets
     print_header: str = ""  # the plan's name, printed at the top of every page
+    flags: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (sheet, cell) -> its stale flag's
 
     def sheet(self, title: str, purpose: str, **kw) -> Sheet:
         s = Sheet(title=title, purpose=purpose, **kw)

@@ -13,6 +13,7 @@ measurements, which no plan rebuilds.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import re
@@ -27,7 +28,7 @@ from xlplan.excel.layout import build
 from xlplan.excel.opening import open_workbook
 from xlplan.excel.reader import name_cells, read_whatifs, read_workbook
 from xlplan.excel.support import CHECKS
-from xlplan.excel.tabs.sensitivities import STALE, built_whatifs, relay_whatifs, whatif_rows
+from xlplan.excel.tabs.sensitivities import built_whatifs, relay_whatifs, whatif_rows
 
 if TYPE_CHECKING:
     from xlplan.excel.figures import Figures, WhatIfRow
@@ -158,6 +159,15 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
     verified = wf.defined_names.get("VerifiedLoad") is not None  # built with `plan --verify`: simulate again (seeded)
     fig = figures_of(plan, verify=verified, **_schedule_day(wf, plan))
     fresh = build(fig, mode, namespace=namespace)
+    wv = open_workbook(path, data_only=True)
+    changed = _changed_inputs(wv)
+    # The formulas a file holds are those of the inputs it was built from (the Summary's snapshot): some follow them
+    # (a bought fleet's rows, a comparison of text or numbers). Its formulas are held to a build from those; its values
+    # to a build from the inputs it holds now, where an edit left them behind only with a STALE flag beside them.
+    template = fresh
+    if changed:
+        template = build(figures_of(read_workbook(path, built=True), verify=verified, **_schedule_day(wf, plan)), mode,
+                         namespace=namespace)
     # The what-if rows as the workbook holds them (a user's own rows filled in, a standard row edited): the engine
     # re-plans each, and its figures are what the row must show.
     whatifs = read_whatifs(path)
@@ -166,16 +176,16 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
         relay_whatifs(fresh, Engine(fig, mode, namespace), rows_of(plan, fig.s, whatifs))
         first, _ = whatif_rows(fresh)
         user_rows = {first + k for k, (w, b) in enumerate(zip(whatifs, built_whatifs())) if w != b}
-    wv = open_workbook(path, data_only=True)
     findings: list[Finding] = []
-    for sheet in fresh.sheets:
+    now = {s.title: s for s in fresh.sheets}
+    for sheet in template.sheets:
         if sheet.title not in wf.sheetnames:
             findings.append(Finding(quote_sheet(sheet.title), "sheet-missing", "(no such sheet)", "the template's sheet"))
             continue
-        findings += _sheet_findings(sheet, wf[sheet.title], wv[sheet.title], user_rows)
-    findings = _one_line_when_nothing_is_computed(findings, fresh, wf, wv)
-    findings = _one_line_when_inputs_changed(findings, _changed_inputs(wv))
-    findings += _missing_names(fresh, wf) + _failed_checks(wv)
+        findings += _sheet_findings(sheet, now.get(sheet.title, sheet), wf[sheet.title], wv[sheet.title], user_rows)
+    findings = _one_line_when_nothing_is_computed(findings, template, wf, wv)
+    findings = _one_line_when_inputs_changed(findings, changed, _flagged_stale(template, wv))
+    findings += _missing_names(template, wf) + _failed_checks(wv)
     return sorted(findings, key=lambda f: (f.kind not in REAL_PROBLEMS, KINDS.index(f.kind) if f.kind in KINDS else 0))
 
 
@@ -217,8 +227,8 @@ def _formula_finding(where: str, cell, have, value, searched: bool) -> Finding |
         return Finding(where, "no-cached-value", "(none)",
                        f"{_show(cell.cached)}: open and save the file in Excel or LibreOffice, "
                        f"or {REBUILD}")
-    if cell.kind == "flag" and (value == STALE or str(value).startswith("STALE")):
-        return None  # a STALE flag (breakpoints, Options, Schedule): the stale values beside it are the finding
+    if cell.kind == "flag":
+        return None  # a flag says whether the values beside it are current: they, when stale, are the finding
     if not _agree(value, cell.cached) and searched:
         return Finding(where, "stale-breakpoint", _show(value),
                        f"{_show(cell.cached)} (computed from values the engine searched for the "
@@ -239,14 +249,20 @@ def _static_finding(where: str, title: str, coord: str, cell, value, user_rows: 
     return Finding(where, "stale-breakpoint", _show(value), f"{_show(cell.value)} ({why})")
 
 
-def _sheet_findings(sheet, f_ws, v_ws, user_rows: set[int]) -> list[Finding]:
-    """Every formula and searched value of one sheet of the fresh build against the workbook's (``f_ws`` its
-    formulas, ``v_ws`` its cached values)."""
-    from_searched = _from_searched(sheet)
+def _sheet_findings(sheet, now, f_ws, v_ws, user_rows: set[int]) -> list[Finding]:
+    """Every formula and searched value of one sheet against the workbook's (``f_ws`` its formulas, ``v_ws`` its cached
+    values): each formula as ``sheet`` (the build the file was made from) writes it, each value as ``now`` (a build from
+    the inputs it holds) computes it."""
+    from_searched = _from_searched(now)
     out: list[Finding] = []
     for coord, cell in sheet.cells.items():
         where = f"{quote_sheet(sheet.title)}!{coord}"
-        if cell.formula:
+        rebuilt = now.cells.get(coord)
+        if rebuilt is not None and rebuilt.formula == cell.formula and rebuilt.kind == cell.kind:
+            cell = dataclasses.replace(cell, cached=rebuilt.cached) if cell.formula else dataclasses.replace(cell, value=rebuilt.value)
+        if cell.depends == ():
+            found = None  # the record of the inputs the file was built from
+        elif cell.formula:
             found = _formula_finding(where, cell, f_ws[coord].value, v_ws[coord].value, coord in from_searched)
         elif cell.kind == "static":
             found = _static_finding(where, sheet.title, coord, cell, v_ws[coord].value, user_rows)
@@ -291,17 +307,27 @@ def _same_input(was: Any, now: Any) -> bool:
     return ("" if was is None else str(was)) == ("" if now is None else str(now))
 
 
-def _one_line_when_inputs_changed(findings: list[Finding], changed) -> list[Finding]:
+def _flagged_stale(fresh, wv) -> set[str]:
+    """Each cell (``'Sheet'!A1``) whose stale flag in the file shows STALE (:attr:`~xlplan.excel.cells.Book.flags`)."""
+    out = set()
+    for (title, coord), (flag_title, flag_coord) in fresh.flags.items():
+        if title in wv.sheetnames and flag_title in wv.sheetnames and str(wv[flag_title][flag_coord].value or "").startswith("STALE"):
+            out.add(f"{quote_sheet(title)}!{coord}")
+    return out
+
+
+def _one_line_when_inputs_changed(findings: list[Finding], changed, flagged: set[str]) -> list[Finding]:
     """Where inputs differ from the values the engine last ran on, the engine values computed for the old ones (and
-    the formulas that read them) are one finding naming the inputs, not one per cell."""
+    the formulas that read them) are one finding naming the inputs, not one per cell: each value whose flag beside it
+    says STALE. A value that differs with no STALE flag beside it stays a finding of its own."""
     if not changed:
         return findings
-    stale = [f for f in findings if f.kind in ("stale-value", "stale-breakpoint")]
+    stale = [f for f in findings if f.kind in ("stale-value", "stale-breakpoint") and f.where in flagged]
     edits = "; ".join(f"{name} {_show(was)} -> {_show(now)}" for name, was, now in changed)
     return [f for f in findings if f not in stale] + [Finding(
         "1 Inputs", "inputs-changed", edits,
-        (f"inputs changed since the engine last ran ({len(stale):,} engine values, each flagged STALE, were computed "
-         f"for the old ones); regenerate: {REBUILD}"))]
+        (f"inputs changed since the engine last ran: {len(stale):,} cells differ from a rebuild, each with a STALE flag "
+         f"beside it; regenerate: {REBUILD}"))]
 
 
 def _missing_names(fresh, wf) -> list[Finding]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from xlplan.excel import formulas as F
 from xlplan.excel.cells import Cell, Line, write_lines
 from xlplan.excel.common import FMT, NONE, Engine, Rows, num
 from xlplan.excel.figures import ErlangRows
+from xlplan.excel.staleness import FLEET_VALUE
 
 ERLANG_ROWS_NAME = "ErlangTableRows"
 """Defined name of :data:`xlplan.excel.common.ERLANG_ROWS` on the Constants sheet: a coarse step wider than the fine table is past it."""
@@ -32,7 +34,7 @@ def _static(rows: Rows, name: str, label: str, value, unit: str, fmt: str | None
     coord = sh.put("B", r, Cell(num(value), kind="static", fmt=fmt))
     rows.book.define(name, sh, coord)
     sh.put("C", r, Cell(unit, kind="unit"))
-    sh.put("D", r, Cell(how, kind="note"))
+    sh.put("D", r, Cell(how, kind="note", depends=FLEET_VALUE))  # its words name how the engine chose it
     sh.row += 1
 
 
@@ -110,7 +112,8 @@ def _closed_form_lines(e: Engine) -> list[Line]:
              "the largest of the four paths"),
         Line("ClosedFormPurchased", "Closed form: with redundancy, in whole units",
              "=ROUNDUP((ClosedFormLoad+Redundancy*QueueTP)/GPUsPerNode,0)*GPUsPerNode", cf.purchased, "GPUs", FMT["gpus"],
-             f"(load + redundancy × TP = {cf.with_redundancy}) rounded up to the purchasing unit"),
+             F.join("(load + redundancy × TP = ", F.fixed("ClosedFormLoad+Redundancy*QueueTP", cf.with_redundancy),
+                    ") rounded up to the purchasing unit")),
     ]
 
 

@@ -107,6 +107,7 @@ class Figures:
     tp_billed: dict[int, float]  # GPUs on the bill at each tensor-parallel degree (inf where infeasible) [GPUs]
     api_ratio: tuple[float, str]  # the closed form's bill against the API's: (factor, the cheaper side) [1], [text]
     cost_api_ratio: tuple[float, str]  # the result's cost section against the API's, as api_ratio [1], [text]
+    answer_api_ratio: tuple[float, str]  # the Answer's bill against the API's, as api_ratio [1], [text]
     gpu_derived: dict[str, tuple]  # GPU name -> what the engine derives from it (excel.common.GPU_DERIVED's order)
     efficiency_table: tuple[tuple[str, dict], ...]  # 'vendor|engine' -> its default efficiencies, fallbacks applied
     length_fits: dict[str, LengthFit]  # 'Prompt', 'Output' -> its lognormal through the plan's percentiles

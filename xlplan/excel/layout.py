@@ -25,6 +25,7 @@ from xlplan.excel.common import (
     Engine,
 )
 from xlplan.excel.figures import Figures
+from xlplan.excel.staleness import flag_engine_values
 from xlplan.excel.support import CHECKS, catalog_sheets, changelog_sheet, checks_sheet, constants_sheet
 from xlplan.excel.tabs.constraints import constraints_tab
 from xlplan.excel.tabs.fleet_cost import cost_tab, fleet_tab
@@ -78,4 +79,5 @@ def build(fig: Figures, formulas: str = "native", traffic=None, namespace: str =
         review_tab(book, e, review)
     order = [SUMMARY_TAB, *SIX_TABS, REVIEW_TAB, *DECISION_TABS, *SUPPORT_TABS, "Traffic data"]
     book.sheets.sort(key=lambda s: order.index(s.title))
+    flag_engine_values(book)
     return book

@@ -188,8 +188,10 @@ def _json_cell(wb, name: str, src: str, problems: list[str], what: str) -> dict 
     return value
 
 
-def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...], str], problems: list[str]) -> None:
-    """Each section's owner and source, then every input cell parsed (``cells``: where each field was read)."""
+def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...], str], problems: list[str],
+                  snapshot: str = "") -> None:
+    """Each section's owner and source, then every input cell parsed (``cells``: where each field was read);
+    ``snapshot`` 'Built' reads the Summary's snapshot of the inputs instead."""
     for key, _ in OWNER_SECTIONS:
         for prefix, section in (("Owner", "owners"), ("Source", "sources")):
             t, c = _where(wb, f"{prefix}{key.capitalize()}", src)
@@ -198,7 +200,7 @@ def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...
     for spec in [*all_inputs(), *LEGACY_INPUTS]:
         if spec in LEGACY_INPUTS and spec.name not in wb.defined_names:
             continue  # a workbook of today: the setting is another input's
-        t, c = _where(wb, spec.name, src)
+        t, c = _where(wb, snapshot + spec.name, src)
         where = _at(t, c)
         cells[spec.path] = where
         value = _parse(spec, wb[t][c].value, where, problems)
@@ -258,8 +260,8 @@ def _tidy_api(data: dict[str, Any]) -> None:
             data.pop("api")
 
 
-def read_workbook(path: str | Path) -> Plan:
-    """The plan a workbook's inputs describe.
+def read_workbook(path: str | Path, built: bool = False) -> Plan:
+    """The plan a workbook's inputs describe; ``built``: the inputs it was built from (the Summary's snapshot).
 
     Raises
     ------
@@ -276,7 +278,7 @@ def read_workbook(path: str | Path) -> Plan:
     data: dict[str, Any] = {}
     cells: dict[tuple[str, ...], str] = {}
     _plan_fields(wb, src, data, problems)
-    _input_fields(wb, src, data, cells, problems)
+    _input_fields(wb, src, data, cells, problems, "Built" if built else "")
     if problems:
         raise InputError(src, problems)
     _catalog_specs(wb, data, src)

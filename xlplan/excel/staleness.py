@@ -9,7 +9,10 @@ map, :data:`VALUE_INPUTS`, from the groups below; the build-time values sit once
 
 from __future__ import annotations
 
+import re
 from functools import cache
+
+from xlplan.excel.cells import Book, Cell, Sheet
 
 FLEET = "fleet"
 PAYMENT = "payment"
@@ -43,7 +46,6 @@ prices and the cost of running it yourself each move only money. Text that names
 
 FLEET_VALUE = (FLEET, PAYMENT)  # the TP degree bills the fewest GPUs, and what is billed follows how it is paid for
 BILLED = (FLEET, PAYMENT)
-BILL = (FLEET, PAYMENT, PRICE)
 PER_TOKEN = (FLEET, PAYMENT, PRICE, VOLUME)
 AGAINST_API = (FLEET, PAYMENT, PRICE, VOLUME, API, OPS)
 
@@ -51,11 +53,7 @@ VALUE_INPUTS: dict[str, tuple[str, ...]] = {
     # Summary · the Answer's rows (the fleet verified in simulation, and its bill)
     "AnswerSource": FLEET_VALUE, "AnswerLoad": FLEET_VALUE, "AnswerWithRedundancy": FLEET_VALUE,
     "AnswerPurchased": FLEET_VALUE, "AnswerBinding": FLEET_VALUE, "AnswerStepBudget": FLEET_VALUE,
-    "AnswerOrder": BILLED, "AnswerBilledGPUs": BILLED,
-    "AnswerMonthlyUSD": BILL, "AnswerUSDPerMTok": PER_TOKEN,
-    "AnswerAgainstAPI": (FLEET, PAYMENT, PRICE, VOLUME, API),  # the bill against the API's price of the same tokens
-    "AnswerCapexUSD": BILL, "AnswerPaybackMonths": BILL,  # bought: the nodes' price, and the rent of the same units
-    "AnswerNPVUSD": (FLEET, PAYMENT, PRICE, OPS),
+    "AnswerOrder": BILLED,  # (its bill, GPUs to NPV, is priced by formula on 5 Cost: stale only with the fleet)
     # the contract mix: the fleet's hours priced on demand and reserved, the top of the peak on the API
     "AnswerMix": (FLEET, PRICE, API), "AnswerMixMonthlyUSD": (FLEET, PRICE, API), "AnswerMixSavingsRate": (FLEET, PRICE),
     "AnswerMixCoverage": (FLEET, PRICE), "AnswerMixUtilisation": (FLEET, PRICE), "AnswerMixBreakEven": (PRICE,),  # owning over the life, with the engineering self-hosting needs
@@ -202,4 +200,225 @@ def flag_formula(value: str) -> str:
     str
         ``=IF(AND(Unchanged…Inputs, …),"current","STALE: …")``: one cell per group, computed once on the Summary.
     """
-    return f'=IF(AND({",".join(group_name(g) for g in VALUE_INPUTS[value])}),"{CURRENT}","{STALE}")'
+    return group_flag(VALUE_INPUTS[value])
+
+
+def group_flag(groups) -> str:
+    """A flag over ``groups``: 'current' while each group's inputs are unchanged, else STALE. [formula]"""
+    return f'=IF({_unchanged(groups)},"{CURRENT}","{STALE}")'
+
+
+ROW_CURRENT = ""
+ROW_STALE = "STALE"
+"""What a row's flag shows: nothing while every engine value the row reads is current, else STALE (the sheet's note says
+what to do)."""
+
+SHEET_VALUES: dict[str, tuple[str, ...]] = {
+    # the engine values of each tab that carry no groups of their own: what they were searched or simulated for
+    "3 Constraints": FLEET_VALUE,  # the TP table's largest batches, the queueing path's inputs, the closed-form paths
+    "4 Fleet": FLEET_VALUE,  # the fleet simulated at peak
+    "6 Sensitivities": FLEET_VALUE,  # the breakpoints and the what-if rows' searched batches
+    "Options": PER_TOKEN,
+    "Schedule": AGAINST_API,
+}
+"""Sheet → the input groups of its engine values (a cell's own ``depends`` comes first)."""
+
+_STRING = re.compile(r'"(?:[^"]|"")*"')
+_CELL = r"\$?[A-Z]{1,3}\$?[0-9]+"
+_SHEET_REF = re.compile(rf"('(?:[^']|'')+'|[A-Za-z_][A-Za-z0-9_.]*)!({_CELL})(?::({_CELL}))?")
+_LOCAL_REF = re.compile(rf"(?<![A-Za-z0-9_.$!'])({_CELL})(?::({_CELL}))?(?![A-Za-z0-9_(!])")
+_NAME = re.compile(r"(?<![A-Za-z0-9_.$'])([A-Za-z_][A-Za-z0-9_.]*)(?![A-Za-z0-9_.(!])")
+
+
+def _rc(coord: str) -> tuple[int, int]:
+    """(row, column index) of 'B7' or '$B$7'. [—]"""
+    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+    col, row = coordinate_from_string(coord.replace("$", ""))
+    return row, column_index_from_string(col)
+
+
+class _Index:
+    """Each sheet's cells by row, to expand a range into the cells it covers."""
+
+    def __init__(self, book: Book):
+        self.rows: dict[str, dict[int, list[tuple[int, str]]]] = {}
+        for sh in book.sheets:
+            by_row: dict[int, list[tuple[int, str]]] = {}
+            for coord in sh.cells:
+                r, c = _rc(coord)
+                by_row.setdefault(r, []).append((c, coord))
+            self.rows[sh.title] = by_row
+
+    def cover(self, title: str, first: str, last: str | None) -> list[tuple[str, str]]:
+        (r0, c0), (r1, c1) = _rc(first), _rc(last or first)
+        by_row = self.rows.get(title, {})
+        return [(title, coord) for r in range(min(r0, r1), max(r0, r1) + 1) for c, coord in by_row.get(r, ())
+                if min(c0, c1) <= c <= max(c0, c1)]
+
+
+def _refs(book: Book, index: _Index, title: str, formula: str) -> list[tuple[str, str]]:
+    """Every cell a formula reads: through a defined name, another sheet's reference or one on its own sheet. [cells]"""
+    text = _STRING.sub('""', formula)
+    out: list[tuple[str, str]] = []
+    for sheet, first, last in _SHEET_REF.findall(text):
+        out += index.cover(sheet.strip("'").replace("''", "'"), first, last or None)
+    text = _SHEET_REF.sub(" ", text)
+    for first, last in _LOCAL_REF.findall(text):
+        out += index.cover(title, first, last or None)
+    for name in _NAME.findall(_LOCAL_REF.sub(" ", text)):
+        ref = book.names.get(name)
+        if ref is not None:
+            sheet, _, cells = ref.rpartition("!")
+            first, _, last = cells.partition(":")
+            out += index.cover(sheet.strip("'").replace("''", "'"), first, last or None)
+    return out
+
+
+def _own_groups(book: Book, sheet: Sheet, coord: str, cell: Cell) -> tuple[str, ...]:
+    """The input groups of one engine value: its own, its defined name's in :data:`VALUE_INPUTS`, else its sheet's."""
+    if cell.depends is not None:
+        return cell.depends
+    for name, ref in book.names.items():
+        if name in VALUE_INPUTS and ref == sheet.ref(coord):
+            return VALUE_INPUTS[name]
+    if sheet.values_depend is not None:
+        return sheet.values_depend
+    if sheet.title in SHEET_VALUES:
+        return SHEET_VALUES[sheet.title]
+    raise ValueError(f"engine value {sheet.title}!{coord} has no input groups: give it depends=, or its sheet values_depend=")
+
+
+def engine_groups(book: Book) -> dict[tuple[str, str], frozenset[str]]:
+    """Every cell whose value was computed by the engine when the workbook was built, or is read from such a value by its
+    formula, with the input groups that make it stale. [groups]
+
+    An engine value (``kind='static'``) carries the groups it was computed from; a formula carries the union of the
+    groups of every engine value it reads, through any chain of formulas. A formula that reads none recalculates whole
+    from the inputs and is never stale; nor is the snapshot of the inputs (``depends=()``).
+
+    Parameters
+    ----------
+    book : Book
+        The laid-out workbook.
+
+    Returns
+    -------
+    dict
+        (sheet title, coordinate) → the groups of :data:`GROUPS` whose edit leaves its value behind; only cells with at
+        least one group.
+    """
+    import sys
+
+    index = _Index(book)
+    sheets = {sh.title: sh for sh in book.sheets}
+    memo: dict[tuple[str, str], frozenset[str]] = {}
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))
+
+    def groups(key: tuple[str, str]) -> frozenset[str]:
+        if key in memo:
+            return memo[key]
+        memo[key] = frozenset()  # a circle (none is written) ends here
+        sh = sheets.get(key[0])
+        cell = sh.cells.get(key[1]) if sh is not None else None
+        if cell is None:
+            found: frozenset[str] = frozenset()
+        elif cell.formula:
+            found = frozenset().union(*(groups(k) for k in _refs(book, index, key[0], str(cell.value))))
+        elif cell.kind == "static" or cell.depends is not None:  # an engine value, or words about one
+            found = frozenset(_own_groups(book, sh, key[1], cell))
+        else:
+            found = frozenset()
+        memo[key] = found
+        return found
+
+    try:
+        out = {}
+        for sh in book.sheets:
+            for coord, cell in sh.cells.items():
+                if cell.kind in ("flag", "banner"):  # a banner points at the Checks sheet, whose rows are flagged
+                    continue
+                g = groups((sh.title, coord))
+                if g:
+                    out[(sh.title, coord)] = g
+        return out
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _unchanged(groups) -> str:
+    """AND of the Summary's unchanged-group cells, in :data:`GROUPS` order. [formula]"""
+    return f"AND({','.join(group_name(g) for g in GROUPS if g in groups)})"
+
+
+def flag_engine_values(book: Book) -> None:
+    """Give every engine value, and every formula that reads one, a stale flag beside it (:attr:`Book.flags`).
+
+    A sheet that is all engine values (``stale_flag``: Options, Schedule) has its one flag at the top, over the union of
+    its cells' groups. Elsewhere each row with such a cell has one flag: the row's own flag cell where it has one (the
+    Summary's, a breakpoint's), widened to the row's groups; else a new cell in the sheet's ``flag_col`` (or just past
+    the row's last cell) that shows nothing while the row is current and STALE once an input of its groups changes.
+
+    Parameters
+    ----------
+    book : Book
+        The laid-out workbook; changed in place.
+    """
+    from openpyxl.utils import get_column_letter
+
+    stale = engine_groups(book)
+    by_row: dict[tuple[str, int], set[str]] = {}
+    for (title, coord), g in stale.items():
+        by_row.setdefault((title, _rc(coord)[0]), set()).update(g)
+    sheets = {sh.title: sh for sh in book.sheets}
+    for sh in book.sheets:
+        if sh.stale_flag is None:
+            continue
+        title, coord = _name_cell(book, sh.stale_flag)
+        groups = set().union(*(g for (t, _), g in by_row.items() if t == sh.title))
+        sheets[title].cells[coord].value = group_flag(groups)
+        for (t, c) in [k for k in stale if k[0] == sh.title]:
+            book.flags[(t, c)] = (title, coord)
+    for (title, row), groups in sorted(by_row.items()):
+        sh = sheets[title]
+        if sh.stale_flag is not None:
+            continue
+        in_row = sorted((_rc(c)[1], c) for c in sh.cells if _rc(c)[0] == row)
+        own = next((c for _, c in in_row if sh.cells[c].kind == "flag"), None)
+        if own is not None:
+            cell = sh.cells[own]
+            ref = _FLAG_REF.fullmatch(str(cell.value))
+            if ref and all(group_name(g) in str(_named_cell(book, sheets, ref.group(1)).value) for g in groups):
+                pass  # the flag of the value this row continues (a sentence's next line), which covers the row
+            elif _GROUP_FLAG.fullmatch(str(cell.value)):  # a flag over groups alone: exactly what the row reads
+                cell.value = group_flag(groups)
+            else:  # a flag of its own (a breakpoint's searched input), and the row's groups
+                inner = str(cell.value)[1:]
+                cell.value = f'=IF({_unchanged(groups)},{inner},"{STALE if cell.cached == CURRENT else ROW_STALE}")'
+        else:
+            last = in_row[-1][0] if in_row else 0
+            col = sh.flag_col if sh.flag_col is not None and _rc(f"{sh.flag_col}1")[1] > last else get_column_letter(last + 1)
+            own = sh.put(col, row, Cell(f'=IF({_unchanged(groups)},"{ROW_CURRENT}","{ROW_STALE}")', formula=True,
+                                        cached=ROW_CURRENT, kind="flag"))
+        for _, c in in_row:
+            if (title, c) in stale:
+                book.flags[(title, c)] = (title, own)
+
+
+_GROUP_FLAG = re.compile(rf'=IF\(AND\((?:Unchanged[A-Za-z]+Inputs,?)+\),"{CURRENT}","{re.escape(STALE)}"\)')
+
+
+_FLAG_REF = re.compile(r"=([A-Za-z][A-Za-z0-9_]*Stale)")
+
+
+def _named_cell(book: Book, sheets: dict[str, Sheet], name: str) -> Cell:
+    """The cell a single-cell defined name points at. [cell]"""
+    title, coord = _name_cell(book, name)
+    return sheets[title].cells[coord]
+
+
+def _name_cell(book: Book, name: str) -> tuple[str, str]:
+    """(sheet title, coordinate) of a single-cell defined name. [—]"""
+    sheet, _, coord = book.names[name].rpartition("!")
+    return sheet.strip("'").replace("''", "'"), coord.replace("$", "")

@@ -71,5 +71,5 @@ def contracts_section(book: Book, sh, e: Engine) -> None:
     r = sh.row
     sh.put("A", r, Cell("Sections of the plan file kept as written: " + ", ".join(sorted(given)) + " (read back by `xlplan read`)",
                         kind="label"))
-    book.define("ContractsSection", sh, sh.put("D", r, Cell(json.dumps(given, sort_keys=True), kind="static")))
+    book.define("ContractsSection", sh, sh.put("D", r, Cell(json.dumps(given, sort_keys=True), kind="static", depends=())))
     sh.row += 1

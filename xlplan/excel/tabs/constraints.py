@@ -249,7 +249,7 @@ def constraints_tab(book: Book, e: Engine) -> None:
     has them, the calibrated range, the TP table, the chart, and the Erlang C tables last (outside the print area)."""
     sh = book.sheet(SIX_TABS[2], "Section 3: the memory path and the compute path computed separately, the latency check, which binds.",
                     widths={"A": 40, "B": 22, "C": 16, "D": 80, **{c: 13 for c in "EFGHIJKLMNOPQR"}},
-                    print_title_rows="1:3", landscape=True, freeze="A4")
+                    print_title_rows="1:3", landscape=True, freeze="A4", flag_col="F")
     rows = Rows(book, sh, engine=e)
     rows.title("3 · The two constraints — memory and compute, computed separately; the latency check; which binds",
                "Compute both, compare, then confirm in production: memory binds when the cache is pinned near 100%; "

@@ -7,10 +7,10 @@ from xlplan.excel import formulas as F
 from xlplan.excel.cells import Book, Cell, Line, Validation, write_lines
 from xlplan.excel.common import FMT, NA, NONE, SIX_TABS, Engine, Rows, num
 from xlplan.excel.support import put_banner
-from xlplan.excel.tabs.owning import ownership_lines
+from xlplan.excel.tabs.owning import NEVER_IN_LIFE, ownership_lines, payback_shown
 from xlplan.report.note import PARITY_WORDS
 from xlplan.units import MILLION, SECONDS_PER_HOUR
-from xlplan.words import count, verb
+from xlplan.words import PRICE_MISSING, count, verb
 
 
 def _fleet_lines(e: Engine) -> list[Line]:
@@ -40,7 +40,8 @@ def _fleet_lines(e: Engine) -> list[Line]:
 
 def fleet_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[3], "Section 4: the fleet as three numbers: the load, the redundancy, the purchasing unit.",
-                    widths={"A": 40, "B": 22, "C": 16, "D": 80, "E": 18}, print_title_rows="1:3", landscape=True, freeze="A4")
+                    widths={"A": 40, "B": 22, "C": 16, "D": 80, "E": 18, "F": 8}, print_title_rows="1:3", landscape=True, freeze="A4",
+                    flag_col="F")
     rows = Rows(book, sh, engine=e)
     pa, tr = e.sol.paths, e.sol.traffic
     rows.title("4 · The fleet — load, redundancy, purchasing unit: three numbers, not one",
@@ -229,9 +230,63 @@ def _api_lines(e: Engine) -> list[Line]:
     ]
 
 
+def _answer_bill_lines(e: Engine) -> list[Line]:
+    """The Answer's bill, live: its fleet (engine values on the Summary) priced by the formulas above, so an edit of a
+    price, the hours, the volume, the API's prices or how it is paid for moves it as it moves the runbook's bill."""
+    a, o = e.result.answer, e.result.answer.ownership
+    api = a.api_monthly_usd is not None
+
+    def v(x):
+        return x if o is not None else NA
+
+    payback = payback_shown(o) if o is not None else NA
+    running = "AnswerFleetRunningUSDPerMonth"
+    comparison = api_comparison(a.api_monthly_usd, a.monthly_usd, e.fig.answer_api_ratio, bill="AnswerFleetMonthlyUSD")
+    return [
+        Line("AnswerFleetBilledGPUs", "GPUs on the bill", "=IF(BillPurchased,AnswerPurchased,AnswerWithRedundancy)",
+             a.billed_gpus, "GPUs", FMT["gpus"], F.when("BillPurchased", e.s.bill_purchased,
+                                                       "rented by the node or bought: the Answer's whole purchasing units",
+                                                       "rented per GPU: the Answer's fleet with redundancy")),
+        Line("AnswerFleetMonthlyUSD", "Monthly cost", "=AnswerFleetBilledGPUs*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth",
+             a.monthly_usd, "USD/month", FMT["usd"],
+             F.join(F.fixed("AnswerFleetBilledGPUs", a.billed_gpus), " ", F.plural("AnswerFleetBilledGPUs", a.billed_gpus, "GPU"),
+                    " x $", F.short("GPUUSDPerHour", e.s.usd_per_gpu_hour, 5), "/h x ", F.short("HoursPerMonth", e.s.hours_per_month),
+                    " h", F.when("FixedUSDPerMonth>0", e.s.fixed_usd_per_month > 0,
+                                 F.join(" + ", F.usd("FixedUSDPerMonth", e.s.fixed_usd_per_month)), ""),
+                    " = ", F.usd("AnswerFleetMonthlyUSD", a.monthly_usd))),
+        Line("AnswerFleetUSDPerMTok", "Cost per million tokens",
+             f'=IF(TokensPerMonth>0,AnswerFleetMonthlyUSD*TokensPerMillion/TokensPerMonth,"{NA}")', a.usd_per_mtok,
+             "USD/Mtok", FMT["usd_mtok"], "at the average utilisation: the tokens a month above"),
+        Line("AnswerFleetAgainstAPI", "Against the API", F.cell_formula(comparison), comparison.text if api else NA, "", None,
+             "on infrastructure alone, this bill against the same traffic on the API"),
+        Line("AnswerFleetCapexUSD", "Capex of the nodes ordered (bought)",
+             f'=IF(AND(CostMode="buy",ISNUMBER(UnitCapexUSD)),AnswerPurchased/GPUsPerNode*UnitCapexUSD,"{NA}")',
+             v(o and o.capex_usd), "USD", FMT["usd"], "the Answer's purchasing units × the price of one (above), paid once"),
+        Line(running, "Running costs (bought)",
+             f'=IF(AND(CostMode="buy",ISNUMBER(RunningUSDPerGPUMonth)),AnswerPurchased*RunningUSDPerGPUMonth+FixedUSDPerMonth,"{NA}")',
+             v(o and o.running_usd_per_month), "USD/month", FMT["usd"],
+             "the Answer's GPUs × the running cost of one (above) + hardware operations"),
+        Line("AnswerFleetRentMonthlyUSD", "Renting the same units instead",
+             f'=IF(CostMode<>"buy","{NA}",IF(ISNUMBER(RentUSDPerGPUHour),AnswerPurchased*RentUSDPerGPUHour*HoursPerMonth,"{PRICE_MISSING}"))',
+             v(o and (PRICE_MISSING if o.rent_monthly_usd is None else o.rent_monthly_usd)), "USD/month", FMT["usd"],
+             "at the rental price on 1 Inputs"),
+        Line("AnswerFleetPaybackMonths", "Buying pays back after",
+             f'=IF(NOT(ISNUMBER(AnswerFleetCapexUSD)),"{NA}",IF(NOT(ISNUMBER(AnswerFleetRentMonthlyUSD)),"{PRICE_MISSING}",'
+             f'IF(AnswerFleetRentMonthlyUSD>{running},IF(AnswerFleetCapexUSD/(AnswerFleetRentMonthlyUSD-{running})>LifeMonths,'
+             f'"{NEVER_IN_LIFE}",AnswerFleetCapexUSD/(AnswerFleetRentMonthlyUSD-{running})),"never")))',
+             payback, "months", FMT["num"], "capex ÷ (rent − running costs); never past the depreciation life"),
+        Line("AnswerFleetNPVUSD", "Owning over the life, present cost",
+             f'=IF(ISNUMBER(AnswerFleetCapexUSD),AnswerFleetCapexUSD+({running}+OpsUSDPerMonth)*AnnuityFactorLife'
+             f'-AnswerFleetCapexUSD*ResidualFractionUsed*DiscountFactorLife,"{NA}")',
+             v(o and o.own_npv_usd), "USD", FMT["usd"],
+             "capex + running costs and engineering over the life − the residual, discounted at the cost of capital"),
+    ]
+
+
 def cost_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[4], "Section 5: the bill, tokens, $/M tokens at the average utilisation, and the managed API.",
-                    widths={"A": 40, "B": 22, "C": 16, "D": 80, "E": 18}, print_title_rows="1:3", landscape=True, freeze="A4")
+                    widths={"A": 40, "B": 22, "C": 16, "D": 80, "E": 18, "F": 8}, print_title_rows="1:3", landscape=True, freeze="A4",
+                    flag_col="F")
     rows = Rows(book, sh, engine=e)
     rows.title("5 · The cost — the monthly bill, $/M tokens at the average utilisation, the honest API comparison",
                "Peak sizes the fleet; average utilisation sizes the bill.")
@@ -245,6 +300,10 @@ def cost_tab(book: Book, e: Engine) -> None:
     rows.section("The same traffic on a managed API — against the runbook's bill above")
     rows.header("Quantity", "Value", "Unit", "How")
     write_lines(rows, _api_lines(e))
+    if e.result.answer is not None:
+        rows.section("The Answer's bill — the fleet on the Summary (engine values there), priced by the formulas above")
+        rows.header("Quantity", "Value", "Unit", "How")
+        write_lines(rows, _answer_bill_lines(e))
     _utilisation_table(sh, e)
 
 

@@ -25,6 +25,7 @@ def stale_flag(book: Book, sh: Sheet, e: Engine, name: str, value: str) -> None:
     r = sh.row
     coord = sh.put("A", r, Cell(staleness.flag_formula(value), formula=True, cached=FRESH, kind="flag"))
     book.define(name, sh, coord)
+    sh.stale_flag = name
     sh.row += 1
 
 

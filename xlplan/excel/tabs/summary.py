@@ -11,7 +11,7 @@ from __future__ import annotations
 from xlplan import fleet
 from xlplan.excel import staleness
 from xlplan.excel.cells import Book, Cell, Line
-from xlplan.excel.common import FMT, SUMMARY_TAB, UNDATED, Engine, Rows
+from xlplan.excel.common import FMT, NA, SUMMARY_TAB, UNDATED, Engine, Rows
 from xlplan.excel.summary_mix import contracts_section, mix_rows
 from xlplan.excel.tabs.fleet_cost import api_comparison
 from xlplan.excel.tabs.owning import payback_shown
@@ -42,6 +42,14 @@ def _binding_formula() -> str:
     return "=" + out
 
 
+ANSWER_LIVE = {
+    "AnswerBilledGPUs": "=AnswerFleetBilledGPUs", "AnswerMonthlyUSD": "=AnswerFleetMonthlyUSD",
+    "AnswerUSDPerMTok": "=AnswerFleetUSDPerMTok", "AnswerAgainstAPI": "=AnswerFleetAgainstAPI",
+    "AnswerCapexUSD": "=AnswerFleetCapexUSD", "AnswerPaybackMonths": "=AnswerFleetPaybackMonths",
+    "AnswerNPVUSD": "=AnswerFleetNPVUSD",
+}
+"""The Answer's rows that are formulas: its bill, priced on 5 Cost from its fleet (the engine values above them)."""
+
 ANSWER_CURRENT = "current"
 ANSWER_STALE = "STALE: an input changed since the Answer was computed; rebuild with xlplan workbook"
 
@@ -66,15 +74,16 @@ def _snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | No
         value = built[spec.name]
         r = sh.row
         sh.put("A", r, Cell(spec.label, kind="label"))
-        sh.put("B", r, Cell("" if value is None else value, kind="static", fmt=spec.fmt))
+        sh.put("B", r, Cell("" if value is None else value, kind="static", fmt=spec.fmt, depends=()))
         sh.put("C", r, Cell(spec.unit, kind="unit"))
         book.define(staleness.built_name(spec.name), sh, f"B{r}")
         conditions.append(staleness.same(spec.name, value, f"$B${r}"))
         sh.row += 1
     built = _built_values(e)
-    for group in staleness.GROUPS:  # each group of inputs unchanged, once: the flags read these
-        rows.calc(staleness.group_name(group), f"Unchanged since built: {group} inputs", staleness.group_formula(group, built),
-                  True, "TRUE | FALSE", None, ", ".join(staleness.group_inputs(group)))
+    for group in staleness.GROUPS:  # each group of inputs unchanged, once: the flags read these (flags themselves)
+        coord = rows.calc(staleness.group_name(group), f"Unchanged since built: {group} inputs",
+                          staleness.group_formula(group, built), True, "TRUE | FALSE", None, ", ".join(staleness.group_inputs(group)))
+        sh.cells[coord].kind = "flag"
     if flag_row is not None:
         sh.put("B", flag_row, Cell(f'=IF(AND({",".join(conditions)}),"{ANSWER_CURRENT}","{ANSWER_STALE}")', formula=True,
                                    cached=ANSWER_CURRENT, kind="flag"))
@@ -83,9 +92,10 @@ def _snapshot_and_flag(book: Book, sh, rows: Rows, e: Engine, flag_row: int | No
 
 def _value_flag(book: Book, sh, e: Engine, value: str, coord: str) -> None:
     """The flag of one engine value at ``coord``: 'current' while every input it depends on is unchanged, else STALE
-    (:func:`xlplan.excel.staleness.flag_formula`), named ``<value>Stale``."""
-    sh.put(coord[0], int(coord[1:]), Cell(staleness.flag_formula(value), formula=True, cached=staleness.CURRENT,
-                                          kind="flag"))
+    (:func:`xlplan.excel.staleness.flag_formula`), named ``<value>Stale``; a formula's (the Answer's bill) is narrowed
+    to what it reads by :func:`xlplan.excel.staleness.flag_engine_values`."""
+    formula = staleness.flag_formula(value) if value in staleness.VALUE_INPUTS else staleness.group_flag(staleness.GROUPS)
+    sh.put(coord[0], int(coord[1:]), Cell(formula, formula=True, cached=staleness.CURRENT, kind="flag"))
     book.define(f"{value}Stale", sh, coord)
 
 
@@ -119,25 +129,23 @@ def _answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str
         ("AnswerMonthlyUSD", "Cost per month", a.monthly_usd, "USD/month", FMT["usd"],
          "the GPUs on the bill × the hourly cost on 1 Inputs × the hours (+ an owned fleet's fixed costs)"),
         ("AnswerUSDPerMTok", "Cost per million tokens", a.usd_per_mtok, "USD/Mtok", FMT["usd_mtok"], "at the average utilisation"),
-    ] + _owned_rows(a) + mix_rows(r) + ([("AnswerAgainstAPI", "Against the API", api_comparison_words(r.cost.api_monthly_usd, a.monthly_usd),
-                            "", None, "on infrastructure alone, this bill against the same traffic on the API, as the note says it")]
-                          if r.cost.api_monthly_usd is not None else [])
+    ] + _owned_rows(a) + mix_rows(r) + [
+        ("AnswerAgainstAPI", "Against the API", api_comparison_words(r.cost.api_monthly_usd, a.monthly_usd)
+         if r.cost.api_monthly_usd is not None else NA, "", None,
+         "on infrastructure alone, this bill against the same traffic on the API, as the note says it")]
 
 
 def _owned_rows(a) -> list[tuple[str, str, object, str, str | None, str]]:
     """Bought: the capex of the nodes ordered, and when buying them pays back against renting the same units. [—]"""
     o = a.ownership
-    if o is None:
-        return []
-    payback = payback_shown(o)
+    payback = payback_shown(o) if o is not None else NA
     return [
-        ("AnswerCapexUSD", "Capex of the nodes ordered", o.capex_usd, "USD", FMT["usd"],
-         f"{o.nodes:,} × the node price used (5 Cost), paid once"),
+        ("AnswerCapexUSD", "Capex of the nodes ordered", o.capex_usd if o is not None else NA, "USD", FMT["usd"],
+         "bought: the nodes ordered × the price of one (5 Cost), paid once; n/a while rented"),
         ("AnswerPaybackMonths", "Buying pays back after", payback, "months", FMT["num"],
-         f"against renting the same units at the rental price; never past the {o.depreciation_years:g}-year life"),
-        ("AnswerNPVUSD", "Owning over the life, present cost", o.own_npv_usd, "USD", FMT["usd"],
-         (f"capex + running costs and engineering for {o.life_months:g} months − the residual, discounted at "
-          f"{o.cost_of_capital:.1%} a year; renting the same units: {'price missing' if o.rent_npv_usd is None else f'${o.rent_npv_usd:,.0f}'}")),
+         "bought: against renting the same units at the rental price, never past the depreciation life (5 Cost)"),
+        ("AnswerNPVUSD", "Owning over the life, present cost", o.own_npv_usd if o is not None else NA, "USD", FMT["usd"],
+         "bought: capex + running costs and engineering over the life − the residual, discounted (5 Cost)"),
     ]
 
 
@@ -205,7 +213,11 @@ def _answer_section(book: Book, sh, rows: Rows, e: Engine, answer: list) -> int:
     for name, label, value, unit, fmt, how in answer:
         r = sh.row
         sh.put("A", r, Cell(label, kind="label"))
-        coord = sh.put("B", r, Cell(value, kind="static", fmt=fmt, wrap=isinstance(value, str)))
+        if name in ANSWER_LIVE:  # the bill of the Answer's fleet, by formula over 5 Cost
+            coord = sh.put("B", r, Cell(ANSWER_LIVE[name], formula=True, cached=value, kind="calc", fmt=fmt,
+                                        wrap=isinstance(value, str)))
+        else:
+            coord = sh.put("B", r, Cell(value, kind="static", fmt=fmt, wrap=isinstance(value, str)))
         book.define(name, sh, coord)
         sh.put("C", r, Cell(unit, kind="unit"))
         sh.put("D", r, Cell(how, kind="note"))
@@ -243,7 +255,7 @@ def _decision_sections(book: Book, sh, rows: Rows, e: Engine, decisions) -> None
         first, *rest = decisions.recommendation  # the GPU line; then the format line, missing prices, caveats
         _sentence(book, sh, e, first, "SummaryWhichHardware")
         for line in rest:  # each its own row, under the same flag (one value: the Options' ranking)
-            sh.put("A", sh.row, Cell(line, kind="static", wrap=True))
+            sh.put("A", sh.row, Cell(line, kind="static", wrap=True, depends=staleness.VALUE_INPUTS["SummaryWhichHardware"]))
             sh.merges.append(f"A{sh.row}:D{sh.row}")
             sh.put("E", sh.row, Cell("=SummaryWhichHardwareStale", formula=True, cached=staleness.CURRENT, kind="flag"))
             sh.row += 1
@@ -259,7 +271,8 @@ def _decision_sections(book: Book, sh, rows: Rows, e: Engine, decisions) -> None
 def summary_tab(book: Book, e: Engine, decisions=None) -> None:
     """Lay out the Summary sheet (first in the workbook). The date is the plan's, else the day of the build."""
     sh = book.sheet(SUMMARY_TAB, "The answer: GPUs, what binds, the cost, the API comparison, and whether every check passes.",
-                    widths={"A": 30, "B": 44, "C": 14, "D": 60, "E": 16}, print_title_rows="1:2", landscape=True)
+                    widths={"A": 30, "B": 44, "C": 14, "D": 60, "E": 16}, print_title_rows="1:2", landscape=True,
+                    flag_col="E")
     rows = Rows(book, sh)
     rows.title("Summary — the answer", "Every figure is a formula over the tabs that follow; change an input on 1 Inputs and it follows.")
     _plan_rows(book, sh, e)
@@ -282,7 +295,7 @@ def _sentence(book: Book, sh, e: Engine, text: str, value: str) -> None:
     """An engine sentence across the sheet's width, wrapped (shaded: a value computed when the workbook was built),
     with its stale flag beside it in E."""
     r = sh.row
-    sh.put("A", r, Cell(text, kind="static", wrap=True))
+    sh.put("A", r, Cell(text, kind="static", wrap=True, depends=staleness.VALUE_INPUTS[value]))
     sh.merges.append(f"A{r}:D{r}")
     _value_flag(book, sh, e, value, f"E{r}")
     sh.row += 1

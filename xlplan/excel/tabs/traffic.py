@@ -21,7 +21,8 @@ def traffic_sheets(book: Book, s: TrafficSummary, counts, prompt, output, proven
     import numpy as np
 
     sh = book.sheet("Traffic data", "Supporting sheet: the request log behind the forecast — rate over time and length histograms.",
-                    widths={"A": 22, "B": 16, "C": 4, "D": 16, "E": 16, "F": 16, "G": 4, "H": 16, "I": 16, "J": 16})
+                    widths={"A": 22, "B": 16, "C": 4, "D": 16, "E": 16, "F": 16, "G": 4, "H": 16, "I": 16, "J": 16},
+                    values_depend=())  # the log as it was read: a record, which no input moves
     sh.put("A", 1, Cell("Traffic — the log behind the forecast", kind="title"))
     sh.put("A", 2, Cell(f"Supporting sheet. {provenance}.", kind="note"))
     group = max(1, -(-counts.size // MAX_POINTS))
