@@ -114,15 +114,21 @@ def test_reference_plan_through_the_udfs_equals_the_cli(cli):
                                q["tail_replicas"]) == q["replicas"] == 6
 
 
+RUNBOOK_POLICY = [["policy.engine", "runbook"], ["policy.mfu", 0.4], ["policy.attention_flops", "full"],
+                  ["policy.latency_step", "decode_only"], ["policy.step_overhead_s", 0.0]]
+"""The reference plan's pinned conventions (xlplan/data/reference.yaml's policy line), as plan-table rows."""
+
+
 def test_max_rate_is_the_capacity_command(capsys):
-    # MAX_RATE is the closed form's inverse, all four paths: `capacity --no-verify`
+    # MAX_RATE is the closed form's inverse, all four paths: `capacity --no-verify`; no plan table, the reference plan
     assert main(["capacity", "--gpus", "4", "--no-verify", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert U.max_rate(4) == approx(out["max_peak_rps"], rel=1e-12)
-    # a plan table: an 80 req/s forecast does not change what 4 GPUs can carry; a 10 tokens/s promise doubles
-    # time in system (30 s) and memory binds; one TP-4 replica splits the 14.96 GiB of weights (3.74 GiB each), leaving
-    # 0.9 × 79.65 − 3.74 − 3.0 = 64.94 GiB per GPU: 4 × 64.94 ÷ 0.2808 GiB ÷ 30 s = 30.84 req/s (`xlplan capacity`)
-    assert U.max_rate(4, [["forecast.peak_rps", 80.0]]) == approx(out["max_peak_rps"], rel=1e-12)
+    # a plan table stating the reference's conventions: an 80 req/s forecast does not change what 4 GPUs can carry; a
+    # 10 tokens/s promise doubles time in system (30 s) and memory binds; one TP-4 replica splits the 14.96 GiB of
+    # weights (3.74 GiB each), leaving 0.9 × 79.65 − 3.74 − 3.0 = 64.94 GiB per GPU: 4 × 64.94 ÷ 0.2808 GiB ÷ 30 s =
+    # 30.84 req/s (`xlplan capacity`)
+    assert U.max_rate(4, [["forecast.peak_rps", 80.0], *RUNBOOK_POLICY]) == approx(out["max_peak_rps"], rel=1e-12)
     # (the memory path alone, the three linear paths' figure; the closed form's four paths can only be lower)
     weights = 8030261248 * 2 / 2**30 / 4
     from planhelp import replan
@@ -133,7 +139,35 @@ def test_max_rate_is_the_capacity_command(capsys):
 
     slow = resolve(replan(reference_plan(), promise={"itl_s": 0.1}))
     assert capacity(slow, 4).max_peak_rps == approx(4 * (0.9 * 81559 / 1024 - weights - 3.0) / 0.28076171875 / 30, rel=1e-9)
-    assert U.max_rate(4, [["promise.itl_s", 0.1]]) <= capacity(slow, 4).max_peak_rps
+    assert U.max_rate(4, [["promise.itl_s", 0.1], *RUNBOOK_POLICY]) <= capacity(slow, 4).max_peak_rps
+
+
+def test_a_plan_tables_missing_policy_keys_take_the_engines_defaults(tmp_path, capsys):
+    # a new user's plan file states no policy (tests/planhelp.py: mistral-7b on L40S, a heavy tail): `xlplan plan`
+    # gives it the engine's defaults (vLLM's memory rule, causal attention, the step with prefill), and so does a
+    # plan table holding the same keys; MAX_RATE on it is `xlplan capacity --no-verify` on the file
+    from planhelp import heavy_tail_plan, replan
+
+    from xlplan.decide.planner import plan
+    from xlplan.io.planfile import plan_to_yaml
+
+    new = heavy_tail_plan()
+    assert "policy" not in plan_to_yaml(new)
+    path = tmp_path / "new.yaml"
+    path.write_text(plan_to_yaml(new), encoding="utf-8")
+    gpus = plan(new).closed_form.load  # the plan's own closed-form fleet (6: three TP-2 replicas)
+    table = [["forecast.peak_rps", 15.0], ["forecast.prompt_tokens.p50", 800.0], ["forecast.prompt_tokens.p95", 1500.0],
+             ["forecast.prompt_tokens.p99", 2000.0], ["forecast.output_tokens.p50", 150.0],
+             ["forecast.output_tokens.p95", 1200.0], ["forecast.output_tokens.p99", 4000.0], ["promise.ttft_s", 1.0],
+             ["promise.itl_s", 0.04], ["model.name", "mistral-7b"], ["hardware.gpu", "l40s"], ["hardware.gpus_per_node", 4.0]]
+    assert main(["capacity", str(path), "--gpus", str(gpus), "--no-verify", "--json"]) == 0
+    rate = U.max_rate(gpus, table)
+    assert rate == approx(json.loads(capsys.readouterr().out)["max_peak_rps"], rel=1e-12)
+    # the law, apart from the command: at that rate the closed form still needs the plan's fleet, past it more GPUs
+    # (the capacity is bisected to 1e-4 of itself, so 0.1% above is past it); the plan's own 15 req/s fits it
+    assert plan(replan(new, forecast={"peak_rps": rate})).closed_form.load == gpus
+    assert plan(replan(new, forecast={"peak_rps": rate * 1.001})).closed_form.load > gpus
+    assert rate >= new.forecast.peak_rps
 
 
 def test_catalog_lookups_and_did_you_mean():

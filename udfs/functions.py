@@ -356,8 +356,9 @@ def breakeven_tokens(monthly_usd, api_usd_per_mtok, ops_usd_per_month=0.0):
 # ---------------------------------------------------------------------------------------------- whole plans
 
 
-PLAN_TABLE_DOC = ("Two-column range: plan keys (forecast.peak_rps, model.name, hardware.gpu, ...) and values; "
-                  "keys left out take the reference plan's. [text]")
+PLAN_TABLE_DOC = ("Two-column range: plan keys (forecast.peak_rps, model.name, hardware.gpu, ...) and values; policy keys "
+                  "left out take the engine's defaults as in a plan file, other keys the reference plan's; blank: the "
+                  "reference plan. [text]")
 
 
 @udf(tables=("plan_table",), gpus="GPUs serving the load, spares excluded. [GPUs]", plan_table=PLAN_TABLE_DOC)
