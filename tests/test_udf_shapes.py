@@ -30,7 +30,7 @@ GOOD: dict[str, list] = {
     "kv_gib_per_conversation": ["llama-3.1-8b", 2300, "bf16"],
     "weights_gib": ["llama-3.1-8b", "bf16"],
     "params_from_config": ["llama-3.1-8b", "total"],
-    "kv_budget_gib": ["h100-sxm", 14.96, 0.9, 3.0],
+    "kv_budget_gib": ["h100-sxm", "llama-3.1-8b", 0.9, 3.0, "vllm", 4.76, 1, 79.18, "bf16"],
     "memory_gpus": [600, 0.281, 53.73, 1, 1],
     "prefill_tflops": [40, "llama-3.1-8b", 2000, 2000, 2000, 0.0],
     "decode_tflops": [40, "llama-3.1-8b", 300, 300, 300],
@@ -232,9 +232,11 @@ def test_overflow_never_returns_inf_or_nan():
 
 
 def test_a_budget_at_or_below_zero_says_the_weights_do_not_fit():
-    # a 70B in bf16 on one H100: 0.9 x 79.65 - 131.4 - 3 < 0
-    result, message = call("kv_budget_gib", ["h100-sxm", 131.4])
-    assert message is not None and "the weights do not fit" in message
+    # a 70B in bf16 on one H100: 0.9 x 79.18 - 131.4 - its activation peak - 0.13 < 0 (vLLM's rule); 0.9 x 79.65 -
+    # 131.4 - 3 < 0 (the runbook's)
+    for args in (["h100-sxm", "llama-3.1-70b"], ["h100-sxm", 131.4, 0.9, 3.0, "runbook"]):
+        result, message = call("kv_budget_gib", args)
+        assert message is not None and "the weights do not fit" in message
 
 
 def test_a_dtype_typo_lists_the_allowed_values():
