@@ -264,3 +264,37 @@ def test_an_implausible_argument_answers_as_the_plan_file_does(function, args, p
     assert message.endswith(expected[len(plan_field):]) and message.split(": ")[0] == function.upper()
     if slip:
         assert slip in message
+
+
+def _readme_functions() -> dict[str, tuple[list[str], bool]]:
+    """The README's Excel-functions table: name → (arguments in order, optional ones in brackets; whether it spills)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## The Excel functions (xlwings)"):]
+    section = section[:section.index("\n## ")]
+    rows = re.findall(r"^\| `([A-Z_]+)\(([^)]*)\)` \| .* \| ([^|]+) \|$", section, re.M)
+    table = {name: ([a.strip() for a in args.split(",")] if args else [], spills.strip().startswith("yes"))
+             for name, args, spills in rows}
+    assert len(table) == len(rows), "a function with two rows"
+    return table
+
+
+def test_the_readme_lists_every_function_with_its_full_signature():
+    # the README's table against the registry, as xlwings publishes it to Excel (Office.js metadata from the
+    # decorators): every function, every argument in order by the name Excel shows, and which may be left out
+    from xlwings.server import custom_functions_meta
+
+    registry = {f["name"]: [f"[{p['name']}]" if p.get("optional", False) else p["name"] for p in f["parameters"]]
+                for f in custom_functions_meta(U)["functions"]}
+    assert {name: args for name, (args, _) in _readme_functions().items()} == registry
+
+
+def test_the_readme_says_which_functions_spill():
+    # a function spills where a call on single cells answers more than one cell (FLEET's three rows, the note's and the
+    # what-ifs' tables): what needs Excel 365/2021's dynamic arrays, or a legacy array formula over a selected range
+    for name, (_, spills) in _readme_functions().items():
+        result, message = call(name.lower(), GOOD[name.lower()])
+        assert message is None, message
+        assert spills == (len(result) * max(len(r) for r in result) > 1), name
