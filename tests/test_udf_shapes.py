@@ -30,7 +30,7 @@ GOOD: dict[str, list] = {
     "kv_gib_per_conversation": ["llama-3.1-8b", 2300, "bf16"],
     "weights_gib": ["llama-3.1-8b", "bf16"],
     "params_from_config": ["llama-3.1-8b", "total"],
-    "kv_budget_gib": ["h100-sxm", 14.96, 0.9, 3.0],
+    "kv_budget_gib": ["h100-sxm", "llama-3.1-8b", 0.9, 3.0, "vllm", 4.76, 1, 79.18, "bf16"],
     "memory_gpus": [600, 0.281, 53.73, 1, 1],
     "prefill_tflops": [40, "llama-3.1-8b", 2000, 2000, 2000, 0.0],
     "decode_tflops": [40, "llama-3.1-8b", 300, 300, 300],
@@ -232,9 +232,11 @@ def test_overflow_never_returns_inf_or_nan():
 
 
 def test_a_budget_at_or_below_zero_says_the_weights_do_not_fit():
-    # a 70B in bf16 on one H100: 0.9 x 79.65 - 131.4 - 3 < 0
-    result, message = call("kv_budget_gib", ["h100-sxm", 131.4])
-    assert message is not None and "the weights do not fit" in message
+    # a 70B in bf16 on one H100: 0.9 x 79.18 - 131.4 - its activation peak - 0.13 < 0 (vLLM's rule); 0.9 x 79.65 -
+    # 131.4 - 3 < 0 (the runbook's)
+    for args in (["h100-sxm", "llama-3.1-70b"], ["h100-sxm", 131.4, 0.9, 3.0, "runbook"]):
+        result, message = call("kv_budget_gib", args)
+        assert message is not None and "the weights do not fit" in message
 
 
 def test_a_dtype_typo_lists_the_allowed_values():
@@ -262,3 +264,37 @@ def test_an_implausible_argument_answers_as_the_plan_file_does(function, args, p
     assert message.endswith(expected[len(plan_field):]) and message.split(": ")[0] == function.upper()
     if slip:
         assert slip in message
+
+
+def _readme_functions() -> dict[str, tuple[list[str], bool]]:
+    """The README's Excel-functions table: name → (arguments in order, optional ones in brackets; whether it spills)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## The Excel functions (xlwings)"):]
+    section = section[:section.index("\n## ")]
+    rows = re.findall(r"^\| `([A-Z_]+)\(([^)]*)\)` \| .* \| ([^|]+) \|$", section, re.M)
+    table = {name: ([a.strip() for a in args.split(",")] if args else [], spills.strip().startswith("yes"))
+             for name, args, spills in rows}
+    assert len(table) == len(rows), "a function with two rows"
+    return table
+
+
+def test_the_readme_lists_every_function_with_its_full_signature():
+    # the README's table against the registry, as xlwings publishes it to Excel (Office.js metadata from the
+    # decorators): every function, every argument in order by the name Excel shows, and which may be left out
+    from xlwings.server import custom_functions_meta
+
+    registry = {f["name"]: [f"[{p['name']}]" if p.get("optional", False) else p["name"] for p in f["parameters"]]
+                for f in custom_functions_meta(U)["functions"]}
+    assert {name: args for name, (args, _) in _readme_functions().items()} == registry
+
+
+def test_the_readme_says_which_functions_spill():
+    # a function spills where a call on single cells answers more than one cell (FLEET's three rows, the note's and the
+    # what-ifs' tables): what needs Excel 365/2021's dynamic arrays, or a legacy array formula over a selected range
+    for name, (_, spills) in _readme_functions().items():
+        result, message = call(name.lower(), GOOD[name.lower()])
+        assert message is None, message
+        assert spills == (len(result) * max(len(r) for r in result) > 1), name

@@ -78,10 +78,11 @@ def test_reference_plan_through_the_udfs_equals_the_cli(cli):
     assert U.weights_gib(model) == approx(cli["model"]["weights_gib"], rel=1e-12)
     assert U.params_from_config(model) == cli["model"]["params_total"]
     assert U.params_from_config(model, "active") == cli["model"]["params_active"]
-    budget = U.kv_budget_gib(gpu, mem["weights_gib_per_gpu"], 0.9, 3.0)
+    budget = U.kv_budget_gib(gpu, model, 0.9, 3.0, "runbook")  # the reference plan pins the runbook's rule
     assert budget == approx(mem["kv_budget_gib_per_gpu"], rel=1e-12)
+    assert U.kv_budget_gib(gpu, mem["weights_gib_per_gpu"], 0.9, 3.0, "runbook") == approx(budget, rel=1e-12)
     assert U.memory_gpus(conc, kv, budget) == mem["gpus"] == 4
-    prefill = U.prefill_tflops(inp["peak_rps"], model, p["p50"], p["p95"], p["p99"])
+    prefill = U.prefill_tflops(inp["peak_rps"], model, p["p50"], p["p95"], p["p99"], 0.0, "full")  # the reference's
     decode = U.decode_tflops(inp["peak_rps"], model, o["p50"], o["p95"], o["p99"])
     assert prefill == approx(comp["prefill_tflops"], rel=1e-12) and decode == approx(comp["decode_tflops"], rel=1e-12)
     assert U.compute_gpus(prefill + decode, gpu, comp["mfu"]) == comp["gpus"] == 4
@@ -114,15 +115,21 @@ def test_reference_plan_through_the_udfs_equals_the_cli(cli):
                                q["tail_replicas"]) == q["replicas"] == 6
 
 
+RUNBOOK_POLICY = [["policy.engine", "runbook"], ["policy.mfu", 0.4], ["policy.attention_flops", "full"],
+                  ["policy.latency_step", "decode_only"], ["policy.step_overhead_s", 0.0]]
+"""The reference plan's pinned conventions (xlplan/data/reference.yaml's policy line), as plan-table rows."""
+
+
 def test_max_rate_is_the_capacity_command(capsys):
-    # MAX_RATE is the closed form's inverse, all four paths: `capacity --no-verify`
+    # MAX_RATE is the closed form's inverse, all four paths: `capacity --no-verify`; no plan table, the reference plan
     assert main(["capacity", "--gpus", "4", "--no-verify", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert U.max_rate(4) == approx(out["max_peak_rps"], rel=1e-12)
-    # a plan table: an 80 req/s forecast does not change what 4 GPUs can carry; a 10 tokens/s promise doubles
-    # time in system (30 s) and memory binds; one TP-4 replica splits the 14.96 GiB of weights (3.74 GiB each), leaving
-    # 0.9 × 79.65 − 3.74 − 3.0 = 64.94 GiB per GPU: 4 × 64.94 ÷ 0.2808 GiB ÷ 30 s = 30.84 req/s (`xlplan capacity`)
-    assert U.max_rate(4, [["forecast.peak_rps", 80.0]]) == approx(out["max_peak_rps"], rel=1e-12)
+    # a plan table stating the reference's conventions: an 80 req/s forecast does not change what 4 GPUs can carry; a
+    # 10 tokens/s promise doubles time in system (30 s) and memory binds; one TP-4 replica splits the 14.96 GiB of
+    # weights (3.74 GiB each), leaving 0.9 × 79.65 − 3.74 − 3.0 = 64.94 GiB per GPU: 4 × 64.94 ÷ 0.2808 GiB ÷ 30 s =
+    # 30.84 req/s (`xlplan capacity`)
+    assert U.max_rate(4, [["forecast.peak_rps", 80.0], *RUNBOOK_POLICY]) == approx(out["max_peak_rps"], rel=1e-12)
     # (the memory path alone, the three linear paths' figure; the closed form's four paths can only be lower)
     weights = 8030261248 * 2 / 2**30 / 4
     from planhelp import replan
@@ -133,7 +140,87 @@ def test_max_rate_is_the_capacity_command(capsys):
 
     slow = resolve(replan(reference_plan(), promise={"itl_s": 0.1}))
     assert capacity(slow, 4).max_peak_rps == approx(4 * (0.9 * 81559 / 1024 - weights - 3.0) / 0.28076171875 / 30, rel=1e-9)
-    assert U.max_rate(4, [["promise.itl_s", 0.1]]) <= capacity(slow, 4).max_peak_rps
+    assert U.max_rate(4, [["promise.itl_s", 0.1], *RUNBOOK_POLICY]) <= capacity(slow, 4).max_peak_rps
+
+
+def test_a_plan_tables_missing_policy_keys_take_the_engines_defaults(tmp_path, capsys):
+    # a new user's plan file states no policy (tests/planhelp.py: mistral-7b on L40S, a heavy tail): `xlplan plan`
+    # gives it the engine's defaults (vLLM's memory rule, causal attention, the step with prefill), and so does a
+    # plan table holding the same keys; MAX_RATE on it is `xlplan capacity --no-verify` on the file
+    from planhelp import heavy_tail_plan, replan
+
+    from xlplan.decide.planner import plan
+    from xlplan.io.planfile import plan_to_yaml
+
+    new = heavy_tail_plan()
+    assert "policy" not in plan_to_yaml(new)
+    path = tmp_path / "new.yaml"
+    path.write_text(plan_to_yaml(new), encoding="utf-8")
+    gpus = plan(new).closed_form.load  # the plan's own closed-form fleet (6: three TP-2 replicas)
+    table = [["forecast.peak_rps", 15.0], ["forecast.prompt_tokens.p50", 800.0], ["forecast.prompt_tokens.p95", 1500.0],
+             ["forecast.prompt_tokens.p99", 2000.0], ["forecast.output_tokens.p50", 150.0],
+             ["forecast.output_tokens.p95", 1200.0], ["forecast.output_tokens.p99", 4000.0], ["promise.ttft_s", 1.0],
+             ["promise.itl_s", 0.04], ["model.name", "mistral-7b"], ["hardware.gpu", "l40s"], ["hardware.gpus_per_node", 4.0]]
+    assert main(["capacity", str(path), "--gpus", str(gpus), "--no-verify", "--json"]) == 0
+    rate = U.max_rate(gpus, table)
+    assert rate == approx(json.loads(capsys.readouterr().out)["max_peak_rps"], rel=1e-12)
+    # the law, apart from the command: at that rate the closed form still needs the plan's fleet, past it more GPUs
+    # (the capacity is bisected to 1e-4 of itself, so 0.1% above is past it); the plan's own 15 req/s fits it
+    assert plan(replan(new, forecast={"peak_rps": rate})).closed_form.load == gpus
+    assert plan(replan(new, forecast={"peak_rps": rate * 1.001})).closed_form.load > gpus
+    assert rate >= new.forecast.peak_rps
+
+
+def test_kv_budget_is_the_plans_at_each_engines_defaults():
+    # KV_BUDGET_GIB(gpu, model, …, engine, blank activation, tp) is the plan's memory.kv_budget_gib_per_gpu, at every
+    # TP the plan weighs, for plans that state no policy but the engine: the reference's keys (Llama-3.1-8B on an H100)
+    # under each engine; the heavy-tail plan (Mistral-7B on an L40S, where vLLM's default budgets are the smaller
+    # 256 sequences and 2,048 tokens); a 70B on H100s (non-torch memory past TP 1)
+    from planhelp import heavy_tail_plan, replan
+
+    from xlplan.decide.planner import plan
+    from xlplan.io.planfile import reference_plan
+    from xlplan.schema.plan import Plan
+
+    new_8b = Plan.model_validate({k: v for k, v in reference_plan().model_dump(exclude_none=True).items() if k != "policy"})
+    cases = [*((new_8b, e) for e in ("vllm", "sglang", "trtllm", "runbook")), (heavy_tail_plan(), "vllm"),
+             (heavy_tail_plan(), "trtllm"), (replan(new_8b, model={"name": "llama-3.1-70b"}), "vllm")]
+    for base, engine in cases:
+        r = plan(base if engine == "vllm" else replan(base, policy={"engine": engine}))
+        gpu, model = base.hardware.gpu, base.model.name
+        chosen = U.kv_budget_gib(gpu, model, 0.9, 3.0, engine, None, r.fleet.tp)  # the degree memory is printed at
+        assert chosen == approx(r.memory.kv_budget_gib_per_gpu, rel=1e-12), (model, engine)
+        for option in r.tp_options:
+            if option.kv_budget_gib_per_gpu > 0:
+                assert U.kv_budget_gib(gpu, model, 0.9, 3.0, engine, None, option.tp) == approx(option.kv_budget_gib_per_gpu, rel=1e-12)
+            else:  # a 70B's 131.4 GiB of bf16 weights on one H100
+                with pytest.raises(U.UDFError, match="the weights do not fit"):
+                    U.kv_budget_gib(gpu, model, 0.9, 3.0, engine, None, option.tp)
+    # by hand, vLLM's rule for Llama-3.1-8B on one H100 at its defaults (1,024 sequences, 8,192 tokens on a GPU of 70 GiB
+    # or more): weights 8,030,261,248 × 2 B ÷ 2³⁰ = 14.9575 GiB; activation peak (38.2 B × 1,024 × 128,256 vocab +
+    # 1.34 × 8,192 × 4,096 × 2 B) ÷ 2³⁰ = 4.7562 GiB; 79.18 GiB visible × 0.90 − 14.9575 − 4.7562 − 0.13 non-torch = 51.4183
+    assert U.kv_budget_gib("h100-sxm", "llama-3.1-8b") == approx(51.4183, abs=5e-5)
+    # the same with the weights and the peak given as numbers; left out, the peak is not silently 0 (0.9 × 79.18 −
+    # 14.96 − 0.13 = 56.17 GiB, 9% above what the engine leaves): the cell asks for it
+    assert U.kv_budget_gib("h100-sxm", 14.9575, 0.9, 3.0, "vllm", 4.7562) == approx(51.4183, abs=5e-4)
+    with pytest.raises(U.UDFError, match="KV_BUDGET_GIB: activation_gib: not given"):
+        U.kv_budget_gib("h100-sxm", 14.9575, 0.9, 3.0, "vllm")
+
+
+def test_prefill_tflops_takes_the_plans_attention_convention():
+    # 40 req/s of 2,000-token prompts on Llama-3.1-8B (8,030,261,248 parameters, 32 layers, attention width 4,096):
+    # 40 × (2 × N × 2,000 + 4 × 4,096 × 32 × K) ÷ 10¹², with K = 2,000² key pairs by the runbook's full convention
+    # (1,368.73) and (2,000² + 2,000) ÷ 2 by the causal one (1,326.81), which a plan that states none takes
+    assert U.prefill_tflops(40, "llama-3.1-8b", 2000, 2000, 2000, 0.0, "full") == approx(1368.72787968, rel=1e-12)
+    assert U.prefill_tflops(40, "llama-3.1-8b", 2000, 2000, 2000) == approx(1326.8058112, rel=1e-12)
+    # and it is the plan's: the heavy-tail plan (no policy) at its own prompt percentiles
+    from planhelp import heavy_tail_plan
+
+    from xlplan.decide.planner import plan
+
+    new = heavy_tail_plan()
+    f, p = new.forecast, new.forecast.prompt_tokens
+    assert U.prefill_tflops(f.peak_rps, new.model.name, p.p50, p.p95, p.p99) == approx(plan(new).compute.prefill_tflops, rel=1e-12)
 
 
 def test_catalog_lookups_and_did_you_mean():
@@ -210,7 +297,7 @@ def test_office_js_calls_equal_plain_calls():
     # empty optional cells arrive as None and take the engine's defaults
     assert officejs("time_in_system", cell(300.0), cell(300.0), cell(0.05), cell(None), cell(None)) == [[U.time_in_system(300, 300, 0.05)]]
     assert officejs("fleet", cell(4.0), cell(4.0), cell(3.0), cell(None), cell(None), cell(None)) == [[4.0], [5.0], [8.0]]
-    assert officejs("kv_budget_gib", cell("h100-sxm"), cell(14.95787), cell(None), cell(None)) == [[U.kv_budget_gib("h100-sxm", 14.95787)]]
+    assert officejs("kv_budget_gib", cell("h100-sxm"), cell("llama-3.1-8b"), cell(None), cell(None)) == [[U.kv_budget_gib("h100-sxm", "llama-3.1-8b")]]
     table = [["forecast.peak_rps", 60.0], ["promise.itl_s", 0.05]]
     assert officejs("sensitivities", table) == U.sensitivities(table)
     with pytest.raises(U.UDFError, match="LITTLES_LAW: arrival_rate_rps: got 'x'"):

@@ -13,6 +13,7 @@ from xlwings import XlwingsError
 
 from xlplan.io.errors import unit_hint
 from xlplan.schema import plausibility
+from xlplan.serving.engines import PROFILED
 
 EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!", "#SPILL!", "#CALC!",
                           "#GETTING_DATA", "#FIELD!", "#BLOCKED!", "#CONNECT!", "#BUSY!", "#UNKNOWN!"})
@@ -209,8 +210,9 @@ def lengths(prompt_p50, prompt_p95, prompt_p99, output_p50, output_p95, output_p
     return out
 
 
-def no_room(weights_gib: float, overhead_gib: float, budget_gib: float) -> UDFError:
-    """The one line a KV budget that is not positive answers with: the weights do not fit. [UDFError]"""
-    return UDFError(f"weights_gib_per_gpu + overhead_gib: {weights_gib:g} + {overhead_gib:g} GiB leave {budget_gib:.2f} GiB for the "
-                    "KV cache: the weights do not fit; expected a positive budget (a larger GPU, more GPUs per replica, "
-                    "or quantised weights)")
+def no_room(engine: str, budget_gib: float) -> UDFError:
+    """The one line a KV budget that is not positive answers with, naming the arguments the rule deducts: the weights
+    do not fit. [UDFError]"""
+    deducted = "model" + (" + overhead_gib" if engine == "runbook" else " + activation_gib" if engine in PROFILED else "")
+    return UDFError(f"{deducted}: the {engine} rule leaves {budget_gib:.2f} GiB per GPU for the KV cache: the weights do "
+                    "not fit; expected a positive budget (a larger GPU, more GPUs per replica, or quantised weights)")

@@ -47,7 +47,9 @@ MFU = 0.40  # the runbook's planning figure (engine 'runbook')
 MEMORY_UTILISATION = _POLICY["memory_utilisation"].default
 OVERHEAD_GIB = _POLICY["overhead_gib"].default
 ENGINES = engines.ENGINES  # runbook, vllm, sglang, trtllm: the plan's own choices
-ATTENTION_FLOPS = typing.get_args(_POLICY["attention_flops"].annotation)  # full, causal
+ENGINE = _POLICY["engine"].default  # vllm: the memory rule of a plan that states none
+ATTENTION_FLOPS = typing.get_args(_POLICY["attention_flops"].annotation)  # causal, full
+ATTENTION_FLOPS_DEFAULT = _POLICY["attention_flops"].default  # causal: the convention of a plan that states none
 BANDWIDTH_EFFICIENCY = 0.60  # the runbook's planning figure (engine 'runbook')
 REDUNDANCY = _POLICY["redundancy"].default
 GPUS_PER_NODE = _HARDWARE["gpus_per_node"].default
@@ -123,25 +125,28 @@ def params_from_config(config, which="total"):
 
 
 @udf(gpu="Catalog GPU name (e.g. h100-sxm) or its memory as the driver reports it. [GiB]",
-     weights_gib_per_gpu="This GPU's share of the weights. [GiB]",
-     memory_utilisation="Fraction of memory the server may use (vLLM gpu_memory_utilization; 0.90, not 90). [fraction]",
+     model="Catalog model name (its weights and activation peak), or this GPU's share of the weights. [GiB]",
+     memory_utilisation="The engine's memory fraction (vLLM gpu_memory_utilization; 0.90, not 90). [fraction]",
      overhead_gib="The runbook's overhead per GPU, its rule only. [GiB]",
-     engine="Whose memory rule: runbook, vllm, sglang or trtllm (the plan's policy.engine). [text]",
-     activation_gib="The engine's activation peak or workspace, vLLM and TensorRT-LLM only. [GiB]",
-     tp="GPUs per replica; non-torch memory grows past one. [GPUs]",
-     visible_gib="Memory CUDA can allocate; blank: the catalog's, or the driver's total less its reserve. [GiB]")
-def kv_budget_gib(gpu, weights_gib_per_gpu, memory_utilisation=MEMORY_UTILISATION, overhead_gib=OVERHEAD_GIB, engine="runbook",
-                  activation_gib=0.0, tp=1, visible_gib=None):
-    """KV room per GPU by the engine's memory rule (runbook: 0.9 × 79.65 − 14.96 − 3.0 = 53.73). [GiB]"""
+     engine="Whose memory rule: vllm (as a plan that states none), sglang, trtllm or runbook (policy.engine). [text]",
+     activation_gib="vLLM's activation peak or TensorRT-LLM's workspace; blank: the model's at the engine's default budgets. [GiB]",
+     tp="GPUs per replica: the weights split over them; non-torch memory grows past one. [GPUs]",
+     visible_gib="Memory CUDA can allocate; blank: the catalog's, or the driver's total less its reserve. [GiB]",
+     weights_dtype="Weight precision of a named model: bf16, fp16, fp8, int8, int4, mxfp4, nvfp4. [dtype]")
+def kv_budget_gib(gpu, model, memory_utilisation=MEMORY_UTILISATION, overhead_gib=OVERHEAD_GIB, engine=ENGINE,
+                  activation_gib=None, tp=1, visible_gib=None, weights_dtype="bf16"):
+    """KV room per GPU by the engine's memory rule, the plan's (vLLM, Llama-3.1-8B on an H100: 0.9 × 79.18 − 14.96 − 4.76 − 0.13 = 51.42). [GiB]"""
     g = name_or_num("gpu", gpu, "GiB", "a GPU name or its memory [GiB]")
-    weights, util = number("weights_gib_per_gpu", weights_gib_per_gpu, "GiB", at_least=0.0), fraction("memory_utilisation", memory_utilisation)
+    m = name_or_num("model", model, "GiB", "a model name or this GPU's share of the weights [GiB]")
+    util = fraction("memory_utilisation", memory_utilisation)
     overhead = number("overhead_gib", overhead_gib, "GiB", at_least=0.0)
     rule = choice("engine", engine, ENGINES)
-    activation = number("activation_gib", activation_gib, "GiB", at_least=0.0)
+    activation = number("activation_gib", activation_gib, "GiB", at_least=0.0, optional=True)
     visible = number("visible_gib", visible_gib, "GiB", above=0.0, optional=True)
-    budget = memory.kv_budget_gib(g, weights, util, overhead, rule, activation, whole("tp", tp, "GPUs"), visible)
+    budget = memory.kv_budget_gib(g, m, util, overhead, rule, activation, whole("tp", tp, "GPUs"), visible,
+                                  dtype("weights_dtype", weights_dtype, WEIGHT_DTYPES))
     if budget <= 0:
-        raise no_room(weights, overhead, budget)
+        raise no_room(rule, budget)
     return budget
 
 
@@ -165,9 +170,9 @@ def memory_gpus(concurrency, kv_gib_per_conversation, kv_budget_gib, tp=1, kv_sh
      prompt_p50="Median prompt length. [tokens]", prompt_p95="95th-percentile prompt length. [tokens]",
      prompt_p99="99th-percentile prompt length; may be blank. [tokens]",
      prefix_reuse="Measured fraction of prompt compute served from the prefix cache; 0 unless measured. [fraction]",
-     attention_flops="full (every query-key pair, the runbook's) or causal (half the square, the engine's default). [text]")
-def prefill_tflops(arrival_rate_rps, model, prompt_p50, prompt_p95, prompt_p99=None, prefix_reuse=0.0, attention_flops="full"):
-    """Prefill demand at peak over the fitted prompt distribution: rate × (2·N·E[n] + 4·layers·K·width) (runbook: 1,369). [TFLOP/s]"""
+     attention_flops="The plan's policy.attention_flops: causal (half the square, as a plan that states none) or full (every pair, the runbook's). [text]")
+def prefill_tflops(arrival_rate_rps, model, prompt_p50, prompt_p95, prompt_p99=None, prefix_reuse=0.0, attention_flops=ATTENTION_FLOPS_DEFAULT):
+    """Prefill demand at peak over the fitted prompt distribution: rate × (2·N·E[n] + 4·layers·K·width) (runbook, full attention: 1,369). [TFLOP/s]"""
     p50, p95 = number("prompt_p50", prompt_p50, "tokens", above=0.0), number("prompt_p95", prompt_p95, "tokens", above=0.0)
     p99 = number("prompt_p99", prompt_p99, "tokens", above=0.0, optional=True)
     ordered(p50, p95, p99, "prompt")
@@ -356,8 +361,9 @@ def breakeven_tokens(monthly_usd, api_usd_per_mtok, ops_usd_per_month=0.0):
 # ---------------------------------------------------------------------------------------------- whole plans
 
 
-PLAN_TABLE_DOC = ("Two-column range: plan keys (forecast.peak_rps, model.name, hardware.gpu, ...) and values; "
-                  "keys left out take the reference plan's. [text]")
+PLAN_TABLE_DOC = ("Two-column range: plan keys (forecast.peak_rps, model.name, hardware.gpu, ...) and values; policy keys "
+                  "left out take the engine's defaults as in a plan file, other keys the reference plan's; blank: the "
+                  "reference plan. [text]")
 
 
 @udf(tables=("plan_table",), gpus="GPUs serving the load, spares excluded. [GPUs]", plan_table=PLAN_TABLE_DOC)

@@ -61,16 +61,24 @@ def table_rows(param: str, value, is_key) -> list[list]:
 
 
 def plan_from_table(plan_table):
-    """The plan a plan-table range gives (keys left out take the reference plan's); blank: the reference plan."""
-    from xlplan.io.planfile import plan_from_pairs
+    """The plan a plan-table range gives; blank: the reference plan, as ``xlplan`` without a plan file.
+
+    A table is a plan file in two columns: a policy key it leaves out takes the engine's default, as ``xlplan plan``
+    gives a plan file that leaves it out (the reference plan's pinned conventions — the runbook's memory rule, full
+    attention FLOPs, the decode-only latency step — are that plan's own choices, not defaults); any other key left
+    out takes the reference plan's value (the forecast, promise, model and hardware a plan file must state).
+    """
+    from xlplan.io.planfile import plan_from_pairs, reference_plan
+    from xlplan.schema.policy import Policy
 
     one = scalar_or_grid(plan_table)
     if blank(one):
-        return plan_from_pairs([])
+        return reference_plan()
     if not isinstance(one, list):
         held_error("plan_table", one)
         raise bad("plan_table", one, "a two-column range of plan keys and values, e.g. forecast.peak_rps | 40")
-    return plan_from_pairs(table_rows("plan_table", plan_table, is_plan_key), source="plan_table")
+    base = reference_plan().model_copy(update={"policy": Policy()})
+    return plan_from_pairs(table_rows("plan_table", plan_table, is_plan_key), base=base, source="plan_table")
 
 
 def is_plan_key(v) -> bool:

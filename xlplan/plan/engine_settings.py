@@ -110,13 +110,39 @@ def engine_budgets(plan: Plan, gpu: GPUSpec) -> tuple[int, int]:
     SGLang's ``chunked_prefill_size``; trtllm-serve's ``max_num_tokens``. Runbook, document 14: no batch or step
     budget (``RUNBOOK_UNBOUNDED``).
     """
+    seqs, tokens = default_budgets(plan.policy.engine, gpu.memory_gib, gpu.name)
+    return plan.policy.max_num_seqs or seqs, plan.policy.max_num_batched_tokens or tokens
+
+
+def default_budgets(engine: str, memory_gib: float, gpu_name: str = "") -> tuple[int, int]:
+    """The engine's own (max_num_seqs, max_num_batched_tokens) on a GPU, where a plan states neither. [sequences], [tokens]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        The plan's ``policy.engine``.
+    memory_gib : float
+        The GPU's memory as the driver reports it. [GiB]
+    gpu_name : str
+        The GPU's display name ('' for a GPU given by its memory alone); an A100 keeps vLLM's smaller budgets.
+
+    Returns
+    -------
+    max_num_seqs : int
+        Sequences a replica runs at once. [sequences]
+    max_num_batched_tokens : int
+        Tokens one engine step may carry. [tokens]
+
+    References
+    ----------
+    As :func:`engine_budgets`: vLLM's arg_utils.py defaults stand for every engine; the runbook's convention has no
+    budget (``RUNBOOK_UNBOUNDED``).
+    """
     from xlplan.serving import engines
 
-    if plan.policy.engine == "runbook":
-        seqs, tokens = RUNBOOK_UNBOUNDED, RUNBOOK_UNBOUNDED
-    else:
-        seqs, tokens = engines.vllm_defaults(gpu.memory_gib, gpu.name)
-    return plan.policy.max_num_seqs or seqs, plan.policy.max_num_batched_tokens or tokens
+    if engine == "runbook":
+        return RUNBOOK_UNBOUNDED, RUNBOOK_UNBOUNDED
+    return engines.vllm_defaults(memory_gib, gpu_name)
 
 
 def efficiencies(plan: Plan, gpu: GPUSpec) -> dict[str, float | None]:

@@ -115,13 +115,10 @@ def activation_gib(s: Scenario, tp: int):
     References
     ----------
     vLLM's start-up log line "model weights … peak activation … non-torch memory … KV Cache is …"
-    (:func:`xlplan.serving.engines.vllm_activation_peak_gib`).
+    (:func:`xlplan.serving.engines.activation_gib`).
     """
-    if s.engine == "vllm":
-        return engines.vllm_activation_peak_gib(s.vocab, s.hidden, s.intermediate / tp, s.max_num_seqs, s.max_num_batched_tokens)
-    if s.engine == "trtllm":
-        return engines.vllm_activation_peak_gib(s.vocab, s.hidden, s.intermediate / tp, 0, s.max_num_batched_tokens, v0=True)
-    return 0.0 * s.memory_gib
+    peak = engines.activation_gib(s.engine, s.vocab, s.hidden, s.intermediate / tp, s.max_num_seqs, s.max_num_batched_tokens)
+    return peak if s.engine in engines.PROFILED else 0.0 * s.memory_gib  # a sweep's array where memory is one
 
 
 def kv_budget_gib(s: Scenario, tp: int):

@@ -196,6 +196,53 @@ def vllm_activation_peak_gib(vocab: int, hidden: int, intermediate_per_gpu: floa
     return (sampler + forward) / GIB
 
 
+PROFILED: tuple[str, ...] = ("vllm", "trtllm")
+"""The engines whose memory rule deducts an activation peak or workspace (:func:`activation_gib`). [text]"""
+
+
+def activation_gib(engine: str, vocab: int, hidden: int, intermediate_per_gpu, max_num_seqs, max_num_batched_tokens):
+    """The activation memory the engine's memory rule deducts per GPU at start-up. [GiB]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        Whose rule.
+    vocab : int
+        Vocabulary. [tokens]
+    hidden : int
+        Model width. [elements]
+    intermediate_per_gpu : float or array
+        This GPU's share of the dense MLP width: the model's ``intermediate_size`` ÷ TP. [elements]
+    max_num_seqs : float or array
+        Sequences the engine runs at once (vLLM profiles its sampler on them). [sequences]
+    max_num_batched_tokens : float or array
+        Tokens one engine step may carry (the profiled forward pass). [tokens]
+
+    Returns
+    -------
+    float or array
+        vLLM's profiled peak (V1), TensorRT-LLM's workspace (V0's unfused forward pass, no sampler); 0 for the
+        runbook's rule (its stated overhead holds it) and SGLang's (its reserve does). [GiB]
+
+    References
+    ----------
+    vLLM's start-up log line "model weights … peak activation … non-torch memory … KV Cache is …"
+    (:func:`vllm_activation_peak_gib`).
+
+    Examples
+    --------
+    Llama-3.1-8B on an H100 at vLLM's defaults (1,024 sequences, 8,192 tokens): 4.76 GiB, as logged.
+
+    >>> round(activation_gib("vllm", 128256, 4096, 14336, 1024, 8192), 2), activation_gib("sglang", 128256, 4096, 14336, 1024, 8192)
+    (4.76, 0.0)
+    """
+    if engine == "vllm":
+        return vllm_activation_peak_gib(vocab, hidden, intermediate_per_gpu, max_num_seqs, max_num_batched_tokens)
+    if engine == "trtllm":
+        return vllm_activation_peak_gib(vocab, hidden, intermediate_per_gpu, 0, max_num_batched_tokens, v0=True)
+    return 0.0
+
+
 def kv_budget_gib(engine: str, memory_gib: float, visible: float, utilisation: float, weights_gib_per_gpu: float,
                   overhead_gib: float, activation_gib: float, tp: int):
     """KV-cache room per GPU by the engine's own memory rule. [GiB]

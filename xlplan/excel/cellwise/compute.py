@@ -18,7 +18,7 @@ from xlplan.serving import compute
 
 
 def prefill_tflops(arrival_rate_rps: float, model: str | ModelSpec, prompt_p50: float, prompt_p95: float,
-                   prompt_p99: float | None = None, prefix_reuse: float = 0.0, attention_flops: str = "full") -> float:
+                   prompt_p99: float | None = None, prefix_reuse: float = 0.0, attention_flops: str = "causal") -> float:
     """Prefill demand at the peak rate over the fitted prompt distribution. [TFLOP/s]
 
     Parameters
@@ -35,9 +35,9 @@ def prefill_tflops(arrival_rate_rps: float, model: str | ModelSpec, prompt_p50: 
         99th-percentile prompt length; left out, the fit uses p95 alone. [tokens]
     prefix_reuse : float
         Measured fraction of prompt compute served from the prefix cache; 0 unless measured. [fraction]
-    attention_flops : {'full', 'causal'}
-        The attention convention: every query-key pair, ``E[n²]`` (the runbook's), or the causal half,
-        ``(E[n²] + E[n])/2`` (the engine's default, ``policy.attention_flops``).
+    attention_flops : {'causal', 'full'}
+        The plan's ``policy.attention_flops``: the causal half of the query-key pairs, ``(E[n²] + E[n])/2`` (the
+        default, as a plan that states none), or every pair, ``E[n²]`` (the runbook's, the reference plan's).
 
     Returns
     -------
