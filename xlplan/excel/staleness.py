@@ -377,7 +377,8 @@ def flag_engine_values(book: Book) -> None:
             continue
         title, coord = _name_cell(book, sh.stale_flag)
         groups = set().union(*(g for (t, _), g in by_row.items() if t == sh.title))
-        sheets[title].cells[coord].value = group_flag(groups)
+        if groups:  # else the sheet holds no engine value (no month to schedule): its flag keeps its own groups
+            sheets[title].cells[coord].value = group_flag(groups)
         for (t, c) in [k for k in stale if k[0] == sh.title]:
             book.flags[(t, c)] = (title, coord)
     for (title, row), groups in sorted(by_row.items()):
