@@ -139,7 +139,7 @@ def test_check_names_the_edit_as_one_finding(edited, stem, capsys):
     findings = json.loads(capsys.readouterr().out)
     assert [f["kind"] for f in findings] == ["inputs-changed"], findings[:3]
     assert "CostMode" in findings[0]["found"] if stem.startswith("paid") else "ITLInput" in findings[0]["found"]
-    assert "each with a STALE flag beside it" in findings[0]["expected"]
+    assert "each with a flag beside it that reads STALE" in findings[0]["expected"]
 
 
 @pytest.mark.slow

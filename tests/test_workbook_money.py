@@ -159,7 +159,9 @@ def test_self_hosting_against_the_api_is_a_factor_above_one_in_the_direction_of_
             assert read(*name_ref(book, "APIComparison")) == method, engine
             assert read(*name_ref(book, "SummaryAgainstAPI")) == method, engine
         title, coord = name_ref(book, "AnswerAgainstAPI")
-        assert book.get(title).cells[coord].value == answer  # an engine value, as the note prints it
+        assert book.get(title).cells[coord].cached == answer  # the engine's words, as the note prints them
+        for engine, per in readers.items():  # and the formula over the Answer's bill on 5 Cost says the same
+            assert per[stem](title, coord) == answer, engine
         assert f"On infrastructure alone {answer} at this volume." in render_text(plan(PLANS[stem]()))
         for text in (method, answer):
             assert all(float(x) >= 1 for x in re.findall(r"([\d.]+)×", text))
@@ -272,20 +274,21 @@ def test_bought_the_summary_gives_the_capex_and_the_payback_of_the_nodes_ordered
     # the slow-payback plan buys 1 node: a $1,000,000 server and the catalog's network share of $15,060 (2024-08,
     # tests/test_payment.py): capex 1 x 1,015,060, and its payback
     # past the 60-month life reads never; the H20 bought has no rental price: its payback reads 'price missing'; a
-    # rented plan has neither row
-    books, _, _ = money
+    # rented plan shows n/a in both rows. Formulas over the Answer's fleet on 5 Cost, in both engines.
+    books, readers, _ = money
 
-    def named(stem, name):
-        book = books[stem]
-        if name not in book.names:
-            return None
-        title, coord = book.names[name].split("!")
-        return book.get(title.strip("'")).cells[coord.replace("$", "")].value
+    def formula(stem, name):
+        title, coord = name_ref(books[stem], name)
+        return books[stem].get(title).cells[coord].value
 
-    assert named("slow_payback", "AnswerCapexUSD") == pytest.approx(1_015_060)
-    assert named("slow_payback", "AnswerPaybackMonths") == "never pays back in its life"
-    assert named("h20_bought", "AnswerPaybackMonths") == "price missing"
-    assert named("reference", "AnswerCapexUSD") is None and named("reference", "AnswerPaybackMonths") is None
-    # each with its stale flag over the bill's inputs (the node price among them)
+    for engine, per in readers.items():
+        def named(stem, name):
+            return per[stem](*name_ref(books[stem], name))
+
+        assert named("slow_payback", "AnswerCapexUSD") == pytest.approx(1_015_060), engine
+        assert named("slow_payback", "AnswerPaybackMonths") == "never pays back in its life", engine
+        assert named("h20_bought", "AnswerPaybackMonths") == "price missing", engine
+        assert named("reference", "AnswerCapexUSD") == "n/a" and named("reference", "AnswerPaybackMonths") == "n/a", engine
+    # each with its stale flag over the fleet's inputs only: the node price moves it live
     for name in ("AnswerCapexUSDStale", "AnswerPaybackMonthsStale"):
-        assert "UnchangedPriceInputs" in named("slow_payback", name)
+        assert "UnchangedFleetInputs" in formula("slow_payback", name) and "UnchangedPriceInputs" not in formula("slow_payback", name)

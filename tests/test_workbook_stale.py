@@ -196,10 +196,11 @@ def test_an_edit_flips_the_flag_of_every_value_that_depends_on_it_in_both_engine
             title, coord, got = _value(lo, _flag(value))
             assert (got != CURRENT and str(got).startswith("STALE")) is stale, (stem, value, got)
             assert grammar_value(grammar, title, coord) == got, (stem, value)
-    # a price edit leaves the fleet current and the bill, the Options and the Which-hardware sentence stale
+    # a price edit leaves the fleet current, and the Answer's bill too (a formula over its fleet, which moves with the
+    # price); the Options and the Which-hardware sentence (the engine's ranking by $/M tokens) stale
     lo = edited["price"][0]
-    assert _value(lo, "AnswerLoadStale")[2] == CURRENT
-    assert all(_value(lo, n)[2] != CURRENT for n in ("AnswerMonthlyUSDStale", "OptionsStale", "SummaryWhichHardwareStale"))
+    assert _value(lo, "AnswerLoadStale")[2] == CURRENT and _value(lo, "AnswerMonthlyUSDStale")[2] == CURRENT
+    assert all(_value(lo, n)[2] != CURRENT for n in ("OptionsStale", "SummaryWhichHardwareStale"))
     _a_value_not_among_a_drop_downs_choices_fails_a_check_in_both_engines(edited)
 
 

@@ -184,7 +184,8 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
             continue
         findings += _sheet_findings(sheet, now.get(sheet.title, sheet), wf[sheet.title], wv[sheet.title], user_rows)
     findings = _one_line_when_nothing_is_computed(findings, template, wf, wv)
-    findings = _one_line_when_inputs_changed(findings, changed, _flagged_stale(template, wv))
+    findings = _one_line_when_inputs_changed(findings, changed, _flagged_stale(template, changed or []),
+                                             _recalculated_since(wv, changed or []))
     findings += _missing_names(template, wf) + _failed_checks(wv)
     return sorted(findings, key=lambda f: (f.kind not in REAL_PROBLEMS, KINDS.index(f.kind) if f.kind in KINDS else 0))
 
@@ -307,27 +308,52 @@ def _same_input(was: Any, now: Any) -> bool:
     return ("" if was is None else str(was)) == ("" if now is None else str(now))
 
 
-def _flagged_stale(fresh, wv) -> set[str]:
-    """Each cell (``'Sheet'!A1``) whose stale flag in the file shows STALE (:attr:`~xlplan.excel.cells.Book.flags`)."""
-    out = set()
-    for (title, coord), (flag_title, flag_coord) in fresh.flags.items():
-        if title in wv.sheetnames and flag_title in wv.sheetnames and str(wv[flag_title][flag_coord].value or "").startswith("STALE"):
-            out.add(f"{quote_sheet(title)}!{coord}")
-    return out
+def _flagged_stale(template, changed) -> set[str]:
+    """Each cell (``'Sheet'!A1``) whose flag reads STALE for these edits (once the file is recalculated): a cell with a
+    flag beside it (:attr:`~xlplan.excel.cells.Book.flags`) that reads an engine value of an edited input's group."""
+    from xlplan.excel.inputs import all_inputs
+    from xlplan.excel.staleness import engine_groups, group_of
+
+    path = {spec.name: spec.path for spec in all_inputs()}
+    edited = {group_of(path[name]) for name, _, _ in changed if name in path} - {None}
+    return {f"{quote_sheet(title)}!{coord}" for (title, coord), groups in engine_groups(template).items()
+            if (title, coord) in template.flags and groups & edited}
 
 
-def _one_line_when_inputs_changed(findings: list[Finding], changed, flagged: set[str]) -> list[Finding]:
+def _recalculated_since(wv, changed) -> bool:
+    """Whether the file was recalculated after its inputs were edited: the Summary's unchanged-inputs cell of each edited
+    group holds FALSE (an edit saved without recalculating leaves every value as it was, TRUE among them)."""
+    from xlplan.excel.inputs import all_inputs
+    from xlplan.excel.staleness import group_name, group_of
+
+    path = {spec.name: spec.path for spec in all_inputs()}
+    for group in {group_of(path[name]) for name, _, _ in changed if name in path} - {None}:
+        dn = wv.defined_names.get(group_name(group))
+        if dn is not None:
+            title, coord = name_cells(wv, dn)[0]
+            if wv[title][coord].value is True:
+                return False
+    return True
+
+
+def _one_line_when_inputs_changed(findings: list[Finding], changed, flagged: set[str], recalculated: bool = True) -> list[Finding]:
     """Where inputs differ from the values the engine last ran on, the engine values computed for the old ones (and
     the formulas that read them) are one finding naming the inputs, not one per cell: each value whose flag beside it
-    says STALE. A value that differs with no STALE flag beside it stays a finding of its own."""
+    reads STALE for these edits. A value that differs with no such flag beside it stays a finding of its own, unless the
+    file was saved without recalculating (``recalculated`` False): then every value is as it was built, and says so."""
     if not changed:
         return findings
-    stale = [f for f in findings if f.kind in ("stale-value", "stale-breakpoint") and f.where in flagged]
+    stale = [f for f in findings if f.kind in ("stale-value", "stale-breakpoint") and (f.where in flagged or not recalculated)]
     edits = "; ".join(f"{name} {_show(was)} -> {_show(now)}" for name, was, now in changed)
+    if not recalculated:
+        return [f for f in findings if f not in stale] + [Finding(
+            "1 Inputs", "inputs-changed", edits,
+            (f"inputs changed and the file was saved without recalculating ({len(stale):,} cells still show the values "
+             f"for the old inputs): open and save it in Excel or LibreOffice, or regenerate: {REBUILD}"))]
     return [f for f in findings if f not in stale] + [Finding(
         "1 Inputs", "inputs-changed", edits,
-        (f"inputs changed since the engine last ran: {len(stale):,} cells differ from a rebuild, each with a STALE flag "
-         f"beside it; regenerate: {REBUILD}"))]
+        (f"inputs changed since the engine last ran ({len(stale):,} cells differ from a rebuild, each with a flag beside "
+         f"it that reads STALE once the file is recalculated); regenerate: {REBUILD}"))]
 
 
 def _missing_names(fresh, wf) -> list[Finding]:

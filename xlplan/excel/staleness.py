@@ -394,9 +394,10 @@ def flag_engine_values(book: Book) -> None:
                 pass  # the flag of the value this row continues (a sentence's next line), which covers the row
             elif _GROUP_FLAG.fullmatch(str(cell.value)):  # a flag over groups alone: exactly what the row reads
                 cell.value = group_flag(groups)
-            else:  # a flag of its own (a breakpoint's searched input), and the row's groups
+            else:  # a flag of its own (a breakpoint's searched input), and the row's groups, in its own words
                 inner = str(cell.value)[1:]
-                cell.value = f'=IF({_unchanged(groups)},{inner},"{STALE if cell.cached == CURRENT else ROW_STALE}")'
+                words = re.search(r'"(STALE[^"]*)"', inner)
+                cell.value = f'=IF({_unchanged(groups)},{inner},"{words.group(1) if words else ROW_STALE}")'
         else:
             last = in_row[-1][0] if in_row else 0
             col = sh.flag_col if sh.flag_col is not None and _rc(f"{sh.flag_col}1")[1] > last else get_column_letter(last + 1)
