@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hashlib
 import io
 import json
@@ -17,6 +18,7 @@ import pytest
 
 from xlplan.excel import layout
 from xlplan.excel.book import figures
+from xlplan.excel.cells import date_serial
 from xlplan.excel.export import workbook_for
 from xlplan.excel.writer import workbook_bytes
 from xlplan.io import libreoffice
@@ -183,7 +185,10 @@ def _dig(d, path):
 
 def agrees(found, expected, rel=1e-9) -> bool:
     """LibreOffice's value against the engine's, 1e-9 relative (or 1e-12 absolute: a fitted σ of 1.3e-16 against 2.7e-16
-    where p50 = p95 = p99 is zero in both, to the float's rounding); text, booleans and the words for no value exactly."""
+    where p50 = p95 = p99 is zero in both, to the float's rounding); text, booleans and the words for no value exactly.
+    A date openpyxl read from a date-formatted number is that number, its serial (the engine caches the serial)."""
+    if isinstance(found, dt.date):
+        found = date_serial(found)
     if expected is None:
         return found in (None, "", "n/a", "none")
     if isinstance(expected, bool) or isinstance(found, bool):  # a boolean stays one: not 1, not "TRUE" or "1" as text

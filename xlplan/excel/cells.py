@@ -8,6 +8,7 @@ written as the cell's cached value so readers that do not recalculate see number
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +120,18 @@ def quote_sheet(title: str) -> str:
     if title.replace("_", "").isalnum() and not title[0].isdigit():
         return title
     return "'" + title.replace("'", "''") + "'"
+
+
+SERIAL_EPOCH = dt.date(1899, 12, 30)
+"""Day 0 of a spreadsheet date serial: Excel's 1900 date system (which counts a 29 February 1900 that never was), as
+xlsx files store dates and LibreOffice reads them, so serials from 1 March 1900 on are days since this day."""
+
+
+def date_serial(day: dt.date) -> int:
+    """A day as a spreadsheet stores it: its serial number in the 1900 date system (2027-01-18 is 46405). A date cell
+    holds this number and shows it through its number format, so the text follows the reader's locale while the value
+    does not; a ``datetime`` (openpyxl's reading of a date-formatted number) gives its day's serial. [days]"""
+    return day.toordinal() - SERIAL_EPOCH.toordinal()
 
 
 @dataclass(frozen=True)

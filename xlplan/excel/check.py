@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlplan.excel.cells import quote_sheet
+from xlplan.excel.cells import date_serial, quote_sheet
 from xlplan.excel.common import ADDIN_AGREES, ADDIN_MISSING, ADDIN_MISSING_BEFORE, CROSSCHECK_COL, SIX_TABS, Engine
 from xlplan.excel.layout import build
 from xlplan.excel.opening import open_workbook
@@ -87,6 +87,8 @@ def _from_searched(sheet) -> set[str]:
 
 
 def _agree(found: Any, expected: Any) -> bool:
+    if isinstance(found, dt.date):  # openpyxl reads a date-formatted number as a datetime; the engine caches its serial
+        found = date_serial(found)
     if expected == "" and found in (None, ""):
         return True
     if isinstance(expected, bool) or isinstance(found, bool):

@@ -73,6 +73,7 @@ FMT = {
     "gpus2": "#,##0.00",
     "sigma": "0.0000",
     "value": "#,##0.0###",  # an input quoted as typed: 40.0, 0.05, 2,000.0
+    "date": "yyyy-mm-dd",  # a date cell (cells.date_serial): the file stores the code once, each locale shows it
 }
 
 

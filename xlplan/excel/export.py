@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from xlplan.excel.cells import Book
+from xlplan.excel.cells import Book, date_serial
 from xlplan.excel.common import SIX_TABS, SUMMARY_TAB
 from xlplan.excel.figures import Figures
 from xlplan.excel.layout import build
@@ -36,8 +37,8 @@ def _recalculated_caches(book: Book) -> Book:
             ws = wb[sheet.title]
             for coord, cell in sheet.cells.items():
                 if cell.formula:
-                    v = ws[coord].value
-                    cell.cached = "" if v is None else v
+                    v = ws[coord].value  # a date-formatted number comes back a datetime: cached as its serial
+                    cell.cached = "" if v is None else date_serial(v) if isinstance(v, dt.date) else v
     return book
 
 

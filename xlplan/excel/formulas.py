@@ -233,16 +233,21 @@ def usd(expr: str, value: float, decimals: int = 0) -> Prose:
 
 def short(expr: str, value: float, decimals: int = 2) -> Prose:
     """A number as few digits as it needs: whole numbers with thousands separators, else up to ``decimals`` decimals
-    without trailing zeros (12.5, 0.025, 40). [text]"""
+    without trailing zeros and without thousands separators (12.5, 0.025, 40). [text]
+
+    FIXED, never TEXT: a TEXT format code is read in the spreadsheet's locale (in German, "0.0#" groups thousands by
+    its "." and shows 1.5 as "002"), where FIXED's only locale-dependent part is its decimal mark. The decimals shown
+    are one plus the places short of ``decimals`` at which rounding still changes the number (0.025 with 4 decimals:
+    ROUND to 1 and to 2 differ from ROUND to 4, ROUND to 3 does not, so 3 decimals)."""
     whole = _round(value, 0)
     if _round(value, decimals) == whole:
         text = f"{whole:,.0f}"
     else:
         text = f"{_round(value, decimals):.{decimals}f}".rstrip("0")
         text += "0" if text.endswith(".") else ""
-    code = "0.0" + "#" * (decimals - 1)
-    return Prose(f'IF(ROUND({expr},{decimals})=ROUND({expr},0),FIXED(ROUND({expr},0),0),TEXT(ROUND({expr},{decimals}),"{code}"))',
-                 text)
+    r = f"ROUND({expr},{decimals})"
+    places = "1" + "".join(f"+(ROUND({expr},{k})<>{r})" for k in range(1, decimals))
+    return Prose(f"IF({r}=ROUND({expr},0),FIXED(ROUND({expr},0),0),FIXED({r},{places},TRUE))", text)
 
 
 def plural(expr: str, value: float, noun: str) -> Prose:
@@ -251,8 +256,8 @@ def plural(expr: str, value: float, noun: str) -> Prose:
 
 
 def pct(expr: str, value: float) -> Prose:
-    """A fraction as a whole percentage (0.4 -> 40%). [text]"""
-    return Prose(f'TEXT(ROUND({expr},2),"0%")', f"{_round(value, 2) * 100:.0f}%")
+    """A fraction as a whole percentage (0.4 -> 40%), by FIXED rather than a locale-read TEXT format. [text]"""
+    return Prose(f'FIXED(PercentPerFraction*ROUND({expr},2),0,TRUE)&"%"', f"{_round(value, 2) * 100:.0f}%")
 
 
 def ref(expr: str, value: str) -> Prose:

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from xlplan.io.errors import InputError
 
@@ -21,6 +22,11 @@ RECALC_ALWAYS = """<?xml version="1.0" encoding="UTF-8"?>
 <item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="ODFRecalcMode" oor:op="fuse"><value>0</value></prop></item>
 </oor:items>
 """
+
+LOCALE = """<item oor:path="/org.openoffice.Setup/L10N"><prop oor:name="ooSetupSystemLocale" oor:op="fuse"><value>{}</value></prop></item>
+"""
+"""The profile's setting of the locale LibreOffice formats and parses numbers in (a BCP 47 tag such as de-DE), in
+place of the system's."""
 
 TIMEOUT_S = 300
 """Longest a conversion may take. [s]"""
@@ -48,14 +54,15 @@ def require(option: str) -> None:
         raise InputError(option, [f"needs LibreOffice, which is not installed; {INSTALL}"])
 
 
-def _convert(files: list[Path], outdir: Path, target: str) -> list[Path]:
+def _convert(files: list[Path], outdir: Path, target: str, locale: str | None = None) -> list[Path]:
     binary = soffice()
     if binary is None:
         raise InputError("LibreOffice", [f"not found; {INSTALL}"])
     with tempfile.TemporaryDirectory(prefix="xlplan-lo-") as profile:
         user = Path(profile) / "user"
         user.mkdir()
-        (user / "registrymodifications.xcu").write_text(RECALC_ALWAYS, encoding="utf-8")
+        settings = RECALC_ALWAYS if locale is None else RECALC_ALWAYS.replace("</oor:items>", LOCALE.format(escape(locale)) + "</oor:items>")
+        (user / "registrymodifications.xcu").write_text(settings, encoding="utf-8")
         cmd = [binary, f"-env:UserInstallation={Path(profile).as_uri()}", "--headless", "--norestore", "--nolockcheck",
                "--convert-to", target, "--outdir", str(outdir), *map(str, files)]
         try:
@@ -70,10 +77,11 @@ def _convert(files: list[Path], outdir: Path, target: str) -> list[Path]:
     return out
 
 
-def recalculate(files: list[Path], outdir: Path) -> list[Path]:
-    """Open each .xlsx in headless LibreOffice, recalculate every formula, save it as .xlsx in ``outdir``."""
+def recalculate(files: list[Path], outdir: Path, locale: str | None = None) -> list[Path]:
+    """Open each .xlsx in headless LibreOffice, recalculate every formula, save it as .xlsx in ``outdir``; in
+    ``locale`` (a tag such as de-DE) where given, else in the system's."""
     outdir.mkdir(parents=True, exist_ok=True)
-    return _convert(files, outdir, "xlsx:Calc MS Excel 2007 XML")
+    return _convert(files, outdir, "xlsx:Calc MS Excel 2007 XML", locale)
 
 
 def to_pdf(file: Path, outdir: Path) -> Path:

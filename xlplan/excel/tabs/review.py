@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from xlplan.excel.cells import Book, Cell, Sheet, Validation
 from xlplan.excel.common import FMT, NA, REVIEW_TAB, SIX_TABS, Engine, Rows
+from xlplan.excel.formulas import rounded
 from xlplan.excel.support import put_banner
 from xlplan.excel.tabs.sensitivities import ANSWER, BREAKPOINT_INPUTS, breakpoint_name
 from xlplan.schema.review import BreakpointCheck, ReviewOut
@@ -107,15 +108,18 @@ def _state(check: BreakpointCheck | None) -> str:
         return BEYOND
     if check.crossed:
         return CROSSED
-    return NOT_MEASURED if check.headroom is None else f"{check.headroom:.0%} to go"
+    return NOT_MEASURED if check.headroom is None else f"{rounded(100 * check.headroom, 0):.0f}% to go"
 
 
 def _state_formula(m: str, bp: str, direction: str) -> str:
-    """'crossed' or the headroom by formula; text where the breakpoint lies beyond the search. [formula]"""
+    """'crossed' or the headroom by formula; text where the breakpoint lies beyond the search. [formula]
+
+    The headroom in whole percent by FIXED, which rounds as ROUND does, not by a TEXT format code that the spreadsheet
+    reads in its locale."""
     if direction == "up":
-        judged = f'IF({m}>={bp},"{CROSSED}",TEXT({bp}/{m}-1,"0%")&" to go")'
+        judged = f'IF({m}>={bp},"{CROSSED}",FIXED(PercentPerFraction*({bp}/{m}-1),0,TRUE)&"% to go")'
     else:
-        judged = f'IF({m}<={bp},"{CROSSED}",TEXT(1-{bp}/{m},"0%")&" to go")'
+        judged = f'IF({m}<={bp},"{CROSSED}",FIXED(PercentPerFraction*(1-{bp}/{m}),0,TRUE)&"% to go")'
     return f'=IF(AND(ISNUMBER({m}),{m}>0),IF(ISNUMBER({bp}),{judged},"{BEYOND}"),"{NOT_MEASURED}")'
 
 

@@ -9,9 +9,10 @@ cost for the same month's traffic.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
-from xlplan.excel.cells import Book, Cell
+from xlplan.excel.cells import Book, Cell, date_serial
 from xlplan.excel.common import DECISION_TABS, FMT, NA, NONE, Engine, Rows
 from xlplan.excel.figures import Decisions
 from xlplan.excel.tabs.options import stale_flag
@@ -92,7 +93,10 @@ def _month_cells(k: int, m, x: int, rate: float | None, has_api: bool) -> dict[s
                    f'=IF(CostMode="buy",MAX(J{prev},I{x}),IF(CostMode="rent_per_node",I{x},H{x}))', m.purchased, FMT["gpus"]),
         # "New": beyond what the month before held (a rented fleet given back in a dip is rented again)
         "K": _calc(f"=J{x}" if k == 0 else f"=MAX(J{x}-J{prev},0)", m.new_gpus, FMT["gpus"]),
-        "L": _calc(f'=IF(K{x}>0,TEXT(DATE(B{x},C{x},1)-ScheduleLeadTimeDays,"yyyy-mm-dd"),"")', m.order_by or ""),
+        # a date cell, not TEXT(…, "yyyy-mm-dd"): a TEXT format code is read in the spreadsheet's locale (German Excel
+        # wants "JJJJ"), a cell's number format is stored once and shown in each
+        "L": _calc(f'=IF(K{x}>0,DATE(B{x},C{x},1)-ScheduleLeadTimeDays,"")',
+                   date_serial(dt.date.fromisoformat(m.order_by)) if m.order_by else "", FMT["date"]),
         "M": _calc(f'=IF(BillPurchased,J{x},H{x})', m.billed_gpus, FMT["gpus"]),
         "N": _calc(f"=M{x}*GPUUSDPerHour*HoursPerMonth+FixedUSDPerMonth", m.monthly_usd, FMT["usd"]),
         "O": _calc(f"=N{x}" if k == 0 else f"=O{prev}+N{x}", m.cumulative_usd, FMT["usd"]),

@@ -81,13 +81,13 @@ def cash_cells(k: int, m, x: int, first: int, last: int, start: str, fy_start: i
                    FMT["usd"]),
         "AA": _calc(f"=ScheduleCapexBeforeUSD+Y{x}" if k == 0 else f"=AA{x - 1}+Y{x}", m.cumulative_cash_usd, FMT["usd"]),
         # named by the calendar year the fiscal year ends in: a month at or past the start month belongs to the next
-        "AB": _calc(f'="FY"&TEXT(B{x}+IF(AND(ScheduleFYStartMonth>1,C{x}>=ScheduleFYStartMonth),1,0),"0")', m.fiscal_year),
-        "AC": _calc(f'=AB{x}&" Q"&TEXT(INT(MOD(C{x}-ScheduleFYStartMonth,MonthsPerYear)/MonthsPerQuarter)+1,"0")',
+        "AB": _calc(f'="FY"&FIXED(B{x}+IF(AND(ScheduleFYStartMonth>1,C{x}>=ScheduleFYStartMonth),1,0),0,TRUE)', m.fiscal_year),
+        "AC": _calc(f'=AB{x}&" Q"&FIXED(INT(MOD(C{x}-ScheduleFYStartMonth,MonthsPerYear)/MonthsPerQuarter)+1,0,TRUE)',
                     m.fiscal_quarter),
         # the fiscal year and quarter in which this month's new GPUs are paid for (before the schedule too), for the totals
-        "AE": _calc(f'=IF(AND(CostMode="buy",K{x}>0),"FY"&TEXT(YEAR({paid})+IF(AND(ScheduleFYStartMonth>1,MONTH({paid})>='
-                    f'ScheduleFYStartMonth),1,0),"0"),"")', fiscal(m.capex_paid_month)[0]),
-        "AD": _calc(f'=IF(AE{x}="","",AE{x}&" Q"&TEXT(INT(MOD(MONTH({paid})-ScheduleFYStartMonth,MonthsPerYear)/MonthsPerQuarter)+1,"0"))',
+        "AE": _calc(f'=IF(AND(CostMode="buy",K{x}>0),"FY"&FIXED(YEAR({paid})+IF(AND(ScheduleFYStartMonth>1,MONTH({paid})>='
+                    f'ScheduleFYStartMonth),1,0),0,TRUE),"")', fiscal(m.capex_paid_month)[0]),
+        "AD": _calc(f'=IF(AE{x}="","",AE{x}&" Q"&FIXED(INT(MOD(MONTH({paid})-ScheduleFYStartMonth,MonthsPerYear)/MonthsPerQuarter)+1,0,TRUE))',
                     fiscal(m.capex_paid_month)[1]),
     }
 
