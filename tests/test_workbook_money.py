@@ -282,7 +282,7 @@ def test_bought_the_summary_gives_the_capex_and_the_payback_of_the_nodes_ordered
         return books[stem].get(title).cells[coord].value
 
     for engine, per in readers.items():
-        def named(stem, name):
+        def named(stem, name, per=per):
             return per[stem](*name_ref(books[stem], name))
 
         assert named("slow_payback", "AnswerCapexUSD") == pytest.approx(1_015_060), engine
