@@ -255,8 +255,11 @@ def test_master_check_on_the_first_tab_and_charts_and_print_setup(ref_xlsx):
     assert len(wb["3 Constraints"]._charts) == 1 and len(wb["5 Cost"]._charts) == 1
     for title in SIX_TABS:
         ws = wb[title]
-        assert ws.page_setup.fitToWidth == 1 and ws.sheet_properties.pageSetUpPr.fitToPage
+        # as many pages long as it takes, as few across as print at 8 pt or more (tests/test_print.py reads the PDF)
+        assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToHeight == 0
         assert ws.print_title_rows
+    for title in ("2 Model", "4 Fleet", "5 Cost"):  # label, value, unit and how: narrow enough for one page across
+        assert wb[title].page_setup.fitToWidth == 1
 
 
 @pytest.mark.slow

@@ -58,6 +58,7 @@ class Sheet:
     landscape: bool = False
     outline_columns: tuple[str, str] | None = None  # working columns grouped (and left out of print)
     print_area: str | None = None
+    pages_wide: int | None = None  # printed this many pages across; None: as few as print every text at 8 pt or more
     charts: list[dict] = field(default_factory=list)
     freeze: str | None = None  # top-left cell of the scrolling area (rows above and columns left of it stay put)
     merges: list[str] = field(default_factory=list)  # ranges shown as one cell, e.g. 'C8:E8'

@@ -165,7 +165,7 @@ def _failure_words(name: str) -> str:
 
 def checks_sheet(book: Book, e: Engine) -> None:
     sh = book.sheet("Checks", "Supporting sheet: the checks block. Every row must be TRUE; the master check is shown on 1 Inputs.",
-                    widths={"A": 60, "B": 14, "C": 60}, freeze="A5")
+                    widths={"A": 60, "B": 14, "C": 60}, freeze="A5", pages_wide=1)
     rows = Rows(book, sh)
     rows.title("Checks — every row must be TRUE", "Supporting sheet. The master check appears on 1 Inputs.")
     rows.header("Check", "Passes")
@@ -305,7 +305,8 @@ def constants_sheet(book: Book, e: Engine) -> None:
     """Lay out the Constants sheet: every constant the formulas use, the dtype tables, the drop-down lists and the
     default efficiencies."""
     sh = book.sheet("Constants", "Supporting sheet: every constant the formulas use, labelled, and the drop-down lists.",
-                    widths={"A": 28, "B": 46, "C": 22, "D": 16, "E": 70}, freeze="A5", landscape=True, print_title_rows="4:4")
+                    widths={"A": 28, "B": 46, "C": 22, "D": 16, "E": 70}, freeze="A5", landscape=True, print_title_rows="4:4",
+                    pages_wide=1)
     sh.put("A", 1, Cell("Constants — every number the formulas use, with its unit", kind="title"))
     sh.put("A", 2, Cell("Supporting sheet. Formulas refer to these by name; none has a number written inside it.", kind="note"))
     for i, h in enumerate(("Name", "Meaning", "Value", "Unit", "Why")):
@@ -358,7 +359,9 @@ def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
         book.define_range(name, gs, f"{owned[i]}{CATALOG_FIRST_ROW}", f"{owned[i]}{last}")
 
     ms = book.sheet("Models", "Supporting sheet: model configs (Hugging Face config.json fields) the drop-down picks from, with sources.",
-                    widths={"A": 26, "B": 30, **{get_column_letter(3 + i): 11 for i in range(len(MODEL_COLUMNS))}}, **REFERENCE_PRINT)
+                    widths={"A": 26, "B": 30, **{get_column_letter(3 + i): 11 for i in range(len(MODEL_COLUMNS))},
+                            get_column_letter(3 + len(MODEL_COLUMNS)): 90, get_column_letter(4 + len(MODEL_COLUMNS)): 30},
+                    **REFERENCE_PRINT)  # the source and the Hugging Face id wide enough to wrap in a few lines
     heads = ["Key", "Name"] + [f for f, _, _ in MODEL_COLUMNS] + [f for f in MODEL_EXTRA]
     mkeys = catalog_model_keys(e.plan)
     _catalog_rows(book, ms, "Models — config.json fields, with sources", heads, "ModelKeys", "ModelNames",
@@ -368,9 +371,11 @@ def catalog_sheets(book: Book, e: Engine) -> tuple[int, int]:
     return len(mkeys), len(keys)
 
 
-REFERENCE_PRINT = dict(freeze="C5", landscape=True, print_title_rows=f"{CATALOG_FIRST_ROW - 1}:{CATALOG_FIRST_ROW - 1}")
+REFERENCE_PRINT = dict(freeze="C5", landscape=True, print_title_rows=f"{CATALOG_FIRST_ROW - 1}:{CATALOG_FIRST_ROW - 1}",
+                       pages_wide=1)
 """How the wide catalog sheets scroll and print: key and name columns and the header kept in view; printed landscape,
-one page wide like every sheet (at a fixed scale they ran to 15 pages across, half of the printed workbook)."""
+one page wide like every supporting sheet (at a fixed scale they ran to 15 pages across, half of the printed workbook;
+the workbook's PDF leaves them out)."""
 
 
 def _catalog_rows(book: Book, sh: Sheet, title: str, heads: list[str], key_name: str, name_name: str, entries, fields) -> None:
@@ -388,7 +393,8 @@ def _catalog_rows(book: Book, sh: Sheet, title: str, heads: list[str], key_name:
 
 def changelog_sheet(book: Book, e: Engine) -> None:
     sh = book.sheet("Change log", "Supporting sheet: who changed what and why. Add a row for every change.",
-                    widths={"A": 14, "B": 24, "C": 100}, freeze="A5", landscape=True, print_title_rows="4:4")
+                    widths={"A": 14, "B": 24, "C": 100}, freeze="A5", landscape=True, print_title_rows="4:4",
+                    pages_wide=1)
     sh.put("A", 1, Cell("Change log — add a row for every change", kind="title"))
     sh.put("A", 2, Cell("Supporting sheet.", kind="note"))
     for i, h in enumerate(("Date", "Who", "What changed and why")):

@@ -150,18 +150,115 @@ def _page_setup(ws, sheet, book: Book) -> None:
     ws.protection.formatRows = False
     ws.page_setup.orientation = "landscape" if sheet.landscape else "portrait"
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
-    ws.page_setup.fitToWidth = 1  # every sheet one page wide, as many long as it takes
-    ws.page_setup.fitToHeight = 0
+    ws.page_margins.left = ws.page_margins.right = SIDE_MARGIN_IN
+    ws.page_setup.fitToWidth = sheet.pages_wide or _pages_wide(sheet)
+    ws.page_setup.fitToHeight = 0  # as many long as it takes
     ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
     if sheet.print_title_rows:
         ws.print_title_rows = sheet.print_title_rows
-    if sheet.print_area:
-        ws.print_area = sheet.print_area
+    if sheet.print_area:  # no wider than what it shows: empty columns would shrink the print to fit them
+        first, last = sheet.print_area.split(":")
+        row = last.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        ws.print_area = f"{first}:{_printed_columns(sheet)[-1]}{row}"
     if book.print_header:
         ws.oddHeader.left.text = _header_text(book.print_header)
     ws.oddHeader.right.text = "printed &D"
     ws.oddFooter.center.text = f"{sheet.title} — page &P of &N"
     ws.sheet_view.showGridLines = False
+
+
+A4_WIDTH_POINTS = {False: 595.28, True: 841.89}
+"""Width of an A4 page, portrait (False) and landscape (True). [points]"""
+
+SIDE_MARGIN_IN = 0.5
+"""Left and right page margins. [inches]"""
+
+POINTS_PER_WIDTH = 7.2
+"""Printed width of one unit of column width at 100 %, measured in LibreOffice's PDF where DejaVu Sans stands in for
+Calibri (no Carlito installed): the widest of the usual stand-ins; Calibri itself prints about 5.6. [points]"""
+
+SMALLEST_POINTS = 10
+"""Size of the smallest text on a sheet: a chart's (LibreOffice's default for chart text; the cells' is Calibri 11).
+[points]"""
+
+LEAST_PRINT_POINTS = 8.2
+"""The smallest any text may print at: issue 43's 8 pt, with room for the measured :data:`POINTS_PER_WIDTH`. [points]"""
+
+CHART_POINTS_PER_WIDTH = 5.6
+"""Width of one unit of column width where a chart is anchored, as Excel draws Calibri (narrower than
+:data:`POINTS_PER_WIDTH`, so a chart is taken to span more columns, never fewer). [points]"""
+
+CM_POINTS = 72 / 2.54
+"""Points in a centimetre. [points/cm]"""
+
+
+def _printed_columns(sheet, chart_points_per_width: float = CHART_POINTS_PER_WIDTH) -> list[str]:
+    """The sheet's printed columns, from A: to the print area's last column, or the last one a cell or a chart reaches
+    (a chart's width over columns of ``chart_points_per_width``), whichever is nearer: an empty column in the area would
+    only shrink the print. [column letters]"""
+    from openpyxl.utils import get_column_letter
+
+    last = max((_col(coord.rstrip("0123456789")) for coord in sheet.cells), default=1)
+    for ch in sheet.charts:
+        col = _col(ch["anchor"].rstrip("0123456789"))
+        room = ch.get("width", 16) * CM_POINTS
+        while room > 0:
+            room -= sheet.widths.get(get_column_letter(col), 8.43) * chart_points_per_width
+            col += 1
+        last = max(last, col - 1)
+    if sheet.print_area:
+        last = min(last, _col(sheet.print_area.split(":")[1].rstrip("0123456789")))
+    return [get_column_letter(i) for i in range(1, last + 1)]
+
+
+def _pages_wide(sheet) -> int:
+    """Pages across that print the sheet's columns (a chart over them as LibreOffice draws it) with every text at
+    :data:`LEAST_PRINT_POINTS` or larger: fitting a wide sheet to one page wide would print it smaller. [pages]"""
+    page = A4_WIDTH_POINTS[sheet.landscape] - 2 * 72 * SIDE_MARGIN_IN
+    columns = _printed_columns(sheet, POINTS_PER_WIDTH)
+    width = sum(sheet.widths.get(c, 8.43) for c in columns) * POINTS_PER_WIDTH * LEAST_PRINT_POINTS / SMALLEST_POINTS
+    return max(math.ceil(width / page), 1)
+
+
+def _printable(sheet):
+    """The sheet with each text too long for the room it runs into made to wrap (running text is cut at the next
+    filled cell and at the print's last column): across the empty cells to its right, merged, where there are some,
+    else in its own column. A copy; the book is left as it was."""
+    from dataclasses import replace
+
+    from openpyxl.utils import get_column_letter
+
+    columns = _printed_columns(sheet)
+    last = len(columns)
+    merged = set()
+    for rng in sheet.merges:
+        a, b = rng.split(":")
+        ra, rb = int(a.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")), int(b.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+        for r in range(ra, rb + 1):
+            for c in range(_col(a.rstrip("0123456789")), _col(b.rstrip("0123456789")) + 1):
+                merged.add(f"{get_column_letter(c)}{r}")
+    cells, merges = dict(sheet.cells), list(sheet.merges)
+    for coord, c in sheet.cells.items():
+        text = c.cached if c.formula else c.value
+        if c.wrap or c.kind == "header" or coord in merged or not isinstance(text, str) or not text:
+            continue
+        col = coord.rstrip("0123456789")
+        row = coord[len(col):]
+        own = sheet.widths.get(col, 8.43)
+        if _lines(text, own) == 1:
+            continue
+        run = []
+        for i in range(_col(col) + 1, last + 1):
+            nxt = f"{get_column_letter(i)}{row}"
+            if nxt in sheet.cells or nxt in merged:
+                break
+            run.append(get_column_letter(i))
+        if _lines(text, own + sum(sheet.widths.get(x, 8.43) for x in run)) == 1:
+            continue  # runs on into empty cells, all printed
+        cells[coord] = replace(c, wrap=True)
+        if run and c.kind != "input":
+            merges.append(f"{coord}:{run[-1]}{row}")
+    return replace(sheet, cells=cells, merges=merges)
 
 
 def _render(book: Book):
@@ -178,6 +275,7 @@ def _render(book: Book):
     wb.properties.title = "LLM inference capacity plan"
     wb.calculation.fullCalcOnLoad = True  # Excel recalculates on open; the caches serve readers that do not
     for sheet in book.sheets:
+        sheet = _printable(sheet)
         ws = wb.create_sheet(sheet.title)
         for col, width in sheet.widths.items():
             ws.column_dimensions[col].width = width

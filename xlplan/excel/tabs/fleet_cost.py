@@ -40,7 +40,7 @@ def _fleet_lines(e: Engine) -> list[Line]:
 
 def fleet_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[3], "Section 4: the fleet as three numbers: the load, the redundancy, the purchasing unit.",
-                    widths={"A": 40, "B": 22, "C": 16, "D": 80, "E": 18, "F": 8}, print_title_rows="1:3", landscape=True, freeze="A4",
+                    widths={"A": 34, "B": 18, "C": 12, "D": 40, "E": 16, "F": 8}, print_title_rows="1:3", landscape=True, freeze="A4",
                     flag_col="F")
     rows = Rows(book, sh, engine=e)
     pa, tr = e.sol.paths, e.sol.traffic
@@ -130,7 +130,7 @@ def _verified_block(book: Book, sh, rows: Rows, e: Engine) -> None:
                               "seconds")):
         sh.charts.append({"kind": "scatter", "title": title, "x_title": "GPUs serving the peak", "y_title": y,
                           "x": ("A", hdr + 1, end), "series": series, "anchor": f"{'A' if 'TTFT' in title else 'D'}{end + 2}",
-                          "width": 14, "height": 7, "y_log": "TTFT" in title})
+                          "width": 13, "height": 7, "y_log": "TTFT" in title})  # cm: side by side within A:E
     sh.row = end + 18  # below the charts
 
 
@@ -285,7 +285,7 @@ def _answer_bill_lines(e: Engine) -> list[Line]:
 
 def cost_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[4], "Section 5: the bill, tokens, $/M tokens at the average utilisation, and the managed API.",
-                    widths={"A": 40, "B": 22, "C": 16, "D": 80, "E": 18, "F": 8}, print_title_rows="1:3", landscape=True, freeze="A4",
+                    widths={"A": 34, "B": 18, "C": 12, "D": 40, "E": 16, "F": 8}, print_title_rows="1:3", landscape=True, freeze="A4",
                     flag_col="F")
     rows = Rows(book, sh, engine=e)
     rows.title("5 · The cost — the monthly bill, $/M tokens at the average utilisation, the honest API comparison",
@@ -336,5 +336,6 @@ def _utilisation_table(sh, e: Engine) -> None:
     sh.charts.append({"kind": "scatter", "title": "$/M tokens against average utilisation" + (", with the API" if api is not None else ""),
                       "x_title": "Average utilisation", "y_title": "$ per million tokens", "x": ("A", hdr + 1, end),
                       "series": series, "x_format": "0%", "y_format": '"$"#,##0.00', "x_min": 0, "x_max": 1, "x_major": 0.1,
-                      "y_min": 0, "anchor": f"D{hdr}"})
+                      "y_min": 0, "anchor": f"D{hdr}",
+                      "width": 11.5})  # cm: within D:E, so the tab prints one page wide
     sh.row = end + 1

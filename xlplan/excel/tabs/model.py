@@ -166,7 +166,7 @@ def model_tab(book: Book, e: Engine, n_models: int, n_gpus: int) -> None:
     """Lay out 2 Model: the config from the Models sheet, the parameters derived from it, the weights and cache per
     token, and the GPU from the GPUs sheet."""
     sh = book.sheet(SIX_TABS[1], "Section 2: the model and precision: parameters derived from the config, weights, cache per token.",
-                    widths={"A": 40, "B": 22, "C": 16, "D": 90, "E": 18}, print_title_rows="1:3", landscape=True, freeze="A4")
+                    widths={"A": 34, "B": 18, "C": 12, "D": 40, "E": 16}, print_title_rows="1:3", landscape=True, freeze="A4")
     rows = Rows(book, sh, engine=e)
     rows.title("2 · Model and precision — parameters from the config, weights, cache per token",
                "Config fields come from the Models sheet for the model chosen on 1 Inputs; the counts below are the "

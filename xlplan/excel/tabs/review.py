@@ -49,7 +49,7 @@ def review_tab(book: Book, e: Engine, out: ReviewOut) -> None:
     """Add the Review tab: the growth to the review month, the forecast against the measurement, the breakpoints."""
     sh = book.sheet(REVIEW_TAB, f"The monthly review of {out.month}: the measured figures against the plan's, and tab 6's "
                     "breakpoints against them.", widths={"A": 40, "B": 14, "C": 14, "D": 18, "E": 14, "F": 30},
-                    print_title_rows="1:3", freeze="B4", values_depend=())  # the month's measurements: a record
+                    print_title_rows="1:3", freeze="B4", landscape=True, values_depend=())  # the month's measurements: a record
     rows = Rows(book, sh)
     rows.title(f"Review · {out.month} measured against the plan",
                f"Reviewed {out.date}. Yellow cells hold the month's measured figures (blank: not measured); type next "

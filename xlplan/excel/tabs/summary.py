@@ -271,7 +271,7 @@ def _decision_sections(book: Book, sh, rows: Rows, e: Engine, decisions) -> None
 def summary_tab(book: Book, e: Engine, decisions=None) -> None:
     """Lay out the Summary sheet (first in the workbook). The date is the plan's, else the day of the build."""
     sh = book.sheet(SUMMARY_TAB, "The answer: GPUs, what binds, the cost, the API comparison, and whether every check passes.",
-                    widths={"A": 30, "B": 44, "C": 14, "D": 60, "E": 16}, print_title_rows="1:2", landscape=True,
+                    widths={"A": 30, "B": 34, "C": 12, "D": 40, "E": 14}, print_title_rows="1:2", landscape=True,
                     flag_col="E")
     rows = Rows(book, sh)
     rows.title("Summary — the answer", "Every figure is a formula over the tabs that follow; change an input on 1 Inputs and it follows.")
