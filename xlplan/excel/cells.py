@@ -64,7 +64,8 @@ class Sheet:
     merges: list[str] = field(default_factory=list)  # ranges shown as one cell, e.g. 'C8:E8'
     values_depend: tuple[str, ...] | None = None  # the input groups of this sheet's engine values not given their own
     stale_flag: str | None = None  # the one flag of a sheet that is all engine values (Options, Schedule), by its name
-    flag_col: str | None = None  # the column of each row's stale flag, where the rows' cells end left of it
+    flag_col: str | None = None  # the column of each row's stale flag, where that cell of the row is free
+    row_flags: dict[int, str] = field(default_factory=dict)  # a table's rows -> the one flag above them (its coordinate)
     row: int = 1  # cursor for builders
 
     def put(self, col: int | str, row: int, cell: Cell) -> str:

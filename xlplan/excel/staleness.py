@@ -381,9 +381,21 @@ def flag_engine_values(book: Book) -> None:
             sheets[title].cells[coord].value = group_flag(groups)
         for (t, c) in [k for k in stale if k[0] == sh.title]:
             book.flags[(t, c)] = (title, coord)
+    tables: dict[tuple[str, str], set[str]] = {}  # a table's flag -> the groups of its rows
+    for (title, row), groups in by_row.items():
+        if row in sheets[title].row_flags:
+            tables.setdefault((title, sheets[title].row_flags[row]), set()).update(groups)
+    for (title, coord), groups in tables.items():
+        sheets[title].put(coord[0] if coord[1].isdigit() else coord.rstrip("0123456789"), _rc(coord)[0],
+                          Cell(f'=IF({_unchanged(groups)},"{ROW_CURRENT}","{ROW_STALE}")', formula=True, cached=ROW_CURRENT,
+                               kind="flag"))
     for (title, row), groups in sorted(by_row.items()):
         sh = sheets[title]
         if sh.stale_flag is not None:
+            continue
+        if row in sh.row_flags:
+            for (t, c) in [k for k in stale if k[0] == title and _rc(k[1])[0] == row]:
+                book.flags[(t, c)] = (title, sh.row_flags[row])
             continue
         in_row = sorted((_rc(c)[1], c) for c in sh.cells if _rc(c)[0] == row)
         own = next((c for _, c in in_row if sh.cells[c].kind == "flag"), None)
@@ -400,7 +412,7 @@ def flag_engine_values(book: Book) -> None:
                 cell.value = f'=IF({_unchanged(groups)},{inner},"{words.group(1) if words else ROW_STALE}")'
         else:
             last = in_row[-1][0] if in_row else 0
-            col = sh.flag_col if sh.flag_col is not None and _rc(f"{sh.flag_col}1")[1] > last else get_column_letter(last + 1)
+            col = sh.flag_col if sh.flag_col is not None and f"{sh.flag_col}{row}" not in sh.cells else get_column_letter(last + 1)
             own = sh.put(col, row, Cell(f'=IF({_unchanged(groups)},"{ROW_CURRENT}","{ROW_STALE}")', formula=True,
                                         cached=ROW_CURRENT, kind="flag"))
         for _, c in in_row:

@@ -178,6 +178,7 @@ def sensitivities_tab(book: Book, e: Engine) -> None:
     for k, row in enumerate(built):
         _sens_row(sh, first + k, tp_row, e, row, cols, per_tp)
     last = first + len(built) - 1
+    sh.row_flags.update({r: f"O{hdr - 2}" for r in range(first, last + 1)})  # one flag, on the table's section row
     book.define_range(WHATIF_INPUTS, sh, f"B{first}", f"H{last}")
     end = tornado(sh, e, first, len(built) - BLANK_WHATIF_ROWS, last)
     sh.print_area = f"A1:O{end}"
