@@ -230,6 +230,7 @@ _LOCAL_REF = re.compile(rf"(?<![A-Za-z0-9_.$!'])({_CELL})(?::({_CELL}))?(?![A-Za
 _NAME = re.compile(r"(?<![A-Za-z0-9_.$'])([A-Za-z_][A-Za-z0-9_.]*)(?![A-Za-z0-9_.(!])")
 
 
+@cache
 def _rc(coord: str) -> tuple[int, int]:
     """(row, column index) of 'B7' or '$B$7'. [—]"""
     from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
@@ -252,36 +253,40 @@ class _Index:
 
     def cover(self, title: str, first: str, last: str | None) -> list[tuple[str, str]]:
         (r0, c0), (r1, c1) = _rc(first), _rc(last or first)
+        if (r0, c0) == (r1, c1):
+            return [(title, first.replace("$", ""))]
         by_row = self.rows.get(title, {})
-        return [(title, coord) for r in range(min(r0, r1), max(r0, r1) + 1) for c, coord in by_row.get(r, ())
-                if min(c0, c1) <= c <= max(c0, c1)]
+        lo, hi = min(c0, c1), max(c0, c1)
+        return [(title, coord) for r in range(min(r0, r1), max(r0, r1) + 1) for c, coord in by_row.get(r, ()) if lo <= c <= hi]
 
 
-def _refs(book: Book, index: _Index, title: str, formula: str) -> list[tuple[str, str]]:
-    """Every cell a formula reads: through a defined name, another sheet's reference or one on its own sheet. [cells]"""
+def _refs(book: Book, title: str, formula: str) -> set[tuple[str, str, str | None]]:
+    """Every range a formula reads, as (sheet, first cell, last cell or None): through a defined name, another sheet's
+    reference or one on its own sheet. [ranges]"""
     text = _STRING.sub('""', formula)
-    out: list[tuple[str, str]] = []
+    out: set[tuple[str, str, str | None]] = set()
     for sheet, first, last in _SHEET_REF.findall(text):
-        out += index.cover(sheet.strip("'").replace("''", "'"), first, last or None)
+        out.add((sheet.strip("'").replace("''", "'"), first, last or None))
     text = _SHEET_REF.sub(" ", text)
     for first, last in _LOCAL_REF.findall(text):
-        out += index.cover(title, first, last or None)
+        out.add((title, first, last or None))
     for name in _NAME.findall(_LOCAL_REF.sub(" ", text)):
         ref = book.names.get(name)
         if ref is not None:
             sheet, _, cells = ref.rpartition("!")
             first, _, last = cells.partition(":")
-            out += index.cover(sheet.strip("'").replace("''", "'"), first, last or None)
+            out.add((sheet.strip("'").replace("''", "'"), first, last or None))
     return out
 
 
-def _own_groups(book: Book, sheet: Sheet, coord: str, cell: Cell) -> tuple[str, ...]:
-    """The input groups of one engine value: its own, its defined name's in :data:`VALUE_INPUTS`, else its sheet's."""
+def _own_groups(named: dict[str, str], sheet: Sheet, coord: str, cell: Cell) -> tuple[str, ...]:
+    """The input groups of one engine value: its own, its defined name's in :data:`VALUE_INPUTS` (``named``: each such
+    name's reference → the name), else its sheet's."""
     if cell.depends is not None:
         return cell.depends
-    for name, ref in book.names.items():
-        if name in VALUE_INPUTS and ref == sheet.ref(coord):
-            return VALUE_INPUTS[name]
+    name = named.get(sheet.ref(coord))
+    if name is not None:
+        return VALUE_INPUTS[name]
     if sheet.values_depend is not None:
         return sheet.values_depend
     if sheet.title in SHEET_VALUES:
@@ -312,9 +317,17 @@ def engine_groups(book: Book) -> dict[tuple[str, str], frozenset[str]]:
 
     index = _Index(book)
     sheets = {sh.title: sh for sh in book.sheets}
+    named = {ref: name for name, ref in book.names.items() if name in VALUE_INPUTS}
     memo: dict[tuple[str, str], frozenset[str]] = {}
+    ranges: dict[tuple[str, str, str | None], frozenset[str]] = {}  # each range read, once (a catalog table, many times)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))
+
+    def of_range(key: tuple[str, str, str | None]) -> frozenset[str]:
+        if key not in ranges:
+            ranges[key] = frozenset()  # a circle (none is written) ends here
+            ranges[key] = frozenset().union(*(groups(k) for k in index.cover(*key)))
+        return ranges[key]
 
     def groups(key: tuple[str, str]) -> frozenset[str]:
         if key in memo:
@@ -325,9 +338,9 @@ def engine_groups(book: Book) -> dict[tuple[str, str], frozenset[str]]:
         if cell is None:
             found: frozenset[str] = frozenset()
         elif cell.formula:
-            found = frozenset().union(*(groups(k) for k in _refs(book, index, key[0], str(cell.value))))
+            found = frozenset().union(*(of_range(r) for r in _refs(book, key[0], str(cell.value))))
         elif cell.kind == "static" or cell.depends is not None:  # an engine value, or words about one
-            found = frozenset(_own_groups(book, sh, key[1], cell))
+            found = frozenset(_own_groups(named, sh, key[1], cell))
         else:
             found = frozenset()
         memo[key] = found
