@@ -73,6 +73,30 @@ def _squeezed(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
+def _printed_whole(words: str, text: str) -> bool:
+    """Whether ``words`` print whole in ``text``: as one run (whitespace aside), or, where a wrapped cell's lines are read
+    apart (a label beside it read between them), each of its lines in order, its words no further apart than the
+    cells of one row. [bool]"""
+    if _squeezed(words) in _squeezed(text):
+        return True
+    printed = text.split()
+    wanted = words.split()
+    for start in (i for i, w in enumerate(printed) if w == wanted[0]):
+        at, found = start, 0
+        for w in wanted:
+            nxt = next((j for j in range(at, min(at + ROW_WORDS, len(printed))) if printed[j] == w), None)
+            if nxt is None:
+                break
+            at, found = nxt + 1, found + 1
+        if found == len(wanted):
+            return True
+    return False
+
+
+ROW_WORDS = 40
+"""Words a printed row may hold between two of one cell's (its label, value, unit and check): the most a tab writes."""
+
+
 def _in_print(sheet, coord: str) -> bool:
     """Whether a cell lies in the sheet's print area (all of the sheet where it sets none)."""
     if not sheet.print_area:
@@ -104,11 +128,11 @@ def test_every_label_and_how_prints_whole(printed):
     book, _, texts = printed
     cut = []
     for title in SHOWN:
-        sheet, text = book.get(title), _squeezed(texts[title])
+        sheet = book.get(title)
         for coord, cell in sheet.cells.items():
             words = cell.cached if cell.formula else cell.value
             if cell.kind in PROSE_KINDS and isinstance(words, str) and words.strip() and _in_print(sheet, coord):
-                if _squeezed(words) not in text:
+                if not _printed_whole(words, texts[title] if isinstance(texts[title], str) else "\n".join(texts[title])):
                     cut.append(f"{title}!{coord}: {words[:60]}")
     assert not cut, "\n".join(cut)
 

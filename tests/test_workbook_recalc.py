@@ -277,7 +277,8 @@ def test_pdf_of_the_summary_and_the_six_tabs(tmp_path):
     pdf = printed.read_bytes()
     assert pdf.startswith(b"%PDF")
     pages = len(re.findall(rb"/Type\s*/Page\b", pdf))  # each page object, not the /Pages tree
-    # the Summary and the six tabs, each one page wide and at least a page long, none over two (1 Inputs and 2 Model
-    # run to two); Options, Schedule and the supporting sheets (the catalogs: 3 pages) are left out
-    assert 7 <= pages <= 7 * 2
+    # the Summary and the six tabs, each at least a page; as many pages across and down as keep every glyph at 8 pt
+    # (tests/test_print.py reads the sizes and finds each sheet by its footer); Options, Schedule and the supporting
+    # sheets are left out
+    assert pages >= 7
     assert main(["workbook", "-o", str(out), "--pdf", str(printed)]) == 2  # both exist now: no overwrite without --force

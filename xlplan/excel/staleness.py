@@ -260,17 +260,23 @@ class _Index:
         return [(title, coord) for r in range(min(r0, r1), max(r0, r1) + 1) for c, coord in by_row.get(r, ()) if lo <= c <= hi]
 
 
+@cache
+def _tokens(title: str, formula: str) -> tuple[frozenset, frozenset]:
+    """A formula's references (sheet, first, last or None) and the words that may be defined names: parsed once per
+    text, the same in every workbook built. [ranges], [names]"""
+    text = _STRING.sub('""', formula)
+    refs = {(sheet.strip("'").replace("''", "'"), first, last or None) for sheet, first, last in _SHEET_REF.findall(text)}
+    text = _SHEET_REF.sub(" ", text)
+    refs |= {(title, first, last or None) for first, last in _LOCAL_REF.findall(text)}
+    return frozenset(refs), frozenset(_NAME.findall(_LOCAL_REF.sub(" ", text)))
+
+
 def _refs(book: Book, title: str, formula: str) -> set[tuple[str, str, str | None]]:
     """Every range a formula reads, as (sheet, first cell, last cell or None): through a defined name, another sheet's
     reference or one on its own sheet. [ranges]"""
-    text = _STRING.sub('""', formula)
-    out: set[tuple[str, str, str | None]] = set()
-    for sheet, first, last in _SHEET_REF.findall(text):
-        out.add((sheet.strip("'").replace("''", "'"), first, last or None))
-    text = _SHEET_REF.sub(" ", text)
-    for first, last in _LOCAL_REF.findall(text):
-        out.add((title, first, last or None))
-    for name in _NAME.findall(_LOCAL_REF.sub(" ", text)):
+    refs, names = _tokens(title, formula)
+    out = set(refs)
+    for name in names:
         ref = book.names.get(name)
         if ref is not None:
             sheet, _, cells = ref.rpartition("!")

@@ -160,7 +160,7 @@ def _failure_words(name: str) -> str:
 
     labels = {s.name: s.label for s in all_inputs()}
     missing = "&".join(f'IF({cond},"",", {labels[n].removeprefix("Buy: ")}")' for cond, n in BUY_NEEDS)
-    return f'"{FAILURES[name]}"&MID({missing},3,999)&" on the Buy rows of 1 Inputs (hardware operations: 0 if none)"'
+    return f'"{FAILURES[name]}"&MID({missing},LEN(", ")+1,LEN({missing}))&" on the Buy rows of 1 Inputs (hardware operations: 0 if none)"'
 
 
 def checks_sheet(book: Book, e: Engine) -> None:

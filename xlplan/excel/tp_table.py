@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from openpyxl.utils import get_column_letter
+
 from xlplan.excel import formulas as F
 from xlplan.excel.cells import Cell, Validation
 from xlplan.excel.common import FMT, NONE, Engine, Rows, num
@@ -94,6 +96,8 @@ def tp_table(rows: Rows, e: Engine) -> None:
         for col, cell in _tp_cells(e, k, tp, r).items():
             sh.put(col, r, cell)
     last = first + len(TP_DEGREES) - 1
+    end = get_column_letter(len(TP_COLS))
+    sh.row_flags.update({r: f"{end}{hdr - 1}" for r in range(first, last + 1)})  # one flag, above the table's last column
     for name, col in TP_RANGES:
         rows.book.define_range(name, sh, f"{col}{first}", f"{col}{last}")
     sh.row = last + 1

@@ -40,7 +40,7 @@ def _fleet_lines(e: Engine) -> list[Line]:
 
 def fleet_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[3], "Section 4: the fleet as three numbers: the load, the redundancy, the purchasing unit.",
-                    widths={"A": 34, "B": 18, "C": 12, "D": 34, "E": 16, "F": 6, "G": 6}, print_title_rows="1:3", landscape=True, freeze="A4",
+                    widths={"A": 34, "B": 18, "C": 12, "D": 36, "E": 12, "F": 6, "G": 6}, print_title_rows="1:3", landscape=True, freeze="A4",
                     flag_col="F")
     rows = Rows(book, sh, engine=e)
     pa, tr = e.sol.paths, e.sol.traffic
@@ -285,7 +285,7 @@ def _answer_bill_lines(e: Engine) -> list[Line]:
 
 def cost_tab(book: Book, e: Engine) -> None:
     sh = book.sheet(SIX_TABS[4], "Section 5: the bill, tokens, $/M tokens at the average utilisation, and the managed API.",
-                    widths={"A": 34, "B": 18, "C": 12, "D": 34, "E": 16, "F": 6, "G": 6}, print_title_rows="1:3", landscape=True, freeze="A4",
+                    widths={"A": 34, "B": 18, "C": 12, "D": 40, "E": 14, "F": 6}, print_title_rows="1:3", landscape=True, freeze="A4",
                     flag_col="F")
     rows = Rows(book, sh, engine=e)
     rows.title("5 · The cost — the monthly bill, $/M tokens at the average utilisation, the honest API comparison",
