@@ -194,3 +194,24 @@ def test_usage_error_is_a_message_not_a_traceback(capsys):
     assert main(["workbook"]) == 2
     err = capsys.readouterr().err
     assert "Missing" in err and "output" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_misspelt_gpu_names_its_cell_and_the_nearest_key(wb_path, capsys, tmp_path):
+    # 'h100-sx' is one letter short of the catalog's 'h100-sxm' (the reference plan's GPU): the line names the cell the
+    # key was typed in and the key meant, as a plan file's unknown GPU does
+    where = _edit(wb_path, "GPUKey", "h100-sx")
+    rc, err = _read(wb_path, capsys, tmp_path)
+    assert rc == 2 and f"{where}: got 'h100-sx'; expected a key of the GPUs sheet (column A) — did you mean 'h100-sxm'?" in err
+
+
+@pytest.mark.slow
+def test_buying_without_an_electricity_price_names_its_cell(wb_path, capsys, tmp_path):
+    # Paid as buy needs the electricity price (schema: costs.usd_per_kwh has no default): the plan-wide rule's line is
+    # put at the cell of the field it names
+    _edit(wb_path, "CostMode", "buy")
+    where = _edit(wb_path, "HardwareOpsUSDPerMonthInput", 0)
+    rc, err = _read(wb_path, capsys, tmp_path)
+    wb = openpyxl.load_workbook(wb_path)
+    (title, ref), = wb.defined_names["USDPerKWhInput"].destinations
+    assert rc == 2 and f"'{title}'!{ref.replace('$', '')}: costs.usd_per_kwh: missing" in err and where not in err

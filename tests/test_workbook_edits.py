@@ -155,6 +155,23 @@ def test_buying_without_an_electricity_price_names_it_on_the_banner(tmp_path):
     assert banner.startswith("CHECK FAILED on 1 Inputs: Paid as buy needs electricity price, hardware operations on the "
                              "Buy rows of 1 Inputs"), banner
     assert "GPU's price is missing" not in banner
+    assert wv["Summary"]["A3"].value == banner  # above the Answer, where a reader starts
+    # without running costs no payback is known: n/a, never "never" (rent > a text compared as FALSE before)
+    for name in ("PaybackMonths", "AnswerFleetPaybackMonths"):
+        (title, ref), = wv.defined_names[name].destinations
+        assert wv[title][ref.replace("$", "")].value == "n/a", name
+
+
+@pytest.mark.slow
+def test_a_misspelt_gpu_fails_one_check_in_words(tmp_path):
+    # a GPU key not on the GPUs sheet: every check that looks the GPU up errors; the banner names the GPU alone, not
+    # the fractions or the promise that merely could not be computed
+    require_libreoffice()
+    base = layout.build(plan_figures(matrix_plans()["reference"]))
+    path, = _edit(base, tmp_path, {"typo": {"GPUKey": "h100-sx"}})
+    recalculated, = recalculate([path], tmp_path / "lo")
+    banner = openpyxl.load_workbook(recalculated, data_only=True)["Summary"]["A3"].value
+    assert banner == "CHECK FAILED on 1 Inputs: the GPU is not on the GPUs sheet — these figures are not a plan", banner
 
 
 @pytest.mark.slow

@@ -130,11 +130,14 @@ def _set(d: dict, path: tuple[str, ...], value: Any) -> None:
     d[path[-1]] = value
 
 
-def _catalog_row(wb, title: str, key: str, columns, src: str, extra: tuple[str, ...] = ()) -> dict:
+def _catalog_row(wb, title: str, key: str, columns, src: str, extra: tuple[str, ...] = (), where: str = "") -> dict:
     if title not in wb.sheetnames:
         raise InputError(src, [f"sheet {title!r} not found; expected the template's supporting sheet that lists {key!r}"])
     ws = wb[title]
+    keys = []
     for row in ws.iter_rows(min_row=CATALOG_FIRST_ROW, values_only=True):
+        if row and row[0] not in (None, ""):
+            keys.append(str(row[0]))
         if row and row[0] == key:
             out = {"name": row[1]}
             for i, field in enumerate([c[0] for c in columns] + list(extra)):
@@ -142,7 +145,11 @@ def _catalog_row(wb, title: str, key: str, columns, src: str, extra: tuple[str, 
                 if v is not None and v != "":
                     out[field] = v
             return out
-    raise InputError(src, [f"{title!r} has no row with key {key!r}; expected the key chosen on {INPUTS_SHEET!r}"])
+    import difflib
+
+    near = difflib.get_close_matches(str(key), keys, n=1)
+    hint = f" — did you mean {near[0]!r}?" if near else f" (the {title} sheet's keys: {', '.join(keys[:8])}, …)"
+    raise InputError(src, [f"{where + ': ' if where else ''}got {key!r}; expected a key of the {title} sheet (column A){hint}"])
 
 
 SIZE_CLASS_MATCH = "size-class match"
@@ -215,7 +222,7 @@ def _catalog_specs(wb, data: dict[str, Any], src: str) -> None:
     try:
         catalog.model_key(key)
     except catalog.UnknownNameError:
-        spec = _catalog_row(wb, "Models", key, MODEL_COLUMNS, src, MODEL_EXTRA)
+        spec = _catalog_row(wb, "Models", key, MODEL_COLUMNS, src, MODEL_EXTRA, _at(*_where(wb, "ModelKey", src)))
         model.pop("name")
         model["spec"] = spec
     hw = data["hardware"]
@@ -223,7 +230,7 @@ def _catalog_specs(wb, data: dict[str, Any], src: str) -> None:
     try:
         catalog.gpu_key(gkey)
     except catalog.UnknownNameError:
-        row = _catalog_row(wb, "GPUs", gkey, GPU_COLUMNS, src)
+        row = _catalog_row(wb, "GPUs", gkey, GPU_COLUMNS, src, where=_at(*_where(wb, "GPUKey", src)))
         hw["gpu"] = {k: v for k, v in row.items() if k in ("name", "memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops",
                                                              "hbm_tbps", "usd_per_gpu_hour")}
 
@@ -362,5 +369,8 @@ def _locate(e: ValidationError, cells: dict[tuple[str, ...], str]) -> list[str]:
                 break
         if where is None and loc[:1] == ("promise",):
             where = cells.get(("promise", "itl_s"))
+        if where is None:  # a rule over the whole plan names its field first: "costs.usd_per_kwh: missing; …"
+            named = re.match(r"([a-z_]+(?:\.[a-z0-9_]+)+):", line)
+            where = cells.get(tuple(named.group(1).split("."))) if named else None
         out.append(f"{where}: {line}" if where else line)
     return out

@@ -142,6 +142,10 @@ def check_values(e: Engine) -> dict[str, bool]:
     }
 
 
+FROM_CATALOG = ("FractionsInRange", "GPUPriced", "BuyInputsGiven", "SomeTPFits", "FleetOrdered", "TTFTCheck")
+"""Checks computed from the model's and the GPU's rows (their efficiencies, price, memory, FLOP/s): the banner leaves
+them unsaid while either row is not found, which its own check says."""
+
 BUY_NEEDS = (
     # (the condition that the figure is there, 1 Inputs' name of what to give): what buying prices the GPU-hour from
     ("ISNUMBER(USDPerKWhInput)", "USDPerKWhInput"),
@@ -187,7 +191,10 @@ def checks_sheet(book: Book, e: Engine) -> None:
     book.define("AllChecksPass", sh, coord)
     # What failed, in words, and the banner every tab shows: a check that is an error (an edited input gone bad)
     # counts as failed.
-    failed = "&".join(f'IF(IFERROR(Check{name},FALSE),"","{SEPARATOR}"&{_failure_words(name)})' for name, _, _ in CHECKS)
+    # a check computed from the model's or the GPU's row says nothing while that row is not found: left unsaid
+    found = "AND(IFERROR(CheckModelFound,FALSE),IFERROR(CheckGPUFound,FALSE))"
+    failed = "&".join(f'IF({f"OR(NOT({found}),IFERROR(Check{name},FALSE))" if name in FROM_CATALOG else f"IFERROR(Check{name},FALSE)"},'
+                      f'"","{SEPARATOR}"&{_failure_words(name)})' for name, _, _ in CHECKS)
     r += 1
     sh.put("A", r, Cell("Failed checks", kind="label"))
     coord = sh.put("B", r, Cell("=" + failed, formula=True, kind="calc",

@@ -271,7 +271,8 @@ def _answer_bill_lines(e: Engine) -> list[Line]:
              v(o and (PRICE_MISSING if o.rent_monthly_usd is None else o.rent_monthly_usd)), "USD/month", FMT["usd"],
              "at the rental price on 1 Inputs"),
         Line("AnswerFleetPaybackMonths", "Buying pays back after",
-             f'=IF(NOT(ISNUMBER(AnswerFleetCapexUSD)),"{NA}",IF(NOT(ISNUMBER(AnswerFleetRentMonthlyUSD)),"{PRICE_MISSING}",'
+             f'=IF(OR(NOT(ISNUMBER(AnswerFleetCapexUSD)),NOT(ISNUMBER({running}))),"{NA}",'
+             f'IF(NOT(ISNUMBER(AnswerFleetRentMonthlyUSD)),"{PRICE_MISSING}",'
              f'IF(AnswerFleetRentMonthlyUSD>{running},IF(AnswerFleetCapexUSD/(AnswerFleetRentMonthlyUSD-{running})>LifeMonths,'
              f'"{NEVER_IN_LIFE}",AnswerFleetCapexUSD/(AnswerFleetRentMonthlyUSD-{running})),"never")))',
              payback, "months", FMT["num"], "capex ÷ (rent − running costs); never past the depreciation life"),

@@ -164,7 +164,7 @@ def ownership_lines(e: Engine) -> list[Line]:
              f'=IF(CostMode<>"buy","{NA}",IF(ISNUMBER(RentUSDPerGPUHour),FleetPurchased*RentUSDPerGPUHour*HoursPerMonth,"{PRICE_MISSING}"))',
              v(o and (PRICE_MISSING if o.rent_monthly_usd is None else o.rent_monthly_usd)), "USD/month", FMT["usd"], "at the rental price on 1 Inputs"),
         Line("PaybackMonths", "Buying pays back after",
-             f'=IF(NOT(ISNUMBER(CapexUSD)),"{NA}",IF(NOT(ISNUMBER(RentMonthlyUSD)),"{PRICE_MISSING}",'
+             f'=IF(OR(NOT(ISNUMBER(CapexUSD)),NOT(ISNUMBER({running}))),"{NA}",IF(NOT(ISNUMBER(RentMonthlyUSD)),"{PRICE_MISSING}",'
              f'IF(RentMonthlyUSD>{running},IF(CapexUSD/(RentMonthlyUSD-{running})>LifeMonths,'
              f'"{NEVER_IN_LIFE}",CapexUSD/(RentMonthlyUSD-{running})),"never")))',
              v(o and payback_shown(o)), "months", FMT["num"], "capex ÷ (rent − running costs); never past the depreciation life"),

@@ -275,6 +275,9 @@ def summary_tab(book: Book, e: Engine, decisions=None) -> None:
                     flag_col="E")
     rows = Rows(book, sh)
     rows.title("Summary — the answer", "Every figure is a formula over the tabs that follow; change an input on 1 Inputs and it follows.")
+    from xlplan.excel.support import put_banner
+
+    put_banner(sh, e)  # above the Answer: a failed check (a negative price, a missing buy figure) is read first
     _plan_rows(book, sh, e)
     answer = _answer_rows(e)
     flag_row = _answer_section(book, sh, rows, e, answer) if answer else None
