@@ -65,7 +65,7 @@ def test_mean_warning_for_a_skewed_log_only(tmp_path):
     r = read_logs([skewed])
     s = summarise(r.t_s, r.prompt, r.output)
     assert any(w.startswith("prompt mean") and "never the mean" in w for w in s.warnings)
-    flat = pd.DataFrame({"created": T0 + np.arange(1000), "prompt_tokens": 2000, "completion_tokens": 300})
+    flat = pd.DataFrame({"created": T0 + np.linspace(0, 86_400, 1000), "prompt_tokens": 2000, "completion_tokens": 300})
     path = tmp_path / "flat.csv"
     flat.to_csv(path, index=False)
     r = read_logs([path])
@@ -305,3 +305,26 @@ def test_measured_growth_goes_into_the_plan_for_the_schedule(tmp_path):
     assert data["growth"]["monthly"] == approx(monthly_from_weekly(s.weekly_growth), abs=1e-6)
     assert "measured" in data["growth"]["source"]
     assert main(["schedule", str(out), "--lead-time-days", "30", "--months", "3", "--start", "2027-01", "--json"]) == 0
+
+
+def test_a_log_under_a_day_keeps_the_plans_utilisation_and_says_so(tmp_path, capsys):
+    # 2,000 requests spread evenly over 75 s: the busiest 60 s window holds 60/75 of them (1,600 → 26.7 req/s) and the
+    # mean rate is 2,000 / 75 s = 26.7 req/s too, so mean ÷ peak reads ~1.0: the slice is all peak. Written into the
+    # forecast it would bill as if the fleet ran flat out all month; the reference plan's own 0.40 must stay
+    path = tmp_path / "slice.csv"
+    t = T0 + np.linspace(0, 75, 2000)
+    pd.DataFrame({"created": t, "prompt_tokens": 1000, "completion_tokens": 200}).to_csv(path, index=False)
+    r = read_logs([path])
+    s = summarise(r.t_s, r.prompt, r.output, window_s=60)
+    assert s.average_utilisation > 0.95 and not s.measures_utilisation
+    assert any("under a day" in w and "keeps the plan's average utilisation" in w for w in s.warnings)
+    base, out = tmp_path / "base.yaml", tmp_path / "plan.yaml"
+    from xlplan.io.planfile import reference_plan_text
+
+    base.write_text(reference_plan_text())
+    assert main(["traffic", str(path), "--plan", str(base), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "no average utilisation measured (the plan's is kept)" in printed and "warning:" in printed
+    from xlplan.io.planfile import read_plan
+
+    assert read_plan(out).forecast.average_utilisation == 0.4  # the reference plan's (runbook: "40% average load")

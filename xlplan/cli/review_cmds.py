@@ -80,7 +80,6 @@ def _traffic(logs: list[Path]):
     from xlplan.evidence.traffic import UnsuitableLog, summarise
     from xlplan.io.logs import read_logs, untimed_inside
     from xlplan.report.traffic_report import plan_fragment
-    from xlplan.review.monthly import AVERAGE_SPAN_S
 
     req = read_logs(logs, {})
     try:
@@ -90,10 +89,7 @@ def _traffic(logs: list[Path]):
     inside = untimed_inside(req, s.peak_window_start_s, s.peak_window_start_s + s.window_s)
     if inside is not None:
         raise InputError(", ".join(req.files), [inside], req.bad.lines())
-    fragment = plan_fragment(req, s)
-    if s.last_s - s.first_s < AVERAGE_SPAN_S:  # a slice of the peak: the plan's average utilisation stays
-        fragment["forecast"].pop("average_utilisation", None)
-    return s, fragment
+    return s, plan_fragment(req, s)  # a log under a day leaves the plan's average utilisation (its forecast section)
 
 
 def _scrapes(scrapes: list[Path]):

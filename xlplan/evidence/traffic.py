@@ -62,6 +62,10 @@ class Lengths:
     max: float
 
 
+AVERAGE_SPAN_S = 86_400.0
+"""The shortest log whose mean rate measures an average utilisation: a day (a slice of the peak is all peak). [s]"""
+
+
 @dataclass(frozen=True)
 class TrafficSummary:
     """What a log says about the traffic. Units in the field comments."""
@@ -84,6 +88,12 @@ class TrafficSummary:
     weekly_growth: float | None = None  # week-on-week growth of the peak [fraction/week]
     daily_curve: tuple[float, ...] | None = None  # each hour of the day's mean rate ÷ the busiest's; None: under a day [fraction]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def measures_utilisation(self) -> bool:
+        """Whether the log spans a day (:data:`AVERAGE_SPAN_S`): a shorter slice of the peak measures no month's average
+        utilisation, its mean rate being all peak. [bool]"""
+        return self.last_s - self.first_s >= AVERAGE_SPAN_S
 
     @property
     def monthly_growth(self) -> float | None:
@@ -239,7 +249,10 @@ def summarise(t_s, prompt, output, cached=None, window_s: float = 60.0, offset_s
     p, o = _lengths(prompt), _lengths(output)
     hour, rph = busiest_hour_of_week(t, offset_s)
     peaks = weekly_peaks(t, window_s) if last - first >= 4 * SECONDS_PER_WEEK else []
-    warnings = tuple(w for w in (_mean_warning("prompt", p), _mean_warning("output", o)) if w)
+    span = f"{last - first:,.0f} s" if last - first < 3600 else f"{(last - first) / 3600:,.1f} h"
+    short = (f"the log spans {span}, under a day: its mean rate is a slice of the peak, not a "
+             f"month's average; the forecast keeps the plan's average utilisation") if last - first < AVERAGE_SPAN_S else None
+    warnings = tuple(w for w in (_mean_warning("prompt", p), _mean_warning("output", o), short) if w)
     return TrafficSummary(
         requests=int(t.size), first_s=first, last_s=last, window_s=window_s, peak_rps=peak, peak_window_start_s=peak_start,
         p99_window_rps=p99_rate, mean_rps=mean, average_utilisation=min(mean / peak, 1.0), prompt=p, output=o,

@@ -35,8 +35,9 @@ def forecast_section(s: TrafficSummary) -> dict:
         "peak_rps": s.peak_rps,
         "prompt_tokens": {"p50": s.prompt.p50, "p95": max(s.prompt.p95, s.prompt.p50), "p99": max(s.prompt.p99, s.prompt.p95)},
         "output_tokens": {"p50": s.output.p50, "p95": max(s.output.p95, s.output.p50), "p99": max(s.output.p99, s.output.p95)},
-        "average_utilisation": s.average_utilisation,
     }
+    if s.measures_utilisation:  # under a day the mean is a slice of the peak: the plan keeps its own
+        out["average_utilisation"] = s.average_utilisation
     if s.prefix_reuse is not None:
         out["prefix_reuse"] = min(s.prefix_reuse, 0.99)
     curve = [round(x, 4) for x in s.daily_curve] if s.daily_curve is not None else None
@@ -64,7 +65,8 @@ def summary_lines(req: Requests, s: TrafficSummary) -> list[tuple[str, str]]:
         ("Peak rate", (f"{s.peak_rps:,.3f} req/s: the busiest {s.window_s:g} s window, from {_when(s.peak_window_start_s, req.offset_s)} "
                       f"({PEAK_RULE.format(window=s.window_s)})")),
         ("p99 of window rates", f"{s.p99_window_rps:,.3f} req/s"),
-        ("Mean rate", f"{s.mean_rps:,.3f} req/s → average utilisation {s.average_utilisation:.1%} of peak"),
+        ("Mean rate", f"{s.mean_rps:,.3f} req/s → average utilisation {s.average_utilisation:.1%} of peak" if s.measures_utilisation
+         else f"{s.mean_rps:,.3f} req/s over under a day: no average utilisation measured (the plan's is kept)"),
         ("Prompt tokens", f"p50 {s.prompt.p50:,.0f} · p95 {s.prompt.p95:,.0f} · p99 {s.prompt.p99:,.0f}   (mean {s.prompt.mean:,.0f}, max {s.prompt.max:,.0f})"),
         ("Output tokens", f"p50 {s.output.p50:,.0f} · p95 {s.output.p95:,.0f} · p99 {s.output.p99:,.0f}   (mean {s.output.mean:,.0f}, max {s.output.max:,.0f})"),
         ("Prefix reuse", "not in the log (no cached-token counts)" if s.prefix_reuse is None else f"{s.prefix_reuse:.1%} of prompt tokens served from the cache"),

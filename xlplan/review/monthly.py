@@ -56,10 +56,6 @@ class ModelCheck(Protocol):
     sentence: str  # step times and KV use against the serving model, and the fit with its uncertainty [text]
 
 
-AVERAGE_SPAN_S = 86_400.0
-"""The shortest log whose mean rate measures an average utilisation: a day (a slice of the peak is all peak). [s]"""
-
-
 def _measured_figures(traffic: TrafficSummary, planned_utilisation: float | None = None) -> dict[str, float | None]:
     """The review's figures from a log's summary.
 
@@ -75,7 +71,7 @@ def _measured_figures(traffic: TrafficSummary, planned_utilisation: float | None
     dict
         :data:`FIGURES`' keys → the measured value (requests/s, tokens, fraction, tokens/month); prefix reuse None
         when the log has no cached-token counts; the average utilisation None when the log spans less than
-        :data:`AVERAGE_SPAN_S`, and then the tokens a month at the measured peak and the plan's utilisation (None
+        :data:`xlplan.evidence.traffic.AVERAGE_SPAN_S`, and then the tokens a month at the measured peak and the plan's utilisation (None
         without it). Tokens a month: mean rate × mean tokens × 730 h. [unit of each]
 
     References
@@ -83,7 +79,7 @@ def _measured_figures(traffic: TrafficSummary, planned_utilisation: float | None
     Runbook, document 14, step 7 · "at 40% average load roughly 95 billion tokens a month".
     """
     t = traffic
-    whole = t.last_s - t.first_s >= AVERAGE_SPAN_S  # a slice of the peak measures no month's average
+    whole = t.measures_utilisation  # a slice of the peak measures no month's average
     util = t.average_utilisation if whole else None
     month_util = util if whole else planned_utilisation
     tokens = cost.tokens_per_month(t.peak_rps, t.prompt.mean + t.output.mean, month_util) if month_util is not None else None
