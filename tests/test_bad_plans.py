@@ -184,3 +184,14 @@ def test_a_conversation_too_big_for_memory_is_named_before_the_step_time(tmp_pat
     assert main(["plan", str(path), "--no-verify"]) == 2
     err = capsys.readouterr().err
     assert "memory for even one conversation" in err and "inter-token target" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", [["capacity", "--gpus", "1000000", "--no-verify"], ["simulate", "--gpus", "10000000"]])
+def test_a_fleet_flag_past_the_answers_bound_is_refused_before_any_work(command, capsys):
+    # 100,000 GPUs is the answer's bound (plausibility.RESULT_BOUNDS: more than any single published inference fleet);
+    # a million, or ten, is a slip the simulation took 18 s and 52 s to run into: refused in one line, exit 2, naming
+    # the option, the bound and how to accept it
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --gpus: result.fleet_gpus: got ")
+    assert "0 to 100,000" in err and "--accept-implausible result.fleet_gpus" in err

@@ -128,3 +128,31 @@ def load(path: Path | None):
     from xlplan.schema.plan import Plan
 
     return Plan.model_validate({**ref.model_dump(), "accept_implausible": list(accepted)})
+
+
+def check_fleet_option(plan, gpus: int | None, option: str = "--gpus") -> None:
+    """Refuse a fleet given on the command line past the answer's bound (:data:`xlplan.schema.plausibility.RESULT_BOUNDS`),
+    before anything is simulated: ten million GPUs is a slip, which a simulation would take a minute to find.
+
+    Parameters
+    ----------
+    plan : Plan
+        The plan, whose ``accept_implausible`` may accept the bound.
+    gpus : int or None
+        The option's value; None when not given. [GPUs]
+    option : str
+        The option's name, as the line names it.
+
+    Raises
+    ------
+    InputError
+        Naming the option, the value, the bound and how to accept it.
+    """
+    from xlplan.io.errors import InputError
+    from xlplan.schema import plausibility
+
+    if gpus is None:
+        return
+    past = plausibility.results(gpus, 0.0, plan.accept_implausible)
+    if past:
+        raise InputError(option, [past[0].message])

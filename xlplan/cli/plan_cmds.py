@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from xlplan import catalog
-from xlplan.cli.app import PLAN_ARG, app
+from xlplan.cli.app import PLAN_ARG, app, check_fleet_option
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.extras import require
@@ -99,6 +99,7 @@ def capacity_cmd(
     from xlplan.decide.capacity import plan_capacity
 
     p = _load(plan_file)
+    check_fleet_option(p, gpus)
     r = plan_capacity(p, gpus, verify=not no_verify)
     if as_json:
         typer.echo(json_text(r.model_dump(exclude_none=True)))

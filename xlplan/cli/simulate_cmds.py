@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from xlplan import words
-from xlplan.cli.app import PLAN_ARG, app
+from xlplan.cli.app import PLAN_ARG, app, check_fleet_option
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PNG, Output, check_outputs, write_outputs
@@ -85,6 +85,7 @@ def simulate_cmd(
 
         require("matplotlib", command="simulate --picture")
     plan = _load(plan_file)
+    check_fleet_option(plan, gpus)
     where = str(plan_file) if plan_file is not None else "the reference plan"
     try:
         out = simulate_peak(plan, gpus, minutes, seed, burst, do_search, _log_reader(log, columns) if log is not None else None,
