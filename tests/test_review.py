@@ -21,11 +21,12 @@ DATE = "2027-01-10"
 LEAD = 14  # days from order to service
 
 
-def write_log(path, long_prompts: int = 0):
+def write_log(path, long_prompts: int = 0, month: str = "2027-01"):
     """Three minutes at 40 req/s (so every 60 s window from a request holds 2,400: a peak of exactly 40 req/s), then ten
     requests spread over the next 270 s (the span becomes 449.975 s + 270 s ... the mean rate 7,210 / span ≈ 0.4 × 40,
-    the plan's utilisation). Prompts 2,000 tokens, the last ``long_prompts`` 7,000; outputs 300."""
-    t = T0 + np.arange(7200) / RATE
+    the plan's utilisation). Prompts 2,000 tokens, the last ``long_prompts`` 7,000; outputs 300. From the first of
+    ``month`` (a review's --date must fall in a month its logs cover)."""
+    t = pd.Timestamp(f"{month}-01", tz="UTC").timestamp() + np.arange(7200) / RATE
     t = np.concatenate([t, t[-1] + np.linspace(1, 270, 10)])
     prompt = np.full(t.size, 2000)
     if long_prompts:
@@ -119,16 +120,18 @@ def test_history_appends_one_line_per_review_and_reports_the_trend(tmp_path, cap
     review(capsys, plan, "--log", log, "--date", "2027-01-10", "--history", hist)
     assert len(hist.read_text(encoding="utf-8").splitlines()) == 1
     # two more months whose measured p95 prompts are 7,000 against the planned 2,000: errors 0%, +250%, +250%
-    long = write_log(tmp_path / "long.csv", long_prompts=800)
-    review(capsys, plan, "--log", long, "--date", "2027-02-10", "--history", hist)
-    rc, out, _ = review(capsys, plan, "--log", long, "--date", "2027-03-10", "--history", hist)
+    def long(month):
+        return write_log(tmp_path / f"long-{month}.csv", long_prompts=800, month=month)
+
+    review(capsys, plan, "--log", long("2027-02"), "--date", "2027-02-10", "--history", hist)
+    rc, out, _ = review(capsys, plan, "--log", long("2027-03"), "--date", "2027-03-10", "--history", hist)
     lines = hist.read_text(encoding="utf-8").splitlines()
     assert [json.loads(x)["date"] for x in lines] == ["2027-01-10", "2027-02-10", "2027-03-10"]
     # least-squares slope of 0, 2.5, 2.5 against 0, 1, 2: (−1·−1.667 + 0 + 1·0.833) / 2 = 1.25, +125 points a review
     assert "p95 prompts: 2027-01 +0%, 2027-02 +250%, 2027-03 +250% (growing, +125.0 points a review)" in out
     # a month reviewed again counts once, its latest review; an earlier month appended late takes its place in time
-    review(capsys, plan, "--log", log, "--date", "2027-03-20", "--history", hist)
-    rc, out, _ = review(capsys, plan, "--log", long, "--date", "2026-12-10", "--history", hist)
+    review(capsys, plan, "--log", write_log(tmp_path / "m-2027-03.csv", month="2027-03"), "--date", "2027-03-20", "--history", hist)
+    rc, out, _ = review(capsys, plan, "--log", long("2026-12"), "--date", "2026-12-10", "--history", hist)
     assert len(hist.read_text(encoding="utf-8").splitlines()) == 5  # every review appended, as the file says
     assert "p95 prompts: 2026-12 +250%, 2027-01 +0%, 2027-02 +250%, 2027-03 +0%" in out
 
@@ -141,7 +144,7 @@ def test_without_history_nothing_is_written(tmp_path, capsys):
     assert set(tmp_path.iterdir()) == before | {log, plan}
 
 
-@pytest.mark.parametrize("case", ["bad date", "no log", "bad log", "bad history", "bad plan", "markdown exists"])
+@pytest.mark.parametrize("case", ["bad date", "date outside the logs", "no log", "bad log", "bad history", "bad plan", "markdown exists"])
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, case):
     plan, log = write_plan(tmp_path), write_log(tmp_path / "m.csv")
     hist = tmp_path / "h.jsonl"
@@ -149,7 +152,8 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, case):
     md = tmp_path / "note.md"
     if case == "markdown exists":
         md.write_text("keep", encoding="utf-8")
-    args = {"bad date": ["--date", "2027-13-01"], "no log": [], "bad log": ["--log", tmp_path / "plan.yaml"],
+    args = {"bad date": ["--date", "2027-13-01"], "date outside the logs": ["--date", "1999-01-15"], "no log": [],
+            "bad log": ["--log", tmp_path / "plan.yaml"],
             "bad history": [], "bad plan": [], "markdown exists": []}[case]
     if case == "bad plan":
         plan = write_plan(tmp_path, triggers=[{"metric": "prompt_p95", "action": "re-plan"}])
@@ -180,3 +184,14 @@ def test_scrapes_give_confirms_verdict_against_the_plans_binding(tmp_path, capsy
     rc, out, _ = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "m.csv"), "--date", DATE, "--json", *args)
     binding = json.loads(out)["binding"]
     assert binding["found"] == found and binding["planned"] == run_plan(reference_plan()).binding
+
+
+def test_a_date_outside_the_logs_months_is_refused_and_none_reviews_the_logs_month(tmp_path, capsys):
+    # the log runs from 2027-01-01 for 720 s: a review of 1999-01 or 2035-01 would report on a month nothing measured;
+    # refused in one line naming both. Without --date the review is of the log's last day (2027-01-01), not of today
+    plan, log = write_plan(tmp_path), write_log(tmp_path / "m.csv")
+    for day in ("1999-01-15", "2035-01-15", "2026-12-31"):
+        rc, out, err = review(capsys, plan, "--log", log, "--date", day)
+        assert rc == 2 and err.count("\n") == 1 and f"--date: got {day}" in err and "2027-01-01 to 2027-01-01" in err
+    rc, out, _ = review(capsys, plan, "--log", log, "--json")
+    assert json.loads(out)["date"] == "2027-01-01"

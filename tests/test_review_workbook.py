@@ -153,7 +153,8 @@ def test_a_growing_plans_review_workbook_checks_clean_whatever_the_day(tmp_path,
     # from the month the workbook's Schedule starts (ScheduleFirstMonth), so it finds nothing to report
     plan = write_plan(tmp_path, growth={"monthly": 0.05, "lead_time_days": 60})
     out = tmp_path / "review.xlsx"
-    main(["review", str(plan), "--log", str(write_log(tmp_path / "m.csv")), "--date", "2027-06-30", "--workbook", str(out)])
+    main(["review", str(plan), "--log", str(write_log(tmp_path / "m.csv", month="2027-06")), "--date", "2027-06-30",
+          "--workbook", str(out)])
     capsys.readouterr()
     wb = openpyxl.load_workbook(out)
     title, coord = next(iter(wb.defined_names["ScheduleFirstMonth"].destinations))

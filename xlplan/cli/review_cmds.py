@@ -12,9 +12,10 @@ from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 
 
-def _review_day(text: str | None) -> str:
+def _review_day(text: str | None) -> str | None:
+    """The --date as a calendar day, or None where it is not given (the logs' last day is then the review's)."""
     if text is None:
-        return dt.date.today().isoformat()
+        return None
     try:
         if len(text) != 10:
             raise ValueError(text)
@@ -23,13 +24,29 @@ def _review_day(text: str | None) -> str:
         raise InputError("--date", [f"got {text!r}; expected a day of the calendar, YYYY-MM-DD"]) from None
 
 
+def _in_the_logs(day: str | None, summary) -> str:
+    """The review day: --date where its month holds some of the logs' requests, else refused; without --date, the day
+    of the last request (a review is of the month its logs measured, not of whatever today is)."""
+    first = dt.datetime.fromtimestamp(summary.first_s, dt.timezone.utc).date()
+    last = dt.datetime.fromtimestamp(summary.last_s, dt.timezone.utc).date()
+    if day is None:
+        return last.isoformat()
+    d = dt.date.fromisoformat(day)
+    start = d.replace(day=1)
+    end = (start + dt.timedelta(days=32)).replace(day=1)
+    if last < start or first >= end:
+        raise InputError("--date", [f"got {day}: it reviews {d:%Y-%m}, but the logs span {first} to {last}; expected a day "
+                                    "in a month the logs cover (or leave --date out: the review is then of the logs' last day)"])
+    return day
+
+
 @app.command("review")
 def review_cmd(
     plan_file: Path = typer.Argument(..., help="The plan under review (YAML or JSON), with any installed, orders and triggers sections."),
     logs: list[Path] = typer.Option([], "--log", help="Request logs of the month, as `xlplan traffic` reads them; repeat for more. Required."),
     scrapes: list[Path] = typer.Option([], "--scrapes", help="Prometheus text-format scrapes, in time order: which constraint binds in production; repeat for more."),
     results: list[Path] = typer.Option([], "--results", help="Benchmark results, as `xlplan calibrate` reads them: the re-plan uses the fitted efficiencies; repeat for more."),
-    date: str | None = typer.Option(None, "--date", help="The review day, YYYY-MM-DD (default: today); its month is the month reviewed."),
+    date: str | None = typer.Option(None, "--date", help="The review day, YYYY-MM-DD, in a month the logs cover (default: the day of the logs' last request); its month is the month reviewed."),
     markdown: Path | None = typer.Option(None, "--markdown", help="Also write the review note as Markdown here."),
     as_json: bool = typer.Option(False, "--json", help="Print the review as JSON."),
     history: Path | None = typer.Option(None, "--history", help="Append one line for this review to this JSON Lines file and show the forecast's accuracy over time: the one output allowed to grow (without it nothing is written)."),
@@ -57,6 +74,7 @@ def review_cmd(
     base = _load(plan_file)
     result = run_plan(base)
     summary, fragment = _traffic(logs)
+    day = _in_the_logs(day, summary)
     evidence = _scrapes(scrapes)
     measured_plan, recalibrated = _measured_plan(base, fragment, results)
     latency, model, measured_plan, recalibrated = _production(base, result, scrapes, measured_plan, recalibrated)
