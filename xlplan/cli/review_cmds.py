@@ -35,8 +35,8 @@ def _in_the_logs(day: str | None, summary) -> str:
     start = d.replace(day=1)
     end = (start + dt.timedelta(days=32)).replace(day=1)
     if last < start or first >= end:
-        raise InputError("--date", [f"got {day}: it reviews {d:%Y-%m}, but the logs span {first} to {last}; expected a day "
-                                    "in a month the logs cover (or leave --date out: the review is then of the logs' last day)"])
+        raise InputError("--date", [(f"got {day}: it reviews {d:%Y-%m}, but the logs span {first} to {last}; expected a day "
+                                     "in a month the logs cover (or leave --date out: the review is then of the logs' last day)")])
     return day
 
 
