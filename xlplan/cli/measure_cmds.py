@@ -208,7 +208,8 @@ def confirm_cmd(
     if plan_file is not None:
         from xlplan.decide.planner import plan
 
-        planned = plan(read_plan(plan_file)).binding
+        r = plan(read_plan(plan_file))
+        planned = r.answer.binding if r.answer is not None else r.binding  # the Answer's: what the fleet is sized by
     if as_json:
         out = {"verdict": found, "why": why, "evidence": asdict(e)}
         if planned is not None:
@@ -222,4 +223,4 @@ def confirm_cmd(
     typer.echo(f"Binds in production: {found} — {why}")
     if planned is not None:
         word = "agrees with" if agrees_with_plan(found, planned) else "does not confirm"
-        typer.echo(f"This {word} the plan, which says {planned} binds.")
+        typer.echo(f"This {word} the plan's Answer, which says {planned} binds.")

@@ -196,13 +196,18 @@ def agrees_with_plan(found: str, planned: str) -> bool:
     found : str
         What :func:`verdict` found: 'memory', 'compute', 'neither' or 'unclear'.
     planned : str
-        The plan's binding constraint: 'memory', 'compute', 'latency', 'both', 'all' or 'minimum replica'.
+        The Answer's binding constraint: 'memory', 'compute', 'latency', 'both', 'all', 'minimum replica', or 'queueing'
+        (its simulated form, 'queueing (simulated)', and a path with it, 'latency and queueing').
 
     Returns
     -------
     bool
-        True when production confirms it; never for 'neither' or 'unclear'.
+        True when production confirms it; never for 'neither' or 'unclear'. Queueing is the wait for a batch slot
+        (slots set by the step's compute and the latency promise): production shows it as requests waiting while the
+        cache has room, which :func:`verdict` reads as compute binding.
     """
     if found in ("neither", "unclear"):
         return False
+    if "queueing" in planned and found == "compute":
+        return True
     return found == planned or (planned in ("both", "all") and found in ("memory", "compute"))

@@ -260,11 +260,11 @@ def _binding(planned: str, evidence: Evidence | None) -> BindingCheck:
     from xlplan.evidence.confirm import agrees_with_plan, verdict
 
     if evidence is None:
-        return BindingCheck(planned=planned, found=None, agrees=None, sentence=f"not given (no scrapes); the plan says {planned} binds")
+        return BindingCheck(planned=planned, found=None, agrees=None, sentence=f"not given (no scrapes); the Answer says {planned} binds")
     found, why = verdict(evidence)
     agrees = agrees_with_plan(found, planned)
     return BindingCheck(planned=planned, found=found, agrees=agrees,
-                        sentence=f"{found} binds in production — {why}; {'agrees with' if agrees else 'does not confirm'} the runbook method's binding ({planned}{' memory and compute' if planned == 'both' else ''})")
+                        sentence=f"{found} binds in production — {why}; {'agrees with' if agrees else 'does not confirm'} the Answer's binding ({planned}{' memory and compute' if planned == 'both' else ''})")
 
 
 def _watch_list(checks: list[BreakpointCheck], n: int = WATCH) -> list[BreakpointCheck]:
@@ -341,7 +341,7 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
                + [a.sentence for a in rp.actions if a.due])
     return ReviewOut(plan=plan.name, date=date, month=f"{day:%Y-%m}", planned_month_index=index, growth_factor=growth,
                      forecast=_forecast_checks(planned, measured, plan.owners.forecast), breakpoints_basis=basis,
-                     breakpoints=checks, runbook_breakpoints=runbook, promise=promise, binding=_binding(result.binding, evidence),
+                     breakpoints=checks, runbook_breakpoints=runbook, promise=promise, binding=_binding(result.answer.binding if result.answer is not None else result.binding, evidence),
                      model=model.sentence if model is not None else "not given (no production model check)", replan=rp,
                      triggers=triggers, watch=_watch_list(checks), history=accuracy([*history, line]), history_line=line,
                      reasons=reasons, needs_action=bool(reasons))
