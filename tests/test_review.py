@@ -196,3 +196,18 @@ def test_a_date_outside_the_logs_months_is_refused_and_none_reviews_the_logs_mon
         assert rc == 2 and err.count("\n") == 1 and f"--date: got {day}" in err and "2027-01-01 to 2027-01-01" in err
     rc, out, _ = review(capsys, plan, "--log", log, "--json")
     assert json.loads(out)["date"] == "2027-01-01"
+
+
+def test_a_results_file_whose_counts_do_not_add_up_is_one_line(tmp_path, capsys):
+    # completed 5 of 640 prompts with none failed: the token totals (1,280,000 prompt tokens) over 5 requests would be
+    # 256,000-token prompts, past the model's 131,072-token context; vllm bench serve writes completed + failed =
+    # num_prompts, so the file was cut or edited: one line naming the field, exit 2
+    from pathlib import Path
+
+    bench = json.loads((Path(__file__).parents[1] / "examples" / "review" / "bench" / "vllm-c64.json").read_text())
+    bench["completed"] = 5
+    results = tmp_path / "cut.json"
+    results.write_text(json.dumps(bench))
+    rc, out, err = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "m.csv"), "--date", DATE,
+                          "--results", results)
+    assert rc == 2 and err.count("\n") == 1 and "completed: got 5 with failed 0 of num_prompts 640" in err

@@ -162,9 +162,15 @@ def _measured_plan(base, fragment: dict, results: list[Path]):
 
     degree = base.policy.tp or 1
     runs = read_results(results, plan_model=base.model.name)
+    from pydantic import ValidationError
+
+    from xlplan.io.errors import describe_validation_error
+
     try:
         f = fit(runs, conditions_of_plan(base, degree))
     except ImplausibleFit as e:
         raise InputError(e.runs, [e.why]) from None
+    except ValidationError as e:  # a run whose lengths no plan of this model can serve (past its context)
+        raise InputError(", ".join(str(p) for p in results), [f"a run cannot be planned: {describe_validation_error(e)[0]}"]) from None
     names = ", ".join(p.name for p in results)
     return _with_forecast(_calibrated(base, f, names, len(runs), degree), fragment), f"{names} ({len(runs)} run{'' if len(runs) == 1 else 's'})"

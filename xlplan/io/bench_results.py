@@ -95,6 +95,11 @@ def _vllm(d: dict, src: str) -> list[Run]:
     itl = f.figure(d, "mean_itl_ms", "ms")
     thr = f.figure(d, "output_throughput", "tokens/s")
     f.raise_any()
+    prompts, failed = d.get("num_prompts"), d.get("failed") or 0
+    if isinstance(prompts, int) and isinstance(failed, int) and done + failed != prompts:  # the totals are the completed requests'
+        raise InputError(src, [(f"completed: got {done:,.0f} with failed {failed:,} of num_prompts {prompts:,}; expected "
+                                "completed + failed = num_prompts, as vllm bench serve writes them (a hand-edited or "
+                                "truncated results file? its token totals would divide into impossible mean lengths)")])
     return [Run(src, conc, isl / done, osl / done, ttft / 1e3 if ttft else None, itl / 1e3 if itl else None, thr)]
 
 
