@@ -211,3 +211,18 @@ def test_a_results_file_whose_counts_do_not_add_up_is_one_line(tmp_path, capsys)
     rc, out, err = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "m.csv"), "--date", DATE,
                           "--results", results)
     assert rc == 2 and err.count("\n") == 1 and "completed: got 5 with failed 0 of num_prompts 640" in err
+
+
+def test_scrapes_without_an_observation_in_the_window_do_not_keep_the_promise(tmp_path, capsys):
+    # three copies of one scrape: every histogram's increase over the window is zero, so no request's latency was
+    # observed; the promise is not measured (never "kept" on no evidence)
+    from pathlib import Path
+
+    one = Path(__file__).parents[1] / "examples" / "scrapes" / "vllm-01.prom"
+    copies = []
+    for k in range(3):
+        copies += ["--scrapes", tmp_path / f"same-{k}.prom"]
+        (tmp_path / f"same-{k}.prom").write_bytes(one.read_bytes())
+    rc, out, _ = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "m.csv"), "--date", DATE, "--json", *copies)
+    promise = json.loads(out)["promise"]
+    assert promise["met"] is None and promise["sentence"].startswith("not measured: ") and "no observations" in promise["sentence"]

@@ -251,6 +251,9 @@ def _promise(plan: Plan, latency: ProductionLatency | None) -> PromiseCheck:
     ttft, itl = plan.promise.ttft_s, plan.promise.itl
     if latency is None:
         return PromiseCheck(given=False, ttft_target_s=ttft, itl_target_s=itl, sentence="not given (no production latency read)")
+    if latency.ttft_s is None and latency.itl_s is None:  # scrapes without the histograms, or without an observation
+        return PromiseCheck(given=True, ttft_target_s=ttft, itl_target_s=itl, met=None,
+                            sentence="not measured: " + latency.sentence)
     met = all(v is None or v <= target for v, target in ((latency.ttft_s, ttft), (latency.itl_s, itl)))
     return PromiseCheck(given=True, ttft_target_s=ttft, itl_target_s=itl, ttft_s=latency.ttft_s, itl_s=latency.itl_s, met=met,
                         sentence=("kept: " if met else "missed: ") + latency.sentence)

@@ -51,7 +51,7 @@ class PromiseCheck(_Out):
     itl_target_s: float = Field(description="The promise's inter-token target. [s/token]")
     ttft_s: float | None = Field(default=None, description="TTFT at the promise's percentile in production. [s]")
     itl_s: float | None = Field(default=None, description="Inter-token latency at the promise's percentile in production. [s/token]")
-    met: bool | None = Field(default=None, description="Both within the promise (None: not given). [bool]")
+    met: bool | None = Field(default=None, description="Both within the promise (None: not given, or nothing measured). [bool]")
     sentence: str = Field(description="What production shows, with the bucket error, or 'not given'. [text]")
 
 
