@@ -110,3 +110,7 @@ minimum_replicas  # unused function (xlplan/simulate/search.py)
 # Public constants documented as a part's interface.
 MIX_ROWS  # unused variable (xlplan/excel/summary_mix.py)
 OUTPUT_COLUMNS  # unused variable (xlplan/plan/sweep.py)
+
+# Fields of plan --json's layout (schema version 2), read by the scripts that order from it, never by our code.
+schema_version  # unused variable (xlplan/schema/result.py)
+runbook_method  # unused variable (xlplan/schema/result.py)

@@ -43,6 +43,19 @@ def test_published_schema_is_current():
     assert json.loads(committed.read_text(encoding="utf-8")) == plan_mod.plan_json_schema(), "run: xlplan schema -o docs/plan.schema.json --force"
 
 
+def test_published_output_schema_is_current_and_plan_json_reads_back_by_it(capsys):
+    # the output's schema (docs/plan-output.schema.json) is what PlanOutput says, and what plan --json prints reads
+    # back as a PlanOutput of schema version 2 whose fleet is the Answer's
+    from xlplan.cli import main
+    from xlplan.schema.result import OUTPUT_SCHEMA_VERSION, PlanOutput
+
+    committed = json.loads((Path(__file__).parents[1] / "docs" / "plan-output.schema.json").read_text(encoding="utf-8"))
+    assert committed == PlanOutput.model_json_schema(), "run: xlplan schema --result -o docs/plan-output.schema.json --force"
+    assert main(["plan", "--json", "--no-verify"]) == 0
+    out = PlanOutput.model_validate_json(capsys.readouterr().out)
+    assert out.schema_version == OUTPUT_SCHEMA_VERSION == 2 and out.fleet.with_redundancy == out.answer.with_redundancy
+
+
 def test_units_constants():
     from xlplan.units import GB, GIB
 

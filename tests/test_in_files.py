@@ -170,7 +170,7 @@ def test_octal_looking_and_exponent_numbers_read_as_written(tmp_path, capsys):
         path = tmp_path / "plan.yaml"
         path.write_text(plan_text().replace("peak_rps: 40", f"peak_rps: {value}"), encoding="utf-8")
         assert main(["plan", str(path), "--json"]) == 0
-        assert json.loads(capsys.readouterr().out)["fleet"]["load"] == 4  # the reference plan's 4 GPUs at 40 req/s
+        assert json.loads(capsys.readouterr().out)["runbook_method"]["fleet"]["load"] == 4  # the runbook's 4 GPUs at 40 req/s
 
 
 @pytest.mark.parametrize("mfu, hint", [(1.2, None), (150, None), (40, "(write 0.40, not 40)"), (12.5, "(write 0.125, not 12.5)")])

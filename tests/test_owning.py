@@ -81,7 +81,7 @@ def test_the_json_and_the_note_give_the_same_figures(tmp_path, capsys):
     f = tmp_path / "bought.yaml"
     f.write_text(json.dumps(_bought().model_dump(mode="json", exclude_none=True)), encoding="utf-8")
     assert main(["plan", str(f), "--no-verify", "--json"]) == 0
-    o = json.loads(capsys.readouterr().out)["cost"]["ownership"]
+    o = json.loads(capsys.readouterr().out)["runbook_method"]["cost"]["ownership"]  # the figures worked by hand: the method's fleet
     for key, hand in (("capex_usd", CAPEX), ("capital_usd_per_month", CAPITAL), ("energy_usd_per_month", POWER),
                       ("hosting_usd_per_month", COLOCATION), ("licence_usd_per_month", LICENCES),
                       ("payback_months", PAYBACK), ("own_npv_usd", OWN_NPV)):

@@ -119,12 +119,16 @@ def test_cli_json_matches(ref, capsys):
 
     assert main(["plan", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    for key in ("concurrency", "time_in_system_s", "binding"):
+    # schema version 2: the runbook's method's lines under runbook_method (600 in flight, 4 + 1, a node of 8, ~$11k)
+    method = out["runbook_method"]
+    assert out["schema_version"] == 2
+    for key in ("concurrency", "time_in_system_s"):
         assert out[key] == getattr(ref, key)
+    assert method["binding"] == ref.binding
     assert out["memory"]["kv_budget_gib_per_gpu"] == ref.memory.kv_budget_gib_per_gpu
-    assert out["fleet"] == ref.fleet.model_dump()
+    assert method["fleet"] == ref.fleet.model_dump()
     for key in ("monthly_usd", "tokens_per_month", "usd_per_mtok", "api_monthly_usd", "breakeven_tokens_per_month"):
-        assert out["cost"][key] == getattr(ref.cost, key)
+        assert method["cost"][key] == getattr(ref.cost, key)
     assert {"change", "fleet", "binding"} <= set(out["sensitivities"][0])
     assert out["breakpoints"]
 
@@ -138,3 +142,24 @@ def test_the_json_says_which_method_each_figure_follows(ref):
     figures = set(type(ref).model_fields) - {"name", "calibration_source", "inputs", "model", "warnings", "basis"}
     assert figures <= named, sorted(figures - named)
     assert "order from" in ref.basis["answer"] and "runbook's method" in next(v for k, v in ref.basis.items() if "fleet" in k)
+
+
+def test_the_jsons_top_level_fleet_and_cost_are_the_answers(ref, capsys):
+    # a script reading plan --json's fleet.with_redundancy orders what the note's Answer line says: the fleet that keeps
+    # the promise in simulation (on the reference plan 6 + 1 = 7 GPUs at $3/h × 730 h = $15,330, README), never the
+    # runbook's method's 4 + 1 = 5 ($10,950), which keeps it only on paper
+    import json
+
+    from xlplan.cli import main
+    from xlplan.decide.planner import plan
+    from xlplan.io.planfile import reference_plan
+
+    assert main(["plan", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    a = plan(reference_plan()).answer
+    assert (out["fleet"]["tp"], out["fleet"]["load"], out["fleet"]["with_redundancy"], out["fleet"]["purchased"]) == (
+        a.tp, a.load, a.with_redundancy, a.purchased)
+    assert out["cost"]["billed_gpus"] == a.billed_gpus and out["cost"]["monthly_usd"] == a.monthly_usd
+    assert out["cost"]["monthly_usd"] == out["cost"]["billed_gpus"] * 3.0 * 730.0  # runbook step 7's arithmetic
+    assert out["binding"] == a.binding and out["runbook_method"]["fleet"]["with_redundancy"] == 5
+    assert "order from" in next(v for k, v in out["basis"].items() if k.startswith("fleet"))

@@ -382,7 +382,8 @@ def test_plan_verify_json_note_and_picture(tmp_path, capsys):
     # `plan --verify`: the verified section beside the runbook's figures (which stay as they are: 4, 5, 8).
     assert main(["plan", "--verify", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["fleet"]["load"], out["fleet"]["with_redundancy"], out["fleet"]["purchased"]) == (4, 5, 8)
+    method = out["runbook_method"]["fleet"]
+    assert (method["load"], method["with_redundancy"], method["purchased"]) == (4, 5, 8)
     v = out["verified"]
     for key in ("load", "with_redundancy", "meets_promise_at_load", "ttft_p95_s", "itl_p95_s"):
         assert key in v

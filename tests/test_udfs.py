@@ -65,7 +65,8 @@ def test_littles_law_40_by_15_is_600():
 
 @pytest.mark.slow
 def test_reference_plan_through_the_udfs_equals_the_cli(cli):
-    inp, mem, comp, lat, fl, cost = cli["inputs"], cli["memory"], cli["compute"], cli["latency"], cli["fleet"], cli["cost"]
+    method = cli["runbook_method"]  # the functions compute the runbook's method, as the workbook's formulas do
+    inp, mem, comp, lat, fl, cost = cli["inputs"], cli["memory"], cli["compute"], cli["latency"], method["fleet"], method["cost"]
     p, o = inp["prompt_tokens"], inp["output_tokens"]
     model, gpu = "llama-3.1-8b", "h100-sxm"
     tis = U.time_in_system(o["p50"], o["p95"], inp["itl_s"], o["p99"])
@@ -90,7 +91,7 @@ def test_reference_plan_through_the_udfs_equals_the_cli(cli):
     batch = U.max_decode_batch(model, gpu, inp["itl_s"], inp["prompt_tokens"]["mean"] + inp["output_tokens"]["mean"] / 2)
     assert batch == approx(lat["max_decode_batch"], rel=1e-12)
     assert U.latency_gpus(conc, batch) == lat["gpus"]
-    assert U.binding_constraint(mem["gpus"], comp["gpus"], lat["gpus"]) == cli["binding"] == "both"
+    assert U.binding_constraint(mem["gpus"], comp["gpus"], lat["gpus"]) == method["binding"] == "both"
     assert U.fleet(mem["gpus"], comp["gpus"], lat["gpus"]) == [[fl["load"]], [fl["with_redundancy"]], [fl["purchased"]]] == [[4], [5], [8]]
     monthly = U.monthly_cost(fl["with_redundancy"], cost["usd_per_gpu_hour"])
     assert monthly == cost["monthly_usd"] == 10950

@@ -113,7 +113,7 @@ def test_tornado_bars_are_each_what_ifs_monthly_cost_minus_the_plans(ref_plan, t
     (_, ref), = wv.defined_names["WhatIfInputs"].destinations
     first = range_boundaries(ref.replace("$", ""))[1]
     ws = wv["6 Sensitivities"]
-    plan_usd = js["cost"]["monthly_usd"]
+    plan_usd = js["runbook_method"]["cost"]["monthly_usd"]  # the what-ifs re-plan the runbook's method
     # each standard what-if's label (column A of its row) and its monthly cost minus the plan's, from `plan --json`
     rows = [(ws[f"A{first + k}"].value, s["monthly_usd"] - plan_usd if s["feasible"] else None)
             for k, s in enumerate(js["sensitivities"])]

@@ -59,8 +59,10 @@ def plan_cmd(
     write_outputs(contents)
     for path, _ in contents:
         typer.echo(f"wrote {path}", err=True)
-    if as_json:
-        typer.echo(json_text(result.model_dump(mode="json")))
+    if as_json:  # led by what to order: the Answer's fleet and bill at the top (schema version 2)
+        from xlplan.decide.output import plan_output
+
+        typer.echo(json_text(plan_output(result).model_dump(mode="json")))
     else:
         typer.echo(render_text(result), nl=False)
 
@@ -157,11 +159,13 @@ def catalog_cmd(
 
 @app.command("schema")
 def schema_cmd(output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of standard output."),
-               force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
-    """Print the JSON Schema of plan files."""
+               force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+               result: bool = typer.Option(False, "--result", help="The JSON Schema of `plan --json`'s output instead (schema version 2).")) -> None:
+    """Print the JSON Schema of plan files (or, with --result, of `plan --json`)."""
     from xlplan.schema.plan import plan_json_schema
+    from xlplan.schema.result import PlanOutput
 
-    text = json.dumps(plan_json_schema(), indent=2) + "\n"
+    text = json.dumps(PlanOutput.model_json_schema() if result else plan_json_schema(), indent=2) + "\n"
     if output is None:
         typer.echo(text, nl=False)
     else:

@@ -352,8 +352,8 @@ class PlanResult(_Out):
     binding: str = Field(description="'memory', 'compute', 'latency', 'both' or 'all'. [text]")
     binding_paths: list[str] = Field(description="The paths that need the most GPUs. [text]")
     tp_options: list[TPOption] = Field(description="Every tensor-parallel degree considered.")
-    fleet: FleetOut = Field(description="Step 6: load, redundancy, purchasing unit.")
-    cost: CostOut = Field(description="Step 7: the bill and the API comparison.")
+    fleet: FleetOut = Field(description="Step 6: load, redundancy, purchasing unit (in ``plan --json``: the Answer's).")
+    cost: CostOut = Field(description="Step 7: the bill and the API comparison (in ``plan --json``: the Answer's).")
     sensitivities: list[Sensitivity] = Field(description="Section 6, the runbook's method: the standard what-ifs (the workbook's what-if rows compute the same by formula).")
     breakpoints: list[Breakpoint] = Field(description="Section 6, the runbook's method: where each input changes its purchase or binding path.")
     warnings: list[str] = Field(description="What the reader must know (e.g. TTFT not met on this hardware). [text]")
@@ -365,3 +365,46 @@ class PlanResult(_Out):
     closed_form_breakpoints: list[Breakpoint] = Field(default_factory=list, description="Section 6 on the closed form: where its purchase grows one unit, where its binding path changes.")
     contracts: ContractMixOut | None = Field(default=None, description="The contracts section's mix for the Answer's fleet over the daily curve; None when the plan has none.")
     basis: dict[str, str] = Field(default_factory=lambda: dict(FIGURES_BASIS), description="Which method each top-level field follows, so a reader of the JSON knows which figures to order from. [text]")
+
+
+OUTPUT_BASIS = {
+    "fleet, cost, binding, binding_paths, answer": "The Answer: the fleet verified in simulation at peak (else the closed "
+        "form), at its TP degree (fleet.tp), and its bill. These are the figures to order from.",
+    "runbook_method": "The runbook's method, at its own TP degree, as its worked example computes it: beside the Answer, "
+                      "not instead of it (no queueing path, no simulation).",
+    "time_in_system_s, concurrency, memory, compute, latency, tp_options, sensitivities, breakpoints": "The runbook's "
+        "method's steps, at its TP degree (runbook_method.fleet.tp).",
+    "queueing, closed_form, closed_form_sensitivities, closed_form_breakpoints": FIGURES_BASIS[
+        "queueing, closed_form, closed_form_sensitivities, closed_form_breakpoints"],
+    "verified": FIGURES_BASIS["verified"],
+    "contracts": FIGURES_BASIS["contracts"],
+}
+"""What each part of ``plan --json`` follows (schema version 2's ``basis``)."""
+
+OUTPUT_SCHEMA_VERSION = 2
+"""The layout of ``plan --json`` (:class:`PlanOutput`): 2 leads with the Answer's fleet, cost and binding, the runbook's
+method under ``runbook_method``; 1 (before December 2026, no ``schema_version`` key) had the runbook's at the top. [—]"""
+
+
+class RunbookMethodOut(_Out):
+    """The runbook's method, as its worked example computes it (600 in flight → 4 and 4 GPUs → 4 + 1 → a node of 8):
+    beside the Answer, not the fleet to order."""
+
+    fleet: FleetOut = Field(description="Step 6 by the runbook's method, at its own TP degree.")
+    cost: CostOut = Field(description="Step 7 by the runbook's method: its fleet's bill.")
+    binding: str = Field(description="The runbook's binding path: 'memory', 'compute', 'latency', 'both' or 'all'. [text]")
+    binding_paths: list[str] = Field(description="The paths that need the most GPUs by the runbook's method. [text]")
+
+
+class PlanOutput(PlanResult):
+    """What ``xlplan plan --json`` prints: the plan's result led by what to order. ``fleet``, ``cost`` and ``binding``
+    are the Answer's (the fleet verified in simulation, else the closed form, and its bill); the runbook's method is
+    under ``runbook_method``; ``schema_version`` names this layout (:data:`OUTPUT_SCHEMA_VERSION`)."""
+
+    schema_version: int = Field(default=OUTPUT_SCHEMA_VERSION, description="The layout of this JSON: 2 leads with the Answer (docs/json-output.md). [—]")
+    fleet: FleetOut = Field(description="The Answer's fleet: at its TP degree, its load, with redundancy and purchased, as ordered.")
+    cost: CostOut = Field(description="The Answer's bill: its GPUs on the bill, monthly cost, $/M tokens and the API comparison.")
+    binding: str = Field(description="The Answer's binding: the closed form's path ('queueing', 'memory', …), or 'queueing (simulated)' where the simulation needs more. [text]")
+    binding_paths: list[str] = Field(description="The closed form's paths tied for the most GPUs. [text]")
+    runbook_method: RunbookMethodOut | None = Field(default=None, description="The runbook's method's fleet, bill and binding, beside the Answer.")
+    basis: dict[str, str] = Field(default_factory=lambda: dict(OUTPUT_BASIS), description="Which method each top-level field follows, so a reader of the JSON knows which figures to order from. [text]")
