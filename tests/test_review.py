@@ -226,3 +226,50 @@ def test_scrapes_without_an_observation_in_the_window_do_not_keep_the_promise(tm
     rc, out, _ = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "m.csv"), "--date", DATE, "--json", *copies)
     promise = json.loads(out)["promise"]
     assert promise["met"] is None and promise["sentence"].startswith("not measured: ") and "no observations" in promise["sentence"]
+
+
+def _poisson_minutes(rate_rps: float, span_s: float, seed: int):
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.uniform(0, span_s, rng.poisson(rate_rps * span_s)))
+
+
+@pytest.mark.parametrize("span_s", [600.0, 3600.0])
+def test_a_month_at_the_plans_own_peak_alarms_in_at_most_5_percent_of_seeds(span_s):
+    # 200 logs drawn as a Poisson stream at exactly the plan's 40 req/s (ten minutes and an hour of peak, the worst
+    # case: every window is at peak): the busiest minute reads above 40 in nearly every one (the issue's 42 req/s,
+    # +5.1%); above the sampling band's top in at most 5% of them, the level the band is built for. Each read by the
+    # peak rule `traffic` uses (a sliding 60 s window)
+    from xlplan.evidence.traffic_windows import busiest_window_band_rps, peak_rate
+
+    peaks = [peak_rate(_poisson_minutes(RATE, span_s, seed), 60.0)[0] for seed in range(200)]
+    top = busiest_window_band_rps(RATE, 60.0, span_s)
+    assert sum(p > RATE for p in peaks) >= 190  # the noise is real: the busiest window reads high
+    assert sum(p > top for p in peaks) <= 10  # at most 5% of 200 months alarm
+
+
+def test_a_peak_grown_by_a_quarter_is_past_the_band():
+    # the band must still see growth: 50 req/s (+25%) over ten minutes reads past the top of 40 req/s's band (43.0)
+    # in every one of 200 seeds (the busiest minute is at least the mean, 50, less a few standard deviations of
+    # √(50/60) = 0.9 req/s)
+    from xlplan.evidence.traffic_windows import busiest_window_band_rps, peak_rate
+
+    top = busiest_window_band_rps(RATE, 60.0, 600.0)
+    assert all(peak_rate(_poisson_minutes(1.25 * RATE, 600.0, seed), 60.0)[0] > top for seed in range(200))
+
+
+def test_a_log_at_the_plans_peak_that_reads_high_orders_nothing(tmp_path, capsys):
+    # seed 3's ten minutes at 40 req/s read a busiest minute above 40 (the issue's case: "place an order for 1 GPU");
+    # within the band, the review names it noise, keeps the planned peak in the re-plan and exits 0
+    from xlplan.evidence.traffic_windows import peak_rate
+
+    t = T0 + _poisson_minutes(RATE, 600.0, 3)
+    measured = peak_rate(t, 60.0)[0]
+    assert measured > RATE
+    path = tmp_path / "noisy.csv"
+    pd.DataFrame({"timestamp": pd.to_datetime(t, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                  "prompt_tokens": 2000, "completion_tokens": 300}).to_csv(path, index=False)
+    rc, out, _ = review(capsys, write_plan(tmp_path), "--log", path, "--date", DATE, "--json")
+    r = json.loads(out)
+    peak = next(f for f in r["forecast"] if f["key"] == "peak_rps")
+    assert peak["measured"] == pytest.approx(measured) and peak["measured"] <= peak["band_top"]
+    assert r["replan"]["new"]["held"] == r["replan"]["old"]["held"] and rc == 0, r["reasons"]

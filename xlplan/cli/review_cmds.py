@@ -24,6 +24,20 @@ def _review_day(text: str | None) -> str | None:
         raise InputError("--date", [f"got {text!r}; expected a day of the calendar, YYYY-MM-DD"]) from None
 
 
+def _peak_band(base, day: str, summary, fragment: dict) -> float:
+    """The top of the planned peak's sampling band over the log's span; where the measured peak is within it, the
+    re-plan keeps the planned peak (the fragment's is replaced): a log drawn at the plan's own rate reads a little
+    above it in most months, and that noise orders nothing. [requests/s]"""
+    from xlplan.evidence.traffic_windows import busiest_window_band_rps
+    from xlplan.review.replan import planned_peak
+
+    planned = planned_peak(base, dt.date.fromisoformat(day))[1]
+    top = busiest_window_band_rps(planned, summary.window_s, summary.last_s - summary.first_s)
+    if summary.peak_rps <= top:
+        fragment["forecast"]["peak_rps"] = planned
+    return top
+
+
 def _in_the_logs(day: str | None, summary) -> str:
     """The review day: --date where its month holds some of the logs' requests, else refused; without --date, the day
     of the last request (a review is of the month its logs measured, not of whatever today is)."""
@@ -75,11 +89,12 @@ def review_cmd(
     result = run_plan(base)
     summary, fragment = _traffic(logs)
     day = _in_the_logs(day, summary)
+    band = _peak_band(base, day, summary, fragment)
     evidence = _scrapes(scrapes)
     measured_plan, recalibrated = _measured_plan(base, fragment, results)
     latency, model, measured_plan, recalibrated = _production(base, result, scrapes, measured_plan, recalibrated)
     out = review(base, result, summary, measured_plan, day, evidence, latency, model, recalibrated=recalibrated,
-                 history=tuple(past))
+                 history=tuple(past), peak_band_rps=band)
     contents = [(markdown, review_note(out, md=True))] if markdown is not None else []
     if workbook is not None:
         from xlplan.excel.book import figures

@@ -290,7 +290,7 @@ def _watch_list(checks: list[BreakpointCheck], n: int = WATCH) -> list[Breakpoin
 
 def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_plan: Plan, date: str,
            evidence: Evidence | None = None, latency: ProductionLatency | None = None, model: ModelCheck | None = None,
-           recalibrated: str = "", history: tuple = ()) -> ReviewOut:
+           recalibrated: str = "", history: tuple = (), peak_band_rps: float | None = None) -> ReviewOut:
     """The monthly review of a plan against a month's measurements.
 
     Parameters
@@ -315,6 +315,10 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
         Where the measured plan's efficiencies come from, '' when they are the plan's. [text]
     history : tuple of HistoryLine
         Earlier reviews, oldest first. [text]
+    peak_band_rps : float, optional
+        The top of the planned peak's sampling band (:func:`xlplan.evidence.traffic_windows.busiest_window_band_rps`):
+        a measured peak at or under it is the plan's peak read with noise, so the breakpoints and triggers are judged at
+        the planned peak (the measured one is still shown). [requests/s]
 
     Returns
     -------
@@ -330,12 +334,14 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
     measured = _measured_figures(traffic, plan.forecast.average_utilisation)
     growth = peak / plan.forecast.peak_rps
     planned = _planned_figures(plan, result, growth)
+    within = peak_band_rps is not None and measured["peak_rps"] <= peak_band_rps
+    judged = {**measured, "peak_rps": planned["peak_rps"]} if within else measured  # noise moves no decision
     rp = replan(plan, result, measured_plan, day, index, recalibrated)
     basis = "the closed form's, the Answer's method" if result.closed_form_breakpoints else "the runbook's method's"
-    checks = _breakpoint_checks(result.closed_form_breakpoints or result.breakpoints, measured,
+    checks = _breakpoint_checks(result.closed_form_breakpoints or result.breakpoints, judged,
                                result.answer.binding if result.answer else result.binding, rp.new.purchased)
-    runbook = _breakpoint_checks(result.breakpoints, measured, result.binding, rp.new.purchased)
-    triggers = _trigger_checks(plan, result, measured, rp.new.breakeven_tokens_per_month)
+    runbook = _breakpoint_checks(result.breakpoints, judged, result.binding, rp.new.purchased)
+    triggers = _trigger_checks(plan, result, judged, rp.new.breakeven_tokens_per_month)
     promise = _promise(plan, latency)
     line = history_line(date, plan.name, planned, measured, rp.old.held, rp.new.held)
     reasons = ([c.sentence for c in checks if c.crossed] + [f"trigger: {t.metric} {t.bound} {_number(t.value, t.unit)}: {t.action}"
@@ -343,7 +349,8 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
                + (["the promise was missed in production"] if promise.met is False else [])
                + [a.sentence for a in rp.actions if a.due])
     return ReviewOut(plan=plan.name, date=date, month=f"{day:%Y-%m}", planned_month_index=index, growth_factor=growth,
-                     forecast=_forecast_checks(planned, measured, plan.owners.forecast), breakpoints_basis=basis,
+                     forecast=[c.model_copy(update={"band_top": peak_band_rps}) if c.key == "peak_rps" else c
+                               for c in _forecast_checks(planned, measured, plan.owners.forecast)], breakpoints_basis=basis,
                      breakpoints=checks, runbook_breakpoints=runbook, promise=promise, binding=_binding(result.answer.binding if result.answer is not None else result.binding, evidence),
                      model=model.sentence if model is not None else "not given (no production model check)", replan=rp,
                      triggers=triggers, watch=_watch_list(checks), history=accuracy([*history, line]), history_line=line,

@@ -50,7 +50,7 @@ class Percentiles(_Section):
 class Forecast(_Section):
     """Step 1: the traffic at peak, and the average that the bill uses."""
 
-    peak_rps: float = Field(gt=0, description="Peak arrival rate the fleet must carry. [requests/s]")
+    peak_rps: float = Field(gt=0, description="Peak arrival rate the fleet must carry: the mean rate of the busiest 60-second window of the month, as `xlplan traffic` measures it from a log (its default --window, sliding from each arrival); `xlplan review` allows that window's sampling noise before it calls for an order. [requests/s]")
     prompt_tokens: Percentiles = Field(description="Prompt (input) length distribution. [tokens]")
     output_tokens: Percentiles = Field(description="Output length distribution. [tokens]")
     average_utilisation: Fraction = Field(
