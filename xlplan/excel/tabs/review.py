@@ -48,7 +48,7 @@ def _measured_name(key: str) -> str:
 def review_tab(book: Book, e: Engine, out: ReviewOut) -> None:
     """Add the Review tab: the growth to the review month, the forecast against the measurement, the breakpoints."""
     sh = book.sheet(REVIEW_TAB, f"The monthly review of {out.month}: the measured figures against the plan's, and tab 6's "
-                    "breakpoints against them.", widths={"A": 40, "B": 14, "C": 14, "D": 18, "E": 14, "F": 30},
+                    "breakpoints against them.", widths={"A": 40, "B": 14, "C": 14, "D": 18, "E": 14, "F": 30, "G": 12},
                     print_title_rows="1:3", freeze="B4", landscape=True, values_depend=())  # the month's measurements: a record
     rows = Rows(book, sh)
     rows.title(f"Review · {out.month} measured against the plan",
@@ -58,7 +58,7 @@ def review_tab(book: Book, e: Engine, out: ReviewOut) -> None:
     _growth(book, sh, rows, e, out)
     _forecast(book, sh, rows, out)
     _breakpoints(book, sh, rows, e, out)
-    sh.print_area = f"A1:F{sh.row}"
+    sh.print_area = f"A1:G{sh.row}"
 
 
 def _growth(book: Book, sh: Sheet, rows: Rows, e: Engine, out: ReviewOut) -> None:
@@ -81,12 +81,15 @@ def _growth(book: Book, sh: Sheet, rows: Rows, e: Engine, out: ReviewOut) -> Non
 def _forecast(book: Book, sh: Sheet, rows: Rows, out: ReviewOut) -> None:
     """Section 1: each figure planned (formula over 1 Inputs), measured (input), its change and owner (formulas)."""
     rows.section("1 · The forecast against the month's measurement")
-    rows.header("Figure", "Planned", "Measured", "Change", "Unit", "Owner")
+    rows.header("Figure", "Planned", "Measured", "Change", "Unit", "Owner", "Noise top")
     for f in out.forecast:
         r = sh.row
         _, formula, fmt = PLANNED[f.key]
         sh.put("A", r, Cell(f.label, kind="label"))
         sh.put("B", r, Cell(formula, formula=True, cached=f.planned, kind="calc", fmt=fmt))
+        if f.band_top is not None:  # the peak: the top of its sampling band (an engine value), and the planned peak named
+            book.define("ReviewPeakBandTop", sh, sh.put("G", r, Cell(f.band_top, kind="static", fmt=fmt)))
+            book.define("ReviewPlannedPeakRate", sh, f"B{r}")
         name = _measured_name(f.key)
         coord = sh.put("C", r, Cell(f.measured, kind="input", fmt=fmt, name=name, validation=Validation(
             "decimal", "greaterThanOrEqual", "0", None, True, f"Measured {f.label}"[:32],
@@ -160,8 +163,16 @@ def _breakpoint_rows(book: Book, sh: Sheet, out: ReviewOut, b, basis: str, check
         r = sh.row
         name = breakpoint_name(b.variable, b.direction, suffix, basis)
         sh.put("A", r, Cell(f"{label} {b.direction}: {what} ({words})", kind="label"))
-        sh.put("B", r, Cell(f"={_measured_name(b.variable)}", formula=True, cached=measured if measured is not None else "",
-                            kind="calc", fmt=FMT["value"]))
+        m = _measured_name(b.variable)
+        if b.variable == "peak_rps" and "ReviewPeakBandTop" in book.names:  # within its noise, judged at the plan's peak
+            planned = next(f.planned for f in out.forecast if f.key == b.variable)
+            judged = planned if measured is not None and measured <= next(
+                f.band_top for f in out.forecast if f.key == b.variable) else measured
+            sh.put("B", r, Cell(f"=IF(AND(ISNUMBER({m}),{m}<=ReviewPeakBandTop),ReviewPlannedPeakRate,{m})", formula=True,
+                                cached=judged if judged is not None else "", kind="calc", fmt=FMT["value"]))
+        else:
+            sh.put("B", r, Cell(f"={m}", formula=True, cached=measured if measured is not None else "", kind="calc",
+                                fmt=FMT["value"]))
         at = b.fleet_step_at if suffix == "Step" else b.binding_flip_at
         sh.put("C", r, Cell(f"={name}", formula=True, cached=at if at is not None else "beyond x64", kind="calc",
                             fmt=FMT["value"]))
