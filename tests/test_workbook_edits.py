@@ -36,7 +36,6 @@ RENTED_EDITS = {
     "gpu": {"GPUKey": "h200"},
     "prices": {"GPUUSDPerHourInput": 4.0},
     "paid_as_buy": {"CostMode": "buy", "USDPerKWhInput": 0.09, "HardwareOpsUSDPerMonthInput": 0.0},
-    "paid_as_node": {"CostMode": "rent_per_node"},
     "policy": {"Redundancy": 2},
 }
 BOUGHT_EDITS = {"paid_as_rent": {"CostMode": "rent_per_gpu"}}  # its Buy rows stay filled: kept and ignored

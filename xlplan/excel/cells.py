@@ -91,6 +91,7 @@ class Book:
     chartsheets: list[dict] = field(default_factory=list)  # sheets that are one chart, after the worksheets
     print_header: str = ""  # the plan's name, printed at the top of every page
     flags: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)  # (sheet, cell) -> its stale flag's
+    flag_groups: dict[tuple[str, str], frozenset] = field(default_factory=dict)  # (sheet, cell) -> the groups it reads
 
     def sheet(self, title: str, purpose: str, **kw) -> Sheet:
         s = Sheet(title=title, purpose=purpose, **kw)

@@ -314,11 +314,11 @@ def _flagged_stale(template, changed) -> set[str]:
     """Each cell (``'Sheet'!A1``) whose flag reads STALE for these edits (once the file is recalculated): a cell with a
     flag beside it (:attr:`~xlplan.excel.cells.Book.flags`) that reads an engine value of an edited input's group."""
     from xlplan.excel.inputs import all_inputs
-    from xlplan.excel.staleness import engine_groups, group_of
+    from xlplan.excel.staleness import group_of
 
     path = {spec.name: spec.path for spec in all_inputs()}
     edited = {group_of(path[name]) for name, _, _ in changed if name in path} - {None}
-    return {f"{quote_sheet(title)}!{coord}" for (title, coord), groups in engine_groups(template).items()
+    return {f"{quote_sheet(title)}!{coord}" for (title, coord), groups in template.flag_groups.items()
             if (title, coord) in template.flags and groups & edited}
 
 

@@ -387,6 +387,7 @@ def flag_engine_values(book: Book) -> None:
     from openpyxl.utils import get_column_letter
 
     stale = engine_groups(book)
+    book.flag_groups = stale
     by_row: dict[tuple[str, int], set[str]] = {}
     for (title, coord), g in stale.items():
         by_row.setdefault((title, _rc(coord)[0]), set()).update(g)
