@@ -19,12 +19,11 @@ import openpyxl
 import pytest
 from matrix_plans import matrix_plans
 from planhelp import replan
-from workbookhelp import agrees, evaluate_many, name_ref, plan_figures, recalculate, require_libreoffice
+from workbookhelp import agrees, edited_copies, evaluate_many, name_ref, plan_figures, recalculate, require_libreoffice
 
 from xlplan.cli import main
 from xlplan.excel import layout
 from xlplan.excel.reader import read_workbook
-from xlplan.excel.writer import workbook_bytes
 
 GROWTH = {"monthly": 0.1, "months": 3, "lead_time_days": 30, "start": "2027-01"}  # so Options and Schedule are built
 
@@ -50,20 +49,6 @@ def _bought():
                                                       "usd_per_kwh": 0.09, "hardware_ops_usd_per_month": 500})
 
 
-def _edit(base, folder, edits: dict) -> list:
-    out = []
-    for stem, changes in edits.items():
-        path = folder / f"{stem}.xlsx"
-        path.write_bytes(workbook_bytes(base))
-        wb = openpyxl.load_workbook(path)
-        for name, value in changes.items():
-            (title, ref), = wb.defined_names[name].destinations
-            wb[title][ref.replace("$", "")].value = value
-        wb.save(path)
-        out.append(path)
-    return out
-
-
 @pytest.fixture(scope="module")
 def edited(tmp_path_factory):
     """{edit: (the workbook as built, the edited file, LibreOffice's values, the Excel-grammar engine's values, the
@@ -75,7 +60,7 @@ def edited(tmp_path_factory):
     out = {}
     for plan, edits in ((_rented(), RENTED_EDITS), (_bought(), BOUGHT_EDITS)):
         base = layout.build(plan_figures(plan))
-        paths = _edit(base, folder, edits)
+        paths = edited_copies(base, folder, edits)
         lo = recalculate(paths, folder / "lo")
         grammar = evaluate_many(paths)
         for stem, path, recalculated, g in zip(edits, paths, lo, grammar):
@@ -148,7 +133,7 @@ def test_buying_without_an_electricity_price_names_it_on_the_banner(tmp_path):
     # operations), not a missing GPU price; the catalog gives this GPU's server price and power, so those are not named
     require_libreoffice()
     base = layout.build(plan_figures(matrix_plans()["reference"]))  # rented per GPU
-    path, = _edit(base, tmp_path, {"buy": {"CostMode": "buy"}})
+    path, = edited_copies(base, tmp_path, {"buy": {"CostMode": "buy"}})
     recalculated, = recalculate([path], tmp_path / "lo")
     wv = openpyxl.load_workbook(recalculated, data_only=True)
     banner = wv["1 Inputs"]["A3"].value
@@ -168,7 +153,7 @@ def test_a_misspelt_gpu_fails_one_check_in_words(tmp_path):
     # the fractions or the promise that merely could not be computed
     require_libreoffice()
     base = layout.build(plan_figures(matrix_plans()["reference"]))
-    path, = _edit(base, tmp_path, {"typo": {"GPUKey": "h100-sx"}})
+    path, = edited_copies(base, tmp_path, {"typo": {"GPUKey": "h100-sx"}})
     recalculated, = recalculate([path], tmp_path / "lo")
     banner = openpyxl.load_workbook(recalculated, data_only=True)["Summary"]["A3"].value
     assert banner == "CHECK FAILED on 1 Inputs: the GPU is not on the GPUs sheet — these figures are not a plan", banner

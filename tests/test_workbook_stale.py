@@ -17,7 +17,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 from planhelp import replan
-from workbookhelp import build, evaluate_many, name_ref, recalculate, require_libreoffice
+from workbookhelp import build, edited_copies, evaluate_many, name_ref, recalculate, require_libreoffice
 
 from xlplan.cli import main
 from xlplan.excel.inputs import all_inputs
@@ -164,16 +164,7 @@ def edited(book, tmp_path_factory):
     {edit: (LibreOffice's values, the Excel-grammar engine's)}."""
     require_libreoffice()
     folder = tmp_path_factory.mktemp("stale")
-    paths = []
-    for stem, changes in EDITS.items():
-        path = folder / f"{stem}.xlsx"
-        path.write_bytes(workbook_bytes(book))
-        wb = openpyxl.load_workbook(path)
-        for name, v in changes.items():
-            (title, ref), = wb.defined_names[name].destinations
-            wb[title][ref.replace("$", "")].value = v
-        wb.save(path)
-        paths.append(path)
+    paths = edited_copies(book, folder, EDITS)
     lo = recalculate(paths, folder / "recalculated")
     grammar = evaluate_many(paths)
     return {stem: (openpyxl.load_workbook(out, data_only=True), g, path, out)

@@ -154,6 +154,22 @@ def evaluate_many(files: list[Path], udfs: bool = False) -> list[dict]:
     return out
 
 
+def edited_copies(book, folder: Path, edits: dict) -> list[Path]:
+    """A copy of the book's workbook per edit ({stem: {defined name: value}}), each input set by openpyxl as a user's
+    script would and saved (without computed values): folder/<stem>.xlsx, in the edits' order."""
+    out = []
+    for stem, changes in edits.items():
+        path = folder / f"{stem}.xlsx"
+        path.write_bytes(workbook_bytes(book))
+        wb = openpyxl.load_workbook(path)
+        for name, value in changes.items():
+            (title, ref), = wb.defined_names[name].destinations
+            wb[title][ref.replace("$", "")].value = value
+        wb.save(path)
+        out.append(path)
+    return out
+
+
 def require_libreoffice() -> str:
     """The soffice path; skips where LibreOffice is missing, but fails in CI (CI=true), which installs it."""
     path = soffice()
