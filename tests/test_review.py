@@ -13,7 +13,7 @@ import yaml
 from xlplan.cli import main
 from xlplan.dates import month_start, order_by
 from xlplan.decide.planner import plan as run_plan
-from xlplan.io.planfile import reference_plan, reference_plan_text
+from xlplan.io.planfile import read_plan, reference_plan, reference_plan_text
 
 T0 = 1_798_761_600  # 2027-01-01 00:00:00 UTC
 RATE = 40.0  # the reference plan's peak [requests/s]
@@ -21,16 +21,16 @@ DATE = "2027-01-10"
 LEAD = 14  # days from order to service
 
 
-def write_log(path, long_prompts: int = 0, month: str = "2027-01"):
+def write_log(path, long_prompts: int = 0, month: str = "2027-01", long_tokens: int = 7000):
     """Three minutes at 40 req/s (so every 60 s window from a request holds 2,400: a peak of exactly 40 req/s), then ten
     requests spread over the next 270 s (the span becomes 449.975 s + 270 s ... the mean rate 7,210 / span ≈ 0.4 × 40,
-    the plan's utilisation). Prompts 2,000 tokens, the last ``long_prompts`` 7,000; outputs 300. From the first of
+    the plan's utilisation). Prompts 2,000 tokens, the last ``long_prompts`` ``long_tokens``; outputs 300. From the first of
     ``month`` (a review's --date must fall in a month its logs cover)."""
     t = pd.Timestamp(f"{month}-01", tz="UTC").timestamp() + np.arange(7200) / RATE
     t = np.concatenate([t, t[-1] + np.linspace(1, 270, 10)])
     prompt = np.full(t.size, 2000)
     if long_prompts:
-        prompt[-long_prompts:] = 7000
+        prompt[-long_prompts:] = long_tokens
     df = pd.DataFrame({"timestamp": pd.to_datetime(t, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
                        "prompt_tokens": prompt, "completion_tokens": 300})
     df.to_csv(path, index=False)
@@ -71,6 +71,29 @@ def test_prompts_past_the_breakpoint_name_the_crossing_the_fleet_and_the_order_d
     # first day: 2027-02-01 − 14 days = 2027-01-18
     assert order_by(month_start("2027-02"), LEAD).isoformat() == "2027-01-18"
     assert "needed from 2027-02, by 2027-01-18" in out
+
+
+def test_the_re_plan_is_the_answer_plan_gives_the_measured_forecast(tmp_path, capsys):
+    # The issue's case: prompts grow to a p95 of 9,000 tokens, where the closed form rents 9 GPUs and the Answer, verified
+    # in simulation, 10. The independent truth is the public path: `xlplan traffic --plan` writes the measured forecast
+    # into the plan, and `xlplan plan` answers it (verified by default); the review's re-plan must be that Answer, and
+    # the review runs with its default settings, as a user would.
+    plan = write_plan(tmp_path, growth={"lead_time_days": LEAD})
+    log = write_log(tmp_path / "month.csv", long_prompts=800, long_tokens=9000)
+    assert main(["traffic", str(log), "--plan", str(plan), "-o", str(tmp_path / "measured.yaml")]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(tmp_path / "measured.yaml"), "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    rc, out, _ = review(capsys, plan, "--log", log, "--date", DATE, "--json")
+    new = json.loads(out)["replan"]["new"]
+    assert (new["held"], new["purchased"], new["binding"]) == (planned["fleet"]["with_redundancy"],
+                                                                planned["fleet"]["purchased"], planned["binding"])
+    assert new["monthly_usd"] == pytest.approx(planned["cost"]["monthly_usd"])
+    # the closed form alone would rent fewer: the test tells a verified re-plan from an unverified one
+    closed = run_plan(read_plan(tmp_path / "measured.yaml")).answer
+    assert closed.billed_gpus < new["held"] and rc == 1
+    # and its schedule's first month holds the same fleet, so the order placed is the Answer's difference
+    assert json.loads(out)["replan"]["months"][0]["new_gpus"] == new["held"]
 
 
 def test_a_month_as_planned_needs_no_action(tmp_path, capsys):

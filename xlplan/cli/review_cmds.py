@@ -66,6 +66,9 @@ def review_cmd(
     history: Path | None = typer.Option(None, "--history", help="Append one line for this review to this JSON Lines file and show the forecast's accuracy over time: the one output allowed to grow (without it nothing is written)."),
     workbook: Path | None = typer.Option(None, "--workbook", help="Also write the plan's capacity-note workbook (.xlsx) with a Review tab after the six: the measured figures as inputs against the plan's, and tab 6's breakpoints crossed, by formula."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --markdown or --workbook file."),
+    verify: bool | None = typer.Option(None, "--verify/--no-verify", help="Verify the plan's and the re-plan's fleets in "
+                                       "simulation at peak, as `xlplan plan` does by default (the default: where the "
+                                       "simulation is affordable); --no-verify compares the closed forms alone."),
 ) -> None:
     """The monthly review: the forecast against the month's logs, the breakpoints crossed, the re-plan and its orders, the triggers. Exit 0: no action; 1: a trigger fired, a breakpoint was crossed, the promise was missed or an order is due; 2: bad input."""
     from xlplan.decide.planner import plan as run_plan
@@ -86,7 +89,8 @@ def review_cmd(
     check_outputs(outputs, force, inputs=inputs)
     past, past_text = read_history(history) if history is not None else ([], "")
     base = _load(plan_file)
-    result = run_plan(base)
+    mode = "auto" if verify is None else verify
+    result = run_plan(base, verify=mode)
     summary, fragment = _traffic(logs)
     day = _in_the_logs(day, summary)
     band = _peak_band(base, day, summary, fragment)
@@ -94,7 +98,7 @@ def review_cmd(
     measured_plan, recalibrated = _measured_plan(base, fragment, results)
     latency, model, measured_plan, recalibrated = _production(base, result, scrapes, measured_plan, recalibrated)
     out = review(base, result, summary, measured_plan, day, evidence, latency, model, recalibrated=recalibrated,
-                 history=tuple(past), peak_band_rps=band)
+                 history=tuple(past), peak_band_rps=band, verify=mode)
     contents = [(markdown, review_note(out, md=True))] if markdown is not None else []
     if workbook is not None:
         from xlplan.excel.book import figures

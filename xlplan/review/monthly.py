@@ -290,7 +290,8 @@ def _watch_list(checks: list[BreakpointCheck], n: int = WATCH) -> list[Breakpoin
 
 def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_plan: Plan, date: str,
            evidence: Evidence | None = None, latency: ProductionLatency | None = None, model: ModelCheck | None = None,
-           recalibrated: str = "", history: tuple = (), peak_band_rps: float | None = None) -> ReviewOut:
+           recalibrated: str = "", history: tuple = (), peak_band_rps: float | None = None,
+           verify: bool | str = False) -> ReviewOut:
     """The monthly review of a plan against a month's measurements.
 
     Parameters
@@ -319,6 +320,10 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
         The top of the planned peak's sampling band (:func:`xlplan.evidence.traffic_windows.busiest_window_band_rps`):
         a measured peak at or under it is the plan's peak read with noise, so the breakpoints and triggers are judged at
         the planned peak (the measured one is still shown). [requests/s]
+    verify : bool or 'auto'
+        As :func:`xlplan.decide.planner.plan`'s: the re-plan is the Answer ``xlplan plan`` gives the measured plan with
+        the same setting (``result`` should be the plan's with it too), and its schedule verifies as ``xlplan schedule``
+        does ('margin') unless it is False (the closed form alone).
 
     Returns
     -------
@@ -336,7 +341,7 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
     planned = _planned_figures(plan, result, growth)
     within = peak_band_rps is not None and measured["peak_rps"] <= peak_band_rps
     judged = {**measured, "peak_rps": planned["peak_rps"]} if within else measured  # noise moves no decision
-    rp = replan(plan, result, measured_plan, day, index, recalibrated)
+    rp = replan(plan, result, measured_plan, day, index, recalibrated, verify)
     basis = "the closed form's, the Answer's method" if result.closed_form_breakpoints else "the runbook's method's"
     checks = _breakpoint_checks(result.closed_form_breakpoints or result.breakpoints, judged,
                                result.answer.binding if result.answer else result.binding, rp.new.purchased)

@@ -3,8 +3,10 @@ move or cancel against what is installed and ordered.
 
 Notes
 -----
-Both schedules start the month after the review and are sized as ``xlplan schedule --verify none`` sizes them (the
-closed form). The plan's peaks are its forecast grown by its growth section; the re-plan's are the measured peak grown
+The re-plan's fleet is the Answer ``xlplan plan`` gives the measured plan (verified in simulation, as ``plan``
+verifies by default). Both schedules start the month after the review and are sized as ``xlplan schedule`` sizes them
+(``--verify margin``: the closed form plus the shortfall simulation measured at the first and the largest month, so
+the first month holds the verified Answer), or by the closed form alone when the review is not verified. The plan's peaks are its forecast grown by its growth section; the re-plan's are the measured peak grown
 the same way (by the measured plan's growth, which is the log's where the log measured one). Supply is what is
 installed plus each order from its delivery month (left out: the plan's own fleet, the Answer's GPUs on the bill).
 Each order, in delivery order, is needed from the first month the re-plan holds more than what came before it: never
@@ -73,11 +75,11 @@ def _horizon(plan: Plan, index: int) -> int:
     return g.months if g.peaks_rps is None else max(1, len(g.peaks_rps) - index - 1)
 
 
-def _schedule(p: Plan, peaks: list[float], start: str, lead: int, date: str):
+def _schedule(p: Plan, peaks: list[float], start: str, lead: int, date: str, verify: bool | str):
     from xlplan.decide.schedule import schedule
     from xlplan.plan.scenario import resolve
 
-    return schedule(resolve(p), peaks, start, lead, "", "none", p.promise.percentile, p.model.resolve().max_context_tokens,
+    return schedule(resolve(p), peaks, start, lead, "", "margin" if verify else "none", p.promise.percentile, p.model.resolve().max_context_tokens,
                     p.policy.max_num_batched_tokens is not None, date, tuple(p.accept_implausible))
 
 
@@ -87,7 +89,8 @@ def _side(r: PlanResult) -> FleetSide:
                      breakeven_tokens_per_month=a.breakeven_tokens_per_month)
 
 
-def replan(plan: Plan, result: PlanResult, measured_plan: Plan, day: dt.date, index: int, recalibrated: str = "") -> Replan:
+def replan(plan: Plan, result: PlanResult, measured_plan: Plan, day: dt.date, index: int, recalibrated: str = "",
+           verify: bool | str = False) -> Replan:
     """Section 6: the measured plan's fleet, bill and schedule beside the plan's, and the orders that follow.
 
     Parameters
@@ -104,6 +107,9 @@ def replan(plan: Plan, result: PlanResult, measured_plan: Plan, day: dt.date, in
         The review month's index in the plan's growth (:func:`planned_peak`). [months]
     recalibrated : str
         Where recalibrated efficiencies come from; '' for none. [text]
+    verify : bool or 'auto'
+        As :func:`xlplan.decide.planner.plan`'s (the CLI's default: 'auto'): the re-plan is ``plan(measured_plan,
+        verify)``, and the schedules verify their first and largest months ('margin') unless it is False.
 
     Returns
     -------
@@ -112,14 +118,14 @@ def replan(plan: Plan, result: PlanResult, measured_plan: Plan, day: dt.date, in
     """
     from xlplan.decide.planner import plan as run_plan
 
-    new = run_plan(measured_plan)
+    new = run_plan(measured_plan, verify=verify)
     lead = plan.growth.lead_time_days if plan.growth is not None else None
     start, n = first_month(day), _horizon(plan, index)
     old_peaks = [_peak_at(plan, index + k + 1) for k in range(n)]
     new_peaks = [measured_plan.forecast.peak_rps * _peak_at(measured_plan, index + k + 1) / _peak_at(measured_plan, index)
                  for k in range(n)]
-    old_s = _schedule(plan, old_peaks, start, lead or 0, day.isoformat())
-    new_s = _schedule(measured_plan, new_peaks, start, lead or 0, day.isoformat())
+    old_s = _schedule(plan, old_peaks, start, lead or 0, day.isoformat(), verify)
+    new_s = _schedule(measured_plan, new_peaks, start, lead or 0, day.isoformat(), verify)
     months = [MonthPair(month=f"{month_start(start, k):%Y-%m}", old_peak_rps=old_peaks[k], new_peak_rps=new_peaks[k],
                         old_gpus=_at(old_s.months, k, "purchased"), new_gpus=_at(new_s.months, k, "purchased"),
                         old_order_by=_at(old_s.months, k, "order_by") if lead is not None else None,

@@ -65,6 +65,37 @@ def _per_day(v: float) -> str:
     return ""
 
 
+def _node_memory(v: float) -> str:
+    return f" — was it the node's memory? {_num(v)} GiB over 8 GPUs is {_num(v / 8)} GiB each" if v > 1024 else ""
+
+
+def _gflops(v: float) -> str:
+    if v > 1e4:
+        return f" — was it GFLOP/s? {_num(v)} GFLOP/s is {v / 1000:g} TFLOP/s"
+    return f" — was it PFLOP/s? {_num(v)} PFLOP/s is {_num(v * 1000)} TFLOP/s" if 0 < v < 10 else ""
+
+
+def _gbps(v: float) -> str:
+    return f" — was it GB/s? {_num(v)} GB/s is {v / 1000:g} TB/s" if v > 20 else ""
+
+
+def _hours_a_day(v: float) -> str:
+    return f" — was it hours a day? {_num(v)} h a day is {_num(round(v * 730 / 24, 1))} h a month" if v <= 24 else ""
+
+
+def _spares(v: float) -> str:
+    return (" — was it the fleet, or a percentage? redundancy counts spare replicas on top of the load (N+k): "
+            "1 is one spare") if v > 32 else ""
+
+
+def _percentile(v: float) -> str:
+    return f" — was it a fraction? the {v * 100:g}th percentile is written {v * 100:g}, not {v:g}" if 0 < v < 1 else ""
+
+
+def _weeks(v: float) -> str:
+    return f" — was it hours? {_num(v)} hours is {v / 24:g} days" if v > 365 else ""
+
+
 @dataclass(frozen=True)
 class Range:
     """One input's plausible range. Units in ``expected``."""
@@ -119,12 +150,71 @@ RANGES: tuple[Range, ...] = (
     Range("costs.hosting_usd_per_kw_month", 0.0, 1000.0, "US dollars per kW of IT load a month",
           "colocation prices run $100-300 per kW a month"),
     Range("costs.hardware_ops_usd_per_month", 0.0, 1e7, "US dollars a month", "a team of operators, not a fleet"),
+    Range("forecast.average_utilisation", 0.02, 1.0, "the month's average load as a fraction of its peak",
+          "services average 20-70% of their peak; under 2% is a test, not a service"),
+    Range("forecast.prefix_reuse", 0.0, 0.95, "the fraction of prompt compute served from the prefix cache",
+          "production prefix caches report hit rates up to about 90%; at 100% no prompt is computed"),
+    Range("promise.percentile", 50.0, 99.99, "the percentile at which the targets hold",
+          "service-level promises are set at p50 to p99.9", _percentile),
+    *(Range(f"hardware.gpu.{f}", 8.0, 1024.0, "GiB per GPU", "accelerators hold 16-288 GB; none holds a TiB", _node_memory)
+      for f in ("memory_gib",)),
+    *(Range(f"hardware.gpu.{f}", 10.0, high, "peak dense TFLOP/s per GPU", why, _gflops) for f, high, why in (
+        ("bf16_tflops", 10_000.0, "dense BF16 runs from about 30 (T4) to 2,500 (B300) TFLOP/s"),
+        ("fp8_tflops", 20_000.0, "dense FP8 runs up to about 5,000 TFLOP/s (B300)"),
+        ("fp4_tflops", 40_000.0, "dense FP4 runs up to about 15,000 TFLOP/s (B300)"))),
+    Range("hardware.gpu.hbm_tbps", 0.1, 20.0, "TB/s of memory bandwidth per GPU",
+          "accelerators read 0.3 (T4) to 8 TB/s (B200, MI355X)", _gbps),
+    Range("hardware.gpu.usd_per_gpu_hour", 0.05, 100.0, "US dollars per GPU-hour",
+          "published GPU-hour prices run from about $0.10 (old cards) to $15 (new systems)", _per_month),
+    Range("hardware.hours_per_month", 168.0, 744.0, "billed hours in a month",
+          "a month is 730 hours on average; fewer than a week's 168 is not a monthly bill", _hours_a_day),
+    Range("policy.redundancy", 0.0, 32.0, "spare replicas on top of the load (N+k)",
+          "N+1 and N+2 are usual; more than 32 spares is a second fleet", _spares),
+    Range("policy.tp", 1.0, 72.0, "GPUs one replica's tensors are split over",
+          "one NVLink domain holds at most 72 GPUs (NVL72)"),
+    Range("policy.expert_parallel", 1.0, 72.0, "GPUs a replica's experts are split over",
+          "one NVLink domain holds at most 72 GPUs (NVL72)"),
+    Range("policy.max_num_batched_tokens", 64.0, 1_048_576.0, "tokens one engine step may carry",
+          "engines default to 2,048-16,384 a step; a step of a million tokens is past any context"),
+    Range("policy.max_num_seqs", 1.0, 4096.0, "sequences a replica runs at once",
+          "engines default to 256-1,024; past 4,096 no GPU holds the cache"),
+    Range("growth.monthly", -0.3, 0.5, "the peak's growth a month, as a fraction",
+          "the fastest-growing public AI services grew 30-40% a month at their steepest"),
+    Range("growth.peaks_rps", 1e-4, 1e6, "requests per second at each month's peak",
+          "10⁶ req/s is more than the largest public LLM services report", _per_day),
+    Range("growth.lead_time_days", 0.0, 365.0, "days from order to GPUs in service",
+          "GPU lead times run from a day (cloud) to about 52 weeks (new systems in short supply)", _weeks),
+    Range("growth.months", 1.0, 120.0, "months to plan", "ten years outlive three GPU generations"),
+    Range("installed.gpus", 0.0, 100_000.0, "GPUs in service", "more than any single published inference fleet"),
+    Range("orders.gpus", 1.0, 100_000.0, "GPUs in one order", "more than any single published inference fleet"),
+    Range("contracts.reserved_usd_per_gpu_hour", 0.05, 100.0, "US dollars per reserved GPU-hour",
+          "reserved prices run 30-70% under on-demand ones, $0.05-15 an hour", _per_month),
+    Range("contracts.no_promise_share", 0.0, 0.95, "the share of traffic served without the latency promise",
+          "a fleet sized for the promise carries the promised traffic; 95% without it is a batch fleet", _percent),
+    Range("costs.kw_per_gpu_typical", 0.05, 3.0, "kW per GPU at typical load, its share of the server's draw",
+          "the largest accelerators draw about 1.2 kW, 2 kW with their server share", _watts),
+    Range("costs.residual_fraction", 0.0, 0.6, "the resale value at the end of its life, a fraction of capex",
+          "accelerators resell for 10-40% of their price after 3-5 years", _percent),
+    Range("costs.cost_of_capital", 0.0, 0.3, "a yearly rate (0.08, not 8)", "corporate costs of capital run 5-15% a year",
+          _percent),
+    Range("costs.licence_usd_per_gpu_year", 0.0, 20_000.0, "US dollars per GPU a year",
+          "NVIDIA AI Enterprise lists $4,500 a GPU a year; open-source engines cost nothing"),
+    Range("costs.network_usd_per_node", 0.0, 500_000.0, "US dollars per node",
+          "a node's share of a 400-800 Gb/s fabric costs $10,000-60,000"),
+    Range("costs.storage_usd_per_node", 0.0, 500_000.0, "US dollars per node",
+          "storage beyond the server's drives costs thousands of dollars a node, not millions"),
+    Range("costs.installation_usd_per_node", 0.0, 250_000.0, "US dollars per node",
+          "racking, cabling and burn-in cost a few thousand dollars a node"),
+    Range("costs.price_max_age_months", 1.0, 60.0, "months a price may age before it is flagged",
+          "GPU prices move within a year; five years spans two generations"),
     Range("api.usd_per_mtok_input", 0.005, 500.0, "US dollars per million input tokens",
           "published API prices run from a few cents to $150 per million", _per_thousand),
     Range("api.usd_per_mtok_output", 0.005, 1000.0, "US dollars per million output tokens",
           "published API prices run from a few cents to $600 per million", _per_thousand),
 )
-"""Every input range, with its reason; a field left out of a plan is not checked."""
+"""Every input range, with its reason; a field left out of a plan is not checked. Not ranged: a trigger's bounds
+(their unit is their metric's, and one past any month's figure only never fires), the daily curve (fractions of the
+peak hour, which the schema holds to (0, 1]) and what ``xlplan calibrate`` writes (``policy.calibration``)."""
 
 
 RESULT_BOUNDS: tuple[Range, ...] = (
@@ -193,13 +283,14 @@ class Implausible:
     finding: str = ""  # the same without how to accept it [text]
 
 
-def _value(plan, dotted: str):
-    obj = plan
-    for part in dotted.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj if isinstance(obj, (int, float)) and not isinstance(obj, bool) else None
+def _values(obj, parts: list[str]) -> list[float]:
+    """Every number at the dotted path below ``obj``, through lists ('orders.gpus': each order's). [field's unit]"""
+    if isinstance(obj, (list, tuple)):
+        return [v for item in obj for v in _values(item, parts)]
+    if not parts:
+        return [float(obj)] if isinstance(obj, (int, float)) and not isinstance(obj, bool) else []
+    nxt = getattr(obj, parts[0], None)
+    return [] if nxt is None else _values(nxt, parts[1:])
 
 
 def _judge(r: Range, v: float) -> Implausible | None:
@@ -232,9 +323,10 @@ def _outside(plan) -> list[tuple[Range, Implausible]]:
     """Every stated input outside its range, accepted or not, in :data:`RANGES` order. [—]"""
     found = []
     for r in RANGES:
-        v = _value(plan, r.field)
-        if v is not None and (bad := _judge(r, float(v))) is not None:
-            found.append((r, bad))
+        for v in _values(plan, r.field.split(".")):
+            if (bad := _judge(r, v)) is not None:
+                found.append((r, bad))
+                break  # one line a field: the first of a list's values outside
     return found
 
 
