@@ -194,4 +194,45 @@ def test_a_fleet_flag_past_the_answers_bound_is_refused_before_any_work(command,
     assert main(command) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: --gpus: result.fleet_gpus: got ")
-    assert "0 to 100,000" in err and "--accept-implausible result.fleet_gpus" in err
+    if command[2] == "1000000":
+        assert "0 to 100,000" in err and "--accept-implausible result.fleet_gpus" in err
+    else:  # ten million is past the ceiling no acceptance lifts (plausibility.FLEET_CEILING_GPUS): no accept hint
+        assert "xlplan sizes at most 1,000,000 GPUs" in err and "--accept-implausible" not in err
+
+
+def _accepting(tmp_path, **forecast):
+    data = yaml.safe_load(reference_plan_text())
+    data["forecast"].update(forecast)
+    data["accept_implausible"] = ["result.fleet_gpus", "result.monthly_usd"]
+    path = tmp_path / "accepting.yaml"
+    path.write_text(yaml.safe_dump({**data, "date": str(data["date"])}), encoding="utf-8")
+    return str(path)
+
+
+def test_a_plan_accepting_every_bound_is_refused_past_the_ceiling_not_computed(tmp_path, capsys, monkeypatch):
+    # 10⁶ req/s of 100,000-token prompts and outputs: the compute path alone is 10⁶ × 2 × 8.03e9 FLOP × ~2e5 tokens
+    # ÷ 989e12 FLOP/s ≈ 3e6 GPUs at 100% MFU, past the 10⁶ xlplan sizes accepted or not. The queueing path at that
+    # load is not summed at all (its offered load alone passes the ceiling), so no Erlang sum of 10⁸ servers runs.
+    from xlplan.serving import queueing
+
+    def no_huge_sums(servers, offered_erlangs):
+        assert offered_erlangs < 1_000_000, "an Erlang sum past the ceiling"
+        return erlang_b(servers, offered_erlangs)
+
+    erlang_b = queueing.erlang_b
+    monkeypatch.setattr(queueing, "erlang_b", no_huge_sums)
+    lengths = {"p50": 100_000, "p95": 120_000, "p99": 128_000}
+    path = _accepting(tmp_path, peak_rps=1e6, prompt_tokens=lengths, output_tokens=dict(lengths))
+    assert main(["plan", path, "--no-verify"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "result.fleet_gpus: got" in err and "xlplan sizes at most 1,000,000 GPUs" in err
+    assert "--accept-implausible" not in err  # nothing to accept: the ceiling is not a plausible range
+
+
+def test_a_simulated_fleet_larger_than_its_run_is_refused(tmp_path, capsys):
+    # accepted past the 100,000 bound, 900,000 replicas of TP 1 for the reference's run (40 req/s over its minutes:
+    # some 24,000 requests) would leave 97% of them without a request: refused naming the run's requests
+    path = _accepting(tmp_path)
+    assert main(["simulate", path, "--gpus", "900000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "900,000 replicas of TP 1 for" in err and "most would never serve one" in err

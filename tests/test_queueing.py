@@ -97,3 +97,21 @@ def test_large_fleets_by_the_series_agree_with_the_recursion():
     # and a plan-sized extreme still gives the fewest servers: 33,000 req/s of 100 s requests is 3.3 million erlangs
     c = queueing.servers_for_wait(33_000.0, 100.0, 0.5, 95)
     assert queueing.wait_at_percentile_s(c, 33_000.0, 100.0, 95) <= 0.5 < queueing.wait_at_percentile_s(c - 1, 33_000.0, 100.0, 95)
+
+
+def test_the_search_stops_at_its_limit_before_any_sum(monkeypatch):
+    # 2,000,000 req/s × 1 s = 2,000,000 erlangs: a queue is stable only on more servers than that, so with at most
+    # 1,000,000 servers there is no answer, and it is known without one Erlang sum (each would take √a terms)
+    def no_sum(*_):
+        raise AssertionError("an Erlang sum")
+
+    monkeypatch.setattr(queueing, "erlang_b", no_sum)
+    assert queueing.servers_for_wait(2e6, 1.0, 10.0, 95, max_servers=1_000_000) is None
+
+
+def test_the_search_answers_at_its_limit_and_none_past_it():
+    # M/M/c at a = 100 erlangs and a 95th-percentile wait of 0.1 s (service 1 s): the fewest servers n, found without a
+    # limit; the same search limited to n finds n, and limited to n − 1 finds none
+    n = queueing.servers_for_wait(100.0, 1.0, 0.1, 95)
+    assert queueing.servers_for_wait(100.0, 1.0, 0.1, 95, max_servers=n) == n
+    assert queueing.servers_for_wait(100.0, 1.0, 0.1, 95, max_servers=n - 1) is None

@@ -153,6 +153,8 @@ def check_fleet_option(plan, gpus: int | None, option: str = "--gpus") -> None:
 
     if gpus is None:
         return
+    if gpus > plausibility.FLEET_CEILING_GPUS:
+        raise InputError(option, [plausibility.past_ceiling(gpus)])
     past = plausibility.results(gpus, 0.0, plan.accept_implausible)
     if past:
         raise InputError(option, [past[0].message])

@@ -89,10 +89,10 @@ def review_cmd(
     check_outputs(outputs, force, inputs=inputs)
     past, past_text = read_history(history) if history is not None else ([], "")
     base = _load(plan_file)
+    summary, fragment = _traffic(logs)
+    day = _in_the_logs(day, summary)  # a month the logs do not cover is refused before anything is planned
     mode = "auto" if verify is None else verify
     result = run_plan(base, verify=mode)
-    summary, fragment = _traffic(logs)
-    day = _in_the_logs(day, summary)
     band = _peak_band(base, day, summary, fragment)
     evidence = _scrapes(scrapes)
     measured_plan, recalibrated = _measured_plan(base, fragment, results)

@@ -11,9 +11,10 @@ import dataclasses
 from xlplan import fleet, words
 from xlplan.money import cost
 from xlplan.plan import closed_form, monthly_bill, steps
-from xlplan.plan.scenario import Scenario
+from xlplan.plan.scenario import PlanningError, Scenario
 from xlplan.plan.steps import solve
 from xlplan.schema import steps as step_results
+from xlplan.schema.plausibility import FLEET_CEILING_GPUS, past_ceiling
 from xlplan.schema.result import AnswerOut, UtilisationCost
 from xlplan.schema.steps import Solution
 from xlplan.simulate import verify as sim_verify
@@ -88,10 +89,13 @@ def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_b
     Raises
     ------
     PlanningError
-        When the plan cannot be met on this hardware.
+        When the plan cannot be met on this hardware, or its closed form buys more than
+        :data:`xlplan.schema.plausibility.FLEET_CEILING_GPUS` (accepted or not: nothing past it is simulated or priced).
     """
     sol = solve(s)
     cf = closed_form.closed_form(s, sol, budget_set_by_plan)
+    if cf.purchased > FLEET_CEILING_GPUS:
+        raise PlanningError(past_ceiling(cf.purchased))
     skipped = None
     if verify == "auto":
         verify, skipped = _affordable(s, cf)

@@ -208,6 +208,11 @@ def simulate_peak(plan, gpus: int | None = None, minutes: float | None = None, s
     gpus = _whole_replicas(gpus, tp, load_reps)
     percentile = plan.promise.percentile
     wl, minutes, arrivals = _workload(s, plan.model.resolve().max_context_tokens, minutes, seed, burst_cv2, log, resample)
+    if gpus // tp > max(len(wl.arrival_s), load_reps):
+        raise RunRefused("--gpus", (f"got {gpus:,}: {words.count(gpus // tp, 'replica')} of TP {tp} for "
+                                    f"{words.count(len(wl.arrival_s), 'request')} in the run, so most would never serve "
+                                    f"one; expected at most {max(len(wl.arrival_s), load_reps) * tp:,} GPUs (the plan's "
+                                    f"load is {load_reps * tp:,}), or a plan at the peak such a fleet is for"))
     try:
         r = sim_run.simulate(s, gpus // tp, tp, wl, minutes * 60.0, percentile)
         found, seeds = (_searched(s, tp, wl, r, gpus, load_reps, minutes, seed, burst_cv2, percentile, log is None,

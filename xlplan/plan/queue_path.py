@@ -43,6 +43,7 @@ from xlplan import distributions, fleet
 from xlplan.plan import latency_step, replica_at_tp, scenario
 from xlplan.plan.scenario import Scenario, changed
 from xlplan.schema import steps as step_results
+from xlplan.schema.plausibility import FLEET_CEILING_GPUS
 from xlplan.serving import batch_search, folded_step, queueing, step_inputs
 from xlplan.serving.queueing import SERVICE_CV2
 
@@ -114,7 +115,8 @@ def queue_path(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: fl
     prompt = distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile)
     prefill = float(latency_step.prefill_alone_s(q, r, prompt))
     target = s.ttft_s - prefill
-    n = queueing.servers_for_wait(s.peak_rps, 1.0 / mu, target, s.percentile, s.arrival_cv2, SERVICE_CV2) if mu > 0 else None
+    n = queueing.servers_for_wait(s.peak_rps, 1.0 / mu, target, s.percentile, s.arrival_cv2, SERVICE_CV2,
+                                  max_servers=max(1, FLEET_CEILING_GPUS // tp)) if mu > 0 else None
     if n is not None and tail_rate is not None:
         n = max(n, tail_n)
     wait = queueing.wait_at_percentile_s(n, s.peak_rps, 1.0 / mu, s.percentile, s.arrival_cv2, SERVICE_CV2) if n else math.inf

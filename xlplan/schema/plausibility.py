@@ -223,6 +223,36 @@ RESULT_BOUNDS: tuple[Range, ...] = (
 )
 """Bounds on the answer: a fleet or a bill past them comes from an input no one meant."""
 
+FLEET_CEILING_GPUS = 1_000_000
+"""The largest fleet xlplan sizes, accepted as meant or not: ten times :data:`RESULT_BOUNDS`' fleet. A queue whose
+offered load alone needs more is not summed (Erlang's sums take seconds each there, and a plan would take minutes); a
+service that large is planned in parts (a plan per region or model), each under it. [GPUs]"""
+
+
+
+def past_ceiling(fleet_gpus: float) -> str:
+    """The one line for a fleet past :data:`FLEET_CEILING_GPUS`, which no ``accept_implausible`` lifts. [text]
+
+    Parameters
+    ----------
+    fleet_gpus : float
+        The fleet asked for or sized. [GPUs]
+
+    Returns
+    -------
+    str
+        'result.fleet_gpus: got N; xlplan sizes at most 1,000,000 GPUs, accepted as meant or not …'. [text]
+
+    Examples
+    --------
+    >>> past_ceiling(2e9)[:62]
+    'result.fleet_gpus: got 2,000,000,000; xlplan sizes at most 1,0'
+    """
+    return (f"result.fleet_gpus: got {_num(fleet_gpus)}; xlplan sizes at most {_num(FLEET_CEILING_GPUS)} GPUs, accepted "
+            "as meant or not (ten times the largest published inference fleet); check the forecast's rate and lengths "
+            "for a slip, or plan the service in parts, a plan per region or model")
+
+
 FIELDS = frozenset(r.field for r in RANGES + RESULT_BOUNDS)
 RANGE_OF = {r.field: r for r in RANGES}
 """Each input's range, by its dotted field."""

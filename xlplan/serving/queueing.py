@@ -239,7 +239,8 @@ def servers_for_wait(arrival_rps: float, service_s: float, wait_target_s: float,
     service_cv2 : float
         Squared coefficient of variation of the service time. [1]
     max_servers : int
-        Where the search stops. [servers]
+        Where the search stops: past it, None, and where the offered load alone reaches it, None before any Erlang
+        sum. [servers]
 
     Returns
     -------
@@ -252,6 +253,11 @@ def servers_for_wait(arrival_rps: float, service_s: float, wait_target_s: float,
     The wait falls as servers are added, so the answer is found by steps of ``√a`` above the offered load, doubling,
     then bisection: the fewest servers sit a few ``√a`` above the load (Halfin and Whitt's square-root staffing,
     Operations Research 29(3), 1981).
+
+    References
+    ----------
+    S. Halfin and W. Whitt, "Heavy-traffic limits for queues with many exponential servers", Operations Research
+    29(3), 1981; the wait: :func:`wait_at_percentile_s` (Erlang C with the Allen–Cunneen factor).
     """
     if wait_target_s < 0 or arrival_rps < 0 or service_s < 0:
         return None
@@ -263,13 +269,15 @@ def servers_for_wait(arrival_rps: float, service_s: float, wait_target_s: float,
         return wait_at_percentile_s(c, arrival_rps, service_s, percentile, arrival_cv2, service_cv2) <= wait_target_s
 
     lo = max(int(math.floor(a)), 0)  # at or below the load: the queue grows, never meets
+    if lo >= max_servers:  # no stable queue within the limit: not one Erlang sum (each takes √a terms)
+        return None
     step = max(1, math.ceil(math.sqrt(a)))  # the answer sits a few √a above the load (square-root staffing)
-    hi = lo + step
+    hi = min(lo + step, max_servers)
     while not ok(hi):
-        lo, step = hi, 2 * step
-        hi = lo + step
-        if hi > max_servers:
+        if hi >= max_servers:
             return None
+        lo, step = hi, 2 * step
+        hi = min(lo + step, max_servers)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if ok(mid):
