@@ -236,3 +236,14 @@ def test_a_simulated_fleet_larger_than_its_run_is_refused(tmp_path, capsys):
     assert main(["simulate", path, "--gpus", "900000"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "900,000 replicas of TP 1 for" in err and "most would never serve one" in err
+
+
+def test_a_benchmarks_degree_past_any_nvlink_domain_is_refused(capsys):
+    # calibrate --tp names the GPUs one replica ran on: 100,000 is past the 72 of the largest NVLink domain (NVL72),
+    # the plan's own range for policy.tp, and is refused before any benchmark file is read
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "examples" / "review" / "bench" / "vllm-c64.json"
+    assert main(["calibrate", str(bench), "--tp", "100000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --tp: got 100,000;") and "1 to 72" in err

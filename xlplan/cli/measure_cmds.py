@@ -103,6 +103,11 @@ def calibrate_cmd(
     from xlplan.io.extras import require
 
     require("scipy", command="calibrate")
+    if tp is not None:  # the degree the benchmark ran at, held to the plan's own range for it
+        from xlplan.schema import plausibility
+
+        if (slip := plausibility.finding("policy.tp", tp)) is not None:
+            raise InputError("--tp", [slip.replace("policy.tp: ", "", 1)])
     if output is not None:  # before any work, and never one of the files read (--force does not make it one)
         from xlplan.io.outputs import YAML, Output, check_outputs
 
