@@ -73,6 +73,8 @@ def test_compute_bound_and_agreement_with_the_plan(tmp_path, capsys):
     from xlplan.io.planfile import read_plan
 
     assert run_plan(read_plan(plan)).answer.binding.startswith("queueing")
+    # the binding confirmed is the Answer's as `xlplan plan` gives it by default (verified in simulation)
+    assert out["plan_binding"] == run_plan(read_plan(plan), verify="auto").answer.binding
     assert out["verdict"] == "compute" and out["plan_binding"].startswith("queueing") and out["agrees"] is True
 
 

@@ -200,6 +200,9 @@ def confirm_cmd(
     plan_file: Path | None = typer.Option(None, "--plan", help="The plan whose binding constraint production should confirm."),
     interval: float = typer.Option(15.0, "--interval", min=0.001, help="Seconds between scrapes. [s]"),
     as_json: bool = typer.Option(False, "--json", help="Print the evidence and the verdict as JSON."),
+    verify: bool | None = typer.Option(None, "--verify/--no-verify", help="With --plan: the Answer as `xlplan plan` gives "
+                                       "it, verified in simulation where affordable (the default); --no-verify takes "
+                                       "the closed form's binding."),
 ) -> None:
     """Which constraint binds in production, from the two gauges: cache utilisation and preemptions vs queueing with a comfortable cache."""
     from dataclasses import asdict
@@ -213,7 +216,7 @@ def confirm_cmd(
     if plan_file is not None:
         from xlplan.decide.planner import plan
 
-        r = plan(read_plan(plan_file))
+        r = plan(read_plan(plan_file), verify="auto" if verify is None else verify)
         planned = r.answer.binding if r.answer is not None else r.binding  # the Answer's: what the fleet is sized by
     if as_json:
         out = {"verdict": found, "why": why, "evidence": asdict(e)}
