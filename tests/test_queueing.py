@@ -91,7 +91,10 @@ def test_large_fleets_by_the_series_agree_with_the_recursion():
             b = a * b / (k + a * b)
         return b
 
-    for c, a in ((1500, 1400.0), (5000, 4900.0), (3000, 3100.0), (2000, 1000.0)):
+    # past WINDOW_ERLANGS (10,000) only the terms within 12√a of the largest are summed, as arrays: 20,000 and
+    # 60,000 erlangs at the load, a few √a above it, far above it (the window then starts at j = c − a − 12√a) and below
+    for c, a in ((1500, 1400.0), (5000, 4900.0), (3000, 3100.0), (2000, 1000.0), (20_000, 20_000.0),
+                 (20_500, 20_000.0), (40_000, 20_000.0), (19_000, 20_000.0), (61_000, 60_000.3)):
         assert c > queueing.RECURSION_SERVERS
         assert queueing.erlang_b(c, a) == pytest.approx(recursion(c, a), rel=1e-12)
     # and a plan-sized extreme still gives the fewest servers: 33,000 req/s of 100 s requests is 3.3 million erlangs
