@@ -115,11 +115,16 @@ def _current_context():
     return get_current_context(silent=True)
 
 
-def load(path: Path | None):
-    """The plan in a file, or the built-in reference plan; fields given to ``--accept-implausible`` are accepted."""
+def accepted_fields() -> tuple[str, ...]:
+    """The fields given to ``--accept-implausible`` on this command line; none outside a command. [text]"""
     ctx = _current_context()
     root = ctx.find_root().obj if ctx is not None else None
-    accepted = (root or {}).get("accept_implausible", ())
+    return tuple((root or {}).get("accept_implausible", ()))
+
+
+def load(path: Path | None):
+    """The plan in a file, or the built-in reference plan; fields given to ``--accept-implausible`` are accepted."""
+    accepted = accepted_fields()
     if path is not None:
         return read_plan(path, accepted)
     ref = reference_plan()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from xlplan.cli.app import app
+from xlplan.cli.app import accepted_fields, app
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import json_text
@@ -17,12 +17,12 @@ PLAN_SECTIONS = ("forecast", "promise", "model", "hardware")
 
 
 def read_either(path: Path):
-    """The plan a plan file or a workbook (by its suffix) describes; a file with none of a plan's sections is named as
-    such in one line."""
+    """The plan a plan file or a workbook (by its suffix) describes, each held to its plausible ranges unless accepted
+    (``--accept-implausible``); a file with none of a plan's sections is named as such in one line."""
     if path.suffix.lower() in WORKBOOK_SUFFIXES:
         from xlplan.excel.reader import read_workbook
 
-        return read_workbook(path)
+        return read_workbook(path, accept_implausible=accepted_fields())
     try:
         return _load(path)
     except InputError as e:

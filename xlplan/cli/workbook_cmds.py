@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from xlplan import words
-from xlplan.cli.app import PLAN_ARG, app
+from xlplan.cli.app import PLAN_ARG, accepted_fields, app
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import WORKBOOK, YAML, Output, check_outputs, write_outputs
@@ -89,7 +89,7 @@ def read_cmd(
 
     if output is not None:
         check_outputs([Output(output, "-o", YAML)], force, inputs=[workbook])
-    text = plan_to_yaml(read_workbook(workbook))
+    text = plan_to_yaml(read_workbook(workbook, accept_implausible=accepted_fields()))
     if output is None:
         typer.echo(text, nl=False)
     else:
@@ -109,7 +109,8 @@ def check_cmd(
     from xlplan.excel.book import figures, whatif_row
     from xlplan.excel.check import REAL_PROBLEMS, check_workbook
 
-    findings = check_workbook(workbook, figures, lambda p, s, whatifs: [whatif_row(p, s, w) for w in whatifs])
+    findings = check_workbook(workbook, figures, lambda p, s, whatifs: [whatif_row(p, s, w) for w in whatifs],
+                              accepted_fields())
     problems = [f for f in findings if f.kind in REAL_PROBLEMS]
     if as_json:
         typer.echo(json.dumps([f.as_dict() for f in findings], indent=2))

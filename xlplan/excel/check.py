@@ -140,22 +140,26 @@ def _schedule_day(wf, plan) -> dict:
 
 
 def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
-                   rows_of: Callable[[Plan, Scenario, list], list[WhatIfRow]]) -> list[Finding]:
+                   rows_of: Callable[[Plan, Scenario, list], list[WhatIfRow]],
+                   accept_implausible: tuple[str, ...] = ()) -> list[Finding]:
     """Findings for a workbook (empty when it agrees with the template and the engine).
 
     The engine comes in as two functions, so this module reads and compares and computes nothing:
     ``figures_of(plan, verify=...)`` gives the figures of the workbook's own inputs (:func:`xlplan.excel.book.figures`),
     ``rows_of(plan, scenario, whatifs)`` the engine's re-plan of each what-if row the workbook holds
-    (:func:`xlplan.excel.book.whatif_row` of each).
+    (:func:`xlplan.excel.book.whatif_row` of each). Its inputs are held to their plausible ranges but for the fields in
+    ``accept_implausible`` (``xlplan --accept-implausible``); the snapshot of the inputs it was built from is the
+    file's record, not judged.
 
     Raises
     ------
     InputError
-        When the workbook cannot be read into a plan (bad inputs, missing names or tabs).
+        When the workbook cannot be read into a plan (bad inputs, missing names or tabs, an input outside its plausible
+        range).
     PlanningError
         When its inputs describe a plan that cannot be met.
     """
-    plan = read_workbook(path)
+    plan = read_workbook(path, accept_implausible=accept_implausible)
     wf = open_workbook(path)
     mode, namespace = _formula_mode(wf)
     verified = wf.defined_names.get("VerifiedLoad") is not None  # built with `plan --verify`: simulate again (seeded)
@@ -168,8 +172,8 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
     # to a build from the inputs it holds now, where an edit left them behind only with a STALE flag beside them.
     template = fresh
     if changed:
-        template = build(figures_of(read_workbook(path, built=True), verify=verified, **_schedule_day(wf, plan)), mode,
-                         namespace=namespace)
+        built = read_workbook(path, built=True, accept_implausible=accept_implausible)
+        template = build(figures_of(built, verify=verified, **_schedule_day(wf, plan)), mode, namespace=namespace)
     # The what-if rows as the workbook holds them (a user's own rows filled in, a standard row edited): the engine
     # re-plans each, and its figures are what the row must show.
     whatifs = read_whatifs(path)

@@ -23,6 +23,7 @@ from xlplan.excel.inputs import INPUTS_SHEET, LEGACY_INPUTS, OWNER_SECTIONS, Inp
 from xlplan.excel.opening import open_workbook
 from xlplan.io.errors import InputError, describe_validation_error
 from xlplan.io.structured import number_problem
+from xlplan.schema import plausibility
 from xlplan.schema.plan import Plan
 
 _CELL = re.compile(r"^(?:[A-Z]|[A-Z][A-Z]|[A-W][A-Z][A-Z]|X[A-E][A-Z]|XF[A-D])(?:[1-9][0-9]{0,6})$")
@@ -130,12 +131,16 @@ def _set(d: dict, path: tuple[str, ...], value: Any) -> None:
     d[path[-1]] = value
 
 
-def _catalog_row(wb, title: str, key: str, columns, src: str, extra: tuple[str, ...] = (), where: str = "") -> dict:
+def _catalog_row(wb, title: str, key: str, columns, src: str, extra: tuple[str, ...] = (), where: str = "",
+                 at: dict[str, str] | None = None) -> dict:
+    """The supporting sheet's row for ``key``, by field; ``at`` gets where each field was read ('GPUs'!C7)."""
+    from openpyxl.utils import get_column_letter
+
     if title not in wb.sheetnames:
         raise InputError(src, [f"sheet {title!r} not found; expected the template's supporting sheet that lists {key!r}"])
     ws = wb[title]
     keys = []
-    for row in ws.iter_rows(min_row=CATALOG_FIRST_ROW, values_only=True):
+    for r, row in enumerate(ws.iter_rows(min_row=CATALOG_FIRST_ROW, values_only=True), start=CATALOG_FIRST_ROW):
         if row and row[0] not in (None, ""):
             keys.append(str(row[0]))
         if row and row[0] == key:
@@ -144,6 +149,8 @@ def _catalog_row(wb, title: str, key: str, columns, src: str, extra: tuple[str, 
                 v = row[2 + i] if 2 + i < len(row) else None
                 if v is not None and v != "":
                     out[field] = v
+                    if at is not None:
+                        at[field] = _at(title, f"{get_column_letter(3 + i)}{r}")
             return out
     import difflib
 
@@ -215,8 +222,9 @@ def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...
             _set(data, spec.path, value)
 
 
-def _catalog_specs(wb, data: dict[str, Any], src: str) -> None:
-    """The model and GPU: a catalog key, or a row of the supporting sheet given in full."""
+def _catalog_specs(wb, data: dict[str, Any], src: str, cells: dict[tuple[str, ...], str]) -> None:
+    """The model and GPU: a catalog key, or a row of the supporting sheet given in full (``cells`` gets where each of
+    the GPU row's fields was read)."""
     model = data["model"]
     key = model.get("name", "")
     try:
@@ -230,7 +238,9 @@ def _catalog_specs(wb, data: dict[str, Any], src: str) -> None:
     try:
         catalog.gpu_key(gkey)
     except catalog.UnknownNameError:
-        row = _catalog_row(wb, "GPUs", gkey, GPU_COLUMNS, src, where=_at(*_where(wb, "GPUKey", src)))
+        at: dict[str, str] = {}
+        row = _catalog_row(wb, "GPUs", gkey, GPU_COLUMNS, src, where=_at(*_where(wb, "GPUKey", src)), at=at)
+        cells.update({("hardware", "gpu", field): place for field, place in at.items()})
         hw["gpu"] = {k: v for k, v in row.items() if k in ("name", "memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops",
                                                              "hbm_tbps", "usd_per_gpu_hour")}
 
@@ -267,13 +277,30 @@ def _tidy_api(data: dict[str, Any]) -> None:
             data.pop("api")
 
 
-def read_workbook(path: str | Path, built: bool = False) -> Plan:
-    """The plan a workbook's inputs describe; ``built``: the inputs it was built from (the Summary's snapshot).
+def read_workbook(path: str | Path, built: bool = False, accept_implausible: tuple[str, ...] = ()) -> Plan:
+    """The plan a workbook's inputs describe, each input inside its plausible range unless accepted.
+
+    Parameters
+    ----------
+    path : str or Path
+        The workbook (.xlsx). [—]
+    built : bool
+        Read the inputs it was built from (the Summary's snapshot) instead, unjudged: what the engine ran on is the
+        file's record, not a value typed now. [—]
+    accept_implausible : tuple of str
+        Fields to accept outside their plausible ranges (``xlplan --accept-implausible``): the workbook does not carry
+        what the plan it was built from accepted. The plan read carries them. [text]
+
+    Returns
+    -------
+    Plan
+        The validated plan. [—]
 
     Raises
     ------
     InputError
-        Naming the sheet and cell of every problem, the value found and what was expected.
+        Naming the sheet and cell of every problem, the value found and what was expected; for a value outside its
+        plausible range, the range, its reason, the likely slip and how to accept it.
     """
     src = str(path)
     wb = open_workbook(path)
@@ -288,13 +315,34 @@ def read_workbook(path: str | Path, built: bool = False) -> Plan:
     _input_fields(wb, src, data, cells, problems, "Built" if built else "")
     if problems:
         raise InputError(src, problems)
-    _catalog_specs(wb, data, src)
+    places = dict(cells)  # and, for a value outside its plausible range, the GPU row's cells
+    _catalog_specs(wb, data, src, places)
     _tidy_calibration(data)
     _tidy_api(data)
+    if accept_implausible:
+        data["accept_implausible"] = list(dict.fromkeys(accept_implausible))
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as e:
         raise InputError(src, _locate(e, cells)) from None
+    implausible = [] if built else plausibility.inputs(plan)
+    if implausible:
+        raise InputError(src, [_implausible_line(wb, src, bad, places) for bad in implausible])
+    return plan
+
+
+def _implausible_line(wb, src: str, bad, places: dict[tuple[str, ...], str]) -> str:
+    """A value outside its plausible range, at the cell it was read from: an input's on 1 Inputs, a row's on the GPUs
+    sheet, or the cell that keeps its section as written (growth on the Schedule sheet; contracts, installed and orders
+    on the Summary)."""
+    path = tuple(bad.field.split("."))
+    where = places.get(path)
+    section = {"growth": "GrowthSection", "contracts": "ContractsSection", "installed": "ContractsSection",
+               "orders": "ContractsSection"}.get(path[0])
+    if where is None and section in wb.defined_names:
+        where = _at(*_where(wb, section, src))
+    line = f"{bad.finding}; {plausibility.accept_hint([bad.field], workbook=True)}"
+    return f"{where}: {line}" if where else line
 
 
 WHATIF_FIELDS = ("rate_x", "prompt_p95_x", "itl_x", "kv_dtype", "weights_dtype", "prefix_reuse", "average_utilisation")

@@ -331,22 +331,29 @@ def _judge(r: Range, v: float) -> Implausible | None:
     return Implausible(r.field, v, finding + "; " + accept_hint([r.field]), finding)
 
 
-def accept_hint(fields) -> str:
+def accept_hint(fields, workbook: bool = False) -> str:
     """How to say that values outside their ranges are meant, for these fields. [text]
 
     Parameters
     ----------
     fields : sequence of str
         Dotted field names. [text]
+    workbook : bool
+        The values are a workbook's inputs (`xlplan read`, `check`, `diff`): accepted by the command line's option,
+        which a plan read from the workbook then carries. [—]
 
     Returns
     -------
     str
-        'if it is meant, add accept_implausible: [F] to the plan, or run xlplan --accept-implausible F …'. [text]
+        'if it is meant, add accept_implausible: [F] to the plan, or run xlplan --accept-implausible F …'; for a
+        workbook, 'if it is meant, run xlplan --accept-implausible F … on the workbook (…)'. [text]
     """
     flags = " ".join(f"--accept-implausible {f}" for f in fields)
-    return (f"if {'it is' if len(fields) == 1 else 'they are'} meant, add accept_implausible: [{', '.join(fields)}] "
-            f"to the plan, or run xlplan {flags} …")
+    it = "it is" if len(fields) == 1 else "they are"
+    if workbook:
+        return (f"if {it} meant, run xlplan {flags} … on the workbook (a plan `xlplan read` writes from it then accepts "
+                f"{'it' if len(fields) == 1 else 'them'})")
+    return f"if {it} meant, add accept_implausible: [{', '.join(fields)}] to the plan, or run xlplan {flags} …"
 
 
 def _outside(plan) -> list[tuple[Range, Implausible]]:
