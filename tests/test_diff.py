@@ -74,7 +74,7 @@ def _expected_consequences(ref_result) -> dict:
 def test_one_changed_input_is_named_with_owner_source_and_every_consequence(capsys, files, ref_result):
     code, out = _diff_json(capsys, *files)
     assert code == 1  # something differs, as diff says it
-    assert set(out) == {"inputs_changed", "consequences", "differs"}
+    assert set(out) == {"schema_version", "inputs_changed", "consequences", "differs"}
     ref = reference_plan()
     changed = {c["path"]: c for c in out["inputs_changed"]}
     assert list(changed) == ["forecast.prompt_tokens.p95", "forecast.prompt_tokens.p99"]

@@ -4,7 +4,9 @@ Plan files are read through the input layer (:mod:`xlplan.io.files`,
 :mod:`xlplan.io.structured`): size and encoding checked, YAML read safely (no
 aliases, no repeated keys, no yes/no booleans), and every number checked against
 the plan's JSON Schema, so ``peak_rps: true``, ``.inf`` or ``1e300`` are refused
-naming ``forecast.peak_rps``.
+naming ``forecast.peak_rps``. A file's ``schema_version`` is read first (:mod:`xlplan.schema.versions`): a newer one
+is refused in one line before anything else in the file is read, and an older one is migrated to today's layout.
+Plans are written in the current version, so a file says what it is.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic import ValidationError
 from xlplan.io import files, structured
 from xlplan.io.errors import InputError, describe_validation_error
 from xlplan.io.hf_config import read_hf_config
-from xlplan.schema import plausibility
+from xlplan.schema import plausibility, versions
 from xlplan.schema.fields import older_plan_notes
 from xlplan.schema.plan import Plan
 
@@ -39,8 +41,18 @@ def _schema() -> dict:
     return plan_json_schema()
 
 
+def _current_layout(data: Any, source: str) -> tuple[Any, int]:
+    """The parsed plan in the current layout (:func:`xlplan.schema.versions.upgrade_plan`) and the version it was
+    written in; a version this xlplan cannot read is refused in one line."""
+    try:
+        return versions.upgrade_plan(data), versions.plan_file_version(data)
+    except versions.PlanVersionError as e:
+        raise InputError(source, [str(e)]) from None
+
+
 def plan_from_mapping(data: Any, source: str = "plan", base_dir: Path | None = None) -> Plan:
     """Validate a parsed plan; a ``model.config`` path is read relative to ``base_dir``."""
+    data, _ = _current_layout(data, source)  # before anything else in it is read: a newer file's fields are not ours
     if not isinstance(data, dict):
         got = "an empty file" if data is None else f"a {type(data).__name__}"
         raise InputError(source, [(f"(top level): got {got}; expected a mapping with forecast, promise, model, hardware "
@@ -80,12 +92,16 @@ def read_plan(path: str | Path, accept_implausible: tuple[str, ...] = ()) -> Pla
         raise InputError(str(path), [(f"a workbook, not a plan file; expected a plan file (YAML or JSON): read its inputs into "
                                      f"one with `xlplan read {path} -o plan.yaml`")])
     data = _parse(files.read_text(path, PLAN_FILE, files.TEXT_MAX_BYTES), str(path))
+    data, written = _current_layout(data, str(path))
     structured.check_numbers(data, str(path), _schema())
     if accept_implausible and isinstance(data, dict):
         mine = data.get("accept_implausible") or []
         mine = list(mine) if isinstance(mine, list) else [mine]
         data = {**data, "accept_implausible": mine + [f for f in accept_implausible if f not in mine]}
     plan = plan_from_mapping(data, str(path), path.parent)
+    if written != versions.PLAN_SCHEMA_VERSION:  # the file itself is left as written
+        print(f"{path}: written in plan-file version {written}, read as version {versions.PLAN_SCHEMA_VERSION} "
+              "(docs/versioning.md); the file is unchanged", file=sys.stderr)
     for line in older_plan_notes(data):  # the file itself is left as written
         print(f"{path}: {line}; the file is unchanged", file=sys.stderr)
     return plan
@@ -102,10 +118,13 @@ def reference_plan() -> Plan:
 
 
 def plan_to_yaml(plan: Plan) -> str:
-    """A plan as YAML, leaving out fields at their defaults."""
+    """A plan as YAML, leaving out fields at their defaults, headed by the current ``schema_version`` so the file says
+    which layout it is written in."""
     import yaml
 
-    return yaml.safe_dump(plan.model_dump(exclude_defaults=True, mode="json"), sort_keys=False)
+    fields = plan.model_dump(exclude_defaults=True, mode="json")
+    fields.pop(versions.FIELD, None)
+    return yaml.safe_dump({versions.FIELD: versions.PLAN_SCHEMA_VERSION, **fields}, sort_keys=False)
 
 
 def write_text_atomic(path: str | Path, text: str, force: bool = False, suffixes: tuple[str, ...] = ()) -> None:
@@ -155,4 +174,4 @@ def plan_from_pairs(pairs: list, base: Plan | None = None, source: str = "plan t
     return plan_from_mapping(data, source)
 
 
-_WHOLE_FIELDS = {"gpus_per_node", "redundancy", "tp"}
+_WHOLE_FIELDS = {"gpus_per_node", "redundancy", "tp", "schema_version"}

@@ -10,6 +10,12 @@ from pydantic import Field
 
 from xlplan.schema.record import _Out
 
+SCHEDULE_SCHEMA_VERSION = 1
+"""The layout of ``xlplan schedule --json`` (:class:`ScheduleOut`): 1, the first with a version (docs/versioning.md). [—]"""
+
+CAPACITY_SCHEMA_VERSION = 1
+"""The layout of ``xlplan capacity --json`` (:class:`CapacityOut`): 1, the first with a version (docs/versioning.md). [—]"""
+
 
 class GPUOption(_Out):
     """The plan on one GPU in one weight and cache format (`xlplan compare`)."""
@@ -107,6 +113,8 @@ class CashTotal(_Out):
 class ScheduleOut(_Out):
     """The fleet month by month as traffic grows, with order dates."""
 
+    schema_version: int = Field(default=SCHEDULE_SCHEMA_VERSION, description="The layout of this JSON (docs/versioning.md): "
+                                "raised when a change breaks a reader. [—]")
     months: list[ScheduleMonth] = Field(description="Every month planned.")
     start: str = Field(description="First month, YYYY-MM. [month]")
     lead_time_days: int = Field(description="Days from order to service. [days]")
@@ -150,6 +158,8 @@ class CapacityOut(_Out):
     first misses at, the seeds and each run's span); else the closed form's figure with ``not_simulated`` saying why.
     """
 
+    schema_version: int = Field(default=CAPACITY_SCHEMA_VERSION, description="The layout of this JSON (docs/versioning.md): "
+                                "raised when a change breaks a reader. [—]")
     gpus: int = Field(description="GPUs serving the load, spares excluded. [GPUs]")
     method: str = Field(description="'verified' (simulated) or 'closed form'. [text]")
     max_peak_rps: float = Field(description="The highest peak rate found keeping the promise. [requests/s]")

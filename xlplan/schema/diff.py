@@ -11,6 +11,9 @@ from pydantic import Field
 
 from xlplan.schema.record import _Out
 
+DIFF_SCHEMA_VERSION = 1
+"""The layout of ``xlplan diff --json`` (:class:`PlanDiff`): 1, the first with a version (docs/versioning.md). [—]"""
+
 
 class InputChange(_Out):
     """One plan field whose value differs between the two plans, with the owner and the source of its section."""
@@ -62,6 +65,8 @@ class Consequences(_Out):
 class PlanDiff(_Out):
     """`xlplan diff OLD NEW`: the inputs that changed, then what changed in consequence."""
 
+    schema_version: int = Field(default=DIFF_SCHEMA_VERSION, description="The layout of this JSON (docs/versioning.md): "
+                                "raised when a change breaks a reader. [—]")
     inputs_changed: list[InputChange] = Field(description="Every plan field that differs, in the plan's order.")
     consequences: Consequences = Field(description="The answer of each plan, figure by figure.")
     differs: bool = Field(description="Whether anything differs, an input or a figure (the command's exit status 1). [bool]")

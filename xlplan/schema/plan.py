@@ -22,6 +22,7 @@ from xlplan.schema.fields import Fraction, FractionBelowOne, _Section, migrate_o
 from xlplan.schema.hardware import GPUOverride, Hardware, ModelChoice
 from xlplan.schema.installed import Installed, Order, Trigger
 from xlplan.schema.policy import Calibration, Policy
+from xlplan.schema.versions import PLAN_SCHEMA_VERSION, upgrade_plan
 
 # The plan file's models are one public interface wherever their code lives: each is named xlplan.schema.plan.<Model>, as
 # reprs, pickles and the conventions' meta-test (tests/test_conventions.py, which reads this module) see it. The field
@@ -174,6 +175,10 @@ class Sources(_Section):
 class Plan(_Section):
     """A capacity plan's inputs: everything the seven steps need."""
 
+    schema_version: int = Field(
+        default=PLAN_SCHEMA_VERSION, ge=1, json_schema_extra={"maximum": PLAN_SCHEMA_VERSION},
+        description="The plan file's layout version (docs/versioning.md): left out, 1; a file written by a newer xlplan "
+                    "says a higher one and is refused; an older one is read in today's layout. [—]")
     name: str = Field(default="Capacity plan", description="Title of the capacity note. [text]")
     date: str | None = Field(default=None, pattern=r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$",
                              description="When the plan was prepared, YYYY-MM-DD; left out, a workbook shows the day it was built. [date]")
@@ -208,8 +213,9 @@ class Plan(_Section):
     @model_validator(mode="before")
     @classmethod
     def _older_files(cls, data: Any) -> Any:
-        """An older file read in today's schema (:func:`xlplan.schema.fields.migrate_older_plan`)."""
-        return migrate_older_plan(data)
+        """An older file read in today's schema: its version's migrations (:func:`xlplan.schema.versions.upgrade_plan`),
+        then today's older spellings (:func:`xlplan.schema.fields.migrate_older_plan`)."""
+        return migrate_older_plan(upgrade_plan(data))
 
     @field_validator("accept_implausible", mode="before")
     @classmethod

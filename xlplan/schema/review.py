@@ -10,6 +10,9 @@ from pydantic import Field
 
 from xlplan.schema.record import _Out
 
+REVIEW_SCHEMA_VERSION = 1
+"""The layout of ``xlplan review --json`` (:class:`ReviewOut`): 1, the first with a version (docs/versioning.md). [—]"""
+
 NEAR = 0.25
 """A breakpoint whose headroom is under this share of the measured figure is near: the note shows it. [fraction]"""
 
@@ -151,6 +154,8 @@ class HistoryLine(_Out):
 class ReviewOut(_Out):
     """The monthly review: sections 1-8 and whether anything needs action."""
 
+    schema_version: int = Field(default=REVIEW_SCHEMA_VERSION, description="The layout of this JSON (docs/versioning.md): "
+                                "raised when a change breaks a reader. [—]")
     plan: str = Field(description="The plan's name. [text]")
     date: str = Field(description="The review day, YYYY-MM-DD. [date]")
     month: str = Field(description="The month reviewed, YYYY-MM. [month]")
