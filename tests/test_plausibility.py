@@ -68,7 +68,7 @@ def test_a_slip_is_one_line_naming_the_file_field_value_and_fix(tmp_path, capsys
      "$2,190 a month is $3.00 an hour"),
     ({"hardware": {"gpu": "h100-sxm", "hours_per_month": 24}}, "hardware.hours_per_month", "24 h a day is 730 h a month"),
     ({"policy": {"redundancy": 100}}, "policy.redundancy", "spare replicas on top of the load"),
-    ({"forecast": {"average_utilisation": 0.001}}, "forecast.average_utilisation", "0.02 to 1"),
+    ({"forecast": {"average_utilisation": 0.0001}}, "forecast.average_utilisation", "0.001 to 1"),
     ({"forecast": {"prefix_reuse": 0.999}}, "forecast.prefix_reuse", "0 to 0.95"),
     ({"promise": {"percentile": 0.95}}, "promise.percentile", "the 95th percentile is written 95, not 0.95"),
     ({"costs": {"mode": "buy", "usd_per_kwh": 0.1, "hardware_ops_usd_per_month": 0, "residual_fraction": 0.9}}, "costs.residual_fraction", "0 to 0.6"),

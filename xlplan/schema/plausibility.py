@@ -150,8 +150,9 @@ RANGES: tuple[Range, ...] = (
     Range("costs.hosting_usd_per_kw_month", 0.0, 1000.0, "US dollars per kW of IT load a month",
           "colocation prices run $100-300 per kW a month"),
     Range("costs.hardware_ops_usd_per_month", 0.0, 1e7, "US dollars a month", "a team of operators, not a fleet"),
-    Range("forecast.average_utilisation", 0.02, 1.0, "the month's average load as a fraction of its peak",
-          "services average 20-70% of their peak; under 2% is a test, not a service"),
+    Range("forecast.average_utilisation", 0.001, 1.0, "the month's average load as a fraction of its peak",
+          "services average 20-70% of their peak, a bursty one a few percent; under 0.1% the fleet idles 999 hours "
+          "in 1,000"),
     Range("forecast.prefix_reuse", 0.0, 0.95, "the fraction of prompt compute served from the prefix cache",
           "production prefix caches report hit rates up to about 90%; at 100% no prompt is computed"),
     Range("promise.percentile", 50.0, 99.99, "the percentile at which the targets hold",
