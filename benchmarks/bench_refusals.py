@@ -4,7 +4,8 @@ and exit 2, or a warning, within a second"; "fleet bounds refuse in under a seco
 Each case runs the command in this process (the interpreter's start-up is not counted) and must end with exit status 2
 and one line:
 
-- a plan file with a value past its plausible range (a rate of 3,456,000 a second: requests a day);
+- a plan file with a value past its plausible range (a rate of 3,456,000 a second: requests a day), and one of a
+  plan-file version newer than this xlplan reads;
 - a plan at 10⁶ req/s of 100,000-token conversations that accepts every bound: its closed form buys about 10⁹
   GPUs, past the 10⁶ xlplan sizes accepted or not (the Erlang sums there used to run for minutes);
 - ``capacity --gpus 1000000`` and ``simulate --gpus 10000000`` without acceptance (past the 100,000-GPU bound), and
@@ -74,6 +75,7 @@ def run() -> int:
         plain = _plan(folder, "plain")
         accepted = _plan(folder, "accepted", accept_implausible=EVERY_BOUND)
         cases = [("plan: a rate written per day", ["plan", _plan(folder, "per-day", forecast={"peak_rps": 3_456_000})]),
+                 ("plan: a file of a newer version", ["plan", _plan(folder, "newer", schema_version=99)]),
                  ("plan: every bound accepted, 1e9 GPUs", ["plan", accepting]),
                  ("capacity --gpus 1,000,000", ["capacity", plain, "--gpus", "1000000"]),
                  ("simulate --gpus 10,000,000", ["simulate", plain, "--gpus", "10000000"]),
