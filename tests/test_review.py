@@ -296,3 +296,23 @@ def test_a_log_at_the_plans_peak_that_reads_high_orders_nothing(tmp_path, capsys
     peak = next(f for f in r["forecast"] if f["key"] == "peak_rps")
     assert peak["measured"] == pytest.approx(measured) and peak["measured"] <= peak["band_top"]
     assert r["replan"]["new"]["held"] == r["replan"]["old"]["held"] and rc == 0, r["reasons"]
+
+
+def test_a_month_whose_peak_fell_is_re_planned_at_the_measured_peak(tmp_path, capsys):
+    # Ten minutes at 20 req/s, half the plan's 40: the busiest minute reads about 21, under the planned peak. A log at
+    # 40 reads its busiest window under 40 only if every window does (0.5^13 of months at the fewest 13 independent
+    # draws a minute), so this is traffic that fell, not noise: the re-plan is `traffic --plan` then `plan` on it
+    t = T0 + _poisson_minutes(RATE / 2, 600.0, 1)
+    path = tmp_path / "half.csv"
+    pd.DataFrame({"timestamp": pd.to_datetime(t, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                  "prompt_tokens": 2000, "completion_tokens": 300}).to_csv(path, index=False)
+    plan = write_plan(tmp_path)
+    assert main(["traffic", str(path), "--plan", str(plan), "-o", str(tmp_path / "measured.yaml")]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(tmp_path / "measured.yaml"), "--json", "--no-verify"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    rc, out, _ = review(capsys, plan, "--log", path, "--date", DATE, "--json", "--no-verify")
+    r = json.loads(out)
+    peak = next(f for f in r["forecast"] if f["key"] == "peak_rps")
+    assert peak["measured"] < RATE
+    assert r["replan"]["new"]["held"] == planned["fleet"]["with_redundancy"] < r["replan"]["old"]["held"]

@@ -25,15 +25,17 @@ def _review_day(text: str | None) -> str | None:
 
 
 def _peak_band(base, day: str, summary, fragment: dict) -> float:
-    """The top of the planned peak's sampling band over the log's span; where the measured peak is within it, the
-    re-plan keeps the planned peak (the fragment's is replaced): a log drawn at the plan's own rate reads a little
-    above it in most months, and that noise orders nothing. [requests/s]"""
+    """The top of the planned peak's sampling band over the log's span; where the measured peak is within the band
+    (from the planned peak up to its top), the re-plan keeps the planned peak (the fragment's is replaced): a log drawn
+    at the plan's own rate reads a little above it in most months, and that noise orders nothing. Its busiest window
+    reads under the planned peak only if every one of its windows does, which the busiest of even 13 independent
+    draws does in 0.5^13 = 0.01% of months: a measured peak under the planned one is traffic that fell. [requests/s]"""
     from xlplan.evidence.traffic_windows import busiest_window_band_rps
     from xlplan.review.replan import planned_peak
 
     planned = planned_peak(base, dt.date.fromisoformat(day))[1]
     top = busiest_window_band_rps(planned, summary.window_s, summary.last_s - summary.first_s)
-    if summary.peak_rps <= top:
+    if planned <= summary.peak_rps <= top:  # under the planned peak is traffic that fell: re-planned as measured
         fragment["forecast"]["peak_rps"] = planned
     return top
 

@@ -243,7 +243,7 @@ def _answered(p: Plan, verify: bool) -> tuple[PlanResult | None, str]:
     from xlplan.plan.scenario import PlanningError
 
     try:
-        return plan(p, verify=verify), ""
+        return plan(p, verify="auto" if verify else False), ""  # as `plan` verifies: where affordable
     except PlanningError as e:
         return None, str(e)
 

@@ -163,7 +163,7 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
     wf = open_workbook(path)
     mode, namespace = _formula_mode(wf)
     verified = wf.defined_names.get("VerifiedLoad") is not None  # built with `plan --verify`: simulate again (seeded)
-    fig = figures_of(plan, verify=verified, **_schedule_day(wf, plan))
+    fig = figures_of(plan, verify="auto" if verified else False, **_schedule_day(wf, plan))  # as `workbook` builds
     fresh = build(fig, mode, namespace=namespace)
     wv = open_workbook(path, data_only=True)
     changed = _changed_inputs(wv)
@@ -173,7 +173,8 @@ def check_workbook(path: str | Path, figures_of: Callable[..., Figures],
     template = fresh
     if changed:
         built = read_workbook(path, built=True, accept_implausible=accept_implausible)
-        template = build(figures_of(built, verify=verified, **_schedule_day(wf, plan)), mode, namespace=namespace)
+        template = build(figures_of(built, verify="auto" if verified else False, **_schedule_day(wf, plan)), mode,
+                         namespace=namespace)
     # The what-if rows as the workbook holds them (a user's own rows filled in, a standard row edited): the engine
     # re-plans each, and its figures are what the row must show.
     whatifs = read_whatifs(path)

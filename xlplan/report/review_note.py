@@ -21,8 +21,10 @@ def _value(v: float | None, unit: str) -> str:
 def _figure_row(f: FigureCheck) -> list[str]:
     change = "—" if f.change is None else f"{f.change:+.1%}"
     if f.band_top is not None and f.measured is not None:  # the peak: within its sampling band, or past it
-        change += (f" (within sampling noise: up to {f.band_top:,.1f} at {f.planned:,.3g})" if f.measured <= f.band_top
-                   else f" (past sampling noise: up to {f.band_top:,.1f})")
+        change += (f" (within sampling noise: up to {f.band_top:,.1f} at {f.planned:,.6g})"
+                   if f.planned <= f.measured <= f.band_top else
+                   f" (past sampling noise: up to {f.band_top:,.1f})" if f.measured > f.band_top else
+                   " (fell: a log at the planned peak reads its busiest window above it)")
     return [f.label, _value(f.planned, f.unit), _value(f.measured, f.unit), change, f.unit, f.owner]
 
 

@@ -318,8 +318,9 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
         Earlier reviews, oldest first. [text]
     peak_band_rps : float, optional
         The top of the planned peak's sampling band (:func:`xlplan.evidence.traffic_windows.busiest_window_band_rps`):
-        a measured peak at or under it is the plan's peak read with noise, so the breakpoints and triggers are judged at
-        the planned peak (the measured one is still shown). [requests/s]
+        a measured peak from the planned peak up to it is the plan's peak read with noise, so the breakpoints and
+        triggers are judged at the planned peak (the measured one is still shown); one under the planned peak is
+        traffic that fell (a log at the plan's rate reads its busiest window under it in about 0.01% of months). [requests/s]
     verify : bool or 'auto'
         As :func:`xlplan.decide.planner.plan`'s: the re-plan is the Answer ``xlplan plan`` gives the measured plan with
         the same setting (``result`` should be the plan's with it too), and its schedule verifies as ``xlplan schedule``
@@ -339,7 +340,7 @@ def review(plan: Plan, result: PlanResult, traffic: TrafficSummary, measured_pla
     measured = _measured_figures(traffic, plan.forecast.average_utilisation)
     growth = peak / plan.forecast.peak_rps
     planned = _planned_figures(plan, result, growth)
-    within = peak_band_rps is not None and measured["peak_rps"] <= peak_band_rps
+    within = peak_band_rps is not None and planned["peak_rps"] <= measured["peak_rps"] <= peak_band_rps
     judged = {**measured, "peak_rps": planned["peak_rps"]} if within else measured  # noise moves no decision
     rp = replan(plan, result, measured_plan, day, index, recalibrated, verify)
     basis = "the closed form's, the Answer's method" if result.closed_form_breakpoints else "the runbook's method's"

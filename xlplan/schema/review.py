@@ -27,7 +27,7 @@ class FigureCheck(_Out):
     measured: float | None = Field(description="The measured figure (None: not in the evidence). [unit]")
     change: float | None = Field(description="measured ÷ planned − 1 (None: not measured, or planned 0). [fraction]")
     owner: str = Field(description="Who owns the forecast, as the plan names them. [text]")
-    band_top: float | None = Field(default=None, description="Peak rate only: the top of the sampling band, the busiest window's rate a log at the planned peak reaches in 95% of months; a measured peak at or under it is the plan's peak read with noise, and moves no decision. [unit]")
+    band_top: float | None = Field(default=None, description="Peak rate only: the top of the sampling band, the busiest window's rate a log at the planned peak reaches in 95% of months; a measured peak from the planned one up to it is the plan's peak read with noise, and moves no decision; one under the planned peak is traffic that fell. [unit]")
 
 
 class BreakpointCheck(_Out):

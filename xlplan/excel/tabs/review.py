@@ -166,9 +166,10 @@ def _breakpoint_rows(book: Book, sh: Sheet, out: ReviewOut, b, basis: str, check
         m = _measured_name(b.variable)
         if b.variable == "peak_rps" and "ReviewPeakBandTop" in book.names:  # within its noise, judged at the plan's peak
             planned = next(f.planned for f in out.forecast if f.key == b.variable)
-            judged = planned if measured is not None and measured <= next(
+            judged = planned if measured is not None and planned <= measured <= next(
                 f.band_top for f in out.forecast if f.key == b.variable) else measured
-            sh.put("B", r, Cell(f"=IF(AND(ISNUMBER({m}),{m}<=ReviewPeakBandTop),ReviewPlannedPeakRate,{m})", formula=True,
+            sh.put("B", r, Cell(f"=IF(AND(ISNUMBER({m}),{m}>=ReviewPlannedPeakRate,{m}<=ReviewPeakBandTop),"
+                                f"ReviewPlannedPeakRate,{m})", formula=True,
                                 cached=judged if judged is not None else "", kind="calc", fmt=FMT["value"]))
         else:
             sh.put("B", r, Cell(f"={m}", formula=True, cached=measured if measured is not None else "", kind="calc",
