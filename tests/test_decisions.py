@@ -180,6 +180,19 @@ def test_schedule_months_are_the_answer_plan_gives_at_their_peak():
 
 
 @pytest.mark.slow
+def test_a_flat_schedule_holds_the_verified_fleet_every_month():
+    # Prompts at p95 9,000 tokens and no growth: the first month is verified at load 8 with 10 held (the simulation adds
+    # a spare for the redundancy lost mid-run, where the closed form holds 8 + 1 = 9). Every later month is the same
+    # peak, so it must hold what the first does, the closed form plus both margins (load and spares)
+    p = replan(reference_plan(), forecast={"prompt_tokens": {"p50": 2000, "p95": 9000, "p99": 9000}})
+    out = schedule.schedule(resolve(p), [40.0] * 3, "2027-02", 60, verify="margin", percentile=95.0)
+    first = out.months[0]
+    assert first.source == "verified" and first.with_redundancy > first.closed_form_load + 1  # more than N+1 spares
+    assert all((x.load, x.with_redundancy) == (first.load, first.with_redundancy) for x in out.months[1:])
+    assert out.spare_margin_replicas >= 1 and "spare replica" in out.method
+
+
+@pytest.mark.slow
 def test_schedule_cli_json(tmp_path, capsys):
     assert main(["schedule", "--growth", "10%", "--months", "12", "--lead-time-days", "60", "--start", "2027-01", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

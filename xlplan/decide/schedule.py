@@ -88,15 +88,15 @@ def schedule(s: Scenario, peaks_rps: list[float], start: str, lead_time_days: in
     if verify not in VERIFY_MODES:
         raise ValueError(f"verify: got {verify!r}; expected one of {', '.join(VERIFY_MODES)}")
     decided, stopped = _decide_months(s, peaks_rps, start, verify, percentile, max_context, budget_set_by_plan, accepted)
-    margin, method = _margin(decided, verify, percentile, max_context, budget_set_by_plan)
-    months = _months(decided, margin, lead_time_days, s.ops_usd_per_month)
+    margin, spares, method = _margin(decided, verify, percentile, max_context, budget_set_by_plan)
+    months = _months(decided, (margin, spares), lead_time_days, s.ops_usd_per_month)
     first, crossover, cumulative = _api_months(months, s.ops_usd_per_month)
     months, dated = with_cash(months, start, lead_time_days, s.paid_as, s.gpus_per_node, cash)
     return ScheduleOut(months=months, start=start, lead_time_days=lead_time_days, growth=growth_words,
                        monthly_crossover_month=crossover, cumulative_breakeven_month=cumulative,
                        breakeven_words=_breakeven_words(months, first, crossover, cumulative),
                        binding_change_month=next((x.month for x in months if x.binding != months[0].binding), None) if months else None,
-                       stopped=stopped, method=method, margin_replicas=margin,
+                       stopped=stopped, method=method, margin_replicas=margin, spare_margin_replicas=spares,
                        late_orders=[m.month for m in months if today and m.order_by and m.order_by < today], **dated)
 
 
@@ -159,15 +159,15 @@ def _decide_months(s: Scenario, peaks_rps: list[float], start: str, verify: str,
     return decided, ""
 
 
-def _month_fleet(d, margin: int) -> tuple[str, int, int]:
-    """(source, load, with redundancy) of one month: the verified fleet, else the closed form plus the margin. [text],
-    [GPUs], [GPUs]"""
+def _month_fleet(d, margins: tuple[int, int]) -> tuple[str, int, int]:
+    """(source, load, with redundancy) of one month: the verified fleet, else the closed form plus the margins (on the
+    load, and on the spares the simulation added for the redundancy lost mid-run). [text], [GPUs], [GPUs]"""
     a, cf = d.answer, d.closed_form
     if a.source == "verified":
         return "verified", a.load, a.with_redundancy
-    extra = margin * cf.tp
-    return ("closed form" + (f" + {margin} replica margin" if margin else ""), cf.load + extra,
-            cf.with_redundancy + extra)
+    margin, spares = margins
+    return ("closed form" + (f" + {margin + spares} replica margin" if margin + spares else ""), cf.load + margin * cf.tp,
+            cf.with_redundancy + (margin + spares) * cf.tp)
 
 
 def held_gpus(paid_as: str, with_redundancy: int, needed_purchased: int, bought_before: int) -> int:
@@ -204,7 +204,7 @@ def held_gpus(paid_as: str, with_redundancy: int, needed_purchased: int, bought_
     return max(needed_purchased, bought_before)
 
 
-def _months(decided: list, margin: int, lead_time_days: int, ops_usd_per_month: float = 0.0) -> list[ScheduleMonth]:
+def _months(decided: list, margin: tuple[int, int], lead_time_days: int, ops_usd_per_month: float = 0.0) -> list[ScheduleMonth]:
     """Each decided month's fleet, the GPUs it holds and the order for those it adds, its bill, and the running
     totals of self-hosting (ops included) and of the API. [ScheduleMonth]"""
     months: list[ScheduleMonth] = []
@@ -233,18 +233,19 @@ def _months(decided: list, margin: int, lead_time_days: int, ops_usd_per_month: 
 
 
 def _margin(decided: list, verify: str, percentile: float, max_context: int | None,
-            budget_set_by_plan: bool) -> tuple[int, str]:
-    """(replicas added to each closed-form month, the method in words): the shortfall measured in simulation. [replicas]"""
+            budget_set_by_plan: bool) -> tuple[int, int, str]:
+    """(replicas added to each closed-form month's load, and to its spares, the method in words): the shortfalls
+    measured in simulation, of the load and of the fleet with redundancy beyond it. [replicas], [replicas], [text]"""
     from xlplan.decide import answer
 
     if verify == "none" or not decided:
-        return 0, "the closed form each month (the largest of the memory, compute, latency and queueing paths), not simulated"
+        return 0, 0, "the closed form each month (the largest of the memory, compute, latency and queueing paths), not simulated"
     if verify == "every":
         n = sum(d.answer.source == "verified" for _, _, d in decided)
-        return 0, (f"each month verified in simulation at its peak, as `xlplan plan` verifies its Answer ({n} of "
+        return 0, 0, (f"each month verified in simulation at its peak, as `xlplan plan` verifies its Answer ({n} of "
                    f"{count(len(decided), 'month')}; the rest past what the default simulation takes on: the closed form)")
     largest = max(range(len(decided)), key=lambda i: decided[i][1].peak_rps)
-    measured, words = [], []
+    measured, spared, words = [], [], []
     for i in sorted({0, largest}):
         first_day, sm, d = decided[i]
         v = answer.decide(sm, percentile, max_context, budget_set_by_plan, "auto")
@@ -252,12 +253,16 @@ def _margin(decided: list, verify: str, percentile: float, max_context: int | No
         if v.answer.source == "verified":
             short = (v.answer.load - v.closed_form.load) // v.closed_form.tp
             measured.append(short)
-            words.append(f"{first_day:%Y-%m} {v.answer.load} verified against {v.closed_form.load} closed form")
+            spared.append((v.answer.with_redundancy - v.closed_form.with_redundancy) // v.closed_form.tp - short)
+            words.append(f"{first_day:%Y-%m} {v.answer.load} verified against {v.closed_form.load} closed form, "
+                         f"{v.answer.with_redundancy} against {v.closed_form.with_redundancy} with redundancy")
         else:
             words.append(f"{first_day:%Y-%m} not simulated ({v.skipped or 'no fleet verified'})")
-    margin = max([0] + measured)
-    return margin, (f"the closed form each month plus a margin of {count(margin, 'replica')}, the most the closed form fell short "
-                    f"by where simulated ({'; '.join(words)}); `--verify every` simulates every month")
+    margin, spares = max([0] + measured), max([0] + spared)
+    extra = f" and {count(spares, 'spare replica')} more for the redundancy lost mid-run" if spares else ""
+    return margin, spares, (f"the closed form each month plus a margin of {count(margin, 'replica')}{extra}, the most the "
+                            f"closed form fell short by where simulated ({'; '.join(words)}); `--verify every` simulates "
+                            "every month")
 
 
 def monthly_crossover(self_hosted_usd: list[float], api_usd: list[float]) -> int | None:

@@ -126,6 +126,7 @@ class ScheduleOut(_Out):
     stopped: str = Field(default="", description="Why the schedule ends early, if it does. [text]")
     method: str = Field(default="", description="How each month's fleet was found: verified every month, or the closed form plus a margin measured in simulation, and where. [text]")
     margin_replicas: int = Field(default=0, description="Replicas added to each closed-form month: the most the closed form fell short of the simulation where measured. [replicas]")
+    spare_margin_replicas: int = Field(default=0, description="Spare replicas added to each closed-form month's fleet with redundancy beyond margin_replicas: the most the simulation added for the redundancy lost mid-run where measured. [replicas]")
     capex_paid_at: str = Field(default="delivery", description="When bought GPUs are paid for: 'order' (the month the order goes out) or 'delivery' (the month they go into service). [text]")
     fiscal_year_start_month: int = Field(default=1, description="First month of the fiscal year (1: the calendar year). [month]")
     capex_before_schedule_usd: float = Field(default=0.0, description="Capex paid before the first month: orders that go out before it, paid at order. In no month's cash nor any period's total. [USD]")
