@@ -162,6 +162,18 @@ def test_the_readme_review_of_the_sample_month_runs_writes_nothing_and_asks_for_
     assert abs(measured / p95 - 1) < 0.05, (measured, p95)
     assert "missed" in out and "derived" in out
     assert _repo_files() == before_files and _examples_state() == before_examples
+    # the README's excerpt of this output is the output: each line it shows is printed as shown
+    printed = set(out.splitlines())
+    assert [line for line in review_excerpt() if line not in printed] == []
+
+
+def review_excerpt() -> list[str]:
+    """The lines of the README's 'It prints (excerpt…)' block in '## The monthly review', less its '…' and blanks."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"^## The monthly review\n(.*?)(?=^## )", text, flags=re.MULTILINE | re.DOTALL)
+    block = re.search(r"It prints \(excerpt[^\n]*\n\n```\n(.*?)^```", m.group(1), flags=re.MULTILINE | re.DOTALL)
+    assert block, "the monthly review section shows no excerpt of its output"
+    return [line for line in block.group(1).splitlines() if line.strip() and line.strip() != "…"]
 
 
 def _kind(path: Path) -> str:

@@ -63,7 +63,7 @@ def test_prompts_past_the_breakpoint_name_the_crossing_the_fleet_and_the_order_d
     rc, out, _ = review(capsys, plan, "--log", write_log(tmp_path / "month.csv", long_prompts=800), "--date", DATE)
     assert rc == 1
     assert f"p95 prompts reached 7,000 (breakpoint {step.fleet_step_at:,.0f})" in out
-    assert f"the fleet goes to {step.purchased_after}" in out
+    assert f"the purchase goes to {step.purchased_after} GPUs" in out
     # the re-plan with the measured forecast (the same plan with p95 = p99 = 7,000 tokens) buys what the breakpoint said
     assert ref.answer.purchased < step.purchased_after
     assert f"purchased {ref.answer.purchased} → {step.purchased_after}" in out
@@ -316,3 +316,20 @@ def test_a_month_whose_peak_fell_is_re_planned_at_the_measured_peak(tmp_path, ca
     peak = next(f for f in r["forecast"] if f["key"] == "peak_rps")
     assert peak["measured"] < RATE
     assert r["replan"]["new"]["held"] == planned["fleet"]["with_redundancy"] < r["replan"]["old"]["held"]
+
+
+def test_scrapes_with_gauges_only_say_what_binds_and_leave_the_promise_not_measured(tmp_path, capsys):
+    # confirm's own scrapes (cache 40-45%, 8 requests waiting: compute binds) carry no latency histogram: the review
+    # reads the gauges as confirm does (section 4) and says the promise and the model were not measured, not exit 2
+    from test_confirm import VLLM, scrapes
+
+    rows = [{"cache": 0.40 + 0.05 * (i % 2), "running": 32, "waiting": 8, "preempted": 0, "generated": 12000 * i}
+            for i in range(10)]
+    args = [a for p in scrapes(tmp_path, VLLM, rows) for a in ("--scrapes", p)]
+    rc, out, err = review(capsys, write_plan(tmp_path), "--log", write_log(tmp_path / "m.csv"), *args, "--date", DATE,
+                          "--json", "--no-verify")
+    r = json.loads(out)
+    assert rc in (0, 1), err
+    assert r["binding"]["found"] == "compute"
+    assert r["promise"]["met"] is None and "no latency histogram" in r["promise"]["sentence"]
+    assert "no latency histogram" in r["model"]

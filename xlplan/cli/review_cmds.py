@@ -151,7 +151,14 @@ def _production(base, result, scrapes: list[Path], measured_plan, recalibrated: 
     from xlplan.io.histograms import read_histogram_scrapes
     from xlplan.review import production
 
-    series = read_histogram_scrapes(scrapes)
+    series = read_histogram_scrapes(scrapes, required=False)
+    if series is None:  # gauges only (section 4, as confirm reads them): no latency, no step times
+        from xlplan.io.histograms import HISTOGRAMS
+
+        names = ", ".join(n for ns in HISTOGRAMS.values() for n in ns)
+        why = f"the scrapes hold no latency histogram ({names})"
+        return (production.Latency(None, None, why), production.Model(f"not given: {why}, so no step times"),
+                measured_plan, recalibrated)
     lat = production.latency(latency_evidence(series, base.promise.percentile), base.promise.ttft_s, base.promise.itl)
     steps = step_observations(series)
     if not steps.observations:

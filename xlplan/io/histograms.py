@@ -129,19 +129,23 @@ def parse_histograms(text: str, src: str) -> dict[str, Histogram]:
     return out
 
 
-def read_histogram_scrapes(paths: list[str | Path]) -> ScrapeSeries:
+def read_histogram_scrapes(paths: list[str | Path], required: bool = True) -> ScrapeSeries | None:
     """The scrapes in time order, with their latency histograms, running and waiting requests and cache in use.
 
     Parameters
     ----------
     paths
         Scrape files, in any order. [path]
+    required : bool
+        Whether scrapes without any TTFT or ITL histogram are an error; False: None for them (the review then reads
+        only the gauges, as ``confirm`` does). [bool]
 
     Raises
     ------
     InputError
         A missing or malformed file, the same file twice, fewer than two scrapes, a bad histogram (one line naming
-        the file and the metric), edges that change between scrapes, or no TTFT or ITL histogram in any scrape.
+        the file and the metric), edges that change between scrapes, or (``required``) no TTFT or ITL histogram in
+        any scrape.
     """
     from xlplan.io.extras import require
 
@@ -161,6 +165,8 @@ def read_histogram_scrapes(paths: list[str | Path]) -> ScrapeSeries:
     hists = {s.path: h for s, h in read}
     series = {role: [hists[s.path].get(role) for s in ordered] for role in HISTOGRAMS}
     if not any(h for hs in series.values() for h in hs):
+        if not required:
+            return None
         names = ", ".join(n for ns in HISTOGRAMS.values() for n in ns)
         raise InputError(", ".join(map(str, paths)), [f"no latency histogram in any scrape; expected one of {names}"])
     for hs in series.values():

@@ -160,8 +160,9 @@ def _threshold(b: Breakpoint, kind: str, measured: float | None, binding: str, n
     after = (b.binding_after or binding) if kind == "binding change" else binding
     n = b.purchased_after if kind == "fleet step" else None
     if crossed:
-        goes = (f"the fleet goes to {n}" if n is not None else "the fleet stays") + (
-            " — as the plan said" if n is None or n == new_purchased else f" (the re-plan, with every measured figure: {new_purchased})")
+        goes = (f"the purchase goes to {n:,} GPUs" if n is not None else "the purchase stays") + (
+            " — as the plan said" if n is None or n == new_purchased
+            else f" (the re-plan's, with every measured figure: {new_purchased:,})")
         binds = "the plan cannot be met" if after == "infeasible" else f"{after} binds"
         sentence = f"{label} reached {_number(measured, b.unit)} (breakpoint {_number(at, b.unit)}): {binds}; {goes}"
     elif measured is None:
@@ -169,7 +170,7 @@ def _threshold(b: Breakpoint, kind: str, measured: float | None, binding: str, n
     else:
         sentence = (f"{label} {_number(measured, b.unit)}: {headroom:.0%} to go before the {kind} at {_number(at, b.unit)} "
                     f"({'the plan cannot be met' if after == 'infeasible' else after + ' binds'}"
-                    f"{f', the fleet goes to {n}' if n is not None else ''})")
+                    f"{f', the purchase goes to {n:,} GPUs' if n is not None else ''})")
     return BreakpointCheck(variable=b.variable, label=label, unit=b.unit, direction=b.direction, kind=kind, at=at,
                            measured=measured, crossed=crossed, headroom=headroom, binding_after=after, purchased_after=n,
                            sentence=sentence)

@@ -132,8 +132,8 @@ def _after(book: Book, name: str, col: str, kind: str, b) -> Cell:
     x = f"{ref[0]}!${col}${ref[1].split('$')[-1]}"
     if kind == "Step":
         n = b.purchased_after
-        return Cell(f'=IF(ISNUMBER({x}),"the fleet goes to "&{x}&" GPUs","")', formula=True, kind="calc",
-                    cached="" if n is None else f"the fleet goes to {n} GPUs")
+        return Cell(f'=IF(ISNUMBER({x}),"the purchase goes to "&{x}&" GPUs","")', formula=True, kind="calc",
+                    cached="" if n is None else f"the purchase goes to {n} GPUs")
     after = b.binding_after or ""
     shown = "" if not after else "the plan cannot be met" if after == "infeasible" else f"{after} binds"
     return Cell(f'=IF({x}="","",IF({x}="infeasible","the plan cannot be met",{x}&" binds"))', formula=True, kind="calc",
