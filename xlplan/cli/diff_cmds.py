@@ -63,7 +63,8 @@ def _value(v, unit: str = "", quoted: bool = True) -> str:
     if isinstance(v, bool):
         text = str(v).lower()
     elif isinstance(v, (int, float)):
-        text = f"${v:,.3f}" if unit == "USD/Mtok" else f"${v:,.0f}" if unit == "USD/month" else f"{v:,.6g}"
+        plain = f"{v:,.0f}" if float(v).is_integer() and abs(v) < 1e15 else f"{v:,.6g}"  # 1,000,000, never 1e+06
+        text = f"${v:,.3f}" if unit == "USD/Mtok" else f"${v:,.0f}" if unit == "USD/month" else plain
         return text if unit.startswith("USD") else f"{text} {unit}".rstrip()
     elif isinstance(v, str):
         text = repr(v) if quoted else v

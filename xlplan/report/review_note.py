@@ -18,6 +18,16 @@ def _value(v: float | None, unit: str) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3g}"
 
 
+def _rate(v: float) -> str:
+    """40, 48.6, 40,000 (never 4e+04). [text]"""
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3g}"
+
+
+def _held(n: int | None) -> str:
+    """5,424; — where the schedule stopped before the month. [text]"""
+    return "—" if n is None else f"{n:,}"
+
+
 def _figure_row(f: FigureCheck) -> list[str]:
     change = "—" if f.change is None else f"{f.change:+.1%}"
     if f.band_top is not None and f.measured is not None:  # the peak: within its sampling band, or past it
@@ -45,11 +55,11 @@ def _items(lines: list[str], md: bool) -> list[str]:
 
 def _replan(r: ReviewOut, md: bool) -> list[str]:
     rp = r.replan
-    out = _items([(f"with {rp.inputs}: {rp.old.order} → {rp.new.order}; purchased {rp.old.purchased} → {rp.new.purchased}; "
+    out = _items([(f"with {rp.inputs}: {rp.old.order} → {rp.new.order}; purchased {rp.old.purchased:,} → {rp.new.purchased:,}; "
                   f"binding {rp.old.binding} → {rp.new.binding}; ${rp.old.monthly_usd:,.0f} → ${rp.new.monthly_usd:,.0f}/month"),
                   f"lead time: {rp.lead_time_days} days" if rp.lead_time_days is not None else
                   "lead time: not stated (growth.lead_time_days), so orders are undated"], md)
-    rows = [[m.month, f"{m.old_peak_rps:,.3g} → {m.new_peak_rps:,.3g}", f"{m.old_gpus} → {m.new_gpus}",
+    rows = [[m.month, f"{_rate(m.old_peak_rps)} → {_rate(m.new_peak_rps)}", f"{_held(m.old_gpus)} → {_held(m.new_gpus)}",
              f"{m.old_order_by or '—'} → {m.new_order_by or '—'}"] for m in rp.months]
     out += [""] + _table(["month", "peak req/s", "GPUs held", "order by"], rows, md)
     out += [""] + _items([f"against {rp.supply}:"] + ([a.sentence + (" (due)" if a.due else "") for a in rp.actions]
