@@ -247,3 +247,14 @@ def test_a_benchmarks_degree_past_any_nvlink_domain_is_refused(capsys):
     assert main(["calibrate", str(bench), "--tp", "100000"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: --tp: got 100,000;") and "1 to 72" in err
+
+
+def test_compare_says_no_gpu_can_carry_a_plan_past_the_ceiling(tmp_path, capsys):
+    # every GPU's fleet for 10⁶ req/s of 100,000-token conversations is past the 10⁶ GPUs xlplan sizes: the headline
+    # says none can carry it and why, not that prices are missing
+    lengths = {"p50": 100_000, "p95": 120_000, "p99": 128_000}
+    path = _accepting(tmp_path, peak_rps=1e6, prompt_tokens=lengths, output_tokens=dict(lengths))
+    main(["compare", path])
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("Cheapest datacenter GPU"))
+    assert "none can carry the plan (result.fleet_gpus: got" in line and "price missing" not in line

@@ -114,6 +114,9 @@ def _gpu_line(options: list[GPUOption], mine: GPUOption, weights: str) -> str:
     ranked = [o for o in options if o.ranked and o.feasible]
     priced = [o for o in ranked if o.usd_per_mtok is not None]
     head = f"Cheapest datacenter GPU at the plan's {weights} weights"
+    if not ranked:  # no GPU can carry the plan: say why the first one cannot (each row says its own)
+        why = next((o.reason for o in options if o.ranked and o.reason), "")
+        return f"{head}: none can carry the plan" + (f" ({why.rstrip('.')}; each row says why)." if why else ".")
     if not priced:
         return (f"{head}: none has a price for a fleet {PAYING.get(mine.payment_mode, mine.payment_mode)} "
                 f"({words.count(len(ranked), 'feasible option')}, every one price missing).")
