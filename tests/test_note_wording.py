@@ -237,3 +237,13 @@ def test_no_redundancy_is_said_as_none_kept():
                             promise={"ttft_s": 1.0, "itl_s": 0.05}, policy={"redundancy": 0}), verify="auto")
     text = render_text(r)
     assert "the plan keeps no redundancy" in text and "stays spare" not in text
+
+
+@pytest.mark.slow
+def test_the_verified_line_names_the_promises_own_percentile():
+    # a promise at p99: the note's verified line states the p99 TTFT and inter-token gap the simulation measured at
+    # the verified load (its curve's point there), not the p95 it used to label every promise with
+    r = plan(replan(reference_plan(), promise={"ttft_s": 1.0, "itl_s": 0.05, "percentile": 99}), verify=True)
+    at = next(x for x in r.verified.curve if x.gpus == r.verified.load)
+    line = next(x for x in render_text(r).splitlines() if "Verified at peak" in x)
+    assert f"(p99 TTFT {words.seconds(at.ttft_at_percentile_s)}, inter-token {words.seconds(at.itl_at_percentile_s)})" in line

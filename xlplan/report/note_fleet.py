@@ -59,9 +59,12 @@ def _verified_rows(r: PlanResult) -> list[tuple[str, str]]:
     v = r.verified
     if v is None:
         return []
+    at = next((x for x in v.curve if x.gpus == v.load), None)  # the promise's own percentile where it was simulated
+    q, ttft, itl = ((f"p{v.percentile:g}", at.ttft_at_percentile_s, at.itl_at_percentile_s) if at is not None
+                    else ("p95", v.ttft_p95_s, v.itl_p95_s))
     rows = [("Verified at peak (simulated)",
-             (f"{words.count(v.load, 'GPU')} {words.verb(v.load, 'keeps', 'keep')} the promise (p95 TTFT {words.seconds(v.ttft_p95_s)}, "
-              f"inter-token {words.seconds(v.itl_p95_s)})"
+             (f"{words.count(v.load, 'GPU')} {words.verb(v.load, 'keeps', 'keep')} the promise ({q} TTFT {words.seconds(ttft)}, "
+              f"inter-token {words.seconds(itl)})"
               if v.load is not None else f"no fleet up to {words.count(v.searched_up_to, 'GPU')} keeps the promise")
              + f" — {v.minutes:.3g} min, {v.arrivals}, {words.seeds(v)}, {v.chunk_tokens:,}-token steps")]
     if v.load is not None:
