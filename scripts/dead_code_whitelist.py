@@ -114,3 +114,6 @@ OUTPUT_COLUMNS  # unused variable (xlplan/plan/sweep.py)
 # Fields of plan --json's layout (schema version 2), read by the scripts that order from it, never by our code.
 schema_version  # unused variable (xlplan/schema/result.py)
 runbook_method  # unused variable (xlplan/schema/result.py)
+
+# A schedule's field the JSON and the method's words carry, set by keyword where it is built.
+spare_margin_replicas  # unused variable (xlplan/schema/decisions.py)

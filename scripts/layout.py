@@ -49,6 +49,8 @@ FIXED = {
     "examples/review/scrapes": "Five scrapes of one replica at the month's peak, 15 s apart.",
     "examples/reference-plan.yaml": "The reference plan as `xlplan example` writes it, for `--plan`.",
     ".ci": "Continuous integration.",
+    "benchmarks/bench_review_alarms.txt": "The last run of bench_review_alarms.py: the review's false alarms over 200 "
+                                          "months drawn at the plan's own peak.",
     # files that are not Python modules
     "xlplan/catalog/contracts.yaml": "Reserved, capacity-block and spot GPU prices beside the on-demand one, each with "
                                      "its provider, date and URL; none where none is published.",

@@ -125,6 +125,7 @@ def test_accepting_a_field_without_a_range_is_refused(tmp_path, capsys):
     data = dict(GOOD, accept_implausible=["policy.mfx"])
     rc, _, err, _ = _run(tmp_path, capsys, data)
     assert rc == 2 and "accept_implausible" in err and "'policy.mfx' has no plausible range" in err
+    assert "did you mean policy.mfu?" in err  # one letter from a field that has a range
 
 
 @pytest.mark.slow

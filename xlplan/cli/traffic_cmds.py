@@ -123,7 +123,7 @@ def _with_forecast(base, fragment: dict):
     if "growth" in fragment:  # the measured growth, for `xlplan schedule` (the plan's lead time and start kept)
         data["growth"] = {**data.get("growth", {}), **fragment["growth"]}
         data["growth"].pop("peaks_rps", None)
-    return plan_from_mapping(data, "forecast from the log")
+    return plan_from_mapping(data, f"the forecast from the {fragment['owners']['forecast']}")  # names the log's files
 
 
 def _fleet_change(plan_file: Path, old, new) -> str:

@@ -230,7 +230,11 @@ class Plan(_Section):
 
         unknown = [f for f in v if f not in FIELDS]
         if unknown:
-            raise ValueError(f"{', '.join(map(repr, unknown))} has no plausible range; expected fields such as "
+            import difflib
+
+            near = difflib.get_close_matches(unknown[0], sorted(FIELDS), n=1)
+            hint = f"did you mean {near[0]}? " if near else ""
+            raise ValueError(f"{', '.join(map(repr, unknown))} has no plausible range; {hint}expected fields such as "
                              "promise.itl_s, forecast.peak_rps or result.fleet_gpus (the README lists them)")
         return v
 
@@ -263,12 +267,15 @@ class Plan(_Section):
         if self.costs.rents() and self.hardware.quoted_price() is None:
             raise ValueError(f"hardware.usd_per_gpu_hour: missing, and {gpu.name} has no catalog price; expected a price in USD/GPU-hour")
         if self.costs.mode == "buy":
-            own = catalog.ownership_for(gpu.name) if isinstance(self.hardware.gpu, str) else {}
+            inline = not isinstance(self.hardware.gpu, str)  # a GPU given inline is not the catalog's card: no quote
+            own = {} if inline else catalog.ownership_for(gpu.name)
+            why = (f"hardware.gpu is given inline, and the catalog's figures for {gpu.name} are not taken for it" if inline
+                   else None)
             missing = []
             if self.costs.capex_usd_per_node is None and "capex_usd_per_node" not in own:
-                missing.append(f"capex_usd_per_node (no dated quote for {gpu.name} in the catalog)")
+                missing.append(f"capex_usd_per_node ({why or f'no dated quote for {gpu.name} in the catalog'})")
             if self.costs.kw_per_gpu is None and "kw_per_gpu" not in own:
-                missing.append(f"kw_per_gpu (no sourced power figure for {gpu.name} in the catalog)")
+                missing.append(f"kw_per_gpu ({why or f'no sourced power figure for {gpu.name} in the catalog'})")
             if self.costs.usd_per_kwh is None:
                 missing.append("usd_per_kwh (e.g. EIA 2023: Virginia commercial 0.0895, Texas industrial 0.066)")
             if self.costs.hardware_ops_usd_per_month is None:
