@@ -13,12 +13,20 @@ from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.planfile import read_plan, write_text_atomic
 
+CORPORA = ("measurements", "silicon", "both")
+"""What ``validate --corpus`` reads: the measurements corpus (or the file given), AIConfigurator's silicon sample, or both."""
+
 
 @app.command("validate")
 def validate_cmd(
     measurements: Path | None = typer.Argument(None, help="A CSV with the columns of the corpus (xlplan/data/measurements.csv); left out, that corpus."),
     as_json: bool = typer.Option(False, "--json", help="Print every check and the medians as JSON."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the README's validation table (with leave-one-source-out)."),
+    corpus: str = typer.Option("measurements", "--corpus", help=(
+        "measurements: the corpus (or the file given); silicon: AIConfigurator's measured sample "
+        "(xlplan/data/silicon_sample.csv.gz); both. With the sample, calibration within a deployment is not scored.")),
+    limit: int | None = typer.Option(None, "--limit", min=1, help=(
+        "Read N rows of the silicon sample, evenly spaced through it (every row of the corpus is read). [rows]")),
 ) -> None:
     """Predict each published measurement from its stated conditions with the planner's serving model; show the errors."""
     from rich.console import Console
@@ -26,20 +34,28 @@ def validate_cmd(
 
     from xlplan.evidence.bench_conditions import Efficiencies
     from xlplan.evidence.validation import CATEGORIES, medians
-    from xlplan.io.measurement_table import read_measurement_table
-    from xlplan.io.measurements import CORPUS
-    from xlplan.report.validation_report import build, current, row_counts, summary_lines
+    from xlplan.io.measurement_table import MeasurementTable, read_measurement_table
+    from xlplan.io.measurements import CORPUS, measured_rows
+    from xlplan.report.validation_report import build, build_rows, current, row_counts, summary_lines
 
+    if corpus not in CORPORA:
+        raise InputError("--corpus", [f"got {corpus!r}; expected {', '.join(map(repr, CORPORA))}"])
+    if measurements is not None and corpus == "silicon":
+        raise InputError("--corpus", ["a measurements file is read with --corpus measurements or both; silicon reads the sample alone"])
+    if limit is not None and corpus == "measurements":
+        raise InputError("--limit", ["takes rows of the silicon sample: give --corpus silicon or both"])
     eff = Efficiencies()
-    table = read_measurement_table(measurements or CORPUS)
+    table = read_measurement_table(measurements or CORPUS) if corpus != "silicon" else MeasurementTable([], [], [])
     rows = table.rows
-    report = build(rows)
+    sample = _silicon_rows(limit) if corpus != "measurements" else []
+    report = build(rows) if corpus == "measurements" else build_rows(measured_rows(rows) + sample)
     checks = report.in_sample
     problems = [f"left out: {x}" for x in table.left_out] + [f"skipped: {x}" for x in table.skipped_cells]
     for line in problems:
         typer.echo(f"warning: {measurements or CORPUS}: {line}", err=True)
     if as_json:
-        typer.echo(json.dumps(_validate_json(report, checks, table, eff), indent=2))
+        read = {"measurements": len(rows), "silicon": len(sample)}
+        typer.echo(json.dumps({"corpus": corpus, "rows_read": read} | _validate_json(report, checks, table, eff), indent=2))
         return
     if markdown:
         from xlplan.report.validation_report import markdown as readme_table
@@ -48,7 +64,8 @@ def validate_cmd(
         return
     console = Console(width=170)
     console.print("Efficiencies: the engine's defaults for each row's GPU vendor and engine (xlplan/data/efficiencies.yaml, "
-                  "fitted on the corpus). Each table's error is in-sample, at those defaults; the headline at the end "
+                  "fitted on the corpus). Each table's error is at those defaults (in-sample for the corpus' rows"
+                  + ("; the silicon sample's were not fitted" if sample else "") + "); the headline at the end "
                   "leaves each row's source out of the fit.")
     med = medians([c for c in current(report, checks) if c.kind != "ttft"])  # as the README's category table
     for category, title in dict.fromkeys(CATEGORIES.items()):
@@ -71,6 +88,16 @@ def validate_cmd(
                   f"validated but not fitted nor in the headline), {skipped_n} skipped with the reason")
     for line in summary_lines(report):
         console.print(line)
+
+
+def _silicon_rows(limit: int | None) -> list:
+    """The silicon sample as read (:mod:`xlplan.io.silicon_sample`), or ``limit`` of its rows evenly spaced through it."""
+    from xlplan.io.silicon_sample import measured_rows, read_sample
+
+    rows = read_sample()
+    if limit is not None and limit < len(rows):
+        rows = [rows[k * len(rows) // limit] for k in range(limit)]
+    return measured_rows(rows)
 
 
 def _validate_json(report, checks, table, eff) -> dict:

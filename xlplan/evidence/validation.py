@@ -77,6 +77,23 @@ class MeasuredRow:
     output_tok_s: float | None = None  # measured output tokens/s of the whole system [tokens/s]
     itl_ms: float | None = None  # measured mean inter-token latency [ms]
     ttft_ms: float | None = None  # measured mean TTFT [ms]
+    point: str = ""  # the configuration measured: rows of one point differ only in provenance and figures [text]
+
+
+def deployment(c: Conditions) -> tuple[str, str, str]:
+    """A row's deployment: the runs calibration pairs within, and what leaving one deployment out leaves out together.
+
+    Parameters
+    ----------
+    c : Conditions
+        A row's conditions as read (a corpus row's or a silicon sample row's).
+
+    Returns
+    -------
+    tuple of str
+        (model, GPU, engine): the catalog's model and GPU names and the engine. [text]
+    """
+    return c.model.name, c.gpu.name, c.engine
 
 
 def _check(m: MeasuredRow, metric, kind, predicted, measured, note="") -> Check:
@@ -426,8 +443,7 @@ def within_deployment(rows: list[MeasuredRow]) -> list[Pairs]:
 
     groups: dict[tuple, list] = defaultdict(list)
     for _, r in _runs_by_group(rows):
-        c = r.conditions
-        groups[(c.gpu.name, c.model.name, c.engine)].append(r)
+        groups[deployment(r.conditions)].append(r)
 
     def calibrated(runs):
         try:

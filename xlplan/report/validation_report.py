@@ -14,7 +14,7 @@ import json
 import math
 import statistics
 
-from xlplan.evidence.validation import KINDS, Check, Report, headline, validation
+from xlplan.evidence.validation import KINDS, Check, MeasuredRow, Report, headline, validation
 from xlplan.io.measurement_table import read_measurements
 from xlplan.io.measurements import CORPUS, measured_rows
 
@@ -44,6 +44,26 @@ def build(rows: list[dict], calibration: bool = True) -> Report:
 @functools.lru_cache(maxsize=4)
 def _build(rows_json: str, calibration: bool) -> Report:
     return validation(measured_rows(json.loads(rows_json)), measured_rows(read_measurements(CORPUS)), calibration)
+
+
+def build_rows(rows: list[MeasuredRow], calibration: bool = False) -> Report:
+    """The report for rows already read (the silicon sample, or it with the corpus), not memoised.
+
+    Parameters
+    ----------
+    rows : list of MeasuredRow
+        Rows as read (:func:`xlplan.io.measurements.measured_rows`, :func:`xlplan.io.silicon_sample.measured_rows`);
+        those not in the corpus join every fold's training rows, as in :func:`build`.
+    calibration : bool
+        Also score calibration within each deployment (every ordered pair of a deployment's runs: thousands of fits
+        on the sample, so off by default).
+
+    Returns
+    -------
+    Report
+        The checks both ways, the left-out medians by source and the calibration pairs where asked. [—]
+    """
+    return validation(rows, measured_rows(read_measurements(CORPUS)), calibration)
 
 
 def current(rep: Report, checks) -> list[Check]:
