@@ -249,6 +249,7 @@ def test_a_benchmarks_degree_past_any_nvlink_domain_is_refused(capsys):
     assert err.count("\n") == 1 and err.startswith("error: --tp: got 100,000;") and "1 to 72" in err
 
 
+@pytest.mark.slow
 def test_compare_says_no_gpu_can_carry_a_plan_past_the_ceiling(tmp_path, capsys):
     # every GPU's fleet for 10⁶ req/s of 100,000-token conversations is past the 10⁶ GPUs xlplan sizes: the headline
     # says none can carry it and why, not that prices are missing

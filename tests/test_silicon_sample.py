@@ -112,6 +112,7 @@ def _source_text(script) -> str | None:
         return None
 
 
+@pytest.mark.slow
 def test_the_shipped_sample_is_the_reduction_of_its_source(by_id):
     script = _script()
     text = _source_text(script)
@@ -225,6 +226,7 @@ def test_counts_by_mode_and_engine(rows):
 COLUMNS_A_WHY_NAMES = ("model ", "GPU ", "engine ", "tp ", "pp ", "attention_dp ", "moe_tp", "concurrency ")
 
 
+@pytest.mark.slow
 def test_every_aggregated_row_is_read_or_refused_for_a_named_column(rows):
     agg = [measured_row(r) for r in rows if r["mode"] == "agg"]
     read = [m for m in agg if m.conditions is not None]

@@ -105,6 +105,7 @@ def test_diff_refuses_a_slip_in_either_workbook(books, cells, capsys, stem, name
     _one_line(err, books[stem], cells[name], expected, field)
 
 
+@pytest.mark.slow
 def test_every_slip_is_one_line_under_the_workbook(books, cells, capsys):
     # two values outside their ranges: the workbook named once with the count, then one line each at its cell
     rc, _, err = _run(capsys, "read", books["both"])
@@ -114,6 +115,7 @@ def test_every_slip_is_one_line_under_the_workbook(books, cells, capsys):
     assert lines[2].startswith(f"  {cells['HoursPerMonth']}: {HOURS[0]} (") and HOURS[1] in lines[2]
 
 
+@pytest.mark.slow
 def test_accepting_the_field_reads_the_plan_and_it_carries_the_acceptance(books, tmp_path, capsys):
     # the option before the command or after it; the plan written accepts the field, so `plan` reads it as given
     out = tmp_path / "plan.yaml"
@@ -125,6 +127,7 @@ def test_accepting_the_field_reads_the_plan_and_it_carries_the_acceptance(books,
     assert rc == 0 and "hours_per_month: 24" in text, err
 
 
+@pytest.mark.slow
 def test_accepting_one_field_leaves_the_other_refused(books, cells, capsys):
     # both edited, peak_rps accepted: the hours are the one line left
     rc, _, err = _run(capsys, "--accept-implausible", "forecast.peak_rps", "read", books["both"])
@@ -140,6 +143,7 @@ def test_check_takes_the_option_too(books, capsys):
     assert rc == 0 and "inputs-changed" in out and "HoursPerMonth 730 -> 24" in out, out + err
 
 
+@pytest.mark.slow
 def test_diff_takes_the_option_too(books, capsys):
     # accepted, diff names the input changed, 730 → 24 h a month (the reference bills 730), the bill 7 GPUs rented ×
     # $3 × 730 h = $15,330 → 7 × $3 × 24 h = $504, and exits 1 as it differs
