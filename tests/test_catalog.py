@@ -7,6 +7,7 @@ import pytest
 
 from xlplan import catalog
 from xlplan.catalog import parameters
+from xlplan.io import names
 from xlplan.serving import memory
 from xlplan.units import GIB
 
@@ -79,6 +80,24 @@ def test_mla_and_mha_cache_ratio():
     # GQA 8 of 32 heads caches a quarter of MHA (Llama-3.1-8B)
     llama = catalog.get_model("llama-3.1-8b")
     assert memory.kv_bytes_per_token(llama.model_copy(update={"num_key_value_heads": 32}), "bf16") == 4 * memory.kv_bytes_per_token(llama, "bf16")
+
+
+def test_the_silicon_samples_moe_models_by_hand():
+    # MiniMax-M2.5 (config.json: 62 layers, 8 KV heads of 128, every layer MoE): 2 × 62 × 8 × 128 × 2 = 253,952 B/token.
+    # Experts 62 × 256 × 3 × 3,072 × 1,536 = 224.65 B of its 228.69 B; one token uses 8 of 256 (7.02 B of them).
+    mm = catalog.get_model("minimax-m2.5")
+    assert memory.kv_bytes_per_token(mm, "bf16") == 2 * 62 * 8 * 128 * 2 == 253952
+    assert parameters.routed_expert_params(mm) == 62 * 256 * 3 * 3072 * 1536
+    assert parameters.routed_expert_active_params(mm) == 62 * 8 * 3 * 3072 * 1536
+    # Kimi-K2.5's text decoder is DeepSeek-V3's shape (MLA latent 512 + rope 64 over 61 layers: the same 70,272 B/token)
+    # with 384 experts, one dense layer and a 400M vision tower held in memory but not in a text token's FLOPs
+    kimi, ds = catalog.get_model("kimi-k2.5"), catalog.get_model("deepseek-v3")
+    assert memory.kv_bytes_per_token(kimi, "bf16") == memory.kv_bytes_per_token(ds, "bf16") == (512 + 64) * 61 * 2
+    assert parameters.moe_layers(kimi) == 60 and parameters.routed_expert_params(kimi) == 60 * 384 * 3 * 7168 * 2048
+    assert parameters.total_params(kimi) - parameters.total_params(kimi.model_copy(update={"vision_params": 0})) == 400_000_000
+    assert names.model_key("moonshotai/Kimi-K2.5") == "kimi-k2.5" and names.model_key("MiniMaxAI/MiniMax-M2.5") == "minimax-m2.5"
+    # the sample's two other missing models stay unresolved rather than map to a wrong shape
+    assert names.model_key("Qwen/Qwen3.5-397B-A17B") is None and names.model_key("zhipuai/GLM-5") is None
 
 
 def test_sliding_window_caps_cache():

@@ -135,9 +135,11 @@ def test_the_first_row_by_hand(by_id):
     assert (r["tp"], r["pp"], r["attention_dp"], r["moe_tp"], r["moe_ep"], r["replicas"]) == ("4", "1", "1", "4", "1", "1")
     assert (r["concurrency"], r["client_concurrency"]) == ("128", "128")  # 128 per rank × pp 1 × 1 rank; the client's 128
     assert (r["ttft_ms"], r["tpot_ms"]) == ("972.311", "33.443")  # rounded to 0.001 ms
-    assert r["model"] == r["checkpoint"] == "MiniMaxAI/MiniMax-M2.5"  # not in the catalog: kept as the HF id
+    assert (r["model"], r["checkpoint"]) == ("minimax-m2.5", "MiniMaxAI/MiniMax-M2.5")  # the catalog key, and the HF id
     m = measured_row(r)
-    assert m.conditions is None and m.why == "model 'MiniMaxAI/MiniMax-M2.5' is not in the catalog"
+    c = m.conditions  # one replica of tp 4 × attention DP 1 = 4 GPUs, the experts over moe_tp 4 × moe_ep 1: no EP
+    assert m.why == "" and c.model.name == "MiniMax-M2.5" and (c.gpus, c.tp, c.ep, c.attention_dp) == (4, 4, 1, False)
+    assert (c.engine, c.weights_dtype, c.isl, c.osl, c.concurrency) == ("vllm", "fp8", 8192.0, 1024.0, 128.0)
     assert (m.ttft_ms, m.itl_ms, m.concurrency, m.category) == (972.311, 33.443, 128.0, "online_latency")
 
 
@@ -236,12 +238,17 @@ def test_every_aggregated_row_is_read_or_refused_for_a_named_column(rows):
     # the source's own contradictions, by hand in the tests above: 19 MoE layouts narrower or wider than the attention
     # (Qwen3-235B on vLLM), 17 batch × attention DP against the client's concurrency, 15 attention DP of 0 (Qwen3-32B)
     assert (by_column["moe_tp"], by_column["concurrency"], by_column["attention_dp"]) == (19, 17, 15)
-    # the rest are models the catalog lacks (523 MiniMax-M2.5, 351 Qwen3.5-397B, 187 Kimi-K2.5, 86 GLM-5 at this
-    # catalog): a model added to the catalog moves its rows to read
+    # attention data-parallel ranks of more than one GPU, which xlplan does not model: 67 MiniMax-M2.5 (36 tp 2 ×
+    # attention_dp 2, 31 tp 4 × attention_dp 4) and 30 Kimi-K2.5 (tp 4 × attention_dp 4)
+    assert by_column["tp"] == 97
+    # the rest are models the catalog lacks: 351 Qwen3.5-397B (hybrid linear attention) and 86 GLM-5 (DeepSeek sparse
+    # attention), which the catalog cannot describe; a model added to the catalog moves its rows to read
     unknown = {m.why for m in refused if m.why.startswith("model ")}
-    assert unknown <= {f"model {k!r} is not in the catalog" for k in
-                       ("MiniMaxAI/MiniMax-M2.5", "Qwen/Qwen3.5-397B-A17B", "moonshotai/Kimi-K2.5", "zhipuai/GLM-5")}
-    assert len(read) + by_column["model"] == 3619 - 19 - 17 - 15 and len(read) >= 2421
+    assert unknown == {f"model {k!r} is not in the catalog" for k in ("Qwen/Qwen3.5-397B-A17B", "zhipuai/GLM-5")}
+    assert by_column["model"] == 351 + 86
+    # 3,619 aggregated rows: 2,421 read before MiniMax-M2.5 (523 rows) and Kimi-K2.5 (187) were in the catalog, their
+    # rows read but the 97 above: 2,421 + 523 + 187 − 97 = 3,034 (83.8%)
+    assert len(read) == 3619 - 19 - 17 - 15 - 97 - 437 == 2421 + 523 + 187 - 97 == 3034
 
 
 def test_the_sample_ships_with_its_licence_and_within_its_budget():
