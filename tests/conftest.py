@@ -132,7 +132,8 @@ HEAVIEST_FIRST = ["test_workbook_recalc.py", "test_equality_matrix.py", "test_ex
 """Test files whose slow tests run before all others (`pytest --durations` shows which: each takes a minute or more)."""
 
 KEEP_TOGETHER = ["test_udfs_server.py", "test_workbook_stale.py", "test_workbook_money.py", "test_schedule_cash.py", "test_owning.py",
-                 "test_review_workbook.py", "test_workbook_edits.py", "test_workbook_locale.py", "test_print.py"]
+                 "test_review_workbook.py", "test_workbook_edits.py", "test_workbook_locale.py", "test_print.py",
+                 "test_workbook_plausibility.py"]
 """Test files whose tests must stay in one block: the xlwings Server fixture configures the server once per process,
 before its first import; the others' module fixtures recalculate workbooks in both spreadsheet engines (half a minute),
 which split across two workers would each do."""
