@@ -19,18 +19,15 @@ Run:
 
 from __future__ import annotations
 
-import contextlib
-import io
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import yaml
+from bench_bombs import refused_in  # the same clock around one command, as the bomb benchmark times it
 
-from xlplan.cli import main
 from xlplan.io.planfile import reference_plan_text
 
 TARGET_S = 1.0
@@ -53,14 +50,6 @@ def _log(folder: Path) -> str:
     pd.DataFrame({"timestamp": pd.to_datetime(t, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%SZ"),
                   "prompt_tokens": 2000, "completion_tokens": 300}).to_csv(path, index=False)
     return str(path)
-
-
-def refused_in(args: list[str]) -> tuple[float, int, str]:
-    err = io.StringIO()
-    t = time.perf_counter()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        rc = main(args)
-    return time.perf_counter() - t, rc, err.getvalue().strip()
 
 
 def run() -> int:

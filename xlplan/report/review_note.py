@@ -18,11 +18,6 @@ def _value(v: float | None, unit: str) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3g}"
 
 
-def _rate(v: float) -> str:
-    """40, 48.6, 40,000 (never 4e+04). [text]"""
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3g}"
-
-
 def _held(n: int | None) -> str:
     """5,424; — where the schedule stopped before the month. [text]"""
     return "—" if n is None else f"{n:,}"
@@ -59,7 +54,7 @@ def _replan(r: ReviewOut, md: bool) -> list[str]:
                   f"binding {rp.old.binding} → {rp.new.binding}; ${rp.old.monthly_usd:,.0f} → ${rp.new.monthly_usd:,.0f}/month"),
                   f"lead time: {rp.lead_time_days} days" if rp.lead_time_days is not None else
                   "lead time: not stated (growth.lead_time_days), so orders are undated"], md)
-    rows = [[m.month, f"{_rate(m.old_peak_rps)} → {_rate(m.new_peak_rps)}", f"{_held(m.old_gpus)} → {_held(m.new_gpus)}",
+    rows = [[m.month, f"{_value(m.old_peak_rps, 'requests/s')} → {_value(m.new_peak_rps, 'requests/s')}", f"{_held(m.old_gpus)} → {_held(m.new_gpus)}",
              f"{m.old_order_by or '—'} → {m.new_order_by or '—'}"] for m in rp.months]
     out += [""] + _table(["month", "peak req/s", "GPUs held", "order by"], rows, md)
     out += [""] + _items([f"against {rp.supply}:"] + ([a.sentence + (" (due)" if a.due else "") for a in rp.actions]
