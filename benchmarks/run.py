@@ -16,7 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 BENCHMARKS = ("bench_plan.py", "bench_simulate.py", "bench_workbook.py", "bench_traffic.py", "bench_refusals.py",
-              "bench_accuracy.py")
+              "bench_accuracy.py", "bench_validate.py")
 """The benchmarks, in the order they print."""
 
 

@@ -50,6 +50,7 @@ FIXED = {
     "examples/review/scrapes": "Five scrapes of one replica at the month's peak, 15 s apart.",
     "examples/reference-plan.yaml": "The reference plan as `xlplan example` writes it, for `--plan`.",
     ".ci": "Continuous integration.",
+    "benchmarks/bench_validate.txt": "The last run of bench_validate.py: validate on the whole silicon sample on one core.",
     "benchmarks/bench_review_alarms.txt": "The last run of bench_review_alarms.py: the review's false alarms over 200 "
                                           "months drawn at the plan's own peak.",
     # files that are not Python modules
@@ -73,6 +74,9 @@ FIXED = {
     "xlplan/data/kernels/moe.csv": "Grouped expert GEMM efficiency by tokens per expert.",
     "xlplan/data/kernels/sources.csv": "Every source database file the curves were reduced from, with its path in the repository.",
     "xlplan/data/reference.yaml": "The reference plan: the runbook's worked example.",
+    "xlplan/data/mlperf_benchmarks.csv": "MLPerf Inference's LLM benchmarks as MLCommons defines them (model, dataset, "
+                                         "mean output length, p99 latency limits), each with its source and a quote; "
+                                         "never a submitted result",
     "xlplan/data/silicon_sample.csv.gz": "The second measured corpus: NVIDIA AIConfigurator's 5,221 end-to-end TTFT and "
                                          "TPOT points at stated layouts, reduced, each with the sample's id and its point.",
     "xlplan/data/silicon_sample.LICENSE": "The silicon sample's licence: Apache License 2.0, from the AIConfigurator repository.",

@@ -24,7 +24,10 @@ def validate_cmd(
     markdown: bool = typer.Option(False, "--markdown", help="Print the README's validation table (with leave-one-source-out)."),
     corpus: str = typer.Option("measurements", "--corpus", help=(
         "measurements: the corpus (or the file given); silicon: AIConfigurator's measured sample "
-        "(xlplan/data/silicon_sample.csv.gz); both. With the sample, calibration within a deployment is not scored.")),
+        "(xlplan/data/silicon_sample.csv.gz); both. Every row is scored at the shipped defaults and held out by "
+        "deployment and by model (JSON: headline_leave_one_deployment_out, median_absolute_error_by_deployment, "
+        "median_absolute_error_by_model, by_deployment_checks, by_model_checks). With the sample, calibration within a "
+        "deployment is not scored.")),
     limit: int | None = typer.Option(None, "--limit", min=1, help=(
         "Read N rows of the silicon sample, evenly spaced through it (every row of the corpus is read). [rows]")),
 ) -> None:
@@ -66,7 +69,7 @@ def validate_cmd(
     console.print("Efficiencies: the engine's defaults for each row's GPU vendor and engine (xlplan/data/efficiencies.yaml, "
                   "fitted on the corpus). Each table's error is at those defaults (in-sample for the corpus' rows"
                   + ("; the silicon sample's were not fitted" if sample else "") + "); the headline at the end "
-                  "leaves each row's source out of the fit.")
+                  "leaves each row's deployment (model × GPU × engine) out of the fit.")
     med = medians([c for c in current(report, checks) if c.kind != "ttft"])  # as the README's category table
     for category, title in dict.fromkeys(CATEGORIES.items()):
         sel = [c for c in checks if c.category == category]
@@ -104,17 +107,24 @@ def _validate_json(report, checks, table, eff) -> dict:
     """validate --json: the headline, the medians both ways, every check, and the rows left out and cells skipped."""
     from xlplan.evidence.validation import as_json as checks_json
     from xlplan.evidence.validation import headline, medians
-    from xlplan.report.validation_report import current
+    from xlplan.report.validation_report import current, held_out_median
 
     now = current(report, report.left_out)
-    out = {"headline_leave_one_source_out": headline(now),
+    out = {"headline_leave_one_deployment_out": held_out_median(report, report.by_deployment),
+           "median_absolute_error_by_deployment": {k: held_out_median(report, report.by_deployment, (k,))
+                                                   for k in ("throughput", "latency", "ttft")},
+           "median_absolute_error_by_model": {k: held_out_median(report, report.by_model, (k,))
+                                              for k in ("throughput", "latency", "ttft")},
+           "headline_leave_one_source_out": headline(now),
            "median_absolute_error_left_out": medians(now),
            "median_absolute_error_in_sample": medians(current(report, checks)),
            "leave_one_source_out_with_older_releases": headline(report.left_out),
            "older_releases_not_fitted": sorted(report.superseded),
            "calibration_within_deployment": [asdict(p) for p in report.calibration],
            "rows_left_out": table.left_out, "cells_skipped": table.skipped_cells}
-    out |= checks_json(checks, eff) | {"left_out_checks": [asdict(c) for c in report.left_out]}
+    out |= checks_json(checks, eff) | {"left_out_checks": [asdict(c) for c in report.left_out],
+                                       "by_deployment_checks": [asdict(c) for c in report.by_deployment],
+                                       "by_model_checks": [asdict(c) for c in report.by_model]}
     return out
 
 

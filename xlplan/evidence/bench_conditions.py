@@ -175,3 +175,19 @@ def plan_for(c: Conditions, eff: Efficiencies):
 
 
 _GPU_OVERRIDE = ("name", "memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops", "hbm_tbps")
+
+
+def deployment(c: Conditions) -> tuple[str, str, str]:
+    """A row's deployment: the runs calibration pairs within, and what leaving one deployment out leaves out together.
+
+    Parameters
+    ----------
+    c : Conditions
+        A row's conditions as read (a corpus row's or a silicon sample row's).
+
+    Returns
+    -------
+    tuple of str
+        (model, GPU, engine): the catalog's model and GPU names and the engine. [text]
+    """
+    return c.model.name, c.gpu.name, c.engine

@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, replace
 
 from xlplan.evidence import predict
-from xlplan.evidence.bench_conditions import Conditions, Efficiencies, replace_concurrency
+from xlplan.evidence.bench_conditions import Conditions, Efficiencies, deployment, replace_concurrency
 from xlplan.serving import efficiency_defaults
 
 HEADLINE_KINDS = ("throughput", "latency")
@@ -75,25 +75,12 @@ class MeasuredRow:
     kv_gib: float | None = None  # measured KV cache per GPU [GiB]
     kv_tokens: float | None = None  # measured KV cache per replica [tokens]
     output_tok_s: float | None = None  # measured output tokens/s of the whole system [tokens/s]
+    total_tok_s: float | None = None  # measured prompt and output tokens/s of the whole system [tokens/s]
+    samples_per_s: float | None = None  # measured requests completed per second [requests/s]
+    layout_free: bool = False  # the layout is not stated (an MLPerf submitter's choice): the best is predicted
     itl_ms: float | None = None  # measured mean inter-token latency [ms]
     ttft_ms: float | None = None  # measured mean TTFT [ms]
     point: str = ""  # the configuration measured: rows of one point differ only in provenance and figures [text]
-
-
-def deployment(c: Conditions) -> tuple[str, str, str]:
-    """A row's deployment: the runs calibration pairs within, and what leaving one deployment out leaves out together.
-
-    Parameters
-    ----------
-    c : Conditions
-        A row's conditions as read (a corpus row's or a silicon sample row's).
-
-    Returns
-    -------
-    tuple of str
-        (model, GPU, engine): the catalog's model and GPU names and the engine. [text]
-    """
-    return c.model.name, c.gpu.name, c.engine
 
 
 def _check(m: MeasuredRow, metric, kind, predicted, measured, note="") -> Check:
@@ -142,19 +129,18 @@ def predict_row(m: MeasuredRow, eff: Efficiencies = Efficiencies(), table: dict 
     category = m.category
     if category not in CATEGORIES:
         return [_skip(m, f"category {category!r} is not one xlplan predicts ({', '.join(CATEGORIES)})")]
-    if category.startswith("mlperf"):
-        return [_skip(m, "MLPerf rows: precision, parallelism and lengths are the vendor's and not stated")]
     c = m.conditions
     if c is None:
         return [_skip(m, m.why)]
     if m.speculative:
         return [_skip(m, "speculative decoding (MTP, EAGLE, a draft model) is not modelled")]
-    if m.settings_unknown:
-        return [_skip(m, "the engine's settings (memory fraction, budgets) are not stated")]
     try:
         checks = _predict(m, c, eff.resolved(c.engine, c.gpu.name, table))
     except (PlanningError, ValidationError) as e:  # conditions the planner refuses: reported, not raised
         return [_skip(m, f"cannot be predicted: {e}")]
+    if m.settings_unknown:  # a benchmark that states no settings ran the engine's defaults, as the prediction does
+        checks = [replace(k, note=f"{k.note}; settings not stated: the engine's defaults" if k.note
+                          else "settings not stated: the engine's defaults") for k in checks]
     borrowed = efficiency_defaults.fallback_note(c.engine, c.gpu.name, bool(c.model.num_experts), table) if eff == Efficiencies() else ""
     if not borrowed:
         return checks
@@ -164,6 +150,9 @@ def predict_row(m: MeasuredRow, eff: Efficiencies = Efficiencies(), table: dict 
 
 def _predict(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> list[Check]:
     """The checks of a row whose conditions were read, at the efficiencies ``eff``."""
+    if m.category == "mlperf_server":
+        return [_skip(m, ("MLPerf Server: the largest Poisson rate within the benchmark's p99 TTFT and TPOT limits is "
+                          "not predicted here (a queueing question for capacity, not a fixed concurrency)"))]
     if m.category == "kv_capacity":
         gib, tokens = predict.kv_capacity(c)
         out = []
@@ -175,22 +164,57 @@ def _predict(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> list[Check]:
     if not c.isl or not c.osl:
         return [_skip(m, "input and output lengths not stated (a dataset such as ShareGPT without its token counts)")]
     if m.offline:
-        if m.output_tok_s is None:
-            return [_skip(m, "no output tokens/s measured")]
-        tok_s, batch = predict.offline_output_tok_s(c, eff)
-        return [_check(m, "output tokens/s", THROUGHPUT, tok_s, m.output_tok_s, f"batch {batch:,.0f} per replica")]
+        if m.output_tok_s is None and m.total_tok_s is None and m.samples_per_s is None:
+            return [_skip(m, "no output tokens/s, total tokens/s or samples/s measured")]
+        c, tok_s, batch, chosen = _offline(m, c, eff)
+        note = f"batch {batch:,.0f} per replica" + (f"; {chosen}" if chosen else "")
+        return [_throughput_check(m, c, tok_s, note)]
     if m.concurrency is None:
         return [_skip(m, m.concurrency_why)]
     on = predict.fixed_concurrency(replace_concurrency(c, m.concurrency), eff)
     out = []
     note = f"batch {on.batch:,.1f} per replica" + (f", {on.waiting:,.1f} waiting" if on.waiting > 0.05 else "")
-    if m.output_tok_s is not None:
-        out.append(_check(m, "output tokens/s", THROUGHPUT, on.output_tok_s, m.output_tok_s, note))
+    if m.output_tok_s is not None or m.total_tok_s is not None or m.samples_per_s is not None:
+        out.append(_throughput_check(m, c, on.output_tok_s, note))
     if m.itl_ms is not None:
         out.append(_check(m, "inter-token latency ms", LATENCY, on.itl_s * 1e3, m.itl_ms, note))
     if m.ttft_ms is not None:
         out.append(_check(m, "TTFT ms", TTFT, on.ttft_s * 1e3, m.ttft_ms, note))
     return out or [_skip(m, "no throughput or latency measured")]
+
+
+def _throughput_check(m: MeasuredRow, c: Conditions, output_tok_s: float, note: str) -> Check:
+    """The throughput check a row allows: output tokens/s where measured, else total tokens/s (prompt and output,
+    ``output × (isl + osl) ÷ osl``), else samples/s (``output ÷ osl``)."""
+    if m.output_tok_s is not None:
+        return _check(m, "output tokens/s", THROUGHPUT, output_tok_s, m.output_tok_s, note)
+    if m.total_tok_s is not None:
+        return _check(m, "total tokens/s", THROUGHPUT, output_tok_s * (c.isl + c.osl) / c.osl, m.total_tok_s, note)
+    return _check(m, "samples/s", THROUGHPUT, output_tok_s / c.osl, m.samples_per_s, note)
+
+
+def _offline(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> tuple[Conditions, float, float, str]:
+    """(conditions, output tokens/s, batch, which layout) at maximum throughput: the row's layout where stated, else
+    the best the GPUs allow, every replica of ``tp`` GPUs for each ``tp`` dividing the count (the submitter's choice,
+    as a vendor tunes an MLPerf Offline run); a layout whose weights do not fit is passed over."""
+    from xlplan.plan.scenario import PlanningError
+
+    if not m.layout_free:
+        tok_s, batch = predict.offline_output_tok_s(c, eff)
+        return c, tok_s, batch, ""
+    best = None
+    for tp in (t for t in range(1, c.gpus + 1) if c.gpus % t == 0):
+        cand = replace(c, tp=tp, ep=tp if c.model.num_experts else 1)
+        try:
+            tok_s, batch = predict.offline_output_tok_s(cand, eff)
+        except PlanningError:
+            continue
+        if tok_s > 0 and (best is None or tok_s > best[1]):
+            best = (cand, tok_s, batch)
+    if best is None:
+        raise PlanningError(f"the weights fit no layout of {c.gpus} {c.gpu.name}")
+    cand, tok_s, batch = best
+    return cand, tok_s, batch, f"layout not stated: the best of the GPUs' layouts, {cand.replicas} × TP{cand.tp}"
 
 
 def validate(rows: list[MeasuredRow], eff: Efficiencies = Efficiencies(), table: dict | None = None) -> list[Check]:
@@ -345,6 +369,9 @@ class Report:
     calibration: tuple[Pairs, ...]
     corpus: bool = True  # every row is a corpus row, so the shipped defaults were fitted on them (in-sample)
     superseded: frozenset = frozenset()  # ids of rows of engine releases older than the defaults describe
+    by_deployment: tuple[Check, ...] = ()  # each row at a table fitted without its model × GPU × engine (the headline)
+    by_model: tuple[Check, ...] = ()  # each row at a table fitted without any deployment of its model
+    rows: tuple[MeasuredRow, ...] = ()  # the rows judged (their points weigh repeats once)
 
 
 def _runs_by_group(rows: list[MeasuredRow], fitted_only: bool = False) -> list[tuple[str, object]]:
@@ -490,9 +517,33 @@ def validation(rows: list[MeasuredRow], corpus: list[MeasuredRow], calibration: 
     Report
         The checks both ways, the left-out medians by source and the calibration pairs. [—]
     """
+    from xlplan.evidence import held_out
+
     ids = {m.id for m in corpus}
     extra = [m for m in rows if m.id not in ids]
-    left = _leave_one_source_out_checks(rows, corpus + extra)
+    training = corpus + [m for m in extra if not m.point]  # never the silicon sample: the table is fitted on the corpus
+    left = _leave_one_source_out_checks(rows, training)
     old = frozenset(m.id for m in rows if (run := run_of(m)) is not None and superseded(run.conditions))
+    pool = held_out.linearise(fit_pool(training))
     return Report(tuple(validate(rows)), tuple(left), tuple(_by_source(left)),
-                  tuple(within_deployment(rows)) if calibration else (), not extra, old)
+                  tuple(within_deployment(rows)) if calibration else (), not extra, old,
+                  tuple(held_out.held_out_checks(rows, pool, "deployment", validate)),
+                  tuple(held_out.held_out_checks(rows, pool, "model", validate)), tuple(rows))
+
+
+def fit_pool(rows: list[MeasuredRow]) -> list[tuple[MeasuredRow, object]]:
+    """(row, run) of every row the default table is fitted on: a throughput or latency row of a current release.
+
+    Parameters
+    ----------
+    rows : list of MeasuredRow
+        The candidate rows: the corpus, and a measurements file's own rows judged beside it. The silicon sample's rows
+        (those with a ``point``) are never passed: the shipped table is fitted on the corpus, so the held-out figures
+        judge the table as shipped, refitted without the rows predicted.
+
+    Returns
+    -------
+    list of tuple
+        Each fitted row with its calibration run (:func:`run_of`). [—]
+    """
+    return [(m, r) for m in rows if (r := run_of(m)) is not None and not superseded(r.conditions)]

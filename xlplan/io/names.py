@@ -21,6 +21,7 @@ _SUFFIXES = ("instruct", "chat", "it", "base", "hf", "fp8", "fp8-dynamic", "fp8-
 def _norm(text: str) -> str:
     t = re.sub(r"\([^)]*\)", " ", text.lower())  # parenthetical notes ("(table heading; ...)", "(192GB)")
     t = t.replace("_", "-").replace(" ", "-")
+    t = re.sub(r"(^|[-/])llama(\d)", r"\1llama-\2", t)  # MLPerf's benchmark names: llama2-70b, llama3.1-405b
     return re.sub(r"-+", "-", t).strip("-")
 
 
@@ -265,9 +266,22 @@ def kv_dtype(precision: str, model_text: str, engine: str, settings: str, weight
     return "bf16"
 
 
-def engine(text: str) -> str | None:
-    """'vllm', 'sglang' or 'trtllm' (NIM runs TensorRT-LLM) from an engine column; None if unknown."""
+def engine(text: str, vendor: str = "") -> str | None:
+    """'vllm', 'sglang' or 'trtllm' (NIM runs TensorRT-LLM) from an engine column; None if unknown.
+
+    A column naming one engine per vendor ("TensorRT-LLM (NVIDIA) / vLLM (AMD)", as MLPerf rows pooled across
+    submitters state it) is read for the GPU's ``vendor`` ('nvidia' or 'amd').
+
+    Examples
+    --------
+    >>> engine("TensorRT-LLM (NVIDIA) / vLLM (AMD)", "amd"), engine("TensorRT-LLM (NVIDIA) / vLLM (AMD)", "nvidia")
+    ('vllm', 'trtllm')
+    """
     t = text.lower()
+    if vendor:
+        for part in re.split(r"\s*[/;|]\s*", t):
+            if f"({vendor.lower()})" in part:
+                return engine(part)
     if "sglang" in t:
         return "sglang"
     if "tensorrt" in t or "trt-llm" in t or "trtllm" in t or "nim" in t:

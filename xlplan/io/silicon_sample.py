@@ -27,7 +27,7 @@ from pathlib import Path
 from xlplan import catalog
 from xlplan.evidence import bench_conditions
 from xlplan.evidence.validation import MeasuredRow
-from xlplan.io import names
+from xlplan.io import layouts, names
 from xlplan.io.measurements import DEFAULT_UTILISATION, source_group
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "silicon_sample.csv.gz"
@@ -61,34 +61,6 @@ def _int(cell: str) -> int | None:
     return int(cell) if str(cell or "").strip() else None
 
 
-def _layout(row: dict, moe: bool) -> tuple[int, int, str]:
-    """(GPUs in the replica, expert parallel, '') in xlplan's names, or (0, 0, why) naming the column."""
-    tp, pp, adp = _int(row["tp"]), _int(row["pp"]), _int(row["attention_dp"])
-    if tp is None or tp < 1:
-        return 0, 0, f"tp {row['tp']!r}: not a tensor-parallel degree (at least 1 GPU)"
-    if pp != 1:
-        return 0, 0, f"pp {pp}: pipeline parallelism is not modelled"
-    if adp is None or adp < 1:
-        return 0, 0, f"attention_dp {row['attention_dp']!r}: not a layout (at least 1 rank)"
-    if adp > 1 and tp > 1:
-        return 0, 0, (f"tp {tp} × attention_dp {adp}: attention ranks of more than one GPU are not modelled "
-                      "(xlplan's attention data parallel is one GPU a rank)")
-    width = tp * adp
-    if not moe:
-        return width, 1, ""
-    moe_tp, moe_ep = _int(row["moe_tp"]), _int(row["moe_ep"])
-    if moe_tp is None and moe_ep is None:
-        return 0, 0, "moe_tp, moe_ep: neither stated for an MoE model"
-    if moe_ep is None:  # AIConfigurator infers the one not set from the attention's width (sdk/config.py:97-116)
-        moe_ep = width // moe_tp if width % moe_tp == 0 else 0
-    if moe_tp is None:
-        moe_tp = width // moe_ep if width % moe_ep == 0 else 0
-    if moe_tp * moe_ep != width:
-        return 0, 0, (f"moe_tp {row['moe_tp'] or '—'} × moe_ep {row['moe_ep'] or '—'} is not tp {tp} × attention_dp "
-                      f"{adp} = {width}: the experts do not fill the attention's GPUs")
-    return width, moe_ep, ""
-
-
 def conditions(row: dict) -> tuple[bench_conditions.Conditions | None, str]:
     """A reduced row's conditions in xlplan's names, or (None, why) naming the column and its value.
 
@@ -114,7 +86,8 @@ def conditions(row: dict) -> tuple[bench_conditions.Conditions | None, str]:
     eng = names.engine(row["engine"])
     if eng is None:
         return None, f"engine {row['engine']!r} is not vLLM, SGLang or TensorRT-LLM"
-    width, ep, why = _layout(row, bool(model.num_experts))
+    width, ep, attention_dp, replicas, why = layouts.in_xlplan_names(layouts.from_cells(row) or layouts.Layout(),
+                                                                     bool(model.num_experts))
     if why:
         return None, why
     conc, client = _int(row["concurrency"]), _int(row["client_concurrency"])
@@ -124,8 +97,8 @@ def conditions(row: dict) -> tuple[bench_conditions.Conditions | None, str]:
     wd = row["weights_dtype"]
     return bench_conditions.Conditions(
         model=model, gpu=catalog.get_gpu(gpu), weights_dtype=wd, kv_dtype=names.kv_dtype("", row["checkpoint"], eng, "", wd),
-        gpus=width * int(row["replicas"]), tp=width, ep=ep, engine=eng, memory_utilisation=DEFAULT_UTILISATION[eng],
-        isl=float(row["isl"]), osl=float(row["osl"]), concurrency=float(conc), attention_dp=int(row["attention_dp"]) > 1,
+        gpus=width * replicas, tp=width, ep=ep, engine=eng, memory_utilisation=DEFAULT_UTILISATION[eng],
+        isl=float(row["isl"]), osl=float(row["osl"]), concurrency=float(conc), attention_dp=attention_dp,
         engine_version=row["engine_version"],
     ), ""
 
