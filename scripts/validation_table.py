@@ -37,7 +37,7 @@ def fresh_held_out() -> str:
     from xlplan.io.silicon_sample import measured_rows as sample_rows
     from xlplan.io.silicon_sample import read_sample
 
-    rep = build_rows(measured_rows(read_measurements(CORPUS)) + sample_rows(read_sample()))
+    rep = build_rows(measured_rows(read_measurements(CORPUS)) + sample_rows(read_sample()), by_source=False)
     return "\n".join(f"- {line}" for line in held_out_lines(rep)) + "\n\n" + by_group_markdown(rep)
 
 

@@ -10,7 +10,9 @@ import json
 import math
 import os
 import pickle
+import re
 import shutil
+import zipfile
 from pathlib import Path
 
 import openpyxl
@@ -166,8 +168,26 @@ def edited_copies(book, folder: Path, edits: dict) -> list[Path]:
             (title, ref), = wb.defined_names[name].destinations
             wb[title][ref.replace("$", "")].value = value
         wb.save(path)
+        _same_bytes_for_same_edits(path)
         out.append(path)
     return out
+
+
+_CORE_TIMES = re.compile(rb"(<dcterms:(?:created|modified)[^>]*>)[^<]*(</dcterms:)")
+
+
+def _same_bytes_for_same_edits(path: Path) -> None:
+    """openpyxl stamps a saved file with the time (each zip entry's, and the core properties' modified): rewritten
+    here to one fixed time, so the same edits give the same bytes on every worker and the engines' outputs of it are
+    shared (:func:`recalculate`, :func:`evaluate_many`). No formula or value reads the stamps."""
+    with zipfile.ZipFile(path) as z:
+        entries = [(info, z.read(info)) for info in z.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for info, data in entries:
+            if info.filename == "docProps/core.xml":
+                data = _CORE_TIMES.sub(rb"\g<1>2026-01-01T00:00:00Z\g<2>", data)
+            z.writestr(zipfile.ZipInfo(info.filename, date_time=(2026, 1, 1, 0, 0, 0)), data,
+                       compress_type=zipfile.ZIP_DEFLATED)
 
 
 def require_libreoffice() -> str:

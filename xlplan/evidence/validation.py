@@ -500,7 +500,7 @@ def within_deployment(rows: list[MeasuredRow]) -> list[Pairs]:
     return out
 
 
-def validation(rows: list[MeasuredRow], corpus: list[MeasuredRow], calibration: bool = True) -> Report:
+def validation(rows: list[MeasuredRow], corpus: list[MeasuredRow], calibration: bool = True, by_source: bool = True) -> Report:
     """The validation of measurement rows: in-sample at the shipped defaults, left out, by source, calibration pairs.
 
     Parameters
@@ -511,18 +511,22 @@ def validation(rows: list[MeasuredRow], corpus: list[MeasuredRow], calibration: 
         The shipped corpus, as read: every fold's training rows (a row of ``rows`` outside it joins them).
     calibration : bool
         Also score calibration within each deployment (:func:`within_deployment`).
+    by_source : bool
+        Also leave each source out (a full refit per source); without it the report's ``left_out`` and ``sources``
+        are empty.
 
     Returns
     -------
     Report
-        The checks both ways, the left-out medians by source and the calibration pairs. [—]
+        The checks at the shipped defaults, held out by deployment and by model, left out by source (where asked) and
+        the calibration pairs. [—]
     """
     from xlplan.evidence import held_out
 
     ids = {m.id for m in corpus}
     extra = [m for m in rows if m.id not in ids]
     training = corpus + [m for m in extra if not m.point]  # never the silicon sample: the table is fitted on the corpus
-    left = _leave_one_source_out_checks(rows, training)
+    left = _leave_one_source_out_checks(rows, training) if by_source else []
     old = frozenset(m.id for m in rows if (run := run_of(m)) is not None and superseded(run.conditions))
     pool = held_out.linearise(fit_pool(training))
     return Report(tuple(validate(rows)), tuple(left), tuple(_by_source(left)),

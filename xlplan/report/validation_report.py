@@ -49,7 +49,7 @@ def _build(rows_json: str, calibration: bool) -> Report:
     return validation(measured_rows(json.loads(rows_json)), measured_rows(read_measurements(CORPUS)), calibration)
 
 
-def build_rows(rows: list[MeasuredRow], calibration: bool = False) -> Report:
+def build_rows(rows: list[MeasuredRow], calibration: bool = False, by_source: bool = True) -> Report:
     """The report for rows already read (the silicon sample, or it with the corpus), not memoised.
 
     Parameters
@@ -60,13 +60,15 @@ def build_rows(rows: list[MeasuredRow], calibration: bool = False) -> Report:
     calibration : bool
         Also score calibration within each deployment (every ordered pair of a deployment's runs: thousands of fits
         on the sample, so off by default).
+    by_source : bool
+        Also leave each source out of the fit (a full refit per source).
 
     Returns
     -------
     Report
         The checks both ways, the left-out medians by source and the calibration pairs where asked. [—]
     """
-    return validation(rows, measured_rows(read_measurements(CORPUS)), calibration)
+    return validation(rows, measured_rows(read_measurements(CORPUS)), calibration, by_source)
 
 
 def current(rep: Report, checks) -> list[Check]:
