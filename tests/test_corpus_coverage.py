@@ -132,12 +132,78 @@ def test_an_mlperf_row_reads_the_vendors_engine_and_format_from_the_gpu():
     assert native_narrowest(catalog.get_gpu("b200")) == "nvfp4" and native_narrowest(catalog.get_gpu("mi355x")) == "mxfp4"
 
 
-def test_an_mlperf_row_without_a_prompt_length_names_the_field():
+def test_an_mlperf_row_without_lengths_takes_its_benchmarks_published_means():
     c, why = conditions(_mlperf("NVIDIA DGX H100 (8x H100 SXM)", isl="", osl=""))
-    # MLCommons' llama2-70b definition publishes the mean output (294.45) but no mean prompt length
-    assert c is None and why.startswith("isl: not stated") and "llama2-70b" in why
+    # llama2-70b: 5,463,976 prompt tokens over the official file's 24,576 rows = 222.33; the reference's mean output
+    # 294.45 (xlplan/data/mlperf_benchmarks.csv, each with its source)
+    assert why == "" and (c.isl, c.osl) == (pytest.approx(5_463_976 / 24_576, abs=0.005), 294.45)
+
+
+def test_an_mlperf_row_without_a_published_prompt_length_names_the_field():
+    row = _mlperf("NVIDIA DGX H100 (8x H100 SXM)", model="mistralai/Mixtral-8x7B-Instruct-v0.1", isl="", osl="",
+                  settings="MLPerf mixtral-8x7b")
+    c, why = conditions(row)
+    # MLCommons' mixtral-8x7b definition publishes the mean output (144.84) but no mean prompt length
+    assert c is None and why.startswith("isl: not stated") and "mixtral-8x7b" in why
 
 
 def test_mlperf_benchmark_names_read_as_the_catalog_models():
     assert [names.model_key(t) for t in ("llama2-70b-99.9", "llama3.1-405b", "llama3.1-8b", "mixtral-8x7b")] == [
         "llama-2-70b", "llama-3.1-405b", "llama-3.1-8b", "mixtral-8x7b"]
+
+
+def _csv(tmp_path, rows: list[dict]) -> str:
+    import csv
+
+    header = list(read_measurements(CORPUS)[0])
+    path = tmp_path / "mine.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    return str(path)
+
+
+def _offline_8b(rid: str, **columns) -> dict:
+    return {"id": rid, "category": "offline_max_throughput", "model": "meta-llama/Llama-3.1-8B-Instruct",
+            "precision": "bf16", "gpu": "1xH100", "gpu_count": "1", "parallelism": "TP1", "engine": "vLLM",
+            "engine_version": "0.10.0", "settings": "", "isl": "1000", "osl": "1000", "concurrency_or_rate": "offline",
+            "source": "https://example.com/mine"} | columns
+
+
+@pytest.mark.slow
+def test_runs_of_one_deployment_scored_on_total_tokens_alone_validate_without_error(tmp_path, capsys):
+    from xlplan.cli import main
+
+    # two runs of one deployment, each giving total tokens/s only: calibration pairs score output tokens/s and the
+    # inter-token latency, so these two form no pair, and every row is still predicted on its total
+    path = _csv(tmp_path, [_offline_8b("A1", total_tok_s="30000"), _offline_8b("A2", isl="500", total_tok_s="40000")])
+    assert main(["validate", path, "--json"]) == 0
+    import json
+
+    checks = json.loads(capsys.readouterr().out)["checks"]
+    assert {c["id"]: c["metric"] for c in checks if c["id"] in ("A1", "A2")} == {"A1": "total tokens/s", "A2": "total tokens/s"}
+
+
+def test_a_figure_in_the_wrong_unit_or_mistyped_is_not_scored_and_the_row_says_why(tmp_path):
+    from xlplan.io.measurement_table import read_measurement_table
+
+    row = _offline_8b("B1", category="online_latency_sweep", concurrency_or_rate="concurrency 8",
+                      tpot_or_itl_mean_ms="0.012", output_tok_s="22,3OO")
+    table = read_measurement_table(_csv(tmp_path, [row]))
+    # 0.012 ms per output token is faster than any decode step: seconds written in a milliseconds column
+    assert any("was it written in seconds" in s for s in table.skipped_cells)
+    (check,) = predict_row(measured_row(table.rows[0]))
+    assert check.skipped.startswith("no throughput or latency measured") and "'22,3OO' is not a number" in check.skipped
+
+
+def test_a_blank_settings_cell_is_settings_not_stated_and_a_gpu_count_glued_to_its_name_reads():
+    m = measured_row(_offline_8b("C1", output_tok_s="9000"))
+    assert m.conditions.gpu.name.startswith("NVIDIA H100 SXM")  # "1xH100": one H100, the count glued to the name
+    (check,) = predict_row(m)
+    assert "settings not stated: the engine's defaults" in check.note
+
+
+def test_a_row_without_a_prompt_length_names_isl():
+    (check,) = predict_row(measured_row(_offline_8b("D1", isl="", output_tok_s="9000")))
+    assert check.skipped.startswith("isl: not stated")

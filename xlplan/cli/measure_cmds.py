@@ -71,13 +71,14 @@ def validate_cmd(
                   + ("; the silicon sample's were not fitted" if sample else "") + "); the headline at the end "
                   "leaves each row's deployment (model × GPU × engine) out of the fit.")
     med = medians([c for c in current(report, checks) if c.kind != "ttft"])  # as the README's category table
+    at = "in-sample" if report.corpus else "at the shipped defaults"  # fitted on the corpus: in-sample for its rows only
     for category, title in dict.fromkeys(CATEGORIES.items()):
         sel = [c for c in checks if c.category == category]
         if not sel:
             continue
         shown = f"{title} ({category})"
-        table = Table(title=f"{shown} — median |error| {med[category]:.1%} in-sample (TTFT apart)" if category in med else shown)
-        for col in ("Row", "Figure", "Predicted", "Measured", "Error (in-sample)", "Note"):
+        table = Table(title=f"{shown} — median |error| {med[category]:.1%} {at} (TTFT apart)" if category in med else shown)
+        for col in ("Row", "Figure", "Predicted", "Measured", f"Error ({at})", "Note"):
             table.add_column(col, overflow="fold")
         for c in sel:
             note = (f"older engine release: validated, not fitted; {c.note}" if c.id in report.superseded else c.note)

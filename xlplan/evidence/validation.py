@@ -81,6 +81,7 @@ class MeasuredRow:
     itl_ms: float | None = None  # measured mean inter-token latency [ms]
     ttft_ms: float | None = None  # measured mean TTFT [ms]
     point: str = ""  # the configuration measured: rows of one point differ only in provenance and figures [text]
+    unreadable: str = ""  # measured cells not read, with why ("output_tok_s '22,3OO' is not a number") [text]
 
 
 def _check(m: MeasuredRow, metric, kind, predicted, measured, note="") -> Check:
@@ -160,12 +161,13 @@ def _predict(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> list[Check]:
             out.append(_check(m, "KV cache GiB per GPU", CAPACITY, gib, m.kv_gib, f"{c.engine} rule at {c.memory_utilisation:g}"))
         if m.kv_tokens is not None:
             out.append(_check(m, "KV cache tokens per replica", CAPACITY, tokens, m.kv_tokens))
-        return out or [_skip(m, "no KV figure measured")]
+        return out or [_skip(m, _not_measured(m, "no KV figure measured"))]
     if not c.isl or not c.osl:
-        return [_skip(m, "input and output lengths not stated (a dataset such as ShareGPT without its token counts)")]
+        missing = " and ".join(n for n, v in (("isl", c.isl), ("osl", c.osl)) if not v)
+        return [_skip(m, f"{missing}: not stated (a dataset such as ShareGPT without its token counts)")]
     if m.offline:
         if m.output_tok_s is None and m.total_tok_s is None and m.samples_per_s is None:
-            return [_skip(m, "no output tokens/s, total tokens/s or samples/s measured")]
+            return [_skip(m, _not_measured(m, "no output tokens/s, total tokens/s or samples/s measured"))]
         c, tok_s, batch, chosen = _offline(m, c, eff)
         note = f"batch {batch:,.0f} per replica" + (f"; {chosen}" if chosen else "")
         return [_throughput_check(m, c, tok_s, note)]
@@ -180,7 +182,12 @@ def _predict(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> list[Check]:
         out.append(_check(m, "inter-token latency ms", LATENCY, on.itl_s * 1e3, m.itl_ms, note))
     if m.ttft_ms is not None:
         out.append(_check(m, "TTFT ms", TTFT, on.ttft_s * 1e3, m.ttft_ms, note))
-    return out or [_skip(m, "no throughput or latency measured")]
+    return out or [_skip(m, _not_measured(m, "no throughput or latency measured"))]
+
+
+def _not_measured(m: MeasuredRow, why: str) -> str:
+    """Why a row has no figure to score, with the cells that were there but could not be read. [text]"""
+    return f"{why} ({m.unreadable})" if m.unreadable else why
 
 
 def _throughput_check(m: MeasuredRow, c: Conditions, output_tok_s: float, note: str) -> Check:
@@ -214,7 +221,8 @@ def _offline(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> tuple[Conditio
     if best is None:
         raise PlanningError(f"the weights fit no layout of {c.gpus} {c.gpu.name}")
     cand, tok_s, batch = best
-    return cand, tok_s, batch, f"layout not stated: the best of the GPUs' layouts, {cand.replicas} × TP{cand.tp}"
+    return cand, tok_s, batch, (f"layout not stated: the best of the GPUs' layouts, {cand.replicas} × TP{cand.tp} "
+                                f"({cand.weights_dtype} weights, {cand.kv_dtype} cache, {cand.engine})")
 
 
 def validate(rows: list[MeasuredRow], eff: Efficiencies = Efficiencies(), table: dict | None = None) -> list[Check]:
@@ -470,7 +478,8 @@ def within_deployment(rows: list[MeasuredRow]) -> list[Pairs]:
 
     groups: dict[tuple, list] = defaultdict(list)
     for _, r in _runs_by_group(rows):
-        groups[deployment(r.conditions)].append(r)
+        if r.output_tok_s or r.itl_s:  # what a pair is scored on (a run of TTFT or total tokens/s alone is not)
+            groups[deployment(r.conditions)].append(r)
 
     def calibrated(runs):
         try:

@@ -29,8 +29,10 @@ def _num(v) -> float | None:
     return None if math.isnan(x) or math.isinf(x) else x
 
 
-IDENTITY = ("id", "category", "model", "precision", "gpu", "gpu_count", "parallelism", "engine", "settings", "source")
-"""Columns every row states (the corpus has none blank): a row missing one is a truncated line, not a measurement."""
+IDENTITY = ("id", "category", "model", "precision", "gpu", "gpu_count", "engine", "source")
+"""Columns every row states (the corpus has none blank): a row missing one is a truncated line, not a measurement. A
+blank ``settings`` is settings not stated (the engine's defaults), a blank ``parallelism`` a layout not stated (the
+row is refused naming it where it needs one)."""
 POSITIVE = ("isl", "osl", "weights_GiB_per_gpu", "output_tok_s", "tpot_or_itl_mean_ms", "ttft_mean_ms")
 """Figures that are above zero wherever they are stated: a zero or negative one is impossible, not a measurement (the
 KV cache's figures may be: vLLM logs a negative KV budget where the weights leave none)."""
@@ -83,16 +85,41 @@ def read_measurement_table(path: str | Path) -> MeasurementTable:
             continue
         rid = str(row["id"]).strip()
         seen[rid] = line
+        unreadable = []
         for col in MEASURED:
             v = (row.get(col) or "").strip()
-            if v and _num(v) is None:
-                skipped.append(f"line {line} ({rid}): {col}: {v!r} is not a number; that figure is not checked")
+            why = _unreadable(col, v)
+            if why:
+                skipped.append(f"line {line} ({rid}): {col}: {why}; that figure is not checked")
+                unreadable.append(f"{col} {why}")
                 row = {**row, col: ""}
+        if unreadable:
+            row = {**row, UNREADABLE: "; ".join(unreadable)}
         kept.append(row)
     if len(left_out) > BAD_SHARE_MAX * len(rows):
         raise InputError(src, [(f"{len(left_out):,} of {len(rows):,} rows cannot be measurements (more than "
                                 f"{BAD_SHARE_MAX:.0%}): fix or remove them")] + left_out)
     return MeasurementTable(kept, left_out, skipped)
+
+
+UNREADABLE = "_unreadable"
+"""The key under which a kept row carries why a measured cell of it was not read (a name no CSV column takes). [—]"""
+LEAST_MS = {"tpot_or_itl_mean_ms": 0.5, "ttft_mean_ms": 1.0}
+"""The least a latency can be: no decode step runs in under half a millisecond, no first token comes back in under
+one (a figure below is a slip of units, most often seconds written in a milliseconds column). [ms]"""
+
+
+def _unreadable(col: str, cell: str) -> str:
+    """Why a measured cell cannot be read as its figure ('' where it can, or is blank). [text]"""
+    if not cell:
+        return ""
+    x = _num(cell)
+    if x is None:
+        return f"{cell!r} is not a number"
+    if col in LEAST_MS and 0 < x < LEAST_MS[col]:
+        return (f"{cell} ms is below {LEAST_MS[col]:g} ms, faster than any engine (was it written in seconds? the "
+                "field is in milliseconds)")
+    return ""
 
 
 def read_measurements(path: str | Path) -> list[dict]:

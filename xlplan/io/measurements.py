@@ -22,7 +22,7 @@ from xlplan.catalog.specs import vendor
 from xlplan.evidence import bench_conditions
 from xlplan.evidence.validation import MeasuredRow
 from xlplan.io import layouts, names
-from xlplan.io.measurement_table import _num
+from xlplan.io.measurement_table import UNREADABLE, _num
 
 DEFAULT_UTILISATION = {"vllm": 0.90, "sglang": 0.88, "trtllm": 0.90}
 """The engines' default memory fractions (vLLM gpu_memory_utilization, SGLang mem_fraction_static on large GPUs,
@@ -184,7 +184,7 @@ def layout_of(row: dict) -> tuple[layouts.Layout | None, str]:
         return stated, ""
     count = _num(row.get("gpu_count"))
     if vendor_chosen(str(row.get("parallelism") or "")) and count:  # the submitter's: the best is searched for
-        return layouts.Layout(int(count), 1, 1, None, None, 1), ""
+        return layouts.Layout(int(count), 1, 1, 1, int(count), 1), ""
     return layouts.from_prose(str(row.get("parallelism") or ""), str(row.get("settings") or ""),
                               int(count) if count else None)
 
@@ -230,11 +230,13 @@ def measured_row(row: dict) -> MeasuredRow:
     conc, conc_why = (None, "") if offline else names.concurrency(rate)
     return MeasuredRow(
         id=str(row["id"]), category=str(row.get("category")), source=source_group(row.get("source", "")), conditions=c,
-        why=why, speculative=names.speculative(row), settings_unknown=names.settings_unknown(str(row.get("settings") or "")),
+        why=why, speculative=names.speculative(row),
+        settings_unknown=names.settings_unknown(str(row.get("settings") or "")) or not str(row.get("settings") or "").strip(),
         offline=offline, concurrency=conc, concurrency_why=conc_why, kv_gib=_num(row.get("kv_cache_GiB_per_gpu")),
         kv_tokens=_num(row.get("kv_cache_tokens")), output_tok_s=_num(row.get("output_tok_s")),
         total_tok_s=_num(row.get("total_tok_s")), samples_per_s=_num(row.get("samples_per_s")),
         layout_free=vendor_chosen(str(row.get("parallelism") or "")) and not layouts.from_cells(row),
+        unreadable=str(row.get(UNREADABLE) or ""),
         itl_ms=_num(row.get("tpot_or_itl_mean_ms")), ttft_ms=_num(row.get("ttft_mean_ms")))
 
 

@@ -76,7 +76,7 @@ def model_key(text: str) -> str | None:
     return None
 
 
-_GPU_NOISE = re.compile(r"\b(nvidia|amd|intel|geforce|instinct|habana|dgx|hgx|\d+\s*x)\b|\b\d+x\b")
+_GPU_NOISE = re.compile(r"\b(nvidia|amd|intel|geforce|instinct|habana|dgx|hgx|\d+\s*x)\b|\b\d+x\b|\b\d+\s*x(?=[a-z])")
 
 
 def gpu_key(text: str) -> tuple[str | None, str]:

@@ -189,7 +189,7 @@ def summary_lines(rep: Report) -> list[str]:
     for kind in KINDS:
         a, b = _median(ins, lambda c, k=kind: c.kind == k), _median(out, lambda c, k=kind: c.kind == k)
         if a is not None:
-            lines.append(f"median |error|, {kind}: {_pct(b)} left out · {_pct(a)} {beside}" if kind != "capacity" else
+            lines.append(f"median |error|, {kind}: {_pct(b)} left out by source · {_pct(a)} {beside}" if kind != "capacity" else
                          f"median |error|, capacity: {_pct(a)} (no efficiency enters; in-sample and left out are the same)")
     for p in rep.calibration:
         lines.append(f"calibration within a deployment, {p.label}: {p.pairs} pairs, median |error| {_pct(p.default_median)} "
@@ -212,8 +212,9 @@ def markdown(rep: Report) -> str:
         rows.append((f"the same with the {len(rep.superseded)} rows of older engine releases too (validated, not fitted)",
                      headline(rep.left_out), "leave one source out"))
     rows += [("KV capacity at plan time (no efficiency enters)", cap, "capacity"),
-             ("throughput and inter-token latency in-sample (fitted on these rows; not the headline)", headline(ins),
-              "throughput and latency")]
+             (("throughput and inter-token latency in-sample (fitted on these rows; not the headline)" if rep.corpus else
+               "throughput and inter-token latency at the shipped defaults (fitted on the corpus; not the headline)"),
+              headline(ins), "throughput and latency")]
     for label, value, key in rows:
         if value is not None and not (isinstance(value, float) and math.isnan(value)):
             lines.append(f"| {label} | {value:.1%} | {TARGETS[key]:.0%} | {'yes' if value <= TARGETS[key] else 'no'} |")
@@ -221,13 +222,14 @@ def markdown(rep: Report) -> str:
         lines += ["", (f"Below, rows of current engine releases only: {len(rep.superseded)} rows of releases older than the "
                        "defaults describe (vLLM before 0.8, SGLang before 0.5) are validated but neither fitted nor pooled; "
                        "`xlplan validate` lists each.")]
-    lines += ["", "| figure | checks | left out | in-sample |", "|---|---|---|---|"]
+    beside = "in-sample" if rep.corpus else "at the shipped defaults"
+    lines += ["", f"| figure | checks | left out by source | {beside} |", "|---|---|---|---|"]
     for kind in KINDS:
         n = sum(1 for c in ins if c.kind == kind and c.relative_error is not None)
         if n:
             lines.append(f"| {kind} | {n} | {_pct(_median(out, lambda c, k=kind: c.kind == k))} | "
                          f"{_pct(_median(ins, lambda c, k=kind: c.kind == k))} |")
-    lines += ["", "| category (throughput, latency, capacity) | checks | left out | in-sample |", "|---|---|---|---|"]
+    lines += ["", f"| category (throughput, latency, capacity) | checks | left out by source | {beside} |", "|---|---|---|---|"]
     for cat in sorted({c.category for c in ins if c.relative_error is not None}):
         def pick(c, cat=cat):
             return c.category == cat and c.kind != "ttft"
@@ -235,7 +237,8 @@ def markdown(rep: Report) -> str:
         if n:
             lines.append(f"| {cat} | {n} | {_pct(_median(out, pick))} | {_pct(_median(ins, pick))} |")
     rows_n, predicted_n, skipped_n = row_counts(rep.in_sample)
-    lines += ["", (f"{rows_n} rows from {len({c.source for c in rep.in_sample})} sources: {predicted_n} predicted, "
+    sources = len({c.source for c in rep.in_sample})
+    lines += ["", (f"{rows_n} rows from {sources} source{'s' if sources != 1 else ''}: {predicted_n} predicted, "
                   f"{skipped_n} skipped with the reason (`xlplan validate` lists them).")]
     if rep.calibration:
         lines += ["", ("| calibration within a deployment (same GPU, model, engine) | pairs | defaults | calibrated | improved "
