@@ -51,6 +51,8 @@ FIXED = {
     "examples/reference-plan.yaml": "The reference plan as `xlplan example` writes it, for `--plan`.",
     ".ci": "Continuous integration.",
     "benchmarks/bench_validate.txt": "The last run of bench_validate.py: validate on the whole silicon sample on one core.",
+    "benchmarks/bench_random_workbooks.txt": "The last run of bench_random_workbooks.py: 40 drawn plans' workbooks in both "
+                                             "spreadsheet engines.",
     "benchmarks/bench_review_alarms.txt": "The last run of bench_review_alarms.py: the review's false alarms over 200 "
                                           "months drawn at the plan's own peak.",
     # files that are not Python modules

@@ -176,7 +176,8 @@ def test_leave_one_source_out_uses_no_row_of_the_source_it_predicts():
     groups = {g for g, _ in pairs}
     assert len(groups) >= 5
     errors = []
-    for g in sorted(groups):
+    # three folds, each a full refit (the report's every-source figure uses xlplan/evidence/held_out.py)
+    for g in sorted(groups, key=lambda h: -sum(1 for k, _ in pairs if k == h))[:3]:
         train = [r for h, r in pairs if h != g]
         table = fit_defaults(train)
         assert table["overall"]["runs"] + table["overall"].get("moe_runs", 0) == len(train)

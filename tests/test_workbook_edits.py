@@ -19,7 +19,7 @@ import openpyxl
 import pytest
 from matrix_plans import matrix_plans
 from planhelp import replan
-from workbookhelp import agrees, edited_copies, evaluate_many, name_ref, plan_figures, recalculate, require_libreoffice
+from workbookhelp import agrees, edited_copies, evaluate_many, name_ref, plan_figures, rebuilt, recalculate, require_libreoffice
 
 from xlplan.cli import main
 from xlplan.excel import layout
@@ -65,8 +65,8 @@ def edited(tmp_path_factory):
         grammar = evaluate_many(paths)
         for stem, path, recalculated, g in zip(edits, paths, lo, grammar):
             wv = openpyxl.load_workbook(recalculated, data_only=True)
-            rebuilt = layout.build(plan_figures(read_workbook(path)))
-            out[stem] = (base, path, lambda t, c, wv=wv: wv[t][c].value, lambda t, c, g=g: value(g, t, c), recalculated, rebuilt)
+            out[stem] = (base, path, lambda t, c, wv=wv: wv[t][c].value, lambda t, c, g=g: value(g, t, c), recalculated,
+                         rebuilt(path))
     return out
 
 

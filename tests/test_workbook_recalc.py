@@ -143,8 +143,10 @@ def _draw_plans(n: int) -> list[Plan]:
 
 @pytest.fixture(scope="module")
 def random_plans() -> dict[str, Plan]:
-    """21 plans drawn by hypothesis (half of them bought) and the fixed shapes the issue names, by key."""
-    drawn = _draw_plans(21)  # 26 until the review and owning tests joined the suite: it stays under 5 minutes on two cores
+    """15 plans drawn by hypothesis (half of them bought) and the fixed shapes the issue names, by key."""
+    # 26 until the review and owning tests joined the suite, 21 until the held-out scoring did: the suite stays within
+    # ten minutes on two cores; benchmarks/bench_random_workbooks.py runs 40 (the first 15 are these), its run committed
+    drawn = _draw_plans(15)
     # the shapes the issue names are among them: MoE, MLA, fp8, TP > 1 (fixed plans make sure of each)
     fixed = {
         "mla_fp8_tp8": Plan.model_validate({

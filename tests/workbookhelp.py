@@ -138,6 +138,22 @@ def recalculate(files: list[Path], outdir: Path) -> list[Path]:
     return [made[f] for f in files]
 
 
+def rebuilt(path: Path):
+    """The workbook the engine builds from a file's inputs (:func:`xlplan.excel.reader.read_workbook`, then its
+    figures and layout), once per session for each distinct file: a pure function of the file's bytes, so another
+    worker's rebuild of the same bytes is taken (pickled in the session's shared folder)."""
+    from xlplan.excel.reader import read_workbook
+
+    data = path.read_bytes()
+    key = _shared("rebuilt", data)
+    if key is not None and key.exists():
+        return pickle.loads(key.read_bytes())
+    book = layout.build(plan_figures(read_workbook(path)))
+    if key is not None:
+        write_outputs([(key, pickle.dumps(book))])
+    return book
+
+
 def evaluate_many(files: list[Path], udfs: bool = False) -> list[dict]:
     """:func:`excelgrammar.evaluate_many`, once per session for each distinct file (and with or without the add-in):
     the values the Excel-grammar engine gave a file with the same bytes earlier in this run, on any worker."""

@@ -2,8 +2,9 @@
 
 A **deployment** is a model × GPU × engine (:func:`xlplan.evidence.bench_conditions.deployment`). Leaving one deployment out
 refits the default efficiency table on every run outside it and predicts its rows through the planner's own
-functions; leaving one model out does the same with every deployment of the model out; in-sample fits on every run
-and predicts them all (labelled so wherever it is printed).
+functions; leaving one model out does the same with every deployment of the model out, leaving one source out with
+every row of the source (host and repository) out; in-sample fits on every run and predicts them all (labelled so
+wherever it is printed).
 
 The fit is :func:`xlplan.evidence.calibrate.fit_defaults`' — the same hierarchy (overall, vendor, vendor × engine,
 each the prior of the next; a class with fewer than :data:`xlplan.evidence.calibrate.MIN_RUNS` runs keeps the fit
@@ -45,6 +46,7 @@ class Linearised:
 
     run: object  # xlplan.evidence.calibrate.Run
     point: str  # the configuration: repeats of one point share it
+    source: str  # the row's source group (host and repository)
     deployment: tuple[str, str, str]  # (model, GPU, engine)
     vendor: str
     engine: str
@@ -101,7 +103,7 @@ def linearise(rows_and_runs: list[tuple[object, object]]) -> list[Linearised]:
             if r is not None:
                 jac[:, i] = (r - r0) / STEP
         w = 1.0 / repeats[m.point or m.id]
-        out.append(Linearised(run, m.point or m.id, deployment(c), vendor(c.gpu.name), c.engine, moe,
+        out.append(Linearised(run, m.point or m.id, m.source, deployment(c), vendor(c.gpu.name), c.engine, moe,
                               w * jac.T @ jac, w * jac.T @ (jac @ u0 - r0)))
     return out
 
@@ -178,7 +180,7 @@ def fit_table(runs: list[Linearised]) -> dict:
 
 def held_out_checks(rows: list, runs: list[Linearised], scheme: str, validate) -> list:
     """Every row's checks at a table fitted without its fold: its deployment (model × GPU × engine; the headline),
-    its model, or none ('in-sample').
+    its model, its source, or none ('in-sample').
 
     Parameters
     ----------
@@ -187,7 +189,7 @@ def held_out_checks(rows: list, runs: list[Linearised], scheme: str, validate) -
     runs : list of Linearised
         Every fitted run (:func:`linearise`).
     scheme : str
-        'deployment', 'model' or 'in-sample'.
+        'deployment', 'model', 'source' or 'in-sample'.
     validate : callable
         Rows and a default table to their checks (:func:`xlplan.evidence.validation.validate`).
 
@@ -196,15 +198,16 @@ def held_out_checks(rows: list, runs: list[Linearised], scheme: str, validate) -
     list of Check
         In the rows' order. [—]
     """
-    def fold(d):
-        return d if scheme == "deployment" else d[0] if scheme == "model" else ""
+    def fold(d, source):
+        return {"deployment": d, "model": d[0], "source": source}.get(scheme, "")
 
     groups: dict = defaultdict(list)
     for m in rows:
-        groups[fold(deployment(m.conditions)) if m.conditions is not None else None].append(m)
+        groups[fold(deployment(m.conditions), m.source) if m.conditions is not None else None].append(m)
     out = []
     for key, members in groups.items():
-        table = fit_table([r for r in runs if scheme == "in-sample" or fold(r.deployment) != key]) if key is not None else None
+        table = (fit_table([r for r in runs if scheme == "in-sample" or fold(r.deployment, r.source) != key])
+                 if key is not None else None)
         out += validate(members, table=table)
     order = {m.id: k for k, m in enumerate(rows)}
     return sorted(out, key=lambda c: order.get(c.id, 0))

@@ -388,37 +388,6 @@ def _runs_by_group(rows: list[MeasuredRow], fitted_only: bool = False) -> list[t
     return [(g, r) for g, r in pairs if r is not None and not (fitted_only and superseded(r.conditions))]
 
 
-def _leave_one_source_out_checks(rows: list[MeasuredRow], training: list[MeasuredRow] | None = None) -> list[Check]:
-    """Each row's checks with the default table refitted on every training row not of the row's source.
-
-    Parameters
-    ----------
-    rows : list of dict
-        Measurement rows to predict (:func:`xlplan.io.measurement_table.read_measurements`).
-    training : list of dict, optional
-        The rows the defaults are fitted on; left out, ``rows`` themselves (the corpus predicting itself). Rows of an
-        engine release older than the defaults describe are predicted but never fitted
-        (:func:`superseded`), as in the shipped table.
-
-    Returns
-    -------
-    list of Check
-        As :func:`validate` returns them, each row at its own source's fold. [—]
-    """
-    from xlplan.evidence.calibrate import fit_defaults
-
-    pool = _runs_by_group(rows if training is None else training, fitted_only=True)
-    by_group: dict[str, list[MeasuredRow]] = defaultdict(list)
-    for m in rows:
-        by_group[m.source].append(m)
-    out = []
-    for g in sorted(by_group):
-        train = [r for h, r in pool if h != g]
-        out += validate(by_group[g], table=fit_defaults(train)) if train else validate(by_group[g])
-    order = {m.id: k for k, m in enumerate(rows)}
-    return sorted(out, key=lambda c: order.get(c.id, 0))
-
-
 def _by_source(checks: list[Check]) -> list[SourceOut]:
     """Median |error| of each source's throughput and latency checks (pass the left-out checks). [fraction]"""
     out = []
@@ -521,8 +490,7 @@ def validation(rows: list[MeasuredRow], corpus: list[MeasuredRow], calibration: 
     calibration : bool
         Also score calibration within each deployment (:func:`within_deployment`).
     by_source : bool
-        Also leave each source out (a full refit per source); without it the report's ``left_out`` and ``sources``
-        are empty.
+        Also leave each source out; without it the report's ``left_out`` and ``sources`` are empty.
 
     Returns
     -------
@@ -535,9 +503,9 @@ def validation(rows: list[MeasuredRow], corpus: list[MeasuredRow], calibration: 
     ids = {m.id for m in corpus}
     extra = [m for m in rows if m.id not in ids]
     training = corpus + [m for m in extra if not m.point]  # never the silicon sample: the table is fitted on the corpus
-    left = _leave_one_source_out_checks(rows, training) if by_source else []
     old = frozenset(m.id for m in rows if (run := run_of(m)) is not None and superseded(run.conditions))
     pool = held_out.linearise(fit_pool(training))
+    left = held_out.held_out_checks(rows, pool, "source", validate) if by_source else []
     return Report(tuple(validate(rows)), tuple(left), tuple(_by_source(left)),
                   tuple(within_deployment(rows)) if calibration else (), not extra, old,
                   tuple(held_out.held_out_checks(rows, pool, "deployment", validate)),

@@ -1,10 +1,12 @@
-"""The validation report: every check in-sample and with its source left out, calibration within a deployment, the README's table.
+"""The validation report: every check at the shipped defaults and held out (by deployment, by model, by source),
+calibration within a deployment, the README's tables.
 
 The default efficiencies are fitted on the corpus (``xlplan/data/efficiencies.yaml``), so a check of a corpus row at
-those defaults is **in-sample**: the row helped fit what predicts it. The honest figure is **leave one source out**:
-each row predicted with defaults refitted on every row except those of its own source (host and repository). That is
-the headline everywhere (this table, ``xlplan validate``, ``benchmarks/bench_accuracy.py``); the in-sample figure is
-shown beside it, labelled. ``python scripts/validation_table.py`` rewrites the README's table with :func:`markdown`.
+those defaults is **in-sample**: the row helped fit what predicts it. The honest figure, the headline everywhere (this
+table, ``xlplan validate``, ``benchmarks/bench_accuracy.py``), is **leave one deployment out**: each row predicted
+with the defaults refitted without its model × GPU × engine (:mod:`xlplan.evidence.held_out`); leaving its model out
+and its source out sit beside it, and the in-sample figure, labelled. ``python scripts/validation_table.py`` rewrites
+the README's tables with :func:`markdown` and :func:`by_group_markdown`.
 """
 
 from __future__ import annotations
