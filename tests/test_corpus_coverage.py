@@ -3,7 +3,8 @@ planner's own offline prediction, total tokens/s scored, the H800 in the catalog
 
 Truths used: the layout grammar of ``xlplan/data/silicon_sample.md`` (a worker is ``tp × pp × attention_dp`` GPUs; the
 experts fill ``moe_tp × moe_ep`` of them); tokens per request are ``isl + osl`` of which ``osl`` are output, so
-total tokens/s = output tokens/s × (isl + osl) ÷ osl and requests/s = output tokens/s ÷ osl.
+total tokens/s = output tokens/s × (isl + osl) ÷ osl and requests/s = output tokens/s ÷ osl; the H800's figures from
+the operators' published tables cited in ``xlplan/catalog/gpus.yaml``.
 """
 
 from __future__ import annotations
@@ -207,3 +208,10 @@ def test_a_blank_settings_cell_is_settings_not_stated_and_a_gpu_count_glued_to_i
 def test_a_row_without_a_prompt_length_names_isl():
     (check,) = predict_row(measured_row(_offline_8b("D1", isl="", output_tok_s="9000")))
     assert check.skipped.startswith("isl: not stated")
+
+
+def test_the_h800_is_in_the_catalog_with_its_published_figures():
+    g = catalog.get_gpu(names.gpu_key("NVIDIA H800 80GB")[0])
+    # LMSYS/Ant Group's table: 989 BF16, 1,979 FP8 TFLOP/s, NVLink 400 GB/s (both directions, so 200 one way);
+    # DeepSeek: 3.35 TB/s HBM (xlplan/catalog/gpus.yaml cites both)
+    assert (g.bf16_tflops, g.fp8_tflops, g.hbm_tbps, g.interconnect_gbps) == (989, 1979, 3.35, 200)

@@ -15,6 +15,7 @@ from workbookhelp import NAMED_OUTPUTS, build, workbook_for_plan
 from xlplan.cli import main
 from xlplan.excel.common import SIX_TABS, SUPPORT_TABS
 from xlplan.excel.reader import read_workbook
+from xlplan.excel.writer import PAGES_TALL_BOUND
 from xlplan.io.planfile import reference_plan
 
 README_NAMES = ("PeakRate", "PromptP50", "PromptP95", "PromptP99", "OutputP50", "OutputP95", "OutputP99", "TTFTTarget",
@@ -256,7 +257,7 @@ def test_master_check_on_the_first_tab_and_charts_and_print_setup(ref_xlsx):
     for title in SIX_TABS:
         ws = wb[title]
         # as many pages long as it takes, as few across as print at 8 pt or more (tests/test_print.py reads the PDF)
-        assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToHeight == 0
+        assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToHeight == PAGES_TALL_BOUND
         assert ws.print_title_rows
     for title in ("2 Model", "4 Fleet", "5 Cost"):  # label, value, unit and how: narrow enough for one page across
         assert wb[title].page_setup.fitToWidth == 1

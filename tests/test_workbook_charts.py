@@ -17,7 +17,7 @@ from workbookhelp import build, engine_json, plan_figures, recalculate, require_
 from xlplan.evidence.traffic import summarise
 from xlplan.excel import layout
 from xlplan.excel.common import SUPPORT_TABS
-from xlplan.excel.writer import workbook_bytes
+from xlplan.excel.writer import PAGES_TALL_BOUND, workbook_bytes
 from xlplan.io.planfile import reference_plan
 from xlplan.schema.plan import Plan
 
@@ -136,6 +136,6 @@ def test_catalog_sheets_print_one_page_wide(ref_plan):
     for title in SUPPORT_TABS:
         ws = wb[title]
         assert ws.sheet_properties.pageSetUpPr.fitToPage, title
-        assert (ws.page_setup.fitToWidth, ws.page_setup.fitToHeight) == (1, 0), title
+        assert (ws.page_setup.fitToWidth, ws.page_setup.fitToHeight) == (1, PAGES_TALL_BOUND), title
     for title in ("GPUs", "Models"):
         assert wb[title].page_setup.orientation == "landscape"

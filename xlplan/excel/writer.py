@@ -152,7 +152,7 @@ def _page_setup(ws, sheet, book: Book) -> None:
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
     ws.page_margins.left = ws.page_margins.right = SIDE_MARGIN_IN
     ws.page_setup.fitToWidth = sheet.pages_wide or _pages_wide(sheet)
-    ws.page_setup.fitToHeight = 0  # as many long as it takes
+    ws.page_setup.fitToHeight = PAGES_TALL_BOUND  # as many long as it takes: the width sets the scale
     ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
     if sheet.print_title_rows:
         ws.print_title_rows = sheet.print_title_rows
@@ -166,6 +166,11 @@ def _page_setup(ws, sheet, book: Book) -> None:
     ws.oddFooter.center.text = f"{sheet.title} — page &P of &N"
     ws.sheet_view.showGridLines = False
 
+
+PAGES_TALL_BOUND = 999
+"""Pages a sheet may print down: a bound no sheet reaches, so the width alone sets the scale. Not 0 ("automatic"):
+LibreOffice then lays out one band of pages too many for some heights of rows and prints it blank, without even the
+footer (the Options sheet at 3 pages wide with one more GPU in the catalog printed three). [pages]"""
 
 A4_WIDTH_POINTS = {False: 595.28, True: 841.89}
 """Width of an A4 page, portrait (False) and landscape (True). [points]"""
