@@ -24,7 +24,7 @@ import pytest
 import tomllib
 
 from xlplan.cli import main
-from xlplan.evidence.validation import deployment
+from xlplan.evidence.bench_conditions import deployment
 from xlplan.io import silicon_sample
 from xlplan.io.silicon_sample import SAMPLE, measured_row, read_sample
 
