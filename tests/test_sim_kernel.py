@@ -124,3 +124,28 @@ def test_tensor_and_expert_parallel_and_one_token_outputs_are_the_same_run():
     one = sim_workload.Workload(wl.arrival_s, wl.prompt_tokens, np.ones_like(wl.output_tokens))
     py, r = _assert_same_run(REF, 2, 1, one, 300.0)
     assert not r.itl_defined  # one-token outputs: no gap between tokens
+
+
+def test_a_closed_loop_is_the_same_run():
+    # A closed loop of 12 clients (each sends its next request when its last one finishes, requests in order):
+    # 80 requests of mixed lengths on one and on two replicas, dense and expert parallel, and a cache small enough to
+    # preempt. Each loop sets the later arrivals itself; they must agree with the finishes, request for request.
+    rng = np.random.default_rng(11)
+    n = 80
+    wl = sim_workload.Workload(np.zeros(n), rng.integers(200, 6000, n).astype(float), rng.integers(1, 400, n))
+    small = dataclasses.replace(REF, memory_utilisation=0.2561)
+    for s, replicas, tp in ((REF, 1, 1), (REF, 2, 1), (MOE, 1, 2), (small, 1, 1)):
+        runs = []
+        for compiled in (False, True):
+            run = loop._Run(s, replicas, tp, wl, 1e9, 0, 12)
+            run.compiled = compiled
+            run.run()
+            runs.append(run)
+        py, jit = runs
+        for name in ("first_token", "finish", "arrivals", "prompt", "output", "step_t", "step_b", "gaps_extra"):
+            assert _same(getattr(py, name), getattr(jit, name)), name
+        assert py.preemptions == jit.preemptions
+        fin, arr = np.asarray(py.finish), np.asarray(py.arrivals)
+        # request 12 + j arrives when the (j+1)-th request to finish does: the sorted finishes are the later arrivals
+        assert np.array_equal(arr[12:], np.sort(fin)[:n - 12]) and not arr[:12].any()
+    assert small is not None and runs[0].preemptions > 0  # the small cache did preempt

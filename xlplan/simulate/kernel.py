@@ -40,8 +40,9 @@ from xlplan.simulate.kernel_state import (
 
 @njit(cache=True)
 def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm, duration, stop, replicas, lost, loss_at,
-        watch, target, m_lo, m_hi, need, margin):
-    """Serve every arrival, as :meth:`xlplan.simulate.loop._Run.run` does; ``prompt`` and ``output`` change in place.
+        watch, target, m_lo, m_hi, need, margin, clients=0):
+    """Serve every arrival, as :meth:`xlplan.simulate.loop._Run.run` does; ``prompt`` and ``output`` change in place
+    (and ``arrivals`` in a closed loop).
 
     Over 60 lines because it is one compiled loop: a step's end, an arrival, a loss and a step's start share the
     loop's locals, which numba keeps in registers; split into calls, each would pass some thirty arrays.
@@ -80,6 +81,9 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         The measured requests' first and one-past-last index, and how many late ones decide a miss. [requests]
     margin : float
         The watch's margin on each bound. [s]
+    clients : int
+        A closed loop of this many clients (0: the arrivals as given): the first ``clients`` requests arrive as given,
+        and each later one the moment a request finishes, in order of request. [requests]
 
     Returns
     -------
@@ -124,6 +128,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
     ok = 0
     late = 0
     lost_now = 0.0
+    issued = n if clients == 0 or clients >= n else clients  # requests whose arrival time is known
     while True:
         if at_todo < n_todo:  # after a loss: every idle survivor starts a step, in order
             i = todo[at_todo]
@@ -176,6 +181,9 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                     b -= 1
                     sum_c -= dec_c[rid]
                     finish[rid] = now
+                    if issued < n:  # a closed loop's client sends its next request
+                        arrivals[issued] = now
+                        issued += 1
                     loads[i] -= 1
                     if many:
                         heapq.heappush(lheap, loads[i] * R + i)
@@ -216,6 +224,9 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                                     late += 1
                         if output[rid] <= 1:
                             finish[rid] = now
+                            if issued < n:
+                                arrivals[issued] = now
+                                issued += 1
                             loads[i] -= 1
                             if many:
                                 heapq.heappush(lheap, loads[i] * R + i)
@@ -237,6 +248,8 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 npend[i] = 0
                 k += 1
                 kk[i] = k
+                if t_arr == inf and nxt < issued:  # a closed loop's next request has arrived
+                    t_arr = arrivals[nxt]
             else:
                 rid = nxt
                 nxt += 1
@@ -248,7 +261,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                     if late >= need or (w - m_lo) - ok >= need:
                         decided_miss = True
                         break
-                t_arr = arrivals[nxt] if nxt < n else inf
+                t_arr = arrivals[nxt] if nxt < issued else inf
                 if many:
                     if len(lheap) > lheap_cap:
                         lheap = _load_heap(loads, dead, R)

@@ -145,13 +145,14 @@ class _TTFTWatch:
 class _Run:
     """The event loop of one simulation (state of every request and replica)."""
 
-    def __init__(self, s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, lost: int = 0):
+    def __init__(self, s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, lost: int = 0,
+                 clients: int = 0, kv_gib: float | None = None):
         import numpy as np
 
         r = replica_at_tp.replica(s, tp)
         self.replica = r
         self.step_time = folded_step.step_time_fn(r)
-        self.cap = kv_capacity_tokens(s, tp)
+        self.cap = kv_capacity_tokens(s, tp, kv_gib)  # kv_gib: a benchmark's KV room per GPU where its engine's differs
         if self.cap < 1.0:
             raise scenario.PlanningError(f"at TP {tp} the weights leave no room for the KV cache; expected a positive budget")
         self.budget = float(chunk_tokens(s))
@@ -192,6 +193,13 @@ class _Run:
         self.watch_ttft_s = math.inf  # the TTFT target to watch for a certain miss (inf: run to the end)
         self.percentile = 95.0  # the promise's percentile, for the watch [percent]
         self.compiled = COMPILED  # run on the compiled loop (xlplan.simulate.kernel) where it applies [bool]
+        if clients < 0:
+            raise ValueError(f"clients: got {clients}; expected 0 (the arrivals as given) or a closed loop's clients")
+        self.clients = clients  # a closed loop of this many clients; 0: the arrivals as given [requests]
+        self.issued = n if clients == 0 or clients >= n else clients  # requests whose arrival is known [requests]
+        if self.issued < n:  # a closed loop: the later arrivals are set as requests finish
+            self.arrivals = self.arrivals.copy()
+            self.arrivals[self.issued:] = math.inf
 
     def run(self) -> None:
         """Serve every arrival, in time order, until the last step ends or the drain cap passes.
@@ -217,6 +225,7 @@ class _Run:
         arrivals = self.arrivals.tolist()  # plain floats: the same values as the array's, faster to read
         n, nxt = len(arrivals), 0
         router, watch = _Router(self.loads), _TTFTWatch(self, arrivals)
+        self._arrival_list = arrivals
         t_arr = arrivals[0] if n else inf
         while True:
             now, i = events[0] if events else (inf, 0)
@@ -233,13 +242,15 @@ class _Run:
                 if self.dead[i]:  # a failed replica's step in flight never ends
                     continue
                 self._end_step(i, now, router, watch)
+                if t_arr == inf and nxt < self.issued:  # a closed loop's next request has arrived
+                    t_arr = arrivals[nxt]
                 start_step(self, i, now)
                 continue
             rid, nxt, now = nxt, nxt + 1, t_arr
             if watch.missed(now):
                 self.decided_miss = True
                 break
-            t_arr = arrivals[nxt] if nxt < n else inf
+            t_arr = arrivals[nxt] if nxt < self.issued else inf
             i = router.route()
             rp = reps[i]
             rp.waiting.append(rid)
@@ -261,6 +272,7 @@ class _Run:
             rp.b -= 1
             rp.sum_c -= got[0]
             self.finish[rid] = now
+            self._next_client(now)
             router.leave(i)
         if rp.pending:
             self._land_chunks(rp, i, k, now, router, watch)
@@ -287,6 +299,7 @@ class _Run:
                 watch.first_token(rid, now)
             if output[rid] <= 1:
                 self.finish[rid] = now
+                self._next_client(now)
                 router.leave(i)
                 continue
             kf = k + output[rid] - 1
@@ -297,6 +310,13 @@ class _Run:
             rp.b += 1
             rp.sum_c += c
         rp.pending = []
+
+    def _next_client(self, now: float) -> None:
+        """A request finished at ``now``: in a closed loop its client sends the next request at once."""
+        if self.issued < len(self.arrivals):
+            self.arrivals[self.issued] = now
+            self._arrival_list[self.issued] = now
+            self.issued += 1
 
     @property
     def replicas_serving_from_start(self) -> bool:
@@ -329,12 +349,13 @@ class _Run:
         output = np.array(self.output, dtype=np.int64)
         watch, m_lo, m_hi, need, margin = self._watch()
         target = float(self.watch_ttft_s) if watch else 0.0
+        arrivals = np.ascontiguousarray(self.arrivals, dtype=float)  # a closed loop's arrivals are set in place
         (first, fin, gaps, step_t, step_b, kv_held, preemptions, in_window, decided, requeued) = sim_kernel.run(
-            np.ascontiguousarray(self.arrivals, dtype=float), prompt, output, c, float(self.cap), float(self.budget),
+            arrivals, prompt, output, c, float(self.cap), float(self.budget),
             int(self.max_seqs), bool(self.causal), float(self.reuse), float(self.warm), float(self.duration),
             float(self.stop), len(self.reps), int(self.lost), float(self.loss_at), watch, target, m_lo, m_hi, need,
-            float(margin))
-        self.first_token, self.finish = first, fin
+            float(margin), int(self.clients))
+        self.first_token, self.finish, self.arrivals = first, fin, arrivals
         self.prompt, self.output = prompt, output
         self.gaps_extra = gaps.tolist()
         self.step_t, self.step_b, self.kv_held = step_t, step_b, kv_held
