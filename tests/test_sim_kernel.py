@@ -149,3 +149,27 @@ def test_a_closed_loop_is_the_same_run():
         # request 12 + j arrives when the (j+1)-th request to finish does: the sorted finishes are the later arrivals
         assert np.array_equal(arr[12:], np.sort(fin)[:n - 12]) and not arr[:12].any()
     assert small is not None and runs[0].preemptions > 0  # the small cache did preempt
+
+
+def test_sliding_window_layers_are_the_same_run():
+    # gpt-oss-20b: half its 24 layers attend within a 128-token window, so its cache is counted with those layers
+    # clipped (scheduler._start_windowed_step) and its step reads and attends to the clipped keys. Open (Poisson,
+    # 4 replicas; and a cache small enough to preempt) and closed (16 clients, long prompts past the window).
+    s = _scenario(model={"name": "gpt-oss-20b", "weights_dtype": "mxfp4", "kv_dtype": "bf16"},
+                  policy={"engine": "vllm"})
+    assert s.window_layers and s.window < 1e6
+    wl = sim_workload.poisson_workload(s, 120.0, 6)
+    _assert_same_run(s, 4, 1, wl, 120.0)
+    py, r = _assert_same_run(dataclasses.replace(s, memory_utilisation=0.3), 1, 1, wl, 120.0)
+    assert r.preemptions > 0  # the small cache did preempt
+    rng = np.random.default_rng(12)
+    n = 60
+    closed = sim_workload.Workload(np.zeros(n), rng.integers(100, 9000, n).astype(float), rng.integers(1, 300, n))
+    runs = []
+    for compiled in (False, True):
+        run = loop._Run(s, 1, 1, closed, 1e9, 0, 16)
+        run.compiled = compiled
+        run.run()
+        runs.append(run)
+    for name in ("first_token", "finish", "arrivals", "step_t", "step_b", "kv_held"):
+        assert _same(getattr(runs[0], name), getattr(runs[1], name)), name

@@ -9,8 +9,9 @@ the loop calls, are in :mod:`xlplan.simulate.kernel_state`. The arithmetic is th
 same order, and the step time is :func:`xlplan.serving.folded_step.step_time_fn`'s on the constants of
 :func:`xlplan.serving.folded_step.step_constants`; a test runs both loops on plans of every kind of step (dense, experts, tensor
 and expert parallel, prefix reuse, preemption, a lost replica, an early stop) and holds every figure equal to the
-bit. Models with sliding-window layers stay on the Python loop (their cache is counted per step by
-:meth:`xlplan.simulate.loop._Run.start_step`).
+bit. Models with sliding-window layers run here too: their cache is counted with those layers clipped at the window,
+as :func:`xlplan.simulate.scheduler.start_step` counts it. A closed loop (``clients``) sets each later arrival when a
+request finishes.
 
 References
 ----------
@@ -28,7 +29,10 @@ import numpy as np
 
 from xlplan.simulate.kernel_state import (
     ROUTING_HEAP_REPLICAS,
+    _cost,
+    _fitting,
     _grow,
+    _held,
     _load_heap,
     _lose,
     _replica_arrays,
@@ -40,7 +44,7 @@ from xlplan.simulate.kernel_state import (
 
 @njit(cache=True)
 def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm, duration, stop, replicas, lost, loss_at,
-        watch, target, m_lo, m_hi, need, margin, clients=0):
+        watch, target, m_lo, m_hi, need_late, margin, clients=0, win=math.inf, wa=1.0):
     """Serve every arrival, as :meth:`xlplan.simulate.loop._Run.run` does; ``prompt`` and ``output`` change in place
     (and ``arrivals`` in a closed loop).
 
@@ -77,13 +81,15 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         Whether to stop once the TTFT target is certainly missed (see :func:`xlplan.simulate.run.watched_verdict`). [bool]
     target : float
         The TTFT target watched. [s]
-    m_lo, m_hi, need : int
+    m_lo, m_hi, need_late : int
         The measured requests' first and one-past-last index, and how many late ones decide a miss. [requests]
     margin : float
         The watch's margin on each bound. [s]
     clients : int
         A closed loop of this many clients (0: the arrivals as given): the first ``clients`` requests arrive as given,
         and each later one the moment a request finishes, in order of request. [requests]
+    win, wa : float
+        The sliding window (inf: none) and the share of layers that cache every token. [tokens], [1]
 
     Returns
     -------
@@ -128,6 +134,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
     ok = 0
     late = 0
     lost_now = 0.0
+    windowed = win != inf
     issued = n if clients == 0 or clients >= n else clients  # requests whose arrival time is known
     while True:
         if at_todo < n_todo:  # after a loss: every idle survivor starts a step, in order
@@ -258,7 +265,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                     x = (now if now < duration else duration) - target - margin
                     while w < m_hi and arrivals[w] < x:
                         w += 1
-                    if late >= need or (w - m_lo) - ok >= need:
+                    if late >= need_late or (w - m_lo) - ok >= need_late:
                         decided_miss = True
                         break
                 t_arr = arrivals[nxt] if nxt < issued else inf
@@ -293,9 +300,22 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                     continue
                 from_step = False
                 k, b, sum_c, sp = kk[i], bb[i], sc[i], spf[i]
-        # the next step: decodes first, room for one token each, preempting the newest while the cache is full
-        used = sum_c + b * k + sp
-        while b and used + b > cap:
+        # the next step: decodes first, room for one token each, preempting the newest while the cache is full; with
+        # sliding-window layers the cache is counted with them clipped at the window (scheduler._start_windowed_step)
+        if windowed:
+            ph = 0.0  # the partly prefilled prompts' cache
+            rid = phead[i]
+            while rid != -1:
+                ph += _held(wa, win, pdone[rid], 1)
+                rid = pnext[rid]
+            ctx = sum_c + b * k
+            used = _held(wa, win, ctx, b) + ph
+            need = _held(wa, win, ctx + b, b) - _held(wa, win, ctx, b)
+        else:
+            ph = 0.0
+            used = sum_c + b * k + sp
+            need = b
+        while b and used + need > cap:
             rid = otail[i]
             pv = oprev[rid]
             otail[i] = pv
@@ -319,17 +339,30 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 wtail[i] = rid
             whead[i] = rid
             preemptions += 1
-            used = sum_c + b * k + sp
+            if windowed:
+                ctx = sum_c + b * k
+                used = _held(wa, win, ctx, b) + ph
+                need = _held(wa, win, ctx + b, b) - _held(wa, win, ctx, b)
+            else:
+                used = sum_c + b * k + sp
+                need = b
         ctx_sum = sum_c + b * k
-        dec_keys_w = ctx_sum if b else 0.0
+        if not b:
+            dec_keys_w = 0.0
+        elif windowed:
+            dec_keys_w = ctx_sum if not b * win < ctx_sum else b * win
+        else:
+            dec_keys_w = ctx_sum
         # prefill in the remaining token budget: partly prefilled requests first, then the queue (FIFO)
         pre = 0.0
         pre_keys = 0.0
+        pre_keys_w = 0.0
         kv_pre = 0.0
+        kv_pre_w = 0.0
         m = 0
+        free = cap - used - need
         if pcnt[i] or whead[i] != -1:
             room = budget - b
-            free = cap - used - b
             rid = phead[i]
             while rid != -1:
                 if room < 1 or free < 1:
@@ -338,16 +371,20 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 chunk = prompt[rid] - done
                 if room < chunk:
                     chunk = room
-                if free < chunk:
-                    chunk = free
+                lim = _fitting(wa, win, done, free) if windowed else free
+                if lim < chunk:
+                    chunk = lim
                 pchunk[rid] = chunk
                 m += 1
                 room -= chunk
-                free -= chunk
+                free -= _cost(wa, win, done, chunk) if windowed else chunk
                 keys = chunk * done + (chunk * (chunk + 1.0) / 2.0 if causal else chunk * chunk)
                 pre += chunk
                 pre_keys += keys
                 kv_pre += done
+                if windowed:
+                    pre_keys_w += keys if not win * chunk < keys else win * chunk
+                    kv_pre_w += done if not win < done else win
                 rid = pnext[rid]
             running = b + pcnt[i]
             while whead[i] != -1 and room >= 1 and free >= 1 and running < max_seqs:
@@ -356,7 +393,8 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 want = prompt[rid] - cached
                 if room < want:
                     want = room
-                if want + cached > free:  # admitted only when its next chunk fits the cache
+                held = _held(wa, win, want + cached, 1) if windowed else want + cached
+                if held > free:  # admitted only when its next chunk fits the cache
                     break
                 nx = wnext[rid]  # off the front of the queue
                 whead[i] = nx
@@ -379,18 +417,24 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 pchunk[rid] = want
                 m += 1
                 room -= want
-                free -= want + cached
+                free -= held
                 keys = want * cached + (want * (want + 1.0) / 2.0 if causal else want * want)
                 pre += want
                 pre_keys += keys
                 kv_pre += cached
+                if windowed:
+                    pre_keys_w += keys if not win * want < keys else win * want
+                    kv_pre_w += cached if not win < cached else win
         bb[i], sc[i], spf[i] = b, sum_c, sp
         if b == 0 and pre == 0:
             busy[i] = False
             if from_step:
                 heapq.heappop(events)
             continue
-        t = step_s(c, b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys, ctx_sum + kv_pre, dec_keys_w + kv_pre)
+        if windowed:
+            t = step_s(c, b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys_w, ctx_sum + kv_pre, dec_keys_w + kv_pre_w)
+        else:
+            t = step_s(c, b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys, ctx_sum + kv_pre, dec_keys_w + kv_pre)
         busy[i] = True
         npend[i] = m
         if warm <= now < duration:
@@ -400,7 +444,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 kh = _grow(kh)
             st[ns] = t
             sb[ns] = b
-            kh[ns] = used + b + pre
+            kh[ns] = cap - free if windowed else used + b + pre
             ns += 1
         if from_step:
             heapq.heapreplace(events, (now + t, i))

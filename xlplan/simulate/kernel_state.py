@@ -29,6 +29,7 @@ Lam, Pitrou & Seibert, "Numba: a LLVM-based Python JIT compiler", LLVM-HPC 2015.
 from __future__ import annotations
 
 import heapq
+import math
 
 import numpy as np
 
@@ -118,6 +119,34 @@ def step_s(c, dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
     if ep != 0.0:
         t += a2a_fixed + a2a_per_token * tokens
     return t
+
+
+@njit(cache=True)
+def _held(a, w, total, count):
+    """:func:`xlplan.simulate.scheduler._window_held`: the cache ``count`` sequences of ``total`` tokens hold, window
+    layers clipped at ``w``. [tokens of every layer]"""
+    cw = count * w
+    return a * total + (1.0 - a) * (cw if cw < total else total)
+
+
+@njit(cache=True)
+def _cost(a, w, done, chunk):
+    """:func:`xlplan.simulate.scheduler._window_cost`: what ``chunk`` more tokens after ``done`` add to the cache.
+    [tokens of every layer]"""
+    end = done + chunk
+    return a * chunk + (1.0 - a) * ((w if w < end else end) - (w if w < done else done))
+
+
+@njit(cache=True)
+def _fitting(a, w, done, free):
+    """:func:`xlplan.simulate.scheduler._window_fitting`: the longest chunk after ``done`` whose cost is within
+    ``free``. [tokens]"""
+    below = w - done
+    if 0.0 > below:
+        below = 0.0
+    if free <= below:
+        return free
+    return below + (free - below) / a if a > 0 else math.inf
 
 
 @njit(cache=True)

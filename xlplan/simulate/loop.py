@@ -204,12 +204,11 @@ class _Run:
     def run(self) -> None:
         """Serve every arrival, in time order, until the last step ends or the drain cap passes.
 
-        On the compiled loop (:func:`xlplan.simulate.kernel.run`) where numba is installed and the model has no
-        sliding-window layers, else on the Python loop (:meth:`_Run._serve`): the same schedule, every figure the same to
-        the bit. Events are (end time, replica) pairs, one per busy replica: unique, so the heap pops them in one
+        On the compiled loop (:func:`xlplan.simulate.kernel.run`) where numba is installed, else on the Python loop
+        (:meth:`_Run._serve`): the same schedule, every figure the same to the bit. Events are (end time, replica) pairs, one per busy replica: unique, so the heap pops them in one
         order however it is laid out.
         """
-        if self.compiled and self.window == math.inf and self.replicas_serving_from_start:
+        if self.compiled and self.replicas_serving_from_start:
             from xlplan.simulate import kernel as sim_kernel  # numpy and numba load with the first run, never at import
             from xlplan.simulate import kernel_state
 
@@ -354,7 +353,7 @@ class _Run:
             arrivals, prompt, output, c, float(self.cap), float(self.budget),
             int(self.max_seqs), bool(self.causal), float(self.reuse), float(self.warm), float(self.duration),
             float(self.stop), len(self.reps), int(self.lost), float(self.loss_at), watch, target, m_lo, m_hi, need,
-            float(margin), int(self.clients))
+            float(margin), int(self.clients), float(self.window), float(self.full_share))
         self.first_token, self.finish, self.arrivals = first, fin, arrivals
         self.prompt, self.output = prompt, output
         self.gaps_extra = gaps.tolist()
