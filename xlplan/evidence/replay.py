@@ -4,9 +4,13 @@ A closed-loop benchmark (``vllm bench serve --max-concurrency``, GuideLLM's conc
 ``--concurrency``) keeps ``C`` requests in flight: each client sends its next request the moment its last one
 finishes. A new request waits behind the other clients' prefills and shares their decode steps, so its TTFT is not a
 lone prompt's prefill. The replay serves exactly that through the simulator that verifies plans
-(:class:`xlplan.simulate.loop._Run` with ``clients = C``): the same scheduler (decodes first, chunked prefill in the
-remaining budget, the newest preempted) and the same step time (:func:`xlplan.serving.folded_step.step_time_fn`),
-on the benchmark's own replica and KV room (:func:`xlplan.evidence.predict.replica_for`).
+(:func:`xlplan.simulate.run.closed_loop`): the same scheduler (decodes first, chunked prefill in the remaining
+budget, the newest preempted) and the same step time (:func:`xlplan.serving.folded_step.step_time_fn`), on the
+benchmark's own replica and KV room (:func:`xlplan.evidence.predict.replica_for`).
+
+``validate`` and ``calibrate`` still score the closed form (:func:`xlplan.evidence.predict.fixed_concurrency`), whose
+default efficiencies were fitted through it; ``benchmarks/bench_replay.py`` puts the two side by side on every
+fixed-concurrency row, with the replay's time per row.
 
 Notes
 -----
@@ -49,12 +53,44 @@ class Harness:
     statistic: str = "mean"  # how the benchmark summarises TTFT and TPOT over requests: mean | median [text]
     requests: int | None = None  # measured requests, where the benchmark states them (else rounds × C) [requests]
 
+    def __post_init__(self):
+        if self.statistic not in STATISTICS:
+            raise ValueError(f"statistic: got {self.statistic!r}; expected one of {', '.join(STATISTICS)}")
+
 
 DEFAULT_HARNESS = Harness()
 """AIConfigurator's aiperf harness (module Notes): 20 rounds measured after 2 of warm-up, carried on, the mean. [—]"""
 
-MAX_REPLAY_REQUESTS = 200_000
-"""The most requests one replay serves; more rounds of a large concurrency are cut to this many. [requests]"""
+
+
+def harness_for(c: Conditions) -> Harness:
+    """The harness a fixed-concurrency row states, else :data:`DEFAULT_HARNESS`.
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions; ``num_prompts`` where it states how many requests it sent in all.
+
+    Returns
+    -------
+    Harness
+        Where ``num_prompts`` is stated, ``vllm bench serve``'s: that many requests, no warm-up, all measured from a
+        start of ``C`` at once, the mean; else :data:`DEFAULT_HARNESS`. [—]
+
+    References
+    ----------
+    ``vllm bench serve --max-concurrency C --num-prompts N`` (vllm/benchmarks/serve.py): N requests, no warm-up by
+    default, the mean and median of each latency reported.
+    """
+    if c.num_prompts:
+        return Harness(rounds=0.0, warmup_rounds=0.0, continuous=False, requests=max(1, round(c.num_prompts)))
+    return DEFAULT_HARNESS
+
+
+MAX_REPLAY_REQUESTS = 40_000
+"""The most requests one replay serves, warm-up included, where the benchmark's rounds of a large concurrency would
+be more: its measured rounds are cut to fit, never below one whole round. It binds only past 1,800 clients at the
+default harness (22 rounds of 1,818 are 40,000), where one round already averages over thousands of requests. [requests]"""
 
 
 @dataclass(frozen=True)
@@ -97,34 +133,43 @@ def closed_loop(rep, c: Conditions, harness: Harness = DEFAULT_HARNESS) -> Onlin
     References
     ----------
     vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py), as :mod:`xlplan.simulate.scheduler` schedules it;
-    Little's Law (Little, 1961) holds in the replay: tokens/s = C·osl ÷ (TTFT + (osl − 1)·ITL + one step).
+    Little's Law (Little, 1961) holds in the replay: tokens/s ≈ C·osl ÷ (TTFT + (osl − 1)·ITL), to the window's ends.
     """
-    from xlplan.simulate.loop import _Run
-    from xlplan.simulate.workload import Workload
-
     clients = max(1, round(c.concurrency))
     isl, osl = max(1.0, float(round(c.isl))), max(1, round(c.osl))
     measured = harness.requests or max(1, math.ceil(harness.rounds * clients))
     warm = math.ceil(harness.warmup_rounds * clients) if harness.continuous else 0
-    measured = min(measured, MAX_REPLAY_REQUESTS - warm)
-    n = warm + measured
-    run = _Run(rep.s, c.replicas, c.tp, Workload(np.zeros(n), np.full(n, isl), np.full(n, osl, dtype=np.int64)),
-               math.inf, 0, clients, rep.kv_gib_per_gpu)
-    run.warm, run.stop = 0.0, math.inf  # every step recorded; every request followed to its end
-    run.run()
-    arrivals = np.asarray(run.arrivals, dtype=float)[warm:]
-    first = np.asarray(run.first_token, dtype=float)[warm:]
-    finish = np.asarray(run.finish, dtype=float)[warm:]
-    summary = np.median if harness.statistic == "median" else np.mean
-    t, b = np.asarray(run.step_t, dtype=float), np.asarray(run.step_b, dtype=float)
+    if warm + measured > MAX_REPLAY_REQUESTS:  # whole rounds that fit, at least one
+        measured = min(measured, max(1, (MAX_REPLAY_REQUESTS - warm) // clients) * clients)
+    return _online(_served(rep, c, clients, isl, osl, warm + measured), warm, clients, osl, c.replicas,
+                   harness.statistic)
+
+
+def _served(rep, c: Conditions, clients: int, isl: float, osl: int, n: int):
+    """``n`` requests of ``isl`` and ``osl`` tokens served as a closed loop of ``clients``. [ClosedLoopRun]"""
+    from xlplan.simulate.run import closed_loop as serve
+    from xlplan.simulate.workload import Workload
+
+    return serve(rep.s, c.replicas, c.tp, Workload(np.zeros(n), np.full(n, isl), np.full(n, osl, dtype=np.int64)),
+                 clients, rep.kv_gib_per_gpu)
+
+
+def _online(run, warm: int, clients: int, osl: int, replicas: int, statistic: str) -> Online:
+    """The benchmark's figures over the measured requests of ``run`` (those after the first ``warm``). [Online]"""
+    arrivals, first, finish = run.arrival_s[warm:], run.first_token_s[warm:], run.finish_s[warm:]
+    t, b = run.step_s, run.step_decodes
     if not np.isfinite(finish).all() or not t.sum() > 0:
-        return Online(0.0, clients / c.replicas, math.inf, math.inf, 0.0)
-    ttft = float(summary(first - arrivals))
-    itl = float(summary((finish - first) / (osl - 1))) if osl > 1 else float(t.mean())
+        return Online(0.0, clients / replicas, math.inf, math.inf, 0.0)
+    ttfts = first - arrivals
+    itls = (finish - first) / (osl - 1) if osl > 1 else None
+    count = len(ttfts)
     span = float(finish.max() - arrivals.min())
+    summary = np.median if statistic == "median" else np.mean
+    ttft = float(summary(ttfts))
+    itl = float(summary(itls)) if itls is not None else float(t.mean())
     batch = float((t * b).sum() / t.sum())  # time-weighted over every step, the warm-up's too
-    per_replica = clients / c.replicas
-    return Online(batch, max(per_replica - batch, 0.0), itl, ttft, measured * osl / span if span > 0 else math.inf)
+    per_replica = clients / replicas
+    return Online(batch, max(per_replica - batch, 0.0), itl, ttft, count * osl / span if span > 0 else math.inf)
 
 
 def sensitivity(rep, c: Conditions) -> dict[str, Online]:

@@ -116,6 +116,62 @@ def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s
     return _measure(s, replicas, tp, run, percentile)
 
 
+@dataclass(frozen=True)
+class ClosedLoopRun:
+    """A closed loop served to the end: every request's times and every step's. Units in the field comments."""
+
+    arrival_s: object  # array: when each request was sent, in order of request [s]
+    first_token_s: object  # array: its first token (NaN: never) [s]
+    finish_s: object  # array: its last token (NaN: never) [s]
+    step_s: object  # array: each step's time, in order of start [s]
+    step_decodes: object  # array: the sequences each step decoded [sequences]
+
+
+def closed_loop(s: Scenario, replicas: int, tp: int, workload: Workload, clients: int,
+                kv_gib: float | None = None) -> ClosedLoopRun:
+    """Serve ``workload`` as a closed loop of ``clients``: the first ``clients`` requests at their given times (t = 0
+    for a benchmark), each later one the moment a request finishes; every request followed to its end.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: the serving model's physics and the engine's budgets.
+    replicas : int
+        Replicas serving, routed to least loaded. [replicas]
+    tp : int
+        GPUs per replica (tensor parallel). [GPUs]
+    workload : Workload
+        The requests, in the order the clients send them: lengths, and the first ``clients`` send times. [—]
+    clients : int
+        Requests kept in flight. [requests]
+    kv_gib : float, optional
+        The KV room per GPU where a benchmark's engine states its own; left out, the engine's rule at ``tp``. [GiB]
+
+    Returns
+    -------
+    ClosedLoopRun
+        Send, first-token and finish times per request and each step's time and decodes.
+
+    Raises
+    ------
+    PlanningError
+        When the weights leave no room for a KV cache at this TP degree.
+
+    References
+    ----------
+    The closed loop of ``vllm bench serve --max-concurrency``, GuideLLM's concurrent profile and aiperf/genai-perf
+    ``--concurrency``; vLLM's V1 scheduler as :mod:`xlplan.simulate.scheduler` schedules it.
+    """
+    import numpy as np
+
+    run = _Run(s, replicas, tp, workload, math.inf, 0, clients, kv_gib)
+    run.warm, run.stop = 0.0, math.inf  # every step recorded; every request followed to its end
+    run.run()
+    return ClosedLoopRun(np.asarray(run.arrivals, dtype=float), np.asarray(run.first_token, dtype=float),
+                         np.asarray(run.finish, dtype=float), np.asarray(run.step_t, dtype=float),
+                         np.asarray(run.step_b, dtype=float))
+
+
 def watched_verdict(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0,
              lost: int = 0) -> tuple[SimResult | None, bool]:
     """(run, verdict) of :func:`simulate`, where only the verdict is needed: the run stops once it has missed. [—]
