@@ -18,6 +18,7 @@ from xlplan.plan import scenario, steps
 from xlplan.plan.scenario import Scenario, resolve
 from xlplan.schema.decisions import CapacityOut, ClosedFormCapacityOut, PathsCapacityOut
 from xlplan.schema.plan import Plan
+from xlplan.simulate.search import CAPACITY_GROWTH, CAPACITY_TOLERANCE
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,11 +191,6 @@ def _doubling_bracket(at, rate: float) -> tuple[float | None, float | None]:
     return lo, hi
 
 
-CAPACITY_TOLERANCE = 0.01
-"""The verified capacity is bracketed to within this fraction of itself. [1]"""
-
-CAPACITY_GROWTH = 16.0
-"""The bracket grows or shrinks from the closed form's figure by at most this factor each way. [1]"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,20 +252,9 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
     cf = capacity(s, gpus)
     s, tp = _as_plan_simulates(s, gpus, cf.tp, percentile, max_context, budget_set_by_plan)
     replicas = gpus // tp
-    seeds = [workload.DEFAULT_SEED + k for k in range(search.VERIFY_SEEDS)]
-
-    def keeps(rate: float) -> bool:
-        return _keeps_promise_at(s, rate, replicas, tp, seeds, percentile, max_context)
-
     guess = cf.max_peak_rps
-    lo, hi = _verified_bracket(keeps, guess, float(s.peak_rps))
+    lo, hi, seeds = search.highest_rate(s, replicas, tp, guess, float(s.peak_rps), percentile, max_context, tolerance)
     _require_bracket(gpus, tp, guess, lo, hi)
-    while (hi - lo) > tolerance * lo:
-        mid = math.sqrt(lo * hi) if hi > 2.0 * lo else (lo + hi) / 2.0  # a wide bracket halves in ratio
-        if keeps(mid):
-            lo = mid
-        else:
-            hi = mid
     return VerifiedCapacity(gpus, tp, replicas, lo, hi, seeds, workload.run_minutes(lo), cf)
 
 
@@ -298,44 +283,6 @@ def _as_plan_simulates(s: Scenario, gpus: int, tp: int, percentile: float, max_c
     except scenario.PlanningError:
         pass  # the plan's own peak cannot be met on this hardware: the closed form's inverse's degree, as it is
     return s, tp
-
-
-def _keeps_promise_at(s: Scenario, rate: float, replicas: int, tp: int, seeds: list[int], percentile: float,
-                      max_context: int | None) -> bool:
-    """Whether ``replicas`` of ``tp`` GPUs keep the promise at peak ``rate`` on every seed, by the verification's
-    rule. [bool]"""
-    from xlplan.simulate import run, workload
-
-    sr = replace(s, peak_rps=rate)
-    minutes = workload.run_minutes(rate)
-    for seed in seeds:
-        wl = workload.workload_for(sr, minutes, seed, s.arrival_cv2, max_context)
-        if not run.watched_verdict(sr, replicas, tp, wl, minutes * 60.0, percentile)[1]:
-            return False
-    return True
-
-
-def _verified_bracket(keeps, guess: float, peak: float) -> tuple[float | None, float | None]:
-    """(lo, hi): a rate kept and one missed, the plan's ``peak`` tried first, then outward from the closed form's
-    ``guess`` by doubling or halving within :data:`CAPACITY_GROWTH`; None where none was found. [requests/s]"""
-    # The plan's own peak is tried first, so this agrees with `plan` there: the verified fleet of the peak keeps it
-    # (capacity at or above the peak), one replica fewer misses it (below). Then outward from the closed form's figure.
-    lo, hi = (peak, None) if keeps(peak) else (None, peak)
-    if lo is not None:
-        rate = guess if guess > lo else 2.0 * lo
-        while hi is None and rate <= max(guess, peak) * CAPACITY_GROWTH:
-            if keeps(rate):
-                lo, rate = rate, 2.0 * rate
-            else:
-                hi = rate
-    else:
-        rate = guess if guess < hi else hi / 2.0
-        while lo is None and rate >= min(guess, peak) / CAPACITY_GROWTH:
-            if keeps(rate):
-                lo = rate
-            else:
-                hi, rate = rate, rate / 2.0
-    return lo, hi
 
 
 def _too_large_to_simulate(s: Scenario, gpus: int) -> str | None:

@@ -198,6 +198,33 @@ def step_s(rep: Replica, batch: float) -> float:
     return step.step_time_s(rep.r, latency_step.latency_load(rep.s, rep.tr, rep.r, batch))
 
 
+def server_scenario(c: Conditions, eff: Efficiencies, ttft_s: float, tpot_s: float):
+    """The benchmark's replica as a plan promising p99 TTFT and inter-token latency: what a Server scenario asks. [Scenario]
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions: lengths (fixed at their means), GPUs, layout, engine.
+    eff : Efficiencies
+        The efficiencies to run at; a field left None takes the engine's default.
+    ttft_s, tpot_s : float
+        The p99 limits on time to first token and time per output token. [s], [s/token]
+
+    Returns
+    -------
+    Scenario
+        The resolved plan of :func:`xlplan.evidence.bench_conditions.plan_for` with the promise at the 99th percentile,
+        the engine's KV room as :func:`replica_for` takes it. [—]
+    """
+    from xlplan.plan.scenario import resolve
+
+    rep = replica_for(c, eff)
+    plan = plan_for(c, eff)
+    plan = plan.model_copy(update={"promise": plan.promise.model_copy(update={"ttft_s": ttft_s, "itl_s": tpot_s,
+                                                                             "percentile": 99.0})})
+    return replace(resolve(plan), visible_gib=rep.s.visible_gib)
+
+
 def offline_output_tok_s(c: Conditions, eff: Efficiencies = ENGINE_DEFAULTS) -> tuple[float, float]:
     """(Output tokens/s of the whole system at maximum throughput, the batch each replica runs). [tokens/s], [sequences]
 

@@ -18,6 +18,7 @@ Metrics and how each is scored:
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import defaultdict
 from dataclasses import asdict, dataclass, replace
@@ -82,6 +83,7 @@ class MeasuredRow:
     ttft_ms: float | None = None  # measured mean TTFT [ms]
     point: str = ""  # the configuration measured: rows of one point differ only in provenance and figures [text]
     unreadable: str = ""  # measured cells not read, with why ("output_tok_s '22,3OO' is not a number") [text]
+    server_limits_s: tuple[float, float] | None = None  # an MLPerf Server row's p99 TTFT and TPOT limits [s], [s/token]
 
 
 def _check(m: MeasuredRow, metric, kind, predicted, measured, note="") -> Check:
@@ -152,8 +154,12 @@ def predict_row(m: MeasuredRow, eff: Efficiencies = Efficiencies(), table: dict 
 def _predict(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> list[Check]:
     """The checks of a row whose conditions were read, at the efficiencies ``eff``."""
     if m.category == "mlperf_server":
-        return [_skip(m, ("MLPerf Server: the largest Poisson rate within the benchmark's p99 TTFT and TPOT limits is "
-                          "not predicted here (a queueing question for capacity, not a fixed concurrency)"))]
+        if m.server_limits_s is None:
+            return [_skip(m, "MLPerf Server: the benchmark's p99 TTFT and TPOT limits are not defined in xlplan's table")]
+        if m.samples_per_s is None and m.output_tok_s is None:
+            return [_skip(m, _not_measured(m, "no samples/s or output tokens/s measured"))]
+        c, rate_rps, note = _server(m, c, eff)
+        return [_throughput_check(m, c, rate_rps * c.osl, note)]
     if m.category == "kv_capacity":
         gib, tokens = predict.kv_capacity(c)
         out = []
@@ -223,6 +229,53 @@ def _offline(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> tuple[Conditio
     cand, tok_s, batch = best
     return cand, tok_s, batch, (f"layout not stated: the best of the GPUs' layouts, {cand.replicas} × TP{cand.tp} "
                                 f"({cand.weights_dtype} weights, {cand.kv_dtype} cache, {cand.engine})")
+
+
+def _server(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> tuple[Conditions, float, str]:
+    """(conditions, the highest rate kept, note): an MLPerf Server row's answer, as ``xlplan capacity`` finds one.
+
+    The row's GPUs at its layout serve Poisson arrivals of the benchmark's mean lengths; the answer is the highest rate whose
+    simulation keeps p99 TTFT and p99 inter-token latency within the benchmark's limits on every seed
+    (:func:`xlplan.simulate.search.highest_rate`, the search ``capacity`` runs), from the layout's offline throughput
+    as the first guess. A submitter's own layout is taken to be the one that serves most offline. [Conditions],
+    [requests/s], [text]
+    """
+    ttft_s, tpot_s = m.server_limits_s
+    cand, rate = _server_rate(replace(c, engine_version=""), eff.resolved(c.engine, c.gpu.name), ttft_s, tpot_s,
+                              m.layout_free)
+    cand = replace(cand, engine_version=c.engine_version)
+    chosen = (f"; layout not stated: the best of the GPUs' layouts, {cand.replicas} × TP{cand.tp}" if m.layout_free else "")
+    return cand, rate, (f"highest Poisson rate kept at p99 TTFT ≤ {ttft_s:g} s and p99 inter-token latency ≤ {tpot_s:g} s "
+                        f"in simulation (capacity's search), mean lengths {cand.isl:,.0f} in / {cand.osl:,.0f} out{chosen}")
+
+
+SERVER_FIRST_TRY = 0.9
+"""An MLPerf Server row's search tries this share of the layout's offline throughput first (submissions' Server rates
+run at 80-95% of their Offline ones), then brackets outward. [fraction]"""
+
+SERVER_TOLERANCE = 0.02
+"""An MLPerf Server row's rate is bracketed to this fraction of itself: finer than the spread of one system's
+submissions by different vendors (2-8% on the corpus' 8 × H100 rows). [1]"""
+
+
+@functools.lru_cache(maxsize=1024)
+def _server_rate(c: Conditions, eff: Efficiencies, ttft_s: float, tpot_s: float, layout_free: bool) -> tuple[Conditions, float]:
+    """(the layout, the highest rate it keeps the limits at) for :func:`_server`, once per conditions and efficiencies (a
+    memo: submissions of one system by several vendors, and folds whose refit leaves the row's class as it was, share
+    it). Where the submitter chose the layout, the one with the most offline throughput (as an MLPerf Offline row's is
+    predicted) is searched. [Conditions], [requests/s]"""
+    from xlplan.plan.scenario import PlanningError
+    from xlplan.simulate import search
+
+    if layout_free:  # the submitter's layout: the one that serves most offline, as _offline picks it
+        c = _offline(MeasuredRow("", "mlperf_offline", "", c, layout_free=True), c, eff)[0]
+    guess = predict.offline_output_tok_s(c, eff)[0] / c.osl
+    s = predict.server_scenario(c, eff, ttft_s, tpot_s)
+    lo, _, _ = search.highest_rate(s, c.replicas, c.tp, guess, SERVER_FIRST_TRY * guess, 99.0, tolerance=SERVER_TOLERANCE)
+    if lo is None:
+        raise PlanningError(f"{c.replicas} × TP{c.tp} of {c.gpu.name} keep p99 TTFT {ttft_s:g} s and TPOT {tpot_s:g} s at "
+                            "no rate down to a sixteenth of their offline throughput")
+    return c, lo
 
 
 def validate(rows: list[MeasuredRow], eff: Efficiencies = Efficiencies(), table: dict | None = None) -> list[Check]:

@@ -166,6 +166,33 @@ def mlperf_lengths(row: dict, model_key: str, isl: float, osl: float) -> tuple[f
     return isl, osl, ""
 
 
+def server_limits(row: dict, c) -> tuple[float, float] | None:
+    """An MLPerf Server row's p99 TTFT and TPOT limits, from its benchmark's definition (:mod:`xlplan.io.mlperf`).
+
+    Parameters
+    ----------
+    row : dict
+        One row of a measurements CSV. [text]
+    c : Conditions or None
+        Its conditions as read (None: unreadable). [—]
+
+    Returns
+    -------
+    tuple of float or None
+        (TTFT limit [s], TPOT limit [s/token]); None for a row of another category, or a benchmark with no Server
+        limits in the table.
+    """
+    if str(row.get("category")) != "mlperf_server" or c is None:
+        return None
+    from xlplan.io import mlperf
+
+    bench = mlperf.benchmark_for(names.model_key(str(row.get("model") or "")) or "",
+                                 " ".join(str(row.get(k) or "") for k in ("settings", "dataset", "model")))
+    if bench is None or bench.server_ttft_p99_s is None or bench.server_tpot_p99_s is None:
+        return None
+    return bench.server_ttft_p99_s, bench.server_tpot_p99_s
+
+
 def layout_of(row: dict) -> tuple[layouts.Layout | None, str]:
     """A row's layout: its six layout columns where filled, else its ``parallelism`` prose read by the grammar.
 
@@ -237,7 +264,8 @@ def measured_row(row: dict) -> MeasuredRow:
         total_tok_s=_num(row.get("total_tok_s")), samples_per_s=_num(row.get("samples_per_s")),
         layout_free=vendor_chosen(str(row.get("parallelism") or "")) and not layouts.from_cells(row),
         unreadable=str(row.get(UNREADABLE) or ""),
-        itl_ms=_num(row.get("tpot_or_itl_mean_ms")), ttft_ms=_num(row.get("ttft_mean_ms")))
+        itl_ms=_num(row.get("tpot_or_itl_mean_ms")), ttft_ms=_num(row.get("ttft_mean_ms")),
+        server_limits_s=server_limits(row, c))
 
 
 def measured_rows(rows: list[dict]) -> list[MeasuredRow]:

@@ -28,6 +28,8 @@ class Benchmark:
     mean_input_tokens: float | None  # the dataset's mean prompt; None: not published in the definition [tokens]
     mean_output_tokens: float | None  # the reference's mean output; None: not published [tokens]
     source: str  # [text]
+    server_ttft_p99_s: float | None = None  # the Server scenario's p99 TTFT limit; None: no Server scenario [s]
+    server_tpot_p99_s: float | None = None  # the Server scenario's p99 time-per-output-token limit [s]
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,8 +40,13 @@ def benchmarks() -> tuple[Benchmark, ...]:
 
     with open(BENCHMARKS, newline="", encoding="utf-8") as f:
         return tuple(Benchmark(r["benchmark"], r["model_key"], mean(r["mean_input_tokens"]),
-                               mean(r["mean_output_tokens"]), r["source_url"])
+                               mean(r["mean_output_tokens"]), r["source_url"],
+                               _seconds(mean(r["server_ttft_p99_ms"])), _seconds(mean(r["server_tpot_p99_ms"])))
                      for r in csv.DictReader(f) if r["model_key"].strip())
+
+
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1e3
 
 
 def benchmark_for(model_key: str, text: str) -> Benchmark | None:

@@ -110,6 +110,11 @@ WHY = {
     "SGN04": "the same 128/4 drain on SGLang: the server's per-request path, not the GPU",
     "TRD04": "DeepSeek-R1 with attention data-parallel and EP 8 at batch 128 per rank: the MoE all-to-all and MLA "
              "kernels run well below the roofline the model charges",
+    "MS05": "MLPerf Server on 8 H100 PCIe cards: the submitter's layout is not stated, and the model takes the one that "
+            "serves most offline (eight TP 1 replicas)",
+    "MS04": "MLPerf Server on 4 H100 NVL cards: the submitter's layout is not stated, and the model takes the one that "
+            "serves most offline (four TP 1 replicas)",
+    "MS11": "MLPerf Server on MI300X with FP16 weights under vLLM 0.4: a release older than the defaults describe",
 }
 """Why the worst rows miss, for the README table (each read from the row's stated conditions)."""
 

@@ -287,3 +287,135 @@ def _survives_loss(s, tp, workloads, duration_s, percentile, verified, lost, cap
         if meets(n):
             return n, runs[n][0]
     return None, None
+
+
+CAPACITY_TOLERANCE = 0.01
+"""The highest rate kept is bracketed to within this fraction of itself. [1]"""
+
+CAPACITY_GROWTH = 16.0
+"""The bracket grows or shrinks from its first guess by at most this factor each way. [1]"""
+
+
+def keeps_promise_at(s: Scenario, rate: float, replicas: int, tp: int, seeds: list[int], percentile: float,
+                     max_context: int | None = None) -> bool:
+    """Whether ``replicas`` of ``tp`` GPUs keep the promise at peak ``rate`` on every seed, by the verification's rule.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan: its promise, lengths, burstiness and step physics; its own peak rate is replaced by ``rate``.
+    rate : float
+        The peak arrival rate tried. [requests/s]
+    replicas, tp : int
+        The fleet: replicas of ``tp`` GPUs. [replicas], [GPUs]
+    seeds : list of int
+        The workloads' seeds; every one must keep the promise. [1]
+    percentile : float
+        The promise's percentile. [percent]
+    max_context : int, optional
+        The model's context limit, for clipping lengths. [tokens]
+
+    Returns
+    -------
+    bool
+        True where every seed's run at ``rate`` (:func:`xlplan.simulate.workload.run_minutes` long) keeps the promise
+        and is stable. [bool]
+    """
+    from dataclasses import replace
+
+    sr = replace(s, peak_rps=rate)
+    minutes = run_minutes(rate)
+    for seed in seeds:
+        wl = workload_for(sr, minutes, seed, s.arrival_cv2, max_context)
+        if not watched_verdict(sr, replicas, tp, wl, minutes * 60.0, percentile)[1]:
+            return False
+    return True
+
+
+def rate_bracket(keeps, guess: float, peak: float) -> tuple[float | None, float | None]:
+    """(lo, hi): a rate kept and one missed, ``peak`` tried first, then outward from ``guess`` by doubling or halving
+    within :data:`CAPACITY_GROWTH`; None where none was found. [requests/s]
+
+    Parameters
+    ----------
+    keeps : callable
+        Rate to whether the fleet keeps the promise there. [bool]
+    guess : float
+        Where to start: a closed form's figure. [requests/s]
+    peak : float
+        The rate tried first (a plan's own peak, so the answer agrees with ``plan`` there). [requests/s]
+
+    Returns
+    -------
+    tuple of float or None
+        The bracket's passing and failing ends. [requests/s]
+    """
+    lo, hi = (peak, None) if keeps(peak) else (None, peak)
+    if lo is not None:
+        rate = guess if guess > lo else 2.0 * lo
+        while hi is None and rate <= max(guess, peak) * CAPACITY_GROWTH:
+            if keeps(rate):
+                lo, rate = rate, 2.0 * rate
+            else:
+                hi = rate
+    else:
+        rate = guess if guess < hi else hi / 2.0
+        while lo is None and rate >= min(guess, peak) / CAPACITY_GROWTH:
+            if keeps(rate):
+                lo = rate
+            else:
+                hi, rate = rate, rate / 2.0
+    return lo, hi
+
+
+def highest_rate(s: Scenario, replicas: int, tp: int, guess: float, peak: float, percentile: float = 95.0,
+                 max_context: int | None = None, tolerance: float = CAPACITY_TOLERANCE
+                 ) -> tuple[float | None, float | None, list[int]]:
+    """The highest Poisson (or the plan's bursty) rate ``replicas`` of ``tp`` GPUs serve keeping the promise in
+    simulation: bracketed from ``peak`` and ``guess`` (:func:`rate_bracket`), then bisected to ``tolerance``.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan: promise, lengths, burstiness, step physics. [—]
+    replicas, tp : int
+        The fleet. [replicas], [GPUs]
+    guess, peak : float
+        The bracket's start (:func:`rate_bracket`). [requests/s]
+    percentile : float
+        The promise's percentile. [percent]
+    max_context : int, optional
+        The model's context limit, for clipping lengths. [tokens]
+    tolerance : float
+        Relative width of the final bracket. [1]
+
+    Returns
+    -------
+    lo, hi : float or None
+        The highest rate kept on every seed and the lowest missed, within ``tolerance``; either None where the bracket
+        found no such end. [requests/s]
+    seeds : list of int
+        The seeds every rate was judged on (:data:`VERIFY_SEEDS` of them). [1]
+
+    References
+    ----------
+    MLPerf Inference's Server scenario asks the same question of a system: the highest Poisson rate at which the p99
+    TTFT and TPOT stay within their limits (``mlperf.conf``: ``*.Server.target_latency_percentile = 99``).
+    """
+    import math
+
+    seeds = [DEFAULT_SEED + k for k in range(VERIFY_SEEDS)]
+
+    def keeps(rate: float) -> bool:
+        return keeps_promise_at(s, rate, replicas, tp, seeds, percentile, max_context)
+
+    lo, hi = rate_bracket(keeps, guess, peak)
+    if lo is None or hi is None:
+        return lo, hi, seeds
+    while (hi - lo) > tolerance * lo:
+        mid = math.sqrt(lo * hi) if hi > 2.0 * lo else (lo + hi) / 2.0  # a wide bracket halves in ratio
+        if keeps(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, hi, seeds
