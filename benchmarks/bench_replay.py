@@ -2,19 +2,15 @@
 beside the closed form's on the measured rows, and how far the harness's unstated assumptions move it.
 
     .venv/bin/python benchmarks/bench_replay.py            # prints the table; benchmarks/bench_replay.txt holds a run
-    .venv/bin/python benchmarks/bench_replay.py --held-out # and the README's held-out table with the replay scoring
 
 Every fixed-concurrency point of the corpus and of the measured sample (each point once) is replayed at the shipped
 defaults as the benchmark ran (its stated or assumed harness), then with the harness's unstated assumptions changed
 one at a time (xlplan.evidence.replay.sensitivity: the median, a drained warm-up, 5 and 50 rounds) on every fourth
-point. Reported: time per row beside the closed form's (xlplan.evidence.predict.fixed_concurrency, what `validate`
-scores today); the median |error| of TTFT and inter-token latency by engine, replay and closed form, both at the
+point. Reported: time per row beside the closed form's (xlplan.evidence.predict.steady_state, what the fits work on;
+`validate` scores the replay); the median |error| of TTFT and inter-token latency by engine, replay and closed form, both at the
 shipped defaults (fitted on the corpus through the closed form; the sample's rows are out of sample); and the median,
 90th percentile and largest effect of each assumption on TTFT, inter-token latency and output tokens/s.
 
-With ``--held-out``, the README's held-out figures (both corpora, left out by deployment and by model, and at the
-shipped defaults) as they would read were each fixed-concurrency row scored by the replay while the default table and
-its folds are fitted as today, through the closed form: what switching `validate` to the replay alone would give.
 """
 
 from __future__ import annotations
@@ -63,7 +59,7 @@ def main() -> None:
     replayed = [replay.closed_loop(rep, c, replay.harness_for(c)) for rep, c, _ in pts]
     replay_s = (time.perf_counter() - start) / len(pts)
     start = time.perf_counter()
-    closed = [predict.fixed_concurrency(c) for _, c, _ in pts]
+    closed = [predict.steady_state(c) for _, c, _ in pts]
     closed_form_s = (time.perf_counter() - start) / len(pts)
     print(f"{len(pts):,} fixed-concurrency points (corpus and measured sample, each once)")
     print(f"time per row: the replay {replay_s * 1e3:.2f} ms (compiled loop); the closed form {closed_form_s * 1e3:.3f} ms")
@@ -91,39 +87,5 @@ def main() -> None:
         print(f"  {k:10} {field:13} {_spread(xs)}")
 
 
-def held_out() -> None:
-    """The held-out lines and by-group table with every fixed-concurrency row scored by the replay (the fits as today)."""
-    import functools
-
-    from xlplan.evidence import calibrate, validation
-    from xlplan.io.measurements import measured_rows as corpus_rows
-    from xlplan.report.validation_report import build_rows, by_group_markdown, held_out_lines
-
-    closed_form = predict.fixed_concurrency
-
-    @functools.lru_cache(maxsize=65536)
-    def replayed(c, eff=predict.ENGINE_DEFAULTS):
-        return replay.closed_loop(predict.replica_for(c, eff), c, replay.harness_for(c))
-
-    class _Fit:  # calibrate's fits keep the closed form; validation's scoring replays
-        fixed_concurrency = staticmethod(closed_form)
-
-        def __getattr__(self, name):
-            return getattr(predict, name)
-
-    calibrate.predict = _Fit()
-    validation.predict = type("_Score", (), {"__getattr__": lambda self, n: getattr(predict, n),
-                                             "fixed_concurrency": staticmethod(replayed)})()
-    rows = corpus_rows(read_measurements(CORPUS)) + silicon_sample.measured_rows(silicon_sample.read_sample())
-    report = build_rows(rows, by_source=False)
-    print("\nthe README's held-out figures with the replay scoring each fixed-concurrency row (fits as today):")
-    print("\n".join(held_out_lines(report)))
-    print(by_group_markdown(report))
-
-
 if __name__ == "__main__":
-    import sys
-
     main()
-    if "--held-out" in sys.argv[1:]:
-        held_out()

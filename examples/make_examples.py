@@ -17,7 +17,7 @@ bf16 served by vLLM, one H100 SXM per replica.
   logs its last 30 s. ``openai-usage.jsonl.gz`` is ``openai-usage.jsonl`` compressed.
 - ``bench/``: closed-loop benchmarks at 16, 64 and 128 concurrent requests of 2,000 prompt and 300 output tokens on one
   H100, by ``vllm bench serve --save-result``, GuideLLM (``--profile concurrent``) and genai-perf. Their figures are
-  what xlplan's own serving model (:func:`xlplan.evidence.predict.fixed_concurrency`) predicts at :func:`true_efficiencies` (the
+  what xlplan's own serving model (:func:`xlplan.evidence.predict.steady_state`, what ``calibrate`` fits) predicts at :func:`true_efficiencies` (the
   engine's defaults moved by a few percent: what ``xlplan calibrate`` should find), with per-request scatter around
   those means and a 2% measurement noise per run; floats are rounded to four decimals (the tools write every digit;
   fewer keep the files short and the same from one machine to the next).
@@ -183,11 +183,11 @@ def true_efficiencies():
 def predicted_run(concurrency: int) -> dict[str, float]:
     """xlplan's prediction at TRUE: mean TTFT [s], inter-token latency [s] and output tokens/s at a concurrency."""
     from xlplan.evidence.bench_conditions import conditions_of_plan, replace_concurrency
-    from xlplan.evidence.predict import fixed_concurrency
+    from xlplan.evidence.predict import steady_state
     from xlplan.io.planfile import reference_plan
 
     c = replace(replace_concurrency(conditions_of_plan(reference_plan(), 1), concurrency), isl=ISL, osl=OSL)
-    on = fixed_concurrency(c, true_efficiencies())
+    on = steady_state(c, true_efficiencies())
     return {"ttft": on.ttft_s, "itl": on.itl_s, "tok_s": on.output_tok_s}
 
 

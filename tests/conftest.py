@@ -131,7 +131,7 @@ HEAVIEST_FIRST = ["test_workbook_recalc.py", "test_equality_matrix.py", "test_ex
                   "test_udf_workbook.py", "test_install.py"]
 """Test files whose slow tests run before all others (`pytest --durations` shows which: each takes a minute or more)."""
 
-KEEP_TOGETHER = ["test_udfs_server.py", "test_workbook_stale.py", "test_workbook_money.py", "test_schedule_cash.py", "test_owning.py",
+KEEP_TOGETHER = ["test_silicon_sample.py", "test_udfs_server.py", "test_workbook_stale.py", "test_workbook_money.py", "test_schedule_cash.py", "test_owning.py",
                  "test_review_workbook.py", "test_workbook_edits.py", "test_workbook_locale.py", "test_print.py",
                  "test_workbook_plausibility.py"]
 """Test files whose tests must stay in one block: the xlwings Server fixture configures the server once per process,

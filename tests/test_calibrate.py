@@ -12,7 +12,7 @@ import yaml
 from xlplan.cli import main
 from xlplan.evidence.bench_conditions import Efficiencies, conditions_of_plan, replace_concurrency
 from xlplan.evidence.calibrate import fit
-from xlplan.evidence.predict import fixed_concurrency
+from xlplan.evidence.predict import steady_state
 from xlplan.io.bench_results import read_results
 from xlplan.io.errors import InputError
 from xlplan.io.planfile import reference_plan
@@ -31,7 +31,7 @@ def _conditions():
 def _truth(c, isl, osl):
     from dataclasses import replace
 
-    on = fixed_concurrency(replace(replace_concurrency(_conditions(), c), isl=isl, osl=osl), TRUE)
+    on = steady_state(replace(replace_concurrency(_conditions(), c), isl=isl, osl=osl), TRUE)
     return on.ttft_s, on.itl_s, on.output_tok_s
 
 

@@ -88,6 +88,14 @@ def predicted(run: Run, eff: Efficiencies, base: Conditions | None = None, table
         Predicted mean 'ttft_s' [s] and 'itl_s' [s/token] at a fixed concurrency, and whole-system 'output_tok_s'
         (the only one for an offline run). [tokens/s]
 
+    Notes
+    -----
+    A fixed-concurrency run is predicted here by its steady state in closed form
+    (:func:`xlplan.evidence.predict.steady_state`): the fits need a figure smooth in the efficiencies and cheap enough
+    to take hundreds of times a fit. ``validate`` scores the replay of the same benchmark
+    (:func:`xlplan.evidence.predict.fixed_concurrency`), with the same step time. Fitting through the replay itself
+    was tried and held out worse (``benchmarks/bench_replay.txt``).
+
     Raises
     ------
     ValueError
@@ -97,7 +105,7 @@ def predicted(run: Run, eff: Efficiencies, base: Conditions | None = None, table
     eff = eff.resolved(c.engine, c.gpu.name, table)
     if run.concurrency is None:
         return {"output_tok_s": predict.offline_output_tok_s(c, eff)[0]}
-    on = predict.fixed_concurrency(c, eff)
+    on = predict.steady_state(c, eff)
     return {"ttft_s": on.ttft_s, "itl_s": on.itl_s, "output_tok_s": on.output_tok_s}
 
 

@@ -17,10 +17,14 @@ Notes
   how many prompts it submitted at once (``num_prompts``: a drain at an infinite request rate), the
   drain itself (:mod:`xlplan.evidence.drain`): every prompt prefilled, the first wave's prefill beside no
   decodes, the last wave part-empty; output tokens/s = prompts × osl ÷ the time the last one ends.
-- **Fixed concurrency** ``C`` per replica: the batch is ``C`` up to the same caps (beyond them requests
-  wait); the inter-token latency is the step time; TTFT is the wait for a slot plus the prompt's
-  prefill in chunks of what the step budget leaves beside the decodes; throughput is
-  ``C·osl ÷ (TTFT + osl·ITL)`` per replica.
+- **Fixed concurrency** ``C``, as ``validate`` scores it: the benchmark's closed loop replayed through
+  the simulator (:mod:`xlplan.evidence.replay`): ``C`` clients, each sending its next request when
+  its last one ends, for the harness's warm-up and measured rounds; TTFT, inter-token latency and
+  tokens/s as the benchmark measures them.
+- **Its steady state in closed form** (:func:`steady_state`, what the fits work on): the batch is
+  ``C`` per replica up to the same caps (beyond them requests wait); the inter-token latency is the
+  step time; TTFT is the wait for a slot plus the prompt's prefill in chunks of what the step budget
+  leaves beside the decodes; throughput is ``C·osl ÷ (TTFT + osl·ITL)`` per replica.
 
 References
 ----------
@@ -35,7 +39,9 @@ from dataclasses import dataclass, replace
 
 from xlplan import arrays
 from xlplan.catalog.specs import GPUSpec
+from xlplan.evidence import replay
 from xlplan.evidence.bench_conditions import Conditions, Efficiencies, plan_for
+from xlplan.evidence.replay import Online
 from xlplan.frozen import replaced
 from xlplan.plan import latency_step, replica_at_tp, steps
 from xlplan.schema import steps as step_results
@@ -264,9 +270,50 @@ def offline_output_tok_s(c: Conditions, eff: Efficiencies = ENGINE_DEFAULTS) -> 
     return c.replicas * batch / step_s(rep, batch), batch
 
 
+def fixed_concurrency(c: Conditions, eff: Efficiencies = ENGINE_DEFAULTS, harness=None) -> Online:
+    """Inter-token latency, TTFT and throughput at a fixed concurrency, as the benchmark measures them: its closed loop
+    replayed through the simulator.
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions, with ``concurrency`` set (the whole system's).
+    eff : Efficiencies
+        The efficiencies to run at; a field left None takes the engine's default.
+    harness : xlplan.evidence.replay.Harness, optional
+        How the benchmark ran (rounds, warm-up, statistic); left out, what the conditions state
+        (:func:`xlplan.evidence.replay.harness_for`).
+
+    Returns
+    -------
+    Online
+        The mean decode batch and waiting requests per replica, the harness's TTFT and inter-token latency, and the
+        system's output tokens/s.
+
+    Notes
+    -----
+    ``concurrency`` clients each send the next request when the last one ends, served by the simulator that verifies
+    plans on the benchmark's replica (:func:`xlplan.evidence.replay.closed_loop`): a request waits behind the other
+    clients' prefills and shares their decode steps, as in the benchmark. The fits work on :func:`steady_state`.
+
+    References
+    ----------
+    Little's Law (Little, Operations Research 9(3), 1961) holds in the replay; vLLM's V1 scheduler
+    (vllm/v1/core/sched/scheduler.py), as the simulator schedules it.
+    """
+    return _replayed(c, eff.resolved(c.engine, c.gpu.name), harness or replay.harness_for(c))
+
+
+@functools.lru_cache(maxsize=32768)
+def _replayed(c: Conditions, eff: Efficiencies, harness) -> Online:
+    """The replay at fully resolved efficiencies, once per (conditions, efficiencies, harness): a memo, as the result
+    depends on them alone (validation predicts a row at the shipped defaults for several figures and folds). [Online]"""
+    return replay.closed_loop(replica_for(c, eff), c, harness)
+
+
 @dataclass(frozen=True)
-class Online:
-    """A fixed-concurrency prediction. Units in the field comments."""
+class SteadyState:
+    """A fixed-concurrency benchmark's steady state in closed form. Units in the field comments."""
 
     batch: float  # running sequences per replica [sequences]
     waiting: float  # requests per replica waiting for a slot [requests]
@@ -275,8 +322,12 @@ class Online:
     output_tok_s: float  # whole system [tokens/s]
 
 
-def fixed_concurrency(c: Conditions, eff: Efficiencies = ENGINE_DEFAULTS) -> Online:
-    """Inter-token latency, TTFT and throughput at a fixed concurrency (a closed loop of ``concurrency`` clients).
+def steady_state(c: Conditions, eff: Efficiencies = ENGINE_DEFAULTS) -> SteadyState:
+    """Inter-token latency, TTFT and throughput at a fixed concurrency in closed form: the steady state the fit works on.
+
+    The fits (:func:`xlplan.evidence.calibrate.predicted`: ``calibrate`` and the default table) work on this closed
+    form: smooth in the efficiencies and a hundred times cheaper than the replay that ``validate`` scores
+    (:func:`fixed_concurrency`), with the same step time.
 
     Parameters
     ----------
@@ -287,7 +338,7 @@ def fixed_concurrency(c: Conditions, eff: Efficiencies = ENGINE_DEFAULTS) -> Onl
 
     Returns
     -------
-    Online
+    SteadyState
         Batch and waiting requests per replica, the mean inter-token latency and TTFT, and the system's output tokens/s.
 
     Notes
@@ -308,7 +359,7 @@ def fixed_concurrency(c: Conditions, eff: Efficiencies = ENGINE_DEFAULTS) -> Onl
     waiting = max(per_replica - batch, 0.0)
     wait_s = waiting / batch * c.osl * itl if batch > 0 else float("inf")
     ttft = wait_s + prefill_under_load_s(rep, batch, c.isl)
-    return Online(batch, waiting, itl, ttft, c.replicas * per_replica * c.osl / (ttft + c.osl * itl))
+    return SteadyState(batch, waiting, itl, ttft, c.replicas * per_replica * c.osl / (ttft + c.osl * itl))
 
 
 def prefill_under_load_s(rep: Replica, batch: float, prompt_tokens: float) -> float:

@@ -8,9 +8,10 @@ lone prompt's prefill. The replay serves exactly that through the simulator that
 budget, the newest preempted) and the same step time (:func:`xlplan.serving.folded_step.step_time_fn`), on the
 benchmark's own replica and KV room (:func:`xlplan.evidence.predict.replica_for`).
 
-``validate`` and ``calibrate`` still score the closed form (:func:`xlplan.evidence.predict.fixed_concurrency`), whose
-default efficiencies were fitted through it; ``benchmarks/bench_replay.py`` puts the two side by side on every
-fixed-concurrency row, with the replay's time per row.
+``validate`` scores every fixed-concurrency row by this replay (:func:`xlplan.evidence.predict.fixed_concurrency`);
+the fits (``calibrate`` and the default table) work on its steady state in closed form
+(:func:`xlplan.evidence.predict.steady_state`), smooth in the efficiencies and far cheaper. ``benchmarks/bench_replay.py``
+puts the two side by side on every fixed-concurrency row, with their time per row.
 
 Notes
 -----
