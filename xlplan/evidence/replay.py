@@ -63,7 +63,6 @@ DEFAULT_HARNESS = Harness()
 """AIConfigurator's aiperf harness (module Notes): 20 rounds measured after 2 of warm-up, carried on, the mean. [—]"""
 
 
-
 def harness_for(c: Conditions) -> Harness:
     """The harness a fixed-concurrency row states, else :data:`DEFAULT_HARNESS`.
 
@@ -98,7 +97,7 @@ default harness (22 rounds of 1,818 are 40,000), where one round already average
 class Online:
     """A fixed-concurrency prediction, as the benchmark measures it. Units in the field comments."""
 
-    batch: float  # sequences decoding in a step, per replica, averaged over the measured steps [sequences]
+    batch: float  # sequences decoding in a step, per replica, time-weighted over every step replayed [sequences]
     waiting: float  # requests per replica neither decoding nor done: prefilling or queued, on average [requests]
     itl_s: float  # inter-token latency: per request (end − first token) ÷ (osl − 1), the harness's statistic [s]
     ttft_s: float  # time to first token, the harness's statistic over the measured requests [s]
