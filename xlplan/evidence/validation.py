@@ -208,13 +208,21 @@ def _throughput_check(m: MeasuredRow, c: Conditions, output_tok_s: float, note: 
 
 def _offline(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> tuple[Conditions, float, float, str]:
     """(conditions, output tokens/s, batch, which layout) at maximum throughput: the row's layout where stated, else
-    the best the GPUs allow, every replica of ``tp`` GPUs for each ``tp`` dividing the count (the submitter's choice,
-    as a vendor tunes an MLPerf Offline run); a layout whose weights do not fit is passed over."""
-    from xlplan.plan.scenario import PlanningError
-
+    the best the GPUs allow (:func:`_best_layout`)."""
     if not m.layout_free:
         tok_s, batch = predict.offline_output_tok_s(c, eff)
         return c, tok_s, batch, ""
+    cand, tok_s, batch = _best_layout(c, eff)
+    return cand, tok_s, batch, (f"layout not stated: the best of the GPUs' layouts, {cand.replicas} × TP{cand.tp} "
+                                f"({cand.weights_dtype} weights, {cand.kv_dtype} cache, {cand.engine})")
+
+
+def _best_layout(c: Conditions, eff: Efficiencies) -> tuple[Conditions, float, float]:
+    """(conditions, output tokens/s, batch) of the layout that serves most offline: every replica of ``tp`` GPUs for
+    each ``tp`` dividing the count (the submitter's choice, as a vendor tunes an MLPerf run); a layout whose weights do
+    not fit is passed over. [Conditions], [tokens/s], [sequences]"""
+    from xlplan.plan.scenario import PlanningError
+
     best = None
     for tp in (t for t in range(1, c.gpus + 1) if c.gpus % t == 0):
         cand = replace(c, tp=tp, ep=tp if c.model.num_experts else 1)
@@ -226,9 +234,7 @@ def _offline(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> tuple[Conditio
             best = (cand, tok_s, batch)
     if best is None:
         raise PlanningError(f"the weights fit no layout of {c.gpus} {c.gpu.name}")
-    cand, tok_s, batch = best
-    return cand, tok_s, batch, (f"layout not stated: the best of the GPUs' layouts, {cand.replicas} × TP{cand.tp} "
-                                f"({cand.weights_dtype} weights, {cand.kv_dtype} cache, {cand.engine})")
+    return best
 
 
 def _server(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> tuple[Conditions, float, str]:
@@ -267,9 +273,11 @@ def _server_rate(c: Conditions, eff: Efficiencies, ttft_s: float, tpot_s: float,
     from xlplan.plan.scenario import PlanningError
     from xlplan.simulate import search
 
-    if layout_free:  # the submitter's layout: the one that serves most offline, as _offline picks it
-        c = _offline(MeasuredRow("", "mlperf_offline", "", c, layout_free=True), c, eff)[0]
-    guess = predict.offline_output_tok_s(c, eff)[0] / c.osl
+    if layout_free:  # the submitter's layout: the one that serves most offline
+        c, tok_s, _ = _best_layout(c, eff)
+    else:
+        tok_s = predict.offline_output_tok_s(c, eff)[0]
+    guess = tok_s / c.osl
     s = predict.server_scenario(c, eff, ttft_s, tpot_s)
     lo, _, _ = search.highest_rate(s, c.replicas, c.tp, guess, SERVER_FIRST_TRY * guess, 99.0, tolerance=SERVER_TOLERANCE)
     if lo is None:

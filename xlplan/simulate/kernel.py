@@ -35,6 +35,7 @@ from xlplan.simulate.kernel_state import (
     _held,
     _load_heap,
     _lose,
+    _record,
     _replica_arrays,
     _request_arrays,
     njit,
@@ -325,14 +326,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 if end > stop:  # the loop stops at this step's end: it is started below, as the loop starts it
                     break
                 if warm <= now < duration:
-                    if ns == st.shape[0]:
-                        st = _grow(st)
-                        sb = _grow(sb)
-                        kh = _grow(kh)
-                    st[ns] = t
-                    sb[ns] = b
-                    kh[ns] = held_now
-                    ns += 1
+                    st, sb, kh, ns = _record(st, sb, kh, ns, t, b, held_now)
                 now = end
                 k += 1
             kk[i] = k
@@ -474,14 +468,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         busy[i] = True
         npend[i] = m
         if warm <= now < duration:
-            if ns == st.shape[0]:
-                st = _grow(st)
-                sb = _grow(sb)
-                kh = _grow(kh)
-            st[ns] = t
-            sb[ns] = b
-            kh[ns] = cap - free if windowed else used + b + pre
-            ns += 1
+            st, sb, kh, ns = _record(st, sb, kh, ns, t, b, cap - free if windowed else used + b + pre)
         if from_step:
             heapq.heapreplace(events, (now + t, i))
         else:

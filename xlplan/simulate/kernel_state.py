@@ -122,6 +122,20 @@ def step_s(c, dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
 
 
 @njit(cache=True)
+def _record(st, sb, kh, ns, t, b, held):
+    """A measured step's time, decodes and cache held, appended at ``ns`` (the arrays doubled where full): (st, sb, kh,
+    ns + 1). [s], [sequences], [tokens]"""
+    if ns == st.shape[0]:
+        st = _grow(st)
+        sb = _grow(sb)
+        kh = _grow(kh)
+    st[ns] = t
+    sb[ns] = b
+    kh[ns] = held
+    return st, sb, kh, ns + 1
+
+
+@njit(cache=True)
 def _held(a, w, total, count):
     """:func:`xlplan.simulate.scheduler._window_held`: the cache ``count`` sequences of ``total`` tokens hold, window
     layers clipped at ``w``. [tokens of every layer]"""

@@ -197,6 +197,7 @@ class _Run:
             raise ValueError(f"clients: got {clients}; expected 0 (the arrivals as given) or a closed loop's clients")
         self.clients = clients  # a closed loop of this many clients; 0: the arrivals as given [requests]
         self.issued = n if clients == 0 or clients >= n else clients  # requests whose arrival is known [requests]
+        self._arrival_list: list[float] = []  # the Python loop's copy of the arrivals, which a closed loop extends
         if self.issued < n:  # a closed loop: the later arrivals are set as requests finish
             self.arrivals = self.arrivals.copy()
             self.arrivals[self.issued:] = math.inf

@@ -7,7 +7,8 @@ seed (tested), which is what makes the bisection valid. A fleet to order from mu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from xlplan.plan.scenario import Scenario
 from xlplan.simulate.run import simulate, watched_verdict
@@ -321,8 +322,6 @@ def keeps_promise_at(s: Scenario, rate: float, replicas: int, tp: int, seeds: li
         True where every seed's run at ``rate`` (:func:`xlplan.simulate.workload.run_minutes` long) keeps the promise
         and is stable. [bool]
     """
-    from dataclasses import replace
-
     sr = replace(s, peak_rps=rate)
     minutes = run_minutes(rate)
     for seed in seeds:
@@ -402,8 +401,6 @@ def highest_rate(s: Scenario, replicas: int, tp: int, guess: float, peak: float,
     MLPerf Inference's Server scenario asks the same question of a system: the highest Poisson rate at which the p99
     TTFT and TPOT stay within their limits (``mlperf.conf``: ``*.Server.target_latency_percentile = 99``).
     """
-    import math
-
     seeds = [DEFAULT_SEED + k for k in range(VERIFY_SEEDS)]
 
     def keeps(rate: float) -> bool:
