@@ -224,6 +224,22 @@ def test_a_prose_cell_skips_that_figure_not_the_file(tmp_path, capsys):
     assert "skipped: line" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("cell", "read"), [
+    ("22,300", 22300.0), ("21,605.79", 21605.79), ("1,234,567", 1234567.0), ("74.42", 74.42),
+    ("74,4", None), ("1,5", None), ("22,30", None), (",300", None), ("22,300 per node", None),
+])
+def test_a_comma_reads_only_as_a_thousands_separator(cell, read):
+    # '74,4' is a decimal comma (a German-locale export of 74.4): read as thousands it became 744, ten times the figure,
+    # silently. A comma is read only where it groups whole thousands (three digits after each)
+    from xlplan.io.measurement_table import _num, _unreadable
+
+    assert _num(cell) == read
+    if read is None:
+        why = _unreadable("samples_per_s", cell)
+        assert why.startswith(f"{cell!r} is not a number")
+        assert ("decimal comma" in why) == (cell != "22,300 per node")  # prose is prose, not a slip of the comma
+
+
 @pytest.mark.parametrize(("column", "value", "why"), [
     ("gpu_count", "0", "gpu_count: got '0'; expected a whole number of GPUs, at least 1"),
     ("output_tok_s", "-120", "output_tok_s: got '-120'; expected a figure above 0"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,15 +16,26 @@ from xlplan.io.errors import InputError
 REQUIRED = ("id", "category", "model", "precision", "gpu", "gpu_count", "parallelism", "engine", "settings", "isl", "osl",
             "concurrency_or_rate", "weights_GiB_per_gpu", "kv_cache_GiB_per_gpu", "kv_cache_tokens", "output_tok_s",
             "tpot_or_itl_mean_ms", "source")
-MEASURED = ("kv_cache_GiB_per_gpu", "kv_cache_tokens", "output_tok_s", "tpot_or_itl_mean_ms", "ttft_mean_ms")
+MEASURED = ("kv_cache_GiB_per_gpu", "kv_cache_tokens", "output_tok_s", "total_tok_s", "samples_per_s", "tpot_or_itl_mean_ms",
+            "ttft_mean_ms")
+
+
+_GROUPED = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")
+"""A number with thousands commas ('22,300', '21,605.79'); any other comma ('74,4', a decimal comma) is not read."""
 
 
 def _num(v) -> float | None:
-    """A cell as a number ('22,300' -> 22300.0), or None: blank, prose, NaN or infinite. [—]"""
+    """A cell as a number ('22,300' -> 22300.0), or None: blank, prose, a comma that does not group thousands ('74,4'),
+    NaN or infinite. [—]"""
     if v is None:
         return None
+    text = str(v).strip()
+    if "," in text:
+        if not _GROUPED.fullmatch(text):
+            return None
+        text = text.replace(",", "")
     try:
-        x = float(str(v).replace(",", "").strip())
+        x = float(text)
     except ValueError:
         return None
     return None if math.isnan(x) or math.isinf(x) else x
@@ -115,7 +127,8 @@ def _unreadable(col: str, cell: str) -> str:
         return ""
     x = _num(cell)
     if x is None:
-        return f"{cell!r} is not a number"
+        comma = "," in cell and _num(cell.replace(",", ".", 1)) is not None
+        return f"{cell!r} is not a number" + (" (a decimal comma? write it with a point)" if comma else "")
     if col in LEAST_MS and 0 < x < LEAST_MS[col]:
         return (f"{cell} ms is below {LEAST_MS[col]:g} ms, faster than any engine (was it written in seconds? the "
                 "field is in milliseconds)")
