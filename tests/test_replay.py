@@ -9,7 +9,7 @@ import math
 import pytest
 
 from xlplan.evidence import predict, replay
-from xlplan.evidence.bench_conditions import conditions_of_plan
+from xlplan.evidence.bench_conditions import Efficiencies, conditions_of_plan
 from xlplan.io.planfile import reference_plan
 from xlplan.plan import replica_at_tp
 from xlplan.serving import folded_step
@@ -81,3 +81,26 @@ def test_a_cache_too_small_for_one_request_is_infinite_not_a_number():
     assert 1_000 < rep.kv_tokens < 5_000
     on = replay.closed_loop(rep, c)
     assert math.isinf(on.ttft_s) and math.isinf(on.itl_s) and on.output_tok_s == 0.0
+
+
+def test_sglangs_steady_state_runs_its_prefill_in_steps_of_its_own():
+    # SGLang prefills first (xlplan.serving.engines.prefill_first): a step carries decodes or prefill, not both. The
+    # closed form's steady state at 16 requests (all running: within every cap) of 2,000-token prompts and 200-token
+    # outputs, no prefix reuse: each decode step is 16 decodes alone over the mean context 2,000 + 200/2 = 2,100
+    # tokens, and for every decode step 16/200 prompts are prefilled apart, each in one step (2,000 tokens within the
+    # 8,192-token budget) beside no decode. TTFT is that lone prefill (no one waits for a slot). Step times from the
+    # serving model's own function; vLLM on the same benchmark and efficiencies mixes the prefill into the decode steps.
+    c = dataclasses.replace(_conditions(16, 2000, 200), engine="sglang")
+    eff = Efficiencies(prefill_mfu=0.5, decode_mfu=0.4, bandwidth_efficiency=0.8, step_overhead_s=0.004)
+    rep = predict.replica_for(c, eff)
+    f = folded_step.step_time_fn(replica_at_tp.replica(rep.s, 1))
+    ctx = 16 * 2100.0
+    decode = f(16, ctx, ctx, 0.0, 0.0, 0.0, ctx, ctx)
+    causal_keys = 2000 * 2001 / 2
+    prefill = f(0, 0.0, 0.0, 2000.0, causal_keys, causal_keys, 0.0, 0.0)
+    on = predict.steady_state(c, eff)
+    assert on.batch == 16 and on.waiting == 0
+    assert on.itl_s == pytest.approx(decode + 16 / 200 * prefill, rel=1e-12)
+    assert on.ttft_s == pytest.approx(prefill, rel=1e-12)
+    mixed = predict.steady_state(dataclasses.replace(c, engine="vllm"), eff)
+    assert mixed.ttft_s > prefill  # vLLM's prompt shares its step with the 16 decodes

@@ -173,3 +173,33 @@ def test_sliding_window_layers_are_the_same_run():
         runs.append(run)
     for name in ("first_token", "finish", "arrivals", "step_t", "step_b", "kv_held"):
         assert _same(getattr(runs[0], name), getattr(runs[1], name)), name
+
+
+def test_a_prefill_first_engine_is_the_same_run():
+    # SGLang runs waiting prompts' prefill in steps of their own, the decodes paused (xlplan.serving.engines
+    # .prefill_first): open (Poisson, 3 replicas; a lost replica; a cache small enough to preempt), closed (12 clients,
+    # mixed lengths) and with sliding-window layers. Both loops must pause the same decoders in the same steps.
+    sg = dataclasses.replace(REF, engine="sglang", max_num_seqs=1024, max_num_batched_tokens=8192.0)
+    wl = sim_workload.poisson_workload(sg, 120.0, 7)
+    py, r = _assert_same_run(sg, 3, 1, wl, 120.0)  # overloaded: prefill steps nearly all the time
+    assert 0 in py.step_b and r.requests > 1000  # prefill steps, decoding nothing, were run
+    py, r = _assert_same_run(sg, 8, 1, wl, 120.0)  # within capacity: decodes paused now and then
+    assert 0 in py.step_b and max(py.step_b) > 1
+    _assert_same_run(sg, 3, 1, wl, 120.0, lost=1)
+    py, r = _assert_same_run(dataclasses.replace(sg, memory_utilisation=0.2561), 1, 1,
+                             sim_workload.poisson_workload(sg, 120.0, 8, rate_rps=6.0), 120.0)
+    assert r.preemptions > 0
+    rng = np.random.default_rng(13)
+    n = 60
+    closed = sim_workload.Workload(np.zeros(n), rng.integers(100, 9000, n).astype(float), rng.integers(1, 300, n))
+    gpt = _scenario(model={"name": "gpt-oss-20b", "weights_dtype": "mxfp4", "kv_dtype": "bf16"},
+                    policy={"engine": "sglang"})
+    for s, replicas in ((sg, 1), (sg, 2), (gpt, 1)):
+        runs = []
+        for compiled in (False, True):
+            run = loop._Run(s, replicas, 1, closed, 1e9, 0, 12)
+            run.compiled = compiled
+            run.run()
+            runs.append(run)
+        for name in ("first_token", "finish", "arrivals", "prompt", "output", "step_t", "step_b", "kv_held"):
+            assert _same(getattr(runs[0], name), getattr(runs[1], name)), name

@@ -558,3 +558,32 @@ def test_a_lower_rate_never_needs_more_gpus_on_a_heavy_tail():
 
     low, high = run_plan(heavy_tail_plan(17.92), verify="auto"), run_plan(heavy_tail_plan(18.0), verify="auto")
     assert low.answer.load <= high.answer.load == 8
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_prefill_first_engine_pauses_its_decodes_for_each_prefill(engine):
+    # Two clients, 100-token prompts (any two fit one 8,192-token step), one replica of one GPU. Request 0 wants 10
+    # tokens, every later one 3; each later request is sent the moment one finishes. The first token comes with the
+    # prefill; each decoding step gives every decoding sequence one more, so request 0 needs 9 decoding steps and each
+    # later one 2. The loop starts a replica's next step before it takes an arrival of the same instant, so request 1
+    # (sent at t = 0, after request 0 started step 1) and each request sent as another finishes wait one step.
+    # vLLM: s1 prefills r0; s2 decodes r0 beside r1's prefill; s3-s4 decode both (r1 done); s5 decodes r0; s6 decodes
+    # r0 beside r2's prefill; s7-s8 both (r2 done); s9 r0; s10 r0 beside r3's prefill: r0's ninth decode ends s10.
+    # SGLang (prefill first): s1 prefills r0; s2 prefills r1 and decodes nothing; s3-s4 both (r1 done); s5 r0; s6
+    # prefills r2 alone; s7-s8 both; s9 r0; s10 prefills r3; s11-s12 both; s13 r0: its ninth decode (s3, s4, s5, s7, s8,
+    # s9, s11, s12, s13) ends s13, three prefill steps later than under vLLM.
+    s = dataclasses.replace(REF, engine=engine, max_num_seqs=256, max_num_batched_tokens=8192.0)
+    n = 12
+    outputs = np.full(n, 3)
+    outputs[0] = 10
+    wl = workload.Workload(np.zeros(n), np.full(n, 100.0), outputs)
+    run = sim_run.closed_loop(s, 1, 1, wl, 2)
+    ends = np.cumsum(run.step_s)
+    if engine == "vllm":
+        assert list(run.step_decodes[:10]) == [0, 1, 2, 2, 1, 1, 2, 2, 1, 1]
+        assert run.finish_s[0] == ends[9]
+    else:
+        assert list(run.step_decodes[:13]) == [0, 0, 2, 2, 1, 0, 2, 2, 1, 0, 2, 2, 1]
+        assert run.finish_s[0] == ends[12]
+        assert run.step_s[1] == run.step_s[5] == run.step_s[9]  # a prefill step of one 100-token prompt, no decode
+    assert (run.first_token_s[0], run.first_token_s[1], run.finish_s[1]) == (ends[0], ends[1], ends[3])

@@ -45,7 +45,7 @@ from xlplan.evidence.replay import Online
 from xlplan.frozen import replaced
 from xlplan.plan import latency_step, replica_at_tp, steps
 from xlplan.schema import steps as step_results
-from xlplan.serving import step, step_inputs
+from xlplan.serving import engines, step, step_inputs
 from xlplan.units import GIB
 
 ENGINE_DEFAULTS = Efficiencies()
@@ -197,10 +197,18 @@ def step_s(rep: Replica, batch: float) -> float:
     float
         Time of one engine step carrying the decodes and their steady-state share of prefill. [s]
 
+    Notes
+    -----
+    Where the engine runs prefill first (SGLang, :func:`xlplan.serving.engines.prefill_first`) the prefill share runs
+    in steps of its own beside no decode (:func:`xlplan.plan.latency_step.prefill_first_step_s`), as the simulator
+    schedules it.
+
     References
     ----------
     Sarathi-Serve (Agrawal et al., OSDI 2024): chunked prefill sharing decode steps.
     """
+    if engines.prefill_first(rep.s.engine):
+        return latency_step.prefill_first_step_s(rep.s, rep.tr, rep.r, batch)
     return step.step_time_s(rep.r, latency_step.latency_load(rep.s, rep.tr, rep.r, batch))
 
 
@@ -378,11 +386,14 @@ def prefill_under_load_s(rep: Replica, batch: float, prompt_tokens: float) -> fl
     -------
     float
         ``n`` steps, each with the decodes and one chunk of ``prompt ÷ n`` tokens, ``n = ceil(prompt ÷ (budget −
-        batch))``. [s]
+        batch))``; where the engine runs prefill first (SGLang) the decodes wait, and the chunks fill the whole
+        budget beside none. [s]
 
     References
     ----------
     Sarathi-Serve (Agrawal et al., OSDI 2024); vLLM's scheduler (vllm/v1/core/sched/scheduler.py: decodes first, then
     prefill up to ``max_num_batched_tokens``).
     """
+    if engines.prefill_first(rep.s.engine):
+        return latency_step.prefill_in_chunks_s(rep.s, rep.r, prompt_tokens)
     return latency_step.prefill_in_chunks_s(rep.s, rep.r, prompt_tokens, batch, latency_step.decode_context_tokens(rep.tr))

@@ -85,6 +85,41 @@ def latency_load(s: Scenario, tr: Traffic, r: step_inputs.Replica, batch) -> ste
                               requests * tr.prefill_keys_window_per_request, 0.0, r.window)
 
 
+def prefill_first_step_s(s: Scenario, tr: Traffic, r: step_inputs.Replica, batch):
+    """The latency path's step where prefill runs first (SGLang): ``batch`` decodes alone, plus their steady-state
+    share of prefill run in steps of its own, during which the decodes wait. [s]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    tr : Traffic
+        Steps 1-3 and the demand, from :func:`xlplan.plan.steps.traffic`.
+    r : serving.Replica
+        The replica at this TP degree.
+    batch : float or array
+        Decoding sequences the replica carries. [sequences]
+
+    Returns
+    -------
+    float or array
+        ``t(batch decodes) + batch × (1 − reuse) ÷ E[output] × t(one prompt's prefill alone)``: the same prompts per
+        step as :func:`latency_load` mixes into the step, each prefilled in chunks of the whole budget with no decode
+        beside it (:func:`prefill_in_chunks_s` at no batch); the decode step alone where the policy counts decode
+        alone. [s]
+
+    References
+    ----------
+    SGLang's scheduler (sgl-project/sglang python/sglang/srt/managers/scheduler.py, ``get_next_batch_to_run``: a new
+    prefill batch runs first; ``--enable-mixed-chunk`` off by default); :data:`xlplan.serving.engines.PREFILL_FIRST`.
+    """
+    decode = step.step_time_s(r, step_inputs.decode_step(batch, decode_context_tokens(tr), r.window))
+    if not s.latency_with_prefill:
+        return decode
+    requests = batch * (1.0 - s.prefix_reuse) / tr.output_mean  # prompts started per decode step
+    return decode + requests * prefill_in_chunks_s(s, r, tr.prompt_mean)
+
+
 def latency_batch_cap(s: Scenario, tr: Traffic):
     """The most decodes a replica may carry: max_num_seqs, and the step's token budget shared with prefill. [sequences]
 

@@ -196,6 +196,42 @@ def vllm_activation_peak_gib(vocab: int, hidden: int, intermediate_per_gpu: floa
     return (sampler + forward) / GIB
 
 
+PREFILL_FIRST: tuple[str, ...] = ("sglang",)
+"""The engines whose scheduler runs waiting prompts' prefill as a batch of its own, the decodes paused, before the next
+decode step: SGLang's ``get_next_batch_to_run`` builds a new prefill batch first ("Run prefill first if possible") and
+decodes only when no prompt can be admitted; a prefill mixes with the decodes only with ``--enable-mixed-chunk``
+(``ServerArgs.enable_mixed_chunk``, False by default) (sgl-project/sglang python/sglang/srt/managers/scheduler.py,
+server_args.py). vLLM's V1 scheduler and TensorRT-LLM's in-flight batching put prefill chunks beside the decodes in
+one step. [text]"""
+
+
+def prefill_first(engine: str) -> bool:
+    """Whether the engine runs waiting prompts' prefill before the decodes, in steps of its own (:data:`PREFILL_FIRST`). [bool]
+
+    Parameters
+    ----------
+    engine : str
+        The plan's ``policy.engine`` (or a benchmark's).
+
+    Returns
+    -------
+    bool
+        True for SGLang (by default: no mixed chunks); False for vLLM, TensorRT-LLM and the runbook's convention,
+        whose steps carry prefill chunks beside the decodes.
+
+    References
+    ----------
+    sgl-project/sglang python/sglang/srt/managers/scheduler.py ``get_next_batch_to_run`` ("Run prefill first if
+    possible"); server_args.py ``enable_mixed_chunk: bool = False``.
+
+    Examples
+    --------
+    >>> prefill_first("sglang"), prefill_first("vllm")
+    (True, False)
+    """
+    return engine in PREFILL_FIRST
+
+
 PROFILED: tuple[str, ...] = ("vllm", "trtllm")
 """The engines whose memory rule deducts an activation peak or workspace (:func:`activation_gib`). [text]"""
 

@@ -45,7 +45,7 @@ from xlplan.simulate.kernel_state import (
 
 @njit(cache=True)
 def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm, duration, stop, replicas, lost, loss_at,
-        watch, target, m_lo, m_hi, need_late, margin, clients=0, win=math.inf, wa=1.0):
+        watch, target, m_lo, m_hi, need_late, margin, clients=0, win=math.inf, wa=1.0, pf=False):
     """Serve every arrival, as :meth:`xlplan.simulate.loop._Run.run` does; ``prompt`` and ``output`` change in place
     (and ``arrivals`` in a closed loop).
 
@@ -91,6 +91,9 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         and each later one the moment a request finishes, in order of request. [requests]
     win, wa : float
         The sliding window (inf: none) and the share of layers that cache every token. [tokens], [1]
+    pf : bool
+        Prefill first (SGLang, :func:`xlplan.serving.engines.prefill_first`): prompts are chunked into the whole
+        budget and a step with any chunk decodes nothing; its decoders keep their step counter. [bool]
 
     Returns
     -------
@@ -136,6 +139,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
     late = 0
     lost_now = 0.0
     windowed = win != inf
+    dstep = np.ones(R, np.bool_)  # whether each replica's step in flight decodes (False: a prefill-first prefill step)
     issued = n if clients == 0 or clients >= n else clients  # requests whose arrival time is known
     while True:
         if at_todo < n_todo:  # after a loss: every idle survivor starts a step, in order
@@ -170,8 +174,10 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 from_step = True
                 k, b, sum_c, sp = kk[i], bb[i], sc[i], spf[i]
                 heap = heaps[i]
-                # the step's end: sequences whose last token this step was leave
-                while len(heap) and heap[0] // n <= k:
+                decoded = dstep[i]
+                kb = k if decoded else k - 1  # a prefill step's prompts land as in the last decode step
+                # the step's end: sequences whose last token this step was leave (none after a prefill step)
+                while decoded and len(heap) and heap[0] // n <= k:
                     key = heapq.heappop(heap)
                     kf = key // n
                     rid = key - kf * n
@@ -239,8 +245,8 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                             if many:
                                 heapq.heappush(lheap, loads[i] * R + i)
                         else:
-                            kf = k + output[rid] - 1
-                            cc = prompt[rid] - k
+                            kf = kb + output[rid] - 1
+                            cc = prompt[rid] - kb
                             dec_c[rid] = cc
                             dec_kf[rid] = kf
                             heapq.heappush(heap, kf * n + rid)
@@ -254,7 +260,8 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                             sum_c += cc
                     rid = nx
                 npend[i] = 0
-                k += 1
+                if decoded:
+                    k += 1
                 kk[i] = k
                 if t_arr == inf and nxt < issued:  # a closed loop's next request has arrived
                     t_arr = arrivals[nxt]
@@ -392,7 +399,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         m = 0
         free = cap - used - need
         if pcnt[i] or whead[i] != -1:
-            room = budget - b
+            room = budget if pf else budget - b
             rid = phead[i]
             while rid != -1:
                 if room < 1 or free < 1:
@@ -456,6 +463,10 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                     pre_keys_w += keys if not win * want < keys else win * want
                     kv_pre_w += cached if not win < cached else win
         bb[i], sc[i], spf[i] = b, sum_c, sp
+        held_now = cap - free if windowed else used + b + pre
+        dstep[i] = not (pf and m)
+        if not dstep[i]:  # prefill first: this step's decoders wait, its decodes and their context dropped
+            b, ctx_sum, dec_keys_w = 0, 0.0, 0.0
         if b == 0 and pre == 0:
             busy[i] = False
             if from_step:
@@ -468,7 +479,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         busy[i] = True
         npend[i] = m
         if warm <= now < duration:
-            st, sb, kh, ns = _record(st, sb, kh, ns, t, b, cap - free if windowed else used + b + pre)
+            st, sb, kh, ns = _record(st, sb, kh, ns, t, b, held_now)
         if from_step:
             heapq.heapreplace(events, (now + t, i))
         else:

@@ -16,7 +16,7 @@ from heapq import heappop, heappush, heapreplace
 from xlplan.plan import replica_at_tp, scenario
 from xlplan.plan.replica_at_tp import kv_capacity_tokens
 from xlplan.plan.scenario import Scenario, chunk_tokens
-from xlplan.serving import folded_step
+from xlplan.serving import engines, folded_step
 from xlplan.simulate.scheduler import _Replica, start_step
 from xlplan.simulate.workload import Workload
 
@@ -160,6 +160,7 @@ class _Run:
         self.window = float(s.window) if s.window_layers else math.inf
         self.full_share = (s.layers - s.window_layers) / s.layers if s.window_layers else 1.0  # layers caching it all
         self.causal = s.causal_attention
+        self.prefill_first = engines.prefill_first(s.engine)  # SGLang: a step with prefill carries no decode
         self.reuse = s.prefix_reuse
         self.arrivals = np.asarray(workload.arrival_s, dtype=float)
         self.output0 = np.asarray(workload.output_tokens, dtype=np.int64)
@@ -259,9 +260,14 @@ class _Run:
 
     def _end_step(self, i: int, now: float, router: _Router, watch: _TTFTWatch) -> None:
         """Replica ``i``'s step ends at ``now``: sequences whose last token it was leave, its prefill chunks land,
-        and its step counter moves on."""
+        and its step counter moves on. A prefill-first engine's prefill step decoded nothing: no sequence leaves, the
+        counter stays, and the prompts land as if in the last decode step (``k − 1``), to decode from step ``k``."""
         rp = self.reps[i]
         k = rp.k
+        if not rp.decoding:
+            if rp.pending:
+                self._land_chunks(rp, i, k - 1, now, router, watch)
+            return
         heap = rp.heap
         while heap and heap[0][0] <= k:
             kf, rid = heappop(heap)
@@ -354,7 +360,7 @@ class _Run:
             arrivals, prompt, output, c, float(self.cap), float(self.budget),
             int(self.max_seqs), bool(self.causal), float(self.reuse), float(self.warm), float(self.duration),
             float(self.stop), len(self.reps), int(self.lost), float(self.loss_at), watch, target, m_lo, m_hi, need,
-            float(margin), int(self.clients), float(self.window), float(self.full_share))
+            float(margin), int(self.clients), float(self.window), float(self.full_share), bool(self.prefill_first))
         self.first_token, self.finish, self.arrivals = first, fin, arrivals
         self.prompt, self.output = prompt, output
         self.gaps_extra = gaps.tolist()

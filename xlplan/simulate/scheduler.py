@@ -1,8 +1,12 @@
-"""What one replica's next step carries, as vLLM schedules it: decodes first, then prefill chunks, the newest preempted.
+"""What one replica's next step carries, as its engine schedules it: decodes and prefill chunks, the newest preempted.
 
 The schedule runs over the replica's state (:class:`_Replica`) and the KV cache it holds (:func:`xlplan.plan.replica_at_tp.kv_capacity_tokens`):
 running sequences decode first, each with room for one more token, preempting the newest while the cache is full;
 then partly prefilled prompts and the queue (FIFO) are chunked into the remaining step budget (:func:`xlplan.plan.scenario.chunk_tokens`).
+That is vLLM's schedule (and TensorRT-LLM's in-flight batching). An engine that runs prefill first
+(:func:`xlplan.serving.engines.prefill_first`: SGLang) chunks the prompts into the whole budget instead, and a step
+that carries any prefill carries no decode: the decoders wait a step, their step counter (``k``) unchanged, and
+decode in the next step that has no prompt to admit.
 
 The event loop (:mod:`xlplan.simulate.loop`) calls :func:`start_step` whenever a replica's step ends or an idle replica
 gets a request; the step is timed by the serving model (:func:`xlplan.serving.folded_step.step_time_fn`) and its end goes on the
@@ -22,7 +26,7 @@ from collections import deque
 
 
 class _Replica:
-    __slots__ = ("busy", "waiting", "prefilling", "dec", "heap", "order", "b", "sum_c", "k", "sum_prefill", "pending")
+    __slots__ = ("busy", "waiting", "prefilling", "dec", "heap", "order", "b", "sum_c", "k", "sum_prefill", "pending", "decoding")
 
     def __init__(self):
         self.busy = False  # a step is in flight
@@ -36,6 +40,7 @@ class _Replica:
         self.k = 0  # step counter
         self.sum_prefill = 0.0  # tokens cached by partly prefilled requests
         self.pending = []  # the prefill chunks of the step in flight
+        self.decoding = True  # the step in flight decodes (False: a prefill-first engine's prefill step)
 
 
 def start_step(run, i: int, now: float) -> None:
@@ -76,8 +81,9 @@ def start_step(run, i: int, now: float) -> None:
     b = rp.b
     ctx_sum = rp.sum_c + b * k
     dec_keys_w = min(ctx_sum, b * window) if b else 0.0
-    # 2. prefill in the remaining token budget: partly prefilled requests first, then the queue (FIFO)
-    chunks = _prefill_chunks(run, rp, b, run.budget - b, cap - used - b)
+    # 2. prefill in the remaining token budget (the whole of it where prefill runs first): partly prefilled requests
+    # first, then the queue (FIFO)
+    chunks = _prefill_chunks(run, rp, b, run.budget if run.prefill_first else run.budget - b, cap - used - b)
     _launch(run, i, now, b, ctx_sum, dec_keys_w, chunks, used + b, True)
 
 
@@ -137,8 +143,12 @@ def _launch(run, i: int, now: float, b: int, ctx_sum: float, dec_keys_w: float, 
             plus_prefill: bool) -> None:
     """Time replica ``i``'s step of ``b`` decodes and ``chunks`` of prefill and put its end on the event heap; idle
     when it carries nothing. ``held`` is the cache the step holds ([tokens]; the chunks' tokens added where
-    ``plus_prefill``), recorded with the step inside the measured window."""
+    ``plus_prefill``), recorded with the step inside the measured window. Where prefill runs first, a step with any
+    chunk carries no decode (``b`` and the decodes' context dropped)."""
     rp, window = run.reps[i], run.window
+    rp.decoding = not (run.prefill_first and chunks)
+    if not rp.decoding:
+        b, ctx_sum, dec_keys_w = 0, 0.0, 0.0
     pre = pre_keys = pre_keys_w = kv_pre = kv_pre_w = 0.0
     for entry, chunk in chunks:
         done = entry[1]
@@ -207,8 +217,9 @@ def _start_windowed_step(run, i: int, now: float) -> None:
     b = rp.b
     ctx_sum = rp.sum_c + b * k
     dec_keys_w = min(ctx_sum, b * w) if b else 0.0
-    # 2. prefill in the remaining token budget: partly prefilled requests first, then the queue (FIFO)
-    room = run.budget - b
+    # 2. prefill in the remaining token budget (the whole of it where prefill runs first): partly prefilled requests
+    # first, then the queue (FIFO)
+    room = run.budget if run.prefill_first else run.budget - b
     free = cap - used - need
     chunks = []
     for entry in rp.prefilling:
