@@ -58,7 +58,8 @@ def _same(x, y) -> bool:
 def _assert_same_run(s, replicas, tp, workload, duration_s, lost=0, watch=False):
     (py, rp), (jit, rj) = _both(s, replicas, tp, workload, duration_s, lost, watch)
     assert py.decided_miss == jit.decided_miss
-    for name in ("first_token", "finish", "prompt", "output", "step_t", "step_b", "kv_held", "gaps_extra"):
+    for name in ("first_token", "finish", "prompt", "output", "step_t", "step_b", "kv_held", "gaps_extra", "pause_idx",
+                 "pause_n", "pause_gap"):
         assert _same(getattr(py, name), getattr(jit, name)), name
     assert (py.preemptions, py.first_in_window, py.requeued) == (jit.preemptions, jit.first_in_window, jit.requeued)
     if rp is not None:
@@ -184,7 +185,8 @@ def test_a_prefill_first_engine_is_the_same_run():
     py, r = _assert_same_run(sg, 3, 1, wl, 120.0)  # overloaded: prefill steps nearly all the time
     assert 0 in py.step_b and r.requests > 1000  # prefill steps, decoding nothing, were run
     py, r = _assert_same_run(sg, 8, 1, wl, 120.0)  # within capacity: decodes paused now and then
-    assert 0 in py.step_b and max(py.step_b) > 1
+    assert 0 in py.step_b and max(py.step_b) > 1 and len(py.pause_idx)
+    _assert_same_run(sg, 1, 1, sim_workload.poisson_workload(sg, 60.0, 9, rate_rps=3.0), 60.0)  # decode fast-forward
     _assert_same_run(sg, 3, 1, wl, 120.0, lost=1)
     py, r = _assert_same_run(dataclasses.replace(sg, memory_utilisation=0.2561), 1, 1,
                              sim_workload.poisson_workload(sg, 120.0, 8, rate_rps=6.0), 120.0)
@@ -199,7 +201,10 @@ def test_a_prefill_first_engine_is_the_same_run():
         for compiled in (False, True):
             run = loop._Run(s, replicas, 1, closed, 1e9, 0, 12)
             run.compiled = compiled
+            run.warm = 0.0  # every step measured
             run.run()
             runs.append(run)
-        for name in ("first_token", "finish", "arrivals", "prompt", "output", "step_t", "step_b", "kv_held"):
+        for name in ("first_token", "finish", "arrivals", "prompt", "output", "step_t", "step_b", "kv_held", "pause_idx",
+                     "pause_n", "pause_gap"):
             assert _same(getattr(runs[0], name), getattr(runs[1], name)), name
+        assert len(runs[0].pause_idx)  # decodes waited through prefill steps, and both loops counted the same gaps

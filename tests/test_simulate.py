@@ -587,3 +587,24 @@ def test_a_prefill_first_engine_pauses_its_decodes_for_each_prefill(engine):
         assert run.finish_s[0] == ends[12]
         assert run.step_s[1] == run.step_s[5] == run.step_s[9]  # a prefill step of one 100-token prompt, no decode
     assert (run.first_token_s[0], run.first_token_s[1], run.finish_s[1]) == (ends[0], ends[1], ends[3])
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_token_gaps_add_up_to_each_requests_decode_time(engine):
+    # A request's token gaps telescope: their sum is its last token's time less its first. Summed over every request
+    # of a closed loop (16 clients, mixed lengths, a cache that never preempts), the measured gaps (each step's time
+    # once per sequence it advanced, and under SGLang's prefill first the gaps that also span the prefill steps a
+    # sequence waited through, in place of as many of that step's own) total the sum of (finish - first token).
+    s = dataclasses.replace(REF, engine=engine, max_num_seqs=256, max_num_batched_tokens=8192.0)
+    rng = np.random.default_rng(21)
+    n = 120
+    wl = workload.Workload(np.zeros(n), rng.integers(100, 6000, n).astype(float), rng.integers(2, 300, n))
+    run = loop._Run(s, 1, 1, wl, math.inf, 0, 16)
+    run.warm, run.stop = 0.0, math.inf  # every step measured, every request followed to its end
+    run.run()
+    assert run.preemptions == 0
+    step_t, step_b = np.asarray(run.step_t), np.asarray(run.step_b)
+    idx, cnt, gap = np.asarray(run.pause_idx, dtype=int), np.asarray(run.pause_n), np.asarray(run.pause_gap)
+    total = float(step_t @ step_b) + float(cnt @ (gap - step_t[idx]))
+    assert (len(idx) > 0) == (engine == "sglang")
+    assert total == pytest.approx(float(np.sum(np.asarray(run.finish) - np.asarray(run.first_token))), rel=1e-9)

@@ -29,8 +29,10 @@ import numpy as np
 
 from xlplan.simulate.kernel_state import (
     ROUTING_HEAP_REPLICAS,
+    _add_cohort,
     _cost,
     _fitting,
+    _flush_pause,
     _grow,
     _held,
     _load_heap,
@@ -100,7 +102,8 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
     tuple
         first-token and finish times per request ([s], NaN where none), the gaps across preemptions ([s]), each
         measured step's time ([s]), decodes ([sequences]) and cache held ([tokens]), then preemptions, first tokens
-        in the window, whether the run stopped on a certain miss, and the requests re-queued by the loss.
+        in the window, whether the run stopped on a certain miss, and the requests re-queued by the loss; then, prefill
+        first, the token gaps across prefill steps: each measured step's index, count and gap ([s]).
     """
     n = arrivals.shape[0]
     R = replicas
@@ -140,6 +143,14 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
     lost_now = 0.0
     windowed = win != inf
     dstep = np.ones(R, np.bool_)  # whether each replica's step in flight decodes (False: a prefill-first prefill step)
+    pause = np.zeros(R)  # prefill first: prefill steps its decoders have waited through since their last token [s]
+    coh_p = np.empty((R, 4))  # ... and the prompts that landed during the pause: the pause then, how many
+    coh_n = np.zeros((R, 4), np.int64)
+    ncoh = np.zeros(R, np.int64)
+    gi = np.empty(64, np.int64)  # token gaps across prefill steps: measured step index, count, gap
+    gn = np.empty(64, np.int64)
+    gv = np.empty(64)
+    npg = 0
     issued = n if clients == 0 or clients >= n else clients  # requests whose arrival time is known
     while True:
         if at_todo < n_todo:  # after a loss: every idle survivor starts a step, in order
@@ -176,6 +187,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 heap = heaps[i]
                 decoded = dstep[i]
                 kb = k if decoded else k - 1  # a prefill step's prompts land as in the last decode step
+                b0 = b
                 # the step's end: sequences whose last token this step was leave (none after a prefill step)
                 while decoded and len(heap) and heap[0] // n <= k:
                     key = heapq.heappop(heap)
@@ -262,6 +274,8 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 npend[i] = 0
                 if decoded:
                     k += 1
+                elif b > b0:  # prompts in during a pause: they wait through the rest of it
+                    coh_p, coh_n = _add_cohort(i, pause[i], b - b0, coh_p, coh_n, ncoh)
                 kk[i] = k
                 if t_arr == inf and nxt < issued:  # a closed loop's next request has arrived
                     t_arr = arrivals[nxt]
@@ -311,7 +325,9 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         # Decode-only steps run back to back with no event between them where one replica serves, no arrival is due,
         # nothing prefills or waits and no sequence finishes before step kf: the same steps, timed and recorded as the
         # loop would one event at a time (the same arithmetic in the same order), without the event heap's round trips.
-        if R == 1 and t_arr == inf and loss_at == inf and b and pcnt[i] == 0 and whead[i] == -1 and len(heaps[i]):
+        # (after prefill steps the first decode step goes the usual way, which records the gaps across them)
+        if (R == 1 and t_arr == inf and loss_at == inf and b and pcnt[i] == 0 and whead[i] == -1 and len(heaps[i])
+                and pause[i] == 0.0):
             kf_next = heaps[i][0] // n
             while k < kf_next:
                 ctx = sum_c + b * k
@@ -367,6 +383,10 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
             output[rid] -= generated
             resumed[rid] = True
             last_token[rid] = now
+            if ncoh[i] > 0:  # the newest decoders are the last cohort's
+                coh_n[i, ncoh[i] - 1] -= 1
+                if coh_n[i, ncoh[i] - 1] == 0:
+                    ncoh[i] -= 1
             hd = whead[i]  # to the front of the queue
             wnext[rid] = hd
             wprev[rid] = -1
@@ -478,6 +498,14 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
             t = step_s(c, b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys, ctx_sum + kv_pre, dec_keys_w + kv_pre)
         busy[i] = True
         npend[i] = m
+        if pf:
+            if not dstep[i]:
+                if bb[i] == 0 and ncoh[i] == 0:  # no one is waiting: the pause starts here
+                    pause[i] = 0.0
+                pause[i] += t
+            elif pause[i] > 0.0:
+                gi, gn, gv, npg = _flush_pause(i, t, b, warm <= now < duration, ns, pause, coh_p, coh_n, ncoh,
+                                               gi, gn, gv, npg)
         if warm <= now < duration:
             st, sb, kh, ns = _record(st, sb, kh, ns, t, b, held_now)
         if from_step:
@@ -485,4 +513,4 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         else:
             heapq.heappush(events, (now + t, i))
     return (first_token, finish, gaps[:ng].copy(), st[:ns].copy(), sb[:ns].copy(), kh[:ns].copy(), preemptions,
-            first_in_window, decided_miss, requeued)
+            first_in_window, decided_miss, requeued, gi[:npg].copy(), gn[:npg].copy(), gv[:npg].copy())

@@ -136,6 +136,56 @@ def _record(st, sb, kh, ns, t, b, held):
 
 
 @njit(cache=True)
+def _add_cohort(i, p, n, coh_p, coh_n, ncoh):
+    """Replica ``i``'s prompts that landed in a prefill step, ``n`` of them at pause ``p`` (prefill first), as a cohort
+    whose next token gap is the pause after it; the arrays widened where full: (coh_p, coh_n). [s], [sequences]"""
+    if ncoh[i] == coh_p.shape[1]:
+        wp = np.empty((coh_p.shape[0], coh_p.shape[1] * 2))
+        wn = np.zeros((coh_n.shape[0], coh_n.shape[1] * 2), np.int64)
+        wp[:, :coh_p.shape[1]] = coh_p
+        wn[:, :coh_n.shape[1]] = coh_n
+        coh_p, coh_n = wp, wn
+    coh_p[i, ncoh[i]] = p
+    coh_n[i, ncoh[i]] = n
+    ncoh[i] += 1
+    return coh_p, coh_n
+
+
+@njit(cache=True)
+def _flush_pause(i, t, b, record, ns, pause, coh_p, coh_n, ncoh, gi, gn, gv, ng):
+    """Replica ``i``'s decode step of ``t`` after prefill steps (prefill first): its ``b`` decoders' token gaps are the
+    step plus the pause each waited through, recorded as (step index ``ns``, count, gap) where ``record``; the pause
+    and its cohorts cleared. Mirrors :func:`xlplan.simulate.scheduler._pause_gaps`: (gi, gn, gv, ng). [—], [s]"""
+    if record:
+        joined = 0
+        for j in range(ncoh[i]):
+            n = coh_n[i, j]
+            joined += n
+            wait = pause[i] - coh_p[i, j]
+            if wait > 0.0 and n > 0:
+                gi, gn, gv, ng = _record_gap(gi, gn, gv, ng, ns, n, t + wait)
+        old = b - joined
+        if old > 0:
+            gi, gn, gv, ng = _record_gap(gi, gn, gv, ng, ns, old, t + pause[i])
+    pause[i] = 0.0
+    ncoh[i] = 0
+    return gi, gn, gv, ng
+
+
+@njit(cache=True)
+def _record_gap(gi, gn, gv, ng, idx, n, gap):
+    """``n`` token gaps of ``gap`` in measured step ``idx``, appended at ``ng`` (the arrays doubled where full). [—]"""
+    if ng == gi.shape[0]:
+        gi = _grow(gi)
+        gn = _grow(gn)
+        gv = _grow(gv)
+    gi[ng] = idx
+    gn[ng] = n
+    gv[ng] = gap
+    return gi, gn, gv, ng + 1
+
+
+@njit(cache=True)
 def _held(a, w, total, count):
     """:func:`xlplan.simulate.scheduler._window_held`: the cache ``count`` sequences of ``total`` tokens hold, window
     layers clipped at ``w``. [tokens of every layer]"""

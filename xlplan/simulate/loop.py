@@ -183,6 +183,11 @@ class _Run:
         self.step_t = array("d")  # [s]
         self.step_b = array("q")  # [sequences]
         self.kv_held = array("d")  # tokens the step holds in the cache (its share: measured, ÷ capacity) [tokens]
+        # prefill first: token gaps across prefill steps, each (measured step index, count, gap), in place of that
+        # many of the step's own gaps (xlplan.simulate.scheduler._pause_gaps)
+        self.pause_idx = array("q")  # [index]
+        self.pause_n = array("q")  # [sequences]
+        self.pause_gap = array("d")  # [s]
         self.preemptions = 0
         if not 0 <= lost < replicas:
             raise ValueError(f"lost: got {lost} of {replicas} replicas; expected 0 to {replicas - 1}")
@@ -266,7 +271,10 @@ class _Run:
         k = rp.k
         if not rp.decoding:
             if rp.pending:
+                b0 = rp.b
                 self._land_chunks(rp, i, k - 1, now, router, watch)
+                if rp.b > b0:  # prompts in: they wait through the rest of the pause
+                    rp.cohorts.append([rp.pause, rp.b - b0])
             return
         heap = rp.heap
         while heap and heap[0][0] <= k:
@@ -356,7 +364,8 @@ class _Run:
         watch, m_lo, m_hi, need, margin = self._watch()
         target = float(self.watch_ttft_s) if watch else 0.0
         arrivals = np.ascontiguousarray(self.arrivals, dtype=float)  # a closed loop's arrivals are set in place
-        (first, fin, gaps, step_t, step_b, kv_held, preemptions, in_window, decided, requeued) = sim_kernel.run(
+        (first, fin, gaps, step_t, step_b, kv_held, preemptions, in_window, decided, requeued, p_idx, p_n,
+         p_gap) = sim_kernel.run(
             arrivals, prompt, output, c, float(self.cap), float(self.budget),
             int(self.max_seqs), bool(self.causal), float(self.reuse), float(self.warm), float(self.duration),
             float(self.stop), len(self.reps), int(self.lost), float(self.loss_at), watch, target, m_lo, m_hi, need,
@@ -365,6 +374,7 @@ class _Run:
         self.prompt, self.output = prompt, output
         self.gaps_extra = gaps.tolist()
         self.step_t, self.step_b, self.kv_held = step_t, step_b, kv_held
+        self.pause_idx, self.pause_n, self.pause_gap = p_idx, p_n, p_gap
         self.preemptions += int(preemptions)
         self.first_in_window += int(in_window)
         self.decided_miss = bool(decided)

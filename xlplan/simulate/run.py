@@ -307,8 +307,16 @@ def _measure(s: Scenario, replicas: int, tp: int, run: _Run, percentile: float) 
     # (the pooled sample is never built: its percentiles come from the steps' durations and their counts)
     step_t = np.frombuffer(run.step_t, dtype=float) if len(run.step_t) else np.zeros(0)
     step_b = np.frombuffer(run.step_b, dtype=np.int64) if len(run.step_b) else np.zeros(0, dtype=np.int64)
-    gap_values = np.concatenate([step_t, np.asarray(run.gaps_extra, dtype=float)]) if run.gaps_extra else step_t
-    gap_counts = np.concatenate([step_b, np.ones(len(run.gaps_extra), dtype=np.int64)]) if run.gaps_extra else step_b
+    gap_values, gap_counts = step_t, step_b
+    if len(run.pause_idx):  # prefill first: that many of a step's gaps also span the prefill steps before it
+        gap_counts = step_b.copy()
+        p_n = np.asarray(run.pause_n, dtype=np.int64)
+        np.subtract.at(gap_counts, np.asarray(run.pause_idx, dtype=np.int64), p_n)
+        gap_values = np.concatenate([step_t, np.asarray(run.pause_gap, dtype=float)])
+        gap_counts = np.concatenate([gap_counts, p_n])
+    if run.gaps_extra:
+        gap_values = np.concatenate([gap_values, np.asarray(run.gaps_extra, dtype=float)])
+        gap_counts = np.concatenate([gap_counts, np.ones(len(run.gaps_extra), dtype=np.int64)])
     n_gaps = int(gap_counts.sum())
     itl_50, itl_95, itl_99, itl_q = _pooled_percentiles(gap_values, gap_counts, [50.0, 95.0, 99.0, percentile])
     # Little's Law inside the run: the time average of requests in the system over the measured window

@@ -26,7 +26,8 @@ from collections import deque
 
 
 class _Replica:
-    __slots__ = ("busy", "waiting", "prefilling", "dec", "heap", "order", "b", "sum_c", "k", "sum_prefill", "pending", "decoding")
+    __slots__ = ("busy", "waiting", "prefilling", "dec", "heap", "order", "b", "sum_c", "k", "sum_prefill", "pending", "decoding", "pause",
+                 "cohorts")
 
     def __init__(self):
         self.busy = False  # a step is in flight
@@ -41,6 +42,8 @@ class _Replica:
         self.sum_prefill = 0.0  # tokens cached by partly prefilled requests
         self.pending = []  # the prefill chunks of the step in flight
         self.decoding = True  # the step in flight decodes (False: a prefill-first engine's prefill step)
+        self.pause = 0.0  # prefill steps the decoders have waited through since their last token (prefill first) [s]
+        self.cohorts = []  # [pause when they landed, how many]: prompts that landed during the pause [s], [sequences]
 
 
 def start_step(run, i: int, now: float) -> None:
@@ -126,6 +129,10 @@ def _preempt_newest(run, rp: _Replica, now: float) -> None:
     rid = rp.order.pop()
     if rid not in rp.dec:
         return
+    if rp.cohorts:  # the newest decoders are the last cohort's
+        rp.cohorts[-1][1] -= 1
+        if not rp.cohorts[-1][1]:
+            rp.cohorts.pop()
     output, prompt, k = run.output, run.prompt, rp.k
     c, kf = rp.dec.pop(rid)
     rp.b -= 1
@@ -164,11 +171,44 @@ def _launch(run, i: int, now: float, b: int, ctx_sum: float, dec_keys_w: float, 
     t = run.step_time(b, ctx_sum, dec_keys_w, pre, pre_keys, pre_keys_w, ctx_sum + kv_pre, dec_keys_w + kv_pre_w)
     rp.busy = True
     rp.pending = chunks
-    if run.warm <= now < run.duration:
+    record = run.warm <= now < run.duration
+    if run.prefill_first:
+        if not rp.decoding:
+            if not rp.b and not rp.cohorts:  # no one is waiting: the pause starts here
+                rp.pause = 0.0
+            rp.pause += t
+        elif rp.pause > 0.0:
+            _pause_gaps(run, rp, t, b, record)
+    if record:
         run.step_t.append(t)
         run.step_b.append(b)
         run.kv_held.append(held + pre if plus_prefill else held)
     heapq.heappush(run.events, (now + t, i))
+
+
+def _pause_gaps(run, rp: _Replica, t: float, b: int, record: bool) -> None:
+    """A decode step of ``t`` after prefill steps (prefill first): each of its ``b`` decoders' token gap is the step
+    plus the prefill it waited through since its last token — the whole pause for those decoding before it, the pause
+    after its landing for a prompt that landed during it. Recorded (where ``record``) as (this step's index, count,
+    gap) beside the step, which the measurement counts in place of that many of the step's own gaps; the pause and
+    its cohorts cleared. [s]"""
+    if record:
+        idx = len(run.step_t)
+        joined = 0
+        for p, n in rp.cohorts:
+            joined += n
+            wait = rp.pause - p
+            if wait > 0.0 and n > 0:
+                run.pause_idx.append(idx)
+                run.pause_n.append(n)
+                run.pause_gap.append(t + wait)
+        old = b - joined
+        if old > 0:
+            run.pause_idx.append(idx)
+            run.pause_n.append(old)
+            run.pause_gap.append(t + rp.pause)
+    rp.pause = 0.0
+    rp.cohorts = []
 
 
 def _window_held(a: float, w: float, total: float, count: float) -> float:
