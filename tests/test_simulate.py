@@ -608,3 +608,19 @@ def test_token_gaps_add_up_to_each_requests_decode_time(engine):
     total = float(step_t @ step_b) + float(cnt @ (gap - step_t[idx]))
     assert (len(idx) > 0) == (engine == "sglang")
     assert total == pytest.approx(float(np.sum(np.asarray(run.finish) - np.asarray(run.first_token))), rel=1e-9)
+
+
+@pytest.mark.parametrize(("gpu", "tokens"), [("h100-sxm", 8192), ("b200", 16384), ("l40s", 4096), ("rtx-4090", 2048)])
+def test_an_sglang_plan_steps_at_sglangs_own_prefill_budget(gpu, tokens):
+    # SGLang's chunked_prefill_size by the device's memory (sglang server_args.py _handle_gpu_memory_settings):
+    # below 35 GiB 2,048 tokens (the 4090's 24 GiB), below 60 GiB 4,096 (the L40S's 45 GiB), below 160 GiB 8,192 (the
+    # H100's 79.6 GiB), 16,384 above (the B200's 179 GiB). A vLLM plan keeps vLLM's budgets (8,192 on large GPUs).
+    from xlplan.io.planfile import plan_from_mapping
+
+    data = reference_plan().model_dump(exclude_none=True)
+    data["hardware"] = {"gpu": gpu, "gpus_per_node": 8, "usd_per_gpu_hour": 3.0}
+    data["policy"] = {"engine": "sglang"}
+    s = resolve(plan_from_mapping(data, "test"))
+    assert scenario.chunk_tokens(s) == tokens
+    data["policy"] = {"engine": "vllm"}
+    assert scenario.chunk_tokens(resolve(plan_from_mapping(data, "test"))) == (8192 if gpu in ("h100-sxm", "b200") else 2048)

@@ -100,9 +100,9 @@ def engine_budgets(plan: Plan, gpu: GPUSpec) -> tuple[int, int]:
 
     Notes
     -----
-    vLLM's defaults by GPU (:func:`xlplan.serving.engines.vllm_defaults`) stand for SGLang's and TensorRT-LLM's too (SGLang's
-    chunked prefill is 8,192 tokens on large GPUs; trtllm-serve's max_num_tokens 8,192). The runbook's convention has
-    no step budget (a very large one).
+    vLLM's defaults by GPU (:func:`xlplan.serving.engines.vllm_defaults`) stand for TensorRT-LLM's (trtllm-serve's
+    max_num_tokens 8,192) and for SGLang's sequence cap; SGLang's step budget is its ``chunked_prefill_size`` by
+    memory tier (16,384 tokens from 160 GiB). The runbook's convention has no step budget (a very large one).
 
     References
     ----------
@@ -135,14 +135,19 @@ def default_budgets(engine: str, memory_gib: float, gpu_name: str = "") -> tuple
 
     References
     ----------
-    As :func:`engine_budgets`: vLLM's arg_utils.py defaults stand for every engine; the runbook's convention has no
-    budget (``RUNBOOK_UNBOUNDED``).
+    As :func:`engine_budgets`: vLLM's arg_utils.py defaults stand for TensorRT-LLM's, and for SGLang's sequence cap;
+    SGLang's step budget is its own ``chunked_prefill_size`` by memory tier
+    (:func:`xlplan.serving.engines.sglang_chunked_prefill_tokens`); the runbook's convention has no budget
+    (``RUNBOOK_UNBOUNDED``).
     """
     from xlplan.serving import engines
 
     if engine == "runbook":
         return RUNBOOK_UNBOUNDED, RUNBOOK_UNBOUNDED
-    return engines.vllm_defaults(memory_gib, gpu_name)
+    seqs, tokens = engines.vllm_defaults(memory_gib, gpu_name)
+    if engine == "sglang":
+        return seqs, engines.sglang_chunked_prefill_tokens(memory_gib)
+    return seqs, tokens
 
 
 def efficiencies(plan: Plan, gpu: GPUSpec) -> dict[str, float | None]:

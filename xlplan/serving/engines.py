@@ -232,6 +232,42 @@ def prefill_first(engine: str) -> bool:
     return engine in PREFILL_FIRST
 
 
+SGLANG_CHUNK_TIERS_GIB: tuple[tuple[float, int], ...] = ((35.0, 2048), (60.0, 4096), (160.0, 8192))
+"""SGLang's default ``chunked_prefill_size`` by the GPU's memory: 2,048 tokens below 35 GiB (A10, L40, 4090), 4,096
+below 60 GiB (A100 40GB), 8,192 below 160 GiB (H100, H200, A100 80GB), 16,384 above (B200, MI300X)
+(:func:`sglang_chunked_prefill_tokens`). [GiB], [tokens]"""
+
+
+def sglang_chunked_prefill_tokens(memory_gib: float) -> int:
+    """SGLang's default prefill budget on a GPU: its ``chunked_prefill_size`` by memory tier. [tokens]
+
+    Parameters
+    ----------
+    memory_gib : float
+        The GPU's memory as the driver reports it (SGLang reads the device's total memory). [GiB]
+
+    Returns
+    -------
+    int
+        2,048, 4,096, 8,192 or 16,384 tokens (:data:`SGLANG_CHUNK_TIERS_GIB`). [tokens]
+
+    References
+    ----------
+    sgl-project/sglang python/sglang/srt/server_args.py ``_handle_gpu_memory_settings``: ``gpu_mem < 35 * 1024``
+    (MB) → 2048, ``< 60 * 1024`` → 4096, ``< 160 * 1024`` → 8192, else 16384; the prefill batch is also held to
+    ``max_prefill_tokens`` (16,384 by default), which no tier exceeds.
+
+    Examples
+    --------
+    >>> sglang_chunked_prefill_tokens(79.65), sglang_chunked_prefill_tokens(179.06), sglang_chunked_prefill_tokens(44.4)
+    (8192, 16384, 4096)
+    """
+    for below_gib, tokens in SGLANG_CHUNK_TIERS_GIB:
+        if memory_gib < below_gib:
+            return tokens
+    return 16384
+
+
 PROFILED: tuple[str, ...] = ("vllm", "trtllm")
 """The engines whose memory rule deducts an activation peak or workspace (:func:`activation_gib`). [text]"""
 
