@@ -172,8 +172,9 @@ def answer_sentence(r: PlanResult) -> str:
         binding += (f" (one replica of {words.count(a.tp, 'GPU')} carries the peak with room to spare: no path "
                     "needs more, so the fleet is the smallest the model runs on)")
     elif binding == SIMULATED_QUEUEING and r.closed_form is not None:
-        binding += (f" (every closed-form path fits {words.count(r.closed_form.load, 'GPU')}; in simulation requests, with "
-                    "their own lengths, queue for a slot past the TTFT target until the fleet grows)")
+        binding += (f" (every closed-form path fits {words.count(r.closed_form.load, 'GPU')}; in simulation, scheduled as "
+                    "the engine schedules them and with their own lengths, requests queue for a slot past the TTFT target "
+                    "until the fleet grows)")
     order = a.order or f"buy {a.purchased:,}"  # a result written before the order was named
     return (f"{words.count(a.load, 'GPU')} for the load, {a.with_redundancy:,} with redundancy{lost}: {order}; binding: "
             f"{binding}; ~{words.usd(a.monthly_usd)}/month, {words.usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")
