@@ -247,3 +247,24 @@ def test_the_verified_line_names_the_promises_own_percentile():
     at = next(x for x in r.verified.curve if x.gpus == r.verified.load)
     line = next(x for x in render_text(r).splitlines() if "Verified at peak" in x)
     assert f"(p99 TTFT {words.seconds(at.ttft_at_percentile_s)}, inter-token {words.seconds(at.itl_at_percentile_s)})" in line
+
+
+@pytest.mark.slow
+def test_an_sglang_fleet_past_the_closed_form_is_put_down_to_its_prefill_first_schedule():
+    # The runbook's traffic (40 req/s) on SGLang: the simulation schedules SGLang's prefill in steps of its own
+    # (xlplan.serving.engines.prefill_first), which the closed form's mixed steps do not count, and needs more GPUs
+    # than every closed-form path; the note says why in SGLang's terms. A mixed schedule's disagreement keeps its own
+    # words (the lengths), with nothing of prefill first.
+    from xlplan.decide.planner import plan as run_plan
+    from xlplan.report.note import render_text
+    from xlplan.report.note_fleet import _disagreement
+
+    base = reference_plan().model_dump(exclude_none=True)
+    base["policy"] = {"engine": "sglang", "redundancy": 1}
+    r = run_plan(Plan.model_validate(base), verify="auto")
+    assert r.verified.schedule == "prefill_first" and r.answer.load > r.closed_form.load
+    text = render_text(r)
+    assert "SGLang runs each prefill in a step of its own while the running requests wait" in text
+    assert "which the closed form's mixed steps do not count, so requests queue for a slot" in text
+    mixed = _disagreement(r.closed_form, r.verified, tail=False)
+    assert "prefill first" not in mixed and "varies about the mean" in mixed

@@ -103,7 +103,8 @@ def _paragraphs(r: PlanResult) -> list[str]:
         out += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
         if cf is not None and v.load is not None and v.load != cf.load:
             lengths = (r.inputs.prompt_tokens, r.inputs.output_tokens)
-            out.append(_disagreement(cf, v, tail=any((x.p99 or x.p95) > x.p50 for x in lengths)))
+            out.append(_disagreement(cf, v, tail=any((x.p99 or x.p95) > x.p50 for x in lengths),
+                                     prefill_first=_prefill_first(r)))
     return out
 
 
@@ -127,10 +128,22 @@ def _answer_source(r: PlanResult) -> str:
     return "the closed form, not simulated (xlplan plan --verify simulates it)"
 
 
-def _disagreement(cf, v, tail: bool = True) -> str:
-    """Why the closed form and the simulation differ, where they do; ``tail``: the lengths have one (p99 above p50).
-    [text]"""
-    if v.load < cf.load:
+PREFILL_FIRST_WORDS = "SGLang runs each prefill in a step of its own while the running requests wait (prefill first)"
+"""Why a prefill-first engine's simulated fleet outgrows the closed form's, whose steps mix prefill into the decodes. [text]"""
+
+
+def _prefill_first(r: PlanResult) -> bool:
+    """Whether the plan's simulation scheduled prefill first (SGLang). [bool]"""
+    return r.verified is not None and r.verified.schedule == "prefill_first"
+
+
+def _disagreement(cf, v, tail: bool = True, prefill_first: bool = False) -> str:
+    """Why the closed form and the simulation differ, where they do; ``tail``: the lengths have one (p99 above p50);
+    ``prefill_first``: the simulation ran prefill in steps of its own (SGLang). [text]"""
+    if v.load > cf.load and prefill_first:
+        why = (f"{PREFILL_FIRST_WORDS}, where the closed form times steps that carry the prefill beside the decodes: "
+               "each prompt's prefill stalls every running request and no longer shares a step's weight reads")
+    elif v.load < cf.load:
         why = ("the closed form's queue assumes exponential service times (Erlang C with the Allen–Cunneen factor); "
                "a request's decode of a known number of tokens varies less, so the simulated wait is shorter"
                if cf.binding == "queueing" else
@@ -172,9 +185,10 @@ def answer_sentence(r: PlanResult) -> str:
         binding += (f" (one replica of {words.count(a.tp, 'GPU')} carries the peak with room to spare: no path "
                     "needs more, so the fleet is the smallest the model runs on)")
     elif binding == SIMULATED_QUEUEING and r.closed_form is not None:
-        binding += (f" (every closed-form path fits {words.count(r.closed_form.load, 'GPU')}; in simulation, scheduled as "
-                    "the engine schedules them and with their own lengths, requests queue for a slot past the TTFT target "
-                    "until the fleet grows)")
+        why = (f"in simulation {PREFILL_FIRST_WORDS}, which the closed form's mixed steps do not count, so requests queue"
+               if _prefill_first(r) else "in simulation requests, with their own lengths, queue")
+        binding += (f" (every closed-form path fits {words.count(r.closed_form.load, 'GPU')}; {why} for a slot past the "
+                    "TTFT target until the fleet grows)")
     order = a.order or f"buy {a.purchased:,}"  # a result written before the order was named
     return (f"{words.count(a.load, 'GPU')} for the load, {a.with_redundancy:,} with redundancy{lost}: {order}; binding: "
             f"{binding}; ~{words.usd(a.monthly_usd)}/month, {words.usd(a.usd_per_mtok, 3)}/M tokens{cannot} — {_answer_source(r)}.")

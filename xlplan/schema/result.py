@@ -272,6 +272,7 @@ class VerifiedOut(_Out):
     redundancy_ttft_p95_s: float | None = Field(default=None, description="p95 TTFT of the fleet with redundancy after the loss. [s]")
     redundancy_itl_p95_s: float | None = Field(default=None, description="p95 inter-token gap of the fleet with redundancy after the loss. [s]")
     redundancy_sentence: str = Field(default="", description="The redundancy check, in words: how many keep the promise with the replicas lost. [text]")
+    schedule: str = Field(default="mixed", description="How each simulated replica schedules its steps: 'mixed' (decodes first, then prefill chunks beside them in the same step: vLLM, TensorRT-LLM, the runbook's) or 'prefill_first' (SGLang's default: a step of prefill alone while the running requests wait). [text]")
 
 
 class ClosedFormOut(_Out):

@@ -20,6 +20,7 @@ from xlplan import words
 from xlplan.plan import scenario
 from xlplan.plan.scenario import Scenario, chunk_tokens
 from xlplan.schema import steps as step_results
+from xlplan.serving import engines
 from xlplan.simulate.run import SimResult, simulate
 from xlplan.simulate.search import VERIFY_SEEDS, Search, _survives_loss, on_every_seed, search
 from xlplan.simulate.workload import DEFAULT_SEED, MAX_REQUESTS, Workload, run_minutes, workload_for
@@ -219,6 +220,7 @@ def _verified_out(s: Scenario, sol: step_results.Solution, vr: _Verification, tp
         redundancy_ttft_p95_s=lossy.ttft_s.p95 if lossy is not None else None,
         redundancy_itl_p95_s=lossy.itl_s.p95 if lossy is not None else None,
         redundancy_sentence=_redundancy_sentence(vr, tp, on, percentile),
+        schedule="prefill_first" if engines.prefill_first(s.engine) else "mixed",
     )
 
 
