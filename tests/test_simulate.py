@@ -624,3 +624,15 @@ def test_an_sglang_plan_steps_at_sglangs_own_prefill_budget(gpu, tokens):
     assert scenario.chunk_tokens(s) == tokens
     data["policy"] = {"engine": "vllm"}
     assert scenario.chunk_tokens(resolve(plan_from_mapping(data, "test"))) == (8192 if gpu in ("h100-sxm", "b200") else 2048)
+
+
+def test_the_fleet_with_redundancy_is_never_smaller_than_the_load_plus_the_replicas_lost(monkeypatch):
+    # With k replicas lost the survivors are a fleet of n - k serving the peak; the verified load is the fewest replicas
+    # that keep the promise on every seed, so n - k >= load: a loss run that passed with fewer (a stability verdict at
+    # the edge) would have the buyer order fewer GPUs than the load (a trial saw 29 for the load and 28 with
+    # redundancy). Here every loss run passes: the search answers the load plus k, never below.
+    monkeypatch.setattr(search, "watched_verdict", lambda *a, **k: (None, True))
+    wl = workload.poisson_workload(REF, 60.0, 1)
+    for verified, lost in ((6, 1), (29, 1), (4, 2)):
+        n, _ = search._survives_loss(REF, 1, [wl], 60.0, 95.0, verified, lost, 40)
+        assert n == verified + lost

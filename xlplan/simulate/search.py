@@ -258,11 +258,16 @@ def on_every_seed(s, tp, workload, others, duration_s, percentile, start, cap, r
 
 def _survives_loss(s, tp, workloads, duration_s, percentile, verified, lost, cap, known=None):
     """(replicas, run): the fewest replicas keeping the promise on every workload with ``lost`` of them failing at the
-    start of the peak, searched from the verified load plus ``lost`` one replica at a time; (None, None) when there is
-    no verified load or none up to ``cap`` survives; the verified load itself when the plan keeps no redundancy; the
+    start of the peak, searched up from the verified load plus ``lost`` one replica at a time; (None, None) when there
+    is no verified load or none up to ``cap`` survives; the verified load itself when the plan keeps no redundancy; the
     run is the first workload's. ``known`` maps replicas to full runs of the first workload with ``lost`` lost
     already done (the failure check), reused. Only verdicts decide, and only a passing run's figures are read, so
-    every run here may stop once it has missed (:func:`watched_verdict`). [replicas]"""
+    every run here may stop once it has missed (:func:`watched_verdict`).
+
+    Never fewer than the verified load plus ``lost``: the survivors are a fleet of ``n − lost`` replicas serving the
+    peak, and the verified load is the fewest that keep the promise on every seed, so a loss run passing with fewer
+    would contradict it (a run's stability verdict near the edge, not capacity) and order fewer GPUs than the load.
+    [replicas]"""
     if verified is None:
         return None, None
     if lost == 0:
@@ -280,8 +285,6 @@ def _survives_loss(s, tp, workloads, duration_s, percentile, verified, lost, cap
 
     n = verified + lost
     if meets(n):
-        while n - 1 > lost and meets(n - 1):
-            n -= 1
         return n, runs[n][0]
     while n < max(cap, verified + lost):
         n += 1
