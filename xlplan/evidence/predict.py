@@ -307,7 +307,7 @@ def fixed_concurrency(c: Conditions, eff: Efficiencies = ENGINE_DEFAULTS, harnes
     References
     ----------
     Little's Law (Little, Operations Research 9(3), 1961) holds in the replay; vLLM's V1 scheduler
-    (vllm/v1/core/sched/scheduler.py), as the simulator schedules it.
+    (vllm/v1/core/sched/scheduler.py) or SGLang's prefill first, as the simulator schedules them.
     """
     return _replayed(c, eff.resolved(c.engine, c.gpu.name), harness or replay.harness_for(c))
 

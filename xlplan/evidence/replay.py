@@ -4,8 +4,8 @@ A closed-loop benchmark (``vllm bench serve --max-concurrency``, GuideLLM's conc
 ``--concurrency``) keeps ``C`` requests in flight: each client sends its next request the moment its last one
 finishes. A new request waits behind the other clients' prefills and shares their decode steps, so its TTFT is not a
 lone prompt's prefill. The replay serves exactly that through the simulator that verifies plans
-(:func:`xlplan.simulate.run.closed_loop`): the same scheduler (decodes first, chunked prefill in the remaining
-budget, the newest preempted) and the same step time (:func:`xlplan.serving.folded_step.step_time_fn`), on the
+(:func:`xlplan.simulate.run.closed_loop`): the same scheduler (the engine's: decodes first with chunked prefill in the
+remaining budget, or SGLang's prefill first; the newest preempted) and the same step time (:func:`xlplan.serving.folded_step.step_time_fn`), on the
 benchmark's own replica and KV room (:func:`xlplan.evidence.predict.replica_for`).
 
 ``validate`` scores every fixed-concurrency row by this replay (:func:`xlplan.evidence.predict.fixed_concurrency`);
@@ -132,7 +132,8 @@ def closed_loop(rep, c: Conditions, harness: Harness = DEFAULT_HARNESS) -> Onlin
 
     References
     ----------
-    vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py), as :mod:`xlplan.simulate.scheduler` schedules it;
+    vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py) or SGLang's prefill first, as
+    :mod:`xlplan.simulate.scheduler` schedules them;
     Little's Law (Little, 1961) holds in the replay: tokens/s ≈ C·osl ÷ (TTFT + (osl − 1)·ITL), to the window's ends.
     """
     clients = max(1, round(c.concurrency))

@@ -29,6 +29,6 @@ Notes
 References
 ----------
 vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): decodes first, chunked prefill in the remaining token
-budget, recompute preemption of the newest request. Little's Law (Little, Operations Research 9(3), 1961) holds
+budget, recompute preemption of the newest request; SGLang's scheduler (sgl-project/sglang scheduler.py ``get_next_batch_to_run``): prefill first, in steps of its own (an SGLang plan). Little's Law (Little, Operations Research 9(3), 1961) holds
 inside the run and is tested; M/D/1 waiting time by the Pollaczek–Khinchine formula.
 """

@@ -123,8 +123,9 @@ def step_s(c, dec, dec_keys, dec_keys_w, pre, pre_keys, pre_keys_w, kv, kv_w):
 
 @njit(cache=True)
 def _record(st, sb, kh, ns, t, b, held):
-    """A measured step's time, decodes and cache held, appended at ``ns`` (the arrays doubled where full): (st, sb, kh,
-    ns + 1). [s], [sequences], [tokens]"""
+    """One record's three values appended at ``ns`` (the arrays doubled where full): (st, sb, kh, ns + 1). A measured
+    step's time, decodes and cache held ([s], [sequences], [tokens]); or a token gap across prefill steps, how many
+    sequences had it and its step's index ([s], [sequences], [index]), by :func:`_flush_pause`."""
     if ns == st.shape[0]:
         st = _grow(st)
         sb = _grow(sb)
@@ -163,26 +164,13 @@ def _flush_pause(i, t, b, record, ns, pause, coh_p, coh_n, ncoh, gi, gn, gv, ng)
             joined += n
             wait = pause[i] - coh_p[i, j]
             if wait > 0.0 and n > 0:
-                gi, gn, gv, ng = _record_gap(gi, gn, gv, ng, ns, n, t + wait)
+                gv, gn, gi, ng = _record(gv, gn, gi, ng, t + wait, n, ns)
         old = b - joined
         if old > 0:
-            gi, gn, gv, ng = _record_gap(gi, gn, gv, ng, ns, old, t + pause[i])
+            gv, gn, gi, ng = _record(gv, gn, gi, ng, t + pause[i], old, ns)
     pause[i] = 0.0
     ncoh[i] = 0
     return gi, gn, gv, ng
-
-
-@njit(cache=True)
-def _record_gap(gi, gn, gv, ng, idx, n, gap):
-    """``n`` token gaps of ``gap`` in measured step ``idx``, appended at ``ng`` (the arrays doubled where full). [—]"""
-    if ng == gi.shape[0]:
-        gi = _grow(gi)
-        gn = _grow(gn)
-        gv = _grow(gv)
-    gi[ng] = idx
-    gn[ng] = n
-    gv[ng] = gap
-    return gi, gn, gv, ng + 1
 
 
 @njit(cache=True)

@@ -109,7 +109,7 @@ def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s
     References
     ----------
     vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): decodes first, chunked prefill in the remaining token
-    budget, recompute preemption of the newest request.
+    budget, recompute preemption of the newest request; SGLang's scheduler (sgl-project/sglang scheduler.py ``get_next_batch_to_run``): prefill first, in steps of its own (an SGLang plan).
     """
     run = _Run(s, replicas, tp, workload, duration_s, lost)
     run.run()
@@ -160,7 +160,8 @@ def closed_loop(s: Scenario, replicas: int, tp: int, workload: Workload, clients
     References
     ----------
     The closed loop of ``vllm bench serve --max-concurrency``, GuideLLM's concurrent profile and aiperf/genai-perf
-    ``--concurrency``; vLLM's V1 scheduler as :mod:`xlplan.simulate.scheduler` schedules it.
+    ``--concurrency``; the engine's schedule (vLLM's V1 scheduler, SGLang's prefill first) as
+    :mod:`xlplan.simulate.scheduler` schedules it.
     """
     import numpy as np
 
