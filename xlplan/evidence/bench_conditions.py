@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from xlplan.catalog.specs import GPUSpec, ModelSpec
+from xlplan.serving import engines
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Conditions:
     tp: int  # per replica [GPUs]
     ep: int = 1  # expert parallel inside a replica [GPUs]
     engine: str = "vllm"  # vllm | sglang | trtllm
-    memory_utilisation: float | None = None  # the engine's memory fraction [fraction]
+    memory_utilisation: float | None = None  # the engine's memory fraction; None: its default (memory_fraction) [fraction]
     max_num_seqs: int | None = None  # [sequences]
     max_num_batched_tokens: int | None = None  # [tokens]
     isl: float = 1.0  # prompt length [tokens]
@@ -155,7 +156,7 @@ def plan_for(c: Conditions, eff: Efficiencies):
 
     policy = {"engine": c.engine, "tp": c.tp, "expert_parallel": c.ep if c.tp % c.ep == 0 else 1,
               "attention_flops": "causal", "latency_step": "with_prefill", "attention_data_parallel": c.attention_dp}
-    for key, value in (("memory_utilisation", c.memory_utilisation), ("max_num_seqs", c.max_num_seqs),
+    for key, value in (("memory_utilisation", memory_fraction(c)), ("max_num_seqs", c.max_num_seqs),
                        ("max_num_batched_tokens", c.max_num_batched_tokens), ("step_overhead_s", eff.step_overhead_s),
                        ("prefill_mfu", eff.prefill_mfu), ("decode_mfu", eff.decode_mfu),
                        ("bandwidth_efficiency", eff.bandwidth_efficiency), ("expert_efficiency", eff.expert_efficiency)):
@@ -175,6 +176,33 @@ def plan_for(c: Conditions, eff: Efficiencies):
 
 
 _GPU_OVERRIDE = ("name", "memory_gib", "bf16_tflops", "fp8_tflops", "fp4_tflops", "hbm_tbps")
+
+
+def memory_fraction(c: Conditions) -> float:
+    """The memory fraction the benchmark's engine ran at: the one it states, else the engine's default for its release,
+    GPU and TP (:func:`xlplan.serving.engines.default_memory_fraction`). [fraction]
+
+    Parameters
+    ----------
+    c : Conditions
+        The benchmark's conditions.
+
+    Returns
+    -------
+    float
+        ``c.memory_utilisation`` where stated; else vLLM's and TensorRT-LLM's 0.9, SGLang's computed from the GPU's
+        memory and TP (by TP alone before 0.5.3), with every GPU of an attention-DP replica a DP rank (its layout's
+        TP of 1, as the corpora's DP-attention layouts are). [fraction]
+
+    References
+    ----------
+    sgl-project/sglang server_args.py ``_handle_gpu_memory_settings``; vLLM ``--gpu-memory-utilization`` (0.9);
+    TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction`` (0.9).
+    """
+    if c.memory_utilisation is not None:
+        return c.memory_utilisation
+    return engines.default_memory_fraction(c.engine, c.gpu.memory_gib, c.tp, c.engine_version,
+                                           c.tp if c.attention_dp else 1)
 
 
 def deployment(c: Conditions) -> tuple[str, str, str]:

@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, replace
 
 from xlplan.evidence import predict
-from xlplan.evidence.bench_conditions import Conditions, Efficiencies, deployment, replace_concurrency
+from xlplan.evidence.bench_conditions import Conditions, Efficiencies, deployment, memory_fraction, replace_concurrency
 from xlplan.serving import efficiency_defaults
 
 HEADLINE_KINDS = ("throughput", "latency")
@@ -164,7 +164,7 @@ def _predict(m: MeasuredRow, c: Conditions, eff: Efficiencies) -> list[Check]:
         gib, tokens = predict.kv_capacity(c)
         out = []
         if m.kv_gib is not None:
-            out.append(_check(m, "KV cache GiB per GPU", CAPACITY, gib, m.kv_gib, f"{c.engine} rule at {c.memory_utilisation:g}"))
+            out.append(_check(m, "KV cache GiB per GPU", CAPACITY, gib, m.kv_gib, f"{c.engine} rule at {memory_fraction(c):g}"))
         if m.kv_tokens is not None:
             out.append(_check(m, "KV cache tokens per replica", CAPACITY, tokens, m.kv_tokens))
         return out or [_skip(m, _not_measured(m, "no KV figure measured"))]

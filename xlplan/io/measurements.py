@@ -24,10 +24,6 @@ from xlplan.evidence.validation import MeasuredRow
 from xlplan.io import layouts, names
 from xlplan.io.measurement_table import UNREADABLE, _num
 
-DEFAULT_UTILISATION = {"vllm": 0.90, "sglang": 0.88, "trtllm": 0.90}
-"""The engines' default memory fractions (vLLM gpu_memory_utilization, SGLang mem_fraction_static on large GPUs,
-TensorRT-LLM free_gpu_memory_fraction for trtllm-bench/serve). [fraction]"""
-
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "measurements.csv"
 """The public corpus that ships with xlplan (every row with its source and a reliability note)."""
 
@@ -107,7 +103,7 @@ def conditions(row: dict) -> tuple[bench_conditions.Conditions | None, str]:
             return None, why
     return bench_conditions.Conditions(
         model=model, gpu=spec, weights_dtype=wd, kv_dtype=kd, gpus=tp * replicas, tp=tp, ep=ep, engine=eng,
-        memory_utilisation=util if util is not None else DEFAULT_UTILISATION[eng],
+        memory_utilisation=util,
         max_num_seqs=int(seqs) if seqs else None, max_num_batched_tokens=int(tokens) if tokens else None,
         isl=isl, osl=osl, v0=v0,
         num_prompts=_num(row.get("num_prompts")), attention_dp=dp_attention,

@@ -28,7 +28,7 @@ from xlplan import catalog
 from xlplan.evidence import bench_conditions
 from xlplan.evidence.validation import MeasuredRow
 from xlplan.io import layouts, names
-from xlplan.io.measurements import DEFAULT_UTILISATION, source_group
+from xlplan.io.measurements import source_group
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "silicon_sample.csv.gz"
 """The reduced sample that ships with xlplan (every row with the sample's id, and its point)."""
@@ -97,7 +97,7 @@ def conditions(row: dict) -> tuple[bench_conditions.Conditions | None, str]:
     wd = row["weights_dtype"]
     return bench_conditions.Conditions(
         model=model, gpu=catalog.get_gpu(gpu), weights_dtype=wd, kv_dtype=names.kv_dtype("", row["checkpoint"], eng, "", wd),
-        gpus=width * replicas, tp=width, ep=ep, engine=eng, memory_utilisation=DEFAULT_UTILISATION[eng],
+        gpus=width * replicas, tp=width, ep=ep, engine=eng,
         isl=float(row["isl"]), osl=float(row["osl"]), concurrency=float(conc), attention_dp=attention_dp,
         engine_version=row["engine_version"],
     ), ""

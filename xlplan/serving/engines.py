@@ -27,6 +27,7 @@ TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction``.
 
 from __future__ import annotations
 
+import re
 from typing import Literal, get_args
 
 from xlplan.units import GIB
@@ -266,6 +267,128 @@ def sglang_chunked_prefill_tokens(memory_gib: float) -> int:
         if memory_gib < below_gib:
             return tokens
     return 16384
+
+
+SGLANG_GRAPH_BS_TIERS_GIB: tuple[tuple[float, int, int], ...] = ((20.0, 8, 8), (35.0, 24, 80), (60.0, 32, 160),
+                                                                  (90.0, 256, 512), (160.0, 256, 512))
+"""SGLang's default ``cuda_graph_max_bs`` by the GPU's memory: (below GiB, at TP below 4, at TP 4 or more); 512 above
+160 GiB (:func:`sglang_mem_fraction_static`). [GiB], [sequences]"""
+
+SGLANG_MEMORY_RULE_SINCE = (0, 5, 3)
+"""The first SGLang release whose default ``mem_fraction_static`` follows the GPU's memory
+(:func:`sglang_mem_fraction_static`): sgl-project/sglang#10975 and #11076 (merged by 2025-09-30), released in 0.5.3
+(version bump #11263, 2025-10-06). Earlier releases set it by TP alone (:data:`SGLANG_TP_FRACTIONS`). [release]"""
+
+SGLANG_TP_FRACTIONS: tuple[tuple[int, float], ...] = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
+"""SGLang's default ``mem_fraction_static`` before 0.5.3: 0.79 at TP 16 or more, 0.81 at 8, 0.85 at 4, 0.87 at 2, 0.88
+at TP 1 (server_args.py ``__post_init__``, "Set mem fraction static, which depends on the tensor parallelism size").
+[TP], [fraction]"""
+
+DEFAULT_MEMORY_FRACTION = {"vllm": 0.90, "trtllm": 0.90, "runbook": 0.90}
+"""The memory fraction an engine runs at when none is set, where it is a constant: vLLM ``--gpu-memory-utilization``
+0.9 (its engine-arguments documentation, the releases the corpora hold), TensorRT-LLM
+``KvCacheConfig.free_gpu_memory_fraction`` 0.9; SGLang's is computed (:func:`sglang_mem_fraction_static`). [fraction]"""
+
+
+def _release(version: str) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of the first release number in a version text, else None. [release]"""
+    m = re.search(r"(?<![\d.])(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+def sglang_mem_fraction_static(memory_gib: float, tp: int, version: str = "", dp_attention: int = 1,
+                               chunk_tokens: int | None = None) -> float:
+    """SGLang's default ``mem_fraction_static``: the share of the GPU its static pool (weights and KV cache) takes
+    when the server is not told one. [fraction]
+
+    Parameters
+    ----------
+    memory_gib : float
+        The GPU's memory as the driver reports it (SGLang reads the device's total). [GiB]
+    tp : int
+        The server's tensor-parallel size (its whole attention-DP group). [GPUs]
+    version : str
+        The SGLang release as stated; before 0.5.3 the older rule by TP alone, blank or unreadable the current one.
+    dp_attention : int
+        Attention data-parallel ranks (``--dp`` with ``--enable-dp-attention``); 1 without. [ranks]
+    chunk_tokens : int, optional
+        The server's ``chunked_prefill_size``; left out, its default for the GPU
+        (:func:`sglang_chunked_prefill_tokens`). [tokens]
+
+    Returns
+    -------
+    float
+        From 0.5.3: ``round((M − R) ÷ M, 3)`` with M the memory in MB and R the reserve in MB: 512 + 1.5 ×
+        max(chunk, 2,048) + 2 × ``cuda_graph_max_bs`` (:data:`SGLANG_GRAPH_BS_TIERS_GIB`) + TP ÷ 8 × 1,024, with
+        attention DP 3 × bs × ranks more (and 1.5 × bs × ranks above 300 sequences), at least 10,240 MB on GPUs
+        above 60 GiB. Before 0.5.3: :data:`SGLANG_TP_FRACTIONS`. [fraction]
+
+    References
+    ----------
+    sgl-project/sglang python/sglang/srt/server_args.py ``_handle_gpu_memory_settings`` (#10975, with #11076's 512 MB
+    and TP ÷ 8 terms; the same code as commit 037c3982, which gpustack/gpustack#3901 copies): "reserved_mem = 512 …
+    max(self.chunked_prefill_size, 2048) * 1.5 … self.cuda_graph_max_bs * 2 … self.tp_size * self.pp_size / 8 * 1024
+    … if gpu_mem > 60 * 1024: reserved_mem = max(reserved_mem, 10 * 1024)".
+
+    Examples
+    --------
+    An H100 (81,559 MiB, 79.647 GiB) at TP 1: 512 + 12,288 + 512 + 128 = 13,440 MB reserved, (81,559 − 13,440) ÷
+    81,559 = 0.835; the same GPU on SGLang 0.4.6 at TP 8: 0.81.
+
+    >>> sglang_mem_fraction_static(79.647, 1), sglang_mem_fraction_static(79.647, 8, "v0.4.6")
+    (0.835, 0.81)
+    """
+    release = _release(version)
+    if release is not None and release < SGLANG_MEMORY_RULE_SINCE:
+        return next(f for at_least, f in SGLANG_TP_FRACTIONS if tp >= at_least)
+    mb = memory_gib * 1024.0
+    chunk = chunk_tokens if chunk_tokens else sglang_chunked_prefill_tokens(memory_gib)
+    bs = next((small if tp < 4 else large for below, small, large in SGLANG_GRAPH_BS_TIERS_GIB if memory_gib < below), 512)
+    reserved = 512.0 + max(chunk, 2048) * 1.5 + bs * 2.0 + tp / 8.0 * 1024.0
+    if dp_attention > 1:
+        reserved += bs * dp_attention * 3.0 + (bs * dp_attention * 1.5 if bs > 300 else 0.0)
+    if memory_gib > 60.0:
+        reserved = max(reserved, 10.0 * 1024.0)
+    return round((mb - reserved) / mb, 3)
+
+
+def default_memory_fraction(engine: str, memory_gib: float, tp: int, version: str = "", dp_attention: int = 1) -> float:
+    """The memory fraction an engine runs at when none is set: vLLM's and TensorRT-LLM's 0.9, SGLang's computed. [fraction]
+
+    Parameters
+    ----------
+    engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
+        Whose default.
+    memory_gib : float
+        The GPU's memory as the driver reports it. [GiB]
+    tp : int
+        The server's tensor-parallel size. [GPUs]
+    version : str
+        The engine's release as stated (SGLang's rule changed in 0.5.3).
+    dp_attention : int
+        Attention data-parallel ranks (SGLang reserves more for them). [ranks]
+
+    Returns
+    -------
+    float
+        :data:`DEFAULT_MEMORY_FRACTION`, or :func:`sglang_mem_fraction_static` for SGLang. [fraction]
+
+    References
+    ----------
+    vLLM ``--gpu-memory-utilization`` (default 0.9, docs.vllm.ai engine arguments); TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction``
+    (0.9); sgl-project/sglang server_args.py ``_handle_gpu_memory_settings``.
+
+    Examples
+    --------
+    An H200 (143,771 MiB) at TP 8 on SGLang: 512 + 12,288 + 2 × 512 + 1,024 = 14,848 MB reserved,
+    (143,771 − 14,848) ÷ 143,771 = 0.897.
+
+    >>> default_memory_fraction("vllm", 79.647, 1), default_memory_fraction("sglang", 143771 / 1024, 8)
+    (0.9, 0.897)
+    """
+    if engine == "sglang":
+        return sglang_mem_fraction_static(memory_gib, tp, version, dp_attention)
+    return DEFAULT_MEMORY_FRACTION[engine]
 
 
 PROFILED: tuple[str, ...] = ("vllm", "trtllm")
