@@ -50,6 +50,9 @@ FIXED = {
     "examples/review/scrapes": "Five scrapes of one replica at the month's peak, 15 s apart.",
     "examples/reference-plan.yaml": "The reference plan as `xlplan example` writes it, for `--plan`.",
     ".ci": "Continuous integration.",
+    "benchmarks/bench_kernel_prefill.txt": ("The last run of bench_kernel_prefill.py: the sample's TTFT and inter-token "
+                                            "latency and the corpus' offline throughput at the fitted prefill MFU and at "
+                                            "the measured GEMM curve's."),
     "benchmarks/bench_replay.txt": ("The last run of bench_replay.py: the replay's time per row and error beside the closed "
                                     "form's, and the harness assumptions' effects."),
     "benchmarks/bench_validate.txt": "The last run of bench_validate.py: validate on the whole silicon sample on one core.",
