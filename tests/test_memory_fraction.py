@@ -42,7 +42,7 @@ def test_sglangs_default_fraction_by_gpu_memory_and_tp(memory_mib, tp, expected)
 def test_attention_data_parallel_reserves_its_padding():
     # H200, 143,771 MiB, TP 8 with 8 DP-attention ranks: 14,848 as at TP 8, + 3 × 512 × 8 = 12,288, + 1.5 × 512 × 8
     # = 6,144 (bs 512 > 300): 33,280 MB; (143,771 − 33,280) ÷ 143,771 = 0.76852 → 0.769
-    assert engines.sglang_mem_fraction_static(143771 / 1024, 8, dp_attention=8) == 0.769
+    assert engines.sglang_mem_fraction_static(143771 / 1024, 8, dp_ranks=8) == 0.769
 
 
 @pytest.mark.parametrize(("version", "tp", "expected"), [
@@ -85,3 +85,62 @@ def test_the_sample_rows_kv_room_is_sglangs_pool_at_that_fraction():
     kv_gib, _ = kv_capacity(c)
     expected = 0.835 * 79.18 - weights_gib(c.model, "bf16") - engines.SGLANG_RESERVE_GIB
     assert kv_gib == pytest.approx(expected, rel=1e-9)
+
+
+def _engines_own(plan):
+    """The plan with its memory fraction null: the engine's own default (replan drops a None)."""
+    return plan.model_copy(update={"policy": plan.policy.model_copy(update={"memory_utilisation": None})})
+
+
+def test_an_sglang_plan_whose_fraction_is_null_sizes_its_cache_at_sglangs_default():
+    # The reference plan's model and GPU (Llama-3.1-8B bf16, one H100: 79.18 GiB visible, 14.957 GiB of weights) under
+    # SGLang, its fraction null (the engine's own): 0.835 at TP 1 (above), so 0.835 × 79.18 − 14.957 − 1.5 (SGLang's reserve) = 49.66 GiB
+    # per GPU, where the 0.90 every engine got before gave 54.80. At TP 2, 512 + 12,288 + 512 + 256 = 13,568 MB:
+    # 1 − 13,568 ÷ 81,559 = 0.8336 → 0.834, with half the weights per GPU.
+    from planhelp import replan
+
+    from xlplan.decide.planner import plan
+    from xlplan.io.planfile import reference_plan
+    from xlplan.plan.replica_at_tp import kv_budget_gib, memory_fraction
+    from xlplan.plan.scenario import resolve
+    from xlplan.schema.plan import Plan
+
+    bare = Plan.model_validate({k: v for k, v in reference_plan().model_dump(exclude_none=True).items() if k != "policy"})
+    sglang = _engines_own(replan(bare, policy={"engine": "sglang"}))
+    s = resolve(sglang)
+    assert s.memory_utilisation is None and (memory_fraction(s, 1), memory_fraction(s, 2)) == (0.835, 0.834)
+    weights_gib = s.weights_bytes / 2**30
+    assert kv_budget_gib(s, 1) == pytest.approx(0.835 * 79.18 - weights_gib - 1.5, rel=1e-12)
+    assert kv_budget_gib(s, 2) == pytest.approx(0.834 * 79.18 - weights_gib / 2 - 1.5, rel=1e-12)
+    assert plan(sglang).memory.kv_budget_gib_per_gpu == pytest.approx(kv_budget_gib(s, plan(sglang).fleet.tp), rel=1e-12)
+    # a stated fraction is the plan's, whatever the engine, and one left out is the plan file's 0.90 (its meaning
+    # since version 1); vLLM's own default is 0.9 too
+    assert memory_fraction(resolve(replan(bare, policy={"engine": "sglang"})), 1) == 0.9
+    vllm_own = resolve(_engines_own(bare))
+    assert vllm_own.memory_utilisation is None and memory_fraction(vllm_own, 4) == 0.9
+
+
+@pytest.mark.slow
+def test_a_blank_fraction_in_the_workbook_is_the_engines_own_and_reads_back_null(tmp_path):
+    # The workbook writes a null fraction as a blank 1 Inputs cell, its Constraints tab computes SGLang's 0.835 from the
+    # H100's memory at TP 1 (the cached value the engine wrote), and reading the workbook back gives the null again,
+    # not the plan file's 0.90 default: the same plan.
+    import openpyxl
+    from planhelp import replan
+    from workbookhelp import workbook_for_plan
+
+    from xlplan.excel.reader import read_workbook
+    from xlplan.io.planfile import reference_plan
+
+    plan = _engines_own(replan(reference_plan(), policy={"engine": "sglang"}))
+    path = tmp_path / "sglang.xlsx"
+    path.write_bytes(workbook_for_plan(plan))
+    wb = openpyxl.load_workbook(path, data_only=True)
+
+    def named(name):
+        sheet, cell = next(iter(wb.defined_names[name].destinations))
+        return wb[sheet][cell.replace("$", "")].value
+
+    assert named("MemoryUtilisation") is None and named("MemoryFraction") == 0.835
+    back = read_workbook(path)
+    assert back.policy.memory_utilisation is None and back.model_dump() == plan.model_dump()

@@ -40,6 +40,11 @@ def test_verified_workbook_recalculates_in_both_engines(ref_plan, tmp_path):
     assert '"purchased": 8' in out.stdout
 
 
+def _engines_own_fraction(plan):
+    """The plan with ``memory_utilisation: null``, the engine's own fraction (replan drops a None)."""
+    return plan.model_copy(update={"policy": plan.policy.model_copy(update={"memory_utilisation": None})})
+
+
 @pytest.mark.slow
 def test_runbook_what_ifs_recalculate(ref_plan, tmp_path):
     require_libreoffice()
@@ -57,6 +62,12 @@ def test_runbook_what_ifs_recalculate(ref_plan, tmp_path):
         "conventions": replan(ref_plan, forecast={"prompt_tokens": {"p50": 1500, "p95": 6000}},
                               policy={"memory_convention": "worst_case", "include_ttft_in_time_in_system": True,
                                       "decode_attention_flops": True}),
+        # SGLang at its own memory fraction (none stated): by the H100's memory at TP 1; DeepSeek-V3 on H200s with DP
+        # attention, TP 4 or more and the DP ranks' reserve (the workbook's formula against the engine's figure)
+        "sglang": _engines_own_fraction(replan(ref_plan, policy={"engine": "sglang"})),
+        "sglang_dp": _engines_own_fraction(replan(ref_plan, model={"name": "deepseek-v3", "weights_dtype": "fp8", "kv_dtype": "fp8"},
+                                                  hardware={"gpu": "h200", "usd_per_gpu_hour": 3.6},
+                                                  policy={"engine": "sglang", "attention_data_parallel": True})),
     }
     assert recalc_and_compare(plans, tmp_path) == []
 

@@ -202,7 +202,7 @@ def memory_fraction(c: Conditions) -> float:
     if c.memory_utilisation is not None:
         return c.memory_utilisation
     return engines.default_memory_fraction(c.engine, c.gpu.memory_gib, c.tp, c.engine_version,
-                                           c.tp if c.attention_dp else 1)
+                                           c.tp if c.attention_dp else 0, c.max_num_batched_tokens)
 
 
 def deployment(c: Conditions) -> tuple[str, str, str]:

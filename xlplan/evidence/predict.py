@@ -130,7 +130,7 @@ def _v0_budget(c: Conditions, s) -> float:
 
     tokens = c.max_num_batched_tokens or 2048
     act = engines.vllm_activation_peak_gib(s.vocab, s.hidden, s.intermediate / c.tp, 256, tokens, v0=True)
-    return engines.kv_budget_gib("vllm", s.memory_gib, s.visible_gib, s.memory_utilisation, s.weights_bytes / c.tp / GIB,
+    return engines.kv_budget_gib("vllm", s.memory_gib, s.visible_gib, replica_at_tp.memory_fraction(s, c.tp), s.weights_bytes / c.tp / GIB,
                                  0.0, act, c.tp)
 
 

@@ -166,6 +166,7 @@ def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = Non
     return Figures(
         plan=p, s=s, sol=sol, result=result, model=p.model.resolve(), gpu=p.hardware.resolve(), tp_paths=tp_paths,
         tp_objectives=_objectives(s, tp_paths), replica=replica_at_tp.replica(s, tp), activation_gib=replica_at_tp.activation_gib(s, tp),
+        memory_fraction=replica_at_tp.memory_fraction(s, tp),
         prefill_mfu=replica_at_tp.prefill_mfu(s), decode_mfu=replica_at_tp.decode_mfu(s),
         decode_context_tokens=latency_step.decode_context_tokens(sol.traffic),
         whatifs=tuple(whatif_row(p, s, w) for w in whatifs), as_planned=whatif_row(p, s, None),

@@ -97,6 +97,7 @@ class Figures:
     tp_objectives: dict[int, float]  # TP objective of each feasible degree [1]
     replica: Replica  # the chosen degree's replica: its step-time terms
     activation_gib: float  # the engine's activation peak at the chosen degree [GiB]
+    memory_fraction: float  # the engine's memory fraction at the chosen degree: the plan's, else its default [fraction]
     prefill_mfu: float  # [fraction]
     decode_mfu: float  # [fraction]
     decode_context_tokens: float  # a decode's mean context: its prompt and half its output [tokens]

@@ -174,14 +174,29 @@ def step_time(tp: str, ep: str, shards: str, dec: str, dec_keys: str, dec_keys_w
     return f"StepOverhead+{dense}+{experts}+{attention}+{comm}"
 
 
+def memory_fraction(tp: str) -> str:
+    """:func:`xlplan.plan.replica_at_tp.memory_fraction` at TP ``tp``: the fraction given, else the engine's default
+    (0.9; SGLang's by the GPU's memory, the TP degree and the step budget, :func:`xlplan.serving.engines.sglang_mem_fraction_static`,
+    its terms the Constants sheet's SGLang* names)."""
+    tier = "MATCH(GPUMemoryGiB,SGLangTierFromGiB,1)"
+    bs = f"IF({tp}<SGLangGraphTPLarge,INDEX(SGLangGraphBatchSmallTP,{tier}),INDEX(SGLangGraphBatchLargeTP,{tier}))"
+    reserved = (f"SGLangReserveBaseMB+SGLangReservePerChunkTokenMB*MAX(MaxNumBatchedTokens,SGLangMinChunkTokens)"
+                f"+{tp}*SGLangReservePerTPGPUMB+({bs})*(SGLangReservePerGraphSeqMB+IF(AttentionDataParallel,{tp}"
+                f"*(SGLangDPReservePerGraphSeqMB+IF(({bs})>SGLangDPLargeAboveSeqs,SGLangDPLargeReservePerGraphSeqMB,0)),0))")
+    floor = "IF(GPUMemoryGiB>SGLangReserveFloorAboveGiB,SGLangReserveFloorMB,0)"
+    sglang = f"ROUND(1-MAX({reserved},{floor})/(GPUMemoryGiB*MiBPerGiB),SGLangFractionDecimals)"
+    return f'IF(ISNUMBER(MemoryUtilisation),MemoryUtilisation,IF(Engine="sglang",{sglang},DefaultMemoryFraction))'
+
+
 def kv_budget_engine(weights_bytes_: str, tp: str, activation: str) -> str:
-    """:func:`xlplan.serving.engines.kv_budget_gib` by the plan's engine (the runbook's rule, vLLM's, SGLang's, TensorRT-LLM's)."""
+    """:func:`xlplan.serving.engines.kv_budget_gib` by the plan's engine (the runbook's rule, vLLM's, SGLang's, TensorRT-LLM's),
+    at the memory fraction :func:`memory_fraction` gives at ``tp``."""
     w = f"{weights_bytes_}/{tp}/GiB"
     non_torch = f"IF({tp}>1,NonTorchTPGiB,NonTorchGiB)"
-    return (f'IF(Engine="runbook",GPUMemoryGiB*MemoryUtilisation-{w}-OverheadGiB,'
-            f'IF(Engine="vllm",MemoryUtilisation*GPUVisibleGiB-{w}-({activation})-{non_torch},'
-            f'IF(Engine="sglang",MemoryUtilisation*GPUVisibleGiB-{w}-SGLangReserveGiB,'
-            f"MemoryUtilisation*(GPUVisibleGiB-{w}-({activation})-{non_torch}))))")
+    f = f"({memory_fraction(tp)})"
+    return (f'IF(Engine="trtllm",{f}*(GPUVisibleGiB-{w}-({activation})-{non_torch}),'
+            f'{f}*IF(Engine="runbook",GPUMemoryGiB,GPUVisibleGiB)-{w}'
+            f'-IF(Engine="runbook",OverheadGiB,IF(Engine="vllm",({activation})+{non_torch},SGLangReserveGiB)))')
 
 
 def activation_gib(tp: str) -> str:

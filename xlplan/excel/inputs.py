@@ -29,6 +29,7 @@ class InputSpec:
     required: bool = True
     choices: str | None = None  # defined name of the drop-down list
     fmt: str | None = None
+    blank_is_null: bool = False  # a blank cell is the field's null (not its default): policy.memory_utilisation's engine default
 
 
 INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
@@ -104,7 +105,8 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
                   required=False, fmt="0%"),
         InputSpec("MemoryUtilisation", ("policy", "memory_utilisation"), "GPU memory the server may use", "fraction", "fraction", "model",
                   "The engine's memory fraction: vLLM gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM "
-                  "kv_cache_free_gpu_mem_fraction (0.90, not 90).", fmt="0%"),
+                  "kv_cache_free_gpu_mem_fraction (0.90, not 90); blank: the engine's own default (0.90; SGLang's by the "
+                  "GPU's memory and the TP degree).", required=False, fmt="0%", blank_is_null=True),
         InputSpec("OverheadGiB", ("policy", "overhead_gib"), "Runtime overhead per GPU", "GiB", "number0", "model",
                   "Activations, CUDA graphs and runtime memory for engine 'runbook' (3 GiB in the runbook's example); the "
                   "other engines estimate it.", fmt="0.00"),

@@ -218,7 +218,7 @@ def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...
         where = _at(t, c)
         cells[spec.path] = where
         value = _parse(spec, wb[t][c].value, where, problems)
-        if value is not None:
+        if value is not None or (spec.blank_is_null and wb[t][c].value in (None, "")):
             _set(data, spec.path, value)
 
 

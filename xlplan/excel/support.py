@@ -33,7 +33,7 @@ CHECKS: tuple[tuple[str, str, str | None], ...] = (
     ("OutputOrdered", "Output lengths ordered: p50 ≤ p95 ≤ p99",
      "=AND(OutputP50<=OutputP95,OR(NOT(ISNUMBER(OutputP99)),OutputP95<=OutputP99))"),
     ("FractionsInRange", "Fractions between 0 and 1 (0.40, not 40)",
-     ("=AND(AvgUtilisation>0,AvgUtilisation<=1,MFU>0,MFU<=1,MemoryUtilisation>0,MemoryUtilisation<=1,"
+     ("=AND(AvgUtilisation>0,AvgUtilisation<=1,MFU>0,MFU<=1,OR(NOT(ISNUMBER(MemoryUtilisation)),AND(MemoryUtilisation>0,MemoryUtilisation<=1)),"
      "BandwidthEfficiency>0,BandwidthEfficiency<=1,PrefixReuse>=0,PrefixReuse<1)")),
     ("OneSpeed", "Exactly one of inter-token target and streaming speed", "=ISNUMBER(ITLInput)<>ISNUMBER(TokensPerSecondInput)"),
     ("ModelFound", "Model found on the Models sheet", "=ISNUMBER(ModelRow)"),
@@ -284,6 +284,26 @@ def _efficiency_table(book: Book, sh: Sheet, r: int, table) -> int:
     return r + 1
 
 
+def _sglang_graph_tiers(book: Book, sh: Sheet, r: int) -> int:
+    """SGLang's default CUDA-graph batch by the GPU's memory (:data:`xlplan.serving.engines.SGLANG_GRAPH_BS_TIERS_GIB`), one
+    row per tier from its lower bound, named SGLangTierFromGiB, SGLangGraphBatchSmallTP (TP below
+    SGLangGraphTPLarge) and SGLangGraphBatchLargeTP, from row ``r``; returns the row after the last."""
+    heads = ("SGLang graph batch: from GiB", "At TP below 4", "At TP 4 or more")
+    for i, h in enumerate(heads):
+        sh.put(i + 1, r, Cell(h, kind="header"))
+    tiers = engines.SGLANG_GRAPH_BS_TIERS_GIB
+    rows = [(0.0, tiers[0][1], tiers[0][2])] + [(tiers[i - 1][0], small, large) for i, (_, small, large) in
+                                               enumerate(tiers) if i > 0] + [(tiers[-1][0], 512, 512)]
+    first = r + 1
+    for from_gib, small, large in rows:
+        r += 1
+        for col, v in (("A", from_gib), ("B", small), ("C", large)):
+            sh.put(col, r, Cell(float(v), kind="const", fmt="General"))
+    for name, col in (("SGLangTierFromGiB", "A"), ("SGLangGraphBatchSmallTP", "B"), ("SGLangGraphBatchLargeTP", "C")):
+        book.define_range(name, sh, f"{col}{first}", f"{col}{r}")
+    return r + 1
+
+
 def _default_sources(book: Book, sh: Sheet, r: int) -> int:
     """The dated source of each buy default, named Default<Input>Source and Default<Input>Date, from row ``r``, for the
     Source and Date columns of 1 Inputs (a source runs past the 255 characters a formula's text may hold); returns the
@@ -322,6 +342,7 @@ def constants_sheet(book: Book, e: Engine) -> None:
     r = _dtype_tables(book, sh, r)
     r = _drop_down_lists(book, sh, r)
     r = _efficiency_table(book, sh, r, e.fig.efficiency_table)
+    r = _sglang_graph_tiers(book, sh, r + 1)
     r = _default_sources(book, sh, r + 1)
     _plausible_table(book, sh, r + 2)
 

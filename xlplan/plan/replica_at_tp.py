@@ -142,7 +142,7 @@ def kv_budget_gib(s: Scenario, tp: int):
     vLLM's start-up KV figure (``../shared/reference/measurements-public.csv`` K01):
     0.9 × 79.18 − 14.99 − 4.76 − 0.13 = 51.38 GiB.
     """
-    return engines.kv_budget_gib(s.engine, s.memory_gib, s.visible_gib, s.memory_utilisation, s.weights_bytes / tp / GIB,
+    return engines.kv_budget_gib(s.engine, s.memory_gib, s.visible_gib, memory_fraction(s, tp), s.weights_bytes / tp / GIB,
                                  s.overhead_gib, activation_gib(s, tp), tp)
 
 
@@ -161,8 +161,42 @@ def kv_budget_terms(s: Scenario, tp: int) -> tuple:
     tuple
         ``(basis, basis_gib, utilisation, ((label, gib), …), after)``. [GiB]
     """
-    return engines.kv_budget_terms(s.engine, s.memory_gib, s.visible_gib, s.memory_utilisation, s.weights_bytes / tp / GIB,
+    return engines.kv_budget_terms(s.engine, s.memory_gib, s.visible_gib, memory_fraction(s, tp), s.weights_bytes / tp / GIB,
                                    s.overhead_gib, activation_gib(s, tp), tp)
+
+
+def memory_fraction(s: Scenario, tp: int):
+    """The memory fraction the engine runs at on a replica of ``tp`` GPUs: the plan's, else the engine's default. [fraction]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its stated fraction (None where it states none), engine, GPU memory and step budget.
+    tp : int
+        GPUs in the replica (tensor-parallel degree). [GPUs]
+
+    Returns
+    -------
+    float or array
+        ``s.memory_utilisation`` where stated; else :func:`xlplan.serving.engines.default_memory_fraction` at this TP:
+        0.9 (vLLM, TensorRT-LLM, the runbook's rule), SGLang's from the GPU's memory, TP and step budget, with every GPU
+        a DP rank under DP attention. A plan deploys today's release, so SGLang's rule is its current one. [fraction]
+
+    References
+    ----------
+    sgl-project/sglang server_args.py ``_handle_gpu_memory_settings``; vLLM ``--gpu-memory-utilization`` (0.9);
+    TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction`` (0.9).
+    """
+    if s.memory_utilisation is not None:
+        return s.memory_utilisation
+    if s.engine != "sglang":
+        return engines.default_memory_fraction(s.engine, 0.0, 1)
+    def one(memory_gib, tp_, chunk):
+        return engines.default_memory_fraction("sglang", float(memory_gib), int(tp_), "",
+                                               int(tp_) if s.attention_data_parallel else 0, int(chunk))
+    if arrays.is_array(s.memory_gib, tp, s.max_num_batched_tokens):  # a sweep's columns: element by element
+        return arrays.numpy_module().vectorize(one, otypes=[float])(s.memory_gib, tp, s.max_num_batched_tokens)
+    return one(s.memory_gib, tp, s.max_num_batched_tokens)
 
 
 def kv_capacity_tokens(s: Scenario, tp: int, kv_gib: float | None = None) -> float:

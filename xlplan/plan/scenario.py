@@ -86,7 +86,7 @@ class Scenario:
     mfu: float  # [fraction]
     prefill_mfu: float | None  # None: mfu [fraction]
     decode_mfu: float | None  # None: mfu [fraction]
-    memory_utilisation: float  # [fraction]
+    memory_utilisation: float | None  # the engine's memory fraction; None: its default at each TP (replica_at_tp.memory_fraction) [fraction]
     overhead_gib: float  # [GiB] (engine 'runbook')
     bandwidth_efficiency: float  # [fraction]
     redundancy: int  # [replicas]

@@ -48,10 +48,12 @@ class Policy(_Section):
         description="Serving engine whose memory rule sizes the KV cache and whose defaults set the step budget: 'vllm', 'sglang', "
                     "'trtllm', or 'runbook' (memory x utilisation - weights - overhead_gib, the runbook's convention). [text]",
     )
-    memory_utilisation: Fraction = Field(
+    memory_utilisation: Fraction | None = Field(
         default=0.90,
         description="The engine's memory fraction: vLLM gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM "
-                    "kv_cache_free_gpu_mem_fraction (the runbook's rule: fraction of driver memory). [fraction]",
+                    "kv_cache_free_gpu_mem_fraction (the runbook's rule: fraction of driver memory); null (a blank cell "
+                    "in the workbook): the engine's own default, 0.90 for vLLM, TensorRT-LLM and the runbook's rule, "
+                    "SGLang's computed from the GPU's memory, the TP degree and the step budget (0.835 on one H100). [fraction]",
     )
     overhead_gib: float = Field(default=3.0, ge=0, description="Activations, CUDA graphs and runtime memory per GPU, for engine 'runbook' (the other engines estimate it). [GiB]")
     max_num_batched_tokens: int | None = Field(

@@ -274,6 +274,14 @@ SGLANG_GRAPH_BS_TIERS_GIB: tuple[tuple[float, int, int], ...] = ((20.0, 8, 8), (
 """SGLang's default ``cuda_graph_max_bs`` by the GPU's memory: (below GiB, at TP below 4, at TP 4 or more); 512 above
 160 GiB (:func:`sglang_mem_fraction_static`). [GiB], [sequences]"""
 
+SGLANG_RESERVE_MB = {"base": 512.0, "per_chunk_token": 1.5, "min_chunk_tokens": 2048.0, "per_graph_seq": 2.0,
+                     "per_tp_gpu": 1024.0 / 8.0, "dp_per_graph_seq": 3.0, "dp_large_per_graph_seq": 1.5,
+                     "dp_large_above_seqs": 300.0, "floor": 10240.0, "floor_above_gib": 60.0, "graph_tp_large": 4.0}
+"""The terms of SGLang's reserve (:func:`sglang_mem_fraction_static`), as its server_args.py writes them: 512 MB, 1.5 MB
+per token of the prefill chunk (at least 2,048), 2 MB per CUDA-graph sequence, TP ÷ 8 × 1,024 MB, with DP attention 3 MB
+(and 1.5 more above 300 sequences) per graph sequence and rank, at least 10,240 MB above 60 GiB; the larger graph batch
+from TP 4. [MB], [tokens], [sequences], [GiB], [GPUs]"""
+
 SGLANG_MEMORY_RULE_SINCE = (0, 5, 3)
 """The first SGLang release whose default ``mem_fraction_static`` follows the GPU's memory
 (:func:`sglang_mem_fraction_static`): sgl-project/sglang#10975 and #11076 (merged by 2025-09-30), released in 0.5.3
@@ -296,7 +304,7 @@ def _release(version: str) -> tuple[int, int, int] | None:
     return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
 
 
-def sglang_mem_fraction_static(memory_gib: float, tp: int, version: str = "", dp_attention: int = 1,
+def sglang_mem_fraction_static(memory_gib: float, tp: int, version: str = "", dp_ranks: int = 0,
                                chunk_tokens: int | None = None) -> float:
     """SGLang's default ``mem_fraction_static``: the share of the GPU its static pool (weights and KV cache) takes
     when the server is not told one. [fraction]
@@ -309,8 +317,8 @@ def sglang_mem_fraction_static(memory_gib: float, tp: int, version: str = "", dp
         The server's tensor-parallel size (its whole attention-DP group). [GPUs]
     version : str
         The SGLang release as stated; before 0.5.3 the older rule by TP alone, blank or unreadable the current one.
-    dp_attention : int
-        Attention data-parallel ranks (``--dp`` with ``--enable-dp-attention``); 1 without. [ranks]
+    dp_ranks : int
+        Attention data-parallel ranks (``--dp`` with ``--enable-dp-attention``); 0 without DP attention. [ranks]
     chunk_tokens : int, optional
         The server's ``chunked_prefill_size``; left out, its default for the GPU
         (:func:`sglang_chunked_prefill_tokens`). [tokens]
@@ -341,18 +349,22 @@ def sglang_mem_fraction_static(memory_gib: float, tp: int, version: str = "", dp
     release = _release(version)
     if release is not None and release < SGLANG_MEMORY_RULE_SINCE:
         return next(f for at_least, f in SGLANG_TP_FRACTIONS if tp >= at_least)
+    k = SGLANG_RESERVE_MB
     mb = memory_gib * 1024.0
     chunk = chunk_tokens if chunk_tokens else sglang_chunked_prefill_tokens(memory_gib)
-    bs = next((small if tp < 4 else large for below, small, large in SGLANG_GRAPH_BS_TIERS_GIB if memory_gib < below), 512)
-    reserved = 512.0 + max(chunk, 2048) * 1.5 + bs * 2.0 + tp / 8.0 * 1024.0
-    if dp_attention > 1:
-        reserved += bs * dp_attention * 3.0 + (bs * dp_attention * 1.5 if bs > 300 else 0.0)
-    if memory_gib > 60.0:
-        reserved = max(reserved, 10.0 * 1024.0)
-    return round((mb - reserved) / mb, 3)
+    bs = next((small if tp < k["graph_tp_large"] else large for below, small, large in SGLANG_GRAPH_BS_TIERS_GIB
+               if memory_gib < below), 512)
+    reserved = (k["base"] + max(chunk, k["min_chunk_tokens"]) * k["per_chunk_token"] + bs * k["per_graph_seq"]
+                + tp * k["per_tp_gpu"])
+    if dp_ranks:
+        reserved += bs * dp_ranks * (k["dp_per_graph_seq"] + (k["dp_large_per_graph_seq"] if bs > k["dp_large_above_seqs"] else 0.0))
+    if memory_gib > k["floor_above_gib"]:
+        reserved = max(reserved, k["floor"])
+    return round(1.0 - reserved / mb, 3)
 
 
-def default_memory_fraction(engine: str, memory_gib: float, tp: int, version: str = "", dp_attention: int = 1) -> float:
+def default_memory_fraction(engine: str, memory_gib: float, tp: int, version: str = "", dp_ranks: int = 0,
+                            chunk_tokens: int | None = None) -> float:
     """The memory fraction an engine runs at when none is set: vLLM's and TensorRT-LLM's 0.9, SGLang's computed. [fraction]
 
     Parameters
@@ -365,8 +377,10 @@ def default_memory_fraction(engine: str, memory_gib: float, tp: int, version: st
         The server's tensor-parallel size. [GPUs]
     version : str
         The engine's release as stated (SGLang's rule changed in 0.5.3).
-    dp_attention : int
-        Attention data-parallel ranks (SGLang reserves more for them). [ranks]
+    dp_ranks : int
+        Attention data-parallel ranks, 0 without DP attention (SGLang reserves more for them). [ranks]
+    chunk_tokens : int, optional
+        SGLang's ``chunked_prefill_size`` where set; left out, its default for the GPU. [tokens]
 
     Returns
     -------
@@ -387,7 +401,7 @@ def default_memory_fraction(engine: str, memory_gib: float, tp: int, version: st
     (0.9, 0.897)
     """
     if engine == "sglang":
-        return sglang_mem_fraction_static(memory_gib, tp, version, dp_attention)
+        return sglang_mem_fraction_static(memory_gib, tp, version, dp_ranks, chunk_tokens)
     return DEFAULT_MEMORY_FRACTION[engine]
 
 

@@ -41,11 +41,12 @@ def _memory_lines(e: Engine) -> list[Line]:
     s, tr, pa = e.s, e.sol.traffic, e.sol.paths
     mem_exact = num(pa.memory_gpus_exact)
     runbook = s.engine == "runbook"
+    fraction = e.fig.memory_fraction
     budget = F.when('Engine="runbook"', runbook,
-                    F.join(F.fixed("GPUMemoryGiB", e.gpu.memory_gib, 2), " GiB x ", F.pct("MemoryUtilisation", s.memory_utilisation),
+                    F.join(F.fixed("GPUMemoryGiB", e.gpu.memory_gib, 2), " GiB x ", F.pct("MemoryFraction", fraction),
                            " - ", F.fixed("WeightsGiBPerGPU", pa.weights_gib_per_gpu, 2), " GiB weights - ",
                            F.fixed("OverheadGiB", s.overhead_gib, 2), " GiB overhead"),
-                    F.join(F.ref("Engine", s.engine), "'s rule at TP ", F.fixed("TP", pa.tp), ": ", F.pct("MemoryUtilisation", s.memory_utilisation),
+                    F.join(F.ref("Engine", s.engine), "'s rule at TP ", F.fixed("TP", pa.tp), ": ", F.pct("MemoryFraction", fraction),
                            " of the memory less weights, activations and runtime (the TP table)"))
     return [
         Line("ConversationTokens", "Conversation length the cache is sized at",
@@ -66,9 +67,12 @@ def _memory_lines(e: Engine) -> list[Line]:
         Line("ActivationGiB", "Engine's activation peak per GPU at the chosen TP", "=" + F.activation_gib("TP"),
              e.fig.activation_gib, "GiB", FMT["gib"],
              "vLLM's profiled peak, TensorRT-LLM's workspace; 0 for the runbook's and SGLang's rules"),
+        Line("MemoryFraction", "Memory fraction the engine runs at, at the chosen TP", "=" + F.memory_fraction("TP"), fraction,
+             "fraction", "0.0%", F.when("ISNUMBER(MemoryUtilisation)", s.memory_utilisation is not None, "as given on 1 Inputs",
+                                        "the engine's default (SGLang's by the GPU's memory, TP and step budget)")),
         Line("KVBudgetGiB", "KV budget per GPU", "=INDEX(TPBudgetGiB,TPChoiceRow)", pa.kv_budget_gib_per_gpu, "GiB", FMT["gib"],
              F.join(budget, " = ", F.fixed("KVBudgetGiB", pa.kv_budget_gib_per_gpu, 2), " GiB"),
-             udf="KV_BUDGET_GIB(GPUMemoryGiB,WeightsGiBPerGPU,MemoryUtilisation,OverheadGiB,Engine,ActivationGiB,TP,GPUVisibleGiB)"),
+             udf="KV_BUDGET_GIB(GPUMemoryGiB,WeightsGiBPerGPU,MemoryFraction,OverheadGiB,Engine,ActivationGiB,TP,GPUVisibleGiB)"),
         Line("ConversationsPerReplica", "Conversations one replica holds", "=INDEX(TPConversations,TPChoiceRow)",
              pa.conversations_per_replica, "conversations", FMT["num"], "KV budget x KV shards ÷ cache per conversation"),
         Line("MemoryGPUsExact", "Memory path before rounding", "=INDEX(TPMemoryExact,TPChoiceRow)", mem_exact, "GPUs", FMT["gpus2"],
