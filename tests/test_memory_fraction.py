@@ -144,3 +144,20 @@ def test_a_blank_fraction_in_the_workbook_is_the_engines_own_and_reads_back_null
     assert named("MemoryUtilisation") is None and named("MemoryFraction") == 0.835
     back = read_workbook(path)
     assert back.policy.memory_utilisation is None and back.model_dump() == plan.model_dump()
+
+
+def test_the_notes_kv_budget_line_adds_up_at_sglangs_three_decimal_fraction():
+    # 79.18 GiB × 0.835 − 14.96 − 1.50 = 49.66 GiB: the fraction printed as it is (three decimals), not 0.83, which
+    # would leave the line 0.4 GiB short of its own result (tests/notearith.py recomputes every printed line)
+    from notearith import check_note
+    from planhelp import replan
+
+    from xlplan.decide.planner import plan
+    from xlplan.io.planfile import reference_plan
+    from xlplan.report.note import render_text
+
+    r = plan(_engines_own(replan(reference_plan(), policy={"engine": "sglang"})), verify=False)
+    text = render_text(r)
+    assert "79.18 GiB visible × 0.835 − 14.96 GiB weights − 1.50 GiB SGLang reserve = 49.66 GiB" in text
+    checked, bad = check_note(text)
+    assert checked >= 20 and bad == [], [(b.why, b.clause) for b in bad]

@@ -76,9 +76,11 @@ def _kv_budget_line(m, mem) -> str:
                 f"{mem.overhead_gib:g} GiB overhead = {mem.kv_budget_gib_per_gpu:.2f} GiB")
     minus = " − ".join(f"{g:.2f} GiB {label}" for label, g in mem.kv_budget_deductions)
     basis = f"{mem.kv_budget_basis_gib:.2f} GiB{' visible' if mem.kv_budget_basis == 'visible' else ''}"
+    u = mem.kv_budget_utilisation
+    fraction = f"{u:.2f}" if round(u, 2) == u else f"{u:.3f}"  # SGLang's own default has three decimals (0.835)
     if mem.kv_budget_fraction_after:
-        return f"{mem.kv_budget_utilisation:.2f} × ({basis} − {minus}) = {mem.kv_budget_gib_per_gpu:.2f} GiB"
-    return f"{basis} × {mem.kv_budget_utilisation:.2f} − {minus} = {mem.kv_budget_gib_per_gpu:.2f} GiB"
+        return f"{fraction} × ({basis} − {minus}) = {mem.kv_budget_gib_per_gpu:.2f} GiB"
+    return f"{basis} × {fraction} − {minus} = {mem.kv_budget_gib_per_gpu:.2f} GiB"
 
 
 def _queueing_line(r: PlanResult) -> str:
