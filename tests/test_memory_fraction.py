@@ -161,3 +161,17 @@ def test_the_notes_kv_budget_line_adds_up_at_sglangs_three_decimal_fraction():
     assert "79.18 GiB visible × 0.835 − 14.96 GiB weights − 1.50 GiB SGLang reserve = 49.66 GiB" in text
     checked, bad = check_note(text)
     assert checked >= 20 and bad == [], [(b.why, b.clause) for b in bad]
+
+
+def test_diff_says_what_a_null_fraction_stands_for(tmp_path, capsys):
+    # a reviewer reading `xlplan diff` sees the fraction handed to the engine, not "(none)"
+    from planhelp import replan
+
+    from xlplan.cli import main
+    from xlplan.io.planfile import plan_to_yaml, reference_plan
+
+    stated = replan(reference_plan(), policy={"engine": "sglang"})
+    for name, p in (("old.yaml", stated), ("new.yaml", _engines_own(stated))):
+        (tmp_path / name).write_text(plan_to_yaml(p), encoding="utf-8")
+    assert main(["diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml")]) == 1  # they differ
+    assert "policy.memory_utilisation: 0.9 fraction → (the engine's own default)" in capsys.readouterr().out

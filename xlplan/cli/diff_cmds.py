@@ -56,10 +56,15 @@ def diff_cmd(
         raise typer.Exit(1)
 
 
-def _value(v, unit: str = "", quoted: bool = True) -> str:
-    """A value as a reviewer reads it: numbers grouped, an input's text quoted, nothing as '(none)', the unit after."""
+NULL_MEANS = {"policy.memory_utilisation": "(the engine's own default)"}
+"""What an input's null stands for, where it is not nothing: a memory fraction left to the engine. [text]"""
+
+
+def _value(v, unit: str = "", quoted: bool = True, path: str = "") -> str:
+    """A value as a reviewer reads it: numbers grouped, an input's text quoted, nothing as '(none)' (or what a null
+    stands for, :data:`NULL_MEANS`), the unit after."""
     if v is None:
-        return "(none)"
+        return NULL_MEANS.get(path, "(none)")
     if isinstance(v, bool):
         text = str(v).lower()
     elif isinstance(v, (int, float)):
@@ -74,7 +79,8 @@ def _value(v, unit: str = "", quoted: bool = True) -> str:
 
 
 def _input_lines(change) -> list[str]:
-    lines = [f"  {change.path}: {_value(change.old, change.unit)} → {_value(change.new, change.unit)}"]
+    old, new = (_value(v, change.unit, path=change.path) for v in (change.old, change.new))
+    lines = [f"  {change.path}: {old} → {new}"]
     if change.owner_section is None:
         return lines
     owner = change.owner + (f" → {change.new_owner}" if change.new_owner is not None else "")
