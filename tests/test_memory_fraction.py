@@ -175,3 +175,22 @@ def test_diff_says_what_a_null_fraction_stands_for(tmp_path, capsys):
         (tmp_path / name).write_text(plan_to_yaml(p), encoding="utf-8")
     assert main(["diff", str(tmp_path / "old.yaml"), str(tmp_path / "new.yaml")]) == 1  # they differ
     assert "policy.memory_utilisation: 0.9 fraction → (the engine's own default)" in capsys.readouterr().out
+
+
+def test_weights_that_do_not_fit_are_told_by_the_engines_own_rule():
+    # Llama-3.1-70B in bf16 (131.42 GiB) on one H100 under SGLang at its own fraction: 79.18 × 0.835 − 131.42 − 1.50 =
+    # −66.80 GiB, each operand as the rule takes it (the message used to print the runbook's rule for every engine)
+    from xlplan.decide.planner import plan
+    from xlplan.plan.scenario import PlanningError
+    from xlplan.schema.plan import Plan
+
+    p = Plan.model_validate({
+        "schema_version": 1, "forecast": {"peak_rps": 5, "prompt_tokens": {"p50": 1000, "p95": 2000},
+                                          "output_tokens": {"p50": 200, "p95": 400}},
+        "promise": {"ttft_s": 2, "itl_s": 0.05}, "model": {"name": "llama-3.1-70b", "weights_dtype": "bf16"},
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1, "usd_per_gpu_hour": 2},
+        "policy": {"engine": "sglang", "memory_utilisation": None}})
+    with pytest.raises(PlanningError) as e:
+        plan(p, verify=False)
+    assert ("131.42 GiB of weights, and the sglang rule leaves 79.18 GiB visible × 0.835 − 131.42 GiB weights − "
+            "1.50 GiB SGLang reserve = -66.80 GiB for the KV cache") in str(e.value)

@@ -173,7 +173,7 @@ def test_a_plan_tables_missing_policy_keys_take_the_engines_defaults(tmp_path, c
 
 
 def test_kv_budget_is_the_plans_at_each_engines_defaults():
-    # KV_BUDGET_GIB(gpu, model, blank fraction, …, engine, blank activation, tp) is the plan's memory.kv_budget_gib_per_gpu, at every
+    # KV_BUDGET_GIB(gpu, model, …, engine, blank activation, tp) is the plan's memory.kv_budget_gib_per_gpu, at every
     # TP the plan weighs, for plans that state no policy but the engine: the reference's keys (Llama-3.1-8B on an H100)
     # under each engine; the heavy-tail plan (Mistral-7B on an L40S, where vLLM's default budgets are the smaller
     # 256 sequences and 2,048 tokens); a 70B on H100s (non-torch memory past TP 1)
@@ -189,14 +189,14 @@ def test_kv_budget_is_the_plans_at_each_engines_defaults():
     for base, engine in cases:
         r = plan(base if engine == "vllm" else replan(base, policy={"engine": engine}))
         gpu, model = base.hardware.gpu, base.model.name
-        chosen = U.kv_budget_gib(gpu, model, None, 3.0, engine, None, r.fleet.tp)  # the degree memory is printed at
+        chosen = U.kv_budget_gib(gpu, model, 0.9, 3.0, engine, None, r.fleet.tp)  # the degree memory is printed at
         assert chosen == approx(r.memory.kv_budget_gib_per_gpu, rel=1e-12), (model, engine)
         for option in r.tp_options:
             if option.kv_budget_gib_per_gpu > 0:
-                assert U.kv_budget_gib(gpu, model, None, 3.0, engine, None, option.tp) == approx(option.kv_budget_gib_per_gpu, rel=1e-12)
+                assert U.kv_budget_gib(gpu, model, 0.9, 3.0, engine, None, option.tp) == approx(option.kv_budget_gib_per_gpu, rel=1e-12)
             else:  # a 70B's 131.4 GiB of bf16 weights on one H100
                 with pytest.raises(U.UDFError, match="the weights do not fit"):
-                    U.kv_budget_gib(gpu, model, None, 3.0, engine, None, option.tp)
+                    U.kv_budget_gib(gpu, model, 0.9, 3.0, engine, None, option.tp)
     # by hand, vLLM's rule for Llama-3.1-8B on one H100 at its defaults (1,024 sequences, 8,192 tokens on a GPU of 70 GiB
     # or more): weights 8,030,261,248 × 2 B ÷ 2³⁰ = 14.9575 GiB; activation peak (38.2 B × 1,024 × 128,256 vocab +
     # 1.34 × 8,192 × 4,096 × 2 B) ÷ 2³⁰ = 4.7562 GiB; 79.18 GiB visible × 0.90 − 14.9575 − 4.7562 − 0.13 non-torch = 51.4183

@@ -62,9 +62,11 @@ def test_runbook_what_ifs_recalculate(ref_plan, tmp_path):
         "conventions": replan(ref_plan, forecast={"prompt_tokens": {"p50": 1500, "p95": 6000}},
                               policy={"memory_convention": "worst_case", "include_ttft_in_time_in_system": True,
                                       "decode_attention_flops": True}),
-        # SGLang at its own memory fraction (none stated): by the H100's memory at TP 1; DeepSeek-V3 on H200s with DP
-        # attention, TP 4 or more and the DP ranks' reserve (the workbook's formula against the engine's figure)
-        "sglang": _engines_own_fraction(replan(ref_plan, policy={"engine": "sglang"})),
+        # SGLang at its own memory fraction (null): on an L40S (45 GiB: its 4,096-token chunk, the graph batch of TP
+        # below 4, no 10 GB floor); DeepSeek-V3 on H200s with DP attention, TP 4 or more and the DP ranks' reserve
+        # (the workbook's step budget and fraction formulas against the engine's figures)
+        "sglang": _engines_own_fraction(replan(ref_plan, policy={"engine": "sglang"},
+                                               hardware={"gpu": "l40s", "usd_per_gpu_hour": 1.2, "gpus_per_node": 4})),
         "sglang_dp": _engines_own_fraction(replan(ref_plan, model={"name": "deepseek-v3", "weights_dtype": "fp8", "kv_dtype": "fp8"},
                                                   hardware={"gpu": "h200", "usd_per_gpu_hour": 3.6},
                                                   policy={"engine": "sglang", "attention_data_parallel": True})),

@@ -126,7 +126,7 @@ def params_from_config(config, which="total"):
 
 @udf(gpu="Catalog GPU name (e.g. h100-sxm) or its memory as the driver reports it. [GiB]",
      model="Catalog model name (its weights and activation peak), or this GPU's share of the weights. [GiB]",
-     memory_utilisation="The engine's memory fraction (vLLM gpu_memory_utilization; 0.90, not 90); blank: the engine's default at tp (SGLang's by the GPU). [fraction]",
+     memory_utilisation="The engine's memory fraction (vLLM gpu_memory_utilization; 0.90, not 90). [fraction]",
      overhead_gib="The runbook's overhead per GPU, its rule only. [GiB]",
      engine="Whose memory rule: vllm (as a plan that states none), sglang, trtllm or runbook (policy.engine). [text]",
      activation_gib="vLLM's activation peak or TensorRT-LLM's workspace; blank: the model's at the engine's default budgets. [GiB]",
@@ -138,7 +138,7 @@ def kv_budget_gib(gpu, model, memory_utilisation=MEMORY_UTILISATION, overhead_gi
     """KV room per GPU by the engine's memory rule, the plan's (vLLM, Llama-3.1-8B on an H100: 0.9 × 79.18 − 14.96 − 4.76 − 0.13 = 51.42). [GiB]"""
     g = name_or_num("gpu", gpu, "GiB", "a GPU name or its memory [GiB]")
     m = name_or_num("model", model, "GiB", "a model name or this GPU's share of the weights [GiB]")
-    util = fraction("memory_utilisation", memory_utilisation, optional=True)
+    util = fraction("memory_utilisation", memory_utilisation)
     overhead = number("overhead_gib", overhead_gib, "GiB", at_least=0.0)
     rule = choice("engine", engine, ENGINES)
     activation = number("activation_gib", activation_gib, "GiB", at_least=0.0, optional=True)

@@ -128,6 +128,18 @@ def decisions(p: Plan, today: dt.date | None = None, answer=None) -> Decisions:
     return Decisions(options, rec, out)  # the closed form, labelled: `xlplan schedule --verify none` gives the same
 
 
+def _sglang_tiers() -> tuple[tuple[float, int, int, int], ...]:
+    """SGLang's defaults by the GPU's memory, one row per tier from its lower bound: (from GiB, CUDA-graph batch at TP
+    below 4, at TP 4 or more, prefill chunk), as :func:`xlplan.serving.engines.sglang_mem_fraction_static` and
+    :func:`~xlplan.serving.engines.sglang_chunked_prefill_tokens` read them. [GiB], [sequences], [tokens]"""
+    from xlplan.serving import engines
+
+    tiers = engines.SGLANG_GRAPH_BS_TIERS_GIB
+    bounds = [0.0] + [below for below, _, _ in tiers]
+    batches = [(small, large) for _, small, large in tiers] + [(engines.SGLANG_GRAPH_BS_ABOVE, engines.SGLANG_GRAPH_BS_ABOVE)]
+    return tuple((lo, small, large, engines.sglang_chunked_prefill_tokens(lo)) for lo, (small, large) in zip(bounds, batches))
+
+
 def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = None,
             whatifs: Sequence[whatif_table.WhatIf | None] = whatif_table.STANDARD_WHAT_IFS, today: dt.date | None = None) -> Figures:
     """Every figure the workbook of a plan shows, computed once.
@@ -166,7 +178,7 @@ def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = Non
     return Figures(
         plan=p, s=s, sol=sol, result=result, model=p.model.resolve(), gpu=p.hardware.resolve(), tp_paths=tp_paths,
         tp_objectives=_objectives(s, tp_paths), replica=replica_at_tp.replica(s, tp), activation_gib=replica_at_tp.activation_gib(s, tp),
-        memory_fraction=replica_at_tp.memory_fraction(s, tp),
+        memory_fraction=replica_at_tp.memory_fraction(s, tp), sglang_tiers=_sglang_tiers(),
         prefill_mfu=replica_at_tp.prefill_mfu(s), decode_mfu=replica_at_tp.decode_mfu(s),
         decode_context_tokens=latency_step.decode_context_tokens(sol.traffic),
         whatifs=tuple(whatif_row(p, s, w) for w in whatifs), as_planned=whatif_row(p, s, None),

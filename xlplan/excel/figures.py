@@ -98,6 +98,7 @@ class Figures:
     replica: Replica  # the chosen degree's replica: its step-time terms
     activation_gib: float  # the engine's activation peak at the chosen degree [GiB]
     memory_fraction: float  # the engine's memory fraction at the chosen degree: the plan's, else its default [fraction]
+    sglang_tiers: tuple[tuple[float, int, int, int], ...]  # SGLang's defaults by memory: (from GiB, graph batch at TP < 4, at TP >= 4, chunk) [GiB], [sequences], [tokens]
     prefill_mfu: float  # [fraction]
     decode_mfu: float  # [fraction]
     decode_context_tokens: float  # a decode's mean context: its prompt and half its output [tokens]

@@ -217,9 +217,10 @@ def _input_fields(wb, src: str, data: dict[str, Any], cells: dict[tuple[str, ...
         t, c = _where(wb, snapshot + spec.name, src)
         where = _at(t, c)
         cells[spec.path] = where
-        value = _parse(spec, wb[t][c].value, where, problems)
-        if value is not None or (spec.blank_is_null and wb[t][c].value in (None, "")):
-            _set(data, spec.path, value)
+        raw = wb[t][c].value
+        value = _parse(spec, raw, where, problems)
+        if value is not None or (spec.blank_is_null and (raw is None or isinstance(raw, str) and not raw.strip())):
+            _set(data, spec.path, value)  # a blank cell (or one holding spaces) is the field's null
 
 
 def _catalog_specs(wb, data: dict[str, Any], src: str, cells: dict[tuple[str, ...], str]) -> None:

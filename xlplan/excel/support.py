@@ -284,22 +284,20 @@ def _efficiency_table(book: Book, sh: Sheet, r: int, table) -> int:
     return r + 1
 
 
-def _sglang_graph_tiers(book: Book, sh: Sheet, r: int) -> int:
-    """SGLang's default CUDA-graph batch by the GPU's memory (:data:`xlplan.serving.engines.SGLANG_GRAPH_BS_TIERS_GIB`), one
-    row per tier from its lower bound, named SGLangTierFromGiB, SGLangGraphBatchSmallTP (TP below
-    SGLangGraphTPLarge) and SGLangGraphBatchLargeTP, from row ``r``; returns the row after the last."""
-    heads = ("SGLang graph batch: from GiB", "At TP below 4", "At TP 4 or more")
+def _sglang_tiers(book: Book, sh: Sheet, r: int, tiers) -> int:
+    """SGLang's defaults by the GPU's memory (:attr:`xlplan.excel.figures.Figures.sglang_tiers`), one row per tier from
+    its lower bound, named SGLangTierFromGiB, SGLangGraphBatchSmallTP (TP below SGLangGraphTPLarge),
+    SGLangGraphBatchLargeTP and SGLangChunkTokens, from row ``r``; returns the row after the last."""
+    heads = ("SGLang by memory: from GiB", "Graph batch, TP below 4", "Graph batch, TP 4 or more", "Prefill chunk")
     for i, h in enumerate(heads):
         sh.put(i + 1, r, Cell(h, kind="header"))
-    tiers = engines.SGLANG_GRAPH_BS_TIERS_GIB
-    rows = [(0.0, tiers[0][1], tiers[0][2])] + [(tiers[i - 1][0], small, large) for i, (_, small, large) in
-                                               enumerate(tiers) if i > 0] + [(tiers[-1][0], 512, 512)]
     first = r + 1
-    for from_gib, small, large in rows:
+    for row in tiers:
         r += 1
-        for col, v in (("A", from_gib), ("B", small), ("C", large)):
+        for col, v in zip("ABCD", row, strict=True):
             sh.put(col, r, Cell(float(v), kind="const", fmt="General"))
-    for name, col in (("SGLangTierFromGiB", "A"), ("SGLangGraphBatchSmallTP", "B"), ("SGLangGraphBatchLargeTP", "C")):
+    for name, col in (("SGLangTierFromGiB", "A"), ("SGLangGraphBatchSmallTP", "B"), ("SGLangGraphBatchLargeTP", "C"),
+                      ("SGLangChunkTokens", "D")):
         book.define_range(name, sh, f"{col}{first}", f"{col}{r}")
     return r + 1
 
@@ -342,7 +340,7 @@ def constants_sheet(book: Book, e: Engine) -> None:
     r = _dtype_tables(book, sh, r)
     r = _drop_down_lists(book, sh, r)
     r = _efficiency_table(book, sh, r, e.fig.efficiency_table)
-    r = _sglang_graph_tiers(book, sh, r + 1)
+    r = _sglang_tiers(book, sh, r + 1, e.fig.sglang_tiers)
     r = _default_sources(book, sh, r + 1)
     _plausible_table(book, sh, r + 2)
 

@@ -23,7 +23,7 @@ from xlplan.plan.latency_step import (
     prefill_alone_s,
 )
 from xlplan.plan.monthly_bill import bill
-from xlplan.plan.replica_at_tp import decode_mfu, kv_budget_gib, kv_shards, memory_fraction, prefill_mfu, replica
+from xlplan.plan.replica_at_tp import decode_mfu, kv_budget_gib, kv_budget_terms, kv_shards, prefill_mfu, replica
 from xlplan.plan.scenario import PlanningError, Scenario
 from xlplan.plan.tp_choice import (
     billed_gpus,
@@ -225,11 +225,14 @@ def infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
     """
     widest = candidates[-1]
     if widest.kv_budget_gib_per_gpu <= 0:
-        fraction = memory_fraction(s, widest.tp)
+        basis, basis_gib, u, deductions, after = kv_budget_terms(s, widest.tp)
+        fraction = f"{u:.2f}" if round(u, 2) == u else f"{u:.3f}"
+        minus = " − ".join(f"{g:.2f} GiB {label}" for label, g in deductions)
+        rule = (f"{fraction} × ({basis_gib:.2f} GiB {basis} − {minus})" if after else
+                f"{basis_gib:.2f} GiB {basis} × {fraction} − {minus}")
         return (
             f"the weights do not fit: at TP {widest.tp} (the widest inside a node of {s.gpus_per_node}) each GPU holds "
-            f"{widest.weights_gib_per_gpu:.2f} GiB of weights against {s.memory_gib * fraction:.2f} GiB usable "
-            f"({s.memory_gib:.2f} GiB x {fraction:.2f}) less {s.overhead_gib:g} GiB overhead, leaving "
+            f"{widest.weights_gib_per_gpu:.2f} GiB of weights, and the {s.engine} rule leaves {rule} = "
             f"{widest.kv_budget_gib_per_gpu:.2f} GiB for the KV cache; expected a positive budget — use a larger GPU or node, "
             "quantised weights, or a smaller model"
         )

@@ -274,6 +274,9 @@ SGLANG_GRAPH_BS_TIERS_GIB: tuple[tuple[float, int, int], ...] = ((20.0, 8, 8), (
 """SGLang's default ``cuda_graph_max_bs`` by the GPU's memory: (below GiB, at TP below 4, at TP 4 or more); 512 above
 160 GiB (:func:`sglang_mem_fraction_static`). [GiB], [sequences]"""
 
+SGLANG_GRAPH_BS_ABOVE = 512
+"""SGLang's default ``cuda_graph_max_bs`` on GPUs of 160 GiB or more, at any TP. [sequences]"""
+
 SGLANG_RESERVE_MB = {"base": 512.0, "per_chunk_token": 1.5, "min_chunk_tokens": 2048.0, "per_graph_seq": 2.0,
                      "per_tp_gpu": 1024.0 / 8.0, "dp_per_graph_seq": 3.0, "dp_large_per_graph_seq": 1.5,
                      "dp_large_above_seqs": 300.0, "floor": 10240.0, "floor_above_gib": 60.0, "graph_tp_large": 4.0}
@@ -353,7 +356,7 @@ def sglang_mem_fraction_static(memory_gib: float, tp: int, version: str = "", dp
     mb = memory_gib * 1024.0
     chunk = chunk_tokens if chunk_tokens else sglang_chunked_prefill_tokens(memory_gib)
     bs = next((small if tp < k["graph_tp_large"] else large for below, small, large in SGLANG_GRAPH_BS_TIERS_GIB
-               if memory_gib < below), 512)
+               if memory_gib < below), SGLANG_GRAPH_BS_ABOVE)
     reserved = (k["base"] + max(chunk, k["min_chunk_tokens"]) * k["per_chunk_token"] + bs * k["per_graph_seq"]
                 + tp * k["per_tp_gpu"])
     if dp_ranks:

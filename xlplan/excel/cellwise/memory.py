@@ -90,7 +90,7 @@ def weights_gib(model: str | ModelSpec, weights_dtype: str = "bf16") -> float:
     return memory.weights_gib(model_spec(model), weights_dtype)
 
 
-def kv_budget_gib(gpu: str | float, model: str | ModelSpec | float, memory_utilisation: float | None = 0.90,
+def kv_budget_gib(gpu: str | float, model: str | ModelSpec | float, memory_utilisation: float = 0.90,
                   overhead_gib: float = 3.0, engine: str = "vllm", activation_gib: float | None = None, tp: int = 1,
                   visible_gib: float | None = None, weights_dtype: str = "bf16") -> float:
     """KV room per GPU by the engine's memory rule: the plan's ``memory.kv_budget_gib_per_gpu``. [GiB]
@@ -103,10 +103,8 @@ def kv_budget_gib(gpu: str | float, model: str | ModelSpec | float, memory_utili
         Catalog model name, Hugging Face id or alias, or a model spec: its weights in ``weights_dtype`` split over
         ``tp`` GPUs, and its activation peak at the engine's default budgets for the GPU; or a number, this GPU's share
         of the weights. [GiB]
-    memory_utilisation : float or None
-        The engine's memory fraction (vLLM ``gpu_memory_utilization``; 0.90, not 90), the plan's default where left
-        out; None, the engine's own default at ``tp`` (:func:`xlplan.serving.engines.default_memory_fraction`: 0.9,
-        SGLang's by the GPU's memory, TP and its default step budget), as a plan whose fraction is null. [fraction]
+    memory_utilisation : float
+        The engine's memory fraction (vLLM ``gpu_memory_utilization``; 0.90, not 90). [fraction]
     overhead_gib : float
         The runbook's stated overhead per GPU (its rule only). [GiB]
     engine : {'runbook', 'vllm', 'sglang', 'trtllm'}
@@ -169,9 +167,6 @@ def kv_budget_gib(gpu: str | float, model: str | ModelSpec | float, memory_utili
         if activation_gib is None:
             seqs, tokens = default_budgets(engine, memory_gib, gpu_name)
             activation_gib = engines.activation_gib(engine, m.vocab_size, m.hidden_size, m.intermediate_size / tp, seqs, tokens)
-    if memory_utilisation is None:
-        memory_utilisation = engines.default_memory_fraction(engine, memory_gib, tp, "", 0,
-                                                             default_budgets(engine, memory_gib, gpu_name)[1])
     return engines.kv_budget_gib(engine, memory_gib, visible, memory_utilisation, weights, overhead_gib,
                                  activation_gib or 0.0, tp)
 

@@ -77,8 +77,10 @@ def _efficiencies_used(rows: Rows, e: Engine) -> None:
                   "as given, else the engine's default")
     rows.calc("MaxNumBatchedTokens", "Tokens per engine step used",
               '=IF(ISNUMBER(MaxNumBatchedTokensInput),MaxNumBatchedTokensInput,IF(Engine="runbook",RunbookUnbounded,'
-              "GPUDefaultMaxNumBatchedTokens))", s.max_num_batched_tokens, "tokens", "#,##0",
-              "as given, else vLLM's default for the GPU (no budget for 'runbook')")
+              'IF(Engine="sglang",INDEX(SGLangChunkTokens,MATCH(GPUMemoryGiB,SGLangTierFromGiB,1)),'
+              "GPUDefaultMaxNumBatchedTokens)))", s.max_num_batched_tokens, "tokens", "#,##0",
+              "as given, else the engine's default for the GPU: SGLang's chunked_prefill_size by memory, vLLM's for "
+              "the others (no budget for 'runbook')")
     rows.calc("MaxNumSeqs", "Sequences per replica used",
               '=IF(ISNUMBER(MaxNumSeqsInput),MaxNumSeqsInput,IF(Engine="runbook",RunbookUnbounded,GPUDefaultMaxNumSeqs))',
               s.max_num_seqs, "sequences", "#,##0", "as given, else vLLM's default for the GPU")
