@@ -322,3 +322,36 @@ def who_binds(binding: str, paths: list[str] | None) -> str:
     if binding == "minimum replica":
         return "the minimum replica sets the fleet"
     return f"{binding} bind" + ("" if " and " in binding else "s")
+
+
+def kv_rule(basis: str, basis_gib: float, fraction: float, deductions, after: bool) -> str:
+    """An engine's KV-budget rule with its operands as printed: '79.18 GiB visible × 0.835 − 14.96 GiB weights − 1.50 GiB
+    SGLang reserve', or TensorRT-LLM's 'f × (basis − …)'. [text]
+
+    Parameters
+    ----------
+    basis : str
+        What the fraction is taken of ('visible', 'memory'). [text]
+    basis_gib : float
+        Its size. [GiB]
+    fraction : float
+        The engine's memory fraction, printed with two decimals, or three where it has them (SGLang's own). [fraction]
+    deductions : iterable of (str, float)
+        Each deduction's label and size. [GiB]
+    after : bool
+        Whether the fraction applies after the deductions (TensorRT-LLM).
+
+    Returns
+    -------
+    str
+        The rule's left-hand side, so ``= result`` after it adds up from what is printed. [text]
+
+    Examples
+    --------
+    >>> kv_rule("visible", 79.18, 0.835, [("weights", 14.957), ("SGLang reserve", 1.5)], False)
+    '79.18 GiB visible × 0.835 − 14.96 GiB weights − 1.50 GiB SGLang reserve'
+    """
+    f = f"{fraction:.2f}" if round(fraction, 2) == fraction else f"{fraction:.3f}"
+    minus = " − ".join(f"{g:.2f} GiB {label}" for label, g in deductions)
+    base = f"{basis_gib:.2f} GiB{' ' + basis if basis == 'visible' else ''}"
+    return f"{f} × ({base} − {minus})" if after else f"{base} × {f} − {minus}"

@@ -190,7 +190,7 @@ def memory_fraction(s: Scenario, tp: int):
     if s.memory_utilisation is not None:
         return s.memory_utilisation
     if s.engine != "sglang":
-        return engines.default_memory_fraction(s.engine, 0.0, 1)
+        return engines.DEFAULT_MEMORY_FRACTION[s.engine]
     def one(memory_gib, tp_, chunk):
         return engines.default_memory_fraction("sglang", float(memory_gib), int(tp_), "",
                                                int(tp_) if s.attention_data_parallel else 0, int(chunk))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from xlplan import arrays, distributions, fleet
+from xlplan import arrays, distributions, fleet, words
 from xlplan.plan.latency_step import (
     latency_load,
     max_decode_batch,
@@ -225,11 +225,7 @@ def infeasible_reason(s: Scenario, candidates: tuple[Paths, ...]) -> str:
     """
     widest = candidates[-1]
     if widest.kv_budget_gib_per_gpu <= 0:
-        basis, basis_gib, u, deductions, after = kv_budget_terms(s, widest.tp)
-        fraction = f"{u:.2f}" if round(u, 2) == u else f"{u:.3f}"
-        minus = " − ".join(f"{g:.2f} GiB {label}" for label, g in deductions)
-        rule = (f"{fraction} × ({basis_gib:.2f} GiB {basis} − {minus})" if after else
-                f"{basis_gib:.2f} GiB {basis} × {fraction} − {minus}")
+        rule = words.kv_rule(*kv_budget_terms(s, widest.tp))
         return (
             f"the weights do not fit: at TP {widest.tp} (the widest inside a node of {s.gpus_per_node}) each GPU holds "
             f"{widest.weights_gib_per_gpu:.2f} GiB of weights, and the {s.engine} rule leaves {rule} = "

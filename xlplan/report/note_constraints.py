@@ -74,13 +74,9 @@ def _kv_budget_line(m, mem) -> str:
     if mem.kv_budget_basis_gib is None:  # a result written before the operands were carried
         return (f"{m.gpu_memory_gib:.2f} GiB × utilisation − {mem.weights_gib_per_gpu:.2f} GiB weights − "
                 f"{mem.overhead_gib:g} GiB overhead = {mem.kv_budget_gib_per_gpu:.2f} GiB")
-    minus = " − ".join(f"{g:.2f} GiB {label}" for label, g in mem.kv_budget_deductions)
-    basis = f"{mem.kv_budget_basis_gib:.2f} GiB{' visible' if mem.kv_budget_basis == 'visible' else ''}"
-    u = mem.kv_budget_utilisation
-    fraction = f"{u:.2f}" if round(u, 2) == u else f"{u:.3f}"  # SGLang's own default has three decimals (0.835)
-    if mem.kv_budget_fraction_after:
-        return f"{fraction} × ({basis} − {minus}) = {mem.kv_budget_gib_per_gpu:.2f} GiB"
-    return f"{basis} × {fraction} − {minus} = {mem.kv_budget_gib_per_gpu:.2f} GiB"
+    rule = words.kv_rule(mem.kv_budget_basis, mem.kv_budget_basis_gib, mem.kv_budget_utilisation, mem.kv_budget_deductions,
+                         mem.kv_budget_fraction_after)
+    return f"{rule} = {mem.kv_budget_gib_per_gpu:.2f} GiB"
 
 
 def _queueing_line(r: PlanResult) -> str:
