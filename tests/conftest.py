@@ -2,7 +2,7 @@
 imported, and the markers of the slow tests.
 
 A test that launches LibreOffice (it, or a fixture it requests, calls ``require_libreoffice``) is marked
-``libreoffice`` here, and every ``libreoffice`` or ``install`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set. The slow
+``libreoffice`` here, and every ``libreoffice`` test is also ``slow``, so that ``pytest -q -m "not slow"`` is the fast set. The slow
 tests are dealt alternately to the two halves of the collection that ``--dist worksteal`` (pyproject.toml) hands the two
 workers, heaviest first, each half then filled with quick tests: both cores start on long tests and end on quick ones,
 which a worker that runs out steals from the other's queue (4 min 55 s -> 4 min 38 s for the same 538 s of work).
@@ -72,7 +72,7 @@ def pytest_collection_modifyitems(config, items):
             funcs = [fn, *(d.func for defs in fixtures.values() for d in defs)]
             if any("require_libreoffice(" in _source(f) for f in funcs):
                 item.add_marker(pytest.mark.libreoffice)
-        if item.get_closest_marker("libreoffice") or item.get_closest_marker("install"):
+        if item.get_closest_marker("libreoffice"):
             item.add_marker(pytest.mark.slow)
     # The slow tests first, the files whose tests take minutes first of all (a stable sort keeps every other order).
     # With `--dist worksteal` a worker that runs out takes tests from the other's queue, so quick tests queued behind a
@@ -128,7 +128,7 @@ def _source(fn) -> str:
 
 
 HEAVIEST_FIRST = ["test_workbook_recalc.py", "test_equality_matrix.py", "test_excel_grammar_shapes.py", "test_workbook_prose.py",
-                  "test_udf_workbook.py", "test_install.py"]
+                  "test_udf_workbook.py"]
 """Test files whose slow tests run before all others (`pytest --durations` shows which: each takes a minute or more)."""
 
 KEEP_TOGETHER = ["test_silicon_sample.py", "test_udfs_server.py", "test_workbook_stale.py", "test_workbook_money.py", "test_schedule_cash.py", "test_owning.py",
