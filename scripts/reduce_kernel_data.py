@@ -7,7 +7,11 @@
 The data were reduced from commit 095f58a51c4ca8e61b66ec108d86f223f8d559ce (2026-08-21). The script needs pandas and
 pyarrow (the ``logs`` extra); the shipped CSVs do not, and it is not run by the tests.
 
-What is kept, per GPU (one TensorRT-LLM database per system, ``SYSTEMS``):
+What is kept, per GPU and engine (one database per system and engine, ``SYSTEMS``: TensorRT-LLM's, vLLM's and SGLang's,
+each the newest version measured for that system at the commit; every row carries its ``engine``). Where an engine's
+table holds several kernels for the same point (vLLM's FlashAttention 3 and 4, SGLang's FA3 and Triton, the MoE
+backends), the fastest is kept: each engine picks its kernel by the hardware, and the one measured fastest is the one
+it would be tuned to pick. TensorRT-LLM's MoE rows keep the gated CUTLASS kernel, as before.
 
 - ``gemm.csv``: ``gemm_perf.parquet``, the dense GEMMs bf16, fp8 (per-tensor, activations quantised at run time)
   and nvfp4, M on the powers of two the data has, for the (n, k) shapes in ``GEMM_SHAPES``.
@@ -32,6 +36,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -42,7 +47,7 @@ from xlplan import catalog  # noqa: E402  (after the path set-up, so the checkou
 REPOSITORY = "https://github.com/ai-dynamo/aiconfigurator"
 DATA_ROOT = "aic-core/src/aiconfigurator_core/systems/data"
 
-SYSTEMS = (
+TRTLLM_SYSTEMS = (
     # (AIConfigurator system, xlplan catalog key, backend, version)
     ("h100_sxm", "h100-sxm", "trtllm", "1.3.0rc20"),
     ("h200_sxm", "h200", "trtllm", "1.3.0rc20"),
@@ -54,6 +59,16 @@ SYSTEMS = (
     ("rtx_pro_6000_server", "rtx-pro-6000", "trtllm", "1.3.0rc20"),
     ("a100_sxm", "a100-80gb", "trtllm", "1.0.0"),  # the newest TensorRT-LLM database for A100; bf16 GEMMs only
 )
+NEWEST = {
+    # engine -> its newest database version per system at the commit (git ls-tree .../<system>/gemm/<engine>/)
+    "vllm": {"a100_sxm": "0.22.0"},
+    "sglang": {"a100_sxm": "0.5.12"},
+}
+NEWEST_DEFAULT = {"vllm": "0.24.0", "sglang": "0.5.14"}
+SYSTEMS = TRTLLM_SYSTEMS + tuple(
+    (system, gpu, engine, NEWEST[engine].get(system, NEWEST_DEFAULT[engine]))
+    for engine in ("vllm", "sglang") for system, gpu, _, _ in TRTLLM_SYSTEMS)
+"""Every database reduced: TensorRT-LLM's as before, then vLLM's and SGLang's newest for the same nine systems."""
 
 DTYPES = (("bfloat16", "bf16", "bf16_tflops", 2.0), ("fp8", "fp8", "fp8_tflops", 1.0), ("nvfp4", "nvfp4", "fp4_tflops", 0.5))
 """(AIConfigurator gemm_dtype / moe_dtype, the name written, the catalog peak field, bytes per weight element)."""
@@ -101,6 +116,18 @@ def _path(system: str, op: str, backend: str, version: str, name: str) -> str:
     return f"{DATA_ROOT}/{system}/{op}/{backend}/{version}/{name}"
 
 
+def _resolved(repo: Path, commit: str, system: str, op: str, backend: str, version: str, name: str) -> str:
+    """The file a version's table is: its own, or the one its ``reuse.yaml`` names (AIConfigurator's way of saying a
+    release's kernels were not re-measured: ``reuse: [{table: gemm_perf, from_version: 0.14.0}]``), followed."""
+    listing = _git(repo, "ls-tree", "--name-only", commit, _path(system, op, backend, version, "")).decode().split()
+    if _path(system, op, backend, version, name) in listing:
+        return _path(system, op, backend, version, name)
+    reuse = yaml.safe_load(_git(repo, "show", f"{commit}:{_path(system, op, backend, version, 'reuse.yaml')}"))
+    table = name.removesuffix(".parquet")
+    donor = next(r["from_version"] for r in reuse["reuse"] if r["table"] == table)
+    return _resolved(repo, commit, system, op, backend, str(donor), name)
+
+
 def _g(x: float, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
@@ -109,65 +136,72 @@ def _powers_of_two(values) -> list[int]:
     return sorted(v for v in set(int(x) for x in values) if v & (v - 1) == 0)
 
 
-def gemm_rows(df: pd.DataFrame, gpu: str) -> list[dict]:
+def _fastest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per point: the fastest of the kernels measured there (an engine's table may hold several)."""
+    return df.sort_values("latency", kind="stable").drop_duplicates(keys)
+
+
+def gemm_rows(df: pd.DataFrame, gpu: str, engine: str) -> list[dict]:
     spec = catalog.get_gpu(gpu)
     rows = []
     for src, name, peak_field, _ in DTYPES:
         peak = getattr(spec, peak_field)
-        d = df[df.gemm_dtype == src]
+        d = _fastest(df[df.gemm_dtype == src], ["m", "n", "k"])
         if d.empty or not peak:
             continue
-        assert not d.duplicated(["m", "n", "k"]).any()
         for n, k in GEMM_SHAPES:
             s = d[(d.n == n) & (d.k == k)]
             for m in _powers_of_two(s.m):
                 lat_ms = float(s[s.m == m].latency.iloc[0])
                 tflops = 2.0 * m * n * k / (lat_ms * 1e-3) / 1e12
                 assert 0 < tflops / peak <= 1, (gpu, name, m, n, k, tflops, peak)
-                rows.append({"gpu": gpu, "dtype": name, "tokens": m, "n": n, "k": k, "latency_ms": _g(lat_ms, 6),
+                rows.append({"engine": engine, "gpu": gpu, "dtype": name, "tokens": m, "n": n, "k": k, "latency_ms": _g(lat_ms, 6),
                              "achieved_tflops": _g(tflops), "efficiency": _g(tflops / peak)})
     return rows
 
 
-def attention_rows(ctx: pd.DataFrame, gen: pd.DataFrame, gpu: str) -> list[dict]:
+def attention_rows(ctx: pd.DataFrame, gen: pd.DataFrame, gpu: str, engine: str) -> list[dict]:
     spec = catalog.get_gpu(gpu)
+    ctx, gen = (t if "window_size" in t else t.assign(window_size=0) for t in (ctx, gen))  # older tables: no windows
     rows = []
     for n, n_kv, h in HEADS:
         c = ctx[(ctx.window_size == 0) & (ctx.attn_dtype == "bfloat16") & (ctx.kv_cache_dtype == "bfloat16")
                 & (ctx.num_heads == n) & (ctx.num_key_value_heads == n_kv) & (ctx.head_dim == h)]
-        assert not c.duplicated(["batch_size", "isl"]).any()
+        c = _fastest(c, ["batch_size", "isl"])
         c = c[c.batch_size.isin(PREFILL_BATCHES) & (c.isl > 1)]  # a one-token prompt is no prefill
         for r in c.sort_values(["batch_size", "isl"]).itertuples():
             b, s = r.batch_size, r.isl
             flops = 2.0 * b * s * s * n * h  # causal: 2 (FMA) x 2 (QK^T, PV) x s^2 / 2
             nbytes = 2.0 * b * (2 * n * s * h) + 2.0 * b * (2 * n_kv * s * h)  # Q read, O write, K and V written
-            rows.append(_attention_row(gpu, spec, "prefill", "bf16", n, n_kv, h, b, s, r.latency, flops, nbytes))
+            rows.append(_attention_row(engine, gpu, spec, "prefill", "bf16", n, n_kv, h, b, s, r.latency, flops, nbytes))
         for kv_src, kv_name, kv_b in (("bfloat16", "bf16", 2.0), ("fp8", "fp8", 1.0)):
             g = gen[(gen.window_size == 0) & (gen.kv_cache_dtype == kv_src) & (gen.num_heads == n)
                     & (gen.num_key_value_heads == n_kv) & (gen.head_dim == h)]
-            assert not g.duplicated(["batch_size", "step"]).any()
+            g = _fastest(g, ["batch_size", "step"])
             g = g[g.batch_size.isin(DECODE_BATCHES) & ~g.step.isin(DECODE_KV_LENS_LEFT_OUT)]
             for r in g.sort_values(["batch_size", "step"]).itertuples():
                 b, kv_len = r.batch_size, r.step  # step = tokens already in the KV cache
                 flops = 4.0 * b * n * h * kv_len
                 nbytes = b * (4.0 * n * h + 2.0 * n_kv * kv_len * h * kv_b)  # Q read + O write (bf16), K and V read
-                rows.append(_attention_row(gpu, spec, "decode", kv_name, n, n_kv, h, b, kv_len, r.latency, flops, nbytes))
+                rows.append(_attention_row(engine, gpu, spec, "decode", kv_name, n, n_kv, h, b, kv_len, r.latency, flops, nbytes))
     return rows
 
 
-def _attention_row(gpu, spec, phase, kv, n, n_kv, h, b, s, lat_ms, flops, nbytes) -> dict:
+def _attention_row(engine, gpu, spec, phase, kv, n, n_kv, h, b, s, lat_ms, flops, nbytes) -> dict:
     tflops = flops / (lat_ms * 1e-3) / 1e12
     tbps = nbytes / (lat_ms * 1e-3) / 1e12
-    return {"gpu": gpu, "phase": phase, "kv_dtype": kv, "num_heads": n, "num_kv_heads": n_kv, "head_dim": h,
+    return {"engine": engine, "gpu": gpu, "phase": phase, "kv_dtype": kv, "num_heads": n, "num_kv_heads": n_kv, "head_dim": h,
             "batch": b, "seq_len": s, "latency_ms": _g(lat_ms, 6), "achieved_tflops": _g(tflops),
             "achieved_tbps": _g(tbps), "compute_fraction": _g(tflops / spec.bf16_tflops),
             "bandwidth_fraction": _g(tbps / spec.hbm_tbps)}
 
 
-def moe_rows(df: pd.DataFrame, gpu: str) -> list[dict]:
+def moe_rows(df: pd.DataFrame, gpu: str, engine: str) -> list[dict]:
     spec = catalog.get_gpu(gpu)
     rows = []
-    d0 = df[(df.distribution == "balanced") & (df.kernel_source == "moe_torch_flow_cutlass")]
+    d0 = df[df.distribution == "balanced"]
+    if engine == "trtllm":
+        d0 = d0[d0.kernel_source == "moe_torch_flow_cutlass"]
     for src, name, peak_field, _ in DTYPES:
         peak = getattr(spec, peak_field)
         if not peak:
@@ -175,12 +209,12 @@ def moe_rows(df: pd.DataFrame, gpu: str) -> list[dict]:
         for hidden, inter, topk, experts, tp, ep in MOE_CONFIGS:
             d = d0[(d0.moe_dtype == src) & (d0.hidden_size == hidden) & (d0.inter_size == inter) & (d0.topk == topk)
                    & (d0.num_experts == experts) & (d0.moe_tp_size == tp) & (d0.moe_ep_size == ep)]
-            assert not d.duplicated(["num_tokens"]).any()
+            d = _fastest(d, ["num_tokens"])
             for r in d.sort_values("num_tokens").itertuples():
                 t = r.num_tokens
                 flops = 2.0 * t * topk * hidden * inter * 3 / (tp * ep)  # gate, up and down GEMMs on this GPU's share
                 tflops = flops / (r.latency * 1e-3) / 1e12
-                rows.append({"gpu": gpu, "dtype": name, "hidden": hidden, "inter": inter, "topk": topk,
+                rows.append({"engine": engine, "gpu": gpu, "dtype": name, "hidden": hidden, "inter": inter, "topk": topk,
                              "experts": experts, "moe_tp": tp, "moe_ep": ep, "tokens": t,
                              "tokens_per_expert": _g(t * topk / experts, 6), "latency_ms": _g(float(r.latency), 6),
                              "achieved_tflops": _g(tflops), "efficiency": _g(tflops / peak)})
@@ -204,13 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     commit = _git(a.repo, "rev-parse", a.commit).decode().strip()
     gemm, attn, moe, sources = [], [], [], []
     for system, gpu, backend, version in SYSTEMS:
-        paths = {"gemm": _path(system, "gemm", backend, version, "gemm_perf.parquet"),
-                 "prefill": _path(system, "attention", backend, version, "context_attention_perf.parquet"),
-                 "decode": _path(system, "attention", backend, version, "generation_attention_perf.parquet"),
-                 "moe": _path(system, "moe", backend, version, "moe_perf.parquet")}
+        paths = {key: _resolved(a.repo, commit, system, op, backend, version, name) for key, op, name in (
+            ("gemm", "gemm", "gemm_perf.parquet"), ("prefill", "attention", "context_attention_perf.parquet"),
+            ("decode", "attention", "generation_attention_perf.parquet"), ("moe", "moe", "moe_perf.parquet"))}
         tables = {key: _table(a.repo, commit, p) for key, p in paths.items()}
-        produced = {"gemm": gemm_rows(tables["gemm"], gpu), "attention": attention_rows(tables["prefill"], tables["decode"], gpu),
-                    "moe": moe_rows(tables["moe"], gpu)}
+        produced = {"gemm": gemm_rows(tables["gemm"], gpu, backend),
+                    "attention": attention_rows(tables["prefill"], tables["decode"], gpu, backend),
+                    "moe": moe_rows(tables["moe"], gpu, backend)}
         gemm += produced["gemm"]
         attn += produced["attention"]
         moe += produced["moe"]
@@ -218,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
             table = "attention" if key in ("prefill", "decode") else key
             if produced[table]:
                 sources.append({"table": table, "gpu": gpu, "system": system, "backend": backend, "version": version,
-                                "device": tables[key].device.iloc[0], "repository": REPOSITORY, "commit": commit, "path": p})
+                                "measured_version": p.split("/")[-2], "device": tables[key].device.iloc[0],
+                                "kernels": " ".join(sorted(set(tables[key].kernel_source))), "repository": REPOSITORY,
+                                "commit": commit, "path": p})
     a.out.mkdir(parents=True, exist_ok=True)
     for name, rows in (("gemm.csv", gemm), ("attention.csv", attn), ("moe.csv", moe), ("sources.csv", sources)):
         _write(a.out / name, rows)

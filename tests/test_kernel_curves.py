@@ -131,3 +131,43 @@ def test_moe_reads_its_measured_row_and_grows_with_tokens_per_expert():
     assert kc.moe_efficiency("h100-sxm", "bf16", 128, hidden=2048, inter=768) == 0.2406
     assert kc.moe_efficiency("h100-sxm", "bf16", 1) < 0.01 < 0.4 < kc.moe_efficiency("h100-sxm", "bf16", 1024)
     assert kc.curve_source("moe", "h100-nvl", "fp8") == "h100-sxm"
+
+
+def test_each_engine_reads_its_own_kernels():
+    # h100_sxm/gemm/vllm/0.24.0/gemm_perf.parquet row 9175: bfloat16 (torch.nn.functional.linear) m 4096 n 6144
+    # k 4096, 0.258703 ms; 2.0616e11 FLOP -> 796.9 TFLOP/s; / 989 = 0.8058 (gemm.csv line 3514). TensorRT-LLM's
+    # own kernel on the same GEMM took 0.264669 ms, 0.7876 (GEMM_ROWS above).
+    assert kc.gemm_efficiency("h100-sxm", "bf16", 4096, 6144, 4096, engine="vllm") == 0.8058
+    assert kc.gemm_efficiency("h100-sxm", "bf16", 4096, 6144, 4096, engine="vllm") == pytest.approx(
+        2 * 4096 * 6144 * 4096 / 0.258703e-3 / 1e12 / 989.0, rel=1e-3)
+    # h100_sxm/gemm/sglang/0.5.14/gemm_perf.parquet row 16109: fp8 (sgl_kernel fp8_scaled_mm) m 1024 n 8192 k 8192,
+    # 0.107724 ms; 1.3744e11 FLOP -> 1276 TFLOP/s; / 1979 = 0.6447 (gemm.csv line 7268)
+    assert kc.gemm_efficiency("h100-sxm", "fp8", 1024, 8192, 8192, engine="sglang") == 0.6447
+    # h100_sxm/attention/vllm/0.24.0/context_attention_perf.parquet row 28997: FlashAttention 3, batch 1, isl 8192,
+    # 32/8 heads, no window, 0.912219 ms; 5.497e11 FLOP -> 602.7 TFLOP/s; / 989 = 0.6094 (attention.csv line 2550),
+    # where TensorRT-LLM's took 1.0845 ms (0.5126, the test above)
+    assert kc.prefill_attention_efficiency("h100-sxm", 8192, engine="vllm") == 0.6094
+    want = ("https://github.com/ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce:"
+            "aic-core/src/aiconfigurator_core/systems/data/h100_sxm/gemm/vllm/0.24.0/gemm_perf.parquet")
+    assert kc.source_paths("gemm", "h100-sxm", "bf16", engine="vllm") == (want,)
+
+
+def test_an_engine_without_its_own_table_reads_tensorrt_llms():
+    # SGLang's MoE tables measured block-scaled fp8 only (h100_sxm/moe/sglang/0.5.14: fp8_block, bfloat16, int4,
+    # mxfp4), so a per-tensor fp8 MoE reads TensorRT-LLM's; an engine AIConfigurator does not measure does too
+    assert kc.engine_source("moe", "sglang", "fp8") == "trtllm"
+    assert kc.engine_source("moe", "sglang", "bf16") == "sglang"
+    assert kc.engine_source("gemm", "tgi", "bf16") == "trtllm"
+    assert kc.moe_efficiency("h100-sxm", "fp8", 16, engine="sglang") == kc.moe_efficiency("h100-sxm", "fp8", 16)
+    # vLLM 0.22.0's A100 tables are a reuse.yaml pointing at 0.14.0's: the file read is 0.14.0's
+    assert kc.source_paths("gemm", "a100-80gb", "bf16", engine="vllm")[0].endswith("a100_sxm/gemm/vllm/0.14.0/gemm_perf.parquet")
+
+
+def test_the_kernel_tables_stay_within_their_size_budget_in_the_wheel():
+    # xlplan/data/kernels/README.md: the reduced copy stays within 2 MB (2,000,000 bytes), one version per engine
+    from importlib import resources
+
+    def size(node):
+        return sum(size(c) for c in node.iterdir()) if node.is_dir() else len(node.read_bytes())
+
+    assert size(resources.files("xlplan.data").joinpath("kernels")) <= 2_000_000

@@ -74,19 +74,20 @@ def _curves(rows, key_of, x: str, y: str) -> dict:
 
 @functools.cache
 def _gemm() -> dict:
-    return _curves(_rows("gemm.csv"), lambda r: (r["gpu"], r["dtype"], (int(r["n"]), int(r["k"]))), "tokens", "efficiency")
+    return _curves(_rows("gemm.csv"), lambda r: (r["engine"], r["gpu"], r["dtype"], (int(r["n"]), int(r["k"]))), "tokens",
+                   "efficiency")
 
 
 @functools.cache
 def _attention(phase: str, y: str) -> dict:
     rows = [r for r in _rows("attention.csv") if r["phase"] == phase]
-    return _curves(rows, lambda r: (r["gpu"], r["kv_dtype"], (int(r["num_heads"]), int(r["num_kv_heads"])),
+    return _curves(rows, lambda r: (r["engine"], r["gpu"], r["kv_dtype"], (int(r["num_heads"]), int(r["num_kv_heads"])),
                                     int(r["batch"])), "seq_len", y)
 
 
 @functools.cache
 def _moe() -> dict:
-    return _curves(_rows("moe.csv"), lambda r: (r["gpu"], r["dtype"], tuple(int(r[c]) for c in (
+    return _curves(_rows("moe.csv"), lambda r: (r["engine"], r["gpu"], r["dtype"], tuple(int(r[c]) for c in (
         "hidden", "inter", "topk", "experts", "moe_tp", "moe_ep"))), "tokens_per_expert", "efficiency")
 
 
@@ -125,7 +126,38 @@ def _table(table: str) -> dict:
     raise ValueError(f"table {table!r}: one of 'gemm', 'prefill', 'decode', 'moe'")
 
 
-def curve_source(table: str, gpu_key: str, dtype: str = "bf16") -> str:
+def engine_source(table: str, engine: str, dtype: str = "bf16") -> str:
+    """The engine whose measured kernels answer for ``engine`` in one table and format. [text]
+
+    Parameters
+    ----------
+    table : {'gemm', 'prefill', 'decode', 'moe'}
+        Which curves.
+    engine : str
+        The serving engine ('vllm', 'sglang', 'trtllm'; any other name reads TensorRT-LLM's).
+    dtype : {'bf16', 'fp8', 'nvfp4'}
+        As for :func:`curve_source`.
+
+    Returns
+    -------
+    str
+        ``engine`` itself where its own database (its newest version, ``sources.csv``) measured the format on some
+        GPU; else 'trtllm', whose tables cover every format the others lack (SGLang's MoE tables have no per-tensor
+        fp8, vLLM's and SGLang's GEMM tables no nvfp4 on RTX PRO 6000 or A100).
+
+    Examples
+    --------
+    >>> engine_source("gemm", "vllm"), engine_source("gemm", "tgi")
+    ('vllm', 'trtllm')
+    """
+    fmt = _dtype(dtype)
+    engine = (engine or "").lower()
+    if engine != "trtllm" and any(k[0] == engine and k[2] == fmt for k in _table(table)):
+        return engine
+    return "trtllm"
+
+
+def curve_source(table: str, gpu_key: str, dtype: str = "bf16", engine: str = "trtllm") -> str:
     """The catalog key of the GPU whose measurements answer for ``gpu_key`` in one table. [text]
 
     Parameters
@@ -136,6 +168,8 @@ def curve_source(table: str, gpu_key: str, dtype: str = "bf16") -> str:
         The GPU (catalog key, display name or alias).
     dtype : {'bf16', 'fp8', 'nvfp4'}
         The GEMM or MoE format ('fp4' reads as 'nvfp4'); for attention, the KV cache's format.
+    engine : str
+        The serving engine; its tables are searched (:func:`engine_source` says which engine's answer).
 
     Returns
     -------
@@ -152,7 +186,8 @@ def curve_source(table: str, gpu_key: str, dtype: str = "bf16") -> str:
     key, fmt = catalog.gpu_key(gpu_key), _dtype(dtype)
     if table in ("gemm", "moe") and not getattr(catalog.get_gpu(key), PEAK_FIELD[fmt]):
         raise ValueError(f"{key} has no dense {fmt} peak in the catalog: no {fmt} {table} efficiency")
-    measured = sorted({k[0] for k in _table(table) if k[1] == fmt})
+    eng = engine_source(table, engine, fmt)
+    measured = sorted({k[1] for k in _table(table) if k[0] == eng and k[2] == fmt})
     if not measured:
         raise ValueError(f"no measured GPU has {fmt} {table} curves")
     if key in measured:
@@ -168,7 +203,7 @@ def _specs(keys) -> list[tuple[float, float, str]]:
     return [(catalog.get_gpu(k).bf16_tflops, catalog.get_gpu(k).hbm_tbps, k) for k in keys]
 
 
-def gemm_source(gpu_key: str, dtype: str) -> str:
+def gemm_source(gpu_key: str, dtype: str, engine: str = "trtllm") -> str:
     """The catalog key of the GPU whose GEMM measurements :func:`gemm_efficiency` uses for ``gpu_key``. [text]
 
     Parameters
@@ -177,21 +212,24 @@ def gemm_source(gpu_key: str, dtype: str) -> str:
         The GPU (catalog key, display name or alias).
     dtype : {'bf16', 'fp8', 'nvfp4'}
         The GEMM's format ('fp4' reads as 'nvfp4').
+    engine : str
+        The serving engine (:func:`engine_source`).
 
     Returns
     -------
     str
-        ``curve_source('gemm', gpu_key, dtype)``: ``gpu_key`` itself when measured, else the GPU borrowed from.
+        ``curve_source('gemm', gpu_key, dtype, engine)``: ``gpu_key`` itself when measured, else the GPU borrowed
+        from.
 
     References
     ----------
     AIConfigurator ``systems/data/<system>/gemm/trtllm/<version>/gemm_perf.parquet`` @095f58a, per
     ``xlplan/data/kernels/sources.csv``.
     """
-    return curve_source("gemm", gpu_key, dtype)
+    return curve_source("gemm", gpu_key, dtype, engine)
 
 
-def source_paths(table: str, gpu_key: str, dtype: str = "bf16") -> tuple[str, ...]:
+def source_paths(table: str, gpu_key: str, dtype: str = "bf16", engine: str = "trtllm") -> tuple[str, ...]:
     """The AIConfigurator files, ``repository@commit:path``, behind one table's curves for a GPU. [text]
 
     Parameters
@@ -202,6 +240,8 @@ def source_paths(table: str, gpu_key: str, dtype: str = "bf16") -> tuple[str, ..
         The GPU; a GPU without measurements gets its :func:`curve_source`'s files.
     dtype : {'bf16', 'fp8', 'nvfp4'}
         As for :func:`curve_source`.
+    engine : str
+        The serving engine; the files of the engine that answers (:func:`engine_source`).
 
     Returns
     -------
@@ -212,10 +252,10 @@ def source_paths(table: str, gpu_key: str, dtype: str = "bf16") -> tuple[str, ..
     ----------
     ``xlplan/data/kernels/sources.csv``, written by ``scripts/reduce_kernel_data.py``.
     """
-    src = curve_source(table, gpu_key, dtype)
+    src, eng = curve_source(table, gpu_key, dtype, engine), engine_source(table, engine, dtype)
     name = {"prefill": "context_attention", "decode": "generation_attention"}.get(table, table)
     return tuple(f"{r['repository']}@{r['commit']}:{r['path']}" for r in _rows("sources.csv")
-                 if r["gpu"] == src and r["path"].endswith(f"/{name}_perf.parquet"))
+                 if r["gpu"] == src and r["backend"] == eng and r["path"].endswith(f"/{name}_perf.parquet"))
 
 
 def _roofline_fraction(gpu: str, fmt: str, m: float, n: float, k: float) -> float:
@@ -232,7 +272,8 @@ def _borrowed(value: float, src: str, gpu: str, fmt: str, m: float, n: float, k:
     return min(1.0, value / _roofline_fraction(src, fmt, m, n, k) * _roofline_fraction(gpu, fmt, m, n, k))
 
 
-def gemm_efficiency(gpu_key: str, dtype: str, tokens: float, n: int | None = None, k: int | None = None) -> float:
+def gemm_efficiency(gpu_key: str, dtype: str, tokens: float, n: int | None = None, k: int | None = None,
+                    engine: str = "trtllm") -> float:
     """Achieved ÷ dense peak of one GEMM with ``tokens`` rows (the step's tokens), as measured. [fraction]
 
     Parameters
@@ -247,6 +288,9 @@ def gemm_efficiency(gpu_key: str, dtype: str, tokens: float, n: int | None = Non
     n, k : int, optional
         Output and input features [1]: the curve of the nearest tabulated shape (log distance) is used; left out,
         the median over the tabulated shapes (Llama-3.1-8B and -70B projections at TP 1-8).
+    engine : str
+        The serving engine whose kernels (its newest measured version) to read: 'vllm', 'sglang' or 'trtllm'
+        (:func:`engine_source`: another engine, or a format the engine's table lacks, reads TensorRT-LLM's).
 
     Returns
     -------
@@ -262,22 +306,22 @@ def gemm_efficiency(gpu_key: str, dtype: str, tokens: float, n: int | None = Non
     if not tokens > 0:
         raise ValueError(f"tokens must be > 0, not {tokens}")
     key, fmt = catalog.gpu_key(gpu_key), _dtype(dtype)
-    src = gemm_source(key, fmt)
-    shapes = sorted(s for g, d, s in _gemm() if g == src and d == fmt)
+    src, eng = gemm_source(key, fmt, engine), engine_source("gemm", engine, fmt)
+    shapes = sorted(s for e, g, d, s in _gemm() if e == eng and g == src and d == fmt)
     chosen = shapes if n is None and k is None else [_nearest(shapes, (n, k))]
-    values = [_borrowed(_loglinear(*_gemm()[(src, fmt, s)], tokens), src, key, fmt, tokens, *s) for s in chosen]
+    values = [_borrowed(_loglinear(*_gemm()[(eng, src, fmt, s)], tokens), src, key, fmt, tokens, *s) for s in chosen]
     return statistics.median(values)
 
 
-def _heads(curves: dict, src: str, kv: str, num_heads: int, num_kv_heads: int, batch: int) -> tuple:
-    keys = [c for c in curves if c[0] == src and c[1] == kv]
-    heads = _nearest({c[2] for c in keys}, (num_heads, num_kv_heads))
-    b = _nearest({(c[3],) for c in keys if c[2] == heads}, (batch,))[0]
-    return curves[(src, kv, heads, b)]
+def _heads(curves: dict, eng: str, src: str, kv: str, num_heads: int, num_kv_heads: int, batch: int) -> tuple:
+    keys = [c for c in curves if c[0] == eng and c[1] == src and c[2] == kv]
+    heads = _nearest({c[3] for c in keys}, (num_heads, num_kv_heads))
+    b = _nearest({(c[4],) for c in keys if c[3] == heads}, (batch,))[0]
+    return curves[(eng, src, kv, heads, b)]
 
 
 def prefill_attention_efficiency(gpu_key: str, seq_len: float, batch: int = 1, num_heads: int = 32,
-                                 num_kv_heads: int = 8) -> float:
+                                 num_kv_heads: int = 8, engine: str = "trtllm") -> float:
     """Achieved ÷ bf16 dense peak of causal prefill attention (bf16, head dim 128), as measured. [fraction]
 
     Parameters
@@ -292,6 +336,8 @@ def prefill_attention_efficiency(gpu_key: str, seq_len: float, batch: int = 1, n
     num_heads, num_kv_heads : int
         Query and KV heads on one GPU [1]; the nearest tabulated layout: (32, 8), Llama-3.1-8B at TP 1, or (8, 1),
         Llama-3.1-70B at TP 8.
+    engine : str
+        The serving engine whose kernels to read (:func:`engine_source`).
 
     Returns
     -------
@@ -306,12 +352,12 @@ def prefill_attention_efficiency(gpu_key: str, seq_len: float, batch: int = 1, n
     """
     if not seq_len > 0:
         raise ValueError(f"seq_len must be > 0, not {seq_len}")
-    src = curve_source("prefill", gpu_key, "bf16")
-    return _loglinear(*_heads(_table("prefill"), src, "bf16", num_heads, num_kv_heads, batch), seq_len)
+    src, eng = curve_source("prefill", gpu_key, "bf16", engine), engine_source("prefill", engine, "bf16")
+    return _loglinear(*_heads(_table("prefill"), eng, src, "bf16", num_heads, num_kv_heads, batch), seq_len)
 
 
 def decode_attention_bandwidth_fraction(gpu_key: str, kv_len: float, batch: int = 1, kv_dtype: str = "bf16",
-                                        num_heads: int = 32, num_kv_heads: int = 8) -> float:
+                                        num_heads: int = 32, num_kv_heads: int = 8, engine: str = "trtllm") -> float:
     """Bytes moved ÷ HBM bandwidth of one decode-attention step (head dim 128), as measured, at most 1. [fraction]
 
     Parameters
@@ -327,6 +373,8 @@ def decode_attention_bandwidth_fraction(gpu_key: str, kv_len: float, batch: int 
         The KV cache's format (A100 has bf16 only).
     num_heads, num_kv_heads : int
         Query and KV heads on one GPU [1]; the nearest tabulated layout, (32, 8) or (8, 1).
+    engine : str
+        The serving engine whose kernels to read (:func:`engine_source`).
 
     Returns
     -------
@@ -342,12 +390,13 @@ def decode_attention_bandwidth_fraction(gpu_key: str, kv_len: float, batch: int 
     (bytes as ``perf_database/attention.rs::generation_attention_sol``), in ``xlplan/data/kernels/attention.csv``.
     """
     kv = _dtype(kv_dtype)
-    src = curve_source("decode", gpu_key, kv)
-    return min(1.0, _loglinear(*_heads(_table("decode"), src, kv, num_heads, num_kv_heads, batch), max(kv_len, 1.0)))
+    src, eng = curve_source("decode", gpu_key, kv, engine), engine_source("decode", engine, kv)
+    return min(1.0, _loglinear(*_heads(_table("decode"), eng, src, kv, num_heads, num_kv_heads, batch),
+                               max(kv_len, 1.0)))
 
 
 def moe_efficiency(gpu_key: str, dtype: str, tokens_per_expert: float, hidden: int | None = None,
-                   inter: int | None = None) -> float:
+                   inter: int | None = None, engine: str = "trtllm") -> float:
     """Achieved ÷ dense peak of the fused MoE expert GEMMs (gated, balanced routing), as measured. [fraction]
 
     Parameters
@@ -362,6 +411,9 @@ def moe_efficiency(gpu_key: str, dtype: str, tokens_per_expert: float, hidden: i
     hidden, inter : int, optional
         Model width and expert intermediate size [1]: the nearest tabulated configuration (Mixtral-8x7B 4096/14336,
         Qwen3-30B-A3B 2048/768, Qwen3-235B-A22B 4096/1536 at EP 8); left out, the median over the three.
+    engine : str
+        The serving engine whose kernels to read (:func:`engine_source`); vLLM's and SGLang's tables keep the
+        fastest of the MoE backends each measured.
 
     Returns
     -------
@@ -378,9 +430,9 @@ def moe_efficiency(gpu_key: str, dtype: str, tokens_per_expert: float, hidden: i
     if not tokens_per_expert > 0:
         raise ValueError(f"tokens_per_expert must be > 0, not {tokens_per_expert}")
     key, fmt = catalog.gpu_key(gpu_key), _dtype(dtype)
-    src = curve_source("moe", key, fmt)
-    configs = sorted(c for g, d, c in _moe() if g == src and d == fmt)
+    src, eng = curve_source("moe", key, fmt, engine), engine_source("moe", engine, fmt)
+    configs = sorted(c for e, g, d, c in _moe() if e == eng and g == src and d == fmt)
     chosen = configs if hidden is None and inter is None else [_nearest(configs, (hidden, inter))]
     return statistics.median(
-        _borrowed(_loglinear(*_moe()[(src, fmt, c)], tokens_per_expert), src, key, fmt, tokens_per_expert,
+        _borrowed(_loglinear(*_moe()[(eng, src, fmt, c)], tokens_per_expert), src, key, fmt, tokens_per_expert,
                   3.0 * c[1] / c[4], c[0]) for c in chosen)
