@@ -15,6 +15,9 @@ it would be tuned to pick. TensorRT-LLM's MoE rows keep the gated CUTLASS kernel
 
 - ``gemm.csv``: ``gemm_perf.parquet``, the dense GEMMs bf16, fp8 (per-tensor, activations quantised at run time)
   and nvfp4, M on the powers of two the data has, for the (n, k) shapes in ``GEMM_SHAPES``.
+- ``gemm_grid.csv``: the same GEMM tables on a grid of shapes, n and k each in ``GRID_NK`` (512 to 65,536), one row
+  per (engine, GPU, format, n, k) with the measured latency at every power-of-two M as a column (``m1`` … ``m32768``,
+  blank where not measured): what a model's own projections are interpolated from (the fastest kernel per point).
 - ``attention.csv``: ``context_attention_perf.parquet`` (prefill, bf16, no sliding window) and
   ``generation_attention_perf.parquet`` (decode, KV cache bf16 or fp8), for the head layouts in ``HEADS``.
 - ``moe.csv``: ``moe_perf.parquet``, balanced routing, the gated (SwiGLU) CUTLASS kernel, the configurations in
@@ -87,6 +90,11 @@ GEMM_SHAPES = (
     (2560, 8192),   # Llama-3.1-70B fused QKV, TP 4
 )
 
+GRID_NK = (512, 1024, 2048, 4096, 8192, 16384, 65536)
+"""n and k of the shape grid (each a size AIConfigurator measured; 65,536 covers vocabularies and wide MLPs). [1]"""
+GRID_M = tuple(2 ** i for i in range(16))
+"""The M columns of the shape grid: 1 to 32,768 tokens. [tokens]"""
+
 HEADS = (
     # (query heads, KV heads, head dim) per GPU
     (32, 8, 128),  # Llama-3.1-8B at TP 1
@@ -157,6 +165,22 @@ def gemm_rows(df: pd.DataFrame, gpu: str, engine: str) -> list[dict]:
                 assert 0 < tflops / peak <= 1, (gpu, name, m, n, k, tflops, peak)
                 rows.append({"engine": engine, "gpu": gpu, "dtype": name, "tokens": m, "n": n, "k": k, "latency_ms": _g(lat_ms, 6),
                              "achieved_tflops": _g(tflops), "efficiency": _g(tflops / peak)})
+    return rows
+
+
+def gemm_grid_rows(df: pd.DataFrame, gpu: str, engine: str) -> list[dict]:
+    """One row per (format, n, k) of the grid: the fastest measured latency at each power-of-two M [ms]."""
+    spec = catalog.get_gpu(gpu)
+    rows = []
+    for src, name, peak_field, _ in DTYPES:
+        if not getattr(spec, peak_field):
+            continue
+        d = _fastest(df[(df.gemm_dtype == src) & df.n.isin(GRID_NK) & df.k.isin(GRID_NK) & df.m.isin(GRID_M)],
+                     ["m", "n", "k"])
+        for (n, k), e in d.groupby(["n", "k"]):
+            lat = dict(zip(e.m.astype(int), e.latency.astype(float)))
+            rows.append({"engine": engine, "gpu": gpu, "dtype": name, "n": int(n), "k": int(k),
+                         **{f"m{m}": (_g(lat[m], 4) if m in lat else "") for m in GRID_M}})
     return rows
 
 
@@ -236,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "xlplan" / "data" / "kernels")
     a = ap.parse_args(argv)
     commit = _git(a.repo, "rev-parse", a.commit).decode().strip()
-    gemm, attn, moe, sources = [], [], [], []
+    gemm, grid, attn, moe, sources = [], [], [], [], []
     for system, gpu, backend, version in SYSTEMS:
         paths = {key: _resolved(a.repo, commit, system, op, backend, version, name) for key, op, name in (
             ("gemm", "gemm", "gemm_perf.parquet"), ("prefill", "attention", "context_attention_perf.parquet"),
@@ -246,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                     "attention": attention_rows(tables["prefill"], tables["decode"], gpu, backend),
                     "moe": moe_rows(tables["moe"], gpu, backend)}
         gemm += produced["gemm"]
+        grid += gemm_grid_rows(tables["gemm"], gpu, backend)
         attn += produced["attention"]
         moe += produced["moe"]
         for key, p in paths.items():
@@ -256,7 +281,8 @@ def main(argv: list[str] | None = None) -> int:
                                 "kernels": " ".join(sorted(set(tables[key].kernel_source))), "repository": REPOSITORY,
                                 "commit": commit, "path": p})
     a.out.mkdir(parents=True, exist_ok=True)
-    for name, rows in (("gemm.csv", gemm), ("attention.csv", attn), ("moe.csv", moe), ("sources.csv", sources)):
+    for name, rows in (("gemm.csv", gemm), ("gemm_grid.csv", grid), ("attention.csv", attn), ("moe.csv", moe),
+                       ("sources.csv", sources)):
         _write(a.out / name, rows)
     return 0
 

@@ -313,6 +313,102 @@ def gemm_efficiency(gpu_key: str, dtype: str, tokens: float, n: int | None = Non
     return statistics.median(values)
 
 
+GRID_M = tuple(2 ** i for i in range(16))
+"""The powers of two M at which ``gemm_grid.csv`` holds each shape's latency: 1 to 32,768 tokens. [tokens]"""
+
+
+@functools.cache
+def _grid() -> dict:
+    """(engine, GPU, format, n, k) -> latency at each of GRID_M [ms], NaN where not measured."""
+    return {(r["engine"], r["gpu"], r["dtype"], int(r["n"]), int(r["k"])):
+            tuple(float(r[f"m{m}"]) if r[f"m{m}"] else math.nan for m in GRID_M) for r in _rows("gemm_grid.csv")}
+
+
+def _grid_point_ms(eng: str, src: str, fmt: str, n: int, k: int, tokens: float) -> float:
+    """One grid shape's latency at M = ``tokens`` [ms]: linear in M between the measured powers of two, held below
+    the smallest, in proportion to M beyond the largest; a shape missing from the grid (65,536 × 65,536) scaled by
+    n·k from its measured neighbour."""
+    lats = _grid().get((eng, src, fmt, n, k))
+    if lats is None:
+        nn = max((key for key in _grid() if key[:3] == (eng, src, fmt)),
+                 key=lambda key: (-abs(math.log(key[3] * key[4] / (n * k))), key[3], key[4]))
+        return _grid_point_ms(eng, src, fmt, nn[3], nn[4], tokens) * n * k / (nn[3] * nn[4])
+    pts = [(m, t) for m, t in zip(GRID_M, lats) if not math.isnan(t)]
+    if tokens <= pts[0][0]:
+        return pts[0][1]
+    if tokens >= pts[-1][0]:
+        return pts[-1][1] * tokens / pts[-1][0]
+    i = bisect.bisect_right([m for m, _ in pts], tokens)
+    (m0, t0), (m1, t1) = pts[i - 1], pts[i]
+    return t0 + (tokens - m0) / (m1 - m0) * (t1 - t0)
+
+
+def _bracket(grid: list[int], x: float) -> tuple[int, int, float, float]:
+    """(lower, upper grid value, weight of the upper in log x, scale for x beyond the grid's ends)."""
+    if x <= grid[0]:
+        return grid[0], grid[0], 0.0, x / grid[0]
+    if x >= grid[-1]:
+        return grid[-1], grid[-1], 0.0, x / grid[-1]
+    i = bisect.bisect_right(grid, x)
+    lo, hi = grid[i - 1], grid[i]
+    return lo, hi, (math.log(x) - math.log(lo)) / (math.log(hi) - math.log(lo)), 1.0
+
+
+def gemm_time_s(gpu_key: str, dtype: str, tokens: float, n: float, k: float, engine: str = "trtllm") -> float:
+    """Time of one (tokens × k) · (k × n) GEMM on one GPU, interpolated from the measured shape grid. [s]
+
+    Parameters
+    ----------
+    gpu_key : str
+        The GPU (catalog key, display name or alias).
+    dtype : {'bf16', 'fp8', 'nvfp4'}
+        The GEMM's format ('fp4' reads as 'nvfp4'); fp8 is per-tensor with the activations quantised at run time.
+    tokens : float
+        The GEMM's M, tokens in the step [tokens]; > 0. Linear in M between the measured powers of two (1 to 32,768;
+        8,192 on A100), held below 1, in proportion to M beyond the largest.
+    n, k : float
+        Output and input features [1]: bilinear in (log n, log k) on log time between the grid's sizes (512, 1,024,
+        2,048, 4,096, 8,192, 16,384, 65,536), in proportion to n (or k) beyond its ends.
+    engine : str
+        The serving engine whose kernels (its newest measured version) to read (:func:`engine_source`).
+
+    Returns
+    -------
+    float
+        Seconds [s]. For a GPU without measurements, the :func:`gemm_source` GPU's time turned into an efficiency,
+        borrowed as :func:`gemm_efficiency` borrows (scaled by the two rooflines), and back into time on this GPU.
+
+    References
+    ----------
+    AIConfigurator ``systems/data/<system>/gemm/<engine>/<version>/gemm_perf.parquet`` @095f58a, reduced to
+    ``xlplan/data/kernels/gemm_grid.csv`` by ``scripts/reduce_kernel_data.py`` (the fastest kernel at each point).
+
+    Examples
+    --------
+    A grid shape at a measured M comes back as measured: TensorRT-LLM bf16 on H100, 4096 × 4096 at M = 1 is
+    ``gemm_grid.csv``'s ``m1`` cell, 0.01656 ms.
+
+    >>> round(gemm_time_s("h100-sxm", "bf16", 1, 4096, 4096) * 1e3, 5)
+    0.01656
+    """
+    if not tokens > 0:
+        raise ValueError(f"tokens must be > 0, not {tokens}")
+    key, fmt = catalog.gpu_key(gpu_key), _dtype(dtype)
+    src, eng = gemm_source(key, fmt, engine), engine_source("gemm", engine, fmt)
+    sizes = sorted({g[3] for g in _grid() if g[:3] == (eng, src, fmt)})
+    n0, n1, wn, sn = _bracket(sizes, n)
+    k0, k1, wk, sk = _bracket(sizes, k)
+    logs = {(a, b): math.log(_grid_point_ms(eng, src, fmt, a, b, tokens)) for a in (n0, n1) for b in (k0, k1)}
+    ms = math.exp((1 - wn) * (1 - wk) * logs[(n0, k0)] + wn * (1 - wk) * logs[(n1, k0)]
+                  + (1 - wn) * wk * logs[(n0, k1)] + wn * wk * logs[(n1, k1)]) * sn * sk
+    if src == key:
+        return ms * 1e-3
+    peak = {g: getattr(catalog.get_gpu(g), PEAK_FIELD[fmt]) for g in (src, key)}
+    flops = 2.0 * tokens * n * k
+    eff = _borrowed(flops / (ms * 1e-3) / (peak[src] * 1e12), src, key, fmt, tokens, n, k)
+    return flops / (eff * peak[key] * 1e12)
+
+
 def _heads(curves: dict, eng: str, src: str, kv: str, num_heads: int, num_kv_heads: int, batch: int) -> tuple:
     keys = [c for c in curves if c[0] == eng and c[1] == src and c[2] == kv]
     heads = _nearest({c[3] for c in keys}, (num_heads, num_kv_heads))
