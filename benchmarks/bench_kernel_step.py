@@ -1,10 +1,11 @@
-"""Trial for the measured step physics: a dense model's decode step as the sum of its measured kernels, with nothing
-fitted, against the measured sample's inter-token latency and against the shipped model's replay of the same points.
+"""Trial for the measured step physics: a model's decode step as the sum of its measured kernels, with nothing fitted,
+against the measured sample's inter-token latency and against the shipped model's replay of the same points.
 
     .venv/bin/python benchmarks/bench_kernel_step.py    # prints the table; bench_kernel_step.txt holds a run
 
-Every fixed-concurrency point of the measured sample (xlplan/data/silicon_sample.md) on a dense model, aggregated,
-one replica, on a GPU AIConfigurator measured, is predicted two ways:
+Every fixed-concurrency point of the measured sample (xlplan/data/silicon_sample.md) on a dense model or a MoE model
+with grouped-query attention (gpt-oss, MiniMax-M2.5, Qwen3-235B-A22B), aggregated, one replica, no attention data
+parallelism, its expert split measured, on a GPU AIConfigurator measured, is predicted two ways:
 
 - **the shipped model**: the replay through the simulator at the shipped, fitted efficiencies (what `validate`
   scores, :mod:`xlplan.evidence.replay`);
@@ -12,8 +13,10 @@ one replica, on a GPU AIConfigurator measured, is predicted two ways:
   the sum over the layers of the row's own engine's measured kernels (:mod:`xlplan.serving.kernel_curves`, newest
   version: vLLM 0.24.0, SGLang 0.5.14, TensorRT-LLM 1.3.0rc20): the four projections' GEMMs at M = ``b``
   (fused QKV, output, fused gate and up, down; :func:`~xlplan.serving.kernel_curves.gemm_time_s`, interpolated on the
-  measured shape grid), decode attention over the cache (:func:`~xlplan.serving.kernel_curves.
-  decode_attention_bandwidth_fraction`), the elementwise kernels (two residual-add norms and the gated activation, read
+  measured shape grid; a MoE model's attention projections and router, and its experts as the fused MoE kernel at
+  the model's own shape and split, :func:`~xlplan.serving.kernel_curves.moe_time_s`, the fastest of the expert
+  formats the checkpoint's format allows), decode attention over the cache (:func:`~xlplan.serving.kernel_curves.
+  decode_attention_bandwidth_fraction`, sliding-window layers over their window), the elementwise kernels (two residual-add norms and the gated activation, read
   and written once at 80% of HBM bandwidth, as AIConfigurator counts them) and, where TP > 1, two ring all-reduces
   (xlplan's collective model); plus the output head's bf16 GEMM. To that is added the step's mean share of prefill,
   ``b × prompt ÷ output`` tokens a step (each request prefills its prompt once in ``output`` steps), each token at the
@@ -24,8 +27,8 @@ Reported: the median |error| (median signed) of inter-token latency by engine, b
 concurrency. What it showed (bench_kernel_step.txt) is the case for issue 47's design: with nothing fitted, the
 kernels measured in isolation predict the sample's dense decode about as well as the fitted scalars do for vLLM and
 better for TensorRT-LLM and SGLang, and they keep the shape across concurrency that one fitted step overhead cannot.
-What the trial leaves out is named in the output: MoE and MLA models (most of the sample), the per-request path and
-the prefill-first scheduling of SGLang.
+What the trial leaves out is named in the output: MLA models (DeepSeek, Kimi: a third of the sample), attention
+data parallelism and wide expert parallelism, the per-request path and the prefill-first scheduling of SGLang.
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ PREFILL_CHUNK = 8192
 """The most prompt tokens one step's prefill chunk carries in the trial (vLLM's default step budget). [tokens]"""
 
 
+MOE_FORMATS = {"bf16": ("bf16",), "fp8": ("fp8_block", "fp8"), "nvfp4": ("nvfp4",), "mxfp4": ("mxfp4_fp8", "mxfp4")}
+"""The expert formats a checkpoint's weight format may run as (moe_grid.csv); the fastest measured is taken. [—]"""
+
+
 def _shape(c):
     """Per-GPU sizes of the model under TP: (query heads, KV heads, head dim, intermediate, vocabulary, hidden). [1]"""
     m, tp = c.model, c.tp
@@ -57,30 +64,68 @@ def _shape(c):
             m.intermediate_size // tp, m.vocab_size // tp, m.hidden_size)
 
 
-def _gemms_s(c, fmt: str, tokens: float) -> float:
-    """The four projections of one layer at M = ``tokens``, on the engine's measured kernels. [s]"""
+def _gemms_s(c, fmt: str, tokens: float, mlp: bool = True) -> float:
+    """One layer's projections at M = ``tokens`` on the engine's measured kernels: attention's, and the dense MLP's
+    where ``mlp``. [s]"""
     nh, nkv, hd, inter, _, h = _shape(c)
     gpu = catalog.gpu_key(c.gpu.name)
-    return sum(kernel_curves.gemm_time_s(gpu, fmt, tokens, n, k, engine=c.engine)
-               for n, k in (((nh + 2 * nkv) * hd, h), (h, nh * hd), (2 * inter, h), (h, inter)))
+    shapes = [((nh + 2 * nkv) * hd, h), (h, nh * hd)] + ([(2 * inter, h), (h, inter)] if mlp and inter else [])
+    return sum(kernel_curves.gemm_time_s(gpu, fmt, tokens, n, k, engine=c.engine) for n, k in shapes)
+
+
+def _experts_s(c, tokens: float) -> float:
+    """One MoE layer's router and experts with ``tokens`` entering it (the fastest allowed format). [s]"""
+    m, gpu = c.model, catalog.gpu_key(c.gpu.name)
+    ep = c.ep or 1
+    split = dict(hidden=m.hidden_size, inter=m.moe_intermediate_size, topk=m.experts_per_token, experts=m.num_experts,
+                 moe_tp=c.tp // ep, moe_ep=ep, engine=c.engine)
+    times = []
+    for fmt in MOE_FORMATS.get(c.weights_dtype, ()):
+        try:
+            times.append(kernel_curves.moe_time_s(gpu, fmt, tokens, **split))
+        except ValueError:
+            continue
+    if not times:
+        raise ValueError(f"no measured MoE kernel for {m.name} at {c.weights_dtype}, TP {c.tp} EP {ep}")
+    router = kernel_curves.gemm_time_s(gpu, "bf16", tokens, m.num_experts, m.hidden_size, engine=c.engine)
+    return min(times) + router
+
+
+def _layers(c) -> tuple[int, int]:
+    """(dense-MLP layers, MoE layers). [layers]"""
+    m = c.model
+    if not m.num_experts:
+        return m.num_hidden_layers, 0
+    return m.first_dense_layers, m.num_hidden_layers - m.first_dense_layers
 
 
 def decode_step_s(rep, c, batch: float, context: float) -> float:
     """One decode step of ``batch`` sequences over ``context`` cached tokens each, as the sum of measured kernels. [s]"""
     nh, nkv, hd, inter, vocab, h = _shape(c)
     gpu, fmt = catalog.gpu_key(c.gpu.name), compute_format(rep, c.gpu)
+    dense_layers, moe_layers = _layers(c)
+    layers = dense_layers + moe_layers
+    window_layers = c.model.sliding_window_layers if c.model.sliding_window else 0
     kv_bytes_per_element = 1.0 if c.kv_dtype == "fp8" else 2.0
-    attn_bytes = batch * (4.0 * nh * hd + 2.0 * nkv * context * hd * kv_bytes_per_element)
-    frac = kernel_curves.decode_attention_bandwidth_fraction(gpu, context, max(1, round(batch)), "fp8" if c.kv_dtype == "fp8"
-                                                             else "bf16", nh, nkv, engine=c.engine)
-    attention = attn_bytes / (frac * c.gpu.hbm_tbps * 1e12)
-    elementwise = batch * (4 * h + 3 * inter) * 2 * 2.0 / (ELEMENTWISE_BANDWIDTH * c.gpu.hbm_tbps * 1e12)
+    kv_fmt = "fp8" if c.kv_dtype == "fp8" else "bf16"
+    attention = 0.0
+    for n, ctx in ((layers - window_layers, context), (window_layers, min(context, c.model.sliding_window or context))):
+        if n:
+            nbytes = batch * (4.0 * nh * hd + 2.0 * nkv * ctx * hd * kv_bytes_per_element)
+            frac = kernel_curves.decode_attention_bandwidth_fraction(gpu, ctx, max(1, round(batch)), kv_fmt, nh, nkv,
+                                                                     engine=c.engine)
+            attention += n * nbytes / (frac * c.gpu.hbm_tbps * 1e12)
+    width = inter if not moe_layers else 0
+    elementwise = batch * (4 * h + 3 * width) * 2 * 2.0 / (ELEMENTWISE_BANDWIDTH * c.gpu.hbm_tbps * 1e12)
     comm = 0.0
     if c.tp > 1:
         nbytes = batch * h * 2.0
         comm = 2 * (2 * (c.tp - 1) / c.tp * nbytes / (rep.r.link_gbps * 1e9) + rep.r.link_latency_s)
     head = kernel_curves.gemm_time_s(gpu, "bf16", batch, vocab, h, engine=c.engine)
-    return c.model.num_hidden_layers * (_gemms_s(c, fmt, batch) + attention + elementwise + comm) + head
+    gemms = dense_layers * _gemms_s(c, fmt, batch)
+    if moe_layers:
+        gemms += moe_layers * (_gemms_s(c, fmt, batch, mlp=False) + _experts_s(c, batch))
+    return gemms + attention + layers * (elementwise + comm) + head
 
 
 def prefill_token_s(rep, c) -> float:
@@ -88,26 +133,32 @@ def prefill_token_s(rep, c) -> float:
     nh, nkv, hd, *_ = _shape(c)
     gpu, fmt = catalog.gpu_key(c.gpu.name), compute_format(rep, c.gpu)
     chunk = min(c.isl, PREFILL_CHUNK)
+    dense_layers, moe_layers = _layers(c)
     eff = kernel_curves.prefill_attention_efficiency(gpu, min(c.isl, 16384), 1, nh, nkv, engine=c.engine)
     attention_per_token = 2.0 * nh * hd * c.isl / (eff * c.gpu.bf16_tflops * 1e12)  # causal: 2·h·d·s² over s tokens
-    return c.model.num_hidden_layers * (_gemms_s(c, fmt, chunk) / chunk + attention_per_token)
+    gemms = dense_layers * _gemms_s(c, fmt, chunk)
+    if moe_layers:
+        gemms += moe_layers * (_gemms_s(c, fmt, chunk, mlp=False) + _experts_s(c, chunk))
+    return gemms / chunk + (dense_layers + moe_layers) * attention_per_token
 
 
 def rows() -> list[tuple]:
-    """(engine, concurrency, measured ITL, shipped replay's ITL, kernel sum's ITL) per dense sample point. [—], [s]"""
+    """(engine, concurrency, measured ITL, shipped replay's ITL, kernel sum's ITL, dense or MoE) per sample point the
+    trial covers. [—], [s]"""
     out = []
     for rep, c, m in points():
-        if not m.point or not m.itl_ms or c.model.num_experts or c.attention_dp or c.replicas != 1:
+        if (not m.point or not m.itl_ms or c.model.attention != "gqa" or c.attention_dp or c.replicas != 1
+                or c.model.shared_experts):
             continue
         try:
             catalog.gpu_key(c.gpu.name)
             kernel_curves.gemm_source(c.gpu.name, compute_format(rep, c.gpu), c.engine)
+            b = float(m.concurrency)
+            kernel = decode_step_s(rep, c, b, c.isl + c.osl / 2) + b * c.isl / c.osl * prefill_token_s(rep, c)
         except (ValueError, KeyError):
             continue
-        b = float(m.concurrency)
-        kernel = decode_step_s(rep, c, b, c.isl + c.osl / 2) + b * c.isl / c.osl * prefill_token_s(rep, c)
         shipped = replay.closed_loop(rep, c, replay.harness_for(c)).itl_s
-        out.append((c.engine, b, m.itl_ms * 1e-3, shipped, kernel))
+        out.append((c.engine, b, m.itl_ms * 1e-3, shipped, kernel, "MoE" if c.model.num_experts else "dense"))
     return out
 
 
@@ -118,13 +169,15 @@ def _err(pairs: list[tuple[float, float]]) -> str:
 
 def main() -> None:
     out = rows()
-    print(f"{len(out):,} dense aggregated points of the measured sample (one replica, a measured GPU)")
+    print(f"{len(out):,} aggregated points of the measured sample (dense and grouped-query MoE, one replica, a measured "
+          "GPU and expert split)")
     print("inter-token latency, median |error| (median signed): shipped model (replay, fitted) | kernel sum (nothing fitted)")
     groups: dict = {"all": out}
     for r in out:
         groups.setdefault(r[0], []).append(r)
+        groups.setdefault(f"{r[0]} {r[5]}", []).append(r)
     for name, rs in sorted(groups.items()):
-        print(f"  {name:7} {len(rs):5,}  {_err([(r[2], r[3]) for r in rs])} | {_err([(r[2], r[4]) for r in rs])}")
+        print(f"  {name:13} {len(rs):5,}  {_err([(r[2], r[3]) for r in rs])} | {_err([(r[2], r[4]) for r in rs])}")
     print("kernel sum by concurrency, median predicted ÷ measured:")
     for name in sorted({r[0] for r in out}):
         cells = []
@@ -132,8 +185,8 @@ def main() -> None:
             rs = [r[4] / r[2] for r in out if r[0] == name and lo < r[1] <= hi]
             cells.append(f"{lo + 1:.0f}-{hi:.0f}: {statistics.median(rs):.2f} ({len(rs)})" if rs else f"{lo + 1:.0f}-: —")
         print(f"  {name:7} " + "   ".join(cells).replace("1000000000", "∞"))
-    print("left out: MoE and MLA models (the sample's other 1,560 points), the server's per-request path, SGLang's "
-          "prefill-first scheduling (the kernel sum spreads prefill evenly over the steps)")
+    print("left out: MLA models (DeepSeek, Kimi), attention data parallelism and wide expert parallelism, the server's "
+          "per-request path, SGLang's prefill-first scheduling (the kernel sum spreads prefill evenly over the steps)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,10 @@ it would be tuned to pick. TensorRT-LLM's MoE rows keep the gated CUTLASS kernel
 - ``gemm_grid.csv``: the same GEMM tables on a grid of shapes, n and k each in ``GRID_NK`` (512 to 65,536), one row
   per (engine, GPU, format, n, k) with the measured latency at every power-of-two M as a column (``m1`` … ``m32768``,
   blank where not measured): what a model's own projections are interpolated from (the fastest kernel per point).
+- ``moe_grid.csv``: the MoE tables at the catalog's own MoE shapes (``moe_shapes``: hidden, expert width, top-k and
+  experts of every MoE model in ``xlplan/catalog/models.yaml`` that AIConfigurator measured), every expert split it
+  measured within one 8-GPU node (MoE TP × EP ≤ 8), balanced routing, one row per (engine, GPU, format, shape, split) with the
+  latency at each power-of-two token count as a column (``t1`` … ``t16384``); the fastest kernel per point.
 - ``attention.csv``: ``context_attention_perf.parquet`` (prefill, bf16, no sliding window) and
   ``generation_attention_perf.parquet`` (decode, KV cache bf16 or fp8), for the head layouts in ``HEADS``.
 - ``moe.csv``: ``moe_perf.parquet``, balanced routing, the gated (SwiGLU) CUTLASS kernel, the configurations in
@@ -94,6 +98,24 @@ GRID_NK = (512, 1024, 2048, 4096, 8192, 16384, 65536)
 """n and k of the shape grid (each a size AIConfigurator measured; 65,536 covers vocabularies and wide MLPs). [1]"""
 GRID_M = tuple(2 ** i for i in range(16))
 """The M columns of the shape grid: 1 to 32,768 tokens. [tokens]"""
+
+GRID_TOKENS = tuple(2 ** i for i in range(15))
+"""The token columns of the MoE grid: 1 to 16,384 tokens entering the layer. [tokens]"""
+MOE_DTYPES = (("bfloat16", "bf16", "bf16_tflops"), ("fp8", "fp8", "fp8_tflops"), ("fp8_block", "fp8_block", "fp8_tflops"),
+              ("nvfp4", "nvfp4", "fp4_tflops"), ("w4a16_mxfp4", "mxfp4", "bf16_tflops"),
+              ("w4a8_mxfp4_mxfp8", "mxfp4_fp8", "fp8_tflops"))
+"""(AIConfigurator moe_dtype, the name written, the catalog peak the GPU needs for it)."""
+
+
+def moe_shapes() -> list[tuple[int, int, int, int]]:
+    """(hidden, expert intermediate, top-k, experts) of every MoE model in the catalog, sorted."""
+    out = set()
+    for name in catalog.model_names():
+        m = catalog.get_model(name)
+        if m.num_experts:
+            out.add((m.hidden_size, m.moe_intermediate_size, m.experts_per_token, m.num_experts))
+    return sorted(out)
+
 
 HEADS = (
     # (query heads, KV heads, head dim) per GPU
@@ -184,6 +206,29 @@ def gemm_grid_rows(df: pd.DataFrame, gpu: str, engine: str) -> list[dict]:
     return rows
 
 
+def moe_grid_rows(df: pd.DataFrame, gpu: str, engine: str) -> list[dict]:
+    """One row per (format, MoE shape, split): the fastest measured latency at each power-of-two token count [ms]."""
+    spec = catalog.get_gpu(gpu)
+    rows = []
+    d0 = df[(df.distribution == "balanced") & df.num_tokens.isin(GRID_TOKENS) & (df.moe_tp_size * df.moe_ep_size <= 8)]
+    if engine == "trtllm":
+        d0 = d0[d0.kernel_source != "moe_torch_flow_nongated"]
+    shapes = moe_shapes()
+    for src, name, peak_field in MOE_DTYPES:
+        if not getattr(spec, peak_field):
+            continue
+        d1 = d0[d0.moe_dtype == src]
+        for hidden, inter, topk, experts in shapes:
+            d2 = d1[(d1.hidden_size == hidden) & (d1.inter_size == inter) & (d1.topk == topk) & (d1.num_experts == experts)]
+            d2 = _fastest(d2, ["num_tokens", "moe_tp_size", "moe_ep_size"])
+            for (tp, ep), e in d2.groupby(["moe_tp_size", "moe_ep_size"]):
+                lat = dict(zip(e.num_tokens.astype(int), e.latency.astype(float)))
+                rows.append({"engine": engine, "gpu": gpu, "dtype": name, "hidden": hidden, "inter": inter,
+                             "topk": topk, "experts": experts, "moe_tp": int(tp), "moe_ep": int(ep),
+                             **{f"t{t}": (_g(lat[t], 4) if t in lat else "") for t in GRID_TOKENS}})
+    return rows
+
+
 def attention_rows(ctx: pd.DataFrame, gen: pd.DataFrame, gpu: str, engine: str) -> list[dict]:
     spec = catalog.get_gpu(gpu)
     ctx, gen = (t if "window_size" in t else t.assign(window_size=0) for t in (ctx, gen))  # older tables: no windows
@@ -260,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "xlplan" / "data" / "kernels")
     a = ap.parse_args(argv)
     commit = _git(a.repo, "rev-parse", a.commit).decode().strip()
-    gemm, grid, attn, moe, sources = [], [], [], [], []
+    gemm, grid, attn, moe, moe_grid, sources = [], [], [], [], [], []
     for system, gpu, backend, version in SYSTEMS:
         paths = {key: _resolved(a.repo, commit, system, op, backend, version, name) for key, op, name in (
             ("gemm", "gemm", "gemm_perf.parquet"), ("prefill", "attention", "context_attention_perf.parquet"),
@@ -271,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                     "moe": moe_rows(tables["moe"], gpu, backend)}
         gemm += produced["gemm"]
         grid += gemm_grid_rows(tables["gemm"], gpu, backend)
+        moe_grid += moe_grid_rows(tables["moe"], gpu, backend)
         attn += produced["attention"]
         moe += produced["moe"]
         for key, p in paths.items():
@@ -282,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "commit": commit, "path": p})
     a.out.mkdir(parents=True, exist_ok=True)
     for name, rows in (("gemm.csv", gemm), ("gemm_grid.csv", grid), ("attention.csv", attn), ("moe.csv", moe),
-                       ("sources.csv", sources)):
+                       ("moe_grid.csv", moe_grid), ("sources.csv", sources)):
         _write(a.out / name, rows)
     return 0
 

@@ -409,6 +409,77 @@ def gemm_time_s(gpu_key: str, dtype: str, tokens: float, n: float, k: float, eng
     return flops / (eff * peak[key] * 1e12)
 
 
+GRID_TOKENS = tuple(2 ** i for i in range(15))
+"""The powers of two at which ``moe_grid.csv`` holds each MoE layer's latency: 1 to 16,384 tokens. [tokens]"""
+
+MOE_FORMATS = ("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "mxfp4_fp8")
+"""The MoE grid's formats (``xlplan/data/kernels/README.md``)."""
+
+
+@functools.cache
+def _moe_grid() -> dict:
+    """(engine, GPU, format, hidden, inter, top-k, experts, MoE TP, MoE EP) -> latency at each GRID_TOKENS [ms]."""
+    return {(r["engine"], r["gpu"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts", "moe_tp", "moe_ep"))):
+            tuple(float(r[f"t{t}"]) if r[f"t{t}"] else math.nan for t in GRID_TOKENS) for r in _rows("moe_grid.csv")}
+
+
+def moe_time_s(gpu_key: str, dtype: str, tokens: float, hidden: int, inter: int, topk: int, experts: int,
+               moe_tp: int = 1, moe_ep: int = 1, engine: str = "trtllm") -> float:
+    """Time of one MoE layer's experts on one GPU, as measured at the catalog model's own shape and split. [s]
+
+    Parameters
+    ----------
+    gpu_key : str
+        A GPU AIConfigurator measured (catalog key, display name or alias); others raise ValueError.
+    dtype : {'bf16', 'fp8', 'fp8_block', 'nvfp4', 'mxfp4', 'mxfp4_fp8'}
+        The experts' format (``moe_grid.csv``).
+    tokens : float
+        Tokens entering the layer [tokens]; > 0. Linear in tokens between the measured powers of two, held below
+        1, in proportion beyond the largest measured.
+    hidden, inter, topk, experts : int
+        The MoE layer: model width, one expert's width, experts per token, routed experts [1]; one of the catalog's
+        MoE shapes.
+    moe_tp, moe_ep : int
+        The split: experts sliced ``moe_tp`` ways and spread over ``moe_ep`` GPUs [GPUs]; MoE TP × EP ≤ 8.
+    engine : str
+        The serving engine whose kernels to read: its own where it measured this shape, split and format, else
+        TensorRT-LLM's (the rule of :func:`engine_source`, applied to the one row).
+
+    Returns
+    -------
+    float
+        Seconds [s].
+
+    Raises
+    ------
+    ValueError
+        Where no engine measured the shape, split and format on this GPU.
+
+    References
+    ----------
+    AIConfigurator ``systems/data/<system>/moe/<engine>/<version>/moe_perf.parquet`` @095f58a, balanced routing,
+    reduced to ``xlplan/data/kernels/moe_grid.csv`` by ``scripts/reduce_kernel_data.py``.
+    """
+    if not tokens > 0:
+        raise ValueError(f"tokens must be > 0, not {tokens}")
+    key = catalog.gpu_key(gpu_key)
+    want = (key, dtype, hidden, inter, topk, experts, moe_tp, moe_ep)
+    lats = _moe_grid().get(((engine or "").lower(), *want)) or _moe_grid().get(("trtllm", *want))
+    if lats is None:
+        raise ValueError(f"no measured {dtype} MoE layer {hidden}/{inter}, top-{topk} of {experts}, "
+                         f"TP {moe_tp} × EP {moe_ep} on {key}")
+    pts = [(t, v) for t, v in zip(GRID_TOKENS, lats) if not math.isnan(v)]
+    if tokens <= pts[0][0]:
+        ms = pts[0][1]
+    elif tokens >= pts[-1][0]:
+        ms = pts[-1][1] * tokens / pts[-1][0]
+    else:
+        i = bisect.bisect_right([t for t, _ in pts], tokens)
+        (t0, v0), (t1, v1) = pts[i - 1], pts[i]
+        ms = v0 + (tokens - t0) / (t1 - t0) * (v1 - v0)
+    return ms * 1e-3
+
+
 def _heads(curves: dict, eng: str, src: str, kv: str, num_heads: int, num_kv_heads: int, batch: int) -> tuple:
     keys = [c for c in curves if c[0] == eng and c[1] == src and c[2] == kv]
     heads = _nearest({c[3] for c in keys}, (num_heads, num_kv_heads))
