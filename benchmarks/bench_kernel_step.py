@@ -3,9 +3,10 @@ against the measured sample's inter-token latency and against the shipped model'
 
     .venv/bin/python benchmarks/bench_kernel_step.py    # prints the table; bench_kernel_step.txt holds a run
 
-Every fixed-concurrency point of the measured sample (xlplan/data/silicon_sample.md) on a dense model or a MoE model
-with grouped-query attention (gpt-oss, MiniMax-M2.5, Qwen3-235B-A22B), aggregated, one replica, no attention data
-parallelism, its expert split measured, on a GPU AIConfigurator measured, is predicted two ways:
+Every fixed-concurrency point of the measured sample (xlplan/data/silicon_sample.md), aggregated, one replica, no
+attention data parallelism, its expert split measured within a node, on a GPU AIConfigurator measured — dense models,
+MoE models with grouped-query attention (gpt-oss, MiniMax-M2.5, Qwen3-235B-A22B) and with multi-head latent attention
+(DeepSeek-V3/R1, Kimi-K2.5) — is predicted two ways:
 
 - **the shipped model**: the replay through the simulator at the shipped, fitted efficiencies (what `validate`
   scores, :mod:`xlplan.evidence.replay`);
@@ -15,7 +16,8 @@ parallelism, its expert split measured, on a GPU AIConfigurator measured, is pre
   (fused QKV, output, fused gate and up, down; :func:`~xlplan.serving.kernel_curves.gemm_time_s`, interpolated on the
   measured shape grid; a MoE model's attention projections and router, and its experts as the fused MoE kernel at
   the model's own shape and split, :func:`~xlplan.serving.kernel_curves.moe_time_s`, the fastest of the expert
-  formats the checkpoint's format allows), decode attention over the cache (:func:`~xlplan.serving.kernel_curves.
+  formats the checkpoint's format allows; MLA's fused low-rank projections, its absorbed per-head BMMs and its decode
+  kernel over the latent cache, :func:`~xlplan.serving.kernel_curves.mla_decode_time_s`), decode attention over the cache (:func:`~xlplan.serving.kernel_curves.
   decode_attention_bandwidth_fraction`, sliding-window layers over their window), the elementwise kernels (two residual-add norms and the gated activation, read
   and written once at 80% of HBM bandwidth, as AIConfigurator counts them) and, where TP > 1, two ring all-reduces
   (xlplan's collective model); plus the output head's bf16 GEMM. To that is added the step's mean share of prefill,
@@ -25,10 +27,11 @@ parallelism, its expert split measured, on a GPU AIConfigurator measured, is pre
 
 Reported: the median |error| (median signed) of inter-token latency by engine, both ways, and the kernel sum by
 concurrency. What it showed (bench_kernel_step.txt) is the case for issue 47's design: with nothing fitted, the
-kernels measured in isolation predict the sample's dense decode about as well as the fitted scalars do for vLLM and
-better for TensorRT-LLM and SGLang, and they keep the shape across concurrency that one fitted step overhead cannot.
-What the trial leaves out is named in the output: MLA models (DeepSeek, Kimi: a third of the sample), attention
-data parallelism and wide expert parallelism, the per-request path and the prefill-first scheduling of SGLang.
+kernels measured in isolation predict the sample's decode better than the fitted scalars overall (16.2% against
+17.7%), much better on TensorRT-LLM's and SGLang's dense rows, SGLang's MLA rows and vLLM's MoE rows, worse on
+vLLM's dense and MLA rows and TensorRT-LLM's MoE and MLA rows.
+What the trial leaves out is named in the output: attention data parallelism and wide expert parallelism, the
+per-request path and the prefill-first scheduling of SGLang.
 """
 
 from __future__ import annotations
@@ -65,12 +68,31 @@ def _shape(c):
 
 
 def _gemms_s(c, fmt: str, tokens: float, mlp: bool = True) -> float:
-    """One layer's projections at M = ``tokens`` on the engine's measured kernels: attention's, and the dense MLP's
-    where ``mlp``. [s]"""
+    """One layer's projections at M = ``tokens`` on the engine's measured kernels: attention's (grouped-query: fused
+    QKV and output; MLA: the fused low-rank A projection, replicated on every GPU, the query's B projection and the
+    output), a MoE layer's shared experts, and the dense MLP's where ``mlp``. [s]"""
     nh, nkv, hd, inter, _, h = _shape(c)
-    gpu = catalog.gpu_key(c.gpu.name)
-    shapes = [((nh + 2 * nkv) * hd, h), (h, nh * hd)] + ([(2 * inter, h), (h, inter)] if mlp and inter else [])
+    m, gpu = c.model, catalog.gpu_key(c.gpu.name)
+    if m.attention == "mla":
+        shapes = [((m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim, h),
+                  (nh * (m.qk_nope_head_dim + m.qk_rope_head_dim), m.q_lora_rank or h), (h, nh * m.v_head_dim)]
+    else:
+        shapes = [((nh + 2 * nkv) * hd, h), (h, nh * hd)]
+    if mlp and inter:
+        shapes += [(2 * inter, h), (h, inter)]
+    if not mlp and m.shared_experts:
+        width = m.shared_experts * m.moe_intermediate_size // c.tp
+        shapes += [(2 * width, h), (h, width)]
     return sum(kernel_curves.gemm_time_s(gpu, fmt, tokens, n, k, engine=c.engine) for n, k in shapes)
+
+
+def _mla_decode_s(c, batch: float, context: float) -> float:
+    """One layer's MLA decode: the absorbed per-head BMMs and the latent-cache kernel. [s]"""
+    gpu, nh = catalog.gpu_key(c.gpu.name), c.model.num_attention_heads // c.tp
+    bmm = "fp8" if c.weights_dtype in ("fp8", "nvfp4") else "bf16"
+    return (kernel_curves.mla_bmm_time_s(gpu, bmm, batch, nh, engine=c.engine)
+            + kernel_curves.mla_decode_time_s(gpu, "fp8" if c.kv_dtype == "fp8" else "bf16", nh, batch, context,
+                                              engine=c.engine))
 
 
 def _experts_s(c, tokens: float) -> float:
@@ -108,9 +130,9 @@ def decode_step_s(rep, c, batch: float, context: float) -> float:
     window_layers = c.model.sliding_window_layers if c.model.sliding_window else 0
     kv_bytes_per_element = 1.0 if c.kv_dtype == "fp8" else 2.0
     kv_fmt = "fp8" if c.kv_dtype == "fp8" else "bf16"
-    attention = 0.0
+    attention = layers * _mla_decode_s(c, batch, context) if c.model.attention == "mla" else 0.0
     for n, ctx in ((layers - window_layers, context), (window_layers, min(context, c.model.sliding_window or context))):
-        if n:
+        if n and c.model.attention != "mla":
             nbytes = batch * (4.0 * nh * hd + 2.0 * nkv * ctx * hd * kv_bytes_per_element)
             frac = kernel_curves.decode_attention_bandwidth_fraction(gpu, ctx, max(1, round(batch)), kv_fmt, nh, nkv,
                                                                      engine=c.engine)
@@ -135,6 +157,8 @@ def prefill_token_s(rep, c) -> float:
     chunk = min(c.isl, PREFILL_CHUNK)
     dense_layers, moe_layers = _layers(c)
     eff = kernel_curves.prefill_attention_efficiency(gpu, min(c.isl, 16384), 1, nh, nkv, engine=c.engine)
+    if c.model.attention == "mla":  # the score and value widths of MLA's heads: 192 and 128 for DeepSeek
+        hd = (c.model.qk_nope_head_dim + c.model.qk_rope_head_dim + c.model.v_head_dim) / 2
     attention_per_token = 2.0 * nh * hd * c.isl / (eff * c.gpu.bf16_tflops * 1e12)  # causal: 2·h·d·s² over s tokens
     gemms = dense_layers * _gemms_s(c, fmt, chunk)
     if moe_layers:
@@ -147,8 +171,7 @@ def rows() -> list[tuple]:
     trial covers. [—], [s]"""
     out = []
     for rep, c, m in points():
-        if (not m.point or not m.itl_ms or c.model.attention != "gqa" or c.attention_dp or c.replicas != 1
-                or c.model.shared_experts):
+        if not m.point or not m.itl_ms or c.attention_dp or c.replicas != 1:
             continue
         try:
             catalog.gpu_key(c.gpu.name)
@@ -158,7 +181,8 @@ def rows() -> list[tuple]:
         except (ValueError, KeyError):
             continue
         shipped = replay.closed_loop(rep, c, replay.harness_for(c)).itl_s
-        out.append((c.engine, b, m.itl_ms * 1e-3, shipped, kernel, "MoE" if c.model.num_experts else "dense"))
+        kind = "MLA" if c.model.attention == "mla" else ("MoE" if c.model.num_experts else "dense")
+        out.append((c.engine, b, m.itl_ms * 1e-3, shipped, kernel, kind))
     return out
 
 
@@ -169,8 +193,8 @@ def _err(pairs: list[tuple[float, float]]) -> str:
 
 def main() -> None:
     out = rows()
-    print(f"{len(out):,} aggregated points of the measured sample (dense and grouped-query MoE, one replica, a measured "
-          "GPU and expert split)")
+    print(f"{len(out):,} aggregated points of the measured sample (dense, grouped-query MoE and MLA; one replica, no "
+          "attention data parallelism, a measured GPU and expert split)")
     print("inter-token latency, median |error| (median signed): shipped model (replay, fitted) | kernel sum (nothing fitted)")
     groups: dict = {"all": out}
     for r in out:
@@ -185,8 +209,9 @@ def main() -> None:
             rs = [r[4] / r[2] for r in out if r[0] == name and lo < r[1] <= hi]
             cells.append(f"{lo + 1:.0f}-{hi:.0f}: {statistics.median(rs):.2f} ({len(rs)})" if rs else f"{lo + 1:.0f}-: —")
         print(f"  {name:7} " + "   ".join(cells).replace("1000000000", "∞"))
-    print("left out: MLA models (DeepSeek, Kimi), attention data parallelism and wide expert parallelism, the server's "
-          "per-request path, SGLang's prefill-first scheduling (the kernel sum spreads prefill evenly over the steps)")
+    print("left out: attention data parallelism and wide expert parallelism (expert splits past one node), the server's "
+          "per-request path, SGLang's prefill-first scheduling (the kernel sum spreads prefill evenly over the steps), "
+          "MTP and other speculative decoding")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,13 @@ it would be tuned to pick. TensorRT-LLM's MoE rows keep the gated CUTLASS kernel
   experts of every MoE model in ``xlplan/catalog/models.yaml`` that AIConfigurator measured), every expert split it
   measured within one 8-GPU node (MoE TP × EP ≤ 8), balanced routing, one row per (engine, GPU, format, shape, split) with the
   latency at each power-of-two token count as a column (``t1`` … ``t16384``); the fastest kernel per point.
+- ``mla.csv``: multi-head latent attention (DeepSeek, Kimi): ``generation_mla_perf.parquet`` (decode over the latent
+  cache) by heads per GPU in ``MLA_HEADS``, batch and KV-cache format, the latency at each cached length 2^j − 1 as a
+  column (``s1`` … ``s131071``); ``mla_bmm.csv``: ``mla_bmm_perf.parquet`` (the absorbed per-head projections before
+  and after it, ``mla_gen_pre`` and ``mla_gen_post``) by heads and format at each power-of-two token count (``t1`` …
+  ``t1024``).
+  TensorRT-LLM's and SGLang's tables (vLLM's MLA database holds whole modules, not these kernels, so vLLM reads
+  TensorRT-LLM's; its BMMs are its own).
 - ``attention.csv``: ``context_attention_perf.parquet`` (prefill, bf16, no sliding window) and
   ``generation_attention_perf.parquet`` (decode, KV cache bf16 or fp8), for the head layouts in ``HEADS``.
 - ``moe.csv``: ``moe_perf.parquet``, balanced routing, the gated (SwiGLU) CUTLASS kernel, the configurations in
@@ -115,6 +122,36 @@ def moe_shapes() -> list[tuple[int, int, int, int]]:
         if m.num_experts:
             out.add((m.hidden_size, m.moe_intermediate_size, m.experts_per_token, m.num_experts))
     return sorted(out)
+
+
+MLA_HEADS = (8, 16, 32, 64, 128)
+"""Heads per GPU kept for MLA: DeepSeek's 128 and Kimi's 64 over TP 1 to 8. [heads]"""
+MLA_STEPS = tuple(2 ** j - 1 for j in range(1, 18))
+"""Cached lengths of the MLA decode columns: 1 to 131,071 tokens. [tokens]"""
+BMM_TOKENS = tuple(2 ** i for i in range(11))
+"""Token columns of the MLA BMM rows: 1 to 1,024. [tokens]"""
+
+
+def mla_rows(gen: pd.DataFrame | None, bmm: pd.DataFrame | None, gpu: str, engine: str) -> tuple[list[dict], list[dict]]:
+    """(MLA decode rows: heads, batch, KV format, latency by cached length; BMM rows: 'pre' or 'post', heads, format,
+    latency by tokens), the fastest kernel per point [ms]."""
+    rows, bmm_rows = [], []
+    if gen is not None:
+        g = _fastest(gen[gen.num_heads.isin(MLA_HEADS) & gen.step.isin(MLA_STEPS)],
+                     ["num_heads", "batch_size", "kv_cache_dtype", "step"])
+        for (h, b, kv), e in g.groupby(["num_heads", "batch_size", "kv_cache_dtype"]):
+            lat = dict(zip(e.step.astype(int), e.latency.astype(float)))
+            rows.append({"engine": engine, "gpu": gpu, "kv_dtype": "bf16" if kv == "bfloat16" else kv,
+                         "heads": int(h), "batch": int(b), **{f"s{x}": (_g(lat[x], 4) if x in lat else "") for x in MLA_STEPS}})
+    if bmm is not None:
+        g = _fastest(bmm[bmm.num_heads.isin(MLA_HEADS) & bmm.num_tokens.isin(BMM_TOKENS)],
+                     ["op_name", "num_heads", "bmm_dtype", "num_tokens"])
+        for (op, h, dt), e in g.groupby(["op_name", "num_heads", "bmm_dtype"]):
+            lat = dict(zip(e.num_tokens.astype(int), e.latency.astype(float)))
+            bmm_rows.append({"engine": engine, "gpu": gpu, "op": "pre" if op == "mla_gen_pre" else "post",
+                             "dtype": "bf16" if dt == "bfloat16" else dt, "heads": int(h),
+                             **{f"t{x}": (_g(lat[x], 4) if x in lat else "") for x in BMM_TOKENS}})
+    return rows, bmm_rows
 
 
 HEADS = (
@@ -305,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "xlplan" / "data" / "kernels")
     a = ap.parse_args(argv)
     commit = _git(a.repo, "rev-parse", a.commit).decode().strip()
-    gemm, grid, attn, moe, moe_grid, sources = [], [], [], [], [], []
+    gemm, grid, attn, moe, moe_grid, mla, mla_bmm, sources = [], [], [], [], [], [], [], []
     for system, gpu, backend, version in SYSTEMS:
         paths = {key: _resolved(a.repo, commit, system, op, backend, version, name) for key, op, name in (
             ("gemm", "gemm", "gemm_perf.parquet"), ("prefill", "attention", "context_attention_perf.parquet"),
@@ -317,6 +354,20 @@ def main(argv: list[str] | None = None) -> int:
         gemm += produced["gemm"]
         grid += gemm_grid_rows(tables["gemm"], gpu, backend)
         moe_grid += moe_grid_rows(tables["moe"], gpu, backend)
+        mla_tables = {}
+        for key, op, name in (("mla", "mla", "generation_mla_perf.parquet"), ("mla_bmm", "mla_bmm", "mla_bmm_perf.parquet")):
+            try:
+                path = _resolved(a.repo, commit, system, op, backend, version, name)
+            except (subprocess.CalledProcessError, StopIteration, TypeError, KeyError):
+                continue  # not measured for this engine (vLLM's MLA tables are whole modules) or system
+            mla_tables[key] = _table(a.repo, commit, path)
+            sources.append({"table": key, "gpu": gpu, "system": system, "backend": backend, "version": version,
+                            "measured_version": path.split("/")[-2], "device": mla_tables[key].device.iloc[0],
+                            "kernels": " ".join(sorted(set(mla_tables[key].kernel_source))), "repository": REPOSITORY,
+                            "commit": commit, "path": path})
+        decode_rows, bmm_rows = mla_rows(mla_tables.get("mla"), mla_tables.get("mla_bmm"), gpu, backend)
+        mla += decode_rows
+        mla_bmm += bmm_rows
         attn += produced["attention"]
         moe += produced["moe"]
         for key, p in paths.items():
@@ -328,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "commit": commit, "path": p})
     a.out.mkdir(parents=True, exist_ok=True)
     for name, rows in (("gemm.csv", gemm), ("gemm_grid.csv", grid), ("attention.csv", attn), ("moe.csv", moe),
-                       ("moe_grid.csv", moe_grid), ("sources.csv", sources)):
+                       ("moe_grid.csv", moe_grid), ("mla.csv", mla), ("mla_bmm.csv", mla_bmm), ("sources.csv", sources)):
         _write(a.out / name, rows)
     return 0
 

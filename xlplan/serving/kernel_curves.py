@@ -480,6 +480,116 @@ def moe_time_s(gpu_key: str, dtype: str, tokens: float, hidden: int, inter: int,
     return ms * 1e-3
 
 
+MLA_STEPS = tuple(2 ** j - 1 for j in range(1, 18))
+"""Cached lengths at which ``mla.csv`` holds each decode row's latency: 1 to 131,071 tokens. [tokens]"""
+
+BMM_TOKENS = tuple(2 ** i for i in range(11))
+"""Token counts at which ``mla_bmm.csv`` holds each row's latency: 1 to 1,024. [tokens]"""
+
+
+@functools.cache
+def _mla() -> dict:
+    """(engine, GPU, KV format, heads, batch) -> latency at each MLA_STEPS [ms]."""
+    return {(r["engine"], r["gpu"], r["kv_dtype"], int(r["heads"]), int(r["batch"])):
+            tuple(float(r[f"s{x}"]) if r[f"s{x}"] else math.nan for x in MLA_STEPS) for r in _rows("mla.csv")}
+
+
+@functools.cache
+def _mla_bmm() -> dict:
+    """(engine, GPU, 'pre' or 'post', format, heads) -> latency at each BMM_TOKENS [ms]."""
+    return {(r["engine"], r["gpu"], r["op"], r["dtype"], int(r["heads"])):
+            tuple(float(r[f"t{x}"]) if r[f"t{x}"] else math.nan for x in BMM_TOKENS) for r in _rows("mla_bmm.csv")}
+
+
+def _linear(xs: tuple, ys: tuple, x: float) -> float:
+    """``ys`` at ``x``: linear between the measured points (NaN left out), held below, in proportion beyond."""
+    pts = [(a, b) for a, b in zip(xs, ys) if not math.isnan(b)]
+    if x <= pts[0][0]:
+        return pts[0][1]
+    if x >= pts[-1][0]:
+        return pts[-1][1] * x / pts[-1][0]
+    i = bisect.bisect_right([a for a, _ in pts], x)
+    (x0, y0), (x1, y1) = pts[i - 1], pts[i]
+    return y0 + (x - x0) / (x1 - x0) * (y1 - y0)
+
+
+def mla_decode_time_s(gpu_key: str, kv_dtype: str, heads: int, batch: float, kv_len: float,
+                      engine: str = "trtllm") -> float:
+    """Time of one layer's MLA decode attention on one GPU (latent cache, absorbed), as measured. [s]
+
+    Parameters
+    ----------
+    gpu_key : str
+        A GPU AIConfigurator measured (catalog key, display name or alias).
+    kv_dtype : {'bf16', 'fp8'}
+        The latent cache's format.
+    heads : int
+        Query heads on this GPU [heads]: 8, 16, 32, 64 or 128 (DeepSeek's 128 and Kimi's 64 over TP 1 to 8).
+    batch : float
+        Sequences decoding [sequences]; log-linear between the measured batches (1 to 1,024), in proportion beyond.
+    kv_len : float
+        Tokens cached per sequence [tokens]; linear between the measured lengths (2^j − 1, 1 to 131,071).
+    engine : str
+        The engine's own table where it measured this GPU (TensorRT-LLM's, SGLang's), else TensorRT-LLM's: vLLM's
+        MLA database holds whole modules, not this kernel.
+
+    Returns
+    -------
+    float
+        Seconds [s].
+
+    References
+    ----------
+    AIConfigurator ``systems/data/<system>/mla/<engine>/<version>/generation_mla_perf.parquet`` @095f58a, reduced to
+    ``xlplan/data/kernels/mla.csv``.
+    """
+    key, kv = catalog.gpu_key(gpu_key), _dtype(kv_dtype)
+    eng = engine if any(k[:2] == (engine, key) for k in _mla()) else "trtllm"
+    batches = sorted(k[4] for k in _mla() if k[:4] == (eng, key, kv, heads))
+    if not batches:
+        raise ValueError(f"no measured {kv} MLA decode with {heads} heads per GPU on {key}")
+
+    def at(b: int) -> float:
+        return _linear(MLA_STEPS, _mla()[(eng, key, kv, heads, b)], kv_len)
+
+    lo, hi, w, scale = _bracket(batches, batch)
+    ms = (math.exp((1 - w) * math.log(at(lo)) + w * math.log(at(hi))) * (scale if batch > batches[-1] else 1.0))
+    return ms * 1e-3
+
+
+def mla_bmm_time_s(gpu_key: str, dtype: str, tokens: float, heads: int, engine: str = "trtllm") -> float:
+    """Time of MLA's absorbed per-head projections around the decode kernel (before and after), as measured. [s]
+
+    Parameters
+    ----------
+    gpu_key : str
+        A GPU AIConfigurator measured.
+    dtype : {'bf16', 'fp8'}
+        The BMMs' format.
+    tokens : float
+        Tokens in the step [tokens]; linear between the measured powers of two (1 to 1,024), in proportion beyond.
+    heads : int
+        Query heads on this GPU [heads]: 8 to 128.
+    engine : str
+        The engine's own table where it measured this GPU and format, else TensorRT-LLM's.
+
+    Returns
+    -------
+    float
+        Seconds: ``mla_gen_pre`` + ``mla_gen_post`` [s].
+
+    References
+    ----------
+    AIConfigurator ``systems/data/<system>/mla_bmm/<engine>/<version>/mla_bmm_perf.parquet`` @095f58a, reduced to
+    ``xlplan/data/kernels/mla_bmm.csv``.
+    """
+    key, fmt = catalog.gpu_key(gpu_key), _dtype(dtype)
+    eng = engine if (engine, key, "pre", fmt, heads) in _mla_bmm() else "trtllm"
+    if (eng, key, "pre", fmt, heads) not in _mla_bmm():
+        raise ValueError(f"no measured {fmt} MLA BMM with {heads} heads per GPU on {key}")
+    return sum(_linear(BMM_TOKENS, _mla_bmm()[(eng, key, op, fmt, heads)], tokens) for op in ("pre", "post")) * 1e-3
+
+
 def _heads(curves: dict, eng: str, src: str, kv: str, num_heads: int, num_kv_heads: int, batch: int) -> tuple:
     keys = [c for c in curves if c[0] == eng and c[1] == src and c[2] == kv]
     heads = _nearest({c[3] for c in keys}, (num_heads, num_kv_heads))
