@@ -16,7 +16,8 @@ MoE models with grouped-query attention (gpt-oss, MiniMax-M2.5, Qwen3-235B-A22B)
   (fused QKV, output, fused gate and up, down; :func:`~xlplan.serving.kernel_curves.gemm_time_s`, interpolated on the
   measured shape grid; a MoE model's attention projections and router, and its experts as the fused MoE kernel at
   the model's own shape and split, :func:`~xlplan.serving.kernel_curves.moe_time_s`, the fastest of the expert
-  formats the checkpoint's format allows; MLA's fused low-rank projections, its absorbed per-head BMMs and its decode
+  formats the checkpoint's format allows, scaled from the measurement's balanced routing to the experts random
+  routing touches; MLA's fused low-rank projections, its absorbed per-head BMMs and its decode
   kernel over the latent cache, :func:`~xlplan.serving.kernel_curves.mla_decode_time_s`), decode attention over the cache (:func:`~xlplan.serving.kernel_curves.
   decode_attention_bandwidth_fraction`, sliding-window layers over their window), the elementwise kernels (two residual-add norms and the gated activation, read
   and written once at 80% of HBM bandwidth, as AIConfigurator counts them) and, where TP > 1, two ring all-reduces
@@ -27,9 +28,9 @@ MoE models with grouped-query attention (gpt-oss, MiniMax-M2.5, Qwen3-235B-A22B)
 
 Reported: the median |error| (median signed) of inter-token latency by engine, both ways, and the kernel sum by
 concurrency. What it showed (bench_kernel_step.txt) is the case for issue 47's design: with nothing fitted, the
-kernels measured in isolation predict the sample's decode better than the fitted scalars overall (16.2% against
-17.7%), much better on TensorRT-LLM's and SGLang's dense rows, SGLang's MLA rows and vLLM's MoE rows, worse on
-vLLM's dense and MLA rows and TensorRT-LLM's MoE and MLA rows.
+kernels measured in isolation predict the sample's decode better than the fitted scalars overall (15.4% against
+17.7%), much better on TensorRT-LLM's dense and MoE rows, SGLang's dense rows and vLLM's MoE rows, worse on
+TensorRT-LLM's MLA rows, vLLM's dense rows and SGLang's MoE and MLA rows.
 What the trial leaves out is named in the output: attention data parallelism and wide expert parallelism, the
 per-request path and the prefill-first scheduling of SGLang.
 """
@@ -110,7 +111,18 @@ def _experts_s(c, tokens: float) -> float:
     if not times:
         raise ValueError(f"no measured MoE kernel for {m.name} at {c.weights_dtype}, TP {c.tp} EP {ep}")
     router = kernel_curves.gemm_time_s(gpu, "bf16", tokens, m.num_experts, m.hidden_size, engine=c.engine)
-    return min(times) + router
+    return min(times) * _touched_share(tokens, m.experts_per_token, m.num_experts) + router
+
+
+def _touched_share(tokens: float, topk: int, experts: int) -> float:
+    """Experts a step's tokens touch under random routing, as a share of those the measurement's balanced routing
+    touched: ``E·(1 − (1 − k/E)^T) ÷ min(E, T·k)``. [fraction]
+
+    AIConfigurator measures the MoE kernel with balanced routing, which hands every expert its share, so 32 tokens
+    with 8 of 256 experts each touch all 256; routed at random they touch 1 − (1 − 8/256)^32 = 64% of them. Where the
+    kernel reads its experts' weights (few tokens), its time follows the experts touched."""
+    random = experts * (1.0 - (1.0 - topk / experts) ** tokens)
+    return random / min(experts, tokens * topk)
 
 
 def _layers(c) -> tuple[int, int]:
