@@ -14,7 +14,7 @@ from xlplan.serving.step_inputs import Replica, StepLoad
 from xlplan.units import GB
 
 
-def _allreduce_time_s(message_bytes, gpus, link_gbps, latency_s):
+def allreduce_time_s(message_bytes, gpus, link_gbps, latency_s):
     """One ring all-reduce of ``message_bytes`` across ``gpus``. [s]
 
     Parameters
@@ -45,7 +45,7 @@ def _allreduce_time_s(message_bytes, gpus, link_gbps, latency_s):
     --------
     8 GPUs, 1 MB each, 450 GB/s, 10 µs: 10 µs + 1.75 × 1e6 / 450e9 = 13.9 µs.
 
-    >>> round(_allreduce_time_s(1e6, 8, 450, 10e-6) * 1e6, 1)
+    >>> round(allreduce_time_s(1e6, 8, 450, 10e-6) * 1e6, 1)
     13.9
     """
     if gpus <= 1:
@@ -80,7 +80,7 @@ def comm_time_s(r: Replica, load: StepLoad):
     """
     tokens = load.decode_tokens + load.prefill_tokens
     message = tokens * r.hidden * r.activation_bytes
-    t = 2.0 * r.layers * _allreduce_time_s(message, r.tp, r.link_gbps, r.link_latency_s)
+    t = 2.0 * r.layers * allreduce_time_s(message, r.tp, r.link_gbps, r.link_latency_s)
     if r.ep > 1 and r.experts:
         a2a = tokens * r.experts_per_token / r.ep * r.hidden * r.activation_bytes * (r.ep - 1) / r.ep
         t = t + 2.0 * r.moe_layers * (r.link_latency_s + a2a / (r.link_gbps * GB))
