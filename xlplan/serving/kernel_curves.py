@@ -102,6 +102,18 @@ def _loglinear(xs: tuple, ys: tuple, x: float) -> float:
     return ys[i - 1] + t * (ys[i] - ys[i - 1])
 
 
+def _linear(xs: tuple, ys: tuple, x: float) -> float:
+    """``ys`` at ``x``: linear between the measured points (NaN left out), held below, in proportion beyond."""
+    pts = [(a, b) for a, b in zip(xs, ys) if not math.isnan(b)]
+    if x <= pts[0][0]:
+        return pts[0][1]
+    if x >= pts[-1][0]:
+        return pts[-1][1] * x / pts[-1][0]
+    i = bisect.bisect_right([a for a, _ in pts], x)
+    (x0, y0), (x1, y1) = pts[i - 1], pts[i]
+    return y0 + (x - x0) / (x1 - x0) * (y1 - y0)
+
+
 def _nearest(options, want: tuple) -> tuple:
     """The option closest to ``want`` in log distance over the leading fields (``None`` fields ignored)."""
     def dist(o):
@@ -333,14 +345,7 @@ def _grid_point_ms(eng: str, src: str, fmt: str, n: int, k: int, tokens: float) 
         nn = max((key for key in _grid() if key[:3] == (eng, src, fmt)),
                  key=lambda key: (-abs(math.log(key[3] * key[4] / (n * k))), key[3], key[4]))
         return _grid_point_ms(eng, src, fmt, nn[3], nn[4], tokens) * n * k / (nn[3] * nn[4])
-    pts = [(m, t) for m, t in zip(GRID_M, lats) if not math.isnan(t)]
-    if tokens <= pts[0][0]:
-        return pts[0][1]
-    if tokens >= pts[-1][0]:
-        return pts[-1][1] * tokens / pts[-1][0]
-    i = bisect.bisect_right([m for m, _ in pts], tokens)
-    (m0, t0), (m1, t1) = pts[i - 1], pts[i]
-    return t0 + (tokens - m0) / (m1 - m0) * (t1 - t0)
+    return _linear(GRID_M, lats, tokens)
 
 
 def _bracket(grid: list[int], x: float) -> tuple[int, int, float, float]:
@@ -468,16 +473,7 @@ def moe_time_s(gpu_key: str, dtype: str, tokens: float, hidden: int, inter: int,
     if lats is None:
         raise ValueError(f"no measured {dtype} MoE layer {hidden}/{inter}, top-{topk} of {experts}, "
                          f"TP {moe_tp} × EP {moe_ep} on {key}")
-    pts = [(t, v) for t, v in zip(GRID_TOKENS, lats) if not math.isnan(v)]
-    if tokens <= pts[0][0]:
-        ms = pts[0][1]
-    elif tokens >= pts[-1][0]:
-        ms = pts[-1][1] * tokens / pts[-1][0]
-    else:
-        i = bisect.bisect_right([t for t, _ in pts], tokens)
-        (t0, v0), (t1, v1) = pts[i - 1], pts[i]
-        ms = v0 + (tokens - t0) / (t1 - t0) * (v1 - v0)
-    return ms * 1e-3
+    return _linear(GRID_TOKENS, lats, tokens) * 1e-3
 
 
 MLA_STEPS = tuple(2 ** j - 1 for j in range(1, 18))
@@ -499,18 +495,6 @@ def _mla_bmm() -> dict:
     """(engine, GPU, 'pre' or 'post', format, heads) -> latency at each BMM_TOKENS [ms]."""
     return {(r["engine"], r["gpu"], r["op"], r["dtype"], int(r["heads"])):
             tuple(float(r[f"t{x}"]) if r[f"t{x}"] else math.nan for x in BMM_TOKENS) for r in _rows("mla_bmm.csv")}
-
-
-def _linear(xs: tuple, ys: tuple, x: float) -> float:
-    """``ys`` at ``x``: linear between the measured points (NaN left out), held below, in proportion beyond."""
-    pts = [(a, b) for a, b in zip(xs, ys) if not math.isnan(b)]
-    if x <= pts[0][0]:
-        return pts[0][1]
-    if x >= pts[-1][0]:
-        return pts[-1][1] * x / pts[-1][0]
-    i = bisect.bisect_right([a for a, _ in pts], x)
-    (x0, y0), (x1, y1) = pts[i - 1], pts[i]
-    return y0 + (x - x0) / (x1 - x0) * (y1 - y0)
 
 
 def mla_decode_time_s(gpu_key: str, kv_dtype: str, heads: int, batch: float, kv_len: float,

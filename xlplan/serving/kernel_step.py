@@ -152,6 +152,15 @@ def experts_time_s(kr: KernelReplica, tokens: float) -> float:
     return min(times) * touched_share(tokens, m.experts_per_token, m.num_experts) + router
 
 
+def _all_layers_gemms_s(kr: KernelReplica, tokens: float) -> float:
+    """Every layer's projections and a MoE layer's experts with ``tokens`` in the step. [s]"""
+    dense_layers, moe_layers = layer_counts(kr.model)
+    gemms = dense_layers * _gemms_s(kr, tokens, mlp=True)
+    if moe_layers:
+        gemms += moe_layers * (_gemms_s(kr, tokens, mlp=False) + experts_time_s(kr, tokens))
+    return gemms
+
+
 def layer_counts(model) -> tuple[int, int]:
     """(layers with a dense MLP, MoE layers) of a model. [layers]
 
@@ -217,16 +226,13 @@ def decode_step_s(kr: KernelReplica, batch: float, context: float) -> float:
     bf16 activations, H the output head's bf16 GEMM.
     """
     m = kr.model
-    dense_layers, moe_layers = layer_counts(m)
     h = m.hidden_size
-    width = m.intermediate_size // kr.tp if not moe_layers else 0
+    width = m.intermediate_size // kr.tp if not m.num_experts else 0
     elementwise = batch * (4 * h + 3 * width) * 2 * 2.0 / (ELEMENTWISE_BANDWIDTH * kr.hbm_tbps * 1e12)
     comm = 2.0 * allreduce_time_s(batch * h * 2.0, kr.tp, kr.link_gbps, kr.link_latency_s)
     head = kernel_curves.gemm_time_s(kr.gpu, "bf16", batch, m.vocab_size // kr.tp, h, engine=kr.engine)
-    gemms = dense_layers * _gemms_s(kr, batch, mlp=True)
-    if moe_layers:
-        gemms += moe_layers * (_gemms_s(kr, batch, mlp=False) + experts_time_s(kr, batch))
-    return gemms + _decode_attention_s(kr, batch, context) + m.num_hidden_layers * (elementwise + comm) + head
+    return (_all_layers_gemms_s(kr, batch) + _decode_attention_s(kr, batch, context)
+            + m.num_hidden_layers * (elementwise + comm) + head)
 
 
 def prefill_token_s(kr: KernelReplica, prompt_tokens: float, chunk_tokens: float) -> float:
@@ -254,11 +260,7 @@ def prefill_token_s(kr: KernelReplica, prompt_tokens: float, chunk_tokens: float
     """
     m = kr.model
     nh, nkv = _per_gpu(kr)
-    dense_layers, moe_layers = layer_counts(m)
     eff = kernel_curves.prefill_attention_efficiency(kr.gpu, min(prompt_tokens, 16384), 1, nh, nkv, engine=kr.engine)
     d = ((m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2 if m.attention == "mla" else m.head_dim)
     attention = 2.0 * nh * d * prompt_tokens / (eff * kr.bf16_tflops * 1e12)
-    gemms = dense_layers * _gemms_s(kr, chunk_tokens, mlp=True)
-    if moe_layers:
-        gemms += moe_layers * (_gemms_s(kr, chunk_tokens, mlp=False) + experts_time_s(kr, chunk_tokens))
-    return gemms / chunk_tokens + m.num_hidden_layers * attention
+    return _all_layers_gemms_s(kr, chunk_tokens) / chunk_tokens + m.num_hidden_layers * attention
