@@ -28,9 +28,9 @@ MoE models with grouped-query attention (gpt-oss, MiniMax-M2.5, Qwen3-235B-A22B)
 
 Reported: the median |error| (median signed) of inter-token latency by engine, both ways, and the kernel sum by
 concurrency. What it showed (bench_kernel_step.txt) is the case for issue 47's design: with nothing fitted, the
-kernels measured in isolation predict the sample's decode better than the fitted scalars overall (15.4% against
+kernels measured in isolation predict the sample's decode better than the fitted scalars overall (15.3% against
 17.7%), much better on TensorRT-LLM's dense and MoE rows, SGLang's dense rows and vLLM's MoE rows, worse on
-TensorRT-LLM's MLA rows, vLLM's dense rows and SGLang's MoE and MLA rows.
+TensorRT-LLM's MLA rows and vLLM's dense and MLA rows, and too fast on SGLang's MoE and MLA rows.
 What the trial leaves out is named in the output: attention data parallelism and wide expert parallelism, the
 per-request path and the prefill-first scheduling of SGLang.
 """

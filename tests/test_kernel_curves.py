@@ -188,6 +188,11 @@ def test_gemm_time_on_the_shape_grid_is_the_measurement_and_interpolates_between
     assert kc.gemm_time_s("h100-sxm", "bf16", 65536, 4096, 8192) == pytest.approx(2 * 2.738e-3, rel=1e-12)
     with pytest.raises(ValueError, match="tokens must be > 0"):
         kc.gemm_time_s("h100-sxm", "bf16", 0, 4096, 4096)
+    # a GEMM narrower than the grid's smallest size (512) is held at it, not shrunk below the kernel's fixed cost:
+    # 100 x 100 at M 16 takes what 512 x 512 does (gemm_grid.csv line 2: 0.003364 ms at M 16)
+    assert kc.gemm_time_s("h100-sxm", "bf16", 16, 100, 100) == pytest.approx(0.003364e-3, rel=1e-12)
+    with pytest.raises(ValueError, match="n and k must be > 0"):
+        kc.gemm_time_s("h100-sxm", "bf16", 16, -5, 4096)
 
 
 def test_a_borrowed_gemm_time_scales_with_peak_where_both_gpus_are_compute_bound():

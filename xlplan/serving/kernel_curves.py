@@ -155,7 +155,7 @@ def engine_source(table: str, engine: str, dtype: str = "bf16") -> str:
     str
         ``engine`` itself where its own database (its newest version, ``sources.csv``) measured the format on some
         GPU; else 'trtllm', whose tables cover every format the others lack (SGLang's MoE tables have no per-tensor
-        fp8, vLLM's and SGLang's GEMM tables no nvfp4 on RTX PRO 6000 or A100).
+        fp8).
 
     Examples
     --------
@@ -296,7 +296,7 @@ def gemm_efficiency(gpu_key: str, dtype: str, tokens: float, n: int | None = Non
         The GEMM's format ('fp4' reads as 'nvfp4'); fp8 is per-tensor with the activations quantised at run time.
     tokens : float
         The GEMM's M, tokens in the step [tokens]; > 0. Log-linear between the tabulated powers of two; the end
-        value held outside them (1 to 32,768; 8,192 on A100).
+        value held outside them (1 to 32,768; 8,192 in TensorRT-LLM's and vLLM's A100 tables).
     n, k : int, optional
         Output and input features [1]: the curve of the nearest tabulated shape (log distance) is used; left out,
         the median over the tabulated shapes (Llama-3.1-8B and -70B projections at TP 1-8).
@@ -349,9 +349,10 @@ def _grid_point_ms(eng: str, src: str, fmt: str, n: int, k: int, tokens: float) 
 
 
 def _bracket(grid: list[int], x: float) -> tuple[int, int, float, float]:
-    """(lower, upper grid value, weight of the upper in log x, scale for x beyond the grid's ends)."""
+    """(lower, upper grid value, weight of the upper in log x, scale for x beyond the grid's largest: held at 1
+    below its smallest)."""
     if x <= grid[0]:
-        return grid[0], grid[0], 0.0, x / grid[0]
+        return grid[0], grid[0], 0.0, 1.0
     if x >= grid[-1]:
         return grid[-1], grid[-1], 0.0, x / grid[-1]
     i = bisect.bisect_right(grid, x)
@@ -370,10 +371,11 @@ def gemm_time_s(gpu_key: str, dtype: str, tokens: float, n: float, k: float, eng
         The GEMM's format ('fp4' reads as 'nvfp4'); fp8 is per-tensor with the activations quantised at run time.
     tokens : float
         The GEMM's M, tokens in the step [tokens]; > 0. Linear in M between the measured powers of two (1 to 32,768;
-        8,192 on A100), held below 1, in proportion to M beyond the largest.
+        8,192 in TensorRT-LLM's and vLLM's A100 tables), held below 1, in proportion to M beyond the largest.
     n, k : float
-        Output and input features [1]: bilinear in (log n, log k) on log time between the grid's sizes (512, 1,024,
-        2,048, 4,096, 8,192, 16,384, 65,536), in proportion to n (or k) beyond its ends.
+        Output and input features [1]; > 0: bilinear in (log n, log k) on log time between the grid's sizes (512,
+        1,024, 2,048, 4,096, 8,192, 16,384, 65,536), in proportion to n (or k) beyond the largest, and held at the
+        smallest below it (a GEMM under 512 wide takes no less time than one 512 wide: its kernel's fixed cost).
     engine : str
         The serving engine whose kernels (its newest measured version) to read (:func:`engine_source`).
 
@@ -398,6 +400,8 @@ def gemm_time_s(gpu_key: str, dtype: str, tokens: float, n: float, k: float, eng
     """
     if not tokens > 0:
         raise ValueError(f"tokens must be > 0, not {tokens}")
+    if not (n > 0 and k > 0):
+        raise ValueError(f"n and k must be > 0, not {n} and {k}")
     key, fmt = catalog.gpu_key(gpu_key), _dtype(dtype)
     src, eng = gemm_source(key, fmt, engine), engine_source("gemm", engine, fmt)
     sizes = sorted({g[3] for g in _grid() if g[:3] == (eng, src, fmt)})

@@ -16,7 +16,7 @@ build (:mod:`xlplan.serving.kernel_curves`):
   :data:`ELEMENTWISE_BANDWIDTH` of HBM bandwidth, as AIConfigurator counts them;
 - two ring all-reduces per layer where TP > 1 (:func:`xlplan.serving.collectives.allreduce_time_s`).
 
-Nothing here is fitted. ``benchmarks/bench_kernel_step.py`` scores it against the measured sample (15.4% median on
+Nothing here is fitted. ``benchmarks/bench_kernel_step.py`` scores it against the measured sample (15.3% median on
 2,104 points where the fitted roofline scores 17.7%); making it the planner's step, with its compiled and workbook
 twins, is the rest of issue 47.
 
