@@ -10,7 +10,7 @@ MoE models with grouped-query attention (gpt-oss, MiniMax-M2.5, Qwen3-235B-A22B)
 
 - **the shipped model**: the replay through the simulator at the shipped, fitted efficiencies (what `validate`
   scores, :mod:`xlplan.evidence.replay`);
-- **the kernel sum** (:mod:`xlplan.serving.kernel_step`): one decode step at the point's concurrency ``b`` and mean
+- **the kernel sum** (``kernel_sum.py`` beside this file): one decode step at the point's concurrency ``b`` and mean
   context (prompt + half the output) is the sum over the layers of the row's own engine's measured kernels (:mod:`xlplan.serving.kernel_curves`, newest
   version: vLLM 0.24.0, SGLang 0.5.14, TensorRT-LLM 1.3.0rc20): the four projections' GEMMs at M = ``b``
   (fused QKV, output, fused gate and up, down; :func:`~xlplan.serving.kernel_curves.gemm_time_s`, interpolated on the
@@ -43,12 +43,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import kernel_sum as kernel_step  # noqa: E402
 from bench_kernel_prefill import compute_format  # noqa: E402
 from bench_replay import points  # noqa: E402
 
 from xlplan import catalog  # noqa: E402
 from xlplan.evidence import replay  # noqa: E402
-from xlplan.serving import kernel_curves, kernel_step  # noqa: E402
+from xlplan.serving import kernel_curves  # noqa: E402
 
 PREFILL_CHUNK = 8192
 """The most prompt tokens one step's prefill chunk carries in the trial (vLLM's default step budget). [tokens]"""

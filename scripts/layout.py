@@ -53,7 +53,7 @@ FIXED = {
     "benchmarks/bench_kernel_prefill.txt": ("The last run of bench_kernel_prefill.py: the sample's TTFT and inter-token "
                                             "latency and the corpus' offline throughput at the fitted prefill MFU and at "
                                             "the measured GEMM curve's."),
-    "benchmarks/bench_kernel_step.txt": ("The last run of bench_kernel_step.py: the sample's dense inter-token latency, "
+    "benchmarks/bench_kernel_step.txt": ("The last run of bench_kernel_step.py: the sample's inter-token latency (dense, MoE, MLA), "
                                          "the shipped model's replay beside the sum of measured kernels."),
     "benchmarks/bench_replay.txt": ("The last run of bench_replay.py: the replay's time per row and error beside the closed "
                                     "form's, and the harness assumptions' effects."),

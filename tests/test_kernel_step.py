@@ -1,4 +1,5 @@
-"""The kernel sum (xlplan.serving.kernel_step): a step is the sum of its measured kernels, each part as stated.
+"""The kernel sum (benchmarks/kernel_sum.py, the trial of issue 47's step physics): a step is the sum of its measured
+kernels, each part as stated.
 
 Expected figures are assembled by hand from the parts' own sources: the measured kernels (xlplan.serving.kernel_curves,
 tested against AIConfigurator's rows in tests/test_kernel_curves.py), the catalog's model shapes
@@ -8,12 +9,17 @@ tested against AIConfigurator's rows in tests/test_kernel_curves.py), the catalo
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from xlplan import catalog
 from xlplan.serving import kernel_curves as kc
-from xlplan.serving import kernel_step as ks
 from xlplan.serving.collectives import allreduce_time_s
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import kernel_sum as ks  # noqa: E402  (the trial lives beside its benchmark, not in the package)
 
 
 def _replica(model: str, gpu: str = "h100-sxm", tp: int = 1, ep: int = 1, fmt: str = "bf16") -> ks.KernelReplica:

@@ -1,4 +1,8 @@
-"""A step's time as the sum of its measured kernels: the step physics issue 47 is building, not yet the planner's step.
+"""A step's time as the sum of its measured kernels: the trial of the step physics issue 47 is building.
+
+It lives beside the benchmark that scores it (``bench_kernel_step.py``), not in the package: the planner's step has
+one home (``xlplan/serving/step.py``, ``tests/test_one_home.py``), and this sum may only move in by replacing that
+physics, with its compiled and workbook twins, never beside it.
 
 Where :func:`xlplan.serving.step.step_time_s` runs each part of a step on a roofline with fitted efficiencies, this
 module adds up the kernels the step launches, each timed as NVIDIA AIConfigurator measured it on the engine's own
@@ -16,9 +20,9 @@ build (:mod:`xlplan.serving.kernel_curves`):
   :data:`ELEMENTWISE_BANDWIDTH` of HBM bandwidth, as AIConfigurator counts them;
 - two ring all-reduces per layer where TP > 1 (:func:`xlplan.serving.collectives.allreduce_time_s`).
 
-Nothing here is fitted. ``benchmarks/bench_kernel_step.py`` scores it against the measured sample (15.3% median on
-2,104 points where the fitted roofline scores 17.7%); making it the planner's step, with its compiled and workbook
-twins, is the rest of issue 47.
+Nothing here is fitted. ``bench_kernel_step.py`` scores it against the measured sample (15.3% median on 2,104 points
+where the fitted roofline scores 17.7%); making it the planner's step, with its compiled and workbook twins, is the
+rest of issue 47.
 
 References
 ----------
