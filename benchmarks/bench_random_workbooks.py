@@ -1,8 +1,8 @@
 """The wider sweep of drawn plans through both spreadsheet engines (the suite's `test_random_plans_recalculate` draws
 fewer, to stay within its ten minutes on two cores).
 
-Draws N feasible plans with the suite's own hypothesis strategy (deterministic: the suite's 10 are the first 10 of
-these), builds each plan's workbook as the CLI does, recalculates them in LibreOffice and in the Excel-grammar engine,
+Draws N feasible plans with the suite's own hypothesis strategy (deterministic; the suite draws fewer with
+the same strategy), builds each plan's workbook as the CLI does, recalculates them in LibreOffice and in the Excel-grammar engine,
 and compares every formula cell with the engine (`tests/workbookhelp.py`'s recalc_and_compare, the suite's own
 comparison). Prints the problems, if any, and one line. Run:
 
