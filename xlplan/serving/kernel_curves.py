@@ -102,6 +102,13 @@ def _loglinear(xs: tuple, ys: tuple, x: float) -> float:
     return ys[i - 1] + t * (ys[i] - ys[i - 1])
 
 
+def _wide(name: str, text: tuple[str, ...], whole: tuple[str, ...], prefix: str, columns: tuple) -> dict:
+    """A wide table's rows by key (its ``text`` columns, then its ``whole``-number ones) -> the latencies in its
+    ``prefix``-named columns, one per value of ``columns``, NaN where blank [ms]."""
+    return {(*(r[c] for c in text), *(int(r[c]) for c in whole)):
+            tuple(float(r[f"{prefix}{x}"]) if r[f"{prefix}{x}"] else math.nan for x in columns) for r in _rows(name)}
+
+
 def _linear(xs: tuple, ys: tuple, x: float) -> float:
     """``ys`` at ``x``: linear between the measured points (NaN left out), held below, in proportion beyond."""
     pts = [(a, b) for a, b in zip(xs, ys) if not math.isnan(b)]
@@ -332,8 +339,7 @@ GRID_M = tuple(2 ** i for i in range(16))
 @functools.cache
 def _grid() -> dict:
     """(engine, GPU, format, n, k) -> latency at each of GRID_M [ms], NaN where not measured."""
-    return {(r["engine"], r["gpu"], r["dtype"], int(r["n"]), int(r["k"])):
-            tuple(float(r[f"m{m}"]) if r[f"m{m}"] else math.nan for m in GRID_M) for r in _rows("gemm_grid.csv")}
+    return _wide("gemm_grid.csv", ("engine", "gpu", "dtype"), ("n", "k"), "m", GRID_M)
 
 
 def _grid_point_ms(eng: str, src: str, fmt: str, n: int, k: int, tokens: float) -> float:
@@ -428,8 +434,8 @@ MOE_FORMATS = ("bf16", "fp8", "fp8_block", "nvfp4", "mxfp4", "mxfp4_fp8")
 @functools.cache
 def _moe_grid() -> dict:
     """(engine, GPU, format, hidden, inter, top-k, experts, MoE TP, MoE EP) -> latency at each GRID_TOKENS [ms]."""
-    return {(r["engine"], r["gpu"], r["dtype"], *(int(r[c]) for c in ("hidden", "inter", "topk", "experts", "moe_tp", "moe_ep"))):
-            tuple(float(r[f"t{t}"]) if r[f"t{t}"] else math.nan for t in GRID_TOKENS) for r in _rows("moe_grid.csv")}
+    return _wide("moe_grid.csv", ("engine", "gpu", "dtype"), ("hidden", "inter", "topk", "experts", "moe_tp", "moe_ep"),
+                 "t", GRID_TOKENS)
 
 
 def moe_time_s(gpu_key: str, dtype: str, tokens: float, hidden: int, inter: int, topk: int, experts: int,
@@ -490,15 +496,13 @@ BMM_TOKENS = tuple(2 ** i for i in range(11))
 @functools.cache
 def _mla() -> dict:
     """(engine, GPU, KV format, heads, batch) -> latency at each MLA_STEPS [ms]."""
-    return {(r["engine"], r["gpu"], r["kv_dtype"], int(r["heads"]), int(r["batch"])):
-            tuple(float(r[f"s{x}"]) if r[f"s{x}"] else math.nan for x in MLA_STEPS) for r in _rows("mla.csv")}
+    return _wide("mla.csv", ("engine", "gpu", "kv_dtype"), ("heads", "batch"), "s", MLA_STEPS)
 
 
 @functools.cache
 def _mla_bmm() -> dict:
     """(engine, GPU, 'pre' or 'post', format, heads) -> latency at each BMM_TOKENS [ms]."""
-    return {(r["engine"], r["gpu"], r["op"], r["dtype"], int(r["heads"])):
-            tuple(float(r[f"t{x}"]) if r[f"t{x}"] else math.nan for x in BMM_TOKENS) for r in _rows("mla_bmm.csv")}
+    return _wide("mla_bmm.csv", ("engine", "gpu", "op", "dtype"), ("heads",), "t", BMM_TOKENS)
 
 
 def mla_decode_time_s(gpu_key: str, kv_dtype: str, heads: int, batch: float, kv_len: float,
