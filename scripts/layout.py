@@ -50,6 +50,11 @@ FIXED = {
     "examples/review/scrapes": "Five scrapes of one replica at the month's peak, 15 s apart.",
     "examples/reference-plan.yaml": "The reference plan as `xlplan example` writes it, for `--plan`.",
     ".ci": "Continuous integration.",
+    "benchmarks/battery": ("The configuration battery as plan files (issue 18's scenarios, its held-back cases and issue 48's "
+                           "sixteen), written by battery_plans.py."),
+    "benchmarks/bench_configurations.txt": ("The last run of bench_configurations.py: each battery plan's Answer (its "
+                                            "setting, closed form against verified load, bill) beside the cheapest "
+                                            "setting a brute-force search finds."),
     "benchmarks/bench_kernel_prefill.txt": ("The last run of bench_kernel_prefill.py: the sample's TTFT and inter-token "
                                             "latency and the corpus' offline throughput at the fitted prefill MFU and at "
                                             "the measured GEMM curve's."),

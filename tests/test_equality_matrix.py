@@ -98,8 +98,8 @@ def test_every_surface_gives_the_engines_answer(matrix_results, name, tmp_path, 
     capsys.readouterr()
     assert main(["simulate", str(path), "--search", "--json"]) == 0
     sim = json.loads(capsys.readouterr().out)
-    assert sim["gpus"] == r.closed_form.load
-    assert sim["verified_load_gpus"] == a.load
+    assert sim["gpus"] == a.closed_form_load  # the closed form at the Answer's setting (the configuration search's)
+    assert sim["verified_load_gpus"] == a.load and sim["tp"] == a.tp
     # capacity: the Answer's load holds the plan's peak in simulation; one replica fewer does not
     holds = capacity.verified_capacity(s, a.load, p.promise.percentile, p.model.resolve().max_context_tokens, 0.25,
                                        p.policy.max_num_batched_tokens is not None)

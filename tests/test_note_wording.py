@@ -260,7 +260,7 @@ def test_an_sglang_fleet_past_the_closed_form_is_put_down_to_its_prefill_first_s
     from xlplan.report.note_fleet import _disagreement
 
     base = reference_plan().model_dump(exclude_none=True)
-    base["policy"] = {"engine": "sglang", "redundancy": 1}
+    base["policy"] = {"engine": "sglang", "redundancy": 1, "tp": 1}  # TP held: the configuration search moves to TP 4
     r = run_plan(Plan.model_validate(base), verify="auto")
     assert r.verified.schedule == "prefill_first" and r.answer.load > r.closed_form.load
     text = render_text(r)

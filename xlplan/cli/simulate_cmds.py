@@ -56,7 +56,7 @@ def _lines(r, ttft_target_s: float, itl_target_s: float) -> list[str]:
 @app.command("simulate")
 def simulate_cmd(
     plan_file: Path | None = PLAN_ARG,
-    gpus: int | None = typer.Option(None, "--gpus", help="GPUs serving the peak, whole replicas of the closed form's TP (default: the closed form's load, the fleet `plan` simulates)."),
+    gpus: int | None = typer.Option(None, "--gpus", help="GPUs serving the peak, whole replicas of the setting's TP (default: the closed form's load there; with --search the setting is the Answer's, which plan's configuration search chose)."),
     minutes: float | None = typer.Option(None, "--minutes", help="Minutes of arrivals, warm-up included (default: max(10, 20,000 requests); at most 360)."),
     seed: int = typer.Option(1, "--seed", help="Random seed (0 or above): the same seed gives the same run."),
     do_search: bool = typer.Option(False, "--search", help="Also find the fewest GPUs that keep the promise (verified_load_gpus)."),
@@ -145,7 +145,7 @@ def _text(out) -> list[str]:
         return lines + [f"No fleet up to {words.count(found.cap_replicas * tp, 'GPU')} keeps the promise."]
     on = (f" on seeds {', '.join(map(str, out.search_seeds))} (all must hold, as plan verifies)" if out.search_seeds else "")
     lines.append(f"Verified load: {words.count(v * tp, 'GPU')} ({words.count(v, 'replica')} of TP {tp}) {words.verb(v * tp, 'keeps', 'keep')} the promise{on}; the "
-                 f"closed form's load is {out.load_replicas * tp}, the runbook's method's {out.runbook_load_gpus}.")
+                 f"closed form's load at this setting is {out.load_replicas * tp}, the runbook's method's {out.runbook_load_gpus}.")
     for n in (v - 1, v):
         if n and n in found.runs and n != out.run.replicas:
             lines += _lines(found.runs[n], out.ttft_target_s, out.itl_target_s)

@@ -9,14 +9,16 @@ from __future__ import annotations
 import dataclasses
 
 from xlplan import fleet, words
+from xlplan.decide import configuration
 from xlplan.money import cost
 from xlplan.plan import closed_form, monthly_bill, steps
 from xlplan.plan.scenario import PlanningError, Scenario
 from xlplan.plan.steps import solve
 from xlplan.schema import steps as step_results
 from xlplan.schema.plausibility import FLEET_CEILING_GPUS, past_ceiling
-from xlplan.schema.result import AnswerOut, UtilisationCost
+from xlplan.schema.result import AlternativeOut, AnswerOut, UtilisationCost
 from xlplan.schema.steps import Solution
+from xlplan.simulate import search as sim_search
 from xlplan.simulate import verify as sim_verify
 from xlplan.simulate import workload
 
@@ -62,6 +64,8 @@ class Decision:
     verified: object  # VerifiedOut or None
     answer: AnswerOut
     skipped: str | None  # why the simulation did not run under verify='auto' [text]
+    configuration: closed_form.ClosedForm | None = None  # the Answer's setting's closed form (None: the closed form's)
+    tried: tuple = ()  # configuration.Tried of every candidate setting, where the search ran
 
 
 def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_by_plan: bool,
@@ -99,9 +103,24 @@ def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_b
     skipped = None
     if verify == "auto":
         verify, skipped = _affordable(s, cf)
-    verified = (sim_verify.verify(deployed(s, cf), sol, percentile, max_context=max_context,
-                                start_replicas=cf.load_replicas, cv2=s.arrival_cv2, tp=cf.tp) if verify else None)
-    return Decision(sol, cf, verified, _answer(s, sol, cf, verified), skipped)
+    if not verify:
+        return Decision(sol, cf, None, _answer(s, sol, cf, None), skipped)
+
+    def simulate(c: closed_form.ClosedForm):
+        return sim_verify.verify(deployed(s, c), sol, percentile, max_context=max_context, start_replicas=c.load_replicas,
+                                 cv2=s.arrival_cv2, tp=c.tp)
+
+    def screen(c: closed_form.ClosedForm) -> int | None:  # the first seed alone, as the verification's search runs it
+        d = deployed(s, c)
+        minutes = workload.run_minutes(s.peak_rps)
+        wl = workload.workload_for(d, minutes, workload.DEFAULT_SEED, s.arrival_cv2, max_context)
+        return sim_search.search(d, c.tp, wl, minutes * 60.0, c.load_replicas, percentile).verified_replicas
+
+    cands = configuration.candidates(s, sol, cf, budget_set_by_plan)
+    chosen, tried = configuration.search(s, cands, simulate, lambda c: _affordable(s, c), screen)
+    at = tried[chosen]
+    return Decision(sol, cf, at.verified, _answer(s, sol, at.closed_form, at.verified, tried, chosen), skipped,
+                    at.closed_form, tuple(tried))
 
 
 AUTO_VERIFY_MAX_REPLICAS = 128
@@ -151,7 +170,7 @@ def deployed(s, cf: closed_form.ClosedForm):
     return dataclasses.replace(s, max_num_batched_tokens=float(cf.step_budget_tokens))
 
 
-def _answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut:
+def _answer(s, sol: Solution, cf: closed_form.ClosedForm, verified, tried: list | None = None, chosen: int = 0) -> AnswerOut:
     """The Answer line: the verified fleet where the simulation found one, else the closed form; and its bill.
 
     Parameters
@@ -178,19 +197,52 @@ def _answer(s, sol: Solution, cf: closed_form.ClosedForm, verified) -> AnswerOut
     tp = cf.tp
     if verified is not None and verified.load is not None:
         source, load = "verified", int(verified.load)
-        red = verified.with_redundancy if verified.with_redundancy is not None else load + int(s.redundancy) * tp
+        red, purchased, _ = configuration.fleet_of(s, load, tp, verified.with_redundancy)
     else:
-        source, load, red = "closed form", cf.load, cf.with_redundancy
-    purchased = int(fleet.whole_units(red, s.gpus_per_node))
-    tr = sol.traffic
-    b = monthly_bill.bill(s, tr, dataclasses.replace(sol.paths, with_redundancy=float(red), purchased=float(purchased)))
-    by_util = usd_per_mtok_by_utilisation(s, tr, b.monthly_usd)
+        source, load, red, purchased = "closed form", cf.load, cf.with_redundancy, int(fleet.whole_units(cf.with_redundancy, s.gpus_per_node))
+    b = _bill(s, sol, red, purchased)
+    by_util = usd_per_mtok_by_utilisation(s, sol.traffic, b.monthly_usd)
     return AnswerOut(source=source, tp=tp, load=load, with_redundancy=int(red), purchased=purchased,
-                     binding=_answer_binding(cf, load),
+                     binding=_answer_binding(cf, load), closed_form_load=int(cf.load), settings=configuration.settings(s.engine, tp, cf.step_budget_tokens),
+                     alternatives=_alternatives(s, sol, tried or [], chosen),
                      step_budget_tokens=cf.step_budget_tokens, billed_gpus=int(b.billed_gpus), paid_as=s.paid_as,
                      order=fleet.order_words(s.paid_as, int(red), purchased, s.gpus_per_node), monthly_usd=b.monthly_usd,
                      usd_per_mtok=b.usd_per_mtok, api_monthly_usd=b.api_monthly_usd,
                      breakeven_tokens_per_month=b.breakeven_tokens_per_month, usd_per_mtok_by_utilisation=by_util)
+
+
+def _bill(s, sol: Solution, with_redundancy: int, purchased: int):
+    """The monthly bill of a fleet: with redundancy and purchased, as step 7 bills it. [monthly_bill.Bill]"""
+    return monthly_bill.bill(s, sol.traffic, dataclasses.replace(sol.paths, with_redundancy=float(with_redundancy),
+                                                                 purchased=float(purchased)))
+
+
+ALTERNATIVES_SHOWN = 2
+"""Settings the note and JSON show beside the Answer's, with their bills and why they lost. [settings]"""
+
+
+def _alternatives(s, sol: Solution, tried: list, chosen: int) -> list[AlternativeOut]:
+    """The next cheapest settings the search tried, with their bills and why they lost. [AlternativeOut]"""
+    if not tried:
+        return []
+    answer = tried[chosen]
+    out = []
+    for t in sorted((t for i, t in enumerate(tried) if i != chosen), key=lambda t: t.key())[:ALTERNATIVES_SHOWN]:
+        cf = t.closed_form
+        usd = _bill(s, sol, t.with_redundancy, t.purchased).monthly_usd
+        if t.why_not_simulated:
+            why = t.why_not_simulated
+        elif not t.found:
+            why = f"no fleet up to {words.count(t.verified.searched_up_to, 'GPU')} keeps the promise in simulation"
+        else:
+            why = (f"in simulation {words.count(t.load, 'GPU')} keep the promise, {t.with_redundancy} with redundancy: "
+                   f"{t.billed} billed against the Answer's {answer.billed}")
+        out.append(AlternativeOut(tp=int(cf.tp), step_budget_tokens=int(cf.step_budget_tokens),
+                                  settings=configuration.settings(s.engine, int(cf.tp), int(cf.step_budget_tokens)),
+                                  closed_form_load=int(cf.load), simulated=t.verified is not None or t.screened,
+                                  load=t.load if t.found else None, with_redundancy=t.with_redundancy,
+                                  billed_gpus=t.billed, monthly_usd=usd, why=why))
+    return out
 
 
 def _answer_binding(cf: closed_form.ClosedForm, load: int) -> str:

@@ -233,8 +233,8 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
         Relative width of the final bracket. [1]
     budget_set_by_plan : bool
         The plan file sets ``policy.max_num_batched_tokens``; else the step budget is the one ``plan`` deploys at the
-        plan's peak (:func:`xlplan.decide.answer.deployed`), and the TP degree its closed form's where ``gpus`` holds at
-        least one replica of it (GPUs over whole replicas idle: 7 GPUs at TP 2 serve as 6, never less).
+        plan's peak (:func:`xlplan.decide.answer.deployed`), and the TP degree its Answer's (the configuration search's)
+        where ``gpus`` holds at least one replica of it (GPUs over whole replicas idle: 7 GPUs at TP 2 serve as 6, never less).
 
     Returns
     -------
@@ -272,12 +272,14 @@ def _require_bracket(gpus: int, tp: int, guess: float, lo: float | None, hi: flo
 
 def _as_plan_simulates(s: Scenario, gpus: int, tp: int, percentile: float, max_context: int | None,
                        budget_set_by_plan: bool) -> tuple[Scenario, int]:
-    """(plan, TP) simulated as `plan` simulates its own fleet: the step budget it deploys, its closed form's degree
-    where ``gpus`` holds one replica of it or more; else the plan as it is and ``tp``. [—]"""
+    """(plan, TP) simulated as `plan` simulates its own fleet: the Answer's step budget and degree (the configuration
+    search's, where the default simulation runs it; else the closed form's) where ``gpus`` holds one replica of it or
+    more; else the plan as it is and ``tp``. [—]"""
     from xlplan.decide import answer
 
-    try:
-        own = answer.decide(s, percentile, max_context, budget_set_by_plan).closed_form
+    try:  # the Answer's setting: the configuration search's, where the default simulation runs it
+        d = answer.decide(s, percentile, max_context, budget_set_by_plan, "auto")
+        own = d.configuration or d.closed_form
         s = answer.deployed(s, own)
         tp = own.tp if gpus >= own.tp else tp  # whole replicas of it, a GPU over them left idle
     except scenario.PlanningError:

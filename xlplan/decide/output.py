@@ -38,7 +38,10 @@ def plan_output(r: PlanResult) -> PlanOutput:
     if a is not None:
         data["fleet"] = r.fleet.model_copy(update={
             "tp": a.tp, "load": a.load, "with_redundancy": a.with_redundancy, "purchased": a.purchased,
-            "tp_reason": (f"the Answer's degree: {a.source}" + (f" at the closed form's TP {cf.tp}" if cf is not None else "")),
+            "tp_reason": (f"the Answer's degree: {a.source}"
+                          + ((f" at the closed form's TP {cf.tp}" if a.tp == cf.tp else
+                              f" at TP {a.tp}, chosen by the configuration search (the closed form's is TP {cf.tp})")
+                             if cf is not None else "")),
             "calibrated_low": None, "calibrated_high": None}).model_dump()
         data["cost"] = r.cost.model_copy(update={
             "billed_gpus": a.billed_gpus, "monthly_usd": a.monthly_usd, "usd_per_mtok": a.usd_per_mtok,

@@ -45,8 +45,8 @@ class PeakSimulation:
 
     run: object  # xlplan.simulate.run.SimResult: the run at the GPUs asked for
     search: object | None  # xlplan.simulate.search.Search, or None without --search
-    tp: int  # the closed form's TP degree [GPUs per replica]
-    load_replicas: int  # the closed form's load [replicas]
+    tp: int  # the setting's TP degree: the Answer's with a search, else the closed form's [GPUs per replica]
+    load_replicas: int  # the closed form's load at that setting [replicas]
     runbook_load_gpus: int  # the runbook's method's load [GPUs]
     ttft_target_s: float  # the promise's TTFT target [s]
     itl_target_s: float  # the promise's inter-token target [s]
@@ -165,7 +165,8 @@ def simulate_peak(plan, gpus: int | None = None, minutes: float | None = None, s
     plan : xlplan.schema.plan.Plan
         The plan, validated.
     gpus : int, optional
-        GPUs serving the peak, whole replicas of the closed form's TP; None: the closed form's load. [GPUs]
+        GPUs serving the peak, whole replicas of the setting's TP; None: the closed form's load at that setting (with
+        ``search``, the Answer's setting, which the configuration search chose; else the closed form's own). [GPUs]
     minutes : float, optional
         Minutes of arrivals, warm-up included; None: the run's default (a log replayed: its busiest 10). [min]
     seed : int
@@ -196,15 +197,16 @@ def simulate_peak(plan, gpus: int | None = None, minutes: float | None = None, s
     from xlplan.plan.scenario import resolve
     from xlplan.simulate import run as sim_run
 
-    try:
+    try:  # with --search, the Answer's setting: the configuration search's, where the default simulation runs it
         d = answer.decide(resolve(plan), plan.promise.percentile, plan.model.resolve().max_context_tokens,
-                           plan.policy.max_num_batched_tokens is not None)
+                           plan.policy.max_num_batched_tokens is not None, "auto" if search else False)
     except scenario.PlanningError as e:
         raise RunRefused(None, f"cannot be simulated: the plan cannot be met ({e})") from None
-    # the fleet `plan` simulates: the closed form's, at its TP degree and the step budget it deploys
-    s = answer.deployed(resolve(plan), d.closed_form)
-    tp = int(d.closed_form.tp)
-    load_reps = int(d.closed_form.load_replicas)
+    # the fleet `plan` simulates: at the Answer's TP degree and step budget, from its closed form's load
+    at = d.configuration or d.closed_form
+    s = answer.deployed(resolve(plan), at)
+    tp = int(at.tp)
+    load_reps = int(at.load_replicas)
     gpus = _whole_replicas(gpus, tp, load_reps)
     percentile = plan.promise.percentile
     wl, minutes, arrivals = _workload(s, plan.model.resolve().max_context_tokens, minutes, seed, burst_cv2, log, resample)

@@ -185,6 +185,37 @@ def closed_form(s: Scenario, sol: step_results.Solution, budget_set_by_plan: boo
     return _fewest(s, sol.traffic, int(sol.paths.tp), by_tp.get, budget_set_by_plan, budget)
 
 
+def at_degree(s: Scenario, sol: step_results.Solution, tp: int, budget_set_by_plan: bool) -> ClosedForm | None:
+    """The closed form at one TP degree, at the step budget it would deploy there: a candidate of the configuration
+    search (:mod:`xlplan.decide.configuration`). [ClosedForm]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats).
+    sol : steps.Solution
+        The runbook's method solved: traffic and every TP degree's paths.
+    tp : int
+        GPUs per replica; one of the solution's candidates. [GPUs]
+    budget_set_by_plan : bool
+        Whether the plan file sets the step budget (it then stands). [bool]
+
+    Returns
+    -------
+    ClosedForm or None
+        :func:`closed_form`'s figures with the degree held at ``tp``; None where the weights leave no cache room or the
+        runbook's checks fail there.
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable".
+    """
+    pa = next((c for c in sol.candidates if int(c.tp) == int(tp)), None)
+    if pa is None or pa.load == arrays.INF:
+        return None
+    return _at_tp(s, sol.traffic, pa, budget_set_by_plan)
+
+
 def closed_form_of(s: Scenario, budget_set_by_plan: bool, budget: int | None = None,
                    first_tp: int | None = None, tr: step_results.Traffic | None = None) -> ClosedForm | None:
     """:func:`closed_form` of a changed scenario, the runbook's paths solved only at the TP degrees it needs. [ClosedForm]

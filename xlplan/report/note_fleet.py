@@ -84,6 +84,9 @@ def _answer_rows(r: PlanResult) -> list[tuple[str, str]]:
         rows = [("Order", f"{a.order}, the fleet with redundancy — {_answer_source(r)}")]
     else:
         rows = [("Order", f"{a.order} for {a.with_redundancy:,} with redundancy — {_answer_source(r)}")]
+    if a.alternatives:
+        rows.append(("Deploy", f"{a.settings} — the cheapest setting that keeps the promise in simulation"))
+        rows += [("Also tried", f"{x.settings} — {x.why}; ~{words.usd(x.monthly_usd)}/month") for x in a.alternatives]
     if a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):
         rows.append(("Serving setting", f"policy.max_num_batched_tokens: {a.step_budget_tokens} (deploy it; "
                                         f"{cf.default_step_budget_tokens:,}-token steps need "
@@ -95,12 +98,20 @@ def _answer_rows(r: PlanResult) -> list[tuple[str, str]]:
 def _paragraphs(r: PlanResult) -> list[str]:
     """Why this TP degree; the simulation's sentences; why it and the closed form differ, where they do. [text]"""
     out = [f"The runbook's method: {r.fleet.tp_reason}."]
-    if r.answer is not None and r.answer.tp != r.fleet.tp:
-        out[0] += (f" The Answer runs TP {r.answer.tp}, the degree at which the closed form (all four paths, queueing "
+    a, v, cf = r.answer, r.verified, r.closed_form
+    moved = a is not None and cf is not None and (a.tp, a.step_budget_tokens) != (cf.tp, cf.step_budget_tokens)
+    if moved:
+        out[0] += (f" The closed form's cheapest setting is TP {cf.tp} at {cf.step_budget_tokens:,}-token steps "
+                   f"({words.count(cf.load, 'GPU')} for the load); the configuration search simulated the settings that "
+                   f"could bill less, and the Answer runs TP {a.tp} at {a.step_budget_tokens:,}-token steps, the cheapest "
+                   "that keeps the promise in simulation.")
+    elif a is not None and a.tp != r.fleet.tp:
+        out[0] += (f" The Answer runs TP {a.tp}, the degree at which the closed form (all four paths, queueing "
                    "included) buys the fewest GPUs.")
-    v, cf = r.verified, r.closed_form
     if v is not None:
         out += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
+        if moved and a.closed_form_load is not None:
+            cf = cf.model_copy(update={"load": a.closed_form_load})  # the closed form at the Answer's own setting
         if cf is not None and v.load is not None and v.load != cf.load:
             lengths = (r.inputs.prompt_tokens, r.inputs.output_tokens)
             out.append(_disagreement(cf, v, tail=any((x.p99 or x.p95) > x.p50 for x in lengths),
@@ -187,7 +198,8 @@ def answer_sentence(r: PlanResult) -> str:
     elif binding == SIMULATED_QUEUEING and r.closed_form is not None:
         why = (f"in simulation {PREFILL_FIRST_WORDS}, which the closed form's mixed steps do not count, so requests queue"
                if _prefill_first(r) else "in simulation requests, with their own lengths, queue")
-        binding += (f" (every closed-form path fits {words.count(r.closed_form.load, 'GPU')}; {why} for a slot past the "
+        fits = a.closed_form_load if a.closed_form_load is not None else r.closed_form.load
+        binding += (f" (every closed-form path fits {words.count(fits, 'GPU')}; {why} for a slot past the "
                     "TTFT target until the fleet grows)")
     order = a.order or f"buy {a.purchased:,}"  # a result written before the order was named
     return (f"{words.count(a.load, 'GPU')} for the load, {a.with_redundancy:,} with redundancy{lost}: {order}; binding: "

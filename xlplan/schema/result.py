@@ -302,6 +302,21 @@ class ClosedFormOut(_Out):
     binding_paths: list[str] = Field(description="The paths tied for the most. [text]")
 
 
+class AlternativeOut(_Out):
+    """A setting the configuration search tried beside the Answer's, with its bill and why it lost."""
+
+    tp: int = Field(description="GPUs per replica. [GPUs]")
+    step_budget_tokens: int = Field(description="The step budget at that degree. [tokens]")
+    settings: str = Field(description="The setting in the engine's own flag names. [text]")
+    closed_form_load: int = Field(description="The closed form's GPUs for the load at this setting. [GPUs]")
+    simulated: bool = Field(description="Whether the search simulated this setting. [bool]")
+    load: int | None = Field(default=None, description="GPUs the simulation found keeping the promise (None: not simulated, or none found). [GPUs]")
+    with_redundancy: int = Field(description="The fleet with redundancy: simulated where found, else the closed form's. [GPUs]")
+    billed_gpus: int = Field(description="GPUs on the bill at this setting. [GPUs]")
+    monthly_usd: float = Field(description="The bill of that fleet. [USD/month]")
+    why: str = Field(description="Why it is not the Answer. [text]")
+
+
 class AnswerOut(_Out):
     """The Answer line: the verified fleet where the plan was simulated, else the closed form; and the bill it pays."""
 
@@ -312,6 +327,9 @@ class AnswerOut(_Out):
     purchased: int = Field(description="Rounded up to whole purchasing units. [GPUs]")
     binding: str = Field(description="The closed form's binding path. [text]")
     step_budget_tokens: int = Field(description="The step budget to deploy (policy.max_num_batched_tokens). [tokens]")
+    closed_form_load: int | None = Field(default=None, description="The closed form's GPUs for the load at the Answer's setting (its TP degree and step budget), beside the verified load. [GPUs]")
+    settings: str = Field(default="", description="The settings to deploy in the engine's own flag names: the TP degree and the step budget. [text]")
+    alternatives: list[AlternativeOut] = Field(default_factory=list, description="The next cheapest settings the configuration search tried (at most two), with their bills and why they lost; empty where nothing was simulated.")
     billed_gpus: int = Field(description="GPUs on the bill: with redundancy (rented per GPU) or purchased (rented per node, or bought). [GPUs]")
     paid_as: str = Field(default="rent_per_gpu", description="How the fleet is paid for (costs.mode): 'rent_per_gpu', 'rent_per_node' or 'buy'. [text]")
     order: str = Field(default="", description="What to order, as the Answer line says it: 'rent 7 GPUs', 'rent 1 node of 8', 'buy 1 node of 8'. [text]")

@@ -228,6 +228,8 @@ def _load_sentence(s: Scenario, vr: _Verification, tp: int, rb: int, rb_red: int
                    minutes: float, seed: int, on: str, percentile: float) -> str:
     """Whether the runbook's load keeps the promise, and from how many GPUs it holds. [text]"""
     at_load, v, red, cap = vr.at_load, vr.found.verified_replicas, vr.red, vr.found.cap_replicas
+    if tp != vr.rb_tp:  # the fleet searched runs another degree than the runbook's: say which
+        on = f" at TP {tp}{on}"
     whose = "the runbook's" if s.engine == "runbook" else "the runbook method's"  # its fleet, on the engine's conventions
     head = f"Simulated at peak ({how}, {minutes:.3g} min, seed {seed}): {whose} {_gpus(rb)}"
     if at_load.meets_promise and v is not None and v * tp <= rb:

@@ -1,0 +1,250 @@
+"""The configuration search: the serving settings the Answer deploys, judged by the simulator.
+
+The closed form chooses its TP degree by its own figures (:func:`xlplan.plan.closed_form.closed_form`). Where those are
+wrong (a long prompt's prefill on a narrow replica, which Erlang C over the decode slots cannot see), verifying only
+the size of the fleet at that degree leaves an expensive fleet at the wrong setting: Qwen3-32B at 1 req/s with 4k-token
+p95 prompts and a 1 s TTFT needs 10 H100s at TP 1 in simulation, where 2 at TP 2 keep the promise.
+
+:func:`search` takes a candidate at every TP degree the plan allows (each at the step budget its closed form would
+deploy; the plan's own degree or budget where it fixes one), ranks them by the closed form's bill, and simulates from
+the cheapest. A candidate is simulated only where its closed form less one replica (the closed form's stated accuracy,
+issue 18) could still bill less than the best fleet verified so far, at most :data:`MAX_SIMULATED` of them. The
+Answer is the cheapest verified fleet; the others are carried with their bills and why they lost.
+
+No I/O.
+
+References
+----------
+Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable". vLLM's engine arguments
+(docs.vllm.ai, "Engine Arguments": ``--tensor-parallel-size``, ``--max-num-batched-tokens``); SGLang's server arguments
+(docs.sglang.ai, "Server Arguments": ``--tp-size``, ``--chunked-prefill-size``); TensorRT-LLM's ``trtllm-serve``
+options (``--tp_size``, ``--max_num_tokens``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xlplan import fleet
+from xlplan.plan import closed_form
+from xlplan.plan.closed_form import ClosedForm
+from xlplan.plan.scenario import Scenario
+from xlplan.schema import steps as step_results
+
+MAX_SIMULATED = 3
+"""Candidates the search simulates at most: the closed form's cheapest, then the two next that could still bill
+less. [candidates]"""
+
+ENGINE_FLAGS = {
+    "vllm": ("vLLM", "--tensor-parallel-size", "--max-num-batched-tokens"),
+    "runbook": ("vLLM", "--tensor-parallel-size", "--max-num-batched-tokens"),
+    "sglang": ("SGLang", "--tp-size", "--chunked-prefill-size"),
+    "trtllm": ("TensorRT-LLM", "--tp_size", "--max_num_tokens"),
+}
+"""Engine → (its name, its flag for the TP degree, its flag for the step's token budget). The runbook's engine is
+deployed as vLLM. [text]"""
+
+
+def settings(engine: str, tp: int, step_budget_tokens: int) -> str:
+    """The settings to deploy, in the engine's own flag names. [text]
+
+    Parameters
+    ----------
+    engine : str
+        The plan's engine (``policy.engine``).
+    tp : int
+        GPUs per replica. [GPUs]
+    step_budget_tokens : int
+        Tokens one step may carry. [tokens]
+
+    Returns
+    -------
+    str
+        ``'vLLM: --tensor-parallel-size 2 --max-num-batched-tokens 8192'`` and the like. [text]
+
+    Examples
+    --------
+    >>> settings("sglang", 4, 2048)
+    'SGLang: --tp-size 4 --chunked-prefill-size 2048'
+    """
+    name, tp_flag, budget_flag = ENGINE_FLAGS.get(engine, ENGINE_FLAGS["vllm"])
+    return f"{name}: {tp_flag} {tp} {budget_flag} {step_budget_tokens}"
+
+
+@dataclass(frozen=True)
+class Tried:
+    """One candidate configuration and what the search found. Units in the field comments."""
+
+    closed_form: ClosedForm  # the closed form at this degree and step budget
+    verified: object | None  # xlplan.schema.result.VerifiedOut, or None where not simulated
+    load: int  # GPUs for the load: verified where simulated and found, else the closed form's [GPUs]
+    with_redundancy: int  # at least load + redundancy × TP [GPUs]
+    purchased: int  # whole purchasing units [GPUs]
+    billed: int  # GPUs on the bill [GPUs]
+    why_not_simulated: str | None  # None where verified on every seed [text]
+    screened: bool = False  # simulated on the first seed alone, which already ruled it out [bool]
+
+    @property
+    def found(self) -> bool:
+        """Simulated, and a fleet kept the promise. [bool]"""
+        return self.verified is not None and self.verified.load is not None
+
+    def key(self) -> tuple:
+        """What the search orders fleets by: kept the promise first, then fewest billed, purchased, smallest TP. [GPUs]
+
+        Returns
+        -------
+        tuple
+            ``(not found, billed, purchased, tp)``; the smallest wins. [GPUs]
+        """
+        return (not self.found, self.billed, self.purchased, self.closed_form.tp)
+
+
+def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budget_set_by_plan: bool) -> list[ClosedForm]:
+    """A closed form at every TP degree the plan allows, cheapest bill first. [ClosedForm]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    sol : steps.Solution
+        The runbook's method solved: traffic and every TP degree's paths.
+    first : ClosedForm
+        The closed form's own choice (its degree is not solved again).
+    budget_set_by_plan : bool
+        Whether the plan file sets the step budget. [bool]
+
+    Returns
+    -------
+    list of ClosedForm
+        One per degree where the weights leave cache room, each at the step budget it would deploy, ordered as the
+        closed form orders degrees: feasible first, then fewest billed, fewest purchased, smallest degree.
+
+    References
+    ----------
+    Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable".
+    """
+    out = [first]
+    for tp in s.tp_options:
+        if int(tp) != int(first.tp):
+            cf = closed_form.at_degree(s, sol, int(tp), budget_set_by_plan)
+            if cf is not None:
+                out.append(cf)
+    return sorted(out, key=lambda c: (not c.feasible, _billed(s, c.with_redundancy, c.purchased), c.purchased, c.tp))
+
+
+def _billed(s: Scenario, with_redundancy: int, purchased: int) -> int:
+    """GPUs on the bill: purchased where the plan bills whole units, else the fleet with redundancy. [GPUs]"""
+    return int(purchased if s.bill_purchased else with_redundancy)
+
+
+def fleet_of(s: Scenario, load: int, tp: int, verified_with_redundancy: int | None = None) -> tuple[int, int, int]:
+    """(with redundancy, purchased, billed) of a load: never below load + redundancy × TP, and at least the fleet the
+    simulation found keeping the promise with the redundancy lost. [GPUs]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: redundancy, purchasing unit and billing.
+    load : int
+        GPUs for the load. [GPUs]
+    tp : int
+        GPUs per replica. [GPUs]
+    verified_with_redundancy : int, optional
+        The fewest GPUs the simulation found keeping the promise with the redundancy lost. [GPUs]
+
+    Returns
+    -------
+    tuple of int
+        With redundancy, purchased in whole units, billed. [GPUs]
+
+    Examples
+    --------
+    A warmed fleet that lost a replica can pass as a transient where the steady fleet fails, so the spare replicas are
+    always added: 100 GPUs of load at TP 4 with one spare are 104, whatever the loss run says.
+
+    >>> from types import SimpleNamespace as NS
+    >>> fleet_of(NS(redundancy=1, gpus_per_node=8, bill_purchased=False), 100, 4, 100)
+    (104, 104, 104)
+    """
+    red = max(int(load) + int(s.redundancy) * int(tp), int(verified_with_redundancy or 0))
+    purchased = int(fleet.whole_units(red, s.gpus_per_node))
+    return red, purchased, _billed(s, red, purchased)
+
+
+def _lower_billed(s: Scenario, cf: ClosedForm) -> int:
+    """The bill of one replica fewer than the closed form: the least the simulation could find at this setting,
+    taking the closed form at its stated accuracy (within one replica). [GPUs]"""
+    reps = max(int(cf.load_replicas) - 1, 1)
+    return fleet_of(s, reps * int(cf.tp), int(cf.tp))[2]
+
+
+def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable: Callable,
+           screen: Callable) -> tuple[int, list[Tried]]:
+    """Simulate candidates from the cheapest until none left could bill less than the best verified. [Tried]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers.
+    cands : list of ClosedForm
+        :func:`candidates`, cheapest first.
+    simulate : callable
+        ``closed form -> VerifiedOut``: the verification at that candidate's degree and step budget.
+    affordable : callable
+        ``closed form -> (bool, why not)``: whether the default simulation takes it on.
+    screen : callable
+        ``closed form -> replicas or None``: the fewest replicas keeping the promise on the first seed alone. A
+        candidate after the first is verified on every seed only where this already bills less than the best
+        (more seeds only raise it).
+
+    Returns
+    -------
+    chosen : int
+        Index into ``tried`` of the Answer's configuration: the cheapest that kept the promise in simulation, else the
+        first candidate (the closed form's cheapest). [index]
+    tried : list of Tried
+        Every candidate in ``cands`` order, simulated or with why not.
+    """
+    tried: list[Tried] = []
+    best: tuple | None = None
+    simulated = 0
+    for cf in cands:
+        why = None
+        if simulated >= MAX_SIMULATED:
+            why = f"not simulated: the search simulates at most {MAX_SIMULATED} settings"
+        elif best is not None and _lower_billed(s, cf) >= best[1]:
+            why = (f"not simulated: even one replica fewer than its closed form ({_lower_billed(s, cf)} GPUs billed) "
+                   "bills no less than the Answer")
+        elif simulated:
+            ok, skipped = affordable(cf)
+            why = None if ok else skipped
+        screened = False
+        if why is None and best is not None:
+            why = _screened_out(s, cf, screen(cf), best[1])
+            screened = why is not None
+        v = simulate(cf) if why is None else None
+        simulated += v is not None or screened
+        load = int(v.load) if (v is not None and v.load is not None) else int(cf.load)
+        red, bought, billed = fleet_of(s, load, int(cf.tp), v.with_redundancy if (v is not None and v.load is not None) else None)
+        t = Tried(cf, v, load, red, bought, billed, why, screened)
+        tried.append(t)
+        if t.found and (best is None or t.key() < best):
+            best = t.key()
+    found = [i for i, t in enumerate(tried) if t.found]
+    chosen = min(found, key=lambda i: tried[i].key()) if found else 0
+    return chosen, tried
+
+
+
+def _screened_out(s: Scenario, cf: ClosedForm, seed_one: int | None, best_billed: int) -> str | None:
+    """Why the first seed alone rules a candidate out, or None where it could still bill less than the best. [text]"""
+    tp = int(cf.tp)
+    if seed_one is None:
+        return "simulated on the first seed: no fleet up to the search's cap keeps the promise"
+    billed = fleet_of(s, seed_one * tp, tp)[2]
+    if billed >= best_billed:
+        return (f"simulated on the first seed: {seed_one * tp} GPUs keep the promise, at least {billed} billed, no "
+                "fewer than the Answer")
+    return None
