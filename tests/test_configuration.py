@@ -79,15 +79,15 @@ def test_a_candidate_the_first_seed_rules_out_is_not_verified_on_every_seed():
     assert tried[1].screened and "8 GPUs keep the promise, at least 10 billed" in tried[1].why_not_simulated
 
 
-def test_at_most_three_settings_are_simulated_and_an_unaffordable_one_is_skipped():
+def test_at_most_four_settings_are_simulated_and_an_unaffordable_one_is_skipped():
     s = _scenario()
-    cands = [_cf(1, 9), _cf(1, 9, 1024), _cf(1, 9, 2048), _cf(1, 9, 4096), _cf(2, 5)]
+    cands = [_cf(1, 9), _cf(1, 9, 1024), _cf(1, 9, 2048), _cf(1, 9, 4096), _cf(1, 9, 8192), _cf(2, 5)]
     # every simulation finds 40 GPUs (41 billed), far past each closed form, so each next one could bill less
     chosen, tried = configuration.search(s, cands, lambda cf: _verified(40, 41), lambda cf: (cf.tp == 1, "too large"),
                                          lambda cf: 1)
-    assert [t.verified is not None for t in tried] == [True, True, True, False, False]
-    assert "at most 3" in tried[3].why_not_simulated and "at most 3" in tried[4].why_not_simulated
-    chosen, tried = configuration.search(s, cands[:1] + cands[4:], lambda cf: _verified(40, 41),
+    assert [t.verified is not None for t in tried] == [True, True, True, True, False, False]
+    assert "at most 4" in tried[4].why_not_simulated and "at most 4" in tried[5].why_not_simulated
+    chosen, tried = configuration.search(s, cands[:1] + cands[5:], lambda cf: _verified(40, 41),
                                          lambda cf: (cf.tp == 1, "too large"), lambda cf: 1)
     assert tried[1].why_not_simulated == "too large"
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 from planhelp import replan
 
 from xlplan.decide.planner import plan as run_plan
+from xlplan.io.planfile import read_plan
 from xlplan.plan import latency_step, replica_at_tp, scenario, steps
 from xlplan.plan.queue_path import queue_path
 from xlplan.plan.scenario import resolve
@@ -104,6 +106,8 @@ def test_long_prefill_steps_limit_the_rate_a_replica_serves(ref_plan):
     assert "a step carrying a prompt chunk takes 87 ms, over the 50 ms target, and at most 5% of steps may" in line
     assert f"40 ÷ {lam:.2f} → {q.tail_replicas} replicas at least" in line
 
+
+BATTERY_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "battery"
 
 L70 = {"name": "llama-3.1-70b", "weights_dtype": "bf16", "kv_dtype": "bf16"}
 
@@ -444,3 +448,34 @@ def test_a_promise_in_milliseconds_is_refused_with_the_fix(ref_plan, tmp_path, c
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     assert main(["plan", str(path), "--no-verify"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [f"error: {path}: {hint}"]
+
+
+def test_a_prompt_that_fits_one_step_queues_behind_its_replicas_other_prefills():
+    # Llama-3.1-70B bf16 on two H200s (vLLM's defaults, 8,192-token steps) at 15 req/s, 2,000-token prompts: a whole
+    # prompt is one step, so a request arriving while its replica runs another prompt's prefill waits for the whole
+    # step. Each replica is an M/G/1 queue of prefills at λ/n: P(wait > t) = ρ·exp(−2t(1 − ρ)·E[S]/E[S²]) (P(wait) = ρ
+    # by PASTA; given a wait, exponential with the Pollaczek–Khinchine mean). With every prompt 2,000 tokens the
+    # prefill is deterministic: E[S] is the one prompt's prefill and E[S²] = E[S]².
+    p = read_plan(BATTERY_DIR / "70b-h200-tp2.yaml")
+    s = resolve(p)
+    tr = steps.traffic(s)
+    q = queue_path(s, tr, 2, 15.0)
+    s8k = scenario.changed(s, latency_with_prefill=True, max_num_batched_tokens=8192.0)
+    r = replica_at_tp.replica(s8k, 2)
+    one = float(latency_step.prefill_alone_s(s8k, r, 2000.0))
+    assert q.prefill_mean_s == pytest.approx(one, rel=1e-12) and q.prefill_second_moment_s2 == pytest.approx(one**2, rel=1e-12)
+    t = 1.0 - one  # the TTFT promise less the prompt's own prefill
+
+    def chance(n):
+        rho = 15.0 * one / n
+        return rho * math.exp(-2.0 * t * (1.0 - rho) * one / one**2)
+
+    n = q.prefill_queue_replicas
+    assert chance(n) <= 0.05 < chance(n - 1)
+    # it binds: the slots' queue alone keeps the wait with far fewer (the simulation needs 41 at these settings,
+    # benchmarks/bench_configurations.txt), and the queueing path takes the larger
+    assert q.replicas == n > queueing.servers_for_wait(15.0, 1.0 / q.service_rps_per_replica, q.wait_target_s, 95.0)
+    assert 38 <= n <= 44
+    # a prompt chunked over several steps (512-token steps) leaves the wait to the slots' queue
+    s512 = scenario.changed(s, max_num_batched_tokens=512.0)
+    assert queue_path(s512, tr, 2, 15.0).prefill_queue_replicas == 0

@@ -5,8 +5,8 @@ wrong (a long prompt's prefill on a narrow replica, which Erlang C over the deco
 the size of the fleet at that degree leaves an expensive fleet at the wrong setting: Qwen3-32B at 1 req/s with 4k-token
 p95 prompts and a 1 s TTFT needs 10 H100s at TP 1 in simulation, where 2 at TP 2 keep the promise.
 
-:func:`search` takes a candidate at every TP degree the plan allows (each at the step budget its closed form would
-deploy; the plan's own degree or budget where it fixes one), ranks them by the closed form's bill, and simulates from
+:func:`search` takes a candidate at every TP degree and step budget the plan allows (the plan's own degree or budget
+where it fixes one), ranks them by the closed form's bill, and simulates from
 the cheapest. A candidate is simulated only where its closed form less one replica (the closed form's stated accuracy,
 issue 18) could still bill less than the best fleet verified so far, at most :data:`MAX_SIMULATED` of them. The
 Answer is the cheapest verified fleet; the others are carried with their bills and why they lost.
@@ -27,14 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xlplan import fleet
-from xlplan.plan import closed_form
+from xlplan.plan import closed_form, queue_path
 from xlplan.plan.closed_form import ClosedForm
 from xlplan.plan.scenario import Scenario
 from xlplan.schema import steps as step_results
 
-MAX_SIMULATED = 3
-"""Candidates the search simulates at most: the closed form's cheapest, then the two next that could still bill
-less. [candidates]"""
+MAX_SIMULATED = 4
+"""Candidates the search simulates at most (the first seed alone counts): the closed form's cheapest, then the three
+next that could still bill less. [candidates]"""
 
 ENGINE_FLAGS = {
     "vllm": ("vLLM", "--tensor-parallel-size", "--max-num-batched-tokens"),
@@ -102,7 +102,7 @@ class Tried:
 
 
 def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budget_set_by_plan: bool) -> list[ClosedForm]:
-    """A closed form at every TP degree the plan allows, cheapest bill first. [ClosedForm]
+    """A closed form at every TP degree and step budget the plan allows, cheapest bill first. [ClosedForm]
 
     Parameters
     ----------
@@ -111,27 +111,38 @@ def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budge
     sol : steps.Solution
         The runbook's method solved: traffic and every TP degree's paths.
     first : ClosedForm
-        The closed form's own choice (its degree is not solved again).
+        The closed form's own choice (its setting is not solved again).
     budget_set_by_plan : bool
-        Whether the plan file sets the step budget. [bool]
+        Whether the plan file sets the step budget (then only that budget is tried). [bool]
 
     Returns
     -------
     list of ClosedForm
-        One per degree where the weights leave cache room, each at the step budget it would deploy, ordered as the
-        closed form orders degrees: feasible first, then fewest billed, fewest purchased, smallest degree.
+        One per (degree, budget of :data:`xlplan.plan.queue_path.STEP_BUDGETS`) where the weights leave cache room,
+        ordered as the closed form orders fleets: feasible first, then fewest billed, fewest purchased, smallest
+        degree; among equal bills the closed form's own setting first, then smaller budgets (shorter prefill chunks
+        stall decodes less, which the closed form counts least well).
 
     References
     ----------
     Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable".
     """
+    own = (int(first.tp), int(first.step_budget_tokens))
+    budgets = (None,) if budget_set_by_plan else queue_path.STEP_BUDGETS
     out = [first]
     for tp in s.tp_options:
-        if int(tp) != int(first.tp):
-            cf = closed_form.at_degree(s, sol, int(tp), budget_set_by_plan)
+        for budget in budgets:
+            if (int(tp), budget) == own or (budget is None and int(tp) == own[0]):
+                continue
+            cf = closed_form.at_degree(s, sol, int(tp), budget_set_by_plan, budget)
             if cf is not None:
                 out.append(cf)
-    return sorted(out, key=lambda c: (not c.feasible, _billed(s, c.with_redundancy, c.purchased), c.purchased, c.tp))
+
+    def key(c: ClosedForm) -> tuple:
+        return (not c.feasible, _billed(s, c.with_redundancy, c.purchased), c.purchased, c.tp,
+                (int(c.tp), int(c.step_budget_tokens)) != own, c.step_budget_tokens)
+
+    return sorted(out, key=key)
 
 
 def _billed(s: Scenario, with_redundancy: int, purchased: int) -> int:

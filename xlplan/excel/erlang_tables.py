@@ -53,6 +53,8 @@ def _queue_statics(e: Engine) -> list[Static]:
          "engine value"),
         ("QueueTailReplicas", "Replicas the long-prefill-step limit needs", q.tail_replicas, "replicas", FMT["gpus"],
          "engine value: 0 where a step with a prompt chunk stays within the inter-token target"),
+        ("QueuePrefillReplicas", "Replicas each replica's own prefill queue needs", q.prefill_queue_replicas, "replicas",
+         FMT["gpus"], "engine value: M/G/1 (Pollaczek–Khinchine) where a whole prompt fits one step; 0 where prompts are chunked"),
     ]
 
 
@@ -82,10 +84,10 @@ def _queueing_lines(e: Engine) -> list[Line]:
     replicas = q.replicas if q.replicas is not None else NONE
     return [
         Line("QueueingReplicas", "Fewest replicas keeping the wait within the target",
-             f'=IF(OR(NOT(ISNUMBER(QueueOffered)),QueueWaitTarget<0),"{NONE}",IFERROR(MAX(QueueTailReplicas,'
+             f'=IF(OR(NOT(ISNUMBER(QueueOffered)),QueueWaitTarget<0),"{NONE}",IFERROR(MAX(QueueTailReplicas,QueuePrefillReplicas,'
              f'IF(QueueCoarseStep>{ERLANG_ROWS_NAME},"{BEYOND_TABLE}",INDEX(QueueFineN,MATCH(TRUE,QueueFineMeets,0)))),"{BEYOND_TABLE}"))', replicas, "replicas", FMT["gpus"],
-             "the first row of the table below within the target, at least the long-prefill-step limit",
-             udf="QUEUEING_REPLICAS(PeakRate,QueueServiceRPS,QueueWaitTarget,PromisePercentile,QueueTailReplicas,ArrivalCV2)"),
+             "the first row of the table below within the target, at least the long-prefill-step limit and the prefill queue",
+             udf="QUEUEING_REPLICAS(PeakRate,QueueServiceRPS,QueueWaitTarget,PromisePercentile,MAX(QueueTailReplicas,QueuePrefillReplicas),ArrivalCV2)"),
         Line("QueueingGPUs", "Queueing path", "=IF(ISNUMBER(QueueingReplicas),QueueingReplicas*QueueTP,QueueingReplicas)",
              cf.queueing_gpus if cf.queueing_gpus is not None else NONE, "GPUs", FMT["gpus"], "replicas × TP"),
     ]

@@ -185,7 +185,8 @@ def closed_form(s: Scenario, sol: step_results.Solution, budget_set_by_plan: boo
     return _fewest(s, sol.traffic, int(sol.paths.tp), by_tp.get, budget_set_by_plan, budget)
 
 
-def at_degree(s: Scenario, sol: step_results.Solution, tp: int, budget_set_by_plan: bool) -> ClosedForm | None:
+def at_degree(s: Scenario, sol: step_results.Solution, tp: int, budget_set_by_plan: bool,
+              budget: int | None = None) -> ClosedForm | None:
     """The closed form at one TP degree, at the step budget it would deploy there: a candidate of the configuration
     search (:mod:`xlplan.decide.configuration`). [ClosedForm]
 
@@ -199,11 +200,13 @@ def at_degree(s: Scenario, sol: step_results.Solution, tp: int, budget_set_by_pl
         GPUs per replica; one of the solution's candidates. [GPUs]
     budget_set_by_plan : bool
         Whether the plan file sets the step budget (it then stands). [bool]
+    budget : int, optional
+        Take this step budget instead of the one the closed form would choose at ``tp``. [tokens]
 
     Returns
     -------
     ClosedForm or None
-        :func:`closed_form`'s figures with the degree held at ``tp``; None where the weights leave no cache room or the
+        :func:`closed_form`'s figures with the degree held at ``tp`` (and the budget at ``budget``); None where the weights leave no cache room or the
         runbook's checks fail there.
 
     References
@@ -213,7 +216,7 @@ def at_degree(s: Scenario, sol: step_results.Solution, tp: int, budget_set_by_pl
     pa = next((c for c in sol.candidates if int(c.tp) == int(tp)), None)
     if pa is None or pa.load == arrays.INF:
         return None
-    return _at_tp(s, sol.traffic, pa, budget_set_by_plan)
+    return _at_tp(s, sol.traffic, pa, budget_set_by_plan, budget)
 
 
 def closed_form_of(s: Scenario, budget_set_by_plan: bool, budget: int | None = None,

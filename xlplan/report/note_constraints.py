@@ -6,6 +6,8 @@ Reads a :class:`~xlplan.schema.result.PlanResult`; computes nothing. Each line s
 
 from __future__ import annotations
 
+import math
+
 from xlplan import words
 from xlplan.schema.result import PlanResult
 
@@ -100,6 +102,14 @@ def _queueing_line(r: PlanResult) -> str:
         tail = (f"; a step carrying a prompt chunk takes {q.prefill_step_s * 1000:.0f} ms, over the {i.itl_s * 1000:g} ms "
                 f"target, and at most {100 - i.percentile:g}% of steps may: {tail_rate} req/s per "
                 f"replica, {i.peak_rps:g} ÷ {tail_rate} → {words.count(n, 'replica')} at least")
+    if q.prefill_queue_replicas:
+        n, m1, m2, t = q.prefill_queue_replicas, q.prefill_mean_s, q.prefill_second_moment_s2, q.wait_target_s
+        rho = i.peak_rps * m1 / n
+        chance = rho * math.exp(-2.0 * t * (1.0 - rho) * m1 / m2)
+        tail += (f"; a whole prompt fits one step, so each replica's prefills queue of their own (M/G/1, "
+                 f"Pollaczek–Khinchine): ρ = {i.peak_rps:g} req/s × {m1:.3f} s ÷ {n} = {rho:.3f}, P(wait > {t:.2f} s) = "
+                 f"{rho:.3f} × exp(−2 × {t:.2f} s × {1 - rho:.3f} × {m1:.3f} s ÷ {m2:.4f} s²) = {chance:.3f} ≤ "
+                 f"{1 - i.percentile / 100:.2f} → {words.count(n, 'replica')} at least")
     per = q.gpus // q.replicas if q.replicas else 0
     return (f"{rate}; {load}{tail} → {words.count(q.replicas, 'replica')} {words.verb(q.replicas, 'keeps', 'keep')} the "
             f"p{i.percentile:g} wait for a slot at {q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − "
