@@ -114,6 +114,9 @@ def test_reference_plan_through_the_udfs_equals_the_cli(cli):
     q = cli["queueing"]
     assert U.queueing_replicas(inp["peak_rps"], q["service_rps_per_replica"], q["wait_target_s"], inp["percentile"],
                                q["tail_replicas"]) == q["replicas"] == 6
+    # a prefill queue needing more (9 replicas, where a whole prompt fits one step) is the larger, so it is the answer
+    assert U.queueing_replicas(inp["peak_rps"], q["service_rps_per_replica"], q["wait_target_s"], inp["percentile"],
+                               q["tail_replicas"], 1.0, 9) == 9
 
 
 RUNBOOK_POLICY = [["policy.engine", "runbook"], ["policy.mfu", 0.4], ["policy.attention_flops", "full"],

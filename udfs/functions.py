@@ -249,8 +249,10 @@ def latency_gpus(concurrency, max_decode_batch, tp=1):
      wait_target_s="Longest wait for a slot: the TTFT target less the prompt's prefill. [s]",
      percentile="The promise's percentile (95, not 0.95). [percent]",
      tail_replicas="Replicas the long-prefill-step limit needs; 0 where it never binds. [replicas]",
-     arrival_cv2="Squared coefficient of variation of the gaps between arrivals: 1 Poisson, above 1 bursty. [1]")
-def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, percentile=95.0, tail_replicas=0, arrival_cv2=1.0):
+     arrival_cv2="Squared coefficient of variation of the gaps between arrivals: 1 Poisson, above 1 bursty. [1]",
+     prefill_replicas="Replicas each replica's own prefill queue needs where a whole prompt fits one step; 0 where prompts are chunked. [replicas]")
+def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, percentile=95.0, tail_replicas=0, arrival_cv2=1.0,
+                      prefill_replicas=0):
     """The queueing path: the fewest replicas whose p95 wait for a slot fits the target, by Erlang C (the reference: 6). [replicas]"""
     wait = number("wait_target_s", wait_target_s, "s")
     if wait < 0:
@@ -260,7 +262,8 @@ def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, 
         number("service_rps_per_replica", service_rps_per_replica, "requests/s", above=0.0), wait,
         number("percentile", percentile, "percent", above=0.0, at_most=99.99),
         whole("tail_replicas", tail_replicas, "replicas", at_least=0),
-        number("arrival_cv2", arrival_cv2, "1", above=0.0, at_most=100.0)))
+        number("arrival_cv2", arrival_cv2, "1", above=0.0, at_most=100.0),
+        whole("prefill_replicas", prefill_replicas, "replicas", at_least=0)))
 
 
 # ---------------------------------------------------------------------------------------------- step 6

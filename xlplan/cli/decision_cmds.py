@@ -128,8 +128,10 @@ def schedule_cmd(
     months: int | None = typer.Option(None, "--months", help="Months to plan (default: the plan's growth.months, else 12)."),
     lead_time_days: int | None = typer.Option(None, "--lead-time-days", help="Days from order to GPUs in service (or growth.lead_time_days)."),
     start: str | None = typer.Option(None, "--start", help="First month, YYYY-MM (default: the plan's growth.start, else next month)."),
-    verify: str = typer.Option("margin", "--verify", help=("margin: the closed form plus the shortfall simulated at the first and "
-                                                           "largest month; every: simulate every month; none: the closed form.")),
+    verify: str = typer.Option("every", "--verify", help=("every (the default): each month decided as `xlplan plan` decides "
+                                                          "it, simulated where affordable; margin: the closed form plus the "
+                                                          "shortfall simulated at the first and largest month (faster); none: "
+                                                          "the closed form.")),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """When to order: the fleet month by month as the peak grows, each order dated its lead time ahead."""

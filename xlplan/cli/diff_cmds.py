@@ -37,8 +37,9 @@ def read_either(path: Path):
 def diff_cmd(
     old: Path = typer.Argument(..., help="The plan before the change: a plan file (YAML or JSON) or a workbook (.xlsx)."),
     new: Path = typer.Argument(..., help="The plan after it: a plan file or a workbook."),
-    verify: bool = typer.Option(False, "--verify", help=("Simulate both Answers at peak, as `xlplan plan` verifies its "
-                                                         "Answer (seconds each); default: the closed form alone.")),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help=("Simulate both Answers at peak, as `xlplan plan` "
+                                                                     "verifies its Answer (where affordable; seconds "
+                                                                     "each), the default; --no-verify: the closed form alone.")),
     as_json: bool = typer.Option(False, "--json", help="Print the inputs changed and the consequences as JSON."),
 ) -> None:
     """The audit view: which inputs changed (with owner and source) and what that changes in the fleet, binding, bill
@@ -101,7 +102,7 @@ def diff_lines(out, old: Path, new: Path) -> list[str]:
     for change in out.inputs_changed:
         lines += _input_lines(change)
     how = ("each Answer simulated at peak" if c.method == "verified"
-           else "the closed form on both plans, not simulated; --verify simulates both Answers")
+           else "the closed form on both plans, not simulated (--no-verify; without it both Answers are simulated)")
     lines += ["", f"Consequences ({how}):"]
     for name, label in FIGURES:
         f = getattr(c, name)

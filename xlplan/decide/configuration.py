@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from xlplan import fleet
-from xlplan.plan import closed_form, queue_path
+from xlplan import fleet, words
+from xlplan.plan import closed_form, queue_path, scenario
 from xlplan.plan.closed_form import ClosedForm
 from xlplan.plan.scenario import Scenario
 from xlplan.schema import steps as step_results
@@ -120,8 +120,9 @@ def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budge
     list of ClosedForm
         One per (degree, budget of :data:`xlplan.plan.queue_path.STEP_BUDGETS`) where the weights leave cache room,
         ordered as the closed form orders fleets: feasible first, then fewest billed, fewest purchased, smallest
-        degree; among equal bills the closed form's own setting first, then smaller budgets (shorter prefill chunks
-        stall decodes less, which the closed form counts least well).
+        degree; among equal bills the closed form's own setting first, then the engine's default budget (the fewest
+        flags changed), then smaller budgets (shorter prefill chunks stall decodes less, which the closed form counts
+        least well).
 
     References
     ----------
@@ -138,9 +139,11 @@ def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budge
             if cf is not None:
                 out.append(cf)
 
+    default = scenario.chunk_tokens(s)
+
     def key(c: ClosedForm) -> tuple:
         return (not c.feasible, _billed(s, c.with_redundancy, c.purchased), c.purchased, c.tp,
-                (int(c.tp), int(c.step_budget_tokens)) != own, c.step_budget_tokens)
+                (int(c.tp), int(c.step_budget_tokens)) != own, c.step_budget_tokens != default, c.step_budget_tokens)
 
     return sorted(out, key=key)
 
@@ -226,8 +229,8 @@ def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable:
         if simulated >= MAX_SIMULATED:
             why = f"not simulated: the search simulates at most {MAX_SIMULATED} settings"
         elif best is not None and _lower_billed(s, cf) >= best[1]:
-            why = (f"not simulated: even one replica fewer than its closed form ({_lower_billed(s, cf)} GPUs billed) "
-                   "bills no less than the Answer")
+            why = (f"not simulated: even one replica fewer than its closed form ({words.count(_lower_billed(s, cf), 'GPU')} "
+                   "billed) bills no less than the Answer")
         elif simulated:
             ok, skipped = affordable(cf)
             why = None if ok else skipped
@@ -256,6 +259,6 @@ def _screened_out(s: Scenario, cf: ClosedForm, seed_one: int | None, best_billed
         return "simulated on the first seed: no fleet up to the search's cap keeps the promise"
     billed = fleet_of(s, seed_one * tp, tp)[2]
     if billed >= best_billed:
-        return (f"simulated on the first seed: {seed_one * tp} GPUs keep the promise, at least {billed} billed, no "
-                "fewer than the Answer")
+        return (f"simulated on the first seed: {words.count(seed_one * tp, 'GPU')} {words.verb(seed_one * tp, 'keeps', 'keep')} "
+                f"the promise, at least {billed} billed, no fewer than the Answer")
     return None

@@ -83,9 +83,9 @@ def _with_answer(options: list, answer) -> list:
         return options
     out = []
     for o in options:
-        if o.is_plan and o.feasible and o.tp == answer.tp:
+        if o.is_plan and o.feasible:  # at the Answer's setting, which the configuration search may have moved
             o = o.model_copy(update={
-                "load": answer.load, "with_redundancy": answer.with_redundancy, "purchased": answer.purchased,
+                "tp": answer.tp, "load": answer.load, "with_redundancy": answer.with_redundancy, "purchased": answer.purchased,
                 "binding": answer.binding, "source": "verified", "closed_form_load": o.load, "billed_gpus": answer.billed_gpus,
                 "monthly_usd": answer.monthly_usd if o.monthly_usd is not None else None,
                 "usd_per_mtok": answer.usd_per_mtok if o.usd_per_mtok is not None else None})

@@ -158,7 +158,8 @@ def latency_gpus(concurrency_: float, max_decode_batch_: float, tp: int = 1) -> 
 
 
 def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, wait_target_s: float,
-                      percentile: float = 95.0, tail_replicas: int = 0, arrival_cv2: float = 1.0) -> float:
+                      percentile: float = 95.0, tail_replicas: int = 0, arrival_cv2: float = 1.0,
+                      prefill_replicas: int = 0) -> float:
     """The queueing path: the fewest replicas whose wait for a slot at the percentile fits the target. [replicas]
 
     Parameters
@@ -175,12 +176,15 @@ def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, w
         Replicas the long-prefill-step limit needs (0 where it never binds). [replicas]
     arrival_cv2 : float
         Squared coefficient of variation of the gaps between arrivals: 1 Poisson. [1]
+    prefill_replicas : int
+        Replicas each replica's own prefill queue needs, where a whole prompt fits one step (0 where prompts are
+        chunked; :func:`xlplan.plan.queue_path.prefill_queue`). [replicas]
 
     Returns
     -------
     float
-        The larger of Erlang C's answer (exponential service, the Allen–Cunneen factor ``(cₐ² + 1) ÷ 2``) and
-        ``tail_replicas``; +inf when no fleet keeps the wait (a negative target). [replicas]
+        The largest of Erlang C's answer (exponential service, the Allen–Cunneen factor ``(cₐ² + 1) ÷ 2``),
+        ``tail_replicas`` and ``prefill_replicas``; +inf when no fleet keeps the wait (a negative target). [replicas]
 
     References
     ----------
@@ -190,4 +194,4 @@ def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, w
 
     n = queueing.servers_for_wait(arrival_rate_rps, 1.0 / service_rps_per_replica, wait_target_s, percentile,
                                   arrival_cv2, queueing.SERVICE_CV2)
-    return float("inf") if n is None else float(max(n, int(tail_replicas)))
+    return float("inf") if n is None else float(max(n, int(tail_replicas), int(prefill_replicas)))
