@@ -14,8 +14,7 @@ For every plan of ``benchmarks/battery/`` (``benchmarks/battery_plans.py`` write
 
 A setting is skipped, not simulated, where even one replica of it (with redundancy) bills no less than the cheapest
 found so far, or where its one-seed search already does; skipped settings cannot be cheaper. Scenarios whose closed
-form is past 128 replicas are left out of the brute force (a run takes minutes; issue 49's sampling is for them) and
-say so.
+form is past 128 replicas keep the engine's default sequence cap in the brute force (a run takes minutes).
 """
 
 from __future__ import annotations
@@ -36,8 +35,9 @@ from xlplan.simulate.workload import run_minutes, workload_for
 BATTERY = Path(__file__).resolve().parent / "battery"
 CAPS = (None, 64)
 """Sequence caps tried: the engine's default (None) and 64. [sequences]"""
-BRUTE_MAX_REPLICAS = 128
-"""Closed forms past this many replicas are not brute-forced. [replicas]"""
+LARGE_REPLICAS = 128
+"""Past this many replicas in the closed form, the brute force keeps the engine's default sequence cap (a run takes
+minutes). [replicas]"""
 
 
 def _verified(s, tp: int, start: int, percentile: float, max_context, best_billed):
@@ -60,12 +60,13 @@ def _verified(s, tp: int, start: int, percentile: float, max_context, best_bille
     return n, red_gpus, billed
 
 
-def brute_force(p, s) -> tuple[dict | None, int]:
-    """The cheapest setting found, and how many settings were simulated. [dict], [settings]"""
+def brute_force(p, s, large: bool = False) -> tuple[dict | None, int]:
+    """The cheapest setting found, and how many settings were simulated; ``large``: the default sequence cap only.
+    [dict], [settings]"""
     sol = steps.solve(s)
     fixed_budget = p.policy.max_num_batched_tokens
     budgets = (int(fixed_budget),) if fixed_budget is not None else queue_path.STEP_BUDGETS
-    caps = (None,) if p.policy.max_num_seqs is not None else CAPS
+    caps = (None,) if (p.policy.max_num_seqs is not None or large) else CAPS
     best, simulated = None, 0
     settings = []
     for pa in sol.candidates:
@@ -107,11 +108,7 @@ def main(argv: list[str]) -> int:
         cf_reps, v_reps = a.closed_form_load // a.tp, a.load // a.tp
         answer = (f"TP {a.tp}, {a.step_budget_tokens:,} | {cf_reps} / {v_reps if a.source == 'verified' else '—'} | "
                   f"{a.with_redundancy}, {a.billed_gpus}, ${a.monthly_usd:,.0f}")
-        if r.closed_form.load // r.closed_form.tp > BRUTE_MAX_REPLICAS:
-            print(f"{name} | {answer} | not brute-forced: the closed form's {r.closed_form.load // r.closed_form.tp} replicas are past "
-                  f"{BRUTE_MAX_REPLICAS} | — | — | {time.perf_counter() - t0:.0f}")
-            continue
-        best, n = brute_force(p, s)
+        best, n = brute_force(p, s, large=r.closed_form.load // r.closed_form.tp > LARGE_REPLICAS)
         within = a.source == "verified" and abs(cf_reps - v_reps) <= 1
         cheapest = best is None or a.billed_gpus <= best["billed"]
         verdict = ("ok" if within and cheapest else

@@ -57,12 +57,12 @@ def test_the_search_simulates_from_the_cheapest_and_stops_where_none_can_bill_le
         calls.append(("verify", cf.tp))
         return sims[cf.tp]
 
-    def screen(cf):
-        calls.append(("screen", cf.tp))
-        return {2: 1}[cf.tp]
+    def screen(cf, replicas):
+        calls.append(("screen", cf.tp, replicas))
+        return True  # the most TP 2 replicas that bill less than 11: 4 (8 + 2 = 10 < 11; 5 would bill 12) keep it
 
     chosen, tried = configuration.search(s, cands, simulate, lambda cf: (True, None), screen)
-    assert calls == [("verify", 1), ("screen", 2), ("verify", 2)]
+    assert calls == [("verify", 1), ("screen", 2, 4), ("verify", 2)]
     assert chosen == 1 and (tried[1].load, tried[1].with_redundancy, tried[1].billed) == (2, 4, 4)
     assert tried[0].billed == 11 and tried[2].verified is None
     assert "bills no less than the Answer" in tried[2].why_not_simulated
@@ -70,13 +70,14 @@ def test_the_search_simulates_from_the_cheapest_and_stops_where_none_can_bill_le
 
 def test_a_candidate_the_first_seed_rules_out_is_not_verified_on_every_seed():
     # TP 1 verified at 6 GPUs (7 billed). TP 2's closed form is 3 replicas; one fewer bills 2 × 2 + 2 = 6 < 7, so it is
-    # screened: the first seed needs 4 replicas, 8 + 2 = 10 billed >= 7, so it is never verified on the other seeds.
+    # screened: one run on the first seed at the most TP 2 replicas that bill less than 7 (2: 4 + 2 = 6; 3 would bill
+    # 8). They miss, and fewer replicas only wait longer, so it is never verified on the other seeds.
     s = _scenario()
-    verified = []
+    verified, screened = [], []
     chosen, tried = configuration.search(s, [_cf(1, 6), _cf(2, 3)], lambda cf: verified.append(cf.tp) or _verified(6, 7),
-                                         lambda cf: (True, None), lambda cf: 4)
-    assert verified == [1] and chosen == 0
-    assert tried[1].screened and "8 GPUs keep the promise, at least 10 billed" in tried[1].why_not_simulated
+                                         lambda cf: (True, None), lambda cf, n: screened.append((cf.tp, n)) or False)
+    assert verified == [1] and screened == [(2, 2)] and chosen == 0
+    assert tried[1].screened and "4 GPUs, the most that bill less than the Answer, miss the promise" in tried[1].why_not_simulated
 
 
 def test_at_most_four_settings_are_simulated_and_an_unaffordable_one_is_skipped():
@@ -84,11 +85,11 @@ def test_at_most_four_settings_are_simulated_and_an_unaffordable_one_is_skipped(
     cands = [_cf(1, 9), _cf(1, 9, 1024), _cf(1, 9, 2048), _cf(1, 9, 4096), _cf(1, 9, 8192), _cf(2, 5)]
     # every simulation finds 40 GPUs (41 billed), far past each closed form, so each next one could bill less
     chosen, tried = configuration.search(s, cands, lambda cf: _verified(40, 41), lambda cf: (cf.tp == 1, "too large"),
-                                         lambda cf: 1)
+                                         lambda cf, n: True)
     assert [t.verified is not None for t in tried] == [True, True, True, True, False, False]
     assert "at most 4" in tried[4].why_not_simulated and "at most 4" in tried[5].why_not_simulated
     chosen, tried = configuration.search(s, cands[:1] + cands[5:], lambda cf: _verified(40, 41),
-                                         lambda cf: (cf.tp == 1, "too large"), lambda cf: 1)
+                                         lambda cf: (cf.tp == 1, "too large"), lambda cf, n: True)
     assert tried[1].why_not_simulated == "too large"
 
 

@@ -18,7 +18,7 @@ from xlplan.schema import steps as step_results
 from xlplan.schema.plausibility import FLEET_CEILING_GPUS, past_ceiling
 from xlplan.schema.result import AlternativeOut, AnswerOut, UtilisationCost
 from xlplan.schema.steps import Solution
-from xlplan.simulate import search as sim_search
+from xlplan.simulate import run as sim_run
 from xlplan.simulate import verify as sim_verify
 from xlplan.simulate import workload
 
@@ -101,7 +101,8 @@ def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_b
     if cf.purchased > FLEET_CEILING_GPUS:
         raise PlanningError(past_ceiling(cf.purchased))
     skipped = None
-    if verify == "auto":
+    auto = verify == "auto"
+    if auto:
         verify, skipped = _affordable(s, cf)
     if not verify:
         return Decision(sol, cf, None, _answer(s, sol, cf, None), skipped)
@@ -110,14 +111,16 @@ def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_b
         return sim_verify.verify(deployed(s, c), sol, percentile, max_context=max_context, start_replicas=c.load_replicas,
                                  cv2=s.arrival_cv2, tp=c.tp)
 
-    def screen(c: closed_form.ClosedForm) -> int | None:  # the first seed alone, as the verification's search runs it
-        d = deployed(s, c)
-        minutes = workload.run_minutes(s.peak_rps)
-        wl = workload.workload_for(d, minutes, workload.DEFAULT_SEED, s.arrival_cv2, max_context)
-        return sim_search.search(d, c.tp, wl, minutes * 60.0, c.load_replicas, percentile).verified_replicas
+    minutes = workload.run_minutes(s.peak_rps)
+    first_seed = workload.workload_for(s, minutes, workload.DEFAULT_SEED, s.arrival_cv2, max_context)
+
+    def screen(c: closed_form.ClosedForm, replicas: int) -> bool:  # one run on the first seed, as the search runs it
+        return sim_run.watched_verdict(deployed(s, c), replicas, c.tp, first_seed, minutes * 60.0, percentile)[1]
 
     cands = configuration.candidates(s, sol, cf, budget_set_by_plan)
-    chosen, tried = configuration.search(s, cands, simulate, lambda c: _affordable(s, c), screen)
+    # --verify simulates whatever it costs; by default, a setting past what the default simulation takes on is skipped
+    gate = (lambda c: _affordable(s, c)) if auto else (lambda c: (True, None))
+    chosen, tried = configuration.search(s, cands, simulate, gate, screen)
     at = tried[chosen]
     return Decision(sol, cf, at.verified, _answer(s, sol, at.closed_form, at.verified, tried, chosen), skipped,
                     at.closed_form, tuple(tried))

@@ -209,9 +209,10 @@ def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable:
     affordable : callable
         ``closed form -> (bool, why not)``: whether the default simulation takes it on.
     screen : callable
-        ``closed form -> replicas or None``: the fewest replicas keeping the promise on the first seed alone. A
-        candidate after the first is verified on every seed only where this already bills less than the best
-        (more seeds only raise it).
+        ``(closed form, replicas) -> bool``: whether that many replicas keep the promise on the first seed (one run,
+        stopped once it has missed). A candidate after the first is run once at the most replicas that still bill
+        less than the best; where they miss, no fewer keep it (the wait only grows as replicas are taken away), so it
+        is ruled out; where they keep it, it is verified on every seed.
 
     Returns
     -------
@@ -236,8 +237,11 @@ def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable:
             why = None if ok else skipped
         screened = False
         if why is None and best is not None:
-            why = _screened_out(s, cf, screen(cf), best[1])
-            screened = why is not None
+            n = _most_below(s, int(cf.tp), best[1])
+            if not screen(cf, n):
+                why = (f"simulated on the first seed: {words.count(n * int(cf.tp), 'GPU')}, the most that bill less "
+                       f"than the Answer, {words.verb(n * int(cf.tp), 'misses', 'miss')} the promise")
+                screened = True
         v = simulate(cf) if why is None else None
         simulated += v is not None or screened
         load = int(v.load) if (v is not None and v.load is not None) else int(cf.load)
@@ -252,13 +256,9 @@ def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable:
 
 
 
-def _screened_out(s: Scenario, cf: ClosedForm, seed_one: int | None, best_billed: int) -> str | None:
-    """Why the first seed alone rules a candidate out, or None where it could still bill less than the best. [text]"""
-    tp = int(cf.tp)
-    if seed_one is None:
-        return "simulated on the first seed: no fleet up to the search's cap keeps the promise"
-    billed = fleet_of(s, seed_one * tp, tp)[2]
-    if billed >= best_billed:
-        return (f"simulated on the first seed: {words.count(seed_one * tp, 'GPU')} {words.verb(seed_one * tp, 'keeps', 'keep')} "
-                f"the promise, at least {billed} billed, no fewer than the Answer")
-    return None
+def _most_below(s: Scenario, tp: int, best_billed: int) -> int:
+    """The most replicas at ``tp`` whose fleet bills less than ``best_billed`` (at least 1). [replicas]"""
+    n = 1
+    while fleet_of(s, (n + 1) * tp, tp)[2] < best_billed:
+        n += 1
+    return n
