@@ -243,8 +243,8 @@ def _alternatives(s, sol: Solution, tried: list, chosen: int) -> list[Alternativ
         out.append(AlternativeOut(tp=int(cf.tp), step_budget_tokens=int(cf.step_budget_tokens),
                                   settings=configuration.settings(s.engine, int(cf.tp), int(cf.step_budget_tokens)),
                                   closed_form_load=int(cf.load), simulated=t.verified is not None or t.screened,
-                                  load=t.load if t.found else None, with_redundancy=t.with_redundancy,
-                                  billed_gpus=t.billed, monthly_usd=usd, why=why))
+                                  load=t.load if t.found else None, with_redundancy=t.with_redundancy if t.found else None,
+                                  billed_gpus=t.billed if t.found else None, monthly_usd=usd if t.found else None, why=why))
     return out
 
 

@@ -242,8 +242,9 @@ def _margin(decided: list, verify: str, percentile: float, max_context: int | No
         return 0, 0, "the closed form each month (the largest of the memory, compute, latency and queueing paths), not simulated"
     if verify == "every":
         n = sum(d.answer.source == "verified" for _, _, d in decided)
+        rest = "" if n == len(decided) else "; the rest past what the default simulation takes on: the closed form"
         return 0, 0, (f"each month verified in simulation at its peak, as `xlplan plan` verifies its Answer ({n} of "
-                   f"{count(len(decided), 'month')}; the rest past what the default simulation takes on: the closed form)")
+                      f"{count(len(decided), 'month')}{rest})")
     largest = max(range(len(decided)), key=lambda i: decided[i][1].peak_rps)
     measured, spared, words = [], [], []
     for i in sorted({0, largest}):

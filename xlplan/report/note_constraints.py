@@ -208,9 +208,14 @@ def _budget_sentence(r: PlanResult) -> str:
     if cf.budget_chosen_by == "queueing path":
         default = (f"{cf.default_budget_queueing_gpus // cf.tp}" if cf.default_budget_queueing_gpus is not None
                    else "more than any fleet")
+        a = r.answer
+        moved = a is not None and (a.tp, a.step_budget_tokens) != (cf.tp, q.step_budget_tokens)
+        end = (f"the closed form deploys {q.step_budget_tokens:,}; the configuration search's Answer deploys "
+               f"{a.step_budget_tokens:,} at TP {a.tp} (section 4's Deploy line)" if moved else
+               f"deploy policy.max_num_batched_tokens: {q.step_budget_tokens} — the simulation runs it")
         return (f"The step budget decides the queueing path: {q.step_budget_tokens:,}-token steps need {words.count(q.replicas, 'replica')} "
                 f"where the default {cf.default_step_budget_tokens:,}-token steps need {default} (replicas at each budget "
-                f"in tokens: {others}); deploy policy.max_num_batched_tokens: {q.step_budget_tokens} — the simulation runs it.")
+                f"in tokens: {others}); {end}.")
     return ""
 
 

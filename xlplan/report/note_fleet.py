@@ -5,6 +5,8 @@ Reads a :class:`~xlplan.schema.result.PlanResult`; computes nothing.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from xlplan import words
 from xlplan.fleet import MINIMUM_REPLICA, SIMULATED_QUEUEING
 from xlplan.schema.result import PlanResult
@@ -86,7 +88,8 @@ def _answer_rows(r: PlanResult) -> list[tuple[str, str]]:
         rows = [("Order", f"{a.order} for {a.with_redundancy:,} with redundancy — {_answer_source(r)}")]
     if a.alternatives:
         rows.append(("Deploy", f"{a.settings} — the cheapest setting that keeps the promise in simulation"))
-        rows += [("Also tried", f"{x.settings} — {x.why}; ~{words.usd(x.monthly_usd)}/month") for x in a.alternatives]
+        rows += [("Also tried", f"{x.settings} — {x.why}" + (f"; ~{words.usd(x.monthly_usd)}/month" if x.load is not None else ""))
+                 for x in a.alternatives]
     if a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):
         rows.append(("Serving setting", f"policy.max_num_batched_tokens: {a.step_budget_tokens} (deploy it; "
                                         f"{cf.default_step_budget_tokens:,}-token steps need "
@@ -110,8 +113,8 @@ def _paragraphs(r: PlanResult) -> list[str]:
                    "included) buys the fewest GPUs.")
     if v is not None:
         out += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
-        if moved and a.closed_form_load is not None:
-            cf = cf.model_copy(update={"load": a.closed_form_load})  # the closed form at the Answer's own setting
+        if moved and a.closed_form_load is not None:  # the closed form at the Answer's own setting
+            cf = SimpleNamespace(**{**cf.model_dump(), "load": a.closed_form_load, "tp": a.tp, "at_answer": True})
         if cf is not None and v.load is not None and v.load != cf.load:
             lengths = (r.inputs.prompt_tokens, r.inputs.output_tokens)
             out.append(_disagreement(cf, v, tail=any((x.p99 or x.p95) > x.p50 for x in lengths),
@@ -163,7 +166,8 @@ def _disagreement(cf, v, tail: bool = True, prefill_first: bool = False) -> str:
         why = ("the simulation schedules every step with its prefill chunks and each request's own lengths, where the "
                "closed form takes means: " + ("the long prompts and answers of the tail hold slots longer than the mean does"
                                               if tail else "a replica's batch, and so its step, varies about the mean"))
-    return (f"The closed form gives {words.count(cf.load, 'GPU')} for the load and the simulation {v.load}: {why}. The Answer follows "
+    at = f" at the Answer's setting (TP {cf.tp})" if getattr(cf, "at_answer", False) else ""
+    return (f"The closed form{at} gives {words.count(cf.load, 'GPU')} for the load and the simulation {v.load}: {why}. The Answer follows "
             "the simulation.")
 
 

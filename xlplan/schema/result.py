@@ -314,9 +314,9 @@ class AlternativeOut(_Out):
     closed_form_load: int = Field(description="The closed form's GPUs for the load at this setting. [GPUs]")
     simulated: bool = Field(description="Whether the search simulated this setting. [bool]")
     load: int | None = Field(default=None, description="GPUs the simulation found keeping the promise (None: not simulated, or none found). [GPUs]")
-    with_redundancy: int = Field(description="The fleet with redundancy: simulated where found, else the closed form's. [GPUs]")
-    billed_gpus: int = Field(description="GPUs on the bill at this setting. [GPUs]")
-    monthly_usd: float = Field(description="The bill of that fleet. [USD/month]")
+    with_redundancy: int | None = Field(default=None, description="The fleet with redundancy the simulation found (None: not simulated, or none found). [GPUs]")
+    billed_gpus: int | None = Field(default=None, description="GPUs on the bill of that fleet (None: not simulated, or none found). [GPUs]")
+    monthly_usd: float | None = Field(default=None, description="The bill of that fleet (None: not simulated, or none found; the closed form's fleet is not a bill any simulation backs). [USD/month]")
     why: str = Field(description="Why it is not the Answer. [text]")
 
 
