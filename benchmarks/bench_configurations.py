@@ -71,11 +71,10 @@ def brute_force(p, s, large: bool = False) -> tuple[dict | None, int]:
     best, simulated = None, 0
     settings = []
     for pa in sol.candidates:
-        if pa.load == float("inf"):
-            continue
         for b in budgets:
-            cf = closed_form._at_tp(s, sol.traffic, pa, fixed_budget is not None, b)
-            settings.append((configuration.fleet_of(s, cf.load, cf.tp)[2], int(pa.tp), b, cf))
+            cf = closed_form.at_degree(s, sol, int(pa.tp), fixed_budget is not None, b)
+            if cf is not None:
+                settings.append((configuration.fleet_of(s, cf.load, cf.tp)[2], int(pa.tp), b, cf))
     for _, tp, b, cf in sorted(settings, key=lambda x: x[0]):
         for cap in caps:
             one = configuration.fleet_of(s, tp, tp)[2]

@@ -232,7 +232,6 @@ def _alternatives(s, sol: Solution, tried: list, chosen: int) -> list[Alternativ
     out = []
     for t in sorted((t for i, t in enumerate(tried) if i != chosen), key=lambda t: t.key())[:ALTERNATIVES_SHOWN]:
         cf = t.closed_form
-        usd = _bill(s, sol, t.with_redundancy, t.purchased).monthly_usd
         if t.why_not_simulated:
             why = t.why_not_simulated
         elif not t.found:
@@ -244,7 +243,9 @@ def _alternatives(s, sol: Solution, tried: list, chosen: int) -> list[Alternativ
                                   settings=configuration.settings(s.engine, int(cf.tp), int(cf.step_budget_tokens)),
                                   closed_form_load=int(cf.load), simulated=t.verified is not None or t.screened,
                                   load=t.load if t.found else None, with_redundancy=t.with_redundancy if t.found else None,
-                                  billed_gpus=t.billed if t.found else None, monthly_usd=usd if t.found else None, why=why))
+                                  billed_gpus=t.billed if t.found else None,
+                                  monthly_usd=_bill(s, sol, t.with_redundancy, t.purchased).monthly_usd if t.found else None,
+                                  why=why))
     return out
 
 

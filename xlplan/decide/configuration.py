@@ -3,7 +3,7 @@
 The closed form chooses its TP degree by its own figures (:func:`xlplan.plan.closed_form.closed_form`). Where those are
 wrong (a long prompt's prefill on a narrow replica, which Erlang C over the decode slots cannot see), verifying only
 the size of the fleet at that degree leaves an expensive fleet at the wrong setting: Qwen3-32B at 1 req/s with 4k-token
-p95 prompts and a 1 s TTFT needs 10 H100s at TP 1 in simulation, where 2 at TP 2 keep the promise.
+p95 prompts and a 1 s TTFT needs 11 H100s at TP 1 in simulation, where 2 at TP 2 keep the promise.
 
 :func:`search` takes a candidate at every TP degree and step budget the plan allows (the plan's own degree or budget
 where it fixes one), ranks them by the closed form's bill, and simulates from

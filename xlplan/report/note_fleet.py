@@ -5,8 +5,6 @@ Reads a :class:`~xlplan.schema.result.PlanResult`; computes nothing.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from xlplan import words
 from xlplan.fleet import MINIMUM_REPLICA, SIMULATED_QUEUEING
 from xlplan.schema.result import PlanResult
@@ -113,12 +111,12 @@ def _paragraphs(r: PlanResult) -> list[str]:
                    "included) buys the fewest GPUs.")
     if v is not None:
         out += [v.sentence] + ([v.redundancy_sentence] if v.redundancy_sentence else []) + [v.failure_sentence]
-        if moved and a.closed_form_load is not None:  # the closed form at the Answer's own setting
-            cf = SimpleNamespace(**{**cf.model_dump(), "load": a.closed_form_load, "tp": a.tp, "at_answer": True})
-        if cf is not None and v.load is not None and v.load != cf.load:
+        at_answer = moved and a.closed_form_load is not None  # then compared at the Answer's own setting
+        closed = a.closed_form_load if at_answer else (cf.load if cf is not None else None)
+        if closed is not None and v.load is not None and v.load != closed:
             lengths = (r.inputs.prompt_tokens, r.inputs.output_tokens)
             out.append(_disagreement(cf, v, tail=any((x.p99 or x.p95) > x.p50 for x in lengths),
-                                     prefill_first=_prefill_first(r)))
+                                     prefill_first=_prefill_first(r), load=closed, at_tp=a.tp if at_answer else None))
     return out
 
 
@@ -151,13 +149,16 @@ def _prefill_first(r: PlanResult) -> bool:
     return r.verified is not None and r.verified.schedule == "prefill_first"
 
 
-def _disagreement(cf, v, tail: bool = True, prefill_first: bool = False) -> str:
+def _disagreement(cf, v, tail: bool = True, prefill_first: bool = False, load: int | None = None,
+                  at_tp: int | None = None) -> str:
     """Why the closed form and the simulation differ, where they do; ``tail``: the lengths have one (p99 above p50);
-    ``prefill_first``: the simulation ran prefill in steps of its own (SGLang). [text]"""
-    if v.load > cf.load and prefill_first:
+    ``prefill_first``: the simulation ran prefill in steps of its own (SGLang); ``load`` and ``at_tp``: the closed
+    form's load at the Answer's setting and its degree, where the configuration search moved it (else ``cf``'s). [text]"""
+    closed = cf.load if load is None else load
+    if v.load > closed and prefill_first:
         why = (f"{PREFILL_FIRST_WORDS}, where the closed form times steps that carry the prefill beside the decodes: "
                "each prompt's prefill stalls every running request and no longer shares a step's weight reads")
-    elif v.load < cf.load:
+    elif v.load < closed:
         why = ("the closed form's queue assumes exponential service times (Erlang C with the Allen–Cunneen factor); "
                "a request's decode of a known number of tokens varies less, so the simulated wait is shorter"
                if cf.binding == "queueing" else
@@ -166,8 +167,8 @@ def _disagreement(cf, v, tail: bool = True, prefill_first: bool = False) -> str:
         why = ("the simulation schedules every step with its prefill chunks and each request's own lengths, where the "
                "closed form takes means: " + ("the long prompts and answers of the tail hold slots longer than the mean does"
                                               if tail else "a replica's batch, and so its step, varies about the mean"))
-    at = f" at the Answer's setting (TP {cf.tp})" if getattr(cf, "at_answer", False) else ""
-    return (f"The closed form{at} gives {words.count(cf.load, 'GPU')} for the load and the simulation {v.load}: {why}. The Answer follows "
+    at = f" at the Answer's setting (TP {at_tp})" if at_tp is not None else ""
+    return (f"The closed form{at} gives {words.count(closed, 'GPU')} for the load and the simulation {v.load}: {why}. The Answer follows "
             "the simulation.")
 
 
