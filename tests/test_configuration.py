@@ -80,15 +80,39 @@ def test_a_candidate_the_first_seed_rules_out_is_not_verified_on_every_seed():
     assert tried[1].screened and "4 GPUs, the most that bill less than the Answer, miss the promise" in tried[1].why_not_simulated
 
 
-def test_at_most_four_settings_are_simulated_and_an_unaffordable_one_is_skipped():
+def test_a_closed_form_over_by_a_fifth_is_still_screened():
+    # Llama-3.1-70B at TP 2 on H200 (issue 48's battery): 2,048-token steps verify at 41 replicas (82 GPUs + 2 spare =
+    # 84 billed); 512-token steps have a closed form of 43 replicas. One replica fewer (42: 84 + 2 = 86 >= 84) could not
+    # bill less, but the closed form may be up to CLOSED_FORM_SLACK (20%) over: 43 × 0.8 = 34.4, so 34 replicas
+    # (68 + 2 = 70 < 84) could. It is screened at the most replicas that bill less than 84: 40 (80 + 2 = 82; 41 would
+    # bill 84), and verified: 35 replicas, 70 + 2 = 72 billed, the Answer.
     s = _scenario()
-    cands = [_cf(1, 9), _cf(1, 9, 1024), _cf(1, 9, 2048), _cf(1, 9, 4096), _cf(1, 9, 8192), _cf(2, 5)]
-    # every simulation finds 40 GPUs (41 billed), far past each closed form, so each next one could bill less
-    chosen, tried = configuration.search(s, cands, lambda cf: _verified(40, 41), lambda cf: (cf.tp == 1, "too large"),
+    calls = []
+
+    def simulate(cf):
+        calls.append(("verify", cf.step_budget_tokens))
+        return _verified(82, 84) if cf.step_budget_tokens == 2048 else _verified(70, 72)
+
+    def screen(cf, replicas):
+        calls.append(("screen", cf.step_budget_tokens, replicas))
+        return True
+
+    chosen, tried = configuration.search(s, [_cf(2, 38, 2048), _cf(2, 43, 512)], simulate, lambda cf: (True, None),
+                                         screen)
+    assert calls == [("verify", 2048), ("screen", 512, 40), ("verify", 512)]
+    assert chosen == 1 and tried[1].billed == 72
+
+
+def test_at_most_eight_settings_are_simulated_and_an_unaffordable_one_is_skipped():
+    s = _scenario()
+    cands = [_cf(1, 9, b) for b in (256, 512, 1024, 2048, 4096, 8192)] + [_cf(2, 5, b) for b in (256, 512, 1024, 2048)]
+    # every simulation finds 40 GPUs (41 billed), far past each closed form, so each next one could bill less: the
+    # first eight are simulated (MAX_SIMULATED), the ninth and tenth are not
+    chosen, tried = configuration.search(s, cands, lambda cf: _verified(40, 41), lambda cf: (True, None),
                                          lambda cf, n: True)
-    assert [t.verified is not None for t in tried] == [True, True, True, True, False, False]
-    assert "at most 4" in tried[4].why_not_simulated and "at most 4" in tried[5].why_not_simulated
-    chosen, tried = configuration.search(s, cands[:1] + cands[5:], lambda cf: _verified(40, 41),
+    assert [t.verified is not None for t in tried] == [True] * 8 + [False, False]
+    assert "at most 8" in tried[8].why_not_simulated and "at most 8" in tried[9].why_not_simulated
+    chosen, tried = configuration.search(s, cands[:1] + cands[9:], lambda cf: _verified(40, 41),
                                          lambda cf: (cf.tp == 1, "too large"), lambda cf, n: True)
     assert tried[1].why_not_simulated == "too large"
 

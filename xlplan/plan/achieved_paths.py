@@ -228,7 +228,7 @@ def latency_path_replicas(s: Scenario, q_s: Scenario, tr: step_results.Traffic, 
     def gap_ok(n: int) -> bool:
         b = at_fleet(n)[2]
         b_p = 1.0 + b + z * math.sqrt(b) + (z * z - 1.0) / 6.0  # the batch a gap sees at the percentile
-        return queue_path.percentile_step_s(q_s, tr, r, budget, b_p, step) <= s.itl_s * (1.0 + fleet.ROUNDING_TOLERANCE)
+        return queue_path.percentile_step_s(q_s, tr, r, budget, b_p, step, b) <= s.itl_s * (1.0 + fleet.ROUNDING_TOLERANCE)
 
     if not queue_path.percentile_step_s(q_s, tr, r, budget, 1.0, step) <= s.itl_s:
         return None
