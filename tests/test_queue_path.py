@@ -74,14 +74,14 @@ def test_the_note_line_adds_up_from_its_printed_operands(ref):
 
 
 def test_long_prefill_steps_limit_the_rate_a_replica_serves(ref_plan):
-    # vLLM's default 8,192-token steps take a whole 2,000-token prompt in one step: 87 ms against a 50 ms inter-token
+    # 3,000-token steps take a whole 2,000-token prompt in one step (and never two): 87 ms against a 50 ms inter-token
     # target. The pooled p95 gap holds only while at most 5% of steps carry one, so a replica serves λ with
     # λ·n·τ̄ = 0.05 (n = 1 chunk per prompt, τ̄ the mean step at the batch λ·300·τ̄ it implies) — fewer than its slots.
-    # (the plan file sets vLLM's 8,192 here, so it stands: left to the engine's default, the plan would deploy a
+    # (the plan file sets the budget here, so it stands: left to the engine's default, the plan would deploy a
     # smaller budget — test_the_step_budget_that_needs_fewest_replicas_is_named)
-    p = replan(ref_plan, policy={"engine": "vllm", "max_num_batched_tokens": 8192, "tp": 1})
+    p = replan(ref_plan, policy={"engine": "vllm", "max_num_batched_tokens": 3000, "tp": 1})
     q = run_plan(p).queueing
-    assert q.step_budget_tokens == 8192 and q.prefill_step_s > 0.05
+    assert q.step_budget_tokens == 3000 and q.prefill_step_s > 0.05
     lam = q.prefill_tail_rps_per_replica
     assert lam is not None and lam < q.slot_rps_per_replica
     # a hard limit, no queue behind it: at least ⌈40 ÷ λ⌉ replicas, and the Erlang wait on the slots adds none here
@@ -100,6 +100,10 @@ def test_long_prefill_steps_limit_the_rate_a_replica_serves(ref_plan):
         tau_bar = 0.95 * f(b, b * ctx, b * ctx, 0, 0, 0, b * ctx, b * ctx) + 0.05 * tau_p
     assert lam * 1 * tau_bar == pytest.approx(0.05, rel=1e-6)
     assert sol.traffic.prompt_mean == 2000 and sol.traffic.output_mean == 300
+    # vLLM's 8,192-token steps hold four such prompts: those arriving during a prefill step share the next, so fewer
+    # steps carry prefill at the same rate and a replica serves more (test_prefill_steps_shared_..._by_hand)
+    q8k = run_plan(replan(ref_plan, policy={"engine": "vllm", "max_num_batched_tokens": 8192, "tp": 1})).queueing
+    assert q8k.prefill_tail_rps_per_replica > lam and q8k.tail_replicas <= q.tail_replicas
     # with 512-token chunks a step stays within 50 ms: the limit never binds (the reference)
     assert run_plan(ref_plan).queueing.prefill_tail_rps_per_replica is None
     line = next(ln for ln in render_text(run_plan(p)).splitlines() if ln.strip().startswith("Queueing path"))
@@ -137,11 +141,43 @@ def _battery(ref_plan) -> dict:
         # held back until the simulator clipped window layers' cache at the window as the planner does (6 against 8)
         "gemma_window": replan(ref_plan, forecast={"peak_rps": 10},
                                model={"name": "gemma-3-27b", "weights_dtype": "bf16", "kv_dtype": "bf16"}),
+        # issue 48's battery: a 20 ms target where two 2,000-token prompts share a 4,096-token step (13 closed form
+        # with the chain of prefill steps, 14 with a step per prompt; 12 simulated), and the 70B on two H200s at
+        # 512-token steps (34 closed form with the chunk steps' share at the mean batch, 107 at the percentile's; 35
+        # simulated)
+        "tight_itl": read_plan(BATTERY_DIR / "tight-itl.yaml"),
+        "70b_h200_tp2_512": replan(read_plan(BATTERY_DIR / "70b-h200-tp2.yaml"), policy={"max_num_batched_tokens": 512}),
     }
 
 
 BATTERY = ("reference", "rag", "long_answers", "heavy_tail", "tiny", "moe_tp2", "long_context", "h200_peak_x2", "fp8",
-           "vllm_defaults", "70b_tp4", "70b_tp8", "bursty", "itl_25ms", "gemma_window")
+           "vllm_defaults", "70b_tp4", "70b_tp8", "bursty", "itl_25ms", "gemma_window", "tight_itl", "70b_h200_tp2_512")
+
+
+def test_prefill_steps_shared_by_every_waiting_prompt_by_hand():
+    # A step takes every waiting prompt (shared = the chain's last state, so none is left over): the chain is two
+    # states, decode (none waiting) and prefill (some). From a decode step of d = 10 ms a prompt arrives with
+    # probability a = 1 − e^(−λd); a prefill step of c = 200 ms (whatever it carries) is followed by another unless
+    # none arrived in it, e = e^(−λc). The share of prefill steps is a ÷ (a + e): at λ = 2/s, a = 1 − e^(−0.02) =
+    # 0.0198013, e = e^(−0.4) = 0.6703200, share = 0.0286917.
+    from xlplan.plan.queue_path import CHAIN_STATES, chunk_step_chain
+
+    a, e = 1.0 - math.exp(-0.02), math.exp(-0.4)
+    share, per_step, mean = chunk_step_chain(2.0, 0.01, lambda m: 0.2, CHAIN_STATES)
+    assert share == pytest.approx(a / (a + e), rel=1e-9)
+    assert mean == pytest.approx((1 - share) * 0.01 + share * 0.2, rel=1e-9)
+    # flow balance: prompts leave as fast as they come, prefill steps per second × prompts each = λ
+    assert share / mean * per_step == pytest.approx(2.0, rel=1e-9)
+
+
+def test_a_step_per_prompt_gives_the_share_the_tail_rate_counts():
+    # shared = 1: each prompt has a prefill step of its own, so prefill steps come at λ and the share of steps is
+    # λ·E[step] (renewal: 1 ÷ E[step] steps a second), the count _tail_rate solves for; 3 req/s, 10 ms decode steps,
+    # 100 ms prefill steps (4.1% of steps, 30% of the time, carry a prompt).
+    from xlplan.plan.queue_path import chunk_step_chain
+
+    share, per_step, mean = chunk_step_chain(3.0, 0.01, lambda m: 0.1 * m, 1)
+    assert per_step == pytest.approx(1.0, rel=1e-12) and share == pytest.approx(3.0 * mean, rel=1e-9)
 
 
 @pytest.mark.parametrize("output_mean", [300.0, 15_768.0])

@@ -19,7 +19,9 @@ Notes
   chunks per prompt and a mean step ``τ̄ = p·τ_decode + (1 − p)·τ_prefill``, a replica serves at most
   ``(1 − p) ÷ (n·τ̄)`` requests per second, a hard limit (no queue forms behind it): the fleet needs at least
   ``λ ÷`` that many replicas. (With 512-token chunks a step stays within the target; with vLLM's 8,192-token steps a
-  2,000-token prompt's step takes 87 ms against 50.)
+  2,000-token prompt's step takes 87 ms against 50.) Where the budget holds two or more whole prompts, the prompts
+  that arrive during a long prefill step share the next one: the share of prefill steps comes from a Markov chain of
+  the prompts waiting at each step's start (:func:`chunk_step_chain`).
 - **The wait** by Erlang C with the Allen–Cunneen factor (:mod:`xlplan.serving.queueing`): the plan's arrivals at peak
   (``cₐ² = forecast.arrival_cv2``, 1 for Poisson) and exponential service (``cₛ² = 1``); M/M/c where arrivals are
   Poisson, the factor ``(cₐ² + cₛ²) ÷ 2`` scaling the wait where they are burstier.
@@ -336,7 +338,9 @@ def _prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
     -------
     tuple
         ``(None, τ_prefill)`` when a step with a chunk stays within the target; else ``((1 − p) ÷ (n·τ̄), τ_prefill)``
-        solved with the decode batch ``b = λ·E[output]·τ̄`` it implies (Little's Law on the slots). [requests/s], [s]
+        solved with the decode batch ``b = λ·E[output]·τ̄`` it implies (Little's Law on the slots); where the budget
+        holds :data:`SHARED_PROMPTS_LEAST` whole prompts or more, the rate at which :func:`chunk_step_chain`'s share
+        of prefill steps is ``1 − p``. [requests/s], [s]
 
     Notes
     -----
@@ -365,7 +369,144 @@ def _prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
     first, _ = prefill_s(1.0)
     if first <= s.itl_s:
         return None, first
+    if prompt * SHARED_PROMPTS_LEAST <= budget - 1.0:  # whole prompts share a step: the chain counts the steps
+        return _shared_tail_rate(s, decode_s, f, ctx, clipped, r.window, prompt, budget, tr.output_mean, p, first)
     return _tail_rate(decode_s, prefill_s, first, tr.output_mean, prompt, p)
+
+
+SHARED_PROMPTS_LEAST = 2
+"""Whole prompts a step's budget must hold beside one decode before prompts are taken to share prefill steps. [prompts]"""
+
+CHAIN_STATES = 32
+"""Prompts waiting at a step's start the chain of :func:`chunk_step_chain` tracks (the last state holds the rest). [prompts]"""
+
+
+def chunk_step_chain(rate_rps: float, decode_s: float, prefill_step_s, shared: int) -> tuple[float, float, float]:
+    """Steps of one replica as a Markov chain of the prompts waiting at each step's start, where a step takes up to
+    ``shared`` whole prompts: the share of steps carrying prefill, the mean prompts such a step carries, and the mean
+    step. [fraction], [prompts], [s]
+
+    Parameters
+    ----------
+    rate_rps : float
+        Prompts arriving at the replica. [requests/s]
+    decode_s : float
+        A step of decodes alone. [s]
+    prefill_step_s : callable
+        ``prompts -> step [s]``: a step carrying that many whole prompts beside the decodes. [callable]
+    shared : int
+        Whole prompts one step's budget holds beside the decodes. [prompts]
+
+    Returns
+    -------
+    tuple of float
+        ``(1 − π₀, E[prompts | a prefill step], E[step])``, with ``π`` the chain's stationary distribution: a step with
+        ``q`` prompts waiting takes ``min(q, shared)`` of them (none: a decode step), and the prompts arriving during
+        it, Poisson at ``rate × its time``, wait for the next. [fraction], [prompts], [s]
+
+    Notes
+    -----
+    With ``shared = 1`` each prompt has a step of its own, and the share of prefill steps is ``rate × E[step]``, the
+    count :func:`_tail_rate` uses. Where a prefill step is long against the gaps between arrivals, the prompts that
+    arrive during it share the next: Llama-3.1-8B on an H100 at 3.3 req/s of 2,000-token prompts and 4,096-token
+    steps (120 ms with a prompt, 11 ms without) carries about 1.2 prompts per prefill step, and the simulation keeps a
+    20 ms p95 gap on 12 replicas where a step per prompt asked for 14.
+
+    References
+    ----------
+    Embedded Markov chain of a bulk-service queue (service in batches up to a capacity): Bailey, "On queueing
+    processes with bulk service", Journal of the Royal Statistical Society B 16(1), 1954. Poisson arrivals: the
+    number in a step of length ``t`` is Poisson with mean ``rate × t``.
+
+    Examples
+    --------
+    Prompts far apart (0.1 req/s, 50 ms prefill steps): about one prefill step in a thousand carries two, so the
+    share is within 0.1% of ``rate × E[step]``.
+
+    >>> share, per_step, mean = chunk_step_chain(0.1, 0.01, lambda m: 0.05 * m, 4)
+    >>> round(share / (0.1 * mean), 3), round(per_step, 3)
+    (0.999, 1.001)
+    """
+    import numpy as np
+
+    n = CHAIN_STATES
+    taken = np.minimum(np.arange(n), shared)
+    by_prompts = [decode_s] + [float(prefill_step_s(m)) for m in range(1, min(shared, n - 1) + 1)]
+    times = np.array(by_prompts)[taken]
+    mean = rate_rps * times  # Poisson arrivals during each state's step
+    k = np.arange(n)
+    pmf = np.empty((n, n))  # [state, arrivals], by the recurrence P(k) = P(k − 1)·μ ÷ k
+    pmf[:, 0] = np.exp(-mean)
+    for j in range(1, n):
+        pmf[:, j] = pmf[:, j - 1] * mean / j
+    left = k - taken  # prompts still waiting after the step's own are taken
+    dest = np.minimum(left[:, None] + k[None, :], n - 1)
+    moves = np.zeros((n, n))
+    np.add.at(moves, (np.repeat(k, n), dest.ravel()), pmf.ravel())
+    moves[:, n - 1] += np.clip(1.0 - pmf.sum(axis=1), 0.0, None)  # arrivals past the last state
+    a = moves.T - np.eye(n)
+    a[-1, :] = 1.0
+    rhs = np.zeros(n)
+    rhs[-1] = 1.0
+    pi = np.clip(np.linalg.solve(a, rhs), 0.0, None)
+    pi /= pi.sum()
+    share = float(1.0 - pi[0])
+    per_step = float((pi[1:] * taken[1:]).sum() / share) if share > 0 else 1.0
+    return share, per_step, float((pi * times).sum())
+
+
+def _shared_tail_rate(s: Scenario, decode_s, f, ctx: float, clipped: float, window: float, prompt: float, budget: int,
+                      output_mean: float, p: float, first: float) -> tuple[float, float]:
+    """(rate, step) of :func:`_prefill_tail_rps` where whole prompts share a step: the most requests per second whose
+    prefill steps (:func:`chunk_step_chain`) stay at most ``1 − p`` of all steps, the decode batch ``b = rate ×
+    E[output] × E[step]`` (Little's Law on the slots), by bisection. [requests/s], [s]"""
+
+    keys1 = prompt * (prompt + 1.0) / 2.0 if s.causal_attention else prompt * prompt
+    windowed1 = min(keys1, window * prompt)
+
+    def steps_at(rate: float) -> tuple[float, float]:
+        b, share, step1 = 1.0, 0.0, first
+        for _ in range(20):  # the batch and the mean step it implies, to a fixed point
+            shared = max(int(max(budget - b, prompt) // prompt), 1)
+
+            def prefill_step(m: int, b=b) -> float:  # m whole prompts, each attending to itself alone
+                return f(b, b * ctx, b * clipped, m * prompt, m * keys1, m * windowed1, b * ctx, b * clipped)
+
+            share, _, mean = chunk_step_chain(rate, decode_s(b), prefill_step, shared)
+            step1 = prefill_step(1)
+            nb = max(rate * output_mean * mean, 1.0)
+            if abs(nb - b) <= 1e-6 * nb:
+                break
+            b = nb
+        return share, step1
+
+    tail = 1.0 - p
+    lo, g_lo = 0.0, -tail
+    hi = 1.0
+    g_hi = steps_at(hi)[0] - tail
+    while g_hi <= 0 and hi < 1e6:
+        lo, g_lo, hi = hi, g_hi, 2.0 * hi
+        g_hi = steps_at(hi)[0] - tail
+    side = 0
+    for _ in range(60):  # false position with the Illinois step: the share of prefill steps grows with the rate
+        if hi - lo <= 1e-6 * hi:
+            break
+        mid = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+        if not lo < mid < hi:
+            mid = 0.5 * (lo + hi)
+        g = steps_at(mid)[0] - tail
+        if abs(g) <= 1e-9:
+            lo = mid
+            break
+        if g < 0:
+            lo, g_lo = mid, g
+            g_hi = g_hi * 0.5 if side == -1 else g_hi
+            side = -1
+        else:
+            hi, g_hi = mid, g
+            g_lo = g_lo * 0.5 if side == 1 else g_lo
+            side = 1
+    return max(lo, 1e-12), steps_at(max(lo, 1e-12))[1]
 
 
 def _tail_rate(decode_s, prefill_s, first: float, output_mean: float, prompt: float, p: float) -> tuple[float, float]:
