@@ -126,7 +126,10 @@ def main(argv: list[str]) -> int:
         bf = ("none keeps the promise" if best is None else
               f"TP {best['tp']}, {best['budget']:,}, cap {best['cap']}, {best['load']}, {best['with_redundancy']}, {best['billed']}")
         print(f"{name} | {answer} | {bf} | {n} | {verdict} | {time.perf_counter() - t0:.0f}", flush=True)
-    print(f"{len(names) - failures} of {len(names)} scenarios ok")
+    skipped = [n for n in names if n in SKIPPED]
+    brute = len(names) - len(skipped)
+    print(f"{brute - failures} of {brute} brute-forced scenarios ok"
+          + (f"; not brute-forced: {', '.join(skipped)}" if skipped else ""))
     return 0
 
 

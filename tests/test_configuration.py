@@ -81,11 +81,11 @@ def test_a_candidate_the_first_seed_rules_out_is_not_verified_on_every_seed():
 
 
 def test_a_closed_form_over_by_a_fifth_is_still_screened():
-    # Llama-3.1-70B at TP 2 on H200 (issue 48's battery): 2,048-token steps verify at 41 replicas (82 GPUs + 2 spare =
-    # 84 billed); 512-token steps have a closed form of 43 replicas. One replica fewer (42: 84 + 2 = 86 >= 84) could not
-    # bill less, but the closed form may be up to CLOSED_FORM_SLACK (20%) over: 43 × 0.8 = 34.4, so 34 replicas
-    # (68 + 2 = 70 < 84) could. It is screened at the most replicas that bill less than 84: 40 (80 + 2 = 82; 41 would
-    # bill 84), and verified: 35 replicas, 70 + 2 = 72 billed, the Answer.
+    # Llama-3.1-70B at TP 2 on H200 under a prefill-queue variant of the closed form (issue 48's battery): 2,048-token
+    # steps verify at 41 replicas (82 GPUs + 2 spare = 84 billed); 512-token steps have a closed form of 43 replicas.
+    # One replica fewer (42: 84 + 2 = 86 >= 84) could not bill less, but the closed form may be up to CLOSED_FORM_SLACK
+    # (20%) over: 43 × 0.8 = 34.4, so 34 replicas (68 + 2 = 70 < 84) could. It is screened at the most replicas that
+    # bill less than 84: 40 (80 + 2 = 82; 41 would bill 84), and verified: 35 replicas, 70 + 2 = 72 billed, the Answer.
     s = _scenario()
     calls = []
 

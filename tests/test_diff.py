@@ -203,3 +203,5 @@ def test_verify_passes_on_both_simulated_answers(capsys, files):
     assert (c["source"]["old"], c["source"]["new"]) == tuple(a.source for a in simulated)
     assert (c["with_redundancy"]["old"], c["with_redundancy"]["new"]) == tuple(a.with_redundancy for a in simulated)
     assert (c["monthly_usd"]["old"], c["monthly_usd"]["new"]) == pytest.approx(tuple(a.monthly_usd for a in simulated))
+    # the setting each deploys, in the engine's own flags, as plan's Deploy line says it
+    assert (c["settings"]["old"], c["settings"]["new"]) == tuple(a.settings for a in simulated)

@@ -74,6 +74,9 @@ def test_every_surface_gives_the_engines_answer(matrix_results, name, tmp_path, 
         a.load, a.with_redundancy, a.purchased)
     assert _named(book, "AnswerMonthlyUSD") == pytest.approx(a.monthly_usd, abs=0.005)
     assert (_named(book, "AnswerOrder"), _named(book, "AnswerBilledGPUs")) == (a.order, a.billed_gpus)
+    # the setting to deploy: the Summary's Deploy cell, the JSON's and the note's Deploy row say the same flags
+    assert _named(book, "AnswerSettings") == ja["settings"] == a.settings
+    assert any(ln.strip().startswith("Deploy") and a.settings in ln for ln in render_text(r).splitlines())
     if r.verified is not None:  # the simulation's sentence on the Summary carries its stale flag, current as built
         assert _named(book, "SummaryVerifiedSentenceStale") == "current"
     # compare: the plan's own row is the Answer (verified as plan verifies it)
@@ -88,6 +91,7 @@ def test_every_surface_gives_the_engines_answer(matrix_results, name, tmp_path, 
                               max_context=p.model.resolve().max_context_tokens,
                               budget_set_by_plan=p.policy.max_num_batched_tokens is not None).months[0]
     assert (month.load, month.with_redundancy, month.order) == (a.load, a.with_redundancy, a.order)
+    assert (month.tp, month.step_budget_tokens) == (a.tp, a.step_budget_tokens)  # at the Answer's setting
     assert month.monthly_usd == pytest.approx(a.monthly_usd)
     if a.source != "verified":
         # the long-context plan's closed form is past what the default simulation takes on (plan says so): simulate

@@ -90,7 +90,8 @@ def _input_lines(change) -> list[str]:
 
 
 FIGURES = (("feasible", "plan can be met"), ("source", "fleet from"), ("load", "fleet, load"), ("with_redundancy", "with redundancy"),
-           ("purchased", "purchased"), ("order", "what to order"), ("binding", "binding (the Answer's, closed form)"),
+           ("purchased", "purchased"), ("order", "what to order"), ("settings", "deploy"),
+           ("binding", "binding (the Answer's, closed form)"),
            ("runbook_binding", "binding (the runbook's method)"), ("monthly_usd", "monthly bill"),
            ("usd_per_mtok", "$/M tokens"))
 

@@ -41,9 +41,13 @@ configuration battery, ``benchmarks/bench_configurations.txt``). [candidates]"""
 
 CLOSED_FORM_SLACK = 0.2
 """How far below its closed form a candidate's verified fleet may fall, as a share of the closed form's replicas,
-beyond the one replica the closed form states: the largest over-estimate on the configuration battery is Llama-3.1-70B
-at TP 2 on H200 with 512-token steps, 43 replicas in the closed form (each replica's prefill as its own M/G/1 queue)
-against 35 simulated, where least-loaded routing steers prompts away from a replica busy prefilling (19%). [share]"""
+beyond the one replica the closed form states: a safety margin, chosen, not fitted. On the configuration battery the
+closed form over-estimates no simulated setting by more than one replica (it under-estimates several: 21 replicas
+against 38 for the 70B on two H200s at 1,024-token steps, which the simulation then corrects), but a prefill-queue
+variant tried for that battery over-estimated the 512-token setting by a fifth (43 against 35) and would have hidden
+the cheapest fleet behind the one-replica rule. Each setting the margin admits costs one first-seed run, and only while
+a cheaper fleet could come of it. [share]"""
+
 
 ENGINE_FLAGS = {
     "vllm": ("vLLM", "--tensor-parallel-size", "--max-num-batched-tokens"),

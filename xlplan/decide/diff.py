@@ -203,7 +203,7 @@ def consequences(old_result: PlanResult | None, new_result: PlanResult | None, m
     return Consequences(
         method=method, feasible=_compared(*feasible), source=pair(lambda x: x.source), load=pair(lambda x: x.load, "GPUs"),
         with_redundancy=pair(lambda x: x.with_redundancy, "GPUs"), purchased=pair(lambda x: x.purchased, "GPUs"),
-        order=pair(lambda x: x.order), binding=pair(lambda x: x.binding),
+        order=pair(lambda x: x.order), settings=pair(lambda x: x.settings), binding=pair(lambda x: x.binding),
         runbook_binding=_compared(*(r.binding if r is not None else None for r in (old_result, new_result))),
         monthly_usd=pair(lambda x: x.monthly_usd, "USD/month"), usd_per_mtok=pair(lambda x: x.usd_per_mtok, "USD/Mtok"),
         order_dates=dates, schedule_note=schedule_note)

@@ -210,7 +210,8 @@ def _months(decided: list, margin: tuple[int, int], lead_time_days: int, ops_usd
     months: list[ScheduleMonth] = []
     previous, cumulative, all_in, api = 0, 0.0, 0.0, 0.0  # previous: what the month before held (bought: all bought)
     for first_day, sm, d in decided:
-        cf = d.closed_form
+        verified = d.answer.source == "verified"
+        cf = d.configuration if (verified and d.configuration is not None) else d.closed_form  # the month's setting
         source, load, red = _month_fleet(d, margin)
         needed = int(fleet.whole_units(red, sm.gpus_per_node))
         held = held_gpus(sm.paid_as, red, needed, previous)
@@ -221,10 +222,12 @@ def _months(decided: list, margin: tuple[int, int], lead_time_days: int, ops_usd
         all_in += mine
         api = api + b.api_monthly_usd if priced else api
         months.append(ScheduleMonth(
-            month=f"{first_day:%Y-%m}", peak_rps=sm.peak_rps, tp=cf.tp, load=load, with_redundancy=red,
+            month=f"{first_day:%Y-%m}", peak_rps=sm.peak_rps, tp=cf.tp, step_budget_tokens=int(cf.step_budget_tokens),
+            load=load, with_redundancy=red,
             needed_purchased=needed, purchased=held, new_gpus=new,
             order=fleet.order_words(sm.paid_as, red, held, sm.gpus_per_node), order_by=order_by(first_day, lead_time_days).isoformat() if new else None,
-            billed_gpus=int(b.billed_gpus), monthly_usd=b.monthly_usd, cumulative_usd=cumulative, binding=cf.binding,
+            billed_gpus=int(b.billed_gpus), monthly_usd=b.monthly_usd, cumulative_usd=cumulative,
+            binding=d.answer.binding if verified else cf.binding,
             api_monthly_usd=b.api_monthly_usd, source=source, closed_form_load=cf.load, all_in_cumulative_usd=all_in,
             api_cumulative_usd=api if priced else None, self_hosted_cheaper=(mine < b.api_monthly_usd) if priced else None,
             cumulative_at_or_below_api=(all_in <= api) if priced else None,
@@ -252,11 +255,12 @@ def _margin(decided: list, verify: str, percentile: float, max_context: int | No
         v = answer.decide(sm, percentile, max_context, budget_set_by_plan, "auto")
         decided[i] = (first_day, sm, v)
         if v.answer.source == "verified":
-            short = (v.answer.load - v.closed_form.load) // v.closed_form.tp
+            own = v.configuration or v.closed_form  # the closed form at the setting verified: like with like
+            short = (v.answer.load - own.load) // own.tp
             measured.append(short)
-            spared.append((v.answer.with_redundancy - v.closed_form.with_redundancy) // v.closed_form.tp - short)
-            words.append(f"{first_day:%Y-%m} {v.answer.load} verified against {v.closed_form.load} closed form, "
-                         f"{v.answer.with_redundancy} against {v.closed_form.with_redundancy} with redundancy")
+            spared.append((v.answer.with_redundancy - own.with_redundancy) // own.tp - short)
+            words.append(f"{first_day:%Y-%m} {v.answer.load} verified against {own.load} closed form, "
+                         f"{v.answer.with_redundancy} against {own.with_redundancy} with redundancy")
         else:
             words.append(f"{first_day:%Y-%m} not simulated ({v.skipped or 'no fleet verified'})")
     margin, spares = max([0] + measured), max([0] + spared)

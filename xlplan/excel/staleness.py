@@ -53,6 +53,7 @@ VALUE_INPUTS: dict[str, tuple[str, ...]] = {
     # Summary · the Answer's rows (the fleet verified in simulation, and its bill)
     "AnswerSource": FLEET_VALUE, "AnswerLoad": FLEET_VALUE, "AnswerWithRedundancy": FLEET_VALUE,
     "AnswerPurchased": FLEET_VALUE, "AnswerBinding": FLEET_VALUE, "AnswerStepBudget": FLEET_VALUE,
+    "AnswerSettings": FLEET_VALUE,
     "AnswerOrder": BILLED,  # (its bill, GPUs to NPV, is priced by formula on 5 Cost: stale only with the fleet)
     # the contract mix: the fleet's hours priced on demand and reserved, the top of the peak on the API
     "AnswerMix": (FLEET, PRICE, API), "AnswerMixMonthlyUSD": (FLEET, PRICE, API), "AnswerMixSavingsRate": (FLEET, PRICE),

@@ -86,6 +86,10 @@ def _answer_rows(r: PlanResult) -> list[tuple[str, str]]:
         rows = [("Order", f"{a.order} for {a.with_redundancy:,} with redundancy — {_answer_source(r)}")]
     if a.alternatives:
         rows.append(("Deploy", f"{a.settings} — the cheapest setting that keeps the promise in simulation"))
+    elif a.settings:
+        rows.append(("Deploy", f"{a.settings} — the closed form's setting, "
+                               + ("verified in simulation" if a.source == "verified" else "not simulated")))
+    if a.alternatives:
         rows += [("Also tried", f"{x.settings} — {x.why}" + (f"; ~{words.usd(x.monthly_usd)}/month" if x.load is not None else ""))
                  for x in a.alternatives]
     if a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):

@@ -69,7 +69,11 @@ class ScheduleMonth(_Out):
 
     month: str = Field(description="YYYY-MM. [month]")
     peak_rps: float = Field(description="Peak arrival rate that month. [requests/s]")
-    tp: int = Field(description="Tensor-parallel degree at that peak. [GPUs]")
+    tp: int = Field(description="Tensor-parallel degree at that peak: the verified setting's where the month was simulated. [GPUs]")
+    step_budget_tokens: int | None = Field(default=None, description="Tokens one engine step may carry at that peak "
+                                                                     "(max_num_batched_tokens): the verified setting's where "
+                                                                     "the month was simulated; absent from results written "
+                                                                     "before it existed. [tokens]")
     load: int = Field(description="GPUs the month's peak needs. [GPUs]")
     with_redundancy: int = Field(description="Plus redundancy. [GPUs]")
     needed_purchased: int = Field(description="Whole purchasing units this month's peak needs on its own. [GPUs]")

@@ -51,6 +51,10 @@ class Consequences(_Out):
     with_redundancy: Compared = Field(description="The Answer's fleet with redundancy. [GPUs]")
     purchased: Compared = Field(description="Rounded up to whole purchasing units. [GPUs]")
     order: Compared = Field(description="What to order, as the Answer line says it (answer.order). [text]")
+    settings: Compared | None = Field(default=None, description="The settings to deploy in the engine's own flags "
+                                                               "(answer.settings): the TP degree and step budget the "
+                                                               "configuration search chose. Added within version 1 of "
+                                                               "this JSON; absent from older output. [text]")
     binding: Compared = Field(description="The Answer's binding path: the closed form's (memory, compute, latency, queueing). [text]")
     runbook_binding: Compared = Field(description="The binding constraint by the runbook's method (memory, compute, latency, both). [text]")
     monthly_usd: Compared = Field(description="The monthly bill of the Answer's fleet. [USD/month]")

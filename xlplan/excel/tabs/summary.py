@@ -126,6 +126,9 @@ def _answer_rows(e: Engine) -> list[tuple[str, str, object, str, str | None, str
          "simulation needs more than every path")),
         ("AnswerStepBudget", "Step budget to deploy", a.step_budget_tokens, "tokens", FMT["gpus"],
          "policy.max_num_batched_tokens: the serving setting the fleet is sized at"),
+        ("AnswerSettings", "Deploy", a.settings or NA, "", None,
+         ("the TP degree and step budget in the engine's own flags: the cheapest setting the configuration search "
+          "found keeping the promise")),
         ("AnswerMonthlyUSD", "Cost per month", a.monthly_usd, "USD/month", FMT["usd"],
          "the GPUs on the bill × the hourly cost on 1 Inputs × the hours (+ an owned fleet's fixed costs)"),
         ("AnswerUSDPerMTok", "Cost per million tokens", a.usd_per_mtok, "USD/Mtok", FMT["usd_mtok"], "at the average utilisation"),
