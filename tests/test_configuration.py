@@ -77,7 +77,8 @@ def test_a_candidate_the_first_seed_rules_out_is_not_verified_on_every_seed():
     chosen, tried = configuration.search(s, [_cf(1, 6), _cf(2, 3)], lambda cf: verified.append(cf.tp) or _verified(6, 7),
                                          lambda cf: (True, None), lambda cf, n: screened.append((cf.tp, n)) or False)
     assert verified == [1] and screened == [(2, 2)] and chosen == 0
-    assert tried[1].screened and "4 GPUs, the most that bill less than the Answer, miss the promise" in tried[1].why_not_simulated
+    assert tried[1].screened and ("4 GPUs for the load (6 billed with redundancy, the most under the Answer's 7) miss the promise"
+                                  in tried[1].why_not_simulated)
 
 
 def test_a_closed_form_over_by_a_fifth_is_still_screened():
@@ -118,14 +119,22 @@ def test_at_most_eight_settings_are_simulated_and_an_unaffordable_one_is_skipped
 
 
 @pytest.mark.parametrize(("engine", "words"), [
-    ("vllm", "vLLM: --tensor-parallel-size 2 --max-num-batched-tokens 1024"),
-    ("runbook", "vLLM: --tensor-parallel-size 2 --max-num-batched-tokens 1024"),
-    ("sglang", "SGLang: --tp-size 2 --chunked-prefill-size 1024"),
-    ("trtllm", "TensorRT-LLM: --tp_size 2 --max_num_tokens 1024"),
+    ("vllm", "vLLM: --tensor-parallel-size 2 --max-num-batched-tokens 1024 --max-num-seqs 256"),
+    ("runbook", "vLLM (for engine 'runbook'): --tensor-parallel-size 2 --max-num-batched-tokens 1024 --max-num-seqs 256"),
+    ("sglang", "SGLang: --tp-size 2 --chunked-prefill-size 1024 --max-running-requests 256"),
+    ("trtllm", "TensorRT-LLM: --tp_size 2 --max_num_tokens 1024 --max_batch_size 256"),
 ])
 def test_the_setting_is_named_in_the_engines_own_flags(engine, words):
     # vLLM's engine arguments, SGLang's server arguments, trtllm-serve's options (the module's references)
-    assert configuration.settings(engine, 2, 1024) == words
+    assert configuration.settings(engine, 2, 1024, 256) == words
+
+
+def test_the_sequence_cap_deployed_is_never_above_the_step_budget():
+    # vLLM refuses to start where max_num_batched_tokens < max_num_seqs (its scheduler config's check); its default
+    # on an H100 is 1,024 sequences, so a 512-token budget is deployed with --max-num-seqs 512 (each decode spends one
+    # token of the step, so no more could run at once anyway)
+    assert configuration.settings("vllm", 1, 512, 1024).endswith("--max-num-batched-tokens 512 --max-num-seqs 512")
+    assert configuration.settings("vllm", 1, 8192, 1024).endswith("--max-num-batched-tokens 8192 --max-num-seqs 1024")
 
 
 @pytest.mark.slow
@@ -141,7 +150,9 @@ def test_qwen3_32b_at_1_rps_deploys_tp2_for_at_most_10k_a_month(capsys):
     a = json.loads(capsys.readouterr().out)["answer"]
     assert (a["tp"], a["load"], a["with_redundancy"]) == (2, 2, 4)
     assert a["monthly_usd"] == 4 * 3 * 730 <= 10_000
-    assert a["settings"] == f"vLLM: --tensor-parallel-size 2 --max-num-batched-tokens {a['step_budget_tokens']}"
+    # vLLM's default sequence cap on an H100 is 1,024 (engines.vllm_defaults), never above the step budget
+    b = a["step_budget_tokens"]
+    assert a["settings"] == f"vLLM: --tensor-parallel-size 2 --max-num-batched-tokens {b} --max-num-seqs {min(b, 1024)}"
     tp1 = next(x for x in a["alternatives"] if x["tp"] == 1)
     assert tp1["simulated"] and tp1["load"] >= 9 and tp1["monthly_usd"] > a["monthly_usd"]
     # the closed form at the Answer's setting is within one replica of the verified load (issue 48's rule)

@@ -206,7 +206,7 @@ def _answer(s, sol: Solution, cf: closed_form.ClosedForm, verified, tried: list 
     b = _bill(s, sol, red, purchased)
     by_util = usd_per_mtok_by_utilisation(s, sol.traffic, b.monthly_usd)
     return AnswerOut(source=source, tp=tp, load=load, with_redundancy=int(red), purchased=purchased,
-                     binding=_answer_binding(cf, load), closed_form_load=int(cf.load), settings=configuration.settings(s.engine, tp, cf.step_budget_tokens),
+                     binding=_answer_binding(cf, load), closed_form_load=int(cf.load), settings=configuration.settings(s.engine, tp, cf.step_budget_tokens, s.max_num_seqs),
                      alternatives=_alternatives(s, sol, tried or [], chosen),
                      step_budget_tokens=cf.step_budget_tokens, billed_gpus=int(b.billed_gpus), paid_as=s.paid_as,
                      order=fleet.order_words(s.paid_as, int(red), purchased, s.gpus_per_node), monthly_usd=b.monthly_usd,
@@ -240,7 +240,7 @@ def _alternatives(s, sol: Solution, tried: list, chosen: int) -> list[Alternativ
             why = (f"in simulation {words.count(t.load, 'GPU')} {words.verb(t.load, 'keeps', 'keep')} the promise, "
                    f"{t.with_redundancy} with redundancy: {t.billed} billed against the Answer's {answer.billed}")
         out.append(AlternativeOut(tp=int(cf.tp), step_budget_tokens=int(cf.step_budget_tokens),
-                                  settings=configuration.settings(s.engine, int(cf.tp), int(cf.step_budget_tokens)),
+                                  settings=configuration.settings(s.engine, int(cf.tp), int(cf.step_budget_tokens), s.max_num_seqs),
                                   closed_form_load=int(cf.load), simulated=t.verified is not None or t.screened,
                                   load=t.load if t.found else None, with_redundancy=t.with_redundancy if t.found else None,
                                   billed_gpus=t.billed if t.found else None,

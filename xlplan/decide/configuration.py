@@ -50,16 +50,16 @@ a cheaper fleet could come of it. [share]"""
 
 
 ENGINE_FLAGS = {
-    "vllm": ("vLLM", "--tensor-parallel-size", "--max-num-batched-tokens"),
-    "runbook": ("vLLM", "--tensor-parallel-size", "--max-num-batched-tokens"),
-    "sglang": ("SGLang", "--tp-size", "--chunked-prefill-size"),
-    "trtllm": ("TensorRT-LLM", "--tp_size", "--max_num_tokens"),
+    "vllm": ("vLLM", "--tensor-parallel-size", "--max-num-batched-tokens", "--max-num-seqs"),
+    "runbook": ("vLLM (for engine 'runbook')", "--tensor-parallel-size", "--max-num-batched-tokens", "--max-num-seqs"),
+    "sglang": ("SGLang", "--tp-size", "--chunked-prefill-size", "--max-running-requests"),
+    "trtllm": ("TensorRT-LLM", "--tp_size", "--max_num_tokens", "--max_batch_size"),
 }
-"""Engine → (its name, its flag for the TP degree, its flag for the step's token budget). The runbook's engine is
-deployed as vLLM. [text]"""
+"""Engine → (its name, its flag for the TP degree, for the step's token budget, for the sequences running at once). The
+runbook's engine is deployed as vLLM, and its name says so. [text]"""
 
 
-def settings(engine: str, tp: int, step_budget_tokens: int) -> str:
+def settings(engine: str, tp: int, step_budget_tokens: int, max_num_seqs: float | None = None) -> str:
     """The settings to deploy, in the engine's own flag names. [text]
 
     Parameters
@@ -70,19 +70,41 @@ def settings(engine: str, tp: int, step_budget_tokens: int) -> str:
         GPUs per replica. [GPUs]
     step_budget_tokens : int
         Tokens one step may carry. [tokens]
+    max_num_seqs : float, optional
+        The sequences a replica runs at once as planned (``policy.max_num_seqs`` or the engine's default); left out,
+        no sequence flag. [sequences]
 
     Returns
     -------
     str
-        ``'vLLM: --tensor-parallel-size 2 --max-num-batched-tokens 8192'`` and the like. [text]
+        ``'vLLM: --tensor-parallel-size 2 --max-num-batched-tokens 8192 --max-num-seqs 1024'`` and the like. [text]
+
+    Notes
+    -----
+    The sequence cap is named at ``min(max_num_seqs, step budget)``: vLLM refuses to start where
+    ``max_num_batched_tokens < max_num_seqs`` (its scheduler config's check), and a step of ``b`` decodes spends ``b``
+    of its budget, so no more run at once in the engine or in the simulation (which admits a sequence only while the
+    step has room). A 512-token budget on an H100, where vLLM's default is 1,024 sequences, is deployed with
+    ``--max-num-seqs 512``.
+
+    References
+    ----------
+    vLLM's engine arguments (docs.vllm.ai, "Engine Arguments": ``--max-num-seqs``) and its scheduler config's check
+    that ``max_num_batched_tokens`` is at least ``max_num_seqs`` (vllm/config/scheduler.py); SGLang's server
+    arguments (``--max-running-requests``); trtllm-serve's options (``--max_batch_size``).
 
     Examples
     --------
     >>> settings("sglang", 4, 2048)
     'SGLang: --tp-size 4 --chunked-prefill-size 2048'
+    >>> settings("vllm", 1, 512, 1024)
+    'vLLM: --tensor-parallel-size 1 --max-num-batched-tokens 512 --max-num-seqs 512'
     """
-    name, tp_flag, budget_flag = ENGINE_FLAGS.get(engine, ENGINE_FLAGS["vllm"])
-    return f"{name}: {tp_flag} {tp} {budget_flag} {step_budget_tokens}"
+    name, tp_flag, budget_flag, seqs_flag = ENGINE_FLAGS.get(engine, ENGINE_FLAGS["vllm"])
+    out = f"{name}: {tp_flag} {tp} {budget_flag} {step_budget_tokens}"
+    if max_num_seqs is not None:
+        out += f" {seqs_flag} {int(min(max_num_seqs, step_budget_tokens))}"
+    return out
 
 
 @dataclass(frozen=True)
@@ -263,8 +285,10 @@ def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable:
         if why is None and best is not None:
             n = _most_below(s, int(cf.tp), best[1])
             if not screen(cf, n):
-                why = (f"simulated on the first seed: {words.count(n * int(cf.tp), 'GPU')}, the most that bill less "
-                       f"than the Answer, {words.verb(n * int(cf.tp), 'misses', 'miss')} the promise")
+                load = n * int(cf.tp)
+                why = (f"simulated on the first seed: {words.count(load, 'GPU')} for the load "
+                       f"({fleet_of(s, load, int(cf.tp))[2]:,} billed with redundancy, the most under the Answer's "
+                       f"{best[1]:,}) {words.verb(load, 'misses', 'miss')} the promise")
                 screened = True
         v = simulate(cf) if why is None else None
         simulated += v is not None or screened

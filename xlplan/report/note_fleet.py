@@ -92,7 +92,9 @@ def _answer_rows(r: PlanResult) -> list[tuple[str, str]]:
     if a.alternatives:
         rows += [("Also tried", f"{x.settings} — {x.why}" + (f"; ~{words.usd(x.monthly_usd)}/month" if x.load is not None else ""))
                  for x in a.alternatives]
-    if a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):
+    # where the search ran, the Deploy row names the setting (its TP degree may not be the closed form's, whose default
+    # budget's queueing path this row quotes)
+    if not a.alternatives and a.step_budget_tokens != (cf.default_step_budget_tokens if cf is not None else a.step_budget_tokens):
         rows.append(("Serving setting", f"policy.max_num_batched_tokens: {a.step_budget_tokens} (deploy it; "
                                         f"{cf.default_step_budget_tokens:,}-token steps need "
                                         + (words.count(cf.default_budget_queueing_gpus, "GPU") if cf.default_budget_queueing_gpus is not None
