@@ -169,3 +169,20 @@ def test_qwen3_32b_at_1_rps_deploys_tp2_for_at_most_10k_a_month(capsys):
 
     fixed = run_plan(replan(p, policy={"engine": "vllm", "tp": 1}), verify=True).answer
     assert fixed.tp == 1 and fixed.load >= 9 and all(x.tp == 1 for x in fixed.alternatives)
+
+
+def test_a_plan_whose_sequence_cap_is_above_its_step_budget_is_warned():
+    # vLLM's scheduler config refuses max_num_batched_tokens < max_num_seqs; the plan is sized with the budget's
+    # sequences at most (latency_step.latency_batch_cap: min(max_num_seqs, budget ÷ (1 + prefill share))), and says so
+    from planhelp import replan
+
+    from xlplan.decide.planner import plan as run_plan
+    from xlplan.io.planfile import reference_plan
+
+    over = run_plan(replan(reference_plan(), policy={"engine": "vllm", "max_num_seqs": 1024,
+                                                     "max_num_batched_tokens": 512}), verify=False)
+    assert any("policy.max_num_seqs (1,024) is above policy.max_num_batched_tokens (512): vLLM refuses" in w
+               for w in over.warnings)
+    within = run_plan(replan(reference_plan(), policy={"engine": "vllm", "max_num_seqs": 256,
+                                                       "max_num_batched_tokens": 512}), verify=False)
+    assert not any("max_num_seqs" in w for w in within.warnings)

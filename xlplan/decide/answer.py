@@ -237,8 +237,11 @@ def _alternatives(s, sol: Solution, tried: list, chosen: int) -> list[Alternativ
         elif not t.found:
             why = f"no fleet up to {words.count(t.verified.searched_up_to, 'GPU')} keeps the promise in simulation"
         else:
+            spare = t.load + int(s.redundancy) * int(cf.tp)  # the load plus the spare replicas
+            lost = (f" (the load plus {words.count(int(s.redundancy), 'spare replica')}, {spare}, missed it with "
+                    f"{words.count(int(s.redundancy), 'replica')} lost)" if t.with_redundancy > spare else "")
             why = (f"in simulation {words.count(t.load, 'GPU')} {words.verb(t.load, 'keeps', 'keep')} the promise, "
-                   f"{t.with_redundancy} with redundancy: {t.billed} billed against the Answer's {answer.billed}")
+                   f"{t.with_redundancy} with redundancy{lost}: {t.billed} billed against the Answer's {answer.billed}")
         out.append(AlternativeOut(tp=int(cf.tp), step_budget_tokens=int(cf.step_budget_tokens),
                                   settings=configuration.settings(s.engine, int(cf.tp), int(cf.step_budget_tokens), s.max_num_seqs),
                                   closed_form_load=int(cf.load), simulated=t.verified is not None or t.screened,

@@ -93,6 +93,12 @@ def _warnings(plan: Plan, s: Scenario, sol: Solution) -> list[str]:
     old = efficiency_defaults.superseded_release(plan.policy.engine, plan.policy.engine_version or "")
     if old and plan.policy.calibration is None:
         out.append(f"engine release {old}: calibrate on your own benchmark (xlplan calibrate) before you order")
+    pol = plan.policy
+    if (pol.max_num_seqs is not None and pol.max_num_batched_tokens is not None
+            and pol.max_num_seqs > pol.max_num_batched_tokens and pol.engine in ("vllm", "runbook")):
+        out.append(f"policy.max_num_seqs ({pol.max_num_seqs:,}) is above policy.max_num_batched_tokens "
+                   f"({pol.max_num_batched_tokens:,}): vLLM refuses to start so (a step's budget must hold one token "
+                   f"for each sequence); planned and deployed with {pol.max_num_batched_tokens:,} sequences at most")
     curve = plan.forecast.daily_curve
     if curve and abs(sum(curve) / len(curve) - s.average_utilisation) > CURVE_SLACK:
         out.append(f"forecast.daily_curve averages {sum(curve) / len(curve):.0%} of the peak hour, forecast.average_utilisation "

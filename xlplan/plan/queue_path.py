@@ -377,7 +377,7 @@ def _prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
 SHARED_PROMPTS_LEAST = 2
 """Whole prompts a step's budget must hold beside one decode before prompts are taken to share prefill steps. [prompts]"""
 
-CHAIN_STATES = 32
+CHAIN_STATES = 16
 """Prompts waiting at a step's start the chain of :func:`chunk_step_chain` tracks (the last state holds the rest). [prompts]"""
 
 
@@ -427,32 +427,43 @@ def chunk_step_chain(rate_rps: float, decode_s: float, prefill_step_s, shared: i
     >>> round(share / (0.1 * mean), 3), round(per_step, 3)
     (0.999, 1.001)
     """
-    import numpy as np
-
     n = CHAIN_STATES
-    taken = np.minimum(np.arange(n), shared)
+    taken = [min(q, shared) for q in range(n)]
     by_prompts = [decode_s] + [float(prefill_step_s(m)) for m in range(1, min(shared, n - 1) + 1)]
-    times = np.array(by_prompts)[taken]
-    mean = rate_rps * times  # Poisson arrivals during each state's step
-    k = np.arange(n)
-    pmf = np.empty((n, n))  # [state, arrivals], by the recurrence P(k) = P(k − 1)·μ ÷ k
-    pmf[:, 0] = np.exp(-mean)
-    for j in range(1, n):
-        pmf[:, j] = pmf[:, j - 1] * mean / j
-    left = k - taken  # prompts still waiting after the step's own are taken
-    dest = np.minimum(left[:, None] + k[None, :], n - 1)
-    moves = np.zeros((n, n))
-    np.add.at(moves, (np.repeat(k, n), dest.ravel()), pmf.ravel())
-    moves[:, n - 1] += np.clip(1.0 - pmf.sum(axis=1), 0.0, None)  # arrivals past the last state
-    a = moves.T - np.eye(n)
-    a[-1, :] = 1.0
-    rhs = np.zeros(n)
-    rhs[-1] = 1.0
-    pi = np.clip(np.linalg.solve(a, rhs), 0.0, None)
-    pi /= pi.sum()
-    share = float(1.0 - pi[0])
-    per_step = float((pi[1:] * taken[1:]).sum() / share) if share > 0 else 1.0
-    return share, per_step, float((pi * times).sum())
+    times = [by_prompts[m] for m in taken]
+    # a[j][q] = P(q → j) − [q = j]: the balance π = πP, one row replaced by Σπ = 1; plain floats (the plan's path loads
+    # no numpy), Gaussian elimination with partial pivoting on n ≤ 16 states
+    a = [[0.0] * n for _ in range(n)]
+    for q in range(n):
+        mean = rate_rps * times[q]  # Poisson arrivals during the step of state q
+        p, mass = math.exp(-mean), 0.0
+        for k in range(n):
+            a[min(q - taken[q] + k, n - 1)][q] += p
+            mass += p
+            p *= mean / (k + 1)
+        a[n - 1][q] += max(0.0, 1.0 - mass)  # arrivals past the last state
+        a[q][q] -= 1.0
+    a[n - 1] = [1.0] * n
+    rhs = [0.0] * (n - 1) + [1.0]
+    for c in range(n):
+        piv = max(range(c, n), key=lambda r: abs(a[r][c]))
+        a[c], a[piv], rhs[c], rhs[piv] = a[piv], a[c], rhs[piv], rhs[c]
+        for r in range(c + 1, n):
+            f = a[r][c] / a[c][c]
+            if f:
+                row_r, row_c = a[r], a[c]
+                for k in range(c, n):
+                    row_r[k] -= f * row_c[k]
+                rhs[r] -= f * rhs[c]
+    pi = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        pi[r] = (rhs[r] - sum(a[r][k] * pi[k] for k in range(r + 1, n))) / a[r][r]
+    pi = [max(x, 0.0) for x in pi]
+    total = sum(pi)
+    pi = [x / total for x in pi]
+    share = 1.0 - pi[0]
+    per_step = sum(pi[q] * taken[q] for q in range(1, n)) / share if share > 0 else 1.0
+    return share, per_step, sum(pi[q] * times[q] for q in range(n))
 
 
 def _shared_tail_rate(s: Scenario, decode_s, f, ctx: float, clipped: float, window: float, prompt: float, budget: int,

@@ -111,9 +111,10 @@ def _queueing_line(r: PlanResult) -> str:
                  f"{rho:.3f} × exp(−2 × {t:.2f} s × {1 - rho:.3f} × {m1:.3f} s ÷ {m2:.4f} s²) = {chance:.3f} ≤ "
                  f"{1 - i.percentile / 100:.2f} → {words.count(n, 'replica')} at least")
     per = q.gpus // q.replicas if q.replicas else 0
+    d = 3 if q.wait_target_s < 0.1 else 2  # a prefill within 0.1 s of the target: enough figures to see the room left
     return (f"{rate}; {load}{tail} → {words.count(q.replicas, 'replica')} {words.verb(q.replicas, 'keeps', 'keep')} the "
-            f"p{i.percentile:g} wait for a slot at {q.wait_at_percentile_s:.2f} s ≤ {i.ttft_s:g} s − "
-            f"{q.prefill_at_percentile_s:.2f} s prefill (at {q.step_budget_tokens:,}-token steps) (Erlang C); "
+            f"p{i.percentile:g} wait for a slot at {q.wait_at_percentile_s:.{d}f} s ≤ {i.ttft_s:g} s − "
+            f"{q.prefill_at_percentile_s:.{d}f} s prefill (at {q.step_budget_tokens:,}-token steps) (Erlang C); "
             f"{q.replicas} × {words.count(per, 'GPU')} per replica = "
             f"{words.count(q.gpus, 'GPU')}")
 
@@ -197,13 +198,13 @@ def _budget_sentence(r: PlanResult) -> str:
     met = [(n, b) for b, n in q.budget_options if n is not None]
     if not met:
         return ""
-    others = ", ".join(f"{n if n is not None else 'none'} at {b:,}" for b, n in q.budget_options)
+    others = ", ".join(f"{n if n is not None else 'no fleet'} at {b:,}" for b, n in q.budget_options)
     fewest, best = min(met, key=lambda nb: (nb[0], -nb[1]))
     if cf.budget_chosen_by == "plan":
         if q.replicas is None or fewest < q.replicas:
             return (f"The step budget decides the queueing path: {best:,}-token steps would need {words.count(fewest, 'replica')} where the "
                     f"plan's {q.step_budget_tokens:,}-token steps need {q.replicas if q.replicas is not None else 'more than any fleet'} "
-                    f"(replicas at each budget in tokens: {others}); the plan sets its budget, so it stands.")
+                    f"(replicas of TP {cf.tp} at each budget in tokens: {others}); the plan sets its budget, so it stands.")
         return ""
     if cf.budget_chosen_by == "queueing path":
         default = (f"{cf.default_budget_queueing_gpus // cf.tp}" if cf.default_budget_queueing_gpus is not None
@@ -214,8 +215,8 @@ def _budget_sentence(r: PlanResult) -> str:
                f"{a.step_budget_tokens:,} at TP {a.tp} (section 4's Deploy line)" if moved else
                f"deploy policy.max_num_batched_tokens: {q.step_budget_tokens} — the simulation runs it")
         return (f"The step budget decides the queueing path: {q.step_budget_tokens:,}-token steps need {words.count(q.replicas, 'replica')} "
-                f"where the default {cf.default_step_budget_tokens:,}-token steps need {default} (replicas at each budget "
-                f"in tokens: {others}); {end}.")
+                f"where the default {cf.default_step_budget_tokens:,}-token steps need {default} (replicas of TP {cf.tp} at "
+                f"each budget in tokens: {others}); {end}.")
     return ""
 
 
