@@ -285,10 +285,10 @@ def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable:
         if why is None and best is not None:
             n = _most_below(s, int(cf.tp), best[1])
             if not screen(cf, n):
-                load = n * int(cf.tp)
-                why = (f"simulated on the first seed: {words.count(load, 'GPU')} for the load "
-                       f"({fleet_of(s, load, int(cf.tp))[2]:,} billed with redundancy, the most under the Answer's "
-                       f"{best[1]:,}) {words.verb(load, 'misses', 'miss')} the promise")
+                screened_gpus = n * int(cf.tp)
+                why = (f"simulated on the first seed: {words.count(screened_gpus, 'GPU')} for the load "
+                       f"({fleet_of(s, screened_gpus, int(cf.tp))[2]:,} billed with redundancy, the most under the "
+                       f"Answer's {best[1]:,}) {words.verb(screened_gpus, 'misses', 'miss')} the promise")
                 screened = True
         v = simulate(cf) if why is None else None
         simulated += v is not None or screened

@@ -309,7 +309,7 @@ def percentile_step_s(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
         ctx = latency_step.decode_context_tokens(tr)
         clipped = min(ctx, r.window)
         chunk = min(prompt, room)
-        keys = chunk * (chunk + 1.0) / 2.0 if s.causal_attention else chunk * chunk
+        keys = step_inputs.prefill_keys(chunk, 0.0, s.causal_attention)
         return float(f(b, b * ctx, b * clipped, chunk, keys, min(keys, r.window * chunk), b * ctx, b * clipped))
     if mean_step is None:
         mean_step = latency_step.latency_step_fn(s, tr, r, with_prefill=True)
@@ -363,7 +363,7 @@ def _prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
 
     def prefill_s(b: float) -> tuple[float, float]:
         chunk = max(min(prompt, budget - b), 1.0)
-        keys = chunk * (chunk + 1.0) / 2.0 if s.causal_attention else chunk * chunk
+        keys = step_inputs.prefill_keys(chunk, 0.0, s.causal_attention)
         return f(b, b * ctx, b * clipped, chunk, keys, min(keys, r.window * chunk), b * ctx, b * clipped), chunk
 
     first, _ = prefill_s(1.0)
@@ -472,7 +472,7 @@ def _shared_tail_rate(s: Scenario, decode_s, f, ctx: float, clipped: float, wind
     prefill steps (:func:`chunk_step_chain`) stay at most ``1 − p`` of all steps, the decode batch ``b = rate ×
     E[output] × E[step]`` (Little's Law on the slots), by bisection. [requests/s], [s]"""
 
-    keys1 = prompt * (prompt + 1.0) / 2.0 if s.causal_attention else prompt * prompt
+    keys1 = step_inputs.prefill_keys(prompt, 0.0, s.causal_attention)  # one prompt, attending to itself
     windowed1 = min(keys1, window * prompt)
 
     def steps_at(rate: float) -> tuple[float, float]:
