@@ -186,3 +186,99 @@ def test_a_plan_whose_sequence_cap_is_above_its_step_budget_is_warned():
     within = run_plan(replan(reference_plan(), policy={"engine": "vllm", "max_num_seqs": 256,
                                                        "max_num_batched_tokens": 512}), verify=False)
     assert not any("max_num_seqs" in w for w in within.warnings)
+
+
+def _candidates(plan):
+    from xlplan.plan import closed_form, steps
+    from xlplan.plan.scenario import resolve
+
+    s = resolve(plan)
+    sol = steps.solve(s)
+    budget_set = plan.policy.max_num_batched_tokens is not None
+    return s, configuration.candidates(s, sol, closed_form.closed_form(s, sol, budget_set), budget_set)
+
+
+def test_the_search_tries_a_sequence_cap_and_the_experts_over_the_replica_unless_the_plan_fixes_them():
+    # issue 48: "candidates over TP (and EP, attention-DP for MoE) ..., the step budget, and the sequence cap";
+    # "settings the plan file fixes are respected". moe-tp2 is a Mixtral-class MoE (8 experts) on H100s at TP 2.
+    from planhelp import replan
+
+    p = read_plan(BATTERY / "moe-tp2.yaml")
+    s, cands = _candidates(p)
+    assert any(c.expert_parallel == c.tp == 2 for c in cands)  # 8 experts divide over 2 GPUs
+    assert any(c.max_num_seqs < s.max_num_seqs for c in cands)  # a cap at the slots within the ITL target
+    # the engine's own settings come first among equal bills: the closed form's own setting leads
+    assert (cands[0].expert_parallel, cands[0].max_num_seqs) == (1, s.max_num_seqs)
+    fixed = replan(p, policy={"engine": "runbook", "expert_parallel": 1, "max_num_seqs": 256,
+                              "max_num_batched_tokens": 2048})
+    _, cands = _candidates(fixed)
+    assert {(c.expert_parallel, c.max_num_seqs, c.step_budget_tokens) for c in cands} == {(1, 256.0, 2048)}
+
+
+def test_the_search_caps_sequences_at_the_queueing_paths_slots():
+    # the queueing path counts floor(slots) decodes per replica within the inter-token target; the cap the search
+    # tries is that count, so the capped closed form has the same slots (min(cap, slots) = cap)
+    p = read_plan(BATTERY / "reference.yaml")
+    s, cands = _candidates(p)
+    for c in cands:
+        if c.max_num_seqs != s.max_num_seqs:
+            own = next(u for u in cands if (u.tp, u.step_budget_tokens, u.max_num_seqs) == (c.tp, c.step_budget_tokens,
+                                                                                             s.max_num_seqs))
+            assert c.max_num_seqs == int(own.queue.slots_per_replica)
+            assert c.queue.slots_per_replica == c.max_num_seqs
+
+
+def test_a_sequence_cap_bounds_the_batch_a_token_gap_sees():
+    # with one sequence at a time (--max-num-seqs 1) a token gap sees a batch of one, whatever the load: the latency
+    # path is one replica where a one-sequence step keeps the target, and the queueing path (one slot per replica)
+    # carries the load instead
+    from xlplan.plan import closed_form, steps
+    from xlplan.plan.scenario import resolve
+
+    s = resolve(read_plan(BATTERY / "reference.yaml"))
+    sol = steps.solve(s)
+    one = closed_form.at_setting(s, sol.traffic, 1, 512, False, max_num_seqs=1.0)
+    assert one.latency_gpus == 1 and one.queue.slots_per_replica == 1.0
+    # one slot serves 1 / (E[output] × step) requests a second, so the queue needs more than λ × E[output] × step
+    # replicas (a stable queue); the uncapped closed form needs far fewer
+    assert one.queueing_gpus > s.peak_rps * sol.traffic.output_mean * one.queue.step_s
+    assert one.load > closed_form.at_degree(s, sol, 1, False, 512).load
+
+
+@pytest.mark.parametrize(("engine", "ep", "dp", "words"), [
+    ("vllm", 8, False, "vLLM: --tensor-parallel-size 8 --max-num-batched-tokens 4096 --max-num-seqs 128 --enable-expert-parallel"),
+    ("sglang", 8, True, ("SGLang: --tp-size 8 --chunked-prefill-size 4096 --max-running-requests 128 --ep-size 8 "
+                        "--enable-dp-attention --dp-size 8")),
+    ("trtllm", 8, True, ("TensorRT-LLM: --tp_size 8 --max_num_tokens 4096 --max_batch_size 128 --ep_size 8 "
+                        "--extra_llm_api_options (enable_attention_dp: true)")),
+])
+def test_the_parallel_layout_is_named_in_the_engines_own_flags(engine, ep, dp, words):
+    # vLLM --enable-expert-parallel (experts over TP × DP GPUs); SGLang --ep-size, --enable-dp-attention with
+    # --dp-size; trtllm-serve --ep_size and enable_attention_dp in its extra LLM API options
+    assert configuration.settings(engine, 8, 4096, 128, ep, dp) == words
+
+
+def test_dp_attention_is_tried_only_where_a_replicas_ranks_copy_the_cache():
+    # GQA shards the cache by KV head: min(TP, KV heads) ways (serving.memory.kv_shards); MLA's latent is copied on
+    # every rank. DP attention gives each rank its own sequences, so it is worth a try only where the cache is copied.
+    base = dict(set_by_plan=(), experts=0, expert_parallel=1, engine="sglang", attention_data_parallel=False)
+    assert configuration.layouts(NS(**base, kv_shard_limit=1), 8) == [{"attention_data_parallel": True}]  # MLA
+    assert configuration.layouts(NS(**base, kv_shard_limit=8), 8) == []  # 8 KV heads over 8 GPUs: no copy
+    assert configuration.layouts(NS(**base, kv_shard_limit=8), 16) == [{"attention_data_parallel": True}]
+    assert configuration.layouts(NS(**{**base, "engine": "vllm"}, kv_shard_limit=1), 8) == []
+    fixed = NS(**{**base, "set_by_plan": ("attention_data_parallel",)}, kv_shard_limit=1)
+    assert configuration.layouts(fixed, 8) == []
+    assert configuration.layouts(NS(**base, kv_shard_limit=1), 1) == []  # one GPU: nothing to spread
+
+
+def test_the_simulated_scenario_runs_the_candidates_own_cap_and_layout():
+    from xlplan.decide import answer
+    from xlplan.plan import closed_form, steps
+    from xlplan.plan.scenario import resolve
+
+    s = resolve(read_plan(BATTERY / "moe-tp2.yaml"))
+    sol = steps.solve(s)
+    cf = closed_form.at_setting(s, sol.traffic, 2, 2048, False, max_num_seqs=64.0, expert_parallel=2)
+    d = answer.deployed(s, cf)
+    assert (d.max_num_seqs, d.expert_parallel, d.max_num_batched_tokens) == (64.0, 2, 2048.0)
+    assert answer.deployed(s, closed_form.at_degree(s, sol, 2, False, 2048)).max_num_seqs == s.max_num_seqs

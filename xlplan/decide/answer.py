@@ -166,11 +166,16 @@ def deployed(s, cf: closed_form.ClosedForm):
     -------
     Scenario
         ``s`` with ``max_num_batched_tokens`` at the deployed budget (unchanged where the plan or engine sets it, or
-        where the simulation's default is chosen).
+        where the simulation's default is chosen), and its sequence cap, expert-parallel degree and DP attention as
+        the setting was solved.
     """
-    if cf.budget_chosen_by != "queueing path":
-        return s
-    return dataclasses.replace(s, max_num_batched_tokens=float(cf.step_budget_tokens))
+    changes = {}
+    if cf.budget_chosen_by == "queueing path":
+        changes["max_num_batched_tokens"] = float(cf.step_budget_tokens)
+    for name in ("max_num_seqs", "expert_parallel", "attention_data_parallel"):
+        if getattr(cf, name) != getattr(s, name):
+            changes[name] = getattr(cf, name)
+    return dataclasses.replace(s, **changes) if changes else s
 
 
 def _answer(s, sol: Solution, cf: closed_form.ClosedForm, verified, tried: list | None = None, chosen: int = 0) -> AnswerOut:
@@ -206,7 +211,7 @@ def _answer(s, sol: Solution, cf: closed_form.ClosedForm, verified, tried: list 
     b = _bill(s, sol, red, purchased)
     by_util = usd_per_mtok_by_utilisation(s, sol.traffic, b.monthly_usd)
     return AnswerOut(source=source, tp=tp, load=load, with_redundancy=int(red), purchased=purchased,
-                     binding=_answer_binding(cf, load), closed_form_load=int(cf.load), settings=configuration.settings(s.engine, tp, cf.step_budget_tokens, s.max_num_seqs),
+                     binding=_answer_binding(cf, load), closed_form_load=int(cf.load), settings=configuration.settings_of(s.engine, cf), **configuration.layout_fields(cf),
                      alternatives=_alternatives(s, sol, tried or [], chosen),
                      step_budget_tokens=cf.step_budget_tokens, billed_gpus=int(b.billed_gpus), paid_as=s.paid_as,
                      order=fleet.order_words(s.paid_as, int(red), purchased, s.gpus_per_node), monthly_usd=b.monthly_usd,
@@ -243,7 +248,7 @@ def _alternatives(s, sol: Solution, tried: list, chosen: int) -> list[Alternativ
             why = (f"in simulation {words.count(t.load, 'GPU')} {words.verb(t.load, 'keeps', 'keep')} the promise, "
                    f"{t.with_redundancy} with redundancy{lost}: {t.billed} billed against the Answer's {answer.billed}")
         out.append(AlternativeOut(tp=int(cf.tp), step_budget_tokens=int(cf.step_budget_tokens),
-                                  settings=configuration.settings(s.engine, int(cf.tp), int(cf.step_budget_tokens), s.max_num_seqs),
+                                  settings=configuration.settings_of(s.engine, cf), **configuration.layout_fields(cf),
                                   closed_form_load=int(cf.load), simulated=t.verified is not None or t.screened,
                                   load=t.load if t.found else None, with_redundancy=t.with_redundancy if t.found else None,
                                   billed_gpus=t.billed if t.found else None,

@@ -33,6 +33,7 @@ from xlplan.plan import closed_form, queue_path, scenario
 from xlplan.plan.closed_form import ClosedForm
 from xlplan.plan.scenario import Scenario
 from xlplan.schema import steps as step_results
+from xlplan.serving import memory
 
 MAX_SIMULATED = 8
 """Candidates the search simulates at most (the first seed alone counts): the closed form's cheapest, then the seven
@@ -59,7 +60,62 @@ ENGINE_FLAGS = {
 runbook's engine is deployed as vLLM, and its name says so. [text]"""
 
 
-def settings(engine: str, tp: int, step_budget_tokens: int, max_num_seqs: float | None = None) -> str:
+EXPERT_PARALLEL_FLAGS = {"vllm": "--enable-expert-parallel", "runbook": "--enable-expert-parallel", "sglang": "--ep-size",
+                         "trtllm": "--ep_size"}
+"""Engine → its flag for spreading a replica's experts. vLLM's takes no degree: its experts go over the whole replica
+(TP × DP GPUs), so it is named only where the degree is the TP degree. [text]"""
+
+DP_ATTENTION = {"sglang": "--enable-dp-attention --dp-size {tp}",
+                "trtllm": "--extra_llm_api_options (enable_attention_dp: true)"}
+"""Engine → how DP attention is switched on, for the engines whose DP attention keeps a replica's FFN in tensor
+parallel as the step model does (SGLang's ``--enable-dp-attention``, TensorRT-LLM's ``enable_attention_dp``). vLLM's
+data parallel for MoE also replicates the dense layers, a different replica, so the search does not try it there. [text]"""
+
+
+def settings_of(engine: str, cf: ClosedForm) -> str:
+    """:func:`settings` of a closed form's setting: its TP degree, step budget, sequence cap and parallel layout. [text]
+
+    Parameters
+    ----------
+    engine : str
+        The plan's engine (``policy.engine``).
+    cf : ClosedForm
+        The closed form at the setting.
+
+    Returns
+    -------
+    str
+        The settings in the engine's own flag names. [text]
+    """
+    return settings(engine, int(cf.tp), int(cf.step_budget_tokens), cf.max_num_seqs, int(cf.expert_parallel),
+                    bool(cf.attention_data_parallel))
+
+
+def layout_fields(cf: ClosedForm) -> dict:
+    """The JSON's fields for a closed form's sequence cap and parallel layout (``AnswerOut``, ``AlternativeOut``).
+
+    Parameters
+    ----------
+    cf : ClosedForm
+        The closed form at the setting.
+
+    Returns
+    -------
+    dict
+        ``max_num_seqs`` (at most the step budget, as deployed; None past any engine's range, engine 'runbook''s
+        unbounded default) [sequences], ``expert_parallel`` [GPUs], ``attention_data_parallel`` [bool].
+
+    References
+    ----------
+    vLLM's scheduler config: ``max_num_batched_tokens`` at least ``max_num_seqs`` (vllm/config/scheduler.py).
+    """
+    cap = min(float(cf.max_num_seqs), float(cf.step_budget_tokens))
+    return {"max_num_seqs": int(cap) if math.isfinite(cap) else None, "expert_parallel": int(cf.expert_parallel),
+            "attention_data_parallel": bool(cf.attention_data_parallel)}
+
+
+def settings(engine: str, tp: int, step_budget_tokens: int, max_num_seqs: float | None = None,
+             expert_parallel: int = 1, attention_data_parallel: bool = False) -> str:
     """The settings to deploy, in the engine's own flag names. [text]
 
     Parameters
@@ -73,6 +129,10 @@ def settings(engine: str, tp: int, step_budget_tokens: int, max_num_seqs: float 
     max_num_seqs : float, optional
         The sequences a replica runs at once as planned (``policy.max_num_seqs`` or the engine's default); left out,
         no sequence flag. [sequences]
+    expert_parallel : int
+        GPUs of a replica its experts are spread over; 1: no flag. [GPUs]
+    attention_data_parallel : bool
+        Each rank holds its own sequences' KV cache (DP attention). [bool]
 
     Returns
     -------
@@ -99,11 +159,25 @@ def settings(engine: str, tp: int, step_budget_tokens: int, max_num_seqs: float 
     'SGLang: --tp-size 4 --chunked-prefill-size 2048'
     >>> settings("vllm", 1, 512, 1024)
     'vLLM: --tensor-parallel-size 1 --max-num-batched-tokens 512 --max-num-seqs 512'
+    >>> settings("sglang", 8, 4096, None, 8, True)
+    'SGLang: --tp-size 8 --chunked-prefill-size 4096 --ep-size 8 --enable-dp-attention --dp-size 8'
+    >>> settings("vllm", 4, 8192, 1024, 2)
+    'vLLM: --tensor-parallel-size 4 --max-num-batched-tokens 8192 --max-num-seqs 1024 (experts over 2 GPUs: vLLM spreads them over the whole replica or not at all)'
     """
-    name, tp_flag, budget_flag, seqs_flag = ENGINE_FLAGS.get(engine, ENGINE_FLAGS["vllm"])
+    key = engine if engine in ENGINE_FLAGS else "vllm"
+    name, tp_flag, budget_flag, seqs_flag = ENGINE_FLAGS[key]
     out = f"{name}: {tp_flag} {tp} {budget_flag} {step_budget_tokens}"
     if max_num_seqs is not None:
         out += f" {seqs_flag} {int(min(max_num_seqs, step_budget_tokens))}"
+    if expert_parallel > 1:
+        flag = EXPERT_PARALLEL_FLAGS[key]
+        if key in ("vllm", "runbook"):
+            out += (f" {flag}" if expert_parallel == tp else
+                    f" (experts over {expert_parallel} GPUs: vLLM spreads them over the whole replica or not at all)")
+        else:
+            out += f" {flag} {expert_parallel}"
+    if attention_data_parallel:
+        out += " " + DP_ATTENTION.get(key, "(DP attention: each rank holds its own sequences' KV cache)").format(tp=tp)
     return out
 
 
@@ -173,14 +247,117 @@ def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budge
             cf = closed_form.at_degree(s, sol, int(tp), budget_set_by_plan, budget)
             if cf is not None:
                 out.append(cf)
+    plan_budget = (int(s.max_num_batched_tokens),)
+    for tp in s.tp_options:
+        for layout in layouts(s, int(tp)):
+            for budget in (plan_budget if budget_set_by_plan else queue_path.STEP_BUDGETS):
+                cf = closed_form.at_setting(s, sol.traffic, int(tp), budget, budget_set_by_plan, **layout)
+                if cf is not None:
+                    out.append(cf)
+    out += [c for c in map(lambda c: _capped(s, sol, c, budget_set_by_plan), out) if c is not None]
 
     default = scenario.chunk_tokens(s)
 
     def key(c: ClosedForm) -> tuple:
+        changes = _changes(s, c)
         return (not c.feasible, _billed(s, c.with_redundancy, c.purchased), c.purchased, c.tp,
-                (int(c.tp), int(c.step_budget_tokens)) != own, c.step_budget_tokens != default, c.step_budget_tokens)
+                (int(c.tp), int(c.step_budget_tokens)) != own or changes > 0, changes,
+                c.step_budget_tokens != default, c.step_budget_tokens)
 
     return sorted(out, key=key)
+
+
+def _changes(s: Scenario, cf: ClosedForm) -> int:
+    """Settings other than the TP degree and step budget that ``cf`` changes from the plan's. [settings]"""
+    return ((cf.max_num_seqs != s.max_num_seqs) + (cf.expert_parallel != s.expert_parallel)
+            + (cf.attention_data_parallel != s.attention_data_parallel))
+
+
+def layouts(s: Scenario, tp: int) -> list[dict]:
+    """The parallel layouts the search tries at ``tp`` beside the plan's: the experts over the whole replica (MoE),
+    DP attention, and both, each where the plan file leaves it out. [settings]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its experts, KV heads, engine and what the plan file sets.
+    tp : int
+        GPUs per replica. [GPUs]
+
+    Returns
+    -------
+    list of dict
+        Scenario fields to change, one dict per layout: ``expert_parallel = tp`` where the model has experts that
+        divide over the replica; ``attention_data_parallel = True`` on SGLang and TensorRT-LLM where the replica's
+        ranks would otherwise copy the cache (MLA, or fewer KV heads than GPUs). [settings]
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> s = NS(set_by_plan=(), experts=256, expert_parallel=1, engine="sglang", attention_data_parallel=False,
+    ...        kv_shard_limit=1)
+    >>> layouts(s, 8)
+    [{'expert_parallel': 8}, {'attention_data_parallel': True}, {'expert_parallel': 8, 'attention_data_parallel': True}]
+    >>> layouts(NS(**{**vars(s), "engine": "vllm", "experts": 0}), 8)
+    []
+    """
+    if tp < 2:
+        return []
+    ep = ([{"expert_parallel": tp}] if ("expert_parallel" not in s.set_by_plan and s.experts and s.experts % tp == 0
+                                         and s.expert_parallel != tp) else [])
+    dp = ("attention_data_parallel" not in s.set_by_plan and not s.attention_data_parallel and s.engine in DP_ATTENTION
+          and memory.kv_shards(tp, s.kv_shard_limit) < tp)
+    return ep + ([{"attention_data_parallel": True}] + [{**e, "attention_data_parallel": True} for e in ep] if dp else [])
+
+
+def sequence_cap(s: Scenario, cf: ClosedForm) -> int | None:
+    """The sequence cap the search tries beside the engine's: the decodes one step carries within the inter-token
+    target at this setting, where that is below the engine's cap and the step budget. [sequences]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its sequence cap and whether the plan file sets it.
+    cf : ClosedForm
+        The closed form at one TP degree and step budget, uncapped.
+
+    Returns
+    -------
+    int or None
+        ``⌊slots⌋`` of the queueing path (:attr:`xlplan.plan.queue_path.QueuePath.slots_per_replica`); None where the
+        plan file sets the cap, not one decode fits the target, or the engine's cap is already no larger. [sequences]
+
+    Notes
+    -----
+    The queueing path already sizes the fleet as if no replica ran more than these slots; the engine runs up to its
+    own cap (1,024 sequences for vLLM on an H100), so a swing in the batch past the slots slows every token of the
+    step. Capped there, a replica's step stays within the target at any batch and the sequences past it wait for a
+    slot, which the TTFT target may allow: the simulation judges which is cheaper.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> s = NS(set_by_plan=(), max_num_seqs=1024.0)
+    >>> sequence_cap(s, NS(queue=NS(slots_per_replica=87.6), step_budget_tokens=8192, max_num_seqs=1024.0))
+    87
+    >>> sequence_cap(s, NS(queue=NS(slots_per_replica=300.0), step_budget_tokens=256, max_num_seqs=1024.0)) is None
+    True
+    """
+    cap = math.floor(float(cf.queue.slots_per_replica))
+    if "max_num_seqs" in s.set_by_plan or cf.max_num_seqs != s.max_num_seqs or cap < 1 or cap >= min(s.max_num_seqs, cf.step_budget_tokens):
+        return None
+    return int(cap)
+
+
+def _capped(s: Scenario, sol: step_results.Solution, cf: ClosedForm, budget_set_by_plan: bool) -> ClosedForm | None:
+    """The closed form at ``cf``'s degree and step budget with the sequences capped at :func:`sequence_cap`; None
+    where no cap is tried. [ClosedForm]"""
+    cap = sequence_cap(s, cf) if cf.feasible else None
+    if cap is None:
+        return None
+    return closed_form.at_setting(s, sol.traffic, int(cf.tp), int(cf.step_budget_tokens), budget_set_by_plan,
+                                  max_num_seqs=float(cap), expert_parallel=int(cf.expert_parallel),
+                                  attention_data_parallel=bool(cf.attention_data_parallel))
 
 
 def _billed(s: Scenario, with_redundancy: int, purchased: int) -> int:

@@ -112,10 +112,10 @@ def conditions_of_plan(plan, tp: int) -> Conditions:
     """
     pol = plan.policy
     return Conditions(model=plan.model.resolve(), gpu=plan.hardware.resolve(), weights_dtype=plan.model.weights_dtype,
-                      kv_dtype=plan.model.kv_dtype, gpus=tp, tp=tp, ep=pol.expert_parallel if tp % pol.expert_parallel == 0 else 1,
+                      kv_dtype=plan.model.kv_dtype, gpus=tp, tp=tp, ep=(pol.expert_parallel or 1) if tp % (pol.expert_parallel or 1) == 0 else 1,
                       engine="vllm" if pol.engine == "runbook" else pol.engine, memory_utilisation=pol.memory_utilisation,
                       max_num_seqs=pol.max_num_seqs, max_num_batched_tokens=pol.max_num_batched_tokens,
-                      attention_dp=pol.attention_data_parallel)
+                      attention_dp=bool(pol.attention_data_parallel))
 
 
 def replace_concurrency(c: Conditions, concurrency: float) -> Conditions:

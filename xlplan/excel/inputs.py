@@ -125,9 +125,13 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
         InputSpec("MaxNumSeqsInput", ("policy", "max_num_seqs"), "Sequences per replica", "sequences", "whole", "model",
                   "vLLM max_num_seqs; blank: the engine's default for the GPU.", required=False, fmt="#,##0"),
         InputSpec("ExpertParallel", ("policy", "expert_parallel"), "Expert-parallel degree", "GPUs", "whole", "model",
-                  "MoE experts spread over this many GPUs of a replica (must divide the TP degree); 1 splits them by TP.", fmt="0"),
+                  "MoE experts spread over this many GPUs of a replica (must divide the TP degree); 1 splits them by TP; "
+                  "blank: 1 here, and the configuration search also tries the experts over the whole replica.",
+                  required=False, fmt="0"),
         InputSpec("AttentionDataParallel", ("policy", "attention_data_parallel"), "DP attention (MLA)", "TRUE | FALSE", "bool",
-                  "model", "Each rank holds its own sequences' KV latent (SGLang/TensorRT-LLM DP attention).", choices="Booleans"),
+                  "model", "Each rank holds its own sequences' KV cache (SGLang/TensorRT-LLM DP attention); blank: off "
+                  "here, and the configuration search also tries it on SGLang and TensorRT-LLM.", required=False,
+                  choices="Booleans"),
         InputSpec("AttentionFLOPsKind", ("policy", "attention_flops"), "Prefill attention FLOPs", "causal | full", "choice", "model",
                   "'causal': each token attends to those before it; 'full': the runbook's n².", choices="AttentionFLOPsKinds"),
         InputSpec("LatencyStep", ("policy", "latency_step"), "Latency check's step", "with_prefill | decode_only", "choice", "model",

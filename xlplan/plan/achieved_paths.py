@@ -215,7 +215,9 @@ def latency_path_replicas(s: Scenario, q_s: Scenario, tr: step_results.Traffic, 
     -----
     A token gap is seen by every sequence of its step, so it sees the batch size-biased: with the sequences decoding
     on a replica Poisson about their mean ``b`` (an M/G/∞ count; least-loaded routing spreads them less),
-    ``1 + Poisson(b)``, whose percentile the Cornish–Fisher expansion gives: ``1 + b + z·√b + (z² − 1)/6``.
+    ``1 + Poisson(b)``, whose percentile the Cornish–Fisher expansion gives: ``1 + b + z·√b + (z² − 1)/6``. The engine
+    runs at most ``max_num_seqs`` at once, so the batch a gap sees is capped there; the sequences past the cap wait
+    for a slot, which the queueing path counts.
 
     References
     ----------
@@ -227,7 +229,8 @@ def latency_path_replicas(s: Scenario, q_s: Scenario, tr: step_results.Traffic, 
 
     def gap_ok(n: int) -> bool:
         b = at_fleet(n)[2]
-        b_p = 1.0 + b + z * math.sqrt(b) + (z * z - 1.0) / 6.0  # the batch a gap sees at the percentile
+        # the batch a gap sees at the percentile, never past the sequences a replica runs at once (the rest wait)
+        b_p = min(1.0 + b + z * math.sqrt(b) + (z * z - 1.0) / 6.0, q_s.max_num_seqs)
         return queue_path.percentile_step_s(q_s, tr, r, budget, b_p, step, b) <= s.itl_s * (1.0 + fleet.ROUNDING_TOLERANCE)
 
     if not queue_path.percentile_step_s(q_s, tr, r, budget, 1.0, step) <= s.itl_s:

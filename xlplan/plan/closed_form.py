@@ -71,6 +71,9 @@ class ClosedForm:
     purchased: int  # rounded up to whole purchasing units [GPUs]
     binding: str  # the path that needs the most ('memory', …, 'queueing'), ties joined by ' and ', or 'minimum replica' [text]
     binding_paths: tuple[str, ...]  # the paths tied for the most
+    max_num_seqs: float = math.inf  # the sequences a replica runs at once, as solved (the scenario's cap) [sequences]
+    expert_parallel: int = 1  # GPUs of a replica its experts are spread over, as solved [GPUs]
+    attention_data_parallel: bool = False  # each rank holds its own sequences' KV cache, as solved [bool]
 
 
 def _choose_budget(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: float,
@@ -217,6 +220,53 @@ def at_degree(s: Scenario, sol: step_results.Solution, tp: int, budget_set_by_pl
     if pa is None or pa.load == arrays.INF:
         return None
     return _at_tp(s, sol.traffic, pa, budget_set_by_plan, budget)
+
+
+def at_setting(s: Scenario, tr: step_results.Traffic, tp: int, budget: int, budget_set_by_plan: bool,
+               **setting) -> ClosedForm | None:
+    """The closed form at one TP degree and step budget with other serving settings changed (the sequence cap, the
+    expert-parallel degree, DP attention): a candidate of the configuration search. [ClosedForm]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers (plain floats).
+    tr : steps.Traffic
+        Steps 1-3 and the demand.
+    tp : int
+        GPUs per replica. [GPUs]
+    budget : int
+        Tokens one step may carry. [tokens]
+    budget_set_by_plan : bool
+        Whether the plan file sets the step budget. [bool]
+    **setting
+        Scenario fields to change: ``max_num_seqs`` [sequences], ``expert_parallel`` [GPUs],
+        ``attention_data_parallel`` [bool].
+
+    Returns
+    -------
+    ClosedForm or None
+        :func:`closed_form`'s figures at that setting (each also moves the cache room: the cap the engine's activation
+        memory, the experts' spread nothing, DP attention the copies of the cache, so the runbook's paths are solved
+        again); None where the weights leave no cache room there.
+
+    Notes
+    -----
+    A sequence cap bounds the batch a token gap can see, so no replica's step outgrows the inter-token target however
+    the batch swings; the sequences past it wait for a slot, which the queueing path counts (Erlang C over
+    ``min(cap, the decodes within the target)`` slots).
+
+    References
+    ----------
+    Erlang C: :func:`xlplan.serving.queueing.servers_for_wait`. vLLM's engine arguments (docs.vllm.ai, "Engine
+    Arguments": ``--max-num-seqs``, ``--enable-expert-parallel``); SGLang's server arguments (``--ep-size``,
+    ``--enable-dp-attention``).
+    """
+    v = changed(s, **setting)
+    pa = steps.paths(v, tr, int(tp))
+    if pa.load == arrays.INF:
+        return None
+    return _at_tp(v, tr, pa, budget_set_by_plan, int(budget))
 
 
 def closed_form_of(s: Scenario, budget_set_by_plan: bool, budget: int | None = None,
@@ -393,5 +443,6 @@ def _sized(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, q_s: S
         compute_gpus=int(pa.compute_gpus), latency_gpus=lat_gpus,
         queueing_gpus=int(q.gpus) if q.gpus is not None else None, feasible=q.replicas is not None,
         load_replicas=int(n), load=int(load), with_redundancy=int(with_red), purchased=int(math.ceil(purchased)),
-        binding=label, binding_paths=which,
+        binding=label, binding_paths=which, max_num_seqs=float(s.max_num_seqs),
+        expert_parallel=int(s.expert_parallel), attention_data_parallel=bool(s.attention_data_parallel),
     )

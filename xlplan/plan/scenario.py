@@ -107,7 +107,12 @@ class Scenario:
     api_usd_per_mtok_input: float | None  # [USD/Mtok]
     api_usd_per_mtok_output: float | None  # [USD/Mtok]
     arrival_cv2: float = 1.0  # squared CV of the gaps between arrivals at peak: 1 Poisson [1]
+    set_by_plan: tuple[str, ...] = ()  # the settings of SEARCHED_SETTINGS the plan file sets (the search keeps them)
 
+
+SEARCHED_SETTINGS = ("max_num_seqs", "expert_parallel", "attention_data_parallel")
+"""Policy fields the configuration search (:mod:`xlplan.decide.configuration`) chooses where the plan file leaves them
+out, and keeps where it sets them. [text]"""
 
 _FIELDS = tuple(Scenario.__dataclass_fields__)
 _new, _set = object.__new__, object.__setattr__
@@ -277,10 +282,11 @@ def _policy_numbers(plan: Plan, gpu: GPUSpec) -> dict:
         engine=pol.engine,
         max_num_batched_tokens=float(tokens),
         max_num_seqs=float(seqs),
+        set_by_plan=tuple(f for f in SEARCHED_SETTINGS if getattr(pol, f) is not None),
         step_overhead_s=eff["step_overhead_s"],
         expert_efficiency=eff["expert_efficiency"],
-        expert_parallel=pol.expert_parallel,
-        attention_data_parallel=pol.attention_data_parallel,
+        expert_parallel=pol.expert_parallel or 1,
+        attention_data_parallel=bool(pol.attention_data_parallel),
         causal_attention=pol.attention_flops == "causal",
         latency_with_prefill=pol.latency_step == "with_prefill",
     )

@@ -62,9 +62,17 @@ class Policy(_Section):
         default=None, ge=1, description="Sequences a replica runs at once (vLLM max_num_seqs); left out, the engine's default for the GPU. [sequences]")
     step_overhead_s: float | None = Field(
         default=None, ge=0, lt=1, description="Fixed time per engine step (scheduling, launches, sampling); left out, the engine's default. [s]")
-    expert_parallel: int = Field(default=1, ge=1, description="Expert-parallel degree inside a replica (MoE); must divide the TP degree. [GPUs]")
-    attention_data_parallel: bool = Field(
-        default=False, description="MLA models: each rank of a replica holds its own sequences' KV latent (SGLang/TRT-LLM 'DP attention') instead of a copy of every one. [bool]")
+    expert_parallel: int | None = Field(
+        default=None, ge=1,
+        description="Expert-parallel degree inside a replica (MoE); must divide the TP degree; left out, 1 in the closed "
+                    "form, and the configuration search also tries the experts spread over the whole replica (vLLM "
+                    "--enable-expert-parallel, SGLang --ep-size, TensorRT-LLM --ep_size). [GPUs]")
+    attention_data_parallel: bool | None = Field(
+        default=None,
+        description="Each rank of a replica holds its own sequences' KV cache (SGLang --enable-dp-attention, TensorRT-LLM "
+                    "enable_attention_dp) instead of a copy of every one; left out, off in the closed form, and the "
+                    "configuration search also tries it on SGLang and TensorRT-LLM where a replica's ranks would copy "
+                    "the cache (MLA, or fewer KV heads than the TP degree). [bool]")
     attention_flops: Literal["causal", "full"] = Field(
         default="causal",
         description="Prefill attention FLOPs: 'causal' (each token attends to those before it, half the square) or 'full' (the runbook's n²). [text]",

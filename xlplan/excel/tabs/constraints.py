@@ -165,8 +165,8 @@ def _latency_lines(e: Engine) -> list[Line]:
     n = _vec_ceil(q / s.max_num_batched_tokens)
     keys = (q * q + q) / 2.0 if s.causal_attention else q * q
     return [
-        Line("EPUsed", "Expert-parallel degree used", "=IF(AND(Experts>0,MOD(TP,ExpertParallel)=0),ExpertParallel,1)",
-             r.ep, "GPUs", "0", "the policy's, where it divides the TP degree"),
+        Line("EPUsed", "Expert-parallel degree used", "=IF(AND(Experts>0,MOD(TP,MAX(ExpertParallel,1))=0),MAX(ExpertParallel,1),1)",
+             r.ep, "GPUs", "0", "the policy's, where it divides the TP degree; blank: 1 (the search tries more)"),
         Line("MaxDecodeBatch", "Largest batch within the inter-token target", "=INDEX(TPMaxBatch,TPChoiceRow)",
              pa.max_decode_batch, "sequences", FMT["num"], "searched by the engine (a bisection is not a formula); the TP table"),
         Line("LatencyGPUsExact", "Latency path before rounding", "=INDEX(TPLatencyExact,TPChoiceRow)",
