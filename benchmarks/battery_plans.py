@@ -7,7 +7,8 @@ Each scenario is the reference plan (the runbook's worked example) with the sect
 nineteen are issue 18's battery and its held-back cases (``tests/test_queue_path.py``); the last sixteen are issue 48's
 (vLLM's defaults unless stated): Llama-3.1-70B at TP 2, 4 and 8, Llama-3.1-405B in fp8 on H200, DeepSeek-V3, long
 prompts, a chatty 500 req/s, Qwen3-32B at 1 req/s, 2,000 req/s, heavy-tailed outputs, a tight TTFT, a tight and a
-loose inter-token target, renting per node and per GPU, and redundancy 2 at p99.
+loose inter-token target, renting per node and per GPU, and redundancy 2 at p99; and one added with the search's
+parallel layouts: DeepSeek-V3 on SGLang at 10 req/s, where the experts over the replica and DP attention are tried.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ SCENARIOS = {
                       "hardware": {"gpu": "h200", "usd_per_gpu_hour": 3.6}, "policy": VLLM},
     "deepseek-v3": {"forecast": {"peak_rps": 2}, "model": {"name": "deepseek-v3", "weights_dtype": "fp8", "kv_dtype": "bf16"},
                     "hardware": {"gpu": "h200", "usd_per_gpu_hour": 3.6}, "policy": VLLM, "promise": {"ttft_s": 2.0}},
+    "deepseek-v3-sglang": {"forecast": {"peak_rps": 10},
+                           "model": {"name": "deepseek-v3", "weights_dtype": "fp8", "kv_dtype": "bf16"},
+                           "hardware": {"gpu": "h200", "usd_per_gpu_hour": 3.6}, "policy": {"engine": "sglang"},
+                           "promise": {"ttft_s": 2.0}},
     "long-prompts": {"forecast": {"peak_rps": 1, "prompt_tokens": _lengths(8000, 32000, 60000)}, "promise": {"ttft_s": 5.0},
                      "policy": VLLM},
     "chat-500": {"forecast": {"peak_rps": 500, "prompt_tokens": _lengths(500, 1500, 3000),

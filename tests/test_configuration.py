@@ -282,3 +282,16 @@ def test_the_simulated_scenario_runs_the_candidates_own_cap_and_layout():
     d = answer.deployed(s, cf)
     assert (d.max_num_seqs, d.expert_parallel, d.max_num_batched_tokens) == (64.0, 2, 2048.0)
     assert answer.deployed(s, closed_form.at_degree(s, sol, 2, False, 2048)).max_num_seqs == s.max_num_seqs
+
+
+def test_among_equal_bills_a_cap_or_layout_comes_after_every_plain_setting():
+    # the fewest flags changed first: on the configuration battery no cap or layout was cheaper, and ahead of the
+    # plain settings they took Gemma's long answers' eight simulations before TP 2 (6 GPUs) was reached
+    p = read_plan(BATTERY / "moe-tp2.yaml")
+    s, cands = _candidates(p)
+    seen_changed = {}
+    for c in cands:
+        bill = (not c.feasible, configuration._billed(s, c.with_redundancy, c.purchased), c.purchased)
+        changed = configuration._changes(s, c) > 0
+        assert not (seen_changed.get(bill) and not changed), "a plain setting after a changed one of the same bill"
+        seen_changed[bill] = seen_changed.get(bill, False) or changed

@@ -211,7 +211,8 @@ class Tried:
 
 
 def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budget_set_by_plan: bool) -> list[ClosedForm]:
-    """A closed form at every TP degree and step budget the plan allows, cheapest bill first. [ClosedForm]
+    """A closed form at every TP degree and step budget the plan allows, and beside each its sequence cap
+    (:func:`sequence_cap`) and parallel layouts (:func:`layouts`), cheapest bill first. [ClosedForm]
 
     Parameters
     ----------
@@ -227,11 +228,13 @@ def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budge
     Returns
     -------
     list of ClosedForm
-        One per (degree, budget of :data:`xlplan.plan.queue_path.STEP_BUDGETS`) where the weights leave cache room,
-        ordered as the closed form orders fleets: feasible first, then fewest billed, fewest purchased, smallest
-        degree; among equal bills the closed form's own setting first, then the engine's default budget (the fewest
-        flags changed), then smaller budgets (shorter prefill chunks stall decodes less, which the closed form counts
-        least well).
+        One per (degree, budget of :data:`xlplan.plan.queue_path.STEP_BUDGETS`, cap, layout) where the weights
+        leave cache room, ordered as the closed form orders fleets: feasible first, then fewest billed, fewest
+        purchased; among equal bills the fewest settings changed beyond the degree and budget (a cap or a layout
+        comes after every plain setting of its bill: on the configuration battery none was cheaper, and ahead they
+        crowded TP 2 out of Gemma's eight simulations), then the smallest degree, the closed form's own setting, the
+        engine's default budget (the fewest flags changed), then smaller budgets (shorter prefill chunks stall
+        decodes less, which the closed form counts least well).
 
     References
     ----------
@@ -260,9 +263,8 @@ def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budge
 
     def key(c: ClosedForm) -> tuple:
         changes = _changes(s, c)
-        return (not c.feasible, _billed(s, c.with_redundancy, c.purchased), c.purchased, c.tp,
-                (int(c.tp), int(c.step_budget_tokens)) != own or changes > 0, changes,
-                c.step_budget_tokens != default, c.step_budget_tokens)
+        return (not c.feasible, _billed(s, c.with_redundancy, c.purchased), c.purchased, changes, c.tp,
+                (int(c.tp), int(c.step_budget_tokens)) != own, c.step_budget_tokens != default, c.step_budget_tokens)
 
     return sorted(out, key=key)
 
