@@ -250,7 +250,7 @@ def test_a_sequence_cap_bounds_the_batch_a_token_gap_sees():
     ("sglang", 8, True, ("SGLang: --tp-size 8 --chunked-prefill-size 4096 --max-running-requests 128 --ep-size 8 "
                         "--enable-dp-attention --dp-size 8")),
     ("trtllm", 8, True, ("TensorRT-LLM: --tp_size 8 --max_num_tokens 4096 --max_batch_size 128 --ep_size 8 "
-                        "--extra_llm_api_options (enable_attention_dp: true)")),
+                        "--extra_llm_api_options <a YAML file with enable_attention_dp: true>")),
 ])
 def test_the_parallel_layout_is_named_in_the_engines_own_flags(engine, ep, dp, words):
     # vLLM --enable-expert-parallel (experts over TP × DP GPUs); SGLang --ep-size, --enable-dp-attention with
@@ -295,3 +295,39 @@ def test_among_equal_bills_a_cap_or_layout_comes_after_every_plain_setting():
         changed = configuration._changes(s, c) > 0
         assert not (seen_changed.get(bill) and not changed), "a plain setting after a changed one of the same bill"
         seen_changed[bill] = seen_changed.get(bill, False) or changed
+
+
+def test_an_expert_parallel_degree_the_plans_tp_does_not_divide_is_refused_in_one_line(tmp_path, capsys):
+    # a replica's experts are spread over its own GPUs: EP must divide TP (vLLM, SGLang and TensorRT-LLM refuse
+    # otherwise); the plan file names both, so it is the plan's slip, refused with exit 2 naming the field
+    from xlplan.cli import main
+
+    text = (BATTERY / "moe-tp2.yaml").read_text().replace("  tp: 2", "  tp: 2\n  expert_parallel: 3")
+    bad = tmp_path / "ep3.yaml"
+    bad.write_text(text)
+    assert main(["plan", str(bad), "--no-verify"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "policy.expert_parallel: got 3; expected a divisor of policy.tp (2)" in err[0]
+
+
+def test_a_plans_layout_the_answer_cannot_run_as_set_is_warned():
+    # the plan fixes EP 4 but leaves TP to the search: at TP 2 its experts cannot spread over 4, so they are split by
+    # TP (EP 1), the closed form sizes that, and the Answer's layout and a warning say so; DP attention on vLLM is a
+    # different replica (its data parallel replicates the dense layers), planned as SGLang runs it, and warned
+    from planhelp import replan
+
+    from xlplan.decide import answer
+    from xlplan.plan import closed_form, steps
+    from xlplan.plan.scenario import resolve
+
+    p = replan(read_plan(BATTERY / "moe-tp2.yaml"), policy={"engine": "trtllm", "expert_parallel": 4, "tp": None})
+    s = resolve(p)
+    sol = steps.solve(s)
+    assert closed_form.at_degree(s, sol, 2, False, 512).expert_parallel == 1
+    assert closed_form.at_degree(s, sol, 4, False, 512).expert_parallel == 4
+    a = NS(tp=2, expert_parallel=1, attention_data_parallel=False)
+    assert answer.layout_warnings(s, a)[0].startswith("policy.expert_parallel (4) does not divide the Answer's TP degree (2)")
+    assert answer.layout_warnings(s, NS(tp=4, expert_parallel=4, attention_data_parallel=False)) == []
+    v = resolve(replan(p, policy={"engine": "vllm", "attention_data_parallel": True, "expert_parallel": None}))
+    assert answer.layout_warnings(v, NS(tp=2, expert_parallel=1, attention_data_parallel=True))[0].startswith(
+        "policy.attention_data_parallel is true on vLLM")

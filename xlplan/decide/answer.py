@@ -295,6 +295,35 @@ def _answer_binding(cf: closed_form.ClosedForm, load: int) -> str:
     return " and ".join(at) if at else cf.binding
 
 
+def layout_warnings(s: Scenario, a: AnswerOut) -> list[str]:
+    """The Answer's layout where the plan's own cannot run as set: an expert-parallel degree that does not divide the
+    Answer's TP degree (its experts are then split by TP, and planned so), DP attention on vLLM. [text]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its experts, engine and the settings the plan file sets.
+    a : AnswerOut
+        The Answer: its TP degree and layout.
+
+    Returns
+    -------
+    list of str
+        One line for each that holds. [text]
+    """
+    out = []
+    if "expert_parallel" in s.set_by_plan and s.experts and s.expert_parallel > 1 and a.expert_parallel != s.expert_parallel:
+        out.append(f"policy.expert_parallel ({s.expert_parallel}) does not divide the Answer's TP degree ({a.tp}): its "
+                   f"experts are split by TP (expert-parallel 1), as planned and deployed; set policy.tp to a multiple "
+                   f"of {s.expert_parallel}, or leave policy.expert_parallel out and the search tries the experts over "
+                   "each replica")
+    if a.attention_data_parallel and s.engine not in configuration.DP_ATTENTION:
+        out.append("policy.attention_data_parallel is true on vLLM: vLLM's data parallel for MoE also replicates the "
+                   "dense layers, a different replica from the one planned (SGLang's --enable-dp-attention, "
+                   "TensorRT-LLM's enable_attention_dp); the plan is sized as those engines run it")
+    return out
+
+
 def answer_warnings(cf: closed_form.ClosedForm, verified) -> list[str]:
     """The Answer's warnings: no fleet keeps the wait for a slot within the TTFT, or none was verified. [text]
 

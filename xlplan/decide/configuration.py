@@ -66,7 +66,7 @@ EXPERT_PARALLEL_FLAGS = {"vllm": "--enable-expert-parallel", "runbook": "--enabl
 (TP × DP GPUs), so it is named only where the degree is the TP degree. [text]"""
 
 DP_ATTENTION = {"sglang": "--enable-dp-attention --dp-size {tp}",
-                "trtllm": "--extra_llm_api_options (enable_attention_dp: true)"}
+                "trtllm": "--extra_llm_api_options <a YAML file with enable_attention_dp: true>"}
 """Engine → how DP attention is switched on, for the engines whose DP attention keeps a replica's FFN in tensor
 parallel as the step model does (SGLang's ``--enable-dp-attention``, TensorRT-LLM's ``enable_attention_dp``). vLLM's
 data parallel for MoE also replicates the dense layers, a different replica, so the search does not try it there. [text]"""

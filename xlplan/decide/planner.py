@@ -14,6 +14,7 @@ from xlplan.catalog import parameters
 from xlplan.decide.answer import (
     answer_warnings,
     decide,
+    layout_warnings,
     usd_per_mtok_by_utilisation,
 )
 from xlplan.money import ownership_plan
@@ -209,7 +210,8 @@ def plan(p: Plan, verify: bool | str = False, as_of: str | None = None) -> PlanR
         cost=_cost_out(p, s, sol, as_of),
         sensitivities=whatif.sensitivities(p, s),
         breakpoints=breakpoints.breakpoints(s, sol),
-        warnings=_warnings(p, s, sol) + meant + answer_warnings(cf, d.verified) + ([d.skipped] if d.skipped else []),
+        warnings=(_warnings(p, s, sol) + meant + answer_warnings(cf, d.verified) + layout_warnings(s, d.answer)
+                  + ([d.skipped] if d.skipped else [])),
         verified=d.verified,
         queueing=_queueing(p, s, cf),
         closed_form=_closed_form_out(s, cf),

@@ -72,7 +72,7 @@ class ClosedForm:
     binding: str  # the path that needs the most ('memory', …, 'queueing'), ties joined by ' and ', or 'minimum replica' [text]
     binding_paths: tuple[str, ...]  # the paths tied for the most
     max_num_seqs: float = math.inf  # the sequences a replica runs at once, as solved (the scenario's cap) [sequences]
-    expert_parallel: int = 1  # GPUs of a replica its experts are spread over, as solved [GPUs]
+    expert_parallel: int = 1  # GPUs of a replica its experts are spread over, as solved (1 where the plan's degree does not divide the TP degree) [GPUs]
     attention_data_parallel: bool = False  # each rank holds its own sequences' KV cache, as solved [bool]
 
 
@@ -444,5 +444,5 @@ def _sized(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, q_s: S
         queueing_gpus=int(q.gpus) if q.gpus is not None else None, feasible=q.replicas is not None,
         load_replicas=int(n), load=int(load), with_redundancy=int(with_red), purchased=int(math.ceil(purchased)),
         binding=label, binding_paths=which, max_num_seqs=float(s.max_num_seqs),
-        expert_parallel=int(s.expert_parallel), attention_data_parallel=bool(s.attention_data_parallel),
+        expert_parallel=int(r.ep), attention_data_parallel=bool(s.attention_data_parallel),
     )

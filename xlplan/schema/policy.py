@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from xlplan.catalog.specs import ComputeDtype
 from xlplan.schema.fields import Fraction, _Section
@@ -98,6 +98,14 @@ class Policy(_Section):
     )
     include_ttft_in_time_in_system: bool = Field(default=False, description="Add the TTFT target to time in system (the runbook leaves it out). [bool]")
     decode_attention_flops: bool = Field(default=False, description="Add attention over the cache to decode FLOPs (the runbook leaves it out). [bool]")
+
+    @model_validator(mode="after")
+    def _experts_divide_the_degree(self) -> Policy:
+        """An expert-parallel degree the plan's own TP degree does not divide cannot be deployed."""
+        if self.tp is not None and self.expert_parallel is not None and self.tp % self.expert_parallel:
+            raise ValueError(f"expert_parallel: got {self.expert_parallel}; expected a divisor of policy.tp "
+                             f"({self.tp}): a replica's experts are spread over its own GPUs (1 splits them by TP)")
+        return self
 
     @field_validator("engine_version")
     @classmethod
