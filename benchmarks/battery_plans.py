@@ -92,14 +92,14 @@ SCENARIOS = {
 
 RUNBOOK_POLICY = ("engine", "attention_flops", "latency_step", "step_overhead_s", "mfu", "memory_utilisation",
                   "overhead_gib", "memory_convention")
-"""The reference plan's runbook conventions, dropped where a scenario runs on vLLM's defaults. [fields]"""
+"""The reference plan's runbook conventions, dropped where a scenario runs on an engine's defaults (vLLM, SGLang, TensorRT-LLM). [fields]"""
 
 
 def plan_data(name: str) -> dict:
     """The scenario's plan as a mapping: the reference plan with its changes applied. [plan fields]"""
     data = yaml.safe_load(reference_plan_text())
     changes = copy.deepcopy(SCENARIOS[name])
-    if changes.get("policy", {}).get("engine") == "vllm":
+    if changes.get("policy", {}).get("engine") in ("vllm", "sglang", "trtllm"):
         for k in RUNBOOK_POLICY:
             data["policy"].pop(k, None)
     for section, fields in changes.items():

@@ -515,3 +515,28 @@ def test_a_prompt_that_fits_one_step_queues_behind_its_replicas_other_prefills()
     # a prompt chunked over several steps (512-token steps) leaves the wait to the slots' queue
     s512 = scenario.changed(s, max_num_batched_tokens=512.0)
     assert queue_path(s512, tr, 2, 15.0).prefill_queue_replicas == 0
+
+
+def test_where_prefill_runs_first_a_decode_waits_through_the_prompts_own_step():
+    # SGLang runs a waiting prompt's prefill as a batch of its own before the next decode step (its scheduler's
+    # get_next_batch_to_run; mixed chunks off by default), so the decodes' mean gap is their own step plus the prompts
+    # started per step (b × (1 − reuse) ÷ E[output]) times a whole prompt's prefill alone, and a gap that meets a
+    # chunk waits for the decodes' step and the chunk's own step, not one step carrying both (vLLM's)
+    s = resolve(replan(read_plan(Path(__file__).resolve().parents[1] / "benchmarks" / "battery" / "reference.yaml"),
+                       policy={"engine": "sglang", "max_num_batched_tokens": 512}))
+    tr = steps.traffic(s)
+    r = replica_at_tp.replica(s, 1)
+    gap = latency_step.closed_form_step_fn(s, tr, r)
+    f = latency_step.latency_step_fn(s, tr, r, with_prefill=False).step_time
+    ctx = latency_step.decode_context_tokens(tr)
+    b = 40.0
+    decode = f(b, b * ctx, b * ctx, 0.0, 0.0, 0.0, b * ctx, b * ctx)
+    prompt = latency_step.prefill_in_chunks_s(s, r, tr.prompt_mean)  # 2,000 tokens in four 512-token steps
+    assert gap(b) == pytest.approx(decode + b / 300 * prompt, rel=1e-12)
+    chunk_alone = f(0.0, 0.0, 0.0, 512.0, 512.0 * 513 / 2, 512.0 * 513 / 2, 0.0, 0.0)
+    args = (b, b * ctx, b * ctx, 512.0, 512.0 * 513 / 2, 512.0 * 513 / 2, b * ctx, b * ctx)
+    assert gap.step_time(*args) == pytest.approx(decode + chunk_alone, rel=1e-12)
+    assert gap.step_time(*args) > f(*args)  # apart, the weights are read twice: the gap is longer than one mixed step
+    # vLLM mixes the prompts into the decodes' steps: its gap is latency_step_fn's with prefill
+    v = scenario.changed(s, engine="vllm")
+    assert latency_step.closed_form_step_fn(v, tr, r)(b) == latency_step.latency_step_fn(v, tr, r, with_prefill=True)(b)

@@ -39,7 +39,7 @@ from xlplan.plan.achieved_paths import (
 from xlplan.plan.scenario import Scenario, changed
 from xlplan.plan.tp_choice import billed_gpus
 from xlplan.schema import steps as step_results
-from xlplan.serving import folded_step, step_inputs
+from xlplan.serving import engines, folded_step, step_inputs
 
 PATHS = ("memory", "compute", "latency", "queueing")
 """The closed form's paths, in the order the note lists them."""
@@ -385,7 +385,7 @@ def _at_tp(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, budget
     chosen, why, options = _step_budget(s, tr, pa, budget_set_by_plan, budget)
     q_s = changed(s, max_num_batched_tokens=float(chosen), latency_with_prefill=True)
     r = replica_at_tp.replica(q_s, tp)
-    step = latency_step.latency_step_fn(q_s, tr, r)
+    step = latency_step.closed_form_step_fn(q_s, tr, r)
     q = _queue_unless_bounded(s, tr, pa, q_s, r, step, bound)
     if q is None:  # the fleet is at least the compute and queueing paths: no better than the best, no search
         return None
@@ -421,7 +421,9 @@ def _sized(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, q_s: S
     """The closed form at one degree once its queueing path is known: the memory and latency paths at the fleet's own
     batch, the largest of the four, then redundancy and the purchasing unit. [ClosedForm]"""
     tp = int(pa.tp)
-    lines = folded_step.step_lines(r, latency_step.latency_load(q_s, tr, r, 1.0))  # None for routed experts: then iterated
+    # the step as two lines in the batch (None for routed experts, and where prefill runs apart: then iterated)
+    lines = (None if engines.prefill_first(s.engine) else
+             folded_step.step_lines(r, latency_step.latency_load(q_s, tr, r, 1.0)))
     at_fleet = functools.cache(functools.partial(achieved_time_in_system_s, s, tr, step, lines=lines))
     memory_at = functools.partial(achieved_paths.memory_at, s, tr, at_fleet, float(pa.kv_budget_gib_per_gpu), tp,
                                   int(pa.kv_shards))

@@ -46,7 +46,7 @@ from xlplan.plan import latency_step, replica_at_tp, scenario
 from xlplan.plan.scenario import Scenario, changed
 from xlplan.schema import steps as step_results
 from xlplan.schema.plausibility import FLEET_CEILING_GPUS
-from xlplan.serving import batch_search, folded_step, queueing, step_inputs
+from xlplan.serving import batch_search, queueing, step_inputs
 from xlplan.serving.queueing import SERVICE_CV2
 
 STEP_BUDGETS = (256, 512, 1024, 2048, 4096, 8192)
@@ -111,7 +111,7 @@ def queue_path(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: fl
     same = s.latency_with_prefill and s.max_num_batched_tokens == float(budget)
     q = s if same else changed(s, latency_with_prefill=True, max_num_batched_tokens=float(budget))
     r = r if r is not None else replica_at_tp.replica(q, tp)
-    step = step if (step is not None and same) else latency_step.latency_step_fn(q, tr, r)
+    step = step if (step is not None and same) else latency_step.closed_form_step_fn(q, tr, r)
     slots, step_s, slot_rate = _slots(q, tr, step)
     tail_rate, prefill_step = _prefill_tail_rps(q, tr, r, budget, getattr(step, "step_time", None))
     tail_n = int(fleet.whole_replicas(s.peak_rps / tail_rate, 1)) if tail_rate else 0
@@ -305,14 +305,14 @@ def percentile_step_s(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
     prompt = max(tr.prompt_mean * (1.0 - s.prefix_reuse), 1.0)
     room = budget - b
     if room > 0 and share_b * prompt / (tr.output_mean * room) > 1.0 - s.percentile / 100.0:
-        f = mean_step.step_time if mean_step is not None else folded_step.step_time_fn(r)
+        f = mean_step.step_time if mean_step is not None else latency_step.closed_form_step_fn(s, tr, r).step_time
         ctx = latency_step.decode_context_tokens(tr)
         clipped = min(ctx, r.window)
         chunk = min(prompt, room)
         keys = step_inputs.prefill_keys(chunk, 0.0, s.causal_attention)
         return float(f(b, b * ctx, b * clipped, chunk, keys, min(keys, r.window * chunk), b * ctx, b * clipped))
     if mean_step is None:
-        mean_step = latency_step.latency_step_fn(s, tr, r, with_prefill=True)
+        mean_step = latency_step.closed_form_step_fn(s, tr, r)
     return float(mean_step(b))
 
 
@@ -352,7 +352,7 @@ def _prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
     vLLM's scheduler (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``.
     Little's Law: Little, Operations Research 9(3), 1961.
     """
-    f = f if f is not None else folded_step.step_time_fn(r)
+    f = f if f is not None else latency_step.closed_form_step_fn(s, tr, r).step_time
     ctx = latency_step.decode_context_tokens(tr)
     clipped = min(ctx, r.window)
     prompt = max(tr.prompt_mean * (1.0 - s.prefix_reuse), 1.0)
