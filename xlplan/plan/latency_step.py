@@ -259,11 +259,32 @@ def closed_form_step_fn(s: Scenario, tr: Traffic, r: step_inputs.Replica):
         decode = f(b, ctx_b, clipped_b, 0.0, 0.0, 0.0, ctx_c, clipped_c)
         return decode + f(0.0, 0.0, 0.0, chunk, keys, keys_w, 0.0, 0.0) if chunk > 0 else decode
 
+    def decode_s(b):
+        return f(b, b * ctx, b * clipped, 0.0, 0.0, 0.0, b * ctx, b * clipped)
+
     def gap(b):
-        return f(b, b * ctx, b * clipped, 0.0, 0.0, 0.0, b * ctx, b * clipped) + b * per_decode_step * per_prompt
+        return decode_s(b) + b * per_decode_step * per_prompt
 
     gap.step_time = apart
+    gap.decode_s = decode_s
+    gap.prompts_per_decode_step = per_decode_step  # per running sequence [prompts]
+    gap.prefill_moments_s = _prefill_moments_s(s, r)
     return gap
+
+
+PREFILL_QUADRATURE = 40
+"""Prompt lengths at which a prompt's prefill is timed for its moments: the midpoints of as many equal slices of the
+prompt distribution (the fitted lognormal's quantiles). [points]"""
+
+
+def _prefill_moments_s(s: Scenario, r: step_inputs.Replica) -> tuple[float, float]:
+    """(E[S], E[S²]) of a prompt's prefill alone, in chunks of the budget, over the plan's prompt lengths. [s], [s²]"""
+    from xlplan import distributions
+
+    times = [float(prefill_in_chunks_s(s, r, distributions.length_at_percentile(
+        s.prompt_p50, s.prompt_p95, s.prompt_p99, 100.0 * (i + 0.5) / PREFILL_QUADRATURE)))
+        for i in range(PREFILL_QUADRATURE)]
+    return sum(times) / len(times), sum(x * x for x in times) / len(times)
 
 
 def prefill_alone_s(s: Scenario, r: step_inputs.Replica, prompt_tokens):
