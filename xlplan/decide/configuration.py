@@ -6,8 +6,9 @@ the size of the fleet at that degree leaves an expensive fleet at the wrong sett
 p95 prompts and a 1 s TTFT needs 11 H100s at TP 1 in simulation, where 2 at TP 2 keep the promise.
 
 :func:`search` takes a candidate at every TP degree and step budget the plan allows (the plan's own degree or budget
-where it fixes one), ranks them by the closed form's bill, and simulates from
-the cheapest. A candidate is simulated only where its closed form less one replica (the closed form's stated accuracy,
+where it fixes one), and beside each, where the plan leaves them out, a sequence cap at the queueing path's slots
+(:func:`sequence_cap`) and the parallel layouts (:func:`layouts`: a MoE's experts over the replica, DP attention); it
+ranks them by the closed form's bill, and simulates from the cheapest. A candidate is simulated only where its closed form less one replica (the closed form's stated accuracy,
 issue 18), or less :data:`CLOSED_FORM_SLACK` of its replicas, could still bill less than the best fleet verified so
 far, at most :data:`MAX_SIMULATED` of them. The
 Answer is the cheapest verified fleet; the others are carried with their bills and why they lost.
@@ -18,8 +19,9 @@ References
 ----------
 Runbook, document 14, step 6 · "Take the larger, add headroom, round to something buyable". vLLM's engine arguments
 (docs.vllm.ai, "Engine Arguments": ``--tensor-parallel-size``, ``--max-num-batched-tokens``); SGLang's server arguments
-(docs.sglang.ai, "Server Arguments": ``--tp-size``, ``--chunked-prefill-size``); TensorRT-LLM's ``trtllm-serve``
-options (``--tp_size``, ``--max_num_tokens``).
+(docs.sglang.ai, "Server Arguments": ``--tp-size``, ``--chunked-prefill-size``, ``--ep-size``,
+``--enable-dp-attention``, ``--dp-size``); TensorRT-LLM's ``trtllm-serve`` options (``--tp_size``, ``--max_num_tokens``,
+``--ep_size``; ``enable_attention_dp`` in ``--extra_llm_api_options``); vLLM's ``--enable-expert-parallel``.
 """
 
 from __future__ import annotations
