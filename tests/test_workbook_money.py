@@ -242,6 +242,9 @@ def test_a_yes_no_input_is_an_excel_boolean_in_both_engines(money):
     books, readers, _ = money
     flags = [s for s in all_inputs() if s.kind == "bool"]
     assert {s.name for s in flags} == {"AttentionDataParallel", "IncludeTTFT", "DecodeAttention"}
+    # DP attention may be left out (a blank cell: the closed form takes it off and the configuration search tries
+    # it); the reference leaves it out, so its input and echo are blank there, never 0, "FALSE" or "0"
+    left_out = {("reference", "AttentionDataParallel")}
     for stem, value in (("reference", False), ("switched_on", True)):
         book = books[stem]
         for engine, per in readers.items():
@@ -250,6 +253,9 @@ def test_a_yes_no_input_is_an_excel_boolean_in_both_engines(money):
                 echo = _row_labelled(book, "Summary", spec.label)
                 for where in ((title, coord), ("Summary", f"B{echo}")):
                     got = per[stem](*where)
+                    if (stem, spec.name) in left_out:
+                        assert got in (None, ""), (engine, stem, spec.name, where, got)
+                        continue
                     assert type(got) is bool and got is value, (engine, stem, spec.name, where, got)
                 assert book.get(title).cells[f"C{coord[1:]}"].value == "TRUE | FALSE"
             title, coord = name_ref(book, "AnswerCurrent")
