@@ -11,7 +11,7 @@ import dataclasses
 from xlplan import fleet, words
 from xlplan.decide import configuration
 from xlplan.money import cost
-from xlplan.plan import closed_form, monthly_bill, steps
+from xlplan.plan import closed_form, monthly_bill, scenario, steps
 from xlplan.plan.scenario import PlanningError, Scenario
 from xlplan.plan.steps import solve
 from xlplan.schema import steps as step_results
@@ -172,7 +172,7 @@ def deployed(s, cf: closed_form.ClosedForm):
     changes = {}
     if cf.budget_chosen_by == "queueing path":
         changes["max_num_batched_tokens"] = float(cf.step_budget_tokens)
-    for name in ("max_num_seqs", "expert_parallel", "attention_data_parallel"):
+    for name in scenario.SEARCHED_SETTINGS:  # the cap and layout the setting was solved at
         if getattr(cf, name) != getattr(s, name):
             changes[name] = getattr(cf, name)
     return dataclasses.replace(s, **changes) if changes else s

@@ -273,8 +273,7 @@ def candidates(s: Scenario, sol: step_results.Solution, first: ClosedForm, budge
 
 def _changes(s: Scenario, cf: ClosedForm) -> int:
     """Settings other than the TP degree and step budget that ``cf`` changes from the plan's. [settings]"""
-    return ((cf.max_num_seqs != s.max_num_seqs) + (cf.expert_parallel != s.expert_parallel)
-            + (cf.attention_data_parallel != s.attention_data_parallel))
+    return sum(getattr(cf, name) != getattr(s, name) for name in scenario.SEARCHED_SETTINGS)
 
 
 def layouts(s: Scenario, tp: int) -> list[dict]:
