@@ -118,6 +118,32 @@ def test_at_most_eight_settings_are_simulated_and_an_unaffordable_one_is_skipped
     assert tried[1].why_not_simulated == "too large"
 
 
+def test_screens_do_not_spend_the_verifications_and_have_their_own_limit():
+    # DeepSeek-V3 on SGLang at 6 req/s (bench_configurations_scaled.txt): the cheapest setting lay past eight others
+    # the first seed ruled out. Here the first candidate verifies at 40 GPUs (41 billed); the next 12 could bill
+    # less, and the first seed rules out all but the last, which verifies at 30 (31 billed) and is the Answer: 13
+    # settings simulated, two of them on every seed (MAX_SIMULATED counts those only).
+    s = _scenario()
+    cands = [_cf(1, 9, 0)] + [_cf(1, 9, b) for b in range(1, 13)]
+    verified = []
+
+    def simulate(cf):
+        verified.append(cf.step_budget_tokens)
+        return _verified(40, 41) if cf.step_budget_tokens == 0 else _verified(30, 31)
+
+    chosen, tried = configuration.search(s, cands, simulate, lambda cf: (True, None),
+                                         lambda cf, n: cf.step_budget_tokens == 12)
+    assert verified == [0, 12] and chosen == 12 and tried[12].billed == 31
+    assert all(t.screened for t in tried[1:12])
+    # the screens' own limit: with every screen missing, MAX_SCREENED candidates after the first are run once and the
+    # rest are not simulated
+    cands = [_cf(1, 9, b) for b in range(30)]
+    chosen, tried = configuration.search(s, cands, lambda cf: _verified(40, 41), lambda cf: (True, None),
+                                         lambda cf, n: False)
+    assert [t.screened for t in tried] == [False] + [True] * configuration.MAX_SCREENED + [False] * 5
+    assert f"screens at most {configuration.MAX_SCREENED}" in tried[-1].why_not_simulated
+
+
 @pytest.mark.parametrize(("engine", "words"), [
     ("vllm", "vLLM: --tensor-parallel-size 2 --max-num-batched-tokens 1024 --max-num-seqs 256"),
     ("runbook", "vLLM (for engine 'runbook'): --tensor-parallel-size 2 --max-num-batched-tokens 1024 --max-num-seqs 256"),

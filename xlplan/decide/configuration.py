@@ -10,7 +10,9 @@ where it fixes one), and beside each, where the plan leaves them out, a sequence
 (:func:`sequence_cap`) and the parallel layouts (:func:`layouts`: a MoE's experts over the replica, DP attention); it
 ranks them by the closed form's bill, and simulates from the cheapest. A candidate is simulated only where its closed form less one replica (the closed form's stated accuracy,
 issue 18), or less :data:`CLOSED_FORM_SLACK` of its replicas, could still bill less than the best fleet verified so
-far, at most :data:`MAX_SIMULATED` of them. The
+far: after the first, each is screened by one first-seed run at the most replicas that would bill less (at most
+:data:`MAX_SCREENED` screens) and verified on every seed only where that run keeps the promise (at most
+:data:`MAX_SIMULATED` verifications). The
 Answer is the cheapest verified fleet; the others are carried with their bills and why they lost.
 
 No I/O.
@@ -38,9 +40,17 @@ from xlplan.schema import steps as step_results
 from xlplan.serving import memory
 
 MAX_SIMULATED = 8
-"""Candidates the search simulates at most (the first seed alone counts): the closed form's cheapest, then the seven
-next that could still bill less. Four left Gemma's long answers at 9 GPUs where 6 at TP 2 keep the promise (the
+"""Candidates the search verifies on every seed at most: the closed form's cheapest, then the seven next whose
+first-seed screen kept the promise. Four left Gemma's long answers at 9 GPUs where 6 at TP 2 keep the promise (the
 configuration battery, ``benchmarks/bench_configurations.txt``). [candidates]"""
+
+MAX_SCREENED = 24
+"""Candidates the search screens at most (one first-seed run, stopped once it has missed), beside the verifications.
+Screens were counted with them until DeepSeek-V3 on SGLang at 6 req/s: its closed form is 3 replicas at 48 settings,
+four plain ones passed the screen at 2 and verified at 3, and the budget of 8 ran out before DP attention, which
+keeps the promise on 2 (24 GPUs billed against 32; ``bench_configurations_scaled.txt``). A
+screen of a fleet that misses stops early; one that keeps the promise costs what one seed of a verification does.
+[candidates]"""
 
 CLOSED_FORM_SLACK = 0.2
 """How far below its closed form a candidate's verified fleet may fall, as a share of the closed form's replicas,
@@ -450,11 +460,13 @@ def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable:
     """
     tried: list[Tried] = []
     best: tuple | None = None
-    simulated = 0
+    simulated = screens = 0
     for cf in cands:
         why = None
         if simulated >= MAX_SIMULATED:
-            why = f"not simulated: the search simulates at most {MAX_SIMULATED} settings"
+            why = f"not simulated: the search verifies at most {MAX_SIMULATED} settings"
+        elif screens >= MAX_SCREENED:
+            why = f"not simulated: the search screens at most {MAX_SCREENED} settings on the first seed"
         elif best is not None and _lower_billed(s, cf) >= best[1]:
             why = (f"not simulated: even the fewest its closed form allows ({words.count(_lower_billed(s, cf), 'GPU')} "
                    "billed) bills no less than the Answer")
@@ -464,6 +476,7 @@ def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable:
         screened = False
         if why is None and best is not None:
             n = _most_below(s, int(cf.tp), best[1])
+            screens += 1
             if not screen(cf, n):
                 screened_gpus = n * int(cf.tp)
                 why = (f"simulated on the first seed: {words.count(screened_gpus, 'GPU')} for the load "
@@ -471,7 +484,7 @@ def search(s: Scenario, cands: list[ClosedForm], simulate: Callable, affordable:
                        f"Answer's {best[1]:,}) {words.verb(screened_gpus, 'misses', 'miss')} the promise")
                 screened = True
         v = simulate(cf) if why is None else None
-        simulated += v is not None or screened
+        simulated += v is not None
         load = int(v.load) if (v is not None and v.load is not None) else int(cf.load)
         red, bought, billed = fleet_of(s, load, int(cf.tp), v.with_redundancy if (v is not None and v.load is not None) else None)
         t = Tried(cf, v, load, red, bought, billed, why, screened)
