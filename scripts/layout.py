@@ -55,6 +55,9 @@ FIXED = {
     "benchmarks/bench_configurations.txt": ("The last run of bench_configurations.py: each battery plan's Answer (its "
                                             "setting, closed form against verified load, bill) beside the cheapest "
                                             "setting a brute-force search finds."),
+    "benchmarks/bench_configurations_scaled.txt": ("The last run of bench_configurations_scaled.py: the battery's plans at "
+                                                   "0.6 and 1.7 times their peak, held out, each Answer beside the brute "
+                                                   "force."),
     "benchmarks/bench_kernel_prefill.txt": ("The last run of bench_kernel_prefill.py: the sample's TTFT and inter-token "
                                             "latency and the corpus' offline throughput at the fitted prefill MFU and at "
                                             "the measured GEMM curve's."),
