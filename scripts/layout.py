@@ -58,6 +58,8 @@ FIXED = {
     "benchmarks/bench_configurations_scaled.txt": ("The last run of bench_configurations_scaled.py: the battery's plans at "
                                                    "0.6 and 1.7 times their peak, held out, each Answer beside the brute "
                                                    "force."),
+    "benchmarks/bench_routing.txt": ("The last run of bench_routing.py: each battery plan under 100 GPUs under each load "
+                                     "balancer, the Answer's closed form against its verified load."),
     "benchmarks/bench_kernel_prefill.txt": ("The last run of bench_kernel_prefill.py: the sample's TTFT and inter-token "
                                             "latency and the corpus' offline throughput at the fitted prefill MFU and at "
                                             "the measured GEMM curve's."),

@@ -208,3 +208,14 @@ def test_a_prefill_first_engine_is_the_same_run():
                      "pause_n", "pause_gap"):
             assert _same(getattr(runs[0], name), getattr(runs[1], name)), name
         assert len(runs[0].pause_idx)  # decodes waited through prefill steps, and both loops counted the same gaps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("routing", ["round_robin", "random"])
+def test_round_robin_and_random_routing_are_the_same_run(routing):
+    # each rule on a few replicas, and on a fleet past the heap's threshold with two replicas lost mid-run (the turns
+    # and draws then run over the live ones; the lost replicas' requests go to the least loaded survivor)
+    s = dataclasses.replace(REF, routing=routing)
+    _assert_same_run(s, 5, 1, sim_workload.poisson_workload(s, 120.0, 3), 120.0)
+    big = loop.ROUTING_HEAP_REPLICAS + 4
+    _assert_same_run(s, big, 1, sim_workload.poisson_workload(s, 60.0, 4, rate_rps=10.0 * big), 60.0, lost=2)

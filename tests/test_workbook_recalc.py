@@ -20,6 +20,7 @@ from xlplan import catalog
 from xlplan.decide.planner import plan as run_plan
 from xlplan.plan.scenario import PlanningError
 from xlplan.schema.plan import Plan
+from xlplan.schema.policy import ROUTINGS
 
 
 @pytest.mark.slow
@@ -51,10 +52,11 @@ def test_runbook_what_ifs_recalculate(ref_plan, tmp_path):
     plans = {
         # "If p95 prompts reach 8k, compute binds and the fleet goes to 7"
         "p95_8k": replan(ref_plan, forecast={"prompt_tokens": {"p50": 2000, "p95": 8000, "p99": 8000}}),
-        # peak doubles: 80 req/s
-        "peak_x2": replan(ref_plan, forecast={"peak_rps": 80}),
-        # a looser promise: 10 tokens/s
-        "itl_0_1": replan(ref_plan, promise={"itl_s": 0.1}),
+        # peak doubles: 80 req/s, bursty (squared CV 2), routed at random: each replica its own queue, whose
+        # arrivals' squared CV is 2/n + 1 − 1/n (the Erlang tables' routed branch)
+        "peak_x2": replan(ref_plan, forecast={"peak_rps": 80, "arrival_cv2": 2.0}, policy={"routing": "random"}),
+        # a looser promise: 10 tokens/s, routed round robin (each replica's arrivals' squared CV 1/n)
+        "itl_0_1": replan(ref_plan, promise={"itl_s": 0.1}, policy={"routing": "round_robin"}),
         # fp8 weights and cache, bought by the node
         "fp8": replan(ref_plan, model={"name": "llama-3.1-8b", "weights_dtype": "fp8", "kv_dtype": "fp8"},
                       costs={"mode": "rent_per_node"}),
@@ -109,7 +111,8 @@ def plans(draw) -> Plan:
                    "prefill_mfu": draw(st.one_of(st.none(), st.floats(0.2, 0.7))), "decode_mfu": draw(st.one_of(st.none(), st.floats(0.1, 0.6))),
                    "overhead_gib": draw(st.floats(1, 6)), "redundancy": draw(st.integers(0, 2)),
                    "memory_convention": draw(st.sampled_from(["paged", "worst_case"])), "tp": tp,
-                   "include_ttft_in_time_in_system": draw(st.booleans()), "decode_attention_flops": draw(st.booleans())},
+                   "include_ttft_in_time_in_system": draw(st.booleans()), "decode_attention_flops": draw(st.booleans()),
+                   "routing": draw(st.sampled_from(ROUTINGS))},
     }
     if api:
         data["api"] = api

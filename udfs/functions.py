@@ -38,7 +38,7 @@ from xlplan.excel.cellwise import fleet as cellwise_fleet
 from xlplan.schema.fields import PAYMENT_MODES
 from xlplan.schema.hardware import Hardware
 from xlplan.schema.plan import Forecast
-from xlplan.schema.policy import Policy
+from xlplan.schema.policy import ROUTINGS, Policy
 from xlplan.serving import concurrency, engines
 
 _POLICY = Policy.model_fields
@@ -250,9 +250,11 @@ def latency_gpus(concurrency, max_decode_batch, tp=1):
      percentile="The promise's percentile (95, not 0.95). [percent]",
      tail_replicas="Replicas the long-prefill-step limit needs; 0 where it never binds. [replicas]",
      arrival_cv2="Squared coefficient of variation of the gaps between arrivals: 1 Poisson, above 1 bursty. [1]",
-     prefill_replicas="Replicas each replica's own prefill queue needs where a whole prompt fits one step; 0 where prompts are chunked. [replicas]")
+     prefill_replicas="Replicas each replica's own prefill queue needs (3 Constraints: QueuePrefillReplicas). [replicas]",
+     routing="The load balancer: least_loaded (one queue for the fleet), round_robin or random (a queue per replica). [text]",
+     slots="Decodes one replica's step carries within the inter-token target (3 Constraints: QueueSlots). [sequences]")
 def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, percentile=95.0, tail_replicas=0, arrival_cv2=1.0,
-                      prefill_replicas=0):
+                      prefill_replicas=0, routing="least_loaded", slots=1):
     """The queueing path: the fewest replicas whose p95 wait for a slot fits the target, by Erlang C (the reference: 6). [replicas]"""
     wait = number("wait_target_s", wait_target_s, "s")
     if wait < 0:
@@ -263,7 +265,8 @@ def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, 
         number("percentile", percentile, "percent", above=0.0, at_most=99.99),
         whole("tail_replicas", tail_replicas, "replicas", at_least=0),
         number("arrival_cv2", arrival_cv2, "1", above=0.0, at_most=100.0),
-        whole("prefill_replicas", prefill_replicas, "replicas", at_least=0)))
+        whole("prefill_replicas", prefill_replicas, "replicas", at_least=0),
+        choice("routing", routing, ROUTINGS), number("slots", slots, "sequences", above=0.0)))
 
 
 # ---------------------------------------------------------------------------------------------- step 6

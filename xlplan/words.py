@@ -280,6 +280,27 @@ def seconds(x: float | None) -> str:
     return f"{x * 1000:,.0f} ms" if x < 1 else f"{x:,.2f} s"
 
 
+ROUTED = {"least_loaded": "each to the least-loaded replica", "round_robin": "to the replicas in turn (round robin)",
+          "random": "each to a replica at random"}
+"""How the note says the simulated load balancer sent each request, by ``policy.routing``. [text]"""
+
+
+def routed(routing: str) -> str:
+    """'each to the least-loaded replica', 'to the replicas in turn (round robin)' or 'each to a replica at random'.
+
+    Parameters
+    ----------
+    routing : str
+        ``policy.routing``. [text]
+
+    Returns
+    -------
+    str
+        The load balancer as the note names it. [text]
+    """
+    return ROUTED[routing]
+
+
 def seeds(v) -> str:
     """'seeds 1, 2, 3 (all must hold)', or 'seed 1' where one workload is all there is.
 

@@ -227,30 +227,51 @@ def _fit(p50: float, p95: float, p99: float | None) -> LengthFit:
 
 
 def _wait(s: Scenario, q, service_s: float, n: int) -> tuple:
-    """(P(wait), wait at the percentile, within the target) at n replicas, as the table's formulas give them."""
+    """(servers, offered load, P(wait), Allen–Cunneen factor, wait at the percentile, within the target) of one queue
+    at n replicas, as the table's formulas give them: least-loaded routing pools the n replicas as one queue's servers;
+    round robin and random make each replica a queue of its own over its whole slots
+    (:func:`xlplan.serving.queueing.routed_wait_at_percentile_s`)."""
     a = q.offered_erlangs
+    pooled = s.routing == "least_loaded"
+    servers = n if pooled else max(1, math.floor(q.slots_per_replica))
+    ac = queueing.allen_cunneen_factor(queueing.routed_arrival_cv2(s.routing, s.arrival_cv2, n), queueing.SERVICE_CV2)
     if not (math.isfinite(a) and a > 0):
-        return 1.0, NONE, False
-    c = queueing.erlang_c(n, a)
-    w = queueing.wait_at_percentile_s(n, s.peak_rps, service_s, s.percentile, s.arrival_cv2, queueing.SERVICE_CV2)
-    return c, w, w <= q.wait_target_s
+        return servers, NONE, 1.0, ac, NONE, False
+    offered = a if pooled else a * q.slots_per_replica / n
+    c = queueing.erlang_c(servers, offered)
+    w = queueing.routed_wait_at_percentile_s(s.routing, n, q.slots_per_replica, s.peak_rps, service_s, s.percentile,
+                                             s.arrival_cv2, queueing.SERVICE_CV2)
+    return servers, offered, c, ac, w, w <= q.wait_target_s
 
 
 def _erlang_rows(s: Scenario, result: PlanResult) -> ErlangRows:
-    """The replica counts of the coarse and fine tables (the coarse from the offered load, the fine from the first
-    coarse row within the target), with the engine's figures at each. [replicas]"""
+    """The replica counts of the coarse, middle and fine tables (the coarse from the offered load, each next one
+    across the first row of the one before within the target), with the engine's figures at each. [replicas]"""
     q = result.queueing
     a = q.offered_erlangs
     service_s = 1.0 / q.service_rps_per_replica if q.service_rps_per_replica > 0 else math.inf
     ok = math.isfinite(a) and a > 0
     base = max(1, int(a) + 1) if ok else 1
-    step = max(1, math.ceil(math.sqrt(a) / ERLANG_COARSE_DIVISOR)) if ok else 1
+    spread = (math.sqrt(a) if s.routing == "least_loaded" else a) if ok else 0.0  # routed queues: steps of a ÷ 4
+    step = max(1, math.ceil(spread / ERLANG_COARSE_DIVISOR)) if ok else 1
+    waits: dict[int, tuple] = {}
+
+    def meets(n: int) -> bool:
+        if n not in waits:
+            waits[n] = _wait(s, q, service_s, n)
+        return waits[n][-1]
+
     coarse = [base + k * step for k in range(ERLANG_ROWS)]
-    hit = next((n for n in coarse if _wait(s, q, service_s, n)[2]), None)
-    fine_start = max(base, hit - step + 1) if hit is not None else base
+    hit = next((n for n in coarse if meets(n)), None)
+    mid_step = max(1, math.ceil(step / ERLANG_ROWS))
+    mid_start = max(base, hit - step + mid_step) if hit is not None else base
+    mid = [mid_start + k * mid_step for k in range(ERLANG_ROWS)]
+    hit = next((n for n in mid if meets(n)), None)
+    fine_start = max(base, hit - mid_step + 1) if hit is not None else base
     fine = [fine_start + k for k in range(ERLANG_ROWS)]
-    return ErlangRows(service_s, base, step, coarse, fine_start, fine,
-                      {n: _wait(s, q, service_s, n) for n in {*coarse, *fine}})
+    for n in (*coarse, *mid, *fine):
+        meets(n)
+    return ErlangRows(service_s, base, step, coarse, mid_step, mid_start, mid, fine_start, fine, waits)
 
 
 def _efficiency_table() -> tuple[tuple[str, dict], ...]:

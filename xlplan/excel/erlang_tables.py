@@ -75,6 +75,10 @@ def _queue_lines(e: Engine) -> list[Line]:
         Line("QueueACFactor", "Allen–Cunneen factor", "=(ArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor",
              e.fig.allen_cunneen_factor, "1", FMT["num"],
              "1 for Poisson arrivals and exponential service"),
+        Line("QueuePooled", "One queue for the fleet (least-loaded routing)", '=Routing="least_loaded"',
+             e.s.routing == "least_loaded", "TRUE | FALSE", None,
+             "TRUE: the replicas are one queue's servers; FALSE (round robin, random): each replica is a queue of its "
+             "own over its whole slots, at the peak rate ÷ replicas"),
     ]
 
 
@@ -85,9 +89,10 @@ def _queueing_lines(e: Engine) -> list[Line]:
     return [
         Line("QueueingReplicas", "Fewest replicas keeping the wait within the target",
              f'=IF(OR(NOT(ISNUMBER(QueueOffered)),QueueWaitTarget<0),"{NONE}",IFERROR(MAX(QueueTailReplicas,QueuePrefillReplicas,'
-             f'IF(QueueCoarseStep>{ERLANG_ROWS_NAME},"{BEYOND_TABLE}",INDEX(QueueFineN,MATCH(TRUE,QueueFineMeets,0)))),"{BEYOND_TABLE}"))', replicas, "replicas", FMT["gpus"],
-             "the first row of the table below within the target, at least the long-prefill-step limit and the prefill queue",
-             udf="QUEUEING_REPLICAS(PeakRate,QueueServiceRPS,QueueWaitTarget,PromisePercentile,QueueTailReplicas,ArrivalCV2,QueuePrefillReplicas)"),
+             f'IF(QueueMidStep>{ERLANG_ROWS_NAME},"{BEYOND_TABLE}",INDEX(QueueFineN,MATCH(TRUE,QueueFineMeets,0)))),"{BEYOND_TABLE}"))', replicas, "replicas", FMT["gpus"],
+             "the first row of the fine table below within the target, at least the long-prefill-step limit and the prefill queue",
+             udf="QUEUEING_REPLICAS(PeakRate,QueueServiceRPS,QueueWaitTarget,PromisePercentile,QueueTailReplicas,ArrivalCV2,"
+                 "QueuePrefillReplicas,Routing,QueueSlots)"),
         Line("QueueingGPUs", "Queueing path", "=IF(ISNUMBER(QueueingReplicas),QueueingReplicas*QueueTP,QueueingReplicas)",
              cf.queueing_gpus if cf.queueing_gpus is not None else NONE, "GPUs", FMT["gpus"], "replicas × TP"),
     ]
@@ -136,53 +141,73 @@ def queueing_section(rows: Rows, e: Engine) -> ErlangRows:
     return e.fig.erlang
 
 
-def _erlang_row(rows: Rows, e: Engine, service_s: float, row: int, n: int, n_formula: str) -> None:
-    """One replica count's row: the count, P(wait) by POISSON, the wait at the percentile, whether it is within."""
+def _erlang_row(rows: Rows, e: Engine, row: int, n: int, n_formula: str) -> None:
+    """One replica count's row: the count, each queue's servers and offered load, P(wait) by POISSON, the
+    Allen–Cunneen factor at the routed arrivals, the wait at the percentile, whether it is within the target."""
     sh = rows.sheet
     sh.put("A", row, Cell(n_formula, formula=True, cached=n, kind="calc", fmt=FMT["gpus"]))
-    c, w, meets = e.fig.erlang.waits[n]
-    p_n, p_below = f"POISSON(A{row},QueueOffered,FALSE)", f"POISSON(A{row}-1,QueueOffered,TRUE)"
-    sh.put("B", row, Cell(f"=IFERROR({p_n}/({p_n}+(1-QueueOffered/A{row})*{p_below}),1)", formula=True, cached=c,
+    servers, offered, c, ac, w, meets = e.fig.erlang.waits[n]
+    sh.put("B", row, Cell(f"=IF(QueuePooled,A{row},MAX(1,INT(QueueSlots)))", formula=True, cached=servers, kind="calc",
+                          fmt=FMT["gpus"]))
+    sh.put("C", row, Cell(f'=IFERROR(IF(QueuePooled,QueueOffered,QueueOffered*QueueSlots/A{row}),"{NONE}")', formula=True,
+                          cached=offered, kind="calc", fmt=FMT["num"]))
+    p_n, p_below = f"POISSON(B{row},C{row},FALSE)", f"POISSON(B{row}-1,C{row},TRUE)"
+    sh.put("D", row, Cell(f"=IFERROR({p_n}/({p_n}+(1-C{row}/B{row})*{p_below}),1)", formula=True, cached=c,
                           kind="calc", fmt=FMT["num"]))
-    sh.put("C", row, Cell(f"=IFERROR(IF(B{row}<=QueueTailFraction,0,LN(B{row}/QueueTailFraction)/(A{row}-QueueOffered)"
-                          f"/QueueServiceRPS*QueueACFactor),\"{NONE}\")", formula=True, cached=w, kind="calc",
-                          fmt=FMT["s"]))
-    sh.put("D", row, Cell(f"=IF(ISNUMBER(C{row}),C{row}<=QueueWaitTarget,FALSE)", formula=True, cached=meets, kind="calc"))
+    arrivals = (f'IF(QueuePooled,ArrivalCV2,IF(Routing="round_robin",ArrivalCV2/A{row},ArrivalCV2/A{row}+1-1/A{row}))')
+    sh.put("E", row, Cell(f'=IFERROR(({arrivals}+QueueServiceCV2)/AllenCunneenDivisor,"{NONE}")', formula=True,
+                          cached=ac, kind="calc", fmt=FMT["num"]))
+    sh.put("F", row, Cell(f"=IFERROR(IF(D{row}<=QueueTailFraction,0,LN(D{row}/QueueTailFraction)/(B{row}-C{row})"
+                          f"*IF(QueuePooled,1,QueueSlots)/QueueServiceRPS*E{row}),\"{NONE}\")", formula=True, cached=w,
+                          kind="calc", fmt=FMT["s"]))
+    sh.put("G", row, Cell(f"=IF(ISNUMBER(F{row}),F{row}<=QueueWaitTarget,FALSE)", formula=True, cached=meets, kind="calc"))
 
 
-def _erlang_table(rows: Rows, e: Engine, service_s: float, title: str, first_n: str, next_n: str, ns: list[int],
-                  prefix: str) -> None:
+def _erlang_table(rows: Rows, e: Engine, title: str, first_n: str, next_n: str, ns: list[int], prefix: str) -> None:
     """One Erlang C table: a row per replica count, its counts and verdicts named ``{prefix}N`` and ``{prefix}Meets``."""
     sh = rows.sheet
     rows.section(title)
-    rows.header("Replicas", "P(wait) (Erlang C)", "Wait at percentile [s]", "Within target")
+    rows.header("Replicas", "Servers per queue", "Offered per queue [erlangs]", "P(wait) (Erlang C)", "Allen–Cunneen factor",
+                "Wait at percentile [s]", "Within target")
     first = sh.row
     for k, n in enumerate(ns):
         row = sh.row
-        _erlang_row(rows, e, service_s, row, n, first_n if k == 0 else next_n.format(prev=row - 1))
+        _erlang_row(rows, e, row, n, first_n if k == 0 else next_n.format(prev=row - 1))
         sh.row += 1
     rows.book.define_range(f"{prefix}N", sh, f"A{first}", f"A{sh.row - 1}")
-    rows.book.define_range(f"{prefix}Meets", sh, f"D{first}", f"D{sh.row - 1}")
+    rows.book.define_range(f"{prefix}Meets", sh, f"G{first}", f"G{sh.row - 1}")
 
 
 def erlang_tables(rows: Rows, e: Engine, t: ErlangRows) -> None:
-    """Where the queueing path comes from: the coarse table from the offered load, then the fine one across the
-    first coarse row within the target."""
+    """Where the queueing path comes from: the coarse table from the offered load, the middle one across the first
+    coarse row within the target, then the fine one across the first middle row within it."""
     sh = rows.sheet
-    rows.section("Erlang C — where the queueing path comes from: the wait at the percentile by replica count")
+    rows.section("Erlang C — where the queueing path comes from: the wait at the percentile by replica count "
+                 "(least-loaded routing: the replicas as one queue's servers; round robin and random: each replica "
+                 "a queue of its own)")
     rows.header("Quantity", "Value", "Unit", "How")
     rows.calc("QueueBase", "Fewest replicas above the offered load", "=IFERROR(MAX(1,INT(QueueOffered)+1),1)", t.base,
               "replicas", FMT["gpus"], "")
-    rows.calc("QueueCoarseStep", "Coarse table's step", "=IFERROR(MAX(1,ROUNDUP(SQRT(QueueOffered)/ErlangCoarseDivisor,0)),1)",
-              t.step, "replicas", FMT["gpus"], "a quarter of the offered load's square root: the coarse rows span ~4√a")
-    coarse_at = sh.row
-    sh.row += 1
-    _erlang_table(rows, e, t.service_s, "Coarse: every step-th replica count from the base", "=QueueBase",
+    rows.calc("QueueCoarseStep", "Coarse table's step",
+              "=IFERROR(MAX(1,ROUNDUP(IF(QueuePooled,SQRT(QueueOffered),QueueOffered)/ErlangCoarseDivisor,0)),1)",
+              t.step, "replicas", FMT["gpus"],
+              "a quarter of the offered load's square root (one queue) or of the offered load (a queue per replica): "
+              "the coarse rows span ~4√a or ~4a")
+    rows.calc("QueueMidStep", "Middle table's step", f"=MAX(1,ROUNDUP(QueueCoarseStep/{ERLANG_ROWS_NAME},0))", t.mid_step,
+              "replicas", FMT["gpus"], "the coarse step over the rows: the middle rows span one coarse step")
+    starts_at = sh.row
+    sh.row += 2
+    _erlang_table(rows, e, "Coarse: every step-th replica count from the base", "=QueueBase",
                   "=A{prev}+QueueCoarseStep", t.coarse, "QueueCoarse")
-    sh.row, after = coarse_at, sh.row
+    _erlang_table(rows, e, "Middle: every middle step across the first coarse row within the target", "=QueueMidStart",
+                  "=A{prev}+QueueMidStep", t.mid, "QueueMid")
+    sh.row, after = starts_at, sh.row
+    rows.calc("QueueMidStart", "Middle table starts at",
+              "=IFERROR(MAX(QueueBase,INDEX(QueueCoarseN,MATCH(TRUE,QueueCoarseMeets,0))-QueueCoarseStep+QueueMidStep),QueueBase)",
+              t.mid_start, "replicas", FMT["gpus"], "one coarse step below the first coarse row within the target, plus a middle step")
     rows.calc("QueueFineStart", "Fine table starts at",
-              "=IFERROR(MAX(QueueBase,INDEX(QueueCoarseN,MATCH(TRUE,QueueCoarseMeets,0))-QueueCoarseStep+1),QueueBase)",
-              t.fine_start, "replicas", FMT["gpus"], "one coarse step below the first coarse row within the target")
+              "=IFERROR(MAX(QueueBase,INDEX(QueueMidN,MATCH(TRUE,QueueMidMeets,0))-QueueMidStep+1),QueueBase)",
+              t.fine_start, "replicas", FMT["gpus"], "one middle step below the first middle row within the target, plus one")
     sh.row = after
-    _erlang_table(rows, e, t.service_s, "Fine: every replica count from there (the queueing path is its first row within the target)",
+    _erlang_table(rows, e, "Fine: every replica count from there (the queueing path is its first row within the target)",
                   "=QueueFineStart", "=A{prev}+1", t.fine, "QueueFine")

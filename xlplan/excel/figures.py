@@ -45,16 +45,20 @@ class WhatIfRow:
 
 @dataclass(frozen=True)
 class ErlangRows:
-    """The two Erlang C tables of 3 Constraints, as the tables' formulas pick their replica counts, with the engine's
-    P(wait), wait at the percentile and verdict at each count."""
+    """The three Erlang C tables of 3 Constraints (coarse, middle, fine), as the tables' formulas pick their replica
+    counts, with the engine's figures at each count."""
 
     service_s: float  # mean service time of one request on one replica [s]
     base: int  # fewest replicas above the offered load [replicas]
     step: int  # the coarse table's step [replicas]
     coarse: list[int]  # the coarse table's replica counts [replicas]
-    fine_start: int  # one coarse step below the first coarse row within the target [replicas]
+    mid_step: int  # the middle table's step: the coarse step ÷ the rows, rounded up [replicas]
+    mid_start: int  # one coarse step below the first coarse row within the target, plus a middle step [replicas]
+    mid: list[int]  # the middle table's replica counts [replicas]
+    fine_start: int  # one middle step below the first middle row within the target, plus one [replicas]
     fine: list[int]  # the fine table's replica counts [replicas]
-    waits: dict[int, tuple]  # replicas -> (P(wait) [fraction], wait at the percentile [s] or text, within the target [bool])
+    waits: dict[int, tuple]  # replicas -> (servers per queue [servers], offered load per queue [erlangs], P(wait)
+    #   [fraction], the Allen–Cunneen factor [1], wait at the percentile [s] or text, within the target [bool])
 
 
 @dataclass(frozen=True)

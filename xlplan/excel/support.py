@@ -24,6 +24,7 @@ from xlplan.excel.inputs import gpu_row_key, model_row_key
 from xlplan.excel.tabs.owning import OWNING_DEFAULTS, owning_constants
 from xlplan.plan.engine_settings import TP_DEGREES
 from xlplan.schema.fields import PAYMENT_MODES
+from xlplan.schema.policy import ROUTINGS
 from xlplan.serving import engines, memory
 from xlplan.words import PRICE_MISSING
 
@@ -251,6 +252,7 @@ def _drop_down_lists(book: Book, sh: Sheet, r: int) -> int:
         ("EngineNames", "Serving engine", list(engines.ENGINES)),
         ("AttentionFLOPsKinds", "Prefill attention FLOPs", ["causal", "full"]),
         ("LatencySteps", "Latency check's step", ["with_prefill", "decode_only"]),
+        ("Routings", "Load balancer", list(ROUTINGS)),
         ("Booleans", "TRUE / FALSE", [True, False]),  # Excel booleans, the one form a yes/no input takes
         ("TPDegrees", "Tensor-parallel degrees considered", list(TP_DEGREES)),
     )

@@ -24,7 +24,10 @@ Notes
   the prompts waiting at each step's start (:func:`chunk_step_chain`).
 - **The wait** by Erlang C with the Allen–Cunneen factor (:mod:`xlplan.serving.queueing`): the plan's arrivals at peak
   (``cₐ² = forecast.arrival_cv2``, 1 for Poisson) and exponential service (``cₛ² = 1``); M/M/c where arrivals are
-  Poisson, the factor ``(cₐ² + cₛ²) ÷ 2`` scaling the wait where they are burstier.
+  Poisson, the factor ``(cₐ² + cₛ²) ÷ 2`` scaling the wait where they are burstier. The load balancer
+  (``policy.routing``) sets the queue: least-loaded routing pools the replicas as the servers of one queue; round
+  robin and random routing commit a request to a replica on arrival, so each replica is an M/M/c queue of its own
+  over its slots at ``λ ÷ n`` (:func:`xlplan.serving.queueing.routed_wait_at_percentile_s`).
 - **The target**: the TTFT promise less the prefill of a prompt at the percentile on an idle replica; where that
   prefill alone misses the promise, no fleet meets it.
 
@@ -77,6 +80,8 @@ class QueuePath:
     prefill_mean_s: float = 0.0  # E[S]: a prompt's prefill on an idle replica, over the prompt distribution [s]
     prefill_second_moment_s2: float = 0.0  # E[S²] of that prefill [s²]
     prefill_queue_replicas: int = 0  # replicas each replica's own prefill queue needs (0: prompts are chunked) [replicas]
+    prefill_wait_scale: float = 1.0  # Kingman's factor on the prefill queue's wait at its replicas (1: M/G/1) [1]
+    routing: str = "least_loaded"  # the queue: one for the fleet (least_loaded), or one per replica [text]
 
 
 def queue_path(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: float, r: step_inputs.Replica | None = None,
@@ -121,21 +126,24 @@ def queue_path(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: fl
     prompt = distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile)
     prefill = float(latency_step.prefill_alone_s(q, r, prompt))
     target = s.ttft_s - prefill
-    n = queueing.servers_for_wait(s.peak_rps, 1.0 / mu, target, s.percentile, s.arrival_cv2, SERVICE_CV2,
-                                  max_servers=max(1, FLEET_CEILING_GPUS // tp)) if mu > 0 else None
+    n = queueing.replicas_for_wait(s.routing, slots, s.peak_rps, 1.0 / mu, target, s.percentile, s.arrival_cv2,
+                                   SERVICE_CV2, max_servers=max(1, FLEET_CEILING_GPUS // tp)) if mu > 0 else None
     if n is not None and tail_rate is not None:
         n = max(n, tail_n)
     m1, m2, pre_n = prefill_queue(q, r, budget, prompt, target, max(1, FLEET_CEILING_GPUS // tp))
+    scale = prefill_wait_scale(q, m1, m2, pre_n) if pre_n else 1.0
     if n is not None:
         n = None if pre_n is None else max(n, pre_n)
-    wait = queueing.wait_at_percentile_s(n, s.peak_rps, 1.0 / mu, s.percentile, s.arrival_cv2, SERVICE_CV2) if n else math.inf
+    wait = (queueing.routed_wait_at_percentile_s(s.routing, n, slots, s.peak_rps, 1.0 / mu, s.percentile, s.arrival_cv2,
+                                                 SERVICE_CV2) if n else math.inf)
     return QueuePath(tp=tp, step_budget_tokens=budget, slots_per_replica=slots, step_s=step_s, slot_rps_per_replica=slot_rate,
                      prefill_step_s=prefill_step, prefill_tail_rps_per_replica=tail_rate, tail_replicas=tail_n,
                      service_rps_per_replica=mu,
                      offered_erlangs=offered, prefill_at_percentile_s=prefill, wait_target_s=target, replicas=n,
                      gpus=n * tp if n is not None else None, wait_at_percentile_s=wait,
                      utilisation_at_load=offered / load_replicas if load_replicas > 0 else math.inf,
-                     prefill_mean_s=m1, prefill_second_moment_s2=m2, prefill_queue_replicas=pre_n or 0)
+                     prefill_mean_s=m1, prefill_second_moment_s2=m2, prefill_queue_replicas=pre_n or 0,
+                     prefill_wait_scale=scale, routing=s.routing)
 
 
 PREFILL_QUANTILES = 64
@@ -171,8 +179,8 @@ def prefill_queue(s: Scenario, r: step_inputs.Replica, budget: int, prompt_at_pe
         ``E[S²]``. [s²]
     replicas : int or None
         The fewest replicas ``n`` with ``ρ = λ·E[S] ÷ n < 1`` and ``P(wait > t) ≈ ρ·exp(−2t(1 − ρ)·E[S] ÷ E[S²]) ≤ 1 − p``;
-        0 where a prompt at the percentile is chunked over several steps (the decode slots' queue then holds it);
-        None where none up to ``max_replicas`` does, or the target is negative. [replicas]
+        0 where a prompt at the percentile is chunked over several steps and routing is least-loaded (the decode
+        slots' queue then holds it); None where none up to ``max_replicas`` does, or the target is negative. [replicas]
 
     Notes
     -----
@@ -182,11 +190,16 @@ def prefill_queue(s: Scenario, r: step_inputs.Replica, budget: int, prompt_at_pe
     ``1 − ρ`` and, given a wait, taken as exponential with the Pollaczek–Khinchine mean ``λE[S²] ÷ (2(1 − ρ)) ÷ ρ``
     (exact for exponential service). Llama-3.1-70B on two H200s at 15 req/s and 8,192-token steps: a 0.53 s prefill
     leaves 0.47 s of wait, and 41 replicas keep it, where the simulation needs 41 and the slots' queue alone 15.
+    Where routing commits each request on arrival (``policy.routing`` round robin or random), every replica's prompts
+    queue behind its own prefill work whether or not they are chunked, so the queue counts chunked prompts too, its
+    wait scaled by Kingman's ``(cₐ² + cₛ²) ÷ (1 + cₛ²)`` with the routed arrivals' ``cₐ²``
+    (:func:`xlplan.serving.queueing.routed_arrival_cv2`: 1 random, ``1 ÷ n`` round robin, for Poisson).
 
     References
     ----------
     Pollaczek–Khinchine mean wait: Kleinrock, *Queueing Systems* vol. 1, 1975, ch. 5. The probability of waiting in
-    M/G/1 is ρ (PASTA): Wolff, "Poisson arrivals see time averages", Operations Research 30(2), 1982.
+    M/G/1 is ρ (PASTA): Wolff, "Poisson arrivals see time averages", Operations Research 30(2), 1982. Kingman,
+    "The single server queue in heavy traffic", Proc. Cambridge Philosophical Society 57(4), 1961.
     """
     from statistics import NormalDist
 
@@ -195,7 +208,7 @@ def prefill_queue(s: Scenario, r: step_inputs.Replica, budget: int, prompt_at_pe
     times = [float(latency_step.prefill_alone_s(s, r, max(1.0, float(median * math.exp(sigma * x))))) for x in z]
     m1 = sum(times) / len(times)
     m2 = sum(x * x for x in times) / len(times)
-    if prompt_at_percentile * (1.0 - s.prefix_reuse) > budget:
+    if prompt_at_percentile * (1.0 - s.prefix_reuse) > budget and s.routing == "least_loaded":
         return m1, m2, 0
     if wait_target_s < 0 or m1 <= 0:
         return m1, m2, None
@@ -203,7 +216,8 @@ def prefill_queue(s: Scenario, r: step_inputs.Replica, budget: int, prompt_at_pe
 
     def meets(n: int) -> bool:
         rho = s.peak_rps * m1 / n
-        return rho < 1.0 and rho * math.exp(-2.0 * wait_target_s * (1.0 - rho) * m1 / m2) <= tail
+        spread = prefill_wait_scale(s, m1, m2, n)
+        return rho < 1.0 and rho * math.exp(-2.0 * wait_target_s * (1.0 - rho) * m1 / (m2 * spread)) <= tail
 
     lo, hi = int(math.floor(s.peak_rps * m1)) + 1, max(int(math.floor(s.peak_rps * m1)) + 1, 1)
     while not meets(hi):
@@ -214,6 +228,40 @@ def prefill_queue(s: Scenario, r: step_inputs.Replica, budget: int, prompt_at_pe
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if meets(mid) else (mid + 1, hi)
     return m1, m2, hi
+
+
+def prefill_wait_scale(s: Scenario, mean_s: float, second_moment_s2: float, replicas: int) -> float:
+    """Kingman's factor on each replica's M/G/1 prefill wait for the arrivals routing sends it. [1]
+
+    ``(cₐ² + cₛ²) ÷ (1 + cₛ²)`` with ``cₛ² = E[S²] ÷ E[S]² − 1`` and the routed arrivals' ``cₐ²``
+    (:func:`xlplan.serving.queueing.routed_arrival_cv2`): 1 where they are Poisson (random routing of Poisson
+    arrivals), below 1 under round robin (every ``n``-th arrival). Least-loaded routing: 1, the M/G/1 of
+    :func:`prefill_queue`'s Notes.
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its routing and the fleet's arrivals' squared CV.
+    mean_s : float
+        ``E[S]``: a prompt's prefill on an idle replica. [s]
+    second_moment_s2 : float
+        ``E[S²]`` of that prefill. [s²]
+    replicas : int
+        Replicas the arrivals are routed over. [replicas]
+
+    Returns
+    -------
+    float
+        The factor on the M/G/1 wait. [1]
+
+    References
+    ----------
+    J. F. C. Kingman, "The single server queue in heavy traffic", Proc. Cambridge Philosophical Society 57(4), 1961.
+    """
+    if s.routing == "least_loaded" or mean_s <= 0:
+        return 1.0
+    service_cv2 = second_moment_s2 / (mean_s * mean_s) - 1.0
+    return (queueing.routed_arrival_cv2(s.routing, s.arrival_cv2, replicas) + service_cv2) / (1.0 + service_cv2)
 
 
 def stable_replicas(s: Scenario, tr: step_results.Traffic, r: step_inputs.Replica, step) -> int | None:

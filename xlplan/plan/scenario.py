@@ -108,6 +108,7 @@ class Scenario:
     api_usd_per_mtok_output: float | None  # [USD/Mtok]
     arrival_cv2: float = 1.0  # squared CV of the gaps between arrivals at peak: 1 Poisson [1]
     set_by_plan: tuple[str, ...] = ()  # the settings of SEARCHED_SETTINGS the plan file sets (the search keeps them)
+    routing: str = "least_loaded"  # the load balancer's rule: least_loaded | round_robin | random (policy.routing)
 
 
 SEARCHED_SETTINGS = ("max_num_seqs", "expert_parallel", "attention_data_parallel")
@@ -289,6 +290,7 @@ def _policy_numbers(plan: Plan, gpu: GPUSpec) -> dict:
         attention_data_parallel=bool(pol.attention_data_parallel),
         causal_attention=pol.attention_flops == "causal",
         latency_with_prefill=pol.latency_step == "with_prefill",
+        routing=pol.routing,
     )
 
 

@@ -81,6 +81,12 @@ def _kv_budget_line(m, mem) -> str:
     return f"{rule} = {mem.kv_budget_gib_per_gpu:.2f} GiB"
 
 
+QUEUE_WORDS = {"least_loaded": "Erlang C with the replicas as one queue under least-loaded routing",
+               "round_robin": "Erlang C per replica as a queue of its own over its whole slots under round-robin routing",
+               "random": "Erlang C per replica as a queue of its own over its whole slots under random routing"}
+"""How the queueing line names its queue, by ``policy.routing``. [text]"""
+
+
 def _queueing_line(r: PlanResult) -> str:
     """The queueing path's arithmetic: a replica's service rate, the offered load, and the replicas the wait needs."""
     q, i = r.queueing, r.inputs
@@ -105,16 +111,24 @@ def _queueing_line(r: PlanResult) -> str:
     if q.prefill_queue_replicas:
         n, m1, m2, t = q.prefill_queue_replicas, q.prefill_mean_s, q.prefill_second_moment_s2, q.wait_target_s
         rho = i.peak_rps * m1 / n
-        chance = rho * math.exp(-2.0 * t * (1.0 - rho) * m1 / m2)
-        tail += (f"; a whole prompt fits one step, so each replica's prefills queue of their own (M/G/1, "
-                 f"Pollaczek–Khinchine): ρ = {i.peak_rps:g} req/s × {m1:.3f} s ÷ {n} = {rho:.3f}, P(wait > {t:.2f} s) = "
-                 f"{rho:.3f} × exp(−2 × {t:.2f} s × {1 - rho:.3f} × {m1:.3f} s ÷ {m2:.4f} s²) = {chance:.3f} ≤ "
+        k = q.prefill_wait_scale
+        chance = rho * math.exp(-2.0 * t * (1.0 - rho) * m1 / (m2 * k))
+        if q.routing == "least_loaded":
+            why = "a whole prompt fits one step, so each replica's prefills queue of their own (M/G/1, Pollaczek–Khinchine)"
+            second = f"{m2:.4f} s²"
+        else:
+            why = ("routing commits each request to a replica on arrival, so each replica's prefills queue of their own "
+                   "(M/G/1, Pollaczek–Khinchine, Kingman's factor for the routed arrivals)")
+            second = f"({m2:.4f} s² × {k:.3f})"
+        tail += (f"; {why}: ρ = {i.peak_rps:g} req/s × {m1:.3f} s ÷ {n} = {rho:.3f}, P(wait > {t:.2f} s) = "
+                 f"{rho:.3f} × exp(−2 × {t:.2f} s × {1 - rho:.3f} × {m1:.3f} s ÷ {second}) = {chance:.3f} ≤ "
                  f"{1 - i.percentile / 100:.2f} → {words.count(n, 'replica')} at least")
     per = q.gpus // q.replicas if q.replicas else 0
     d = 3 if q.wait_target_s < 0.1 else 2  # a prefill within 0.1 s of the target: enough figures to see the room left
     return (f"{rate}; {load}{tail} → {words.count(q.replicas, 'replica')} {words.verb(q.replicas, 'keeps', 'keep')} the "
             f"p{i.percentile:g} wait for a slot at {q.wait_at_percentile_s:.{d}f} s ≤ {i.ttft_s:g} s − "
-            f"{q.prefill_at_percentile_s:.{d}f} s prefill (at {q.step_budget_tokens:,}-token steps) (Erlang C); "
+            f"{q.prefill_at_percentile_s:.{d}f} s prefill (at {q.step_budget_tokens:,}-token steps) "
+            f"({QUEUE_WORDS[q.routing]}); "
             f"{q.replicas} × {words.count(per, 'GPU')} per replica = "
             f"{words.count(q.gpus, 'GPU')}")
 

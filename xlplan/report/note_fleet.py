@@ -66,7 +66,7 @@ def _verified_rows(r: PlanResult) -> list[tuple[str, str]]:
              (f"{words.count(v.load, 'GPU')} {words.verb(v.load, 'keeps', 'keep')} the promise ({q} TTFT {words.seconds(ttft)}, "
               f"inter-token {words.seconds(itl)})"
               if v.load is not None else f"no fleet up to {words.count(v.searched_up_to, 'GPU')} keeps the promise")
-             + f" — {v.minutes:.3g} min, {v.arrivals}, each to the least-loaded replica, {words.seeds(v)}, "
+             + f" — {v.minutes:.3g} min, {v.arrivals}, {words.routed(v.routing)}, {words.seeds(v)}, "
                f"{v.chunk_tokens:,}-token steps")]
     if v.load is not None:
         rows.append(("With redundancy (simulated)", _redundancy_row(v)))

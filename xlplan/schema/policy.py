@@ -5,13 +5,19 @@ Part of the plan file's schema; import the models from :mod:`xlplan.schema.plan`
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
 from xlplan.catalog.specs import ComputeDtype
 from xlplan.schema.fields import Fraction, _Section
 from xlplan.serving.engines import Engine
+
+Routing = Literal["least_loaded", "round_robin", "random"]
+"""The load balancer's rule, as the plan file spells it (:attr:`Policy.routing`). [text]"""
+ROUTINGS: tuple[str, ...] = get_args(Routing)
+"""The load balancer's rules, in order: the simulator's codes are their indices (0 least-loaded, 1 round robin, 2
+random). [text]"""
 
 
 class Calibration(_Section):
@@ -88,6 +94,14 @@ class Policy(_Section):
                     "from measured 57-66%: measurements N01, G03). [fraction]",
     )
     redundancy: int = Field(default=1, ge=0, description="Spare replicas on top of the load: N+k. [replicas]")
+    routing: Routing = Field(
+        default="least_loaded",
+        description="How the load balancer in front of the replicas sends each request, as the simulation routes it "
+                    "and the queueing path counts it: 'least_loaded' (to the replica holding the fewest requests, the "
+                    "first of equals: an ideal load-aware router, join-shortest-queue), 'round_robin' (each live replica "
+                    "in turn: nginx's default upstream; the round-robin option of the vLLM and SGLang routers) or "
+                    "'random' (a replica drawn uniformly: Kubernetes' kube-proxy in iptables mode). Requests held by a lost replica go to "
+                    "the least-loaded survivor whatever the rule (a retry). [text]")
     memory_convention: Literal["paged", "worst_case"] = Field(
         default="paged",
         description="KV per conversation at p50 prompt + p50 output ('paged', the runbook's convention) or at p99 + p99 ('worst_case'). [text]",

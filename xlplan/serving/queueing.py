@@ -293,6 +293,15 @@ def servers_for_wait(arrival_rps: float, service_s: float, wait_target_s: float,
     def ok(c: int) -> bool:
         return wait_at_percentile_s(c, arrival_rps, service_s, percentile, arrival_cv2, service_cv2) <= wait_target_s
 
+    return _fewest(ok, a, max_servers)
+
+
+def _fewest(ok, offered_erlangs: float, max_servers: int) -> int | None:
+    """The fewest servers ``c`` with ``ok(c)``, ``ok`` true from some ``c`` above the offered load on. [servers]
+
+    Steps of ``√a`` above the load, doubling, then bisection: the fewest servers sit a few ``√a`` above the load
+    (square-root staffing). None where none up to ``max_servers`` is."""
+    a = offered_erlangs
     lo = max(int(math.floor(a)), 0)  # at or below the load: the queue grows, never meets
     if lo >= max_servers:  # no stable queue within the limit: not one Erlang sum (each takes √a terms)
         return None
@@ -310,3 +319,144 @@ def servers_for_wait(arrival_rps: float, service_s: float, wait_target_s: float,
         else:
             lo = mid
     return hi
+
+
+def routed_arrival_cv2(routing: str, arrival_cv2: float, replicas: int) -> float:
+    """Squared coefficient of variation of the gaps between arrivals at one of ``replicas`` replicas. [1]
+
+    Parameters
+    ----------
+    routing : str
+        ``'round_robin'``: each replica takes every ``n``-th arrival, so its gap is the sum of ``n`` of the stream's
+        gaps: mean ``n·m``, variance ``n·σ²``, squared CV ``cₐ² ÷ n`` (exact for a renewal stream: Erlang-``n`` gaps,
+        ``1 ÷ n``, where the stream is Poisson). ``'random'``: each arrival to a replica with probability ``1 ÷ n``,
+        a thinning, ``cₐ² ÷ n + 1 − 1 ÷ n`` (Whitt's splitting rule; exact, 1, for Poisson). ``'least_loaded'``: the
+        stream's own (one queue for the fleet).
+    arrival_cv2 : float
+        The stream's squared CV. [1]
+    replicas : int
+        Replicas sharing it. [replicas]
+
+    Returns
+    -------
+    float
+        One replica's arrivals' squared CV. [1]
+
+    References
+    ----------
+    W. Whitt, "The Queueing Network Analyzer", Bell System Technical Journal 62(9), 1983, §4.3 (splitting).
+
+    Examples
+    --------
+    >>> routed_arrival_cv2("round_robin", 1.0, 4), routed_arrival_cv2("random", 4.0, 4)  # 1/4; 4/4 + 1 - 1/4
+    (0.25, 1.75)
+    """
+    n = max(int(replicas), 1)
+    if routing == "round_robin":
+        return arrival_cv2 / n
+    if routing == "random":
+        return arrival_cv2 / n + 1.0 - 1.0 / n
+    return arrival_cv2
+
+
+def routed_wait_at_percentile_s(routing: str, replicas: int, slots: float, arrival_rps: float, service_s: float,
+                                percentile: float, arrival_cv2: float = 1.0, service_cv2: float = 1.0) -> float:
+    """The wait for a slot at ``percentile`` under the load balancer's rule. [s]
+
+    Parameters
+    ----------
+    routing : str
+        ``'least_loaded'`` pools the fleet: one queue whose servers are the replicas, each serving at ``1 ÷
+        service_s`` (:func:`wait_at_percentile_s` over ``replicas``; a request goes where work frees first).
+        ``'round_robin'`` and ``'random'`` send a request before any slot frees, so each replica is a queue of its
+        own: M/M/c over its ``⌊slots⌋`` whole slots at ``λ ÷ n``, each serving a request in ``slots × service_s``
+        (a slot's time per request: the output's steps), the routed arrivals' variability by
+        :func:`routed_arrival_cv2` in the Allen–Cunneen factor.
+    replicas : int
+        Replicas. [replicas]
+    slots : float
+        Decodes one replica's step carries within the inter-token target (routed queues only). [sequences]
+    arrival_rps : float
+        The fleet's arrival rate. [requests/s]
+    service_s : float
+        One replica's time per request, ``1 ÷ μ`` (all its slots together). [s]
+    percentile : float
+        The promise's percentile. [percent]
+    arrival_cv2, service_cv2 : float
+        Squared CVs of the fleet's gaps between arrivals and of the service time. [1]
+
+    Returns
+    -------
+    float
+        The wait at the percentile; infinity where the queue is unstable. [s]
+
+    References
+    ----------
+    Allen (1990), §5.2 (M/M/c and the Allen–Cunneen factor); Whitt (1983), §4.3 (the routed arrivals).
+
+    Examples
+    --------
+    >>> # random routing over 4 replicas of one slot, 3.2 req/s, 1 s each: M/M/1 at ρ = 0.8, ln(0.8 ÷ 0.05) ÷ 0.2
+    >>> round(routed_wait_at_percentile_s("random", 4, 1, 3.2, 1.0, 95), 3)
+    13.863
+    """
+    if routing == "least_loaded":
+        return wait_at_percentile_s(replicas, arrival_rps, service_s, percentile, arrival_cv2, service_cv2)
+    n, c = int(replicas), max(math.floor(slots), 1)
+    if n <= 0:
+        return math.inf
+    return wait_at_percentile_s(c, arrival_rps / n, slots * service_s, percentile,
+                                routed_arrival_cv2(routing, arrival_cv2, n), service_cv2)
+
+
+def replicas_for_wait(routing: str, slots: float, arrival_rps: float, service_s: float, wait_target_s: float,
+                      percentile: float, arrival_cv2: float = 1.0, service_cv2: float = 1.0,
+                      max_servers: int = 10_000_000) -> int | None:
+    """The fewest replicas that keep the wait at ``percentile`` within ``wait_target_s`` under the load balancer's
+    rule (:func:`routed_wait_at_percentile_s`); ``'least_loaded'`` is :func:`servers_for_wait`. [replicas]
+
+    Parameters
+    ----------
+    routing : str
+        ``policy.routing``: 'least_loaded', 'round_robin' or 'random'. [text]
+    slots : float
+        Decodes one replica's step carries within the inter-token target (routed queues only). [sequences]
+    arrival_rps : float
+        The fleet's arrival rate. [requests/s]
+    service_s : float
+        One replica's time per request, ``1 ÷ μ``. [s]
+    wait_target_s : float
+        Longest wait allowed at the percentile. [s]
+    percentile : float
+        The promise's percentile. [percent]
+    arrival_cv2, service_cv2 : float
+        Squared CVs of the fleet's gaps between arrivals and of the service time. [1]
+    max_servers : int
+        Where the search stops. [replicas]
+
+    Returns
+    -------
+    int or None
+        The fewest replicas; None where the target is negative or none up to ``max_servers`` meets it. [replicas]
+
+    Examples
+    --------
+    >>> # 1 req/s of 1 s each, p95 wait within 1 s. Pooled: C(3, 1) = 0.0909, ln(0.0909 ÷ 0.05) ÷ 2 = 0.30 s (2 servers:
+    >>> # 1.90 s), so 3. Random routing to one-slot replicas, each M/M/1 at ρ = 1/n: P(W > 1 s) = ρ·e^(−(1 − ρ)) ≤ 0.05
+    >>> # first at n = 9 (0.111 × 0.411 = 0.046; n = 8: 0.125 × 0.417 = 0.052)
+    >>> replicas_for_wait("least_loaded", 1, 1.0, 1.0, 1.0, 95), replicas_for_wait("random", 1, 1.0, 1.0, 1.0, 95)
+    (3, 9)
+    """
+    if routing == "least_loaded":
+        return servers_for_wait(arrival_rps, service_s, wait_target_s, percentile, arrival_cv2, service_cv2, max_servers)
+    if wait_target_s < 0 or arrival_rps < 0 or service_s < 0:
+        return None
+    a = arrival_rps * service_s
+    if a == 0.0:
+        return 0
+
+    def ok(n: int) -> bool:
+        return routed_wait_at_percentile_s(routing, n, slots, arrival_rps, service_s, percentile, arrival_cv2,
+                                           service_cv2) <= wait_target_s
+
+    return _fewest(ok, a, max_servers)

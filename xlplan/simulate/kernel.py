@@ -47,7 +47,7 @@ from xlplan.simulate.kernel_state import (
 
 @njit(cache=True)
 def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm, duration, stop, replicas, lost, loss_at,
-        watch, target, m_lo, m_hi, need_late, margin, clients=0, win=math.inf, wa=1.0, pf=False):
+        watch, target, m_lo, m_hi, need_late, margin, clients, win, wa, pf, rmode, route_u):
     """Serve every arrival, as :meth:`xlplan.simulate.loop._Run.run` does; ``prompt`` and ``output`` change in place
     (and ``arrivals`` in a closed loop).
 
@@ -96,6 +96,12 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
     pf : bool
         Prefill first (SGLang, :func:`xlplan.serving.engines.prefill_first`): prompts are chunked into the whole
         budget and a step with any chunk decodes nothing; its decoders keep their step counter. [bool]
+    rmode : int
+        The load balancer's rule, as :class:`xlplan.simulate.loop._Router` codes it: 0 least-loaded, 1 round robin, 2
+        random. [—]
+    route_u : array of float
+        Random routing's draw per request (empty otherwise): request ``rid`` goes to live replica
+        ``⌊route_u[rid] × live⌋``. [1]
 
     Returns
     -------
@@ -118,7 +124,9 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         h.pop()
     events = [(0.0, np.int64(0))]
     events.pop()
-    many = R >= ROUTING_HEAP_REPLICAS
+    many = rmode == 0 and R >= ROUTING_HEAP_REPLICAS
+    live = R  # replicas serving: the first ``live`` (a loss takes the last ones)
+    turn = 0  # round robin: arrivals routed so far
     lheap = [np.int64(0)]
     lheap.pop()
     if many:
@@ -173,6 +181,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                                          whead, wnext, wprev, wtail, todo)
                 at_todo = 0
                 loss_at = inf
+                live = R - lost
                 if many:
                     lheap = _load_heap(loads, dead, R)
                 continue
@@ -291,7 +300,14 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                         decided_miss = True
                         break
                 t_arr = arrivals[nxt] if nxt < issued else inf
-                if many:
+                if rmode == 1:
+                    i = turn % live
+                    turn += 1
+                    loads[i] += 1
+                elif rmode == 2:
+                    i = int(route_u[rid] * live)
+                    loads[i] += 1
+                elif many:
                     if len(lheap) > lheap_cap:
                         lheap = _load_heap(loads, dead, R)
                     while True:

@@ -16,6 +16,7 @@ from heapq import heappop, heappush, heapreplace
 from xlplan.plan import replica_at_tp, scenario
 from xlplan.plan.replica_at_tp import kv_capacity_tokens
 from xlplan.plan.scenario import Scenario, chunk_tokens
+from xlplan.schema.policy import ROUTINGS
 from xlplan.serving import engines, folded_step
 from xlplan.simulate.scheduler import _Replica, start_step
 from xlplan.simulate.workload import Workload
@@ -68,20 +69,35 @@ def _load_heap(loads: list) -> list:
     return h
 
 
+ROUTING_SEED = 20261207
+"""Seeds the random router's draws, with the run's request count: one draw per request, the same on either loop. [1]"""
+
+
 class _Router:
-    """Least-loaded routing, the first of equals: min() over the loads on a few replicas; on many, a heap of (load,
-    replica) kept lazily (an entry is current while it matches the load; each change pushes the new pair), whose
-    first current entry is the same replica min() finds, in O(log replicas)."""
+    """The load balancer: where each arrival goes, by the plan's rule (``policy.routing``).
 
-    __slots__ = ("loads", "heap", "heap_cap")
+    - least-loaded, the first of equals: min() over the loads on a few replicas; on many, a heap of (load, replica)
+      kept lazily (an entry is current while it matches the load; each change pushes the new pair), whose first
+      current entry is the same replica min() finds, in O(log replicas);
+    - round robin: each live replica in turn;
+    - random: request ``rid`` to live replica ``⌊u_rid × live⌋``, ``u`` drawn once per request (:data:`ROUTING_SEED`).
 
-    def __init__(self, loads: list):
+    A loss takes the last replicas, so the live ones are always the first ``live``."""
+
+    __slots__ = ("loads", "heap", "heap_cap", "mode", "u", "live", "turn")
+
+    def __init__(self, loads: list, mode: int = 0, u=None):
         self.loads = loads  # requests queued or running on each replica, shared with the run
-        self.heap = _load_heap(loads) if len(loads) >= ROUTING_HEAP_REPLICAS else None
+        self.mode = mode  # index into ROUTINGS
+        self.u = u  # random routing: one uniform draw per request [1]
+        self.live = len(loads)  # replicas still serving [replicas]
+        self.turn = 0  # round robin: arrivals routed so far [requests]
+        self.heap = _load_heap(loads) if mode == 0 and len(loads) >= ROUTING_HEAP_REPLICAS else None
         self.heap_cap = 4 * len(loads) + 64
 
     def rebuild(self) -> None:
-        """The heap made again from the loads (after a loss changed them). [—]"""
+        """After a loss: the live replicas counted, the heap made again from the loads. [—]"""
+        self.live = sum(1 for x in self.loads if x != math.inf)
         if self.heap is not None:
             self.heap = _load_heap(self.loads)
 
@@ -91,9 +107,18 @@ class _Router:
         if self.heap is not None:
             heappush(self.heap, (self.loads[i], i))
 
-    def route(self) -> int:
-        """The least loaded replica, the first of equals, its load counting one more request. [index]"""
+    def route(self, rid: int) -> int:
+        """The replica request ``rid`` goes to, its load counting one more request. [index]"""
         loads, h = self.loads, self.heap
+        if self.mode == 1:
+            i = self.turn % self.live
+            self.turn += 1
+            loads[i] += 1
+            return i
+        if self.mode == 2:
+            i = int(self.u[rid] * self.live)
+            loads[i] += 1
+            return i
         if h is None:
             i = loads.index(min(loads))
             loads[i] += 1
@@ -163,6 +188,10 @@ class _Run:
         self.prefill_first = engines.prefill_first(s.engine)  # SGLang: a step with prefill carries no decode
         self.reuse = s.prefix_reuse
         self.arrivals = np.asarray(workload.arrival_s, dtype=float)
+        self.routing = ROUTINGS.index(s.routing)  # the load balancer's rule, as a code [—]
+        n_req = len(self.arrivals)
+        self.route_u = (np.random.default_rng((ROUTING_SEED, n_req)).random(n_req) if self.routing == 2
+                        else np.zeros(0))  # random routing's draws, one per request [1]
         self.output0 = np.asarray(workload.output_tokens, dtype=np.int64)
         n = len(self.arrivals)
         self.prompt = np.asarray(workload.prompt_tokens, dtype=float).tolist()  # grows on recompute after preemption
@@ -230,7 +259,7 @@ class _Run:
         events, reps, inf = self.events, self.reps, math.inf
         arrivals = self.arrivals.tolist()  # plain floats: the same values as the array's, faster to read
         n, nxt = len(arrivals), 0
-        router, watch = _Router(self.loads), _TTFTWatch(self, arrivals)
+        router, watch = _Router(self.loads, self.routing, self.route_u), _TTFTWatch(self, arrivals)
         self._arrival_list = arrivals
         t_arr = arrivals[0] if n else inf
         while True:
@@ -257,7 +286,7 @@ class _Run:
                 self.decided_miss = True
                 break
             t_arr = arrivals[nxt] if nxt < self.issued else inf
-            i = router.route()
+            i = router.route(rid)
             rp = reps[i]
             rp.waiting.append(rid)
             if not rp.busy:
@@ -369,7 +398,8 @@ class _Run:
             arrivals, prompt, output, c, float(self.cap), float(self.budget),
             int(self.max_seqs), bool(self.causal), float(self.reuse), float(self.warm), float(self.duration),
             float(self.stop), len(self.reps), int(self.lost), float(self.loss_at), watch, target, m_lo, m_hi, need,
-            float(margin), int(self.clients), float(self.window), float(self.full_share), bool(self.prefill_first))
+            float(margin), int(self.clients), float(self.window), float(self.full_share), bool(self.prefill_first),
+            int(self.routing), self.route_u)
         self.first_token, self.finish, self.arrivals = first, fin, arrivals
         self.prompt, self.output = prompt, output
         self.gaps_extra = gaps.tolist()

@@ -208,6 +208,7 @@ def _verified_out(s: Scenario, sol: step_results.Solution, vr: _Verification, tp
     n_red = vr.with_redundancy
     return VerifiedOut(
         arrivals=how, burst_cv2=cv2, minutes=minutes, seed=seed, chunk_tokens=chunk_tokens(s), percentile=percentile,
+        routing=s.routing,
         runbook_load=rb, runbook_with_redundancy=rb_red, meets_promise_at_load=vr.at_load.meets_promise,
         load=v * tp if v is not None else None, with_redundancy=n_red * tp if n_red is not None else None,
         ttft_p95_s=ver.ttft_s.p95 if ver else None, itl_p95_s=ver.itl_s.p95 if ver else None,

@@ -159,7 +159,7 @@ def latency_gpus(concurrency_: float, max_decode_batch_: float, tp: int = 1) -> 
 
 def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, wait_target_s: float,
                       percentile: float = 95.0, tail_replicas: int = 0, arrival_cv2: float = 1.0,
-                      prefill_replicas: int = 0) -> float:
+                      prefill_replicas: int = 0, routing: str = "least_loaded", slots: float = 1.0) -> float:
     """The queueing path: the fewest replicas whose wait for a slot at the percentile fits the target. [replicas]
 
     Parameters
@@ -179,6 +179,11 @@ def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, w
     prefill_replicas : int
         Replicas each replica's own prefill queue needs, where a whole prompt fits one step (0 where prompts are
         chunked; :func:`xlplan.plan.queue_path.prefill_queue`). [replicas]
+    routing : str
+        The load balancer's rule (``policy.routing``): 'least_loaded' pools the replicas as one queue's servers;
+        'round_robin' and 'random' make each replica an M/M/c queue of its own over its ``slots``. [text]
+    slots : float
+        Decodes one replica's step carries within the inter-token target (routed queues only). [sequences]
 
     Returns
     -------
@@ -188,10 +193,10 @@ def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, w
 
     References
     ----------
-    Erlang C and the Allen–Cunneen factor: :func:`xlplan.serving.queueing.servers_for_wait`.
+    Erlang C and the Allen–Cunneen factor: :func:`xlplan.serving.queueing.replicas_for_wait`.
     """
     from xlplan.serving import queueing
 
-    n = queueing.servers_for_wait(arrival_rate_rps, 1.0 / service_rps_per_replica, wait_target_s, percentile,
-                                  arrival_cv2, queueing.SERVICE_CV2)
+    n = queueing.replicas_for_wait(routing, slots, arrival_rate_rps, 1.0 / service_rps_per_replica, wait_target_s,
+                                   percentile, arrival_cv2, queueing.SERVICE_CV2)
     return float("inf") if n is None else float(max(n, int(tail_replicas), int(prefill_replicas)))
