@@ -142,3 +142,27 @@ def test_the_cli_takes_routing_and_refuses_a_misspelt_rule():
     out = subprocess.run([sys.executable, "-m", "xlplan", "plan", "--routing", "random", "--no-verify", "--json"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and '"routing": "random"' in out.stdout
+
+
+@pytest.mark.slow
+def test_simulate_routes_by_the_option_and_says_so():
+    out = subprocess.run([sys.executable, "-m", "xlplan", "simulate", "--routing", "round_robin", "--minutes", "1"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0
+    assert "routed to the replicas in turn (round robin) (policy.routing round_robin)" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "xlplan", "simulate", "--routing", "Random"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2 and "--routing" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_routing_written_in_the_wrong_section_is_pointed_to_policy():
+    # the likeliest slip with a new setting: written at the top level or under forecast, not under policy
+    from xlplan.io.errors import InputError
+    from xlplan.io.planfile import plan_from_mapping
+
+    data = reference_plan().model_dump(mode="json", exclude_none=True)
+    for where in ((), ("forecast",)):
+        bad = {**data, "routing": "random"} if not where else {**data, "forecast": {**data["forecast"], "routing": "random"}}
+        with pytest.raises(InputError) as e:
+            plan_from_mapping(bad, "plan.yaml")
+        assert "it belongs at policy.routing" in str(e.value), str(e.value)

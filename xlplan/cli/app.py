@@ -104,6 +104,22 @@ def _options(ctx: typer.Context,
 
 
 PLAN_ARG = typer.Argument(None, help="Plan file (YAML or JSON); left out, the built-in reference plan (the runbook's worked example; `xlplan example` writes it as a starting point).")
+ROUTING_OPTION = typer.Option(None, "--routing", help="The load balancer, in place of the plan's policy.routing: "
+                              "least_loaded (the default), round_robin or random. The queueing path and the simulation "
+                              "both route by it, and the output names it.")
+
+
+def with_routing(plan, routing: str | None):
+    """The plan with ``--routing`` in place of its ``policy.routing``; a rule not in the list is one line, exit 2. [Plan]"""
+    from xlplan.io.errors import InputError
+    from xlplan.schema.policy import ROUTINGS
+
+    if routing is None:
+        return plan
+    if routing not in ROUTINGS:
+        expected = f"expected one of {', '.join(ROUTINGS)} (underscores, as in the plan file's policy.routing)"
+        raise InputError("--routing", [f"got {routing!r}; {expected}"])
+    return plan.model_copy(update={"policy": plan.policy.model_copy(update={"routing": routing})})
 
 
 def _current_context():

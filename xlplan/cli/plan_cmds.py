@@ -9,13 +9,12 @@ from pathlib import Path
 import typer
 
 from xlplan import catalog
-from xlplan.cli.app import PLAN_ARG, app, check_fleet_option
+from xlplan.cli.app import PLAN_ARG, ROUTING_OPTION, app, check_fleet_option, with_routing
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.extras import require
 from xlplan.io.outputs import JSON, MARKDOWN, PNG, YAML, Output, check_outputs, json_text, write_outputs
 from xlplan.io.planfile import reference_plan_text
-from xlplan.schema.policy import ROUTINGS
 
 
 @app.command("plan")
@@ -30,9 +29,7 @@ def plan_cmd(
                                        "redundancy lost mid-run; --no-verify gives the closed form alone, in a fraction of "
                                        "a second. With --markdown, a picture beside the note (NOTE.verified.png) where "
                                        "matplotlib is installed (--verify requires it)."),
-    routing: str | None = typer.Option(None, "--routing", help="The load balancer, in place of the plan's "
-                                       "policy.routing: least_loaded (the default), round_robin or random. The "
-                                       "queueing path and the simulation both route by it, and the note names it."),
+    routing: str | None = ROUTING_OPTION,
 ) -> None:
     """Print the one-page capacity note for a plan."""
     from xlplan.decide.planner import plan
@@ -40,9 +37,6 @@ def plan_cmd(
     from xlplan.io.verify_picture import picture_path, picture_png
     from xlplan.report.note import render_markdown, render_text
 
-    if routing is not None and routing not in ROUTINGS:
-        expected = f"expected one of {', '.join(ROUTINGS)} (underscores, as in the plan file's policy.routing)"
-        raise InputError("--routing", [f"got {routing!r}; {expected}"])
     simulate = verify is not False
     wants_picture = simulate and markdown is not None and (verify is True or _have_matplotlib())
     picture = picture_path(markdown) if wants_picture else None
@@ -52,9 +46,7 @@ def plan_cmd(
     check_outputs(outputs, force, inputs=[plan_file] if plan_file is not None else [])
     if picture is not None:
         require("matplotlib", command="plan --verify --markdown")
-    p = _load(plan_file)
-    if routing is not None:
-        p = p.model_copy(update={"policy": p.policy.model_copy(update={"routing": routing})})
+    p = with_routing(_load(plan_file), routing)
     result = plan(p, verify="auto" if verify is None else verify, as_of=p.date or dt.date.today().isoformat())
     contents = [(markdown, render_markdown(result))] if markdown is not None else []
     if picture is not None:

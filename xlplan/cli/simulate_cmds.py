@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from xlplan import words
-from xlplan.cli.app import PLAN_ARG, app, check_fleet_option
+from xlplan.cli.app import PLAN_ARG, ROUTING_OPTION, app, check_fleet_option, with_routing
 from xlplan.cli.app import load as _load
 from xlplan.io.errors import InputError
 from xlplan.io.outputs import PNG, Output, check_outputs, write_outputs
@@ -67,6 +67,7 @@ def simulate_cmd(
     columns: str | None = typer.Option(None, "--columns", help="With --log: map columns as for `xlplan traffic`."),
     picture: Path | None = typer.Option(None, "--picture", help="With --search: write p95 TTFT and ITL against GPUs as a PNG here."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --picture file."),
+    routing: str | None = ROUTING_OPTION,
 ) -> None:
     """Does the fleet keep the promise at peak? A discrete-event simulation of continuous batching at the plan's physics."""
     from xlplan.decide.peak_simulation import RunRefused, simulate_peak
@@ -84,7 +85,7 @@ def simulate_cmd(
         from xlplan.io.extras import require
 
         require("matplotlib", command="simulate --picture")
-    plan = _load(plan_file)
+    plan = with_routing(_load(plan_file), routing)
     check_fleet_option(plan, gpus)
     where = str(plan_file) if plan_file is not None else "the reference plan"
     try:
@@ -134,9 +135,11 @@ def _log_reader(log: Path, columns: str | None):
 
 
 def _text(out) -> list[str]:
-    """The run as the command prints it: the arrivals, the run, and the search's answer with the runs beside it."""
+    """The run as the command prints it: the arrivals, the routing, the run, and the search's answer with the runs
+    beside it."""
     lines = [f"Arrivals: {out.arrivals}"] if out.arrivals else []
     lines += _lines(out.run, out.ttft_target_s, out.itl_target_s)
+    lines.append(f"  routed {words.routed(out.routing)} (policy.routing {out.routing})")
     found, tp = out.search, out.tp
     if found is None:
         return lines

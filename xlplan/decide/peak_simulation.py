@@ -57,6 +57,7 @@ class PeakSimulation:
     chunk_tokens: int  # the step budget of chunked prefill [tokens]
     arrivals: str | None  # where the arrivals come from, for a log; None: Poisson or gamma at the plan's peak [text]
     search_seeds: tuple = ()  # seeds the search's answer holds on, all of them (plan's rule); empty: one run (a log) [1]
+    routing: str = "least_loaded"  # the load balancer simulated (policy.routing) [text]
 
     def shown_runs(self) -> list:
         """The search's runs beside its answer: the verified fleet and one replica fewer (else the largest tried).
@@ -95,7 +96,7 @@ class PeakSimulation:
         """
         out = run_json(self.run)
         out.update({"minutes": self.minutes, "seed": self.seed, "burst_cv2": self.burst_cv2, "chunk_tokens": self.chunk_tokens,
-                    "arrivals": self.arrivals or ("poisson" if self.burst_cv2 == 1.0 else "gamma")})
+                    "arrivals": self.arrivals or ("poisson" if self.burst_cv2 == 1.0 else "gamma"), "routing": self.routing})
         if self.search is not None:
             v = self.search.verified_replicas
             out["verified_load_gpus"] = v * self.tp if v is not None else None
@@ -223,7 +224,8 @@ def simulate_peak(plan, gpus: int | None = None, minutes: float | None = None, s
         raise RunRefused(None, f"cannot be simulated: {e}") from None
     return PeakSimulation(run=r, search=found, tp=tp, load_replicas=load_reps, runbook_load_gpus=int(d.sol.paths.load),
                           ttft_target_s=s.ttft_s, itl_target_s=s.itl_s, percentile=percentile, minutes=minutes, seed=seed,
-                          burst_cv2=burst_cv2, chunk_tokens=scenario.chunk_tokens(s), arrivals=arrivals, search_seeds=seeds)
+                          burst_cv2=burst_cv2, chunk_tokens=scenario.chunk_tokens(s), arrivals=arrivals, search_seeds=seeds,
+                          routing=s.routing)
 
 
 def _searched(s, tp, wl, r, gpus, load_reps, minutes, seed, cv2, percentile, seeded, max_context):

@@ -72,9 +72,9 @@ def _queue_lines(e: Engine) -> list[Line]:
              "the TTFT promise less the prefill"),
         Line("QueueTailFraction", "Requests allowed past the target", "=1-PromisePercentile/PercentPerFraction", tail,
              "fraction", FMT["num"], ""),
-        Line("QueueACFactor", "Allen–Cunneen factor", "=(ArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor",
+        Line("QueueACFactor", "Allen–Cunneen factor at the fleet's arrivals", "=(ArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor",
              e.fig.allen_cunneen_factor, "1", FMT["num"],
-             "1 for Poisson arrivals and exponential service"),
+             "1 for Poisson arrivals and exponential service; a queue per replica takes its own (the tables below)"),
         Line("QueuePooled", "One queue for the fleet (least-loaded routing)", '=Routing="least_loaded"',
              e.s.routing == "least_loaded", "TRUE | FALSE", None,
              "TRUE: the replicas are one queue's servers; FALSE (round robin, random): each replica is a queue of its "

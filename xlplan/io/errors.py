@@ -115,27 +115,27 @@ def unit_hint(path: str, value: Any) -> str:
     return ""
 
 
-def _field_names() -> set[str]:
-    """Every field name of a plan file, at any depth. [names]"""
+def _field_paths() -> dict[str, list[str]]:
+    """Every field name of a plan file, at any depth, with the dotted paths it sits at. [names]"""
     from pydantic import BaseModel
 
     from xlplan.schema.plan import Plan
 
-    names: set[str] = set()
+    paths: dict[str, list[str]] = {}
     seen: set[type] = set()
 
-    def walk(model: type) -> None:
+    def walk(model: type, prefix: str) -> None:
         if model in seen:
             return
         seen.add(model)
         for name, f in model.model_fields.items():
-            names.add(name)
+            paths.setdefault(name, []).append(prefix + name)
             for t in _types(f.annotation):
                 if isinstance(t, type) and issubclass(t, BaseModel):
-                    walk(t)
+                    walk(t, f"{prefix}{name}.")
 
-    walk(Plan)
-    return names
+    walk(Plan, "")
+    return paths
 
 
 def _types(annotation: Any) -> list[Any]:
@@ -153,8 +153,17 @@ def _did_you_mean(key: Any) -> str:
 
     if not isinstance(key, str):
         return ""
-    close = difflib.get_close_matches(key, sorted(_field_names()), n=1, cutoff=0.8)
+    close = difflib.get_close_matches(key, sorted(_field_paths()), n=1, cutoff=0.8)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _misplaced(key: Any, section: tuple) -> str:
+    """'policy.routing' where ``key`` is a field of another section than ``section``, else ''. [text]"""
+    paths = _field_paths().get(key, []) if isinstance(key, str) else []
+    prefix = "".join(f"{x}." for x in section)
+    if not paths or any(p == prefix + key for p in paths):
+        return ""
+    return " or ".join(paths)
 
 
 def describe_validation_error(e: ValidationError) -> list[str]:
@@ -186,7 +195,9 @@ def describe_validation_error(e: ValidationError) -> list[str]:
             rest = msg[len("Input should be "):]
             msg = "expected " + (rest if rest.startswith(("a ", "an ", "'", "True", "False")) else "a value " + rest)
         elif kind == "extra_forbidden":
-            msg = _EXPECTED["extra_forbidden"] + _did_you_mean(err["loc"][-1] if err["loc"] else "")
+            elsewhere = _misplaced(err["loc"][-1] if err["loc"] else "", err["loc"][:-1])
+            msg = (f"not a field of this section; it belongs at {elsewhere}" if elsewhere else
+                   _EXPECTED["extra_forbidden"] + _did_you_mean(err["loc"][-1] if err["loc"] else ""))
 
         msg = _rehint(msg, err.get("input")) + unit_hint(path, err.get("input"))
         out.append(f"{path}: got {_value(err.get('input'))}; {msg}")

@@ -111,7 +111,7 @@ def queue_path(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: fl
 
     References
     ----------
-    Erlang C with the Allen–Cunneen factor: :func:`xlplan.serving.queueing.servers_for_wait`.
+    Erlang C with the Allen–Cunneen factor, as routing sets the queue: :func:`xlplan.serving.queueing.replicas_for_wait`.
     """
     budget = scenario.chunk_tokens(s)  # the simulation's own step budget: both schedule the same steps
     same = s.latency_with_prefill and s.max_num_batched_tokens == float(budget)

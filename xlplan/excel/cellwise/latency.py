@@ -6,7 +6,7 @@ model's (:func:`xlplan.serving.step.step_time_s`, :func:`xlplan.serving.batch_se
 References
 ----------
 Runbook, document 14, step 3 · "in flight = arrival rate × time in system". Erlang C and the Allen–Cunneen factor:
-:func:`xlplan.serving.queueing.servers_for_wait`.
+:func:`xlplan.serving.queueing.replicas_for_wait`.
 """
 
 from __future__ import annotations
