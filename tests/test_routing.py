@@ -166,3 +166,17 @@ def test_routing_written_in_the_wrong_section_is_pointed_to_policy():
         with pytest.raises(InputError) as e:
             plan_from_mapping(bad, "plan.yaml")
         assert "it belongs at policy.routing" in str(e.value), str(e.value)
+
+
+def test_a_replica_queue_past_its_whole_slots_waits_for_certain_in_the_tables():
+    # Random routing at the reference's 40 req/s, a replica serving 40 ÷ 5.99 req/s (5.99 replicas busy), 66.78
+    # slots a replica (66 whole): at 6 replicas each queue's offered load is
+    # 5.99 × 66.78 ÷ 6 = 66.67 erlangs over 66 servers, past them: P(wait) = 1, the wait unbounded, not within the
+    # target — where Erlang C by POISSON would give 1.02 and a negative wait, the table's row says so.
+    from types import SimpleNamespace
+
+    from xlplan.excel.book import _wait
+
+    q = SimpleNamespace(offered_erlangs=5.99, slots_per_replica=66.78, wait_target_s=1.0)
+    servers, offered, c, _ac, w, meets = _wait(_routed("random"), q, 5.99 / 40.0, 6)
+    assert (servers, c, meets) == (66, 1.0, False) and offered == pytest.approx(5.99 * 66.78 / 6) and math.isinf(w)

@@ -152,14 +152,15 @@ def _erlang_row(rows: Rows, e: Engine, row: int, n: int, n_formula: str) -> None
     sh.put("C", row, Cell(f'=IFERROR(IF(QueuePooled,QueueOffered,QueueOffered*QueueSlots/A{row}),"{NONE}")', formula=True,
                           cached=offered, kind="calc", fmt=FMT["num"]))
     p_n, p_below = f"POISSON(B{row},C{row},FALSE)", f"POISSON(B{row}-1,C{row},TRUE)"
-    sh.put("D", row, Cell(f"=IFERROR({p_n}/({p_n}+(1-C{row}/B{row})*{p_below}),1)", formula=True, cached=c,
-                          kind="calc", fmt=FMT["num"]))
+    # a queue at or past its servers (a replica's whole slots under an offered load above them) waits for certain
+    sh.put("D", row, Cell(f"=IFERROR(IF(C{row}>=B{row},1,{p_n}/({p_n}+(1-C{row}/B{row})*{p_below})),1)", formula=True,
+                          cached=c, kind="calc", fmt=FMT["num"]))
     arrivals = (f'IF(QueuePooled,ArrivalCV2,IF(Routing="round_robin",ArrivalCV2/A{row},ArrivalCV2/A{row}+1-1/A{row}))')
     sh.put("E", row, Cell(f'=IFERROR(({arrivals}+QueueServiceCV2)/AllenCunneenDivisor,"{NONE}")', formula=True,
                           cached=ac, kind="calc", fmt=FMT["num"]))
-    sh.put("F", row, Cell(f"=IFERROR(IF(D{row}<=QueueTailFraction,0,LN(D{row}/QueueTailFraction)/(B{row}-C{row})"
-                          f"*IF(QueuePooled,1,QueueSlots)/QueueServiceRPS*E{row}),\"{NONE}\")", formula=True, cached=w,
-                          kind="calc", fmt=FMT["s"]))
+    sh.put("F", row, Cell(f"=IFERROR(IF(C{row}>=B{row},\"{NONE}\",IF(D{row}<=QueueTailFraction,0,LN(D{row}/QueueTailFraction)"
+                          f"/(B{row}-C{row})*IF(QueuePooled,1,QueueSlots)/QueueServiceRPS*E{row})),\"{NONE}\")", formula=True,
+                          cached=num(w), kind="calc", fmt=FMT["s"]))
     sh.put("G", row, Cell(f"=IF(ISNUMBER(F{row}),F{row}<=QueueWaitTarget,FALSE)", formula=True, cached=meets, kind="calc"))
 
 
