@@ -284,16 +284,8 @@ def servers_for_wait(arrival_rps: float, service_s: float, wait_target_s: float,
     S. Halfin and W. Whitt, "Heavy-traffic limits for queues with many exponential servers", Operations Research
     29(3), 1981; the wait: :func:`wait_at_percentile_s` (Erlang C with the Allen–Cunneen factor).
     """
-    if wait_target_s < 0 or arrival_rps < 0 or service_s < 0:
-        return None
-    a = arrival_rps * service_s
-    if a == 0.0:
-        return 0
-
-    def ok(c: int) -> bool:
-        return wait_at_percentile_s(c, arrival_rps, service_s, percentile, arrival_cv2, service_cv2) <= wait_target_s
-
-    return _fewest(ok, a, max_servers)
+    return replicas_for_wait("least_loaded", 1.0, arrival_rps, service_s, wait_target_s, percentile, arrival_cv2,
+                             service_cv2, max_servers)
 
 
 def _fewest(ok, offered_erlangs: float, max_servers: int) -> int | None:
@@ -413,7 +405,7 @@ def replicas_for_wait(routing: str, slots: float, arrival_rps: float, service_s:
                       percentile: float, arrival_cv2: float = 1.0, service_cv2: float = 1.0,
                       max_servers: int = 10_000_000) -> int | None:
     """The fewest replicas that keep the wait at ``percentile`` within ``wait_target_s`` under the load balancer's
-    rule (:func:`routed_wait_at_percentile_s`); ``'least_loaded'`` is :func:`servers_for_wait`. [replicas]
+    rule (:func:`routed_wait_at_percentile_s`; ``'least_loaded'``: Erlang C over the replicas, :func:`servers_for_wait`). [replicas]
 
     Parameters
     ----------
@@ -447,8 +439,6 @@ def replicas_for_wait(routing: str, slots: float, arrival_rps: float, service_s:
     >>> replicas_for_wait("least_loaded", 1, 1.0, 1.0, 1.0, 95), replicas_for_wait("random", 1, 1.0, 1.0, 1.0, 95)
     (3, 9)
     """
-    if routing == "least_loaded":
-        return servers_for_wait(arrival_rps, service_s, wait_target_s, percentile, arrival_cv2, service_cv2, max_servers)
     if wait_target_s < 0 or arrival_rps < 0 or service_s < 0:
         return None
     a = arrival_rps * service_s
