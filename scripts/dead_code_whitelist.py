@@ -105,6 +105,7 @@ prefill_attention_efficiency  # unused function (xlplan/serving/kernel_curves.py
 decode_attention_bandwidth_fraction  # unused function (xlplan/serving/kernel_curves.py)
 moe_efficiency  # unused function (xlplan/serving/kernel_curves.py)
 mean_wait_s  # unused function (xlplan/serving/queueing.py)
+servers_for_wait  # unused function (xlplan/serving/queueing.py): replicas_for_wait's pooled case, public
 minimum_replicas  # unused function (xlplan/simulate/search.py)
 
 # Public constants documented as a part's interface.

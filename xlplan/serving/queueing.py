@@ -431,6 +431,12 @@ def replicas_for_wait(routing: str, slots: float, arrival_rps: float, service_s:
     int or None
         The fewest replicas; None where the target is negative or none up to ``max_servers`` meets it. [replicas]
 
+    References
+    ----------
+    A. K. Erlang, Elektroteknikeren 13, 1917 (the C formula); Allen (1990), §5.2 (M/M/c waiting-time distribution;
+    the Allen–Cunneen factor for G/G/c); W. Whitt, "The Queueing Network Analyzer", Bell System Technical Journal
+    62(9), 1983, §4.4 (a routed replica's arrivals).
+
     Examples
     --------
     >>> # 1 req/s of 1 s each, p95 wait within 1 s. Pooled: C(3, 1) = 0.0909, ln(0.0909 ÷ 0.05) ÷ 2 = 0.30 s (2 servers:
