@@ -194,12 +194,13 @@ class _Run:
                         else np.zeros(0))  # random routing's draws, one per request [1]
         self.output0 = np.asarray(workload.output_tokens, dtype=np.int64)
         n = len(self.arrivals)
-        self.prompt = np.asarray(workload.prompt_tokens, dtype=float).tolist()  # grows on recompute after preemption
-        self.output = self.output0.astype(int).tolist()  # tokens still to generate, the prefill step's one included
-        self.first_token = [math.nan] * n
-        self.finish = [math.nan] * n
-        self.last_token = [math.nan] * n
-        self.resumed = [False] * n
+        # per request, as arrays (the compiled loop's; the Python loop makes lists of them as it starts, _serve)
+        self.prompt = np.array(workload.prompt_tokens, dtype=float)  # a copy: grows on recompute after preemption
+        self.output = self.output0.astype(np.int64)  # tokens still to generate, the prefill step's one included
+        self.first_token = np.full(n, math.nan)
+        self.finish = np.full(n, math.nan)
+        self.last_token = np.full(n, math.nan)
+        self.resumed = np.zeros(n, dtype=bool)
         self.gaps_extra: list[float] = []  # token gaps across a preemption
         self.duration = duration_s
         self.warm = _warmup_s(duration_s)
@@ -257,6 +258,8 @@ class _Run:
         """The Python loop: the next event is a loss, a step's end (a tie with an arrival goes to the step) or an
         arrival; a step's end or an arrival at an idle replica starts that replica's next step."""
         events, reps, inf = self.events, self.reps, math.inf
+        for name in ("prompt", "output", "first_token", "finish", "last_token", "resumed"):
+            setattr(self, name, getattr(self, name).tolist())  # plain floats, ints and bools: faster to read and write
         arrivals = self.arrivals.tolist()  # plain floats: the same values as the array's, faster to read
         n, nxt = len(arrivals), 0
         router, watch = _Router(self.loads, self.routing, self.route_u), _TTFTWatch(self, arrivals)
@@ -388,8 +391,7 @@ class _Run:
 
         consts = folded_step.step_constants(self.replica)
         c = np.array([float(consts[x]) for x in folded_step.STEP_CONSTANTS], dtype=float)
-        prompt = np.array(self.prompt, dtype=float)
-        output = np.array(self.output, dtype=np.int64)
+        prompt, output = self.prompt, self.output  # this run's own copies: the loop changes them in place
         watch, m_lo, m_hi, need, margin = self._watch()
         target = float(self.watch_ttft_s) if watch else 0.0
         arrivals = np.ascontiguousarray(self.arrivals, dtype=float)  # a closed loop's arrivals are set in place
