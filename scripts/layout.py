@@ -60,6 +60,8 @@ FIXED = {
                                                    "force."),
     "benchmarks/bench_routing.txt": ("The last run of bench_routing.py: each battery plan under 100 GPUs under each load "
                                      "balancer, the Answer's closed form against its verified load."),
+    "benchmarks/bench_sampled.txt": ("The last run of bench_sampled.py: battery plans past 80 replicas, the fewest "
+                                     "replicas found with every replica simulated and with the sample plan takes."),
     "benchmarks/bench_kernel_prefill.txt": ("The last run of bench_kernel_prefill.py: the sample's TTFT and inter-token "
                                             "latency and the corpus' offline throughput at the fitted prefill MFU and at "
                                             "the measured GEMM curve's."),

@@ -111,10 +111,14 @@ def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_b
         return sim_verify.verify(deployed(s, c), sol, percentile, max_context=max_context, start_replicas=c.load_replicas,
                                  cv2=s.arrival_cv2, tp=c.tp)
 
-    minutes = workload.run_minutes(s.peak_rps)
-    first_seed = workload.workload_for(s, minutes, workload.DEFAULT_SEED, s.arrival_cv2, max_context)
+    first_seeds: dict = {}  # a setting's start -> (its first seed's requests, as its verification draws them; span)
 
     def screen(c: closed_form.ClosedForm, replicas: int) -> bool:  # one run on the first seed, as the search runs it
+        if c.load_replicas not in first_seeds:
+            minutes = workload.verification_minutes(s, c.load_replicas)
+            first_seeds[c.load_replicas] = (workload.verification_workload(
+                s, minutes, workload.DEFAULT_SEED, s.arrival_cv2, max_context, c.load_replicas), minutes)
+        first_seed, minutes = first_seeds[c.load_replicas]
         return sim_run.watched_verdict(deployed(s, c), replicas, c.tp, first_seed, minutes * 60.0, percentile)[1]
 
     cands = configuration.candidates(s, sol, cf, budget_set_by_plan)
@@ -126,30 +130,38 @@ def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_b
                     at.closed_form, tuple(tried))
 
 
-AUTO_VERIFY_MAX_REPLICAS = 128
-"""The default simulation runs where the closed form's fleet is at most this many replicas. [replicas]"""
+VERIFY_MAX_GPUS = 10_000
+"""The default simulation verifies a closed form of at most this many GPUs purchased (a fleet past
+:data:`xlplan.simulate.workload.SAMPLE_ABOVE_REPLICAS` replicas on a sample of them); past it, the Answer is the
+closed form's. [GPUs]"""
 
 AUTO_VERIFY_MAX_REQUESTS = 400_000
 """...and one run holds at most this many requests (the reference at 16 × its peak: 385,000, about a minute). [requests]"""
 
 AUTO_VERIFY_MAX_STEPS = 5_000_000
-"""...and takes at most about this many engine steps, all replicas together (requests × mean output ÷ batch). [steps]"""
+"""...and takes at most about this many engine steps, all replicas simulated together (requests × mean output ÷
+batch). [steps]"""
 
 
 def _affordable(s, cf: closed_form.ClosedForm) -> tuple[bool, str | None]:
     """(simulate?, why not): the default verification runs where it takes about a minute at most. [bool], [text]"""
-    minutes = workload.run_minutes(s.peak_rps)
-    requests = s.peak_rps * minutes * 60.0
+    n = max(int(cf.load_replicas), 1)
+    k = workload.sample_replicas(s, n)
+    minutes = workload.verification_minutes(s, n)
+    requests = s.peak_rps * (min(k, n) / n if k else 1.0) * minutes * 60.0  # one run's, the sample's where sampled
     mean_output = steps.traffic(s).output_mean
-    step_count = requests * mean_output / max(cf.achieved_batch, 1.0)  # decode steps of one run, all replicas
-    if (cf.load_replicas <= AUTO_VERIFY_MAX_REPLICAS and requests <= AUTO_VERIFY_MAX_REQUESTS
-            and step_count <= AUTO_VERIFY_MAX_STEPS):
+    step_count = requests * mean_output / max(cf.achieved_batch, 1.0)  # decode steps of one run, all replicas run
+    if cf.purchased <= VERIFY_MAX_GPUS and requests <= AUTO_VERIFY_MAX_REQUESTS and step_count <= AUTO_VERIFY_MAX_STEPS:
         return True, None
-    return False, (f"not simulated: the closed form's {words.count(cf.load_replicas, 'replica')}, {requests:,.0f} requests and about "
-                   f"{step_count:,.0f} steps a run are past what the default simulation takes on (at most "
-                   f"{AUTO_VERIFY_MAX_REPLICAS} replicas, {AUTO_VERIFY_MAX_REQUESTS:,} requests, "
-                   f"{AUTO_VERIFY_MAX_STEPS:,} steps); the Answer is the closed form's — `xlplan plan --verify` simulates "
-                   "it anyway (minutes), or simulate a share of the peak with `xlplan simulate`")
+    if cf.purchased > VERIFY_MAX_GPUS:
+        return False, (f"not simulated: the closed form's {words.count(int(cf.purchased), 'GPU')} are past the "
+                       f"{VERIFY_MAX_GPUS:,} the default simulation verifies; the Answer is the closed form's — "
+                       "`xlplan plan --verify` simulates it anyway (a sample of its replicas, minutes)")
+    runs = f"{words.count(k, 'replica')} sampled of the closed form's {n:,}" if k else words.count(n, 'replica')
+    return False, (f"not simulated: a run of {runs} holds {requests:,.0f} requests and about {step_count:,.0f} steps, "
+                   f"past what the default simulation takes on (at most {AUTO_VERIFY_MAX_REQUESTS:,} requests and "
+                   f"{AUTO_VERIFY_MAX_STEPS:,} steps a run); the Answer is the closed form's — `xlplan plan --verify` "
+                   "simulates it anyway (minutes), or simulate a share of the peak with `xlplan simulate`")
 
 
 def deployed(s, cf: closed_form.ClosedForm):

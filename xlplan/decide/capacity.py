@@ -10,6 +10,7 @@ with ``replicas = floor(N / t)``; the best TP degree is taken.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, replace
 
@@ -255,7 +256,8 @@ def verified_capacity(s: Scenario, gpus: int, percentile: float = 95.0, max_cont
     guess = cf.max_peak_rps
     lo, hi, seeds = search.highest_rate(s, replicas, tp, guess, float(s.peak_rps), percentile, max_context, tolerance)
     _require_bracket(gpus, tp, guess, lo, hi)
-    return VerifiedCapacity(gpus, tp, replicas, lo, hi, seeds, workload.run_minutes(lo), cf)
+    return VerifiedCapacity(gpus, tp, replicas, lo, hi, seeds,
+                            workload.verification_minutes(dataclasses.replace(s, peak_rps=lo), replicas), cf)
 
 
 def _require_bracket(gpus: int, tp: int, guess: float, lo: float | None, hi: float | None) -> None:
@@ -290,9 +292,10 @@ def _as_plan_simulates(s: Scenario, gpus: int, tp: int, percentile: float, max_c
 def _too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
     """Why the verified capacity is not searched by default, or None: past the default simulation's limits.
 
-    The limits are the default ``xlplan plan``'s (:data:`xlplan.decide.answer.AUTO_VERIFY_MAX_REPLICAS` replicas, and
-    :data:`xlplan.decide.answer.AUTO_VERIFY_MAX_REQUESTS` requests a run at the closed form's capacity), as a search runs
-    some twenty such runs.
+    The limits are the default ``xlplan plan``'s (:data:`xlplan.decide.answer.VERIFY_MAX_GPUS` GPUs, and
+    :data:`xlplan.decide.answer.AUTO_VERIFY_MAX_REQUESTS` requests a run at the closed form's capacity, a sample's
+    share past :data:`xlplan.simulate.workload.SAMPLE_ABOVE_REPLICAS` replicas, as ``plan`` samples), as a search
+    runs some twenty such runs.
 
     Parameters
     ----------
@@ -310,15 +313,17 @@ def _too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
     from xlplan.simulate import workload
 
     cf = capacity(s, gpus)
-    replicas = gpus // cf.tp
-    rate = cf.max_peak_rps
-    requests = rate * workload.run_minutes(rate) * 60.0
-    if replicas <= answer.AUTO_VERIFY_MAX_REPLICAS and requests <= answer.AUTO_VERIFY_MAX_REQUESTS:
+    replicas = max(gpus // cf.tp, 1)
+    at = dataclasses.replace(s, peak_rps=cf.max_peak_rps)
+    k = workload.sample_replicas(at, replicas)
+    requests = at.peak_rps * (min(k, replicas) / replicas if k else 1.0) * workload.verification_minutes(at, replicas) * 60.0
+    if gpus <= answer.VERIFY_MAX_GPUS and requests <= answer.AUTO_VERIFY_MAX_REQUESTS:
         return None
-    return (f"not simulated: {words.count(replicas, 'replica')} and {requests:,.0f} requests a run at the closed form's rate are past "
-            f"what the default search takes on (at most {answer.AUTO_VERIFY_MAX_REPLICAS} replicas and "
-            f"{answer.AUTO_VERIFY_MAX_REQUESTS:,} requests); simulate a share of the fleet with a plan at that share "
-            "of the peak")
+    runs = f"{words.count(k, 'replica')} sampled of {replicas:,}" if k else words.count(replicas, 'replica')
+    return (f"not simulated: {words.count(gpus, 'GPU')}, a run of {runs} holding {requests:,.0f} requests at the closed "
+            f"form's rate, are past what the default search takes on (at most {answer.VERIFY_MAX_GPUS:,} GPUs and "
+            f"{answer.AUTO_VERIFY_MAX_REQUESTS:,} requests a run); simulate a share of the fleet with a plan at that "
+            "share of the peak")
 
 
 def plan_capacity(p: Plan, gpus: int, verify: bool = True) -> CapacityOut:

@@ -132,6 +132,7 @@ def run_json(r) -> dict:
         "preemptions": r.preemptions, "meets_promise": r.meets_promise, "percentile": r.percentile,
         "ttft_at_percentile_s": r.ttft_at_percentile_s, "itl_at_percentile_s": r.itl_at_percentile_s,
         "arrival_rate_rps": r.arrival_rate_rps, "stable": r.stable, "unfinished": r.unfinished,
+        "sampled_replicas": r.sampled_replicas or None,
     }
 
 
@@ -197,6 +198,7 @@ def simulate_peak(plan, gpus: int | None = None, minutes: float | None = None, s
     from xlplan.plan import scenario
     from xlplan.plan.scenario import resolve
     from xlplan.simulate import run as sim_run
+    from xlplan.simulate import workload
 
     try:  # with --search, the Answer's setting: the configuration search's, where the default simulation runs it
         d = answer.decide(resolve(plan), plan.promise.percentile, plan.model.resolve().max_context_tokens,
@@ -210,11 +212,14 @@ def simulate_peak(plan, gpus: int | None = None, minutes: float | None = None, s
     load_reps = int(at.load_replicas)
     gpus = _whole_replicas(gpus, tp, load_reps)
     percentile = plan.promise.percentile
-    wl, minutes, arrivals = _workload(s, plan.model.resolve().max_context_tokens, minutes, seed, burst_cv2, log, resample)
-    if gpus // tp > max(len(wl.arrival_s), load_reps):
+    wl, minutes, arrivals = _workload(s, plan.model.resolve().max_context_tokens, minutes, seed, burst_cv2, log, resample,
+                                      load_reps)
+    requests = (round(s.peak_rps * minutes * 60.0) if isinstance(wl, workload.SampledWorkload)  # the fleet's, expected
+                else len(wl.arrival_s))
+    if gpus // tp > max(requests, load_reps):
         raise RunRefused("--gpus", (f"got {gpus:,}: {words.count(gpus // tp, 'replica')} of TP {tp} for "
-                                    f"{words.count(len(wl.arrival_s), 'request')} in the run, so most would never serve "
-                                    f"one; expected at most {max(len(wl.arrival_s), load_reps) * tp:,} GPUs (the plan's "
+                                    f"{words.count(requests, 'request')} in the run, so most would never serve "
+                                    f"one; expected at most {max(requests, load_reps) * tp:,} GPUs (the plan's "
                                     f"load is {load_reps * tp:,}), or a plan at the peak such a fleet is for"))
     try:
         r = sim_run.simulate(s, gpus // tp, tp, wl, minutes * 60.0, percentile)
@@ -246,7 +251,7 @@ def _on_every_seed(s, tp, wl, found, minutes, seed, cv2, percentile, max_context
     seeds = tuple(seed + k for k in range(sim_search.VERIFY_SEEDS))
     if found.verified_replicas is None:
         return found, seeds
-    others = [workload.workload_for(s, minutes, k, cv2, max_context) for k in seeds[1:]]
+    others = [workload.verification_workload(s, minutes, k, cv2, max_context, _drawn_for(wl)) for k in seeds[1:]]
     n = sim_search.on_every_seed(s, tp, wl, others, minutes * 60.0, percentile, found.verified_replicas,
                                   found.cap_replicas, found.runs)
     return sim_search.Search(n, found.runs, found.cap_replicas), seeds
@@ -262,18 +267,28 @@ def _whole_replicas(gpus: int | None, tp: int, load_replicas: int) -> int:
     return gpus
 
 
-def _workload(s, max_context, minutes, seed, burst, log, resample):
-    """(workload, minutes, arrivals text) for the run: Poisson/gamma at the plan's peak, or from a request log."""
+def _drawn_for(wl) -> int:
+    """The fleet a sampled workload was drawn for (its share's start), else 0: every replica. [replicas]"""
+    from xlplan.simulate import workload
+
+    return wl.fleet_replicas if isinstance(wl, workload.SampledWorkload) else 0
+
+
+def _workload(s, max_context, minutes, seed, burst, log, resample, load_reps: int):
+    """(workload, minutes, arrivals text) for the run: Poisson/gamma at the plan's peak, drawn as ``plan``'s
+    verification draws it for a fleet of ``load_reps`` (a sample's share past 128 replicas), or from a request log."""
     from xlplan.simulate import workload
 
     if log is None or resample:
-        minutes = workload.run_minutes(s.peak_rps) if minutes is None else minutes
-        expected = s.peak_rps * minutes * 60.0
+        sample = workload.sample_replicas(s, load_reps) if log is None else 0
+        rate = s.peak_rps * min(sample, load_reps) / load_reps if sample else s.peak_rps  # the run's, a sample's share
+        minutes = workload.verification_minutes(s, load_reps, sample) if minutes is None else minutes
+        expected = rate * minutes * 60.0
         if workload.too_many_requests(expected):
-            raise RunRefused("--minutes", (f"got {minutes:g}: at {s.peak_rps:,.6g} requests/s that is {expected:,.0f} requests; "
+            raise RunRefused("--minutes", (f"got {minutes:g}: at {rate:,.6g} requests/s that is {expected:,.0f} requests; "
                                            f"expected at most {workload.MAX_REQUESTS:,} in one run (fewer minutes)"))
     if log is None:
-        return workload.workload_for(s, minutes, seed, burst, max_context), minutes, None
+        return workload.verification_workload(s, minutes, seed, burst, max_context, load_reps, sample), minutes, None
     req = log()
     if resample:
         wl = workload.resampled_workload(s, req.prompt, req.output, minutes * 60.0, seed, burst)

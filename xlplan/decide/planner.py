@@ -170,7 +170,7 @@ def plan(p: Plan, verify: bool | str = False, as_of: str | None = None) -> PlanR
         The validated plan.
     verify : bool or 'auto'
         Also simulate the fleet at peak and carry the result as ``verified``; 'auto' (the CLI's default): where the
-        simulation is affordable (:data:`xlplan.decide.answer.AUTO_VERIFY_MAX_REPLICAS`,
+        simulation is affordable (:data:`xlplan.decide.answer.VERIFY_MAX_GPUS`,
         :data:`xlplan.decide.answer.AUTO_VERIFY_MAX_REQUESTS`), else a warning says it was not run.
     as_of : str or None
         The day prices' ages are judged, ``YYYY-MM-DD``; left out, the plan's date (none: not judged). [date]

@@ -253,6 +253,7 @@ class VerifiedOut(_Out):
 
     arrivals: str = Field(description="How requests arrive: 'Poisson arrivals', 'bursty arrivals (squared CV 4)', or a replayed log. [text]")
     routing: str = Field(default="least_loaded", description="How the simulated load balancer sent each request (policy.routing): 'least_loaded', 'round_robin' or 'random'. [text]")
+    sampled_replicas: int | None = Field(default=None, description="Replicas each run simulated for its fleet, serving their routed share of the peak (a fleet past 128 replicas at the search's start); null: every replica. A replica lost shows as the survivors' share rising. [replicas]")
     burst_cv2: float = Field(description="Squared coefficient of variation of inter-arrival times (1: Poisson). [—]")
     minutes: float = Field(description="Simulated arrivals per run, warm-up included. [minutes]")
     seed: int = Field(description="Random seed: every fleet size sees the same requests. [—]")

@@ -11,7 +11,11 @@ Notes
 -----
 - **Arrivals**: Poisson at the peak rate, or bursty (gamma inter-arrival times with squared coefficient of
   variation ``cv2`` > 1), or given (a log's timestamps). **Lengths**: the plan's fitted lognormals (clipped at the
-  model's context limit), or given (a log's). **Routing**: least loaded (fewest requests queued and running).
+  model's context limit), or given (a log's). **Routing**: the plan's rule (``policy.routing``): least loaded
+  (fewest requests queued and running, the default), round robin or random.
+- **Sampled runs**: a verification of a fleet past :data:`xlplan.simulate.workload.SAMPLE_ABOVE_REPLICAS` replicas
+  simulates a sample of them serving their share of the peak (:class:`xlplan.simulate.workload.SampledWorkload`),
+  read back as the fleet's; its error against full runs is measured in ``benchmarks/bench_sampled.txt``.
 - **Measurement**: the first ``warmup`` seconds are discarded — max(60 s, 10% of the run) — and requests that
   arrive before the end are followed until they finish or the drain cap (max(60 s, 20% of the run)) passes; one
   still waiting then counts its time so far, a lower bound. ITL is pooled over token gaps: every decode step of

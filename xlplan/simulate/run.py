@@ -12,13 +12,14 @@ Little's Law (Little, Operations Research 9(3), 1961) holds inside the run and i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 from xlplan.plan.scenario import Scenario
 from xlplan.simulate import order_stats
-from xlplan.simulate.loop import _Run
-from xlplan.simulate.workload import Workload
+from xlplan.simulate.loop import _Run, _warmup_s
+from xlplan.simulate.workload import SampledWorkload, Workload
 
 STABLE_SPREAD = 0.10
 """A run is stable when p95 TTFT over the two halves of its measured window differ by at most this fraction of the
@@ -71,6 +72,29 @@ class SimResult:
     itl_defined: bool = True  # some measured sequence decoded a second token (one-token outputs have no gaps) [bool]
     lost_replicas: int = 0  # replicas that failed at the start of the measured window [replicas]
     requeued: int = 0  # requests the failed replicas held, sent to the others to prefill again [requests]
+    sampled_replicas: int = 0  # replicas simulated for the fleet (SampledWorkload); 0: every one [replicas]
+
+
+def _fleet_run(s: Scenario, replicas: int, tp: int, workload, duration_s: float, lost: int) -> tuple[_Run, int]:
+    """(run, replicas sampled): the run of ``replicas`` on ``workload``, or, on a :class:`SampledWorkload` of fewer
+    replicas than the fleet, of the sample on its share (the loss as the survivors' share of the peak). [—]"""
+    if isinstance(workload, SampledWorkload):
+        if replicas > workload.replicas:
+            share = workload.share(replicas, lost, _warmup_s(duration_s) if lost else math.inf)
+            return _Run(s, workload.replicas, tp, share, duration_s, 0), workload.replicas
+        workload = workload.share(replicas)
+    return _Run(s, replicas, tp, workload, duration_s, lost), 0
+
+
+def _as_fleet(r: SimResult, replicas: int, lost: int, sampled: int) -> SimResult:
+    """A sample's run read as its fleet's: fleet-wide rates and in flight scaled by the serving replicas over the
+    sample's (``(n − lost) ÷ k``); latencies, KV use and the verdict as measured. [SimResult]"""
+    if not sampled:
+        return r
+    scale = (replicas - lost) / sampled
+    return dataclasses.replace(r, gpus=replicas * r.tp, replicas=replicas, mean_in_flight=r.mean_in_flight * scale,
+                               arrival_rate_rps=r.arrival_rate_rps * scale, output_tok_s=r.output_tok_s * scale,
+                               lost_replicas=lost, sampled_replicas=sampled)
 
 
 def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s: float, percentile: float = 95.0,
@@ -82,11 +106,12 @@ def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s
     s : Scenario
         The plan's numbers: the serving model's physics, the engine's budgets and the promise.
     replicas : int
-        Replicas serving the workload, routed to least loaded. [replicas]
+        Replicas serving the workload, routed by the plan's rule (``policy.routing``). [replicas]
     tp : int
         GPUs per replica (tensor parallel). [GPUs]
-    workload : Workload
-        The requests to serve: arrival times and lengths.
+    workload : Workload or SampledWorkload
+        The requests to serve: arrival times and lengths; or a sample's, whose run of fewer replicas than the fleet
+        is read as the fleet's (rates and in flight scaled to it, ``sampled_replicas`` set).
     duration_s : float
         Span of the arrivals measured; the warm-up and the drain cap follow from it. [s]
     percentile : float
@@ -111,9 +136,9 @@ def simulate(s: Scenario, replicas: int, tp: int, workload: Workload, duration_s
     vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): decodes first, chunked prefill in the remaining token
     budget, recompute preemption of the newest request; SGLang's scheduler (sgl-project/sglang scheduler.py ``get_next_batch_to_run``): prefill first, in steps of its own (an SGLang plan).
     """
-    run = _Run(s, replicas, tp, workload, duration_s, lost)
+    run, sampled = _fleet_run(s, replicas, tp, workload, duration_s, lost)
     run.run()
-    return _measure(s, replicas, tp, run, percentile)
+    return _as_fleet(_measure(s, len(run.reps), tp, run, percentile), replicas, lost, sampled)
 
 
 @dataclass(frozen=True)
@@ -199,8 +224,8 @@ def watched_verdict(s: Scenario, replicas: int, tp: int, workload: Workload, dur
         Replicas serving the workload. [replicas]
     tp : int
         GPUs per replica. [GPUs]
-    workload : Workload
-        The requests to serve.
+    workload : Workload or SampledWorkload
+        The requests to serve, or a sample's (as :func:`simulate` reads it).
     duration_s : float
         Span of the arrivals measured. [s]
     percentile : float
@@ -213,13 +238,13 @@ def watched_verdict(s: Scenario, replicas: int, tp: int, workload: Workload, dur
     tuple
         The run (None when stopped early) and whether it keeps the promise. [SimResult or None, bool]
     """
-    run = _Run(s, replicas, tp, workload, duration_s, lost)
+    run, sampled = _fleet_run(s, replicas, tp, workload, duration_s, lost)
     run.watch_ttft_s = float(s.ttft_s)
     run.percentile = float(percentile)
     run.run()
     if run.decided_miss:
         return None, False
-    r = _measure(s, replicas, tp, run, percentile)
+    r = _as_fleet(_measure(s, len(run.reps), tp, run, percentile), replicas, lost, sampled)
     return r, r.meets_promise
 
 

@@ -12,7 +12,14 @@ from dataclasses import dataclass, replace
 
 from xlplan.plan.scenario import Scenario
 from xlplan.simulate.run import simulate, watched_verdict
-from xlplan.simulate.workload import DEFAULT_SEED, Workload, prefix, run_minutes, workload_for
+from xlplan.simulate.workload import (
+    DEFAULT_SEED,
+    SampledWorkload,
+    Workload,
+    prefix,
+    verification_minutes,
+    verification_workload,
+)
 
 VERIFY_SEEDS = 3
 """Seeds a verified fleet must keep the promise on, all of them: the run's seed and the next ones. One seed's
@@ -69,8 +76,8 @@ def search(s: Scenario, tp: int, workload: Workload, duration_s: float, start_re
         The plan's numbers: physics, engine budgets and promise.
     tp : int
         GPUs per replica (tensor parallel). [GPUs]
-    workload : Workload
-        The requests every fleet size serves.
+    workload : Workload or SampledWorkload
+        The requests every fleet size serves (or a sample's share of them, :class:`xlplan.simulate.workload.SampledWorkload`).
     duration_s : float
         Span of the workload's arrivals measured. [s]
     start_replicas : int
@@ -93,7 +100,10 @@ def search(s: Scenario, tp: int, workload: Workload, duration_s: float, start_re
     """
     runs = {} if runs is None else runs
     cap = _search_cap(start_replicas)
-    rate = len(workload.arrival_s) / duration_s if duration_s > 0 else 0.0
+    if isinstance(workload, SampledWorkload):  # a sample's share of the peak at the start
+        rate = workload.rate_rps(max(start_replicas, 1))
+    else:
+        rate = len(workload.arrival_s) / duration_s if duration_s > 0 else 0.0
     pilot_s = max(PILOT_MIN_S, PILOT_REQUESTS / rate) if rate > 0 else duration_s
     if pilot_s >= 0.75 * duration_s:
         n = _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap)
@@ -111,6 +121,8 @@ def _confirmed(s, tp, workload, duration_s, percentile, runs, n: int, cap: int) 
     def full(k: int) -> bool:
         return _meets(s, tp, workload, duration_s, percentile, runs, k)
 
+    if isinstance(workload, SampledWorkload):  # a replica is a sliver of the fleet: gallop, not step
+        return _gallop(full, n, cap)
     if full(n):
         while n > 1 and full(n - 1):
             n -= 1
@@ -122,6 +134,60 @@ def _confirmed(s, tp, workload, duration_s, percentile, runs, n: int, cap: int) 
         if n > 1:
             full(n - 1)
     return n
+
+
+def _gallop(meets, n: int, cap: int, lo: int | None = None) -> int | None:
+    """The fewest replicas from 1 to ``cap`` that ``meets``, with ``n`` the guess: strides doubling away from it (down
+    while it meets, up while it misses), then a bisection of the last stride, so the answer ``m`` is shown beside a
+    run at ``m − 1`` that misses (or ``m = 1``, or ``m − 1 = lo``, a count known to miss). A fleet sampled
+    (:class:`xlplan.simulate.workload.SampledWorkload`) of thousands of replicas is a pilot's answer off by tens of
+    them: one at a time would take tens of full runs; this takes twice their logarithm. None when ``cap`` misses.
+    [replicas]
+
+    Parameters
+    ----------
+    meets : callable
+        Replicas to whether they keep the promise; assumed not to fall as replicas are added. [bool]
+    n : int
+        Where to start. [replicas]
+    cap : int
+        The most replicas tried. [replicas]
+    lo : int, optional
+        A count known to miss: the search never goes down to it. [replicas]
+
+    Returns
+    -------
+    int or None
+        The fewest replicas that meet. [replicas]
+    """
+    floor = 0 if lo is None else lo  # a count that misses (0 replicas serve nothing)
+    n = min(max(n, floor + 1), cap)
+    step = 1
+    if meets(n):
+        hi = n
+        while hi - floor > 1:
+            m = max(hi - step, floor + 1)
+            if not meets(m):
+                floor = m
+                break
+            hi, step = m, 2 * step
+    else:
+        floor = n
+        while True:
+            if floor >= cap:
+                return None
+            m = min(floor + step, cap)
+            if meets(m):
+                hi = m
+                break
+            floor, step = m, 2 * step
+    while hi - floor > 1:
+        mid = (floor + hi) // 2
+        if meets(mid):
+            hi = mid
+        else:
+            floor = mid
+    return hi
 
 
 def _meets(s, tp, workload, duration_s, percentile, runs, n: int) -> bool:
@@ -175,7 +241,8 @@ def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap, 
 
 
 def minimum_replicas(s: Scenario, tp: int, start_replicas: int, percentile: float = 95.0, minutes: float | None = None,
-                     seed: int = DEFAULT_SEED, cv2: float = 1.0, max_context: int | None = None) -> int | None:
+                     seed: int = DEFAULT_SEED, cv2: float = 1.0, max_context: int | None = None,
+                     sample: int | None = None) -> int | None:
     """The fewest replicas that keep the promise by the verification's rule: on each of :data:`VERIFY_SEEDS` seeds,
     every run stable, Poisson (or ``cv2``) arrivals at peak for :func:`xlplan.simulate.workload.default_minutes`. [replicas]
 
@@ -197,6 +264,9 @@ def minimum_replicas(s: Scenario, tp: int, start_replicas: int, percentile: floa
         Squared coefficient of variation of the gaps between arrivals. [1]
     max_context : int, optional
         The model's context limit, for clipping lengths. [tokens]
+    sample : int, optional
+        Replicas each run simulates (0: every one); left out, as the verification samples
+        (:func:`xlplan.simulate.workload.verification_workload`). [replicas]
 
     Returns
     -------
@@ -205,10 +275,10 @@ def minimum_replicas(s: Scenario, tp: int, start_replicas: int, percentile: floa
         the promise. [replicas]
     """
     if minutes is None:
-        minutes = run_minutes(s.peak_rps)
+        minutes = verification_minutes(s, start_replicas, sample)
     duration = minutes * 60.0
-    wl = workload_for(s, minutes, seed, cv2, max_context)
-    others = [workload_for(s, minutes, seed + k, cv2, max_context) for k in range(1, VERIFY_SEEDS)]
+    wl, *others = [verification_workload(s, minutes, seed + k, cv2, max_context, start_replicas, sample)
+                   for k in range(VERIFY_SEEDS)]
     runs: dict = {}
     found = search(s, tp, wl, duration, start_replicas, percentile, runs)
     if found.verified_replicas is None:
@@ -246,11 +316,16 @@ def on_every_seed(s, tp, workload, others, duration_s, percentile, start, cap, r
     int or None
         The fewest replicas keeping the promise on every seed, or None when none up to ``cap`` does. [replicas]
     """
-    n = start
-    while n <= max(cap, start):
+    def every(n: int) -> bool:
         if n not in runs:
             runs[n] = simulate(s, n, tp, workload, duration_s, percentile)
-        if runs[n].meets_promise and all(watched_verdict(s, n, tp, w, duration_s, percentile)[1] for w in others):
+        return runs[n].meets_promise and all(watched_verdict(s, n, tp, w, duration_s, percentile)[1] for w in others)
+
+    if isinstance(workload, SampledWorkload):  # from the first seed's minimum, the one below it known to miss
+        return _gallop(every, start, max(cap, start), start - 1)
+    n = start
+    while n <= max(cap, start):
+        if every(n):
             return n
         n += 1
     return None
@@ -284,6 +359,9 @@ def _survives_loss(s, tp, workloads, duration_s, percentile, verified, lost, cap
         return runs[n][1]
 
     n = verified + lost
+    if isinstance(workloads[0], SampledWorkload):  # never below the verified load plus the loss
+        m = _gallop(meets, n, max(cap, n), n - 1)
+        return (m, runs[m][0]) if m is not None else (None, None)
     if meets(n):
         return n, runs[n][0]
     while n < max(cap, verified + lost):
@@ -322,13 +400,14 @@ def keeps_promise_at(s: Scenario, rate: float, replicas: int, tp: int, seeds: li
     Returns
     -------
     bool
-        True where every seed's run at ``rate`` (:func:`xlplan.simulate.workload.run_minutes` long) keeps the promise
-        and is stable. [bool]
+        True where every seed's run at ``rate`` (:func:`xlplan.simulate.workload.verification_minutes` long, a
+        sample's share past :data:`xlplan.simulate.workload.SAMPLE_ABOVE_REPLICAS` replicas, as ``plan`` verifies)
+        keeps the promise and is stable. [bool]
     """
     sr = replace(s, peak_rps=rate)
-    minutes = run_minutes(rate)
+    minutes = verification_minutes(sr, replicas)
     for seed in seeds:
-        wl = workload_for(sr, minutes, seed, s.arrival_cv2, max_context)
+        wl = verification_workload(sr, minutes, seed, s.arrival_cv2, max_context, replicas)
         if not watched_verdict(sr, replicas, tp, wl, minutes * 60.0, percentile)[1]:
             return False
     return True

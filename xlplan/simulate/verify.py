@@ -23,7 +23,7 @@ from xlplan.schema import steps as step_results
 from xlplan.serving import engines
 from xlplan.simulate.run import SimResult, simulate
 from xlplan.simulate.search import VERIFY_SEEDS, Search, _survives_loss, on_every_seed, search
-from xlplan.simulate.workload import DEFAULT_SEED, MAX_REQUESTS, Workload, run_minutes, workload_for
+from xlplan.simulate.workload import DEFAULT_SEED, MAX_REQUESTS, Workload, verification_minutes, verification_workload
 
 SMALLEST_STEP_BUDGET = 256
 """The smallest step token budget the advice suggests: where the inter-token promise is missed at the load and the
@@ -89,7 +89,7 @@ def _gpus(n: int) -> str:
 
 def verify(s: Scenario, sol: step_results.Solution, percentile: float = 95.0, minutes: float | None = None, seed: int = DEFAULT_SEED,
            cv2: float = 1.0, max_context: int | None = None, workload: Workload | None = None, arrivals: str | None = None,
-           start_replicas: int | None = None, tp: int | None = None):
+           start_replicas: int | None = None, tp: int | None = None, sample: int | None = None):
     """Simulate the plan's fleet at peak: the verified load, the runbook's load, and one replica down.
 
     Parameters
@@ -109,7 +109,7 @@ def verify(s: Scenario, sol: step_results.Solution, percentile: float = 95.0, mi
     max_context : int, optional
         The model's context limit, for clipping lengths. [tokens]
     workload : Workload, optional
-        The requests to serve (a replayed or resampled log); left out, drawn by :func:`workload_for`.
+        The requests to serve (a replayed or resampled log); left out, drawn by :func:`verification_workload`.
     arrivals : str, optional
         How the arrivals are described in the sentence; left out, 'Poisson arrivals' or 'bursty arrivals (…)'.
     start_replicas : int, optional
@@ -118,6 +118,10 @@ def verify(s: Scenario, sol: step_results.Solution, percentile: float = 95.0, mi
     tp : int, optional
         GPUs per replica of the fleet searched (the closed form's degree, which may differ from the runbook's); left
         out, the runbook's. The runbook's own fleet and its failure check are simulated at the runbook's degree. [GPUs]
+    sample : int, optional
+        Replicas each run simulates for its fleet (0: every replica); left out, every replica up to
+        :data:`xlplan.simulate.workload.SAMPLE_ABOVE_REPLICAS` at the start, else
+        :func:`xlplan.simulate.workload.sample_replicas`. Ignored with a given ``workload``. [replicas]
 
     Returns
     -------
@@ -132,19 +136,23 @@ def verify(s: Scenario, sol: step_results.Solution, percentile: float = 95.0, mi
     budget, recompute preemption of the newest request.
     """
     tp = int(sol.paths.tp) if tp is None else int(tp)
-    minutes = _verify_minutes(s) if minutes is None else minutes
+    start = start_replicas or int(round(sol.paths.load / int(sol.paths.tp)))
     if workload is None:  # the run's seed and the next ones
-        workloads = [workload_for(s, minutes, seed + k, cv2, max_context) for k in range(VERIFY_SEEDS)]
+        minutes = _verify_minutes(s, start, sample) if minutes is None else minutes
+        workloads = [verification_workload(s, minutes, seed + k, cv2, max_context, start, sample)
+                     for k in range(VERIFY_SEEDS)]
     else:
+        minutes = _verify_minutes(s, start, 0) if minutes is None else minutes
         workloads = [workload]
     vr = _verification_runs(s, sol, tp, workloads, minutes * 60.0, percentile, start_replicas)
     how = arrivals or ("Poisson arrivals" if cv2 == 1.0 else f"bursty arrivals (squared CV {cv2:g})")
     return _verified_out(s, sol, vr, tp, how, cv2, minutes, seed, len(workloads), percentile)
 
 
-def _verify_minutes(s: Scenario) -> float:
-    """A verification run's span at the plan's peak (:func:`run_minutes`); PlanningError under one minute. [minutes]"""
-    minutes = run_minutes(s.peak_rps)
+def _verify_minutes(s: Scenario, start_replicas: int, sample: int | None) -> float:
+    """A verification run's span at the rate it serves (:func:`verification_minutes`); PlanningError under one
+    minute. [minutes]"""
+    minutes = verification_minutes(s, start_replicas, sample)
     if minutes < 1.0:
         raise scenario.PlanningError(f"--verify: at {s.peak_rps:,.6g} requests/s one minute of peak is "
                                   f"{s.peak_rps * 60:,.0f} requests, past the {MAX_REQUESTS:,} one run may hold; "
@@ -208,7 +216,7 @@ def _verified_out(s: Scenario, sol: step_results.Solution, vr: _Verification, tp
     n_red = vr.with_redundancy
     return VerifiedOut(
         arrivals=how, burst_cv2=cv2, minutes=minutes, seed=seed, chunk_tokens=chunk_tokens(s), percentile=percentile,
-        routing=s.routing,
+        routing=s.routing, sampled_replicas=_sampled(vr),
         runbook_load=rb, runbook_with_redundancy=rb_red, meets_promise_at_load=vr.at_load.meets_promise,
         load=v * tp if v is not None else None, with_redundancy=n_red * tp if n_red is not None else None,
         ttft_p95_s=ver.ttft_s.p95 if ver else None, itl_p95_s=ver.itl_s.p95 if ver else None,
@@ -225,6 +233,12 @@ def _verified_out(s: Scenario, sol: step_results.Solution, vr: _Verification, tp
     )
 
 
+def _sampled(vr: _Verification) -> int | None:
+    """Replicas the runs simulated for their fleets, where any run was a sample's; None where every replica ran. [replicas]"""
+    runs = [*vr.runs.values(), vr.at_load, vr.failed] + ([vr.lossy] if vr.lossy is not None else [])
+    return max((r.sampled_replicas for r in runs), default=0) or None
+
+
 def _load_sentence(s: Scenario, vr: _Verification, tp: int, rb: int, rb_red: int, purchased: float, how: str,
                    minutes: float, seed: int, on: str, percentile: float) -> str:
     """Whether the runbook's load keeps the promise, and from how many GPUs it holds. [text]"""
@@ -232,7 +246,9 @@ def _load_sentence(s: Scenario, vr: _Verification, tp: int, rb: int, rb_red: int
     if tp != vr.rb_tp:  # the fleet searched runs another degree than the runbook's: say which
         on = f" at TP {tp}{on}"
     whose = "the runbook's" if s.engine == "runbook" else "the runbook method's"  # its fleet, on the engine's conventions
-    head = f"Simulated at peak ({how}, {minutes:.3g} min, seed {seed}): {whose} {_gpus(rb)}"
+    k = _sampled(vr)
+    sample = f", {words.count(k, 'replica')} sampled of each fleet with their share of the peak" if k else ""
+    head = f"Simulated at peak ({how}, {minutes:.3g} min, seed {seed}{sample}): {whose} {_gpus(rb)}"
     if at_load.meets_promise and v is not None and v * tp <= rb:
         spare = ", so the redundancy stays spare at peak." if red else "; the plan keeps no redundancy."
         sentence = (f"{head} {words.verb(rb, 'keeps', 'keep')} the promise (p{percentile:g} TTFT {_secs(at_load.ttft_at_percentile_s)}, "
@@ -270,8 +286,7 @@ def _failure_sentence(s: Scenario, failed: SimResult, left_gpus: int, rb_red: in
     """Whether the runbook's fleet with redundancy keeps the promise with one replica lost at the start of the
     peak. [text]"""
     down = (f"With one replica lost at the start of the peak ({left_gpus} of {_gpus(rb_red)} left, "
-            f"{words.count(failed.requeued, 'request')} re-queued to prefill again)" if failed.lost_replicas else
-            f"With no replica to spare ({_gpus(rb_red)})")
+            f"{_requeued(failed)})" if failed.lost_replicas else f"With no replica to spare ({_gpus(rb_red)})")
     if failed.meets_promise:
         return (f"{down} the promise holds (p{percentile:g} TTFT {_secs(failed.ttft_at_percentile_s)}, "
                 f"inter-token {_itl(failed)}).")
@@ -290,5 +305,13 @@ def _redundancy_sentence(vr: _Verification, tp: int, on: str, percentile: float)
         return (f"No fleet up to {_gpus(vr.found.cap_replicas * tp)} keeps the promise with {lost_words} lost at the "
                 "start of the peak.")
     return (f"{n_red * tp} {words.verb(n_red * tp, 'keeps', 'keep')} the promise{on} with {lost_words} lost at the start of the peak (p{percentile:g} TTFT "
-            f"{_secs(lossy.ttft_at_percentile_s)}, inter-token {_itl(lossy)}; {words.count(lossy.requeued, 'request')} "
-            "re-queued to prefill again), measured over the window after the loss.")
+            f"{_secs(lossy.ttft_at_percentile_s)}, inter-token {_itl(lossy)}; {_requeued(lossy)}), measured over the "
+            "window after the loss.")
+
+
+def _requeued(r) -> str:
+    """What a loss run did with the lost replicas' requests: '12 requests re-queued to prefill again', or, in a
+    sampled run, that the survivors took the lost replicas' share. [text]"""
+    if r.sampled_replicas:
+        return "the survivors' share of the peak rising from the loss; the lost replicas' requests not replayed"
+    return f"{words.count(r.requeued, 'request')} re-queued to prefill again"
