@@ -149,6 +149,10 @@ def test_sample_size_follows_the_share_of_the_peak():
     assert workload.sample_replicas(SimpleNamespace(peak_rps=20.0 * 1000), 1000) == 33
     assert workload.sample_replicas(SimpleNamespace(peak_rps=7.0 * 1000), 1000) == 95
     assert workload.sample_replicas(SimpleNamespace(peak_rps=1e6), 80) == 0
+    # with the replicas' batch known, the engine steps too: 7 req/s × 600 s = 4,200 requests a replica, × 300 output
+    # tokens ÷ 10 decodes a step = 126,000 steps; 5,000,000 / 126,000 = 39.7 → 39 replicas
+    three_hundred = SimpleNamespace(peak_rps=7000.0, output_p50=300, output_p95=300, output_p99=300)
+    assert workload.sample_replicas(three_hundred, 1000, 10.0) == 39
     # and a sampled verification's span is run_minutes at the sample's rate: 95 × 7 = 665 req/s → 10 minutes
     assert workload.verification_minutes(SimpleNamespace(peak_rps=7000.0), 1000) == 10.0
 
@@ -160,3 +164,29 @@ def test_a_prefix_of_a_sample_is_a_shorter_sample(s):
     a, b = sw.share(100), short.share(100)
     assert np.array_equal(b.arrival_s, np.asarray(a.arrival_s)[: len(b.arrival_s)])
     assert dataclasses.replace(sw).draws is sw.draws  # the draws are shared, not drawn again
+
+
+@pytest.mark.slow
+def test_simulate_says_its_run_was_a_samples_and_reads_it_as_the_fleets(tmp_path, capsys, monkeypatch):
+    # The threshold at 16 replicas, samples of 8 (as in the plan test above): the reference at 240 req/s is simulated
+    # on 8 of its replicas; the line names the sample and its own requests, and reads the arrival rate as the fleet's:
+    # 240 req/s within 4 sd of a Poisson count over the 540 s window of a 10-minute run (the sample's share, 8/n of
+    # 240, times 540 s, about 2,000 requests: 4·√2,000 / 2,000 ≈ 9% of 240 ≈ 22 req/s).
+    import re
+
+    import yaml
+
+    from xlplan.cli import main
+
+    monkeypatch.setattr(workload, "SAMPLE_ABOVE_REPLICAS", 16)
+    monkeypatch.setattr(workload, "SAMPLE_REPLICAS", 8)
+    monkeypatch.setattr(workload, "SAMPLE_MIN_REPLICAS", 8)
+    data = reference_plan().model_dump(exclude_none=True)
+    data["forecast"]["peak_rps"] = 240
+    plan = tmp_path / "busy.yaml"
+    plan.write_text(yaml.safe_dump(data))
+    assert main(["simulate", str(plan)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "simulated on 8 replicas of them with their share of the peak" in first, first
+    rate = float(re.search(r"arrived ([\d,.]+) req/s", first).group(1).replace(",", ""))
+    assert abs(rate - 240.0) <= 22.0

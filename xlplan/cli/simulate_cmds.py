@@ -41,9 +41,10 @@ def _lines(r, ttft_target_s: float, itl_target_s: float) -> list[str]:
     ok = "keeps" if r.meets_promise else "misses"
     return [
         (f"{words.count(r.gpus, 'GPU')} = {words.count(r.replicas, 'replica')} of TP {r.tp}: {words.count(r.requests, 'request')} measured over {r.simulated_s / 60:.3g} min "
-        f"(arrived {r.arrival_rate_rps:,.2f} req/s)" + (f" on {words.count(r.sampled_replicas, 'replica')} sampled with "
-                                                          "their share of the peak, read as the fleet's"
-                                                          if r.sampled_replicas else "")),
+        f"(arrived {r.arrival_rate_rps:,.2f} req/s)" if not r.sampled_replicas else
+        f"{words.count(r.gpus, 'GPU')} = {words.count(r.replicas, 'replica')} of TP {r.tp}, simulated on "
+        f"{words.count(r.sampled_replicas, 'replica')} of them with their share of the peak ({r.requests:,} requests "
+        f"measured over {r.simulated_s / 60:.3g} min); read as the fleet's: arrived {r.arrival_rate_rps:,.2f} req/s"),
         f"  TTFT        p50 {_ms(r.ttft_s.p50)}  p95 {_ms(r.ttft_s.p95)}  p99 {_ms(r.ttft_s.p99)}   (target {_ms(ttft_target_s)})",
         f"  inter-token p50 {_ms(r.itl_s.p50)}  p95 {_ms(r.itl_s.p95)}  p99 {_ms(r.itl_s.p99)}   (target {_ms(itl_target_s)})",
         f"  TPOT        p50 {_ms(r.tpot_s.p50)}  p95 {_ms(r.tpot_s.p95)}  p99 {_ms(r.tpot_s.p99)}",

@@ -109,16 +109,17 @@ def decide(s: Scenario, percentile: float, max_context: int | None, budget_set_b
 
     def simulate(c: closed_form.ClosedForm):
         return sim_verify.verify(deployed(s, c), sol, percentile, max_context=max_context, start_replicas=c.load_replicas,
-                                 cv2=s.arrival_cv2, tp=c.tp)
+                                 cv2=s.arrival_cv2, tp=c.tp, sample=sample_for(s, c))
 
     first_seeds: dict = {}  # a setting's start -> (its first seed's requests, as its verification draws them; span)
 
     def screen(c: closed_form.ClosedForm, replicas: int) -> bool:  # one run on the first seed, as the search runs it
-        if c.load_replicas not in first_seeds:
-            minutes = workload.verification_minutes(s, c.load_replicas)
-            first_seeds[c.load_replicas] = (workload.verification_workload(
-                s, minutes, workload.DEFAULT_SEED, s.arrival_cv2, max_context, c.load_replicas), minutes)
-        first_seed, minutes = first_seeds[c.load_replicas]
+        key = (c.load_replicas, sample_for(s, c))
+        if key not in first_seeds:
+            minutes = workload.verification_minutes(s, c.load_replicas, key[1])
+            first_seeds[key] = (workload.verification_workload(
+                s, minutes, workload.DEFAULT_SEED, s.arrival_cv2, max_context, c.load_replicas, key[1]), minutes)
+        first_seed, minutes = first_seeds[key]
         return sim_run.watched_verdict(deployed(s, c), replicas, c.tp, first_seed, minutes * 60.0, percentile)[1]
 
     cands = configuration.candidates(s, sol, cf, budget_set_by_plan)
@@ -143,11 +144,31 @@ AUTO_VERIFY_MAX_STEPS = 5_000_000
 batch). [steps]"""
 
 
+def sample_for(s, cf: closed_form.ClosedForm) -> int:
+    """Replicas a verification of the closed form's fleet simulates (0: every one): a sample past
+    :data:`xlplan.simulate.workload.SAMPLE_ABOVE_REPLICAS`, sized by its share of the requests and, at the closed
+    form's batch, of the engine steps (:func:`xlplan.simulate.workload.sample_replicas`). [replicas]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its peak and lengths.
+    cf : closed_form.ClosedForm
+        The setting's closed form: its load and batch.
+
+    Returns
+    -------
+    int
+        Replicas sampled, or 0. [replicas]
+    """
+    return workload.sample_replicas(s, max(int(cf.load_replicas), 1), cf.achieved_batch)
+
+
 def _affordable(s, cf: closed_form.ClosedForm) -> tuple[bool, str | None]:
     """(simulate?, why not): the default verification runs where it takes about a minute at most. [bool], [text]"""
     n = max(int(cf.load_replicas), 1)
-    k = workload.sample_replicas(s, n)
-    minutes = workload.verification_minutes(s, n)
+    k = sample_for(s, cf)
+    minutes = workload.verification_minutes(s, n, k)
     requests = s.peak_rps * (min(k, n) / n if k else 1.0) * minutes * 60.0  # one run's, the sample's where sampled
     mean_output = steps.traffic(s).output_mean
     step_count = requests * mean_output / max(cf.achieved_batch, 1.0)  # decode steps of one run, all replicas run

@@ -213,7 +213,7 @@ def simulate_peak(plan, gpus: int | None = None, minutes: float | None = None, s
     gpus = _whole_replicas(gpus, tp, load_reps)
     percentile = plan.promise.percentile
     wl, minutes, arrivals = _workload(s, plan.model.resolve().max_context_tokens, minutes, seed, burst_cv2, log, resample,
-                                      load_reps)
+                                      load_reps, answer.sample_for(s, at))
     requests = (round(s.peak_rps * minutes * 60.0) if isinstance(wl, workload.SampledWorkload)  # the fleet's, expected
                 else len(wl.arrival_s))
     if gpus // tp > max(requests, load_reps):
@@ -251,7 +251,8 @@ def _on_every_seed(s, tp, wl, found, minutes, seed, cv2, percentile, max_context
     seeds = tuple(seed + k for k in range(sim_search.VERIFY_SEEDS))
     if found.verified_replicas is None:
         return found, seeds
-    others = [workload.verification_workload(s, minutes, k, cv2, max_context, _drawn_for(wl)) for k in seeds[1:]]
+    fleet, sample = _drawn_for(wl)
+    others = [workload.verification_workload(s, minutes, k, cv2, max_context, fleet, sample) for k in seeds[1:]]
     n = sim_search.on_every_seed(s, tp, wl, others, minutes * 60.0, percentile, found.verified_replicas,
                                   found.cap_replicas, found.runs)
     return sim_search.Search(n, found.runs, found.cap_replicas), seeds
@@ -267,20 +268,22 @@ def _whole_replicas(gpus: int | None, tp: int, load_replicas: int) -> int:
     return gpus
 
 
-def _drawn_for(wl) -> int:
-    """The fleet a sampled workload was drawn for (its share's start), else 0: every replica. [replicas]"""
+def _drawn_for(wl) -> tuple[int, int]:
+    """(fleet, sample) a sampled workload was drawn for (its share's start and size), else (1, 0): every replica.
+    [replicas]"""
     from xlplan.simulate import workload
 
-    return wl.fleet_replicas if isinstance(wl, workload.SampledWorkload) else 0
+    return (wl.fleet_replicas, wl.replicas) if isinstance(wl, workload.SampledWorkload) else (1, 0)
 
 
-def _workload(s, max_context, minutes, seed, burst, log, resample, load_reps: int):
+def _workload(s, max_context, minutes, seed, burst, log, resample, load_reps: int, sample_for: int):
     """(workload, minutes, arrivals text) for the run: Poisson/gamma at the plan's peak, drawn as ``plan``'s
-    verification draws it for a fleet of ``load_reps`` (a sample's share past 128 replicas), or from a request log."""
+    verification draws it for a fleet of ``load_reps`` (on ``sample_for`` of them past 80 replicas, else 0), or from
+    a request log."""
     from xlplan.simulate import workload
 
     if log is None or resample:
-        sample = workload.sample_replicas(s, load_reps) if log is None else 0
+        sample = sample_for if log is None else 0
         rate = s.peak_rps * min(sample, load_reps) / load_reps if sample else s.peak_rps  # the run's, a sample's share
         minutes = workload.verification_minutes(s, load_reps, sample) if minutes is None else minutes
         expected = rate * minutes * 60.0

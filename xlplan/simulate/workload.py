@@ -311,19 +311,26 @@ SAMPLE_MAX_REQUESTS = 400_000
 """The most requests a sampled run holds over :data:`MIN_MINUTES` where its sample can shrink to keep under it (the
 default verification's limit on a full run). [requests]"""
 
+SAMPLE_MAX_STEPS = 5_000_000
+"""...and the most engine steps, all its replicas together, where the replicas' batch is known (the default
+verification's limit on a full run). [steps]"""
 
-def sample_replicas(s: Scenario, fleet_replicas: int) -> int:
+
+def sample_replicas(s: Scenario, fleet_replicas: int, batch: float | None = None) -> int:
     """How many replicas a sampled run of a fleet of ``fleet_replicas`` simulates: :data:`SAMPLE_SHARE` of them,
     rounded up, at most :data:`SAMPLE_REPLICAS`, fewer (not under :data:`SAMPLE_MIN_REPLICAS`) where their share of
-    the peak over :data:`MIN_MINUTES` would take the sample past :data:`SAMPLE_MAX_REQUESTS`; 0 where the fleet is at
-    most :data:`SAMPLE_ABOVE_REPLICAS` (every replica is simulated). [replicas]
+    the peak over :data:`MIN_MINUTES` would take the sample past :data:`SAMPLE_MAX_REQUESTS`, or, with ``batch``, past
+    :data:`SAMPLE_MAX_STEPS` (requests × mean output ÷ batch); 0 where the fleet is at most
+    :data:`SAMPLE_ABOVE_REPLICAS` (every replica is simulated). [replicas]
 
     Parameters
     ----------
     s : Scenario
-        The plan: its peak rate. [—]
+        The plan: its peak rate and output lengths. [—]
     fleet_replicas : int
         The fleet the search starts from. [replicas]
+    batch : float, optional
+        Decodes a replica's step carries at the closed form's load (its ``achieved_batch``). [sequences]
 
     Returns
     -------
@@ -346,7 +353,13 @@ def sample_replicas(s: Scenario, fleet_replicas: int) -> int:
         return 0
     per_replica = s.peak_rps / fleet_replicas
     k = min(SAMPLE_REPLICAS, math.ceil(SAMPLE_SHARE * fleet_replicas))
-    fits = int(SAMPLE_MAX_REQUESTS // (per_replica * MIN_MINUTES * 60.0)) if per_replica > 0 else k
+    requests = per_replica * MIN_MINUTES * 60.0  # one replica's a run [requests]
+    fits = int(SAMPLE_MAX_REQUESTS // requests) if per_replica > 0 else k
+    if batch is not None and per_replica > 0:
+        from xlplan import distributions
+
+        mean_output = distributions.length_moments(s.output_p50, s.output_p95, s.output_p99)[0]
+        fits = min(fits, int(SAMPLE_MAX_STEPS // (requests * mean_output / max(batch, 1.0))))
     return max(SAMPLE_MIN_REPLICAS, min(k, fits))
 
 
