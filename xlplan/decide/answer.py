@@ -169,7 +169,7 @@ def _affordable(s, cf: closed_form.ClosedForm) -> tuple[bool, str | None]:
     n = max(int(cf.load_replicas), 1)
     k = sample_for(s, cf)
     minutes = workload.verification_minutes(s, n, k)
-    requests = s.peak_rps * (min(k, n) / n if k else 1.0) * minutes * 60.0  # one run's, the sample's where sampled
+    requests = workload.share_rps(s.peak_rps, k, n) * minutes * 60.0  # one run's, the sample's where sampled
     mean_output = steps.traffic(s).output_mean
     step_count = requests * mean_output / max(cf.achieved_batch, 1.0)  # decode steps of one run, all replicas run
     if cf.purchased <= VERIFY_MAX_GPUS and requests <= AUTO_VERIFY_MAX_REQUESTS and step_count <= AUTO_VERIFY_MAX_STEPS:

@@ -316,7 +316,7 @@ def _too_large_to_simulate(s: Scenario, gpus: int) -> str | None:
     replicas = max(gpus // cf.tp, 1)
     at = dataclasses.replace(s, peak_rps=cf.max_peak_rps)
     k = workload.sample_replicas(at, replicas)
-    requests = at.peak_rps * (min(k, replicas) / replicas if k else 1.0) * workload.verification_minutes(at, replicas) * 60.0
+    requests = workload.share_rps(at.peak_rps, k, replicas) * workload.verification_minutes(at, replicas) * 60.0
     if gpus <= answer.VERIFY_MAX_GPUS and requests <= answer.AUTO_VERIFY_MAX_REQUESTS:
         return None
     runs = f"{words.count(k, 'replica')} sampled of {replicas:,}" if k else words.count(replicas, 'replica')

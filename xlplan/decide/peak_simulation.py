@@ -284,7 +284,7 @@ def _workload(s, max_context, minutes, seed, burst, log, resample, load_reps: in
 
     if log is None or resample:
         sample = sample_for if log is None else 0
-        rate = s.peak_rps * min(sample, load_reps) / load_reps if sample else s.peak_rps  # the run's, a sample's share
+        rate = workload.share_rps(s.peak_rps, sample, load_reps)  # the run's, a sample's share
         minutes = workload.verification_minutes(s, load_reps, sample) if minutes is None else minutes
         expected = rate * minutes * 60.0
         if workload.too_many_requests(expected):

@@ -181,12 +181,18 @@ def _gallop(meets, n: int, cap: int, lo: int | None = None) -> int | None:
                 hi = m
                 break
             floor, step = m, 2 * step
-    while hi - floor > 1:
-        mid = (floor + hi) // 2
+    return _narrowed(meets, floor, hi)
+
+
+def _narrowed(meets, lo: int, hi: int) -> int:
+    """The fewest replicas in (``lo``, ``hi``] that ``meets``, where ``lo`` misses and ``hi`` meets: a bisection.
+    [replicas]"""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
         if meets(mid):
             hi = mid
         else:
-            floor = mid
+            lo = mid
     return hi
 
 
@@ -231,13 +237,7 @@ def _bisect(s, tp, workload, duration_s, start_replicas, percentile, runs, cap, 
                 return None
             else:
                 lo = n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if meets(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return _narrowed(meets, lo, hi)
 
 
 def minimum_replicas(s: Scenario, tp: int, start_replicas: int, percentile: float = 95.0, minutes: float | None = None,

@@ -407,8 +407,7 @@ class SampledWorkload:
         float
             ``peak × min(k, n) ÷ n``: the sample's share, or the whole peak where the fleet is no larger. [requests/s]
         """
-        n = self.fleet_replicas if fleet_replicas is None else fleet_replicas
-        return self.s.peak_rps * min(self.replicas, n) / n
+        return share_rps(self.s.peak_rps, self.replicas, self.fleet_replicas if fleet_replicas is None else fleet_replicas)
 
     def share(self, fleet_replicas: int, lost: int = 0, loss_at_s: float = math.inf) -> Workload:
         """The sample's requests in a fleet of ``fleet_replicas``, ``lost`` of which fail at ``loss_at_s``. [Workload]
@@ -524,6 +523,33 @@ def verification_workload(s: Scenario, minutes: float, seed: int, cv2: float, ma
     return SampledWorkload(s, seed, share_cv2(cv2, k, n, s.routing), k, n, minutes * 60.0, max_context)
 
 
+def share_rps(peak_rps: float, sample: int, fleet_replicas: int) -> float:
+    """The arrival rate a run serves: the whole peak, or a sample of ``sample`` replicas' share of a fleet of
+    ``fleet_replicas``. [requests/s]
+
+    Parameters
+    ----------
+    peak_rps : float
+        The fleet's peak. [requests/s]
+    sample : int
+        Replicas sampled (0: every replica). [replicas]
+    fleet_replicas : int
+        The fleet the sample stands for. [replicas]
+
+    Returns
+    -------
+    float
+        ``peak × min(k, n) ÷ n``, or the peak where nothing is sampled. [requests/s]
+
+    Examples
+    --------
+    >>> share_rps(640.0, 36, 88), share_rps(640.0, 0, 88), share_rps(640.0, 36, 20)
+    (261.8181818181818, 640.0, 640.0)
+    """
+    n = max(int(fleet_replicas), 1)
+    return peak_rps * min(sample, n) / n if sample else peak_rps
+
+
 def verification_minutes(s: Scenario, fleet_replicas: int, sample: int | None = None) -> float:
     """A verification run's span: :func:`run_minutes` at the rate the run serves, the sample's share where it is
     sampled. [minutes]
@@ -543,5 +569,4 @@ def verification_minutes(s: Scenario, fleet_replicas: int, sample: int | None = 
         The run's span. [minutes]
     """
     k = sample_replicas(s, fleet_replicas) if sample is None else sample
-    n = max(int(fleet_replicas), 1)
-    return run_minutes(s.peak_rps * min(k, n) / n if k else s.peak_rps)
+    return run_minutes(share_rps(s.peak_rps, k, fleet_replicas))
