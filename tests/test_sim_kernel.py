@@ -219,3 +219,20 @@ def test_round_robin_and_random_routing_are_the_same_run(routing):
     _assert_same_run(s, 5, 1, sim_workload.poisson_workload(s, 120.0, 3), 120.0)
     big = loop.ROUTING_HEAP_REPLICAS + 4
     _assert_same_run(s, big, 1, sim_workload.poisson_workload(s, 60.0, 4, rate_rps=10.0 * big), 60.0, lost=2)
+
+
+@pytest.mark.slow
+def test_a_long_prefill_threshold_is_the_same_run():
+    # vLLM's long-prefill threshold caps each request's chunk: 8,192-token steps of prompts up to 6,000 tokens, no
+    # chunk over 700 tokens, so several prompts share a step; and with sliding-window layers (gpt-oss-20b) as well.
+    rng = np.random.default_rng(17)
+    n = 300
+    wl = sim_workload.Workload(np.sort(rng.uniform(0.0, 120.0, n)), rng.integers(100, 6000, n).astype(float),
+                               rng.integers(1, 300, n))
+    s = dataclasses.replace(REF, max_num_batched_tokens=8192.0, long_prefill_token_threshold=700.0)
+    py, r = _assert_same_run(s, 2, 1, wl, 120.0)
+    assert r.requests > 100  # the measured window (after the warm-up) holds most of them
+    windowed = _scenario(model={"name": "gpt-oss-20b", "weights_dtype": "mxfp4", "kv_dtype": "bf16"},
+                         policy={"engine": "vllm", "max_num_batched_tokens": 8192, "long_prefill_token_threshold": 700})
+    assert windowed.window < 1e6 and windowed.long_prefill_token_threshold == 700.0
+    _assert_same_run(windowed, 2, 1, wl, 120.0)

@@ -17,7 +17,7 @@ import pytest
 from xlplan import catalog
 from xlplan.catalog import parameters
 from xlplan.cli import main
-from xlplan.io.planfile import reference_plan
+from xlplan.io.planfile import plan_from_mapping, reference_plan
 from xlplan.plan import latency_step as latency_step_mod
 from xlplan.plan import replica_at_tp, scenario, steps
 from xlplan.plan.scenario import resolve
@@ -82,6 +82,60 @@ def test_light_load_ttft_is_one_prefill_and_no_queue_forms():
     assert r.ttft_s.p50 == pytest.approx(alone, rel=1e-6)
     assert r.ttft_s.p99 == pytest.approx(alone, rel=1e-6)  # no request ever waits
     assert r.preemptions == 0
+
+
+def test_a_long_prefill_threshold_chunks_a_prompt_at_it():
+    # vLLM's long_prefill_token_threshold caps each request's chunk. The reference prompt on an idle replica of
+    # unbounded steps, threshold 250: eight chunks of 250 tokens, each its own step, worked by hand as above.
+    s = dataclasses.replace(REF, long_prefill_token_threshold=250.0)
+    r = sim_run.simulate(s, 4, 1, _fixed(0.05, 4000, 2000, 300), 4000)
+    assert r.ttft_s.p50 == pytest.approx(_prefill_alone_s(2000, 250), rel=1e-6)
+    assert r.ttft_s.p99 == pytest.approx(_prefill_alone_s(2000, 250), rel=1e-6)
+
+
+def test_a_long_prefill_threshold_lets_a_short_prompt_pass_a_long_one():
+    # 512-token steps; a 4,000-token prompt arrives at 0 and a 200-token one just after, on one replica. Threshold
+    # 256: step 1 carries the long prompt's first 256 tokens (the short one has not arrived); step 2 its next 256 and
+    # the whole short prompt (256 + 200 within 512), so the short one's first token comes at the end of step 2.
+    # Without it the long prompt takes each step's whole budget: 7 × 512 + 416, the short one's 96 tokens beside the
+    # last chunk and its other 104 in the ninth step, after the long one's first token.
+    # Hand-worked steps on the runbook's roofline (see _prefill_alone_s): dense max(2·N·c ÷ F, W ÷ B) over the
+    # step's c tokens, attention max(4·4,096·32·pairs ÷ F, 4,096·32·read ÷ B) over its chunks' key pairs (c·d + c²
+    # each, full n²) and the prefix read.
+    m = catalog.get_model("llama-3.1-8b")
+    n, w = parameters.active_params(m), memory.weights_bytes(m, "bf16")
+    flops, bw = 989e12 * 0.40, 3.35e12 * 0.60
+
+    def step(tokens: int, pairs: float, read: float) -> float:
+        return max(2 * n * tokens / flops, w / bw) + max(4 * 4096 * 32 * pairs / flops, 4096 * 32 * read / bw)
+
+    two_steps = step(256, 256 * 256, 0) + step(456, 256 * 256 + 256 * 256 + 200 * 200, 256)
+    wl = workload.Workload(np.array([0.0, 1e-6]), np.array([4000.0, 200.0]), np.array([5, 5]))
+    first = {}
+    for threshold in (256.0, math.inf):
+        s = dataclasses.replace(REF, max_num_batched_tokens=512.0, long_prefill_token_threshold=threshold)
+        run = loop._Run(s, 1, 1, dataclasses.replace(wl), 100.0, 0)
+        run.run()
+        first[threshold] = list(run.first_token)
+    assert first[256.0][1] == pytest.approx(two_steps, rel=1e-9)
+    assert first[256.0][1] < first[256.0][0]  # the short prompt first
+    assert first[math.inf][1] > first[math.inf][0]  # behind the long one
+
+
+@pytest.mark.slow
+def test_littles_law_holds_with_a_long_prefill_threshold():
+    # Little's Law (Little 1961) for any stable queue: in flight = arrival rate × time in system. Long-tailed prompts
+    # (p50 800, p99 12,000) on vLLM's 8,192-token steps with a 1,024-token threshold, 3 replicas: the run is
+    # stationary (the plan of tests/test_long_prefill.py verifies 3), so the law holds inside it.
+    data = reference_plan().model_dump(exclude_none=True)
+    data["forecast"].update(peak_rps=8, prompt_tokens={"p50": 800, "p95": 6000, "p99": 12000},
+                            output_tokens={"p50": 200, "p95": 500, "p99": 800})
+    data["policy"] = {"engine": "vllm", "max_num_batched_tokens": 8192, "long_prefill_token_threshold": 1024}
+    s = resolve(plan_from_mapping(data, "test"))
+    wl = workload.poisson_workload(s, 600, seed=3)
+    r = sim_run.simulate(s, 3, 1, wl, 600)
+    assert r.stable and r.unfinished == 0
+    assert r.mean_in_flight == pytest.approx(r.arrival_rate_rps * r.mean_time_in_system_s, rel=0.02)
 
 
 @pytest.mark.slow

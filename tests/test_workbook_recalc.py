@@ -189,7 +189,8 @@ def random_plans() -> dict[str, Plan]:
             "forecast": {"peak_rps": 20, "prompt_tokens": {"p50": 800, "p95": 3000}, "output_tokens": {"p50": 200, "p95": 600}},
             "promise": {"ttft_s": 1, "itl_s": 0.03},
             "model": {"name": "llama-3.1-8b", "spec": {"num_hidden_layers": 40}},
-            "hardware": {"gpu": {"name": "h100-sxm", "memory_gib": 70.0, "usd_per_gpu_hour": 2.0}}}),
+            "hardware": {"gpu": {"name": "h100-sxm", "memory_gib": 70.0, "usd_per_gpu_hour": 2.0}},
+            "policy": {"long_prefill_token_threshold": 1024}}),  # p95 prompt 3,000: chunked at the threshold
         "calibrated_split_mfu": Plan.model_validate({
             "forecast": {"peak_rps": 35, "prompt_tokens": {"p50": 2500, "p95": 7000}, "output_tokens": {"p50": 300, "p95": 800}},
             "promise": {"ttft_s": 1.5, "itl_s": 0.04}, "model": {"name": "llama-3.1-70b", "weights_dtype": "fp8"},

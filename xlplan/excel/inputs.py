@@ -122,6 +122,10 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
         InputSpec("MaxNumBatchedTokensInput", ("policy", "max_num_batched_tokens"), "Tokens per engine step", "tokens", "whole",
                   "model", "vLLM max_num_batched_tokens (chunked prefill); blank: the engine's default for the GPU.",
                   required=False, fmt="#,##0"),
+        InputSpec("LongPrefillThresholdInput", ("policy", "long_prefill_token_threshold"), "Prompt tokens per request per step",
+                  "tokens", "whole0", "model", "vLLM long_prefill_token_threshold: a long prompt is chunked at it and the "
+                  "rest of the step goes to the prompts behind it; blank or 0: off (vLLM's default). vLLM and 'runbook' "
+                  "only: SGLang's and TensorRT-LLM's chunk is the step budget.", required=False, fmt="#,##0"),
         InputSpec("MaxNumSeqsInput", ("policy", "max_num_seqs"), "Sequences per replica", "sequences", "whole", "model",
                   "vLLM max_num_seqs; blank: the engine's default for the GPU.", required=False, fmt="#,##0"),
         InputSpec("ExpertParallel", ("policy", "expert_parallel"), "Expert-parallel degree", "GPUs", "whole", "model",

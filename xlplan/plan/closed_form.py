@@ -74,6 +74,7 @@ class ClosedForm:
     max_num_seqs: float = math.inf  # the sequences a replica runs at once, as solved (the scenario's cap) [sequences]
     expert_parallel: int = 1  # GPUs of a replica its experts are spread over, as solved (1 where the plan's degree does not divide the TP degree) [GPUs]
     attention_data_parallel: bool = False  # each rank holds its own sequences' KV cache, as solved [bool]
+    long_prefill_token_threshold: float = math.inf  # the most one request prefills in a step, as solved (inf: none) [tokens]
 
 
 def _choose_budget(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: float,
@@ -447,4 +448,5 @@ def _sized(s: Scenario, tr: step_results.Traffic, pa: step_results.Paths, q_s: S
         load_replicas=int(n), load=int(load), with_redundancy=int(with_red), purchased=int(math.ceil(purchased)),
         binding=label, binding_paths=which, max_num_seqs=float(s.max_num_seqs),
         expert_parallel=int(r.ep), attention_data_parallel=bool(s.attention_data_parallel),
+        long_prefill_token_threshold=float(s.long_prefill_token_threshold),
     )

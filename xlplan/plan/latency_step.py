@@ -306,7 +306,8 @@ def prefill_alone_s(s: Scenario, r: step_inputs.Replica, prompt_tokens):
 
     Notes
     -----
-    ``n = ceil(prompt ÷ budget)`` steps of ``prompt ÷ n`` tokens each; the chunks' key pairs sum to the whole
+    ``n = ceil(prompt ÷ min(budget, threshold))`` steps of ``prompt ÷ n`` tokens each (the threshold:
+    ``policy.long_prefill_token_threshold``); the chunks' key pairs sum to the whole
     prompt's (causal or full) and each reads the prefix before it (on average ``(n − 1)/2`` chunks).
 
     References
@@ -336,8 +337,9 @@ def prefill_in_chunks_s(s: Scenario, r: step_inputs.Replica, prompt_tokens, batc
     Returns
     -------
     float or array
-        ``n`` steps, each with the decodes and one chunk of ``prompt ÷ n`` tokens, ``n = ceil(prompt ÷ max(budget −
-        batch, 1))``: the chunks' key pairs sum to the whole prompt's and each reads the prefix before it (on
+        ``n`` steps, each with the decodes and one chunk of ``prompt ÷ n`` tokens, ``n = ceil(prompt ÷ min(max(budget −
+        batch, 1), threshold))`` (the threshold: ``policy.long_prefill_token_threshold``, the most one request
+        prefills in a step): the chunks' key pairs sum to the whole prompt's and each reads the prefix before it (on
         average ``(n − 1)/2`` chunks). [s]
 
     References
@@ -345,7 +347,7 @@ def prefill_in_chunks_s(s: Scenario, r: step_inputs.Replica, prompt_tokens, batc
     vLLM's scheduler (vllm/v1/core/sched/scheduler.py): decodes first, then prefill up to ``max_num_batched_tokens``.
     Chunked prefill sharing steps with decode: Agrawal et al., "Sarathi-Serve", OSDI 2024.
     """
-    room = arrays.maximum(s.max_num_batched_tokens - batch, 1.0)
+    room = arrays.minimum(arrays.maximum(s.max_num_batched_tokens - batch, 1.0), s.long_prefill_token_threshold)
     n = arrays.maximum(arrays.ceil(prompt_tokens / room), 1.0)
     chunk = prompt_tokens / n
     keys = compute.prefill_keys_per_request(prompt_tokens, prompt_tokens * prompt_tokens, s.causal_attention) / n

@@ -208,7 +208,7 @@ def prefill_queue(s: Scenario, r: step_inputs.Replica, budget: int, prompt_at_pe
     times = [float(latency_step.prefill_alone_s(s, r, max(1.0, float(median * math.exp(sigma * x))))) for x in z]
     m1 = sum(times) / len(times)
     m2 = sum(x * x for x in times) / len(times)
-    if prompt_at_percentile * (1.0 - s.prefix_reuse) > budget and s.routing == "least_loaded":
+    if prompt_at_percentile * (1.0 - s.prefix_reuse) > min(budget, s.long_prefill_token_threshold) and s.routing == "least_loaded":
         return m1, m2, 0
     if wait_target_s < 0 or m1 <= 0:
         return m1, m2, None
@@ -334,8 +334,8 @@ def percentile_step_s(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
     float
         Where steps carrying a prompt chunk are more than ``1 − p`` of all steps
         (``f = b̄·E[prompt]·(1 − reuse) ÷ (E[output]·(budget − b))``, with ``b̄`` the mean batch: the prompt tokens a
-        step must take ÷ the room it has), the step of ``b`` decodes beside a ``min(E[prompt], budget − b)``-token
-        chunk; otherwise the mean step with its prefill share (:func:`xlplan.plan.latency_step.latency_step_fn`). [s]
+        step must take ÷ the room it has, at most the long-prefill threshold), the step of ``b`` decodes beside a
+        ``min(E[prompt], budget − b, threshold)``-token chunk; otherwise the mean step with its prefill share (:func:`xlplan.plan.latency_step.latency_step_fn`). [s]
 
     Notes
     -----
@@ -356,7 +356,7 @@ def percentile_step_s(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
     if hasattr(mean_step, "prefill_moments_s"):  # prefill runs first, in steps of its own (SGLang)
         return prefill_first_gap_s(mean_step, b, share_b, s.percentile)
     prompt = max(tr.prompt_mean * (1.0 - s.prefix_reuse), 1.0)
-    room = budget - b
+    room = min(budget - b, s.long_prefill_token_threshold)  # one prompt's chunk: the threshold caps it where set
     if room > 0 and share_b * prompt / (tr.output_mean * room) > 1.0 - s.percentile / 100.0:
         f = mean_step.step_time
         ctx = latency_step.decode_context_tokens(tr)
@@ -465,7 +465,9 @@ def _prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
 
     Notes
     -----
-    A chunk is ``min(E[prompt]·(1 − reuse), budget − b)`` tokens (the prompt's first, with no prefix before it);
+    A chunk is ``min(E[prompt]·(1 − reuse), budget − b, threshold)`` tokens (the prompt's first, with no prefix
+    before it; the threshold: ``policy.long_prefill_token_threshold``, none by default), each taken to have a step of
+    its own (several chunks share one under a threshold: counted as apart, the rate errs low);
     ``n = ⌈E[prompt]·(1 − reuse) ÷ chunk⌉`` chunks per prompt; ``τ̄ = p·τ_decode(b) + (1 − p)·τ_prefill(b)``.
 
     References
@@ -483,14 +485,14 @@ def _prefill_tail_rps(s: Scenario, tr: step_results.Traffic, r: step_inputs.Repl
         return f(b, b * ctx, b * clipped, 0.0, 0.0, 0.0, b * ctx, b * clipped)
 
     def prefill_s(b: float) -> tuple[float, float]:
-        chunk = max(min(prompt, budget - b), 1.0)
+        chunk = max(min(prompt, budget - b, s.long_prefill_token_threshold), 1.0)
         keys = step_inputs.prefill_keys(chunk, 0.0, s.causal_attention)
         return f(b, b * ctx, b * clipped, chunk, keys, min(keys, r.window * chunk), b * ctx, b * clipped), chunk
 
     first, _ = prefill_s(1.0)
     if first <= s.itl_s:
         return None, first
-    if prompt * SHARED_PROMPTS_LEAST <= budget - 1.0:  # whole prompts share a step: the chain counts the steps
+    if prompt * SHARED_PROMPTS_LEAST <= budget - 1.0 and prompt <= s.long_prefill_token_threshold:  # whole prompts share a step
         return _shared_tail_rate(s, decode_s, f, ctx, clipped, r.window, prompt, budget, tr.output_mean, p, first)
     return _tail_rate(decode_s, prefill_s, first, tr.output_mean, prompt, p)
 

@@ -8,6 +8,7 @@ which is how the vectorized sweep runs thousands of scenarios at once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xlplan.catalog import parameters
@@ -109,9 +110,10 @@ class Scenario:
     arrival_cv2: float = 1.0  # squared CV of the gaps between arrivals at peak: 1 Poisson [1]
     set_by_plan: tuple[str, ...] = ()  # the settings of SEARCHED_SETTINGS the plan file sets (the search keeps them)
     routing: str = "least_loaded"  # the load balancer's rule: least_loaded | round_robin | random (policy.routing)
+    long_prefill_token_threshold: float = math.inf  # the most one request prefills in a step (policy.long_prefill_token_threshold; inf: off) [tokens]
 
 
-SEARCHED_SETTINGS = ("max_num_seqs", "expert_parallel", "attention_data_parallel")
+SEARCHED_SETTINGS = ("max_num_seqs", "expert_parallel", "attention_data_parallel", "long_prefill_token_threshold")
 """Policy fields the configuration search (:mod:`xlplan.decide.configuration`) chooses where the plan file leaves them
 out, and keeps where it sets them. [text]"""
 
@@ -291,6 +293,7 @@ def _policy_numbers(plan: Plan, gpu: GPUSpec) -> dict:
         causal_attention=pol.attention_flops == "causal",
         latency_with_prefill=pol.latency_step == "with_prefill",
         routing=pol.routing,
+        long_prefill_token_threshold=float(pol.long_prefill_token_threshold or math.inf),
     )
 
 

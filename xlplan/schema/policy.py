@@ -64,6 +64,13 @@ class Policy(_Section):
     overhead_gib: float = Field(default=3.0, ge=0, description="Activations, CUDA graphs and runtime memory per GPU, for engine 'runbook' (the other engines estimate it). [GiB]")
     max_num_batched_tokens: int | None = Field(
         default=None, ge=1, description="Tokens one engine step may carry (vLLM max_num_batched_tokens; chunked prefill); left out, the engine's default for the GPU. [tokens]")
+    long_prefill_token_threshold: int | None = Field(
+        default=None, ge=0,
+        description="The most prompt tokens one request may prefill in a step (vLLM --long-prefill-token-threshold): a "
+                    "long prompt is chunked at it, and the rest of the step's budget goes to the prompts behind it; "
+                    "left out or 0, off (vLLM's default): a prompt's chunk may take the whole budget. vLLM and engine "
+                    "'runbook' only (SGLang's and TensorRT-LLM's chunk is their step budget, "
+                    "max_num_batched_tokens). [tokens]")
     max_num_seqs: int | None = Field(
         default=None, ge=1, description="Sequences a replica runs at once (vLLM max_num_seqs); left out, the engine's default for the GPU. [sequences]")
     step_overhead_s: float | None = Field(
@@ -120,6 +127,21 @@ class Policy(_Section):
             raise ValueError(f"expert_parallel: got {self.expert_parallel}; expected a divisor of policy.tp "
                              f"({self.tp}): a replica's experts are spread over its own GPUs (1 splits them by TP)")
         return self
+
+    @model_validator(mode="after")
+    def _threshold_is_vllms(self) -> Policy:
+        """vLLM's long-prefill threshold has no counterpart on SGLang or TensorRT-LLM, whose chunk is the step budget."""
+        if self.long_prefill_token_threshold and self.engine in ("sglang", "trtllm"):
+            raise ValueError(f"long_prefill_token_threshold: got {self.long_prefill_token_threshold} on engine "
+                             f"'{self.engine}'; expected it left out: it is vLLM's setting, and {self.engine}'s prefill "
+                             "chunk is its step budget (set policy.max_num_batched_tokens instead)")
+        return self
+
+    @field_validator("long_prefill_token_threshold")
+    @classmethod
+    def _zero_is_off(cls, v: int | None) -> int | None:
+        """0 is vLLM's own word for off: the same as leaving the threshold out."""
+        return v or None
 
     @field_validator("engine_version")
     @classmethod

@@ -47,7 +47,7 @@ from xlplan.simulate.kernel_state import (
 
 @njit(cache=True)
 def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm, duration, stop, replicas, lost, loss_at,
-        watch, target, m_lo, m_hi, need_late, margin, clients, win, wa, pf, rmode, route_u):
+        watch, target, m_lo, m_hi, need_late, margin, clients, win, wa, pf, rmode, route_u, lp):
     """Serve every arrival, as :meth:`xlplan.simulate.loop._Run.run` does; ``prompt`` and ``output`` change in place
     (and ``arrivals`` in a closed loop).
 
@@ -102,6 +102,8 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
     route_u : array of float
         Random routing's draw per request (empty otherwise): request ``rid`` goes to live replica
         ``⌊route_u[rid] × live⌋``. [1]
+    lp : float
+        The most prompt tokens one request prefills in a step (vLLM's long-prefill threshold; inf: none). [tokens]
 
     Returns
     -------
@@ -442,6 +444,8 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                     break
                 done = pdone[rid]
                 chunk = prompt[rid] - done
+                if lp < chunk:
+                    chunk = lp
                 if room < chunk:
                     chunk = room
                 lim = _fitting(wa, win, done, free) if windowed else free
@@ -464,6 +468,8 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                 rid = whead[i]
                 cached = 0.0 if resumed[rid] else math.floor(prompt[rid] * reuse)
                 want = prompt[rid] - cached
+                if lp < want:
+                    want = lp
                 if room < want:
                     want = room
                 held = _held(wa, win, want + cached, 1) if windowed else want + cached

@@ -187,6 +187,7 @@ class _Run:
         self.causal = s.causal_attention
         self.prefill_first = engines.prefill_first(s.engine)  # SGLang: a step with prefill carries no decode
         self.reuse = s.prefix_reuse
+        self.long_prefill = s.long_prefill_token_threshold  # the most one request prefills in a step (inf: no threshold) [tokens]
         self.arrivals = np.asarray(workload.arrival_s, dtype=float)
         self.routing = ROUTINGS.index(s.routing)  # the load balancer's rule, as a code [—]
         n_req = len(self.arrivals)
@@ -401,7 +402,7 @@ class _Run:
             int(self.max_seqs), bool(self.causal), float(self.reuse), float(self.warm), float(self.duration),
             float(self.stop), len(self.reps), int(self.lost), float(self.loss_at), watch, target, m_lo, m_hi, need,
             float(margin), int(self.clients), float(self.window), float(self.full_share), bool(self.prefill_first),
-            int(self.routing), self.route_u)
+            int(self.routing), self.route_u, float(self.long_prefill))
         self.first_token, self.finish, self.arrivals = first, fin, arrivals
         self.prompt, self.output = prompt, output
         self.gaps_extra = gaps.tolist()

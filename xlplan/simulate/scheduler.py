@@ -2,7 +2,9 @@
 
 The schedule runs over the replica's state (:class:`_Replica`) and the KV cache it holds (:func:`xlplan.plan.replica_at_tp.kv_capacity_tokens`):
 running sequences decode first, each with room for one more token, preempting the newest while the cache is full;
-then partly prefilled prompts and the queue (FIFO) are chunked into the remaining step budget (:func:`xlplan.plan.scenario.chunk_tokens`).
+then partly prefilled prompts and the queue (FIFO) are chunked into the remaining step budget (:func:`xlplan.plan.scenario.chunk_tokens`),
+no chunk longer than the long-prefill threshold where the plan sets one (``policy.long_prefill_token_threshold``:
+vLLM's ``long_prefill_token_threshold``, which caps each request's new tokens in a step).
 That is vLLM's schedule (and TensorRT-LLM's in-flight batching). An engine that runs prefill first
 (:func:`xlplan.serving.engines.prefill_first`: SGLang) chunks the prompts into the whole budget instead, and a step
 that carries any prefill carries no decode: the decoders wait a step, their step counter (``k``) unchanged, and
@@ -99,7 +101,7 @@ def _prefill_chunks(run, rp: _Replica, b: int, room: float, free: float) -> list
     for entry in rp.prefilling:
         if room < 1 or free < 1:
             break
-        chunk = min(prompt[entry[0]] - entry[1], room, free)
+        chunk = min(prompt[entry[0]] - entry[1], run.long_prefill, room, free)
         chunks.append((entry, chunk))
         room -= chunk
         free -= chunk
@@ -108,7 +110,7 @@ def _prefill_chunks(run, rp: _Replica, b: int, room: float, free: float) -> list
     while rp.waiting and room >= 1 and free >= 1 and running < run.max_seqs:
         rid = rp.waiting[0]
         cached = 0.0 if run.resumed[rid] else math.floor(prompt[rid] * reuse)  # a prefix-cache hit: held, not computed
-        want = min(prompt[rid] - cached, room)
+        want = min(prompt[rid] - cached, run.long_prefill, room)
         if want + cached > free:  # admitted only when its next chunk fits the cache
             break
         rp.waiting.popleft()
@@ -266,7 +268,7 @@ def _start_windowed_step(run, i: int, now: float) -> None:
         if room < 1 or free < 1:
             break
         done = entry[1]
-        chunk = min(prompt[entry[0]] - done, room, _window_fitting(a, w, done, free))
+        chunk = min(prompt[entry[0]] - done, run.long_prefill, room, _window_fitting(a, w, done, free))
         chunks.append((entry, chunk))
         room -= chunk
         free -= _window_cost(a, w, done, chunk)
@@ -275,7 +277,7 @@ def _start_windowed_step(run, i: int, now: float) -> None:
     while rp.waiting and room >= 1 and free >= 1 and running < run.max_seqs:
         rid = rp.waiting[0]
         cached = 0.0 if run.resumed[rid] else math.floor(prompt[rid] * reuse)  # a prefix-cache hit: held, not computed
-        want = min(prompt[rid] - cached, room)
+        want = min(prompt[rid] - cached, run.long_prefill, room)
         if _window_held(a, w, want + cached, 1) > free:  # admitted only when its next chunk fits the cache
             break
         rp.waiting.popleft()

@@ -162,7 +162,7 @@ def _latency_lines(e: Engine) -> list[Line]:
     s, tr, pa = e.s, e.sol.traffic, e.sol.paths
     r = e.fig.replica
     q = e.fig.ttft_prompt_tokens
-    n = _vec_ceil(q / s.max_num_batched_tokens)
+    n = _vec_ceil(q / min(s.max_num_batched_tokens, s.long_prefill_token_threshold))
     keys = (q * q + q) / 2.0 if s.causal_attention else q * q
     return [
         Line("EPUsed", "Expert-parallel degree used", "=IF(AND(Experts>0,MOD(TP,MAX(ExpertParallel,1))=0),MAX(ExpertParallel,1),1)",
@@ -184,8 +184,8 @@ def _latency_lines(e: Engine) -> list[Line]:
              "IF(AND(PromisePercentile=PercentP99,ISNUMBER(PromptP99)),PromptP99,"
              "PromptP50*EXP(PromptSigma*NORMSINV(PromisePercentile/PercentPerFraction)))))",
              q, "tokens", FMT["num"], "the stated p50, p95 or p99; another percentile from the fitted lognormal"),
-        Line("TTFTChunks", "Prefill steps of that prompt", "=ROUNDUP(TTFTPrompt/MaxNumBatchedTokens,0)", n, "steps", "0",
-             "chunks of the step budget"),
+        Line("TTFTChunks", "Prefill steps of that prompt", "=ROUNDUP(TTFTPrompt/PrefillChunkTokens,0)", n, "steps", "0",
+             "chunks of the step budget (or of the long-prefill threshold)"),
         Line("TTFTChunkTokens", "Tokens per chunk", "=TTFTPrompt/TTFTChunks", q / n, "tokens", FMT["num"], ""),
         Line("TTFTChunkKeys", "Key pairs per chunk",
              '=IF(AttentionFLOPsKind="causal",(TTFTPrompt*TTFTPrompt+TTFTPrompt)/CausalPairsDivisor,TTFTPrompt*TTFTPrompt)/TTFTChunks',

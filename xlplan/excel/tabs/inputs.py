@@ -81,6 +81,11 @@ def _efficiencies_used(rows: Rows, e: Engine) -> None:
               "GPUDefaultMaxNumBatchedTokens)))", s.max_num_batched_tokens, "tokens", "#,##0",
               "as given, else the engine's default for the GPU: SGLang's chunked_prefill_size by memory, vLLM's for "
               "the others (no budget for 'runbook')")
+    rows.calc("PrefillChunkTokens", "Prompt tokens per request per step used",
+              "=IF(AND(ISNUMBER(LongPrefillThresholdInput),LongPrefillThresholdInput>0),"
+              "MIN(MaxNumBatchedTokens,LongPrefillThresholdInput),MaxNumBatchedTokens)",
+              min(s.max_num_batched_tokens, s.long_prefill_token_threshold), "tokens", "#,##0",
+              "the step budget, or the long-prefill threshold where that is smaller: one prompt's chunk")
     rows.calc("MaxNumSeqs", "Sequences per replica used",
               '=IF(ISNUMBER(MaxNumSeqsInput),MaxNumSeqsInput,IF(Engine="runbook",RunbookUnbounded,GPUDefaultMaxNumSeqs))',
               s.max_num_seqs, "sequences", "#,##0", "as given, else vLLM's default for the GPU")
