@@ -3,9 +3,9 @@
     python benchmarks/bench_routing.py [scenario ...] > benchmarks/bench_routing.txt
 
 For every plan of ``benchmarks/battery/`` under 100 GPUs (the larger ones take hours to verify three times over)
-this prints, for each ``policy.routing`` (least-loaded, round robin, random): the Answer's setting (TP degree, step
-budget), its closed form and its verified load in replicas (``xlplan plan --verify``), and whether they are within
-one replica. Least-loaded routing pools the replicas as one queue's servers; round robin and random make each replica
+this prints, for each ``policy.routing`` (least-loaded, round robin, random, least KV): the Answer's setting (TP degree,
+step budget), its closed form and its verified load in replicas (``xlplan plan --verify``), and whether they are within
+one replica. Least-loaded and least-KV routing pool the replicas as one queue's servers; round robin and random make each replica
 an M/M/c queue of its own over its slots (:func:`xlplan.serving.queueing.routed_wait_at_percentile_s`), with each
 replica's prefill as an M/G/1 queue (:func:`xlplan.plan.queue_path.prefill_queue`).
 """

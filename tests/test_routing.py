@@ -65,6 +65,30 @@ def test_the_router_sends_each_request_where_its_rule_says():
     u = np.array([0.0, 0.2499, 0.25, 0.9999])
     rnd = loop._Router([0, 0, 0, 0], 2, u)
     assert [rnd.route(r) for r in range(4)] == [0, 0, 1, 3]
+    # Least KV: the live replica with the fewest outstanding KV tokens, the first of equals, whatever it holds in
+    # requests; a lost last replica is never chosen.
+    kv = [500.0, 100.0, 100.0, 0.0]
+    lkv = loop._Router([0, 3, 3, 0], 3, None, kv.__getitem__)
+    assert lkv.route(0) == 3
+    lkv.loads[3] = math.inf
+    lkv.rebuild()
+    assert lkv.route(1) == 1 and lkv.loads[1] == 4
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_least_kv_routing_sends_a_request_past_a_long_prompt_where_least_loaded_does_not(compiled):
+    # Two replicas of one sequence each (max_num_seqs 1). Request 0 (a 6,000-token prompt, 400 tokens to write) goes
+    # to replica 0 and request 1 (100 tokens, 400 to write) to replica 1, under either rule (the first of equals, then
+    # the empty one). Request 2 arrives at 1 s, both replicas holding one request: least-loaded routing takes the
+    # first of equals, replica 0, so it waits for request 0 to finish; least-KV routing sees 6,000-odd tokens against
+    # 100-odd and takes replica 1, so it starts when request 1 finishes, which is first (its prefill is 60 times shorter
+    # and its decode steps read less cache).
+    wl = workload.Workload(np.array([0.0, 0.001, 1.0]), np.array([6000, 100, 100]), np.array([400, 400, 10]))
+    ll = _run(_routed("least_loaded", max_num_seqs=1.0), 2, wl, 120.0, compiled)
+    kv = _run(_routed("least_kv", max_num_seqs=1.0), 2, wl, 120.0, compiled)
+    assert 1.0 < kv.finish[1] < kv.finish[0]  # request 1 still runs at 1 s, and ends first
+    assert ll.first_token[2] >= ll.finish[0]  # behind the long prompt's request
+    assert kv.finish[1] <= kv.first_token[2] < kv.finish[0]  # behind the short one, ahead of the long one's end
 
 
 def test_random_routing_spreads_the_requests_evenly_within_binomial_noise():
@@ -81,7 +105,7 @@ def test_random_routing_spreads_the_requests_evenly_within_binomial_noise():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("routing", ["round_robin", "random"])
+@pytest.mark.parametrize("routing", ["round_robin", "random", "least_kv"])
 def test_littles_law_holds_under_each_routing(routing):
     # Little's Law (Little 1961): time-average number in the system = arrival rate × mean time in system, for any
     # stable queue and any routing. Eight replicas carry the reference peak under every rule (7 keep its promise at
@@ -111,6 +135,17 @@ def test_the_routed_queue_is_each_replica_on_its_own():
     # Least-loaded routing pools the replicas: Erlang C over the n replicas, each serving at 1/S.
     assert queueing.routed_wait_at_percentile_s("least_loaded", 4, 1.0, 6.0, 0.5, 95) == \
         queueing.wait_at_percentile_s(4, 6.0, 0.5, 95)
+    # and so does least-KV routing: the router picks a replica with room as a request arrives, one queue for all
+    assert queueing.routed_wait_at_percentile_s("least_kv", 4, 1.0, 6.0, 0.5, 95) == \
+        queueing.wait_at_percentile_s(4, 6.0, 0.5, 95)
+
+
+def test_least_kv_routing_is_one_queue_in_the_closed_form_and_the_note_says_so():
+    # Pooled as least-loaded routing is: the same queueing path, the note naming the rule.
+    kv = plan(replan(reference_plan(), policy={"routing": "least_kv"}), verify=False)
+    ll = plan(reference_plan(), verify=False)
+    assert kv.queueing.routing == "least_kv" and kv.queueing.replicas == ll.queueing.replicas
+    assert "Erlang C with the replicas as one queue under least-KV routing" in render_text(kv)
 
 
 @pytest.mark.slow

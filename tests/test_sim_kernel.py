@@ -236,3 +236,17 @@ def test_a_long_prefill_threshold_is_the_same_run():
                          policy={"engine": "vllm", "max_num_batched_tokens": 8192, "long_prefill_token_threshold": 700})
     assert windowed.window < 1e6 and windowed.long_prefill_token_threshold == 700.0
     _assert_same_run(windowed, 2, 1, wl, 120.0)
+
+
+@pytest.mark.slow
+def test_least_kv_routing_is_the_same_run():
+    # The router sums each live replica's outstanding KV tokens in one order on both loops (decoders' context, then
+    # the prefilling and waiting prompts): Poisson arrivals on 4 replicas, a loss, and a cache small enough to preempt.
+    s = dataclasses.replace(REF, routing="least_kv")
+    wl = sim_workload.poisson_workload(s, 300.0, 8)
+    _assert_same_run(s, 4, 1, wl, 300.0)
+    py, _ = _assert_same_run(s, 6, 1, wl, 300.0, lost=1)
+    assert py.requeued > 0
+    py, r = _assert_same_run(dataclasses.replace(s, memory_utilisation=0.2561, max_num_batched_tokens=512.0), 2, 1,
+                             sim_workload.poisson_workload(s, 300.0, 3, rate_rps=8.0), 300.0)
+    assert r.preemptions > 0

@@ -251,7 +251,7 @@ def latency_gpus(concurrency, max_decode_batch, tp=1):
      tail_replicas="Replicas the long-prefill-step limit needs; 0 where it never binds. [replicas]",
      arrival_cv2="Squared coefficient of variation of the gaps between arrivals: 1 Poisson, above 1 bursty. [1]",
      prefill_replicas="Replicas each replica's own prefill queue needs (3 Constraints: QueuePrefillReplicas). [replicas]",
-     routing="The load balancer: least_loaded (one queue for the fleet), round_robin or random (a queue per replica). [text]",
+     routing="The load balancer: least_loaded or least_kv (one queue for the fleet), round_robin or random (a queue per replica). [text]",
      slots="Decodes one replica's step carries within the inter-token target (3 Constraints: QueueSlots). [sequences]")
 def queueing_replicas(arrival_rate_rps, service_rps_per_replica, wait_target_s, percentile=95.0, tail_replicas=0, arrival_cv2=1.0,
                       prefill_replicas=0, routing="least_loaded", slots=1):

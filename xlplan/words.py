@@ -281,12 +281,14 @@ def seconds(x: float | None) -> str:
 
 
 ROUTED = {"least_loaded": "each to the least-loaded replica", "round_robin": "to the replicas in turn (round robin)",
-          "random": "each to a replica at random"}
+          "random": "each to a replica at random",
+          "least_kv": "each to the replica with the fewest KV tokens held and queued (least KV)"}
 """How the note says the simulated load balancer sent each request, by ``policy.routing``. [text]"""
 
 
 def routed(routing: str) -> str:
-    """'each to the least-loaded replica', 'to the replicas in turn (round robin)' or 'each to a replica at random'.
+    """'each to the least-loaded replica', 'to the replicas in turn (round robin)', 'each to a replica at random' or
+    'each to the replica with the fewest KV tokens held and queued (least KV)'.
 
     Parameters
     ----------

@@ -105,7 +105,7 @@ def _options(ctx: typer.Context,
 
 PLAN_ARG = typer.Argument(None, help="Plan file (YAML or JSON); left out, the built-in reference plan (the runbook's worked example; `xlplan example` writes it as a starting point).")
 ROUTING_OPTION = typer.Option(None, "--routing", help="The load balancer, in place of the plan's policy.routing: "
-                              "least_loaded (the default), round_robin or random. The queueing path and the simulation "
+                              "least_loaded (the default), round_robin, random or least_kv. The queueing path and the simulation "
                               "both route by it, and the output names it.")
 
 

@@ -232,7 +232,7 @@ def _wait(s: Scenario, q, service_s: float, n: int) -> tuple:
     round robin and random make each replica a queue of its own over its whole slots
     (:func:`xlplan.serving.queueing.routed_wait_at_percentile_s`)."""
     a = q.offered_erlangs
-    pooled = s.routing == "least_loaded"
+    pooled = queueing.pooled(s.routing)
     servers = n if pooled else max(1, math.floor(q.slots_per_replica))
     ac = queueing.allen_cunneen_factor(queueing.routed_arrival_cv2(s.routing, s.arrival_cv2, n), queueing.SERVICE_CV2)
     if not (math.isfinite(a) and a > 0):
@@ -252,7 +252,7 @@ def _erlang_rows(s: Scenario, result: PlanResult) -> ErlangRows:
     service_s = 1.0 / q.service_rps_per_replica if q.service_rps_per_replica > 0 else math.inf
     ok = math.isfinite(a) and a > 0
     base = max(1, int(a) + 1) if ok else 1
-    spread = (math.sqrt(a) if s.routing == "least_loaded" else a) if ok else 0.0  # routed queues: steps of a ÷ 4
+    spread = (math.sqrt(a) if queueing.pooled(s.routing) else a) if ok else 0.0  # routed queues: steps of a ÷ 4
     step = max(1, math.ceil(spread / ERLANG_COARSE_DIVISOR)) if ok else 1
     waits: dict[int, tuple] = {}
 

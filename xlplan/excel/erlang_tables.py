@@ -16,6 +16,7 @@ from xlplan.excel.cells import Cell, Line, write_lines
 from xlplan.excel.common import FMT, NONE, Engine, Rows, num
 from xlplan.excel.figures import ErlangRows
 from xlplan.excel.staleness import FLEET_VALUE
+from xlplan.serving.queueing import POOLED_ROUTINGS
 
 ERLANG_ROWS_NAME = "ErlangTableRows"
 """Defined name of :data:`xlplan.excel.common.ERLANG_ROWS` on the Constants sheet: a coarse step wider than the fine table is past it."""
@@ -75,8 +76,8 @@ def _queue_lines(e: Engine) -> list[Line]:
         Line("QueueACFactor", "Allen–Cunneen factor at the fleet's arrivals", "=(ArrivalCV2+QueueServiceCV2)/AllenCunneenDivisor",
              e.fig.allen_cunneen_factor, "1", FMT["num"],
              "1 for Poisson arrivals and exponential service; a queue per replica takes its own (the tables below)"),
-        Line("QueuePooled", "One queue for the fleet (least-loaded routing)", '=Routing="least_loaded"',
-             e.s.routing == "least_loaded", "TRUE | FALSE", None,
+        Line("QueuePooled", "One queue for the fleet (least-loaded or least-KV routing)",
+             '=OR(Routing="least_loaded",Routing="least_kv")', e.s.routing in POOLED_ROUTINGS, "TRUE | FALSE", None,
              "TRUE: the replicas are one queue's servers; FALSE (round robin, random): each replica is a queue of its "
              "own over its whole slots, at the peak rate ÷ replicas"),
     ]

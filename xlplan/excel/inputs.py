@@ -143,9 +143,10 @@ INPUT_SPECS: tuple[tuple[str, tuple[InputSpec, ...]], ...] = (
                   choices="LatencySteps"),
         InputSpec("Redundancy", ("policy", "redundancy"), "Spare replicas (N+k)", "replicas", "whole0", "model",
                   "Replicas on top of the load so one can fail or be drained: 1 for N+1.", fmt="0"),
-        InputSpec("Routing", ("policy", "routing"), "Load balancer", "least_loaded | round_robin | random", "choice", "model",
+        InputSpec("Routing", ("policy", "routing"), "Load balancer", "least_loaded | round_robin | random | least_kv", "choice", "model",
                   "How requests reach the replicas: 'least_loaded' (to the one holding fewest requests), 'round_robin' "
-                  "(each in turn) or 'random'; the queueing path and the simulation route by it.", choices="Routings"),
+                  "(each in turn), 'random' or 'least_kv' (to the one whose cache will hold the fewest tokens); the queueing "
+                  "path and the simulation route by it.", choices="Routings"),
         InputSpec("MemoryConvention", ("policy", "memory_convention"), "KV sizing convention", "paged | worst_case", "choice", "model",
                   "'paged': p50 prompt + p50 output per conversation (the runbook); 'worst_case': p99 + p99.",
                   choices="MemoryConventions"),

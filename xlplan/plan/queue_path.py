@@ -81,7 +81,7 @@ class QueuePath:
     prefill_second_moment_s2: float = 0.0  # E[S²] of that prefill [s²]
     prefill_queue_replicas: int = 0  # replicas each replica's own prefill queue needs (0: prompts are chunked) [replicas]
     prefill_wait_scale: float = 1.0  # Kingman's factor on the prefill queue's wait at its replicas (1: M/G/1) [1]
-    routing: str = "least_loaded"  # the queue: one for the fleet (least_loaded), or one per replica [text]
+    routing: str = "least_loaded"  # the queue: one for the fleet (least_loaded, least_kv), or one per replica [text]
 
 
 def queue_path(s: Scenario, tr: step_results.Traffic, tp: int, load_replicas: float, r: step_inputs.Replica | None = None,
@@ -208,7 +208,7 @@ def prefill_queue(s: Scenario, r: step_inputs.Replica, budget: int, prompt_at_pe
     times = [float(latency_step.prefill_alone_s(s, r, max(1.0, float(median * math.exp(sigma * x))))) for x in z]
     m1 = sum(times) / len(times)
     m2 = sum(x * x for x in times) / len(times)
-    if prompt_at_percentile * (1.0 - s.prefix_reuse) > min(budget, s.long_prefill_token_threshold) and s.routing == "least_loaded":
+    if prompt_at_percentile * (1.0 - s.prefix_reuse) > min(budget, s.long_prefill_token_threshold) and queueing.pooled(s.routing):
         return m1, m2, 0
     if wait_target_s < 0 or m1 <= 0:
         return m1, m2, None
@@ -258,7 +258,7 @@ def prefill_wait_scale(s: Scenario, mean_s: float, second_moment_s2: float, repl
     ----------
     J. F. C. Kingman, "The single server queue in heavy traffic", Proc. Cambridge Philosophical Society 57(4), 1961.
     """
-    if s.routing == "least_loaded" or mean_s <= 0:
+    if queueing.pooled(s.routing) or mean_s <= 0:
         return 1.0
     service_cv2 = second_moment_s2 / (mean_s * mean_s) - 1.0
     return (queueing.routed_arrival_cv2(s.routing, s.arrival_cv2, replicas) + service_cv2) / (1.0 + service_cv2)

@@ -109,7 +109,7 @@ class Scenario:
     api_usd_per_mtok_output: float | None  # [USD/Mtok]
     arrival_cv2: float = 1.0  # squared CV of the gaps between arrivals at peak: 1 Poisson [1]
     set_by_plan: tuple[str, ...] = ()  # the settings of SEARCHED_SETTINGS the plan file sets (the search keeps them)
-    routing: str = "least_loaded"  # the load balancer's rule: least_loaded | round_robin | random (policy.routing)
+    routing: str = "least_loaded"  # the load balancer's rule: least_loaded | round_robin | random | least_kv (policy.routing)
     long_prefill_token_threshold: float = math.inf  # the most one request prefills in a step (policy.long_prefill_token_threshold; inf: off) [tokens]
 
 

@@ -10,6 +10,7 @@ import math
 
 from xlplan import words
 from xlplan.schema.result import PlanResult
+from xlplan.serving.queueing import POOLED_ROUTINGS
 
 QUEUEING_WORDS = ("requests wait for a slot; more replicas or a shorter step (a smaller step budget, fp8 weights) help; "
                   "more cache room (an fp8 cache's) does nothing")
@@ -83,7 +84,9 @@ def _kv_budget_line(m, mem) -> str:
 
 QUEUE_WORDS = {"least_loaded": "Erlang C with the replicas as one queue under least-loaded routing",
                "round_robin": "Erlang C per replica as a queue of its own over its whole slots under round-robin routing",
-               "random": "Erlang C per replica as a queue of its own over its whole slots under random routing"}
+               "random": "Erlang C per replica as a queue of its own over its whole slots under random routing",
+               "least_kv": "Erlang C with the replicas as one queue under least-KV routing, optimistic where the cache is far "
+                           "from full: it balances cache, not the prompts waiting for prefill, and the simulation decides"}
 """How the queueing line names its queue, by ``policy.routing``. [text]"""
 
 
@@ -113,7 +116,7 @@ def _queueing_line(r: PlanResult) -> str:
         rho = i.peak_rps * m1 / n
         k = q.prefill_wait_scale
         chance = rho * math.exp(-2.0 * t * (1.0 - rho) * m1 / (m2 * k))
-        if q.routing == "least_loaded":
+        if q.routing in POOLED_ROUTINGS:
             why = "a whole prompt fits one step, so each replica's prefills queue of their own (M/G/1, Pollaczek–Khinchine)"
             second = f"{m2:.4f} s²"
         else:

@@ -13,11 +13,11 @@ from xlplan.catalog.specs import ComputeDtype
 from xlplan.schema.fields import Fraction, _Section
 from xlplan.serving.engines import Engine
 
-Routing = Literal["least_loaded", "round_robin", "random"]
+Routing = Literal["least_loaded", "round_robin", "random", "least_kv"]
 """The load balancer's rule, as the plan file spells it (:attr:`Policy.routing`). [text]"""
 ROUTINGS: tuple[str, ...] = get_args(Routing)
 """The load balancer's rules, in order: the simulator's codes are their indices (0 least-loaded, 1 round robin, 2
-random). [text]"""
+random, 3 least KV). [text]"""
 
 
 class Calibration(_Section):
@@ -107,7 +107,10 @@ class Policy(_Section):
                     "and the queueing path counts it: 'least_loaded' (to the replica holding the fewest requests, the "
                     "first of equals: an ideal load-aware router, join-shortest-queue), 'round_robin' (each live replica "
                     "in turn: nginx's default upstream; the round-robin option of the vLLM and SGLang routers) or "
-                    "'random' (a replica drawn uniformly: Kubernetes' kube-proxy in iptables mode). Requests held by a lost replica go to "
+                    "'random' (a replica drawn uniformly: Kubernetes' kube-proxy in iptables mode) or 'least_kv' (to the "
+                    "replica whose KV cache will hold the fewest tokens once the prompts it holds are in: the tokens "
+                    "cached by its running sequences plus the whole prompts of those prefilling or waiting, the first "
+                    "of equals; a KV-aware router's rule). Requests held by a lost replica go to "
                     "the least-loaded survivor whatever the rule (a retry). [text]")
     memory_convention: Literal["paged", "worst_case"] = Field(
         default="paged",

@@ -31,6 +31,12 @@ from __future__ import annotations
 
 import math
 
+POOLED_ROUTINGS: tuple[str, ...] = ("least_loaded", "least_kv")
+"""The load balancer's rules (``policy.routing``) that pool the replicas as the servers of one queue: the router picks
+the replica with the least work (requests held, or KV tokens) as each request arrives, so no replica's own queue holds
+a request while another has room to spare, where round robin and random commit each request to a replica by turn or by
+chance. [text]"""
+
 SERVICE_CV2 = 1.0
 """Squared coefficient of variation of a replica's service time the queueing path assumes: exponential, the M/M/c
 case. [1]"""
@@ -313,6 +319,28 @@ def _fewest(ok, offered_erlangs: float, max_servers: int) -> int | None:
     return hi
 
 
+def pooled(routing: str) -> bool:
+    """Whether ``routing`` pools the replicas as one queue's servers
+    (:data:`POOLED_ROUTINGS`). [bool]
+
+    Parameters
+    ----------
+    routing : str
+        ``policy.routing``. [text]
+
+    Returns
+    -------
+    bool
+        True for least-loaded and least-KV routing; False for round robin and random. [bool]
+
+    Examples
+    --------
+    >>> pooled("least_kv"), pooled("round_robin")
+    (True, False)
+    """
+    return routing in POOLED_ROUTINGS  # the workbook and the note read the same tuple
+
+
 def routed_arrival_cv2(routing: str, arrival_cv2: float, replicas: int) -> float:
     """Squared coefficient of variation of the gaps between arrivals at one of ``replicas`` replicas. [1]
 
@@ -322,8 +350,8 @@ def routed_arrival_cv2(routing: str, arrival_cv2: float, replicas: int) -> float
         ``'round_robin'``: each replica takes every ``n``-th arrival, so its gap is the sum of ``n`` of the stream's
         gaps: mean ``n·m``, variance ``n·σ²``, squared CV ``cₐ² ÷ n`` (exact for a renewal stream: Erlang-``n`` gaps,
         ``1 ÷ n``, where the stream is Poisson). ``'random'``: each arrival to a replica with probability ``1 ÷ n``,
-        a thinning, ``cₐ² ÷ n + 1 − 1 ÷ n`` (Whitt's splitting rule; exact, 1, for Poisson). ``'least_loaded'``: the
-        stream's own (one queue for the fleet).
+        a thinning, ``cₐ² ÷ n + 1 − 1 ÷ n`` (Whitt's splitting rule; exact, 1, for Poisson). ``'least_loaded'``
+        and ``'least_kv'``: the stream's own (one queue for the fleet).
     arrival_cv2 : float
         The stream's squared CV. [1]
     replicas : int
@@ -358,7 +386,7 @@ def routed_wait_at_percentile_s(routing: str, replicas: int, slots: float, arriv
     Parameters
     ----------
     routing : str
-        ``'least_loaded'`` pools the fleet: one queue whose servers are the replicas, each serving at ``1 ÷
+        ``'least_loaded'`` and ``'least_kv'`` pool the fleet: one queue whose servers are the replicas, each serving at ``1 ÷
         service_s`` (:func:`wait_at_percentile_s` over ``replicas``; a request goes where work frees first).
         ``'round_robin'`` and ``'random'`` send a request before any slot frees, so each replica is a queue of its
         own: M/M/c over its ``⌊slots⌋`` whole slots at ``λ ÷ n``, each serving a request in ``slots × service_s``
@@ -392,7 +420,7 @@ def routed_wait_at_percentile_s(routing: str, replicas: int, slots: float, arriv
     >>> round(routed_wait_at_percentile_s("random", 4, 1, 3.2, 1.0, 95), 3)
     13.863
     """
-    if routing == "least_loaded":
+    if pooled(routing):
         return wait_at_percentile_s(replicas, arrival_rps, service_s, percentile, arrival_cv2, service_cv2)
     n, c = int(replicas), max(math.floor(slots), 1)
     if n <= 0:
@@ -410,7 +438,7 @@ def replicas_for_wait(routing: str, slots: float, arrival_rps: float, service_s:
     Parameters
     ----------
     routing : str
-        ``policy.routing``: 'least_loaded', 'round_robin' or 'random'. [text]
+        ``policy.routing``: 'least_loaded' or 'least_kv' (one queue), 'round_robin' or 'random'. [text]
     slots : float
         Decodes one replica's step carries within the inter-token target (routed queues only). [sequences]
     arrival_rps : float

@@ -98,7 +98,7 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
         budget and a step with any chunk decodes nothing; its decoders keep their step counter. [bool]
     rmode : int
         The load balancer's rule, as :class:`xlplan.simulate.loop._Router` codes it: 0 least-loaded, 1 round robin, 2
-        random. [—]
+        random, 3 least KV (:func:`xlplan.simulate.loop.outstanding_kv_tokens`, summed in the same order). [—]
     route_u : array of float
         Random routing's draw per request (empty otherwise): request ``rid`` goes to live replica
         ``⌊route_u[rid] × live⌋``. [1]
@@ -308,6 +308,23 @@ def run(arrivals, prompt, output, c, cap, budget, max_seqs, causal, reuse, warm,
                     loads[i] += 1
                 elif rmode == 2:
                     i = int(route_u[rid] * live)
+                    loads[i] += 1
+                elif rmode == 3:  # least KV: outstanding_kv_tokens of each live replica, the first of equals
+                    i = 0
+                    best = inf
+                    for j in range(live):
+                        kv = sc[j] + bb[j] * kk[j]
+                        q = phead[j]
+                        while q != -1:
+                            kv += prompt[q]
+                            q = pnext[q]
+                        q = whead[j]
+                        while q != -1:
+                            kv += prompt[q]
+                            q = wnext[q]
+                        if kv < best:
+                            best = kv
+                            i = j
                     loads[i] += 1
                 elif many:
                     if len(lheap) > lheap_cap:

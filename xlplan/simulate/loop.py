@@ -73,6 +73,39 @@ ROUTING_SEED = 20261207
 """Seeds the random router's draws, with the run's request count: one draw per request, the same on either loop. [1]"""
 
 
+def outstanding_kv_tokens(rp, prompt) -> float:
+    """The tokens replica ``rp``'s cache will hold once the prompts it holds are in: its running sequences' context,
+    then the whole prompt of each request prefilling or waiting, summed in that order (least-KV routing). [tokens]
+
+    Parameters
+    ----------
+    rp : xlplan.simulate.scheduler._Replica
+        The replica's state.
+    prompt : list of float
+        Each request's prompt, recomputed tokens included. [tokens]
+
+    Returns
+    -------
+    float
+        ``Σ context of the decoding + Σ prompt of the prefilling + Σ prompt of the waiting``, every layer counted
+        alike (a sliding window's clipping is the scheduler's, not the router's). [tokens]
+
+    Examples
+    --------
+    >>> from xlplan.simulate.scheduler import _Replica
+    >>> rp = _Replica()
+    >>> rp.sum_c, rp.b, rp.k, rp.prefilling, rp.waiting = 1000.0, 2, 10, [[0, 300.0]], [1]
+    >>> outstanding_kv_tokens(rp, [800.0, 50.0])   # 1,000 + 2 × 10 + 800 + 50
+    1870.0
+    """
+    total = rp.sum_c + rp.b * rp.k
+    for entry in rp.prefilling:
+        total += prompt[entry[0]]
+    for rid in rp.waiting:
+        total += prompt[rid]
+    return total
+
+
 class _Router:
     """The load balancer: where each arrival goes, by the plan's rule (``policy.routing``).
 
@@ -80,18 +113,21 @@ class _Router:
       kept lazily (an entry is current while it matches the load; each change pushes the new pair), whose first
       current entry is the same replica min() finds, in O(log replicas);
     - round robin: each live replica in turn;
-    - random: request ``rid`` to live replica ``⌊u_rid × live⌋``, ``u`` drawn once per request (:data:`ROUTING_SEED`).
+    - random: request ``rid`` to live replica ``⌊u_rid × live⌋``, ``u`` drawn once per request (:data:`ROUTING_SEED`);
+    - least KV: to the live replica whose cache will hold the fewest tokens once its prompts are in
+      (:func:`outstanding_kv_tokens`), the first of equals, by a scan.
 
     A loss takes the last replicas, so the live ones are always the first ``live``."""
 
-    __slots__ = ("loads", "heap", "heap_cap", "mode", "u", "live", "turn")
+    __slots__ = ("loads", "heap", "heap_cap", "mode", "u", "live", "turn", "kv")
 
-    def __init__(self, loads: list, mode: int = 0, u=None):
+    def __init__(self, loads: list, mode: int = 0, u=None, kv=None):
         self.loads = loads  # requests queued or running on each replica, shared with the run
         self.mode = mode  # index into ROUTINGS
         self.u = u  # random routing: one uniform draw per request [1]
         self.live = len(loads)  # replicas still serving [replicas]
         self.turn = 0  # round robin: arrivals routed so far [requests]
+        self.kv = kv  # least KV: replica -> the tokens its cache will hold (outstanding_kv_tokens) [tokens]
         self.heap = _load_heap(loads) if mode == 0 and len(loads) >= ROUTING_HEAP_REPLICAS else None
         self.heap_cap = 4 * len(loads) + 64
 
@@ -117,6 +153,10 @@ class _Router:
             return i
         if self.mode == 2:
             i = int(self.u[rid] * self.live)
+            loads[i] += 1
+            return i
+        if self.mode == 3:
+            i = min(range(self.live), key=self.kv)  # the first of equals
             loads[i] += 1
             return i
         if h is None:
@@ -263,7 +303,9 @@ class _Run:
             setattr(self, name, getattr(self, name).tolist())  # plain floats, ints and bools: faster to read and write
         arrivals = self.arrivals.tolist()  # plain floats: the same values as the array's, faster to read
         n, nxt = len(arrivals), 0
-        router, watch = _Router(self.loads, self.routing, self.route_u), _TTFTWatch(self, arrivals)
+        router = _Router(self.loads, self.routing, self.route_u,
+                         lambda i: outstanding_kv_tokens(self.reps[i], self.prompt))
+        watch = _TTFTWatch(self, arrivals)
         self._arrival_list = arrivals
         t_arr = arrivals[0] if n else inf
         while True:

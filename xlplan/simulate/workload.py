@@ -486,7 +486,7 @@ def share_cv2(cv2: float, sample: int, fleet_replicas: int, routing: str) -> flo
     0.064
     """
     p = min(sample, fleet_replicas) / fleet_replicas
-    return cv2 * p if routing == "round_robin" else 1.0 + (cv2 - 1.0) * p
+    return cv2 * p if routing == "round_robin" else 1.0 + (cv2 - 1.0) * p  # least-KV: the router's thinning too
 
 
 def verification_workload(s: Scenario, minutes: float, seed: int, cv2: float, max_context: int | None,

@@ -180,7 +180,7 @@ def queueing_replicas(arrival_rate_rps: float, service_rps_per_replica: float, w
         Replicas each replica's own prefill queue needs, where a whole prompt fits one step (0 where prompts are
         chunked; :func:`xlplan.plan.queue_path.prefill_queue`). [replicas]
     routing : str
-        The load balancer's rule (``policy.routing``): 'least_loaded' pools the replicas as one queue's servers;
+        The load balancer's rule (``policy.routing``): 'least_loaded' and 'least_kv' pool the replicas as one queue's servers;
         'round_robin' and 'random' make each replica an M/M/c queue of its own over its ``slots``. [text]
     slots : float
         Decodes one replica's step carries within the inter-token target (routed queues only). [sequences]
