@@ -116,14 +116,15 @@ def layout_fields(cf: ClosedForm) -> dict:
     dict
         ``max_num_seqs`` (at most the step budget, as deployed; None past any engine's range, engine 'runbook''s
         unbounded default) [sequences], ``expert_parallel`` [GPUs], ``attention_data_parallel`` [bool],
-        ``long_prefill_token_threshold`` (None: none) [tokens].
+        ``long_prefill_token_threshold`` (None: none, or at or over the step budget, where it changes nothing) [tokens].
 
     References
     ----------
     vLLM's scheduler config: ``max_num_batched_tokens`` at least ``max_num_seqs`` (vllm/config/scheduler.py).
     """
     cap = min(float(cf.max_num_seqs), float(cf.step_budget_tokens))
-    threshold = float(cf.long_prefill_token_threshold)
+    threshold = float(cf.long_prefill_token_threshold)  # at or over the step budget it changes nothing: not deployed
+    threshold = threshold if threshold < float(cf.step_budget_tokens) else math.inf
     return {"max_num_seqs": int(cap) if math.isfinite(cap) else None, "expert_parallel": int(cf.expert_parallel),
             "attention_data_parallel": bool(cf.attention_data_parallel),
             "long_prefill_token_threshold": int(threshold) if math.isfinite(threshold) else None}
@@ -150,8 +151,8 @@ def settings(engine: str, tp: int, step_budget_tokens: int, max_num_seqs: float 
     attention_data_parallel : bool
         Each rank holds its own sequences' KV cache (DP attention). [bool]
     long_prefill_token_threshold : float
-        The most prompt tokens one request prefills in a step (vLLM's ``--long-prefill-token-threshold``); inf: no
-        flag. [tokens]
+        The most prompt tokens one request prefills in a step (vLLM's ``--long-prefill-token-threshold``); no flag
+        where it is inf or at least the step budget (it then changes nothing). [tokens]
 
     Returns
     -------
@@ -182,6 +183,8 @@ def settings(engine: str, tp: int, step_budget_tokens: int, max_num_seqs: float 
     'SGLang: --tp-size 8 --chunked-prefill-size 4096 --ep-size 8 --enable-dp-attention --dp-size 8'
     >>> settings("vllm", 1, 8192, 1024, long_prefill_token_threshold=2048)
     'vLLM: --tensor-parallel-size 1 --max-num-batched-tokens 8192 --max-num-seqs 1024 --long-prefill-token-threshold 2048'
+    >>> settings("vllm", 1, 512, 1024, long_prefill_token_threshold=2048)  # over the budget: no flag
+    'vLLM: --tensor-parallel-size 1 --max-num-batched-tokens 512 --max-num-seqs 512'
     >>> settings("vllm", 4, 8192, 1024, 2)
     'vLLM: --tensor-parallel-size 4 --max-num-batched-tokens 8192 --max-num-seqs 1024 (experts over 2 GPUs: vLLM spreads them over the whole replica or not at all)'
     """
@@ -197,7 +200,7 @@ def settings(engine: str, tp: int, step_budget_tokens: int, max_num_seqs: float 
                     f" (experts over {expert_parallel} GPUs: vLLM spreads them over the whole replica or not at all)")
         else:
             out += f" {flag} {expert_parallel}"
-    if math.isfinite(long_prefill_token_threshold):  # vLLM's alone: the plan file refuses it on the others
+    if long_prefill_token_threshold < step_budget_tokens:  # vLLM's alone (the plan file refuses it on the others)
         out += f" --long-prefill-token-threshold {int(long_prefill_token_threshold)}"
     if attention_data_parallel:
         out += " " + DP_ATTENTION.get(key, "(DP attention: each rank holds its own sequences' KV cache)").format(tp=tp)

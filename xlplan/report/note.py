@@ -78,9 +78,9 @@ def _sensitivity_sentence(s: Sensitivity, base_fleet: int) -> str:
     if not s.feasible:
         return f"If {s.change}: the plan cannot be met — {s.note}"
     if s.fleet == base_fleet:
-        move = f"the fleet stays at {s.fleet}"
+        move = f"the fleet stays at {s.fleet:,}"
     else:
-        move = f"the fleet goes to {s.fleet}"
+        move = f"the fleet goes to {s.fleet:,}"
     return (f"If {s.change}, {words.who_binds(s.binding, s.binding_paths)} and {move} ({s.purchased:,} in whole nodes; "
             f"{words.usd(s.monthly_usd)}/month, {words.usd(s.usd_per_mtok, 3)}/M tokens).")
 

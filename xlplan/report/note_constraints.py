@@ -86,7 +86,9 @@ QUEUE_WORDS = {"least_loaded": "Erlang C with the replicas as one queue under le
                "round_robin": "Erlang C per replica as a queue of its own over its whole slots under round-robin routing",
                "random": "Erlang C per replica as a queue of its own over its whole slots under random routing",
                "least_kv": "Erlang C with the replicas as one queue under least-KV routing, optimistic where the cache is far "
-                           "from full: it balances cache, not the prompts waiting for prefill, and the simulation decides"}
+                           "from full: it weighs a token held in cache as much as one waiting for prefill, so a prompt may "
+                           "queue behind another's prefill rather than go to a replica holding long contexts; the "
+                           "simulation decides"}
 """How the queueing line names its queue, by ``policy.routing``. [text]"""
 
 

@@ -178,7 +178,7 @@ RANGES: tuple[Range, ...] = (
     Range("policy.max_num_batched_tokens", 64.0, 1_048_576.0, "tokens one engine step may carry",
           "engines default to 2,048-16,384 a step; a step of a million tokens is past any context"),
     Range("policy.long_prefill_token_threshold", 16.0, 1_048_576.0, "prompt tokens one request may prefill in a step",
-          "vLLM's own examples use a few hundred to a few thousand; below 16 a prompt takes a step a token"),
+          "vLLM's own examples use a few hundred to a few thousand; below 16 a 2,000-token prompt takes over 100 steps"),
     Range("policy.max_num_seqs", 1.0, 4096.0, "sequences a replica runs at once",
           "engines default to 256-1,024; past 4,096 no GPU holds the cache"),
     Range("growth.monthly", -0.3, 0.5, "the peak's growth a month, as a fraction",

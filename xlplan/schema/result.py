@@ -132,7 +132,7 @@ class QueueingOut(_Out):
     prefill_second_moment_s2: float = Field(default=0.0, description="E[S²] of that prefill. [s²]")
     prefill_queue_replicas: int = Field(default=0, description="Replicas each replica's own prefill queue needs (M/G/1, Pollaczek–Khinchine) where a prompt at the percentile fits one step, or under round-robin or random routing; 0 otherwise. [replicas]")
     prefill_wait_scale: float = Field(default=1.0, description="Kingman's factor (cₐ² + cₛ²) ÷ (1 + cₛ²) on each replica's prefill wait at prefill_queue_replicas, for the arrivals routing sends it: 1 under least-loaded routing (M/G/1). [1]")
-    routing: str = Field(default="least_loaded", description="The queue the wait is taken from (policy.routing): 'least_loaded', the replicas as one queue's servers; 'round_robin' or 'random', each replica an M/M/c queue of its own over its whole slots at the peak rate ÷ replicas. [text]")
+    routing: str = Field(default="least_loaded", description="The queue the wait is taken from (policy.routing): 'least_loaded' or 'least_kv', the replicas as one queue's servers; 'round_robin' or 'random', each replica an M/M/c queue of its own over its whole slots at the peak rate ÷ replicas. [text]")
     budget_options: list[tuple[int, int | None]] = Field(default_factory=list, description="The path's replicas at each step budget compared, (tokens, replicas or None), smallest budget first. [tokens], [replicas]")
     best_step_budget_tokens: int | None = Field(default=None, description="The step budget needing the fewest replicas (ties: the plan's own, else the largest); None when none keeps the wait. [tokens]")
     budget_set_by_plan: bool = Field(default=False, description="Whether the plan file sets max_num_batched_tokens (then it is respected, and the others are shown for comparison). [bool]")
@@ -252,7 +252,7 @@ class VerifiedOut(_Out):
     """The fleet simulated at peak: does it keep the promise under random arrivals? (engine values beside the runbook's)"""
 
     arrivals: str = Field(description="How requests arrive: 'Poisson arrivals', 'bursty arrivals (squared CV 4)', or a replayed log. [text]")
-    routing: str = Field(default="least_loaded", description="How the simulated load balancer sent each request (policy.routing): 'least_loaded', 'round_robin' or 'random'. [text]")
+    routing: str = Field(default="least_loaded", description="How the simulated load balancer sent each request (policy.routing): 'least_loaded', 'round_robin', 'random' or 'least_kv'. [text]")
     sampled_replicas: int | None = Field(default=None, description="Replicas each run simulated for its fleet, serving their routed share of the peak (a fleet past 128 replicas at the search's start); null: every replica. A replica lost shows as the survivors' share rising. [replicas]")
     burst_cv2: float = Field(description="Squared coefficient of variation of inter-arrival times (1: Poisson). [—]")
     minutes: float = Field(description="Simulated arrivals per run, warm-up included. [minutes]")
