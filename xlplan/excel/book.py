@@ -192,6 +192,7 @@ def figures(p: Plan, verify: bool | str = False, result: PlanResult | None = Non
         gpu_derived=_gpu_derived(p), efficiency_table=_efficiency_table(),
         length_fits={"Prompt": _fit(s.prompt_p50, s.prompt_p95, s.prompt_p99), "Output": _fit(s.output_p50, s.output_p95, s.output_p99)},
         ttft_prompt_tokens=float(distributions.length_at_percentile(s.prompt_p50, s.prompt_p95, s.prompt_p99, s.percentile)),
+        prefill_chunk_tokens=scenario.prefill_chunk_tokens(s),
         allen_cunneen_factor=queueing.allen_cunneen_factor(s.arrival_cv2, queueing.SERVICE_CV2),
         erlang=_erlang_rows(s, result),
         decisions=decisions(p, today, result.answer))

@@ -118,6 +118,7 @@ class Figures:
     efficiency_table: tuple[tuple[str, dict], ...]  # 'vendor|engine' -> its default efficiencies, fallbacks applied
     length_fits: dict[str, LengthFit]  # 'Prompt', 'Output' -> its lognormal through the plan's percentiles
     ttft_prompt_tokens: float  # the prompt at the promise's percentile, whose prefill the TTFT line times [tokens]
+    prefill_chunk_tokens: float  # the most of one prompt a step carries: the budget, or the threshold where smaller [tokens]
     allen_cunneen_factor: float  # (arrival cv² + service cv²) ÷ 2 [1]
     erlang: ErlangRows  # the Erlang C tables' counts and the engine's figures at each
     decisions: Decisions

@@ -208,7 +208,7 @@ def prefill_queue(s: Scenario, r: step_inputs.Replica, budget: int, prompt_at_pe
     times = [float(latency_step.prefill_alone_s(s, r, max(1.0, float(median * math.exp(sigma * x))))) for x in z]
     m1 = sum(times) / len(times)
     m2 = sum(x * x for x in times) / len(times)
-    if prompt_at_percentile * (1.0 - s.prefix_reuse) > min(budget, s.long_prefill_token_threshold) and queueing.pooled(s.routing):
+    if prompt_at_percentile * (1.0 - s.prefix_reuse) > scenario.prefill_chunk_tokens(s) and queueing.pooled(s.routing):
         return m1, m2, 0
     if wait_target_s < 0 or m1 <= 0:
         return m1, m2, None

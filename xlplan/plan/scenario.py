@@ -303,6 +303,28 @@ long-prefill chunk size, small enough that a 2,000-token prompt does not stall e
 that sets ``policy.max_num_batched_tokens`` (or names an engine: vLLM's 8,192 on an H100) is simulated with its own. [tokens]"""
 
 
+def prefill_chunk_tokens(s: Scenario) -> float:
+    """The most tokens of one prompt a step carries: the step budget, or the long-prefill threshold where smaller. [tokens]
+
+    Parameters
+    ----------
+    s : Scenario
+        The plan's numbers: its step budget (``max_num_batched_tokens``) and long-prefill threshold (inf: none).
+
+    Returns
+    -------
+    float
+        ``min(max_num_batched_tokens, long_prefill_token_threshold)``: a prompt on an idle replica is prefilled in
+        chunks of this. [tokens]
+
+    References
+    ----------
+    vLLM's V1 scheduler (vllm/v1/core/sched/scheduler.py): each request's new tokens capped at
+    ``long_prefill_token_threshold`` where it is set, then at the step's remaining budget.
+    """
+    return min(s.max_num_batched_tokens, s.long_prefill_token_threshold)
+
+
 def chunk_tokens(s: Scenario) -> int:
     """The step's token budget the simulation schedules with: the plan's, else :data:`RUNBOOK_CHUNK_TOKENS`. [tokens]
 

@@ -162,7 +162,7 @@ def _latency_lines(e: Engine) -> list[Line]:
     s, tr, pa = e.s, e.sol.traffic, e.sol.paths
     r = e.fig.replica
     q = e.fig.ttft_prompt_tokens
-    n = _vec_ceil(q / min(s.max_num_batched_tokens, s.long_prefill_token_threshold))
+    n = _vec_ceil(q / e.fig.prefill_chunk_tokens)
     keys = (q * q + q) / 2.0 if s.causal_attention else q * q
     return [
         Line("EPUsed", "Expert-parallel degree used", "=IF(AND(Experts>0,MOD(TP,MAX(ExpertParallel,1))=0),MAX(ExpertParallel,1),1)",

@@ -84,7 +84,7 @@ def _efficiencies_used(rows: Rows, e: Engine) -> None:
     rows.calc("PrefillChunkTokens", "Prompt tokens per request per step used",
               "=IF(AND(ISNUMBER(LongPrefillThresholdInput),LongPrefillThresholdInput>0),"
               "MIN(MaxNumBatchedTokens,LongPrefillThresholdInput),MaxNumBatchedTokens)",
-              min(s.max_num_batched_tokens, s.long_prefill_token_threshold), "tokens", "#,##0",
+              e.fig.prefill_chunk_tokens, "tokens", "#,##0",
               "the step budget, or the long-prefill threshold where that is smaller: one prompt's chunk")
     rows.calc("MaxNumSeqs", "Sequences per replica used",
               '=IF(ISNUMBER(MaxNumSeqsInput),MaxNumSeqsInput,IF(Engine="runbook",RunbookUnbounded,GPUDefaultMaxNumSeqs))',
